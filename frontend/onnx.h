@@ -1,0 +1,33 @@
+/* The ONNX frontend: decodes a ModelProto (untrusted input) into an IrGraph. The only
+ * part of Kiln that sees the protobuf-c types. */
+#ifndef KILN_FRONTEND_ONNX_H
+#define KILN_FRONTEND_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* Limits on untrusted input; anything larger is refused with a diagnostic. */
+#define ONNX_MAX_NESTING 64          /* message nesting (graphs within attributes...) */
+#define ONNX_MAX_ELEMS (1LL << 40)   /* elements of one tensor */
+#define ONNX_MAX_FILE_BYTES (1LL << 34)
+
+typedef struct OnnxDimOverride {
+    const char *name; /* a symbolic dimension (dim_param) */
+    int64_t value;
+} OnnxDimOverride;
+
+typedef struct OnnxLoadOptions {
+    const OnnxDimOverride *dims; /* --dim NAME=VALUE */
+    uint32_t n_dims;
+    bool infer_shapes;           /* run ir_infer_shapes after loading (default on in kiln) */
+} OnnxLoadOptions;
+
+/* Loads path; external data is read relative to its folder. NULL on error (in d). */
+IrGraph *onnx_load_file(const char *path, const OnnxLoadOptions *opts, Diag *d);
+/* Loads a serialized model from memory. base_dir NULL refuses external data. */
+IrGraph *onnx_load_buffer(const uint8_t *buf, size_t len, const char *base_dir,
+                          const OnnxLoadOptions *opts, Diag *d);
+
+#endif

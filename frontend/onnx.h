@@ -12,6 +12,10 @@
 #define ONNX_MAX_NESTING 64          /* message nesting (graphs within attributes...) */
 #define ONNX_MAX_ELEMS (1LL << 40)   /* elements of one tensor */
 #define ONNX_MAX_FILE_BYTES (1LL << 34)
+#define ONNX_MAX_INLINE_DEPTH 32        /* nested model-local function calls */
+#define ONNX_MAX_INLINED_NODES (1u << 22) /* nodes after inlining: stops call bombs */
+#define ONNX_MAX_SPARSE_DENSE_BYTES (1LL << 31) /* densified sparse tensor: a 2 GiB cap, since
+                                                   a few bytes of input could ask for far more */
 
 typedef struct OnnxDimOverride {
     const char *name; /* a symbolic dimension (dim_param) */

@@ -250,6 +250,7 @@ typedef struct IrValue {
     uint32_t producer; /* node id (NODE) or outer value id (OUTER), else IR_NONE */
     uint32_t result_index;
     IrTensor *tensor;  /* CONST data; an initializer that is also a graph input has both */
+    int64_t mem_offset; /* set by pass_plan_memory: byte offset in the arena, -1 if none */
 } IrValue;
 
 typedef struct IrNode {
@@ -295,6 +296,10 @@ struct IrGraph {
     int64_t ir_version;
     const char *producer_name;
     const char *producer_version;
+    /* memory plan (pass_plan_memory), in bytes */
+    int64_t arena_size_bytes;
+    int64_t arena_lower_bound_bytes;
+    int64_t arena_naive_bytes;
 };
 
 IrGraph *ir_graph_new(const char *name);

@@ -27,6 +27,7 @@ KIND = {1: "FLOAT", 2: "INT", 3: "STRING", 4: "TENSOR", 5: "GRAPH", 6: "FLOATS",
 
 
 def c_ident(name):
+    name = name.replace("NaN", "Nan")
     s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     return re.sub(r"[^A-Za-z0-9]", "_", s).upper()
 

@@ -1,0 +1,573 @@
+/* The bundle writer: NAME.h (API, sizes, status codes), NAME.c (NAME_run), the runtime
+ * files it uses, the weights (NAME_weights.bin or NAME_weights.c), CMakeLists.txt,
+ * README.md and, on request, NAME_test_main.c. Output is deterministic: the same graph
+ * gives byte-identical files. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/cgen.h"
+#include "passes/passes.h"
+
+static const char *const c_keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+    "typedef", "union", "unsigned", "void", "volatile", "while", "in", "out", "w", "a", "rc",
+    NULL};
+
+/* A C identifier from an ONNX name, unique among taken[0..n_taken). */
+static const char *sanitize(IrArena *ar, const char *name, const char **taken,
+                            uint32_t n_taken) {
+    size_t len = strlen(name);
+    char *s = ir_arena_alloc(ar, len + 16);
+    size_t k = 0;
+    if (len == 0 || (name[0] >= '0' && name[0] <= '9')) s[k++] = 'v';
+    for (size_t i = 0; i < len && k < len + 8; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        s[k++] = ok ? c : '_';
+    }
+    s[k] = 0;
+    for (int i = 0; c_keywords[i]; i++)
+        if (strcmp(s, c_keywords[i]) == 0) {
+            s[k++] = '_';
+            s[k] = 0;
+        }
+    char *base = ir_arena_strdup(ar, s);
+    for (unsigned suffix = 2;; suffix++) {
+        bool clash = false;
+        for (uint32_t i = 0; i < n_taken && !clash; i++) clash = strcmp(taken[i], s) == 0;
+        if (!clash) return s;
+        s = ir_arena_alloc(ar, strlen(base) + 16);
+        sprintf(s, "%s_%u", base, suffix);
+    }
+}
+
+/* "f32[1,3,224,224]" */
+static const char *type_str(CgenCtx *cx, const IrType *t) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "%s[", ir_dtype_name((IrDType)t->dtype));
+    for (int i = 0; i < t->rank; i++) cw_raw(&tmp, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    cw_raw(&tmp, "]");
+    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
+    cw_free(&tmp);
+    return s;
+}
+
+static bool write_file(const char *dir, const char *file, const void *data, size_t len,
+                       Diag *d) {
+    size_t plen = strlen(dir) + strlen(file) + 2;
+    char *path = malloc(plen);
+    snprintf(path, plen, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) diag_error(d, "%s: cannot write: %s", path, strerror(errno));
+    free(path);
+    return ok;
+}
+
+static bool write_writer(const char *dir, const char *file, CWriter *w, Diag *d) {
+    size_t len;
+    char *buf = cw_take(w, &len);
+    bool ok = write_file(dir, file, buf, len, d);
+    free(buf);
+    return ok;
+}
+
+static const CgenRuntimeFile *runtime_file(const char *name) {
+    for (unsigned i = 0; i < cgen_n_runtime_files; i++)
+        if (strcmp(cgen_runtime_files[i].name, name) == 0) return &cgen_runtime_files[i];
+    return NULL;
+}
+
+/* Converts Constant nodes into constant values so that their data lands in the weights. */
+static void constants_to_values(IrGraph *g) {
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrNode *n = &g->nodes[i];
+        if (n->dead || n->op != IR_OP_CONSTANT || n->n_outputs != 1) continue;
+        IrValue *v = &g->values[n->outputs[0]];
+        IrTensor *t = NULL;
+        for (uint32_t k = 0; k < n->n_attrs && !t; k++) {
+            IrAttr *at = &n->attrs[k];
+            if (!at->present) continue;
+            if (at->id == IR_ATTR_CONSTANT_VALUE && at->tensors) t = at->tensors;
+            else if (at->id == IR_ATTR_CONSTANT_SPARSE_VALUE && at->tensors) t = at->tensors;
+            else if (at->id == IR_ATTR_CONSTANT_VALUE_FLOAT) {
+                t = ir_tensor_new(g->arena, IR_DTYPE_F32, 0, NULL);
+                memcpy(t->data, &at->f, sizeof(float));
+            } else if (at->id == IR_ATTR_CONSTANT_VALUE_INT) {
+                t = ir_tensor_new(g->arena, IR_DTYPE_I64, 0, NULL);
+                memcpy(t->data, &at->i, sizeof(int64_t));
+            } else if (at->id == IR_ATTR_CONSTANT_VALUE_FLOATS) {
+                int64_t dim = at->n;
+                t = ir_tensor_new(g->arena, IR_DTYPE_F32, 1, &dim);
+                if (at->n) memcpy(t->data, at->floats, at->n * sizeof(float));
+            } else if (at->id == IR_ATTR_CONSTANT_VALUE_INTS) {
+                int64_t dim = at->n;
+                t = ir_tensor_new(g->arena, IR_DTYPE_I64, 1, &dim);
+                if (at->n) memcpy(t->data, at->ints, at->n * sizeof(int64_t));
+            }
+        }
+        if (!t || t->dtype == IR_DTYPE_STRING) continue; /* strings stay: no C kernel */
+        v->kind = IR_VALUE_CONST;
+        v->producer = IR_NONE;
+        v->tensor = t;
+        v->type = ir_type_tensor((IrDType)t->dtype, t->rank, t->dims);
+        n->dead = true;
+    }
+    ir_graph_compact(g);
+}
+
+static bool check_supported(IrGraph *g, Diag *d) {
+    bool ok = true;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || cgen_op_supported((IrOp)n->op)) continue;
+        diag_error(d, "node '%s' (%s%s%s, opset %d): no C kernel for this op", n->name,
+                   n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type, n->opset);
+        ok = false;
+    }
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        const IrValue *val = &g->values[v];
+        bool live = val->kind != IR_VALUE_NODE || val->producer != IR_NONE;
+        if (!live) continue;
+        if (val->type.kind != IR_TYPE_TENSOR || !ir_type_is_static(&val->type) ||
+            val->type.dtype == IR_DTYPE_STRING || val->type.dtype == IR_DTYPE_UNDEF) {
+            bool io = val->kind == IR_VALUE_INPUT;
+            for (uint32_t k = 0; k < g->n_outputs; k++) io |= g->outputs[k] == v;
+            if (io || val->kind == IR_VALUE_NODE) {
+                diag_error(d, "value '%s' has type %s%s: the C backend needs static tensors of "
+                           "numeric types (fix symbolic dimensions with --dim NAME=VALUE)",
+                           val->name,
+                           val->type.kind == IR_TYPE_TENSOR ? "tensor " : "non-tensor ",
+                           ir_dtype_name((IrDType)val->type.dtype));
+                ok = false;
+            }
+        }
+    }
+    return ok;
+}
+
+static void assign_fields(CgenCtx *cx, IrGraph *g) {
+    const char **taken = ir_arena_alloc(&cx->scratch, (g->n_inputs + g->n_outputs + 1) *
+                                                          sizeof *taken);
+    uint32_t n_taken = 0;
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        uint32_t v = g->inputs[i];
+        cx->field[v] = sanitize(&cx->scratch, g->values[v].name, taken, n_taken);
+        taken[n_taken++] = cx->field[v];
+    }
+    /* Outputs get their own namespace: struct NAME_outputs. A value produced by a node and
+     * listed as an output is written in place; inputs, constants and repeats are copied. */
+    const char **taken_out = ir_arena_alloc(&cx->scratch, (g->n_outputs + 1) * sizeof *taken);
+    uint32_t n_out = 0;
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        const char *f = sanitize(&cx->scratch, g->values[v].name, taken_out, n_out);
+        taken_out[n_out++] = f;
+        if (g->values[v].kind == IR_VALUE_NODE && !cx->field[v]) cx->field[v] = f;
+    }
+}
+
+static void assign_weights(CgenCtx *cx, IrGraph *g) {
+    int64_t off = 0;
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        cx->weight_offset[v] = -1;
+        const IrValue *val = &g->values[v];
+        if (val->kind != IR_VALUE_CONST || !val->tensor || val->tensor->dtype == IR_DTYPE_STRING)
+            continue;
+        cx->weight_offset[v] = off;
+        off += ((int64_t)val->tensor->size_bytes + CGEN_ALIGN - 1) / CGEN_ALIGN * CGEN_ALIGN;
+    }
+    cx->weights_size = off;
+}
+
+static const char *output_field(CgenCtx *cx, IrGraph *g, uint32_t i) {
+    /* the field name assigned to output slot i (same order as assign_fields) */
+    const char **taken = ir_arena_alloc(&cx->scratch, (g->n_outputs + 1) * sizeof *taken);
+    const char *f = NULL;
+    for (uint32_t k = 0; k <= i; k++) {
+        f = sanitize(&cx->scratch, g->values[g->outputs[k]].name, taken, k);
+        taken[k] = f;
+    }
+    return f;
+}
+
+static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "%s '%s': %s(", n->op_type, n->name, n->op_type);
+    for (uint32_t k = 0; k < n->n_inputs; k++) {
+        uint32_t v = n->inputs[k];
+        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
+                    type_str(cx, &cx->g->values[v].type));
+    }
+    cw_raw(&tmp, ") -> ");
+    for (uint32_t k = 0; k < n->n_outputs; k++) {
+        uint32_t v = n->outputs[k];
+        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
+                    type_str(cx, &cx->g->values[v].type));
+    }
+    cw_comment(cx->w, "%s", tmp.buf);
+    cw_free(&tmp);
+}
+
+static bool emit_body(CgenCtx *cx, IrGraph *g) {
+    bool ok = true;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead) continue;
+        cx->node = i;
+        emit_node_comment(cx, n);
+        ok &= cgen_emit_table[n->op](cx, n);
+    }
+    /* outputs that no node wrote in place */
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        const char *f = output_field(cx, g, i);
+        if (cx->field[v] && strcmp(cx->field[v], f) == 0 && g->values[v].kind == IR_VALUE_NODE)
+            continue;
+        int64_t bytes = (int64_t)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype,
+                                                     cgen_numel(cx, v));
+        cw_comment(cx->w, "output '%s' is a copy of '%s'", g->values[v].name, g->values[v].name);
+        if (bytes > 0) cw_line(cx->w, "memcpy(out->%s, %s, %lld);", f, cgen_ptr(cx, v),
+                               (long long)bytes);
+    }
+    return ok;
+}
+
+static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
+    const char *N = cx->opts->name;
+    char *U = ir_arena_strdup(&cx->scratch, N);
+    for (char *p = U; *p; p++)
+        if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    cw_line(h, "/* %s.h: generated by kiln %s from %s. Do not edit.", N, KILN_VERSION,
+            cx->opts->model_path ? cx->opts->model_path : "a model");
+    cw_line(h, " *");
+    cw_line(h, " * Usage (the caller owns all memory; nothing here allocates):");
+    cw_line(h, " *   static unsigned char arena[%s_ARENA_SIZE] KILN_ALIGNED;  aligned to %s_ALIGN", U, U);
+    cw_line(h, " *   %s_inputs in = {...};   pointers to the input tensors, row-major", N);
+    cw_line(h, " *   %s_outputs out = {...}; pointers to room for the outputs", N);
+    if (cx->opts->embed_weights)
+        cw_line(h, " *   int rc = %s_run(&in, &out, %s_weights, arena);", N, N);
+    else
+        cw_line(h, " *   int rc = %s_run(&in, &out, weights, arena);  weights: the bytes of "
+                   "%s_weights.bin, aligned to %s_ALIGN", N, N, U);
+    cw_line(h, " *   if (rc != %s_OK) ... see the status codes below", U);
+    cw_line(h, " */");
+    cw_line(h, "#ifndef %s_H", U);
+    cw_line(h, "#define %s_H", U);
+    cw_blank(h);
+    cw_line(h, "#include <stdint.h>");
+    cw_blank(h);
+    cw_line(h, "#define %s_ARENA_SIZE %lld /* bytes of scratch memory for intermediates */", U,
+            (long long)g->arena_size_bytes);
+    cw_line(h, "#define %s_WEIGHTS_SIZE %lld /* bytes of %s */", U, (long long)cx->weights_size,
+            cx->opts->embed_weights ? "the weights array" : "the weights file");
+    cw_line(h, "#define %s_ALIGN %d /* required alignment of arena and weights */", U, CGEN_ALIGN);
+    cw_blank(h);
+    cw_line(h, "/* Status codes of %s_run. */", N);
+    cw_line(h, "#define %s_OK 0", U);
+    cw_line(h, "#define %s_ERR_NULL 1  /* a required pointer is NULL */", U);
+    cw_line(h, "#define %s_ERR_ALIGN 2 /* arena or weights not aligned to %s_ALIGN */", U, U);
+    cw_line(h, "#define %s_ERR_INDEX 3 /* an index in the input data is out of range */", U);
+    cw_line(h, "#define %s_ERR_SHAPE 4 /* input data asks for a shape the model was not "
+               "compiled for */", U);
+    cw_line(h, "#define %s_ERR_VALUE 5 /* input data breaks another contract of an op */", U);
+    cw_blank(h);
+    cw_open(h, "typedef struct %s_inputs", N);
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        uint32_t v = g->inputs[i];
+        cw_line(h, "const %s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
+                cx->field[v], type_str(cx, &g->values[v].type), g->values[v].name);
+    }
+    if (g->n_inputs == 0) cw_line(h, "int unused; /* the model has no inputs */");
+    cw_close(h, cgen_fmt(cx, " %s_inputs;", N));
+    cw_blank(h);
+    cw_open(h, "typedef struct %s_outputs", N);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        cw_line(h, "%s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
+                output_field(cx, g, i), type_str(cx, &g->values[v].type), g->values[v].name);
+    }
+    cw_close(h, cgen_fmt(cx, " %s_outputs;", N));
+    cw_blank(h);
+    if (cx->opts->embed_weights) {
+        cw_line(h, "extern const unsigned char %s_weights[]; /* in %s_weights.c */", N, N);
+        cw_blank(h);
+    }
+    cw_line(h, "/* Runs the model. Returns %s_OK or a status code above. */", U);
+    cw_line(h, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
+               "void *arena);", N, N, N);
+    cw_blank(h);
+    cw_line(h, "#endif");
+}
+
+static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body) {
+    const char *N = cx->opts->name;
+    char *U = ir_arena_strdup(&cx->scratch, N);
+    for (char *p = U; *p; p++)
+        if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    cw_line(c, "/* %s.c: generated by kiln %s from %s. Do not edit.", N, KILN_VERSION,
+            cx->opts->model_path ? cx->opts->model_path : "a model");
+    cw_line(c, " * %u nodes; arena %lld bytes (lower bound %lld, naive sum %lld). */",
+            g->n_nodes, (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
+            (long long)g->arena_naive_bytes);
+    cw_line(c, "#include <math.h>");
+    cw_line(c, "#include <stddef.h>");
+    cw_line(c, "#include <stdint.h>");
+    cw_line(c, "#include <string.h>");
+    cw_blank(c);
+    cw_line(c, "#include \"%s.h\"", N);
+    cw_line(c, "#include \"rt_common.h\"");
+    for (uint32_t i = 0; i < cx->n_runtime; i++)
+        if (strcmp(cx->runtime[i], "rt_common.h") != 0) cw_line(c, "#include \"%s\"", cx->runtime[i]);
+    cw_blank(c);
+    cw_open(c, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
+               "void *arena)", N, N, N);
+    if (cx->uses_w) cw_line(c, "const unsigned char *w = (const unsigned char *)weights;");
+    if (cx->uses_a) cw_line(c, "unsigned char *a = (unsigned char *)arena;");
+    if (cx->uses_rc) cw_line(c, "int rc;");
+    cw_indent(c);
+    cw_raw(c, "if (!in || !out");
+    if (cx->weights_size) cw_raw(c, " || !weights");
+    if (g->arena_size_bytes) cw_raw(c, " || !arena");
+    for (uint32_t i = 0; i < g->n_inputs; i++) cw_raw(c, " || !in->%s", cx->field[g->inputs[i]]);
+    for (uint32_t i = 0; i < g->n_outputs; i++) cw_raw(c, " || !out->%s", output_field(cx, g, i));
+    cw_raw(c, ") return %s_ERR_NULL;\n", U);
+    cw_line(c, "if ((uintptr_t)weights %% %s_ALIGN != 0 || (uintptr_t)arena %% %s_ALIGN != 0) "
+               "return %s_ERR_ALIGN;", U, U, U);
+    if (!cx->uses_w && !cx->uses_a) cw_line(c, "(void)weights;");
+    if (!cx->uses_a && cx->uses_w) cw_line(c, "(void)arena;");
+    cw_blank(c);
+    cw_raw(c, "%s", body);
+    cw_line(c, "return %s_OK;", U);
+    cw_close(c, NULL);
+}
+
+static bool emit_weights(CgenCtx *cx, IrGraph *g, const char *dir, Diag *d) {
+    unsigned char *blob = calloc(1, cx->weights_size ? (size_t)cx->weights_size : 1);
+    if (!blob) return false;
+    for (uint32_t v = 0; v < g->n_values; v++)
+        if (cx->weight_offset[v] >= 0 && g->values[v].tensor->size_bytes)
+            memcpy(blob + cx->weight_offset[v], g->values[v].tensor->data,
+                   g->values[v].tensor->size_bytes);
+    bool ok;
+    const char *N = cx->opts->name;
+    if (!cx->opts->embed_weights) {
+        ok = write_file(dir, cgen_fmt(cx, "%s_weights.bin", N), blob, (size_t)cx->weights_size, d);
+    } else {
+        CWriter c;
+        cw_init(&c);
+        cw_line(&c, "/* %s_weights.c: generated by kiln; the model's weights as a const array, "
+                    "for flash-resident weights. */", N);
+        cw_line(&c, "#include \"%s.h\"", N);
+        cw_blank(&c);
+        cw_line(&c, "#if defined(__GNUC__) || defined(__clang__)");
+        cw_line(&c, "__attribute__((aligned(%d)))", CGEN_ALIGN);
+        cw_line(&c, "#endif");
+        cw_line(&c, "const unsigned char %s_weights[%lld] = {", N,
+                (long long)(cx->weights_size ? cx->weights_size : 1));
+        if (cx->weights_size == 0) cw_line(&c, "    0");
+        for (int64_t i = 0; i < cx->weights_size; i += 16) {
+            cw_raw(&c, "   ");
+            for (int64_t k = i; k < i + 16 && k < cx->weights_size; k++) cw_raw(&c, " %u,", blob[k]);
+            cw_raw(&c, "\n");
+        }
+        cw_line(&c, "};");
+        ok = write_writer(dir, cgen_fmt(cx, "%s_weights.c", N), &c, d);
+    }
+    free(blob);
+    return ok;
+}
+
+static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c) {
+    const char *N = cx->opts->name;
+    char *U = ir_arena_strdup(&cx->scratch, N);
+    for (char *p = U; *p; p++)
+        if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    bool embed = cx->opts->embed_weights;
+    cw_line(c, "/* %s_test_main.c: generated by kiln. A test harness, not part of the model code:", N);
+    cw_line(c, " * %s_test %sIN_FILE... OUT_FILE... reads each input as raw little-endian bytes,", N,
+            embed ? "" : "WEIGHTS_FILE ");
+    cw_line(c, " * poisons the outputs, runs the model and writes each output's raw bytes. */");
+    cw_line(c, "#include <stdio.h>");
+    cw_line(c, "#include <stdlib.h>");
+    cw_line(c, "#include <string.h>");
+    cw_line(c, "#include \"%s.h\"", N);
+    cw_blank(c);
+    cw_line(c, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
+    cw_blank(c);
+    cw_open(c, "static void *aligned_block(size_t size)");
+    cw_line(c, "unsigned char *p = malloc(size + %s_ALIGN);", U);
+    cw_line(c, "if (!p) { fprintf(stderr, \"out of memory\\n\"); exit(2); }");
+    cw_line(c, "memset(p, 0, size + %s_ALIGN);", U);
+    cw_line(c, "return p + (%s_ALIGN - (size_t)((uintptr_t)p %% %s_ALIGN));", U, U);
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "static void *read_file(const char *path, size_t want)");
+    cw_line(c, "void *p = aligned_block(want);");
+    cw_line(c, "FILE *f = fopen(path, \"rb\");");
+    cw_line(c, "if (!f || (want && fread(p, 1, want, f) != want)) { fprintf(stderr, \"%%s: "
+               "cannot read %%lu bytes\\n\", path, (unsigned long)want); exit(2); }");
+    cw_line(c, "fclose(f);");
+    cw_line(c, "return p;");
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "static void write_file(const char *path, const void *p, size_t n)");
+    cw_line(c, "FILE *f = fopen(path, \"wb\");");
+    cw_line(c, "if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0) { fprintf(stderr, "
+               "\"%%s: cannot write\\n\", path); exit(2); }");
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "int main(int argc, char **argv)");
+    uint32_t nargs = g->n_inputs + g->n_outputs + (embed ? 0 : 1);
+    cw_line(c, "%s_inputs in;", N);
+    cw_line(c, "%s_outputs out;", N);
+    cw_line(c, "int rc, arg = 1;");
+    cw_line(c, "void *arena = aligned_block(%s_ARENA_SIZE + 1);", U);
+    cw_line(c, "if (argc != %u) { fprintf(stderr, \"usage: %%s %sIN... OUT...\\n\", argv[0]); "
+               "return 2; }", nargs + 1, embed ? "" : "WEIGHTS ");
+    cw_line(c, "memset(&in, 0, sizeof in);");
+    if (embed) cw_line(c, "const void *weights = %s_weights;", N);
+    else cw_line(c, "const void *weights = read_file(argv[arg++], %s_WEIGHTS_SIZE);", U);
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        uint32_t v = g->inputs[i];
+        cw_line(c, "in.%s = read_file(argv[arg++], %lld);", cx->field[v],
+                (long long)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype, cgen_numel(cx, v)));
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        long long bytes =
+            (long long)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype, cgen_numel(cx, v));
+        const char *f = output_field(cx, g, i);
+        cw_line(c, "out.%s = aligned_block(%lld);", f, bytes);
+        cw_line(c, "memset(out.%s, POISON_BYTE, %lld);", f, bytes);
+    }
+    cw_line(c, "rc = %s_run(&in, &out, weights, arena);", N);
+    cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_run failed: status %%d\\n\", rc); "
+               "return 1; }", U, N);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", output_field(cx, g, i),
+                (long long)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype, cgen_numel(cx, v)));
+    }
+    cw_line(c, "return 0;");
+    cw_close(c, NULL);
+}
+
+static void emit_cmake(CgenCtx *cx, CWriter *c) {
+    const char *N = cx->opts->name;
+    cw_line(c, "# Generated by kiln %s. Builds the model as a static library.", KILN_VERSION);
+    cw_line(c, "cmake_minimum_required(VERSION 3.13)");
+    cw_line(c, "project(%s C)", N);
+    cw_line(c, "add_library(%s STATIC %s.c%s)", N, N,
+            cx->opts->embed_weights ? cgen_fmt(cx, " %s_weights.c", N) : "");
+    cw_line(c, "set_target_properties(%s PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON)", N);
+    cw_line(c, "target_include_directories(%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})", N);
+    cw_line(c, "if(NOT MSVC)");
+    cw_line(c, "  target_link_libraries(%s PUBLIC m)", N);
+    cw_line(c, "endif()");
+    if (cx->opts->test_main) {
+        cw_line(c, "if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/%s_test_main.c)", N);
+        cw_line(c, "  add_executable(%s_test %s_test_main.c)", N, N);
+        cw_line(c, "  target_link_libraries(%s_test PRIVATE %s)", N, N);
+        cw_line(c, "endif()");
+    }
+}
+
+static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c) {
+    const char *N = cx->opts->name;
+    cw_line(c, "# %s", N);
+    cw_blank(c);
+    cw_line(c, "Generated by kiln %s from `%s`%s.", KILN_VERSION,
+            cx->opts->model_path ? cx->opts->model_path : "a model",
+            cx->opts->command_line ? cgen_fmt(cx, " with `%s`", cx->opts->command_line) : "");
+    cw_blank(c);
+    cw_line(c, "| input | type |");
+    cw_line(c, "|---|---|");
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        cw_line(c, "| `%s` | %s |", cx->field[g->inputs[i]],
+                type_str(cx, &g->values[g->inputs[i]].type));
+    cw_blank(c);
+    cw_line(c, "| output | type |");
+    cw_line(c, "|---|---|");
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        cw_line(c, "| `%s` | %s |", output_field(cx, g, i),
+                type_str(cx, &g->values[g->outputs[i]].type));
+    cw_blank(c);
+    cw_line(c, "- arena: %lld bytes (lower bound %lld, naive sum %lld)",
+            (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
+            (long long)g->arena_naive_bytes);
+    cw_line(c, "- weights: %lld bytes (%s)", (long long)cx->weights_size,
+            cx->opts->embed_weights ? cgen_fmt(cx, "`%s_weights.c`", N)
+                                    : cgen_fmt(cx, "`%s_weights.bin`", N));
+    cw_line(c, "- alignment: %d bytes for arena and weights", CGEN_ALIGN);
+    cw_blank(c);
+    cw_line(c, "Build: `cmake -S . -B build && cmake --build build`, or compile `%s.c` with any "
+               "C99 compiler. API and status codes: `%s.h`.", N, N);
+}
+
+bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
+    cgen_tables_init();
+    constants_to_values(g);
+    if (!check_supported(g, d)) return false;
+    if (!pass_plan_memory(g, d)) return false;
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        diag_error(d, "%s: cannot create: %s", out_dir, strerror(errno));
+        return false;
+    }
+    CgenCtx cx;
+    memset(&cx, 0, sizeof cx);
+    cx.g = g;
+    cx.opts = opts;
+    cx.d = d;
+    cx.weight_offset = calloc(g->n_values + 1, sizeof *cx.weight_offset);
+    cx.field = calloc(g->n_values + 1, sizeof *cx.field);
+    IR_ASSERT(cx.weight_offset && cx.field);
+    assign_fields(&cx, g);
+    assign_weights(&cx, g);
+    cgen_use_runtime(&cx, "rt_common.h");
+    CWriter body, h, c;
+    cw_init(&body);
+    cw_init(&h);
+    cw_init(&c);
+    body.indent = 1;
+    cx.w = &body;
+    bool ok = emit_body(&cx, g);
+    if (ok) {
+        emit_header(&cx, g, &h);
+        emit_source(&cx, g, &c, body.buf ? body.buf : "");
+        ok &= write_writer(out_dir, cgen_fmt(&cx, "%s.h", opts->name), &h, d);
+        ok &= write_writer(out_dir, cgen_fmt(&cx, "%s.c", opts->name), &c, d);
+        for (uint32_t i = 0; i < cx.n_runtime && ok; i++) {
+            const CgenRuntimeFile *rf = runtime_file(cx.runtime[i]);
+            IR_ASSERT(rf);
+            ok &= write_file(out_dir, rf->name, rf->text, strlen(rf->text), d);
+        }
+        ok &= emit_weights(&cx, g, out_dir, d);
+        CWriter m;
+        cw_init(&m);
+        emit_cmake(&cx, &m);
+        ok &= write_writer(out_dir, "CMakeLists.txt", &m, d);
+        emit_readme(&cx, g, &m);
+        ok &= write_writer(out_dir, "README.md", &m, d);
+        if (opts->test_main) {
+            emit_test_main(&cx, g, &m);
+            ok &= write_writer(out_dir, cgen_fmt(&cx, "%s_test_main.c", opts->name), &m, d);
+        }
+    }
+    cw_free(&body);
+    cw_free(&h);
+    cw_free(&c);
+    free(cx.weight_offset);
+    free(cx.field);
+    ir_arena_free(&cx.scratch);
+    return ok;
+}

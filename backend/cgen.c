@@ -1,0 +1,129 @@
+/* The C dialect driver: value placement (inputs, outputs, weights, arena), the body of
+ * NAME_run node by node through the kernel table, and the helpers op-family emitters use.
+ * bundle.c wraps the body into the bundle's files. */
+#include "backend/cgen.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+CgenEmitFn cgen_emit_table[IR_OP_COUNT];
+
+void cgen_tables_init(void) {
+    static bool ready;
+    if (ready) return;
+    cgen_register_eltwise(cgen_emit_table);
+    cgen_register_nn(cgen_emit_table);
+    cgen_register_linalg(cgen_emit_table);
+    cgen_register_data(cgen_emit_table);
+    cgen_register_cast(cgen_emit_table);
+    ready = true;
+}
+
+bool cgen_op_supported(IrOp op) {
+    cgen_tables_init();
+    return op != IR_OP_UNKNOWN && cgen_emit_table[op] != NULL;
+}
+
+const char *cgen_ctype(IrDType t) {
+    switch (t) {
+    case IR_DTYPE_F32: return "float";
+    case IR_DTYPE_F64: return "double";
+    case IR_DTYPE_I8: return "int8_t";
+    case IR_DTYPE_I16: return "int16_t";
+    case IR_DTYPE_I32: return "int32_t";
+    case IR_DTYPE_I64: return "int64_t";
+    case IR_DTYPE_U16: return "uint16_t";
+    case IR_DTYPE_U32: return "uint32_t";
+    case IR_DTYPE_U64: return "uint64_t";
+    case IR_DTYPE_F16: return "uint16_t";  /* IEEE binary16 bits; see rt_common.h */
+    case IR_DTYPE_BF16: return "uint16_t"; /* bfloat16 bits */
+    case IR_DTYPE_C64: return "float";     /* (re, im) pairs */
+    case IR_DTYPE_C128: return "double";
+    default: return "uint8_t"; /* u8, bool, float8 bits, packed 4- and 2-bit pairs */
+    }
+}
+
+const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) {
+    CWriter tmp;
+    cw_init(&tmp);
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(&tmp, fmt, ap);
+    va_end(ap);
+    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf ? tmp.buf : "");
+    cw_free(&tmp);
+    return s;
+}
+
+const IrType *cgen_type(const CgenCtx *cx, uint32_t v) { return &cx->g->values[v].type; }
+
+int64_t cgen_numel(const CgenCtx *cx, uint32_t v) { return ir_type_numel(cgen_type(cx, v)); }
+
+const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v) {
+    if (v == IR_NONE) return NULL;
+    const IrValue *val = &cx->g->values[v];
+    return val->kind == IR_VALUE_CONST ? val->tensor : NULL;
+}
+
+const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
+    IR_ASSERT(v != IR_NONE);
+    const IrValue *val = &cx->g->values[v];
+    const char *ct = cgen_ctype((IrDType)val->type.dtype);
+    if (cx->field[v]) {
+        bool is_input = val->kind == IR_VALUE_INPUT;
+        return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->field[v]);
+    }
+    if (cx->weight_offset[v] >= 0) {
+        cx->uses_w = true;
+        return cgen_fmt(cx, "((const %s *)(w + %lld))", ct, (long long)cx->weight_offset[v]);
+    }
+    cx->uses_a = true;
+    IR_ASSERT(val->mem_offset >= 0);
+    return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
+}
+
+const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "{");
+    for (uint32_t i = 0; i < n; i++) cw_raw(&tmp, "%s%lld", i ? ", " : "", (long long)v[i]);
+    if (n == 0) cw_raw(&tmp, "0");
+    cw_raw(&tmp, "}");
+    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
+    cw_free(&tmp);
+    return s;
+}
+
+const char *cgen_dims(CgenCtx *cx, const IrType *t) {
+    return cgen_i64_list(cx, t->dims, t->rank > 0 ? (uint32_t)t->rank : 0);
+}
+
+void cgen_use_runtime(CgenCtx *cx, const char *file) {
+    for (uint32_t i = 0; i < cx->n_runtime; i++)
+        if (strcmp(cx->runtime[i], file) == 0) return;
+    IR_ASSERT(cx->n_runtime < CGEN_MAX_RUNTIME);
+    cx->runtime[cx->n_runtime++] = file;
+}
+
+void cgen_call_checked(CgenCtx *cx, const char *fmt, ...) {
+    cw_indent(cx->w);
+    cw_raw(cx->w, "if ((rc = ");
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(cx->w, fmt, ap);
+    va_end(ap);
+    cw_raw(cx->w, ") != 0) return rc;\n");
+    cx->uses_rc = true;
+}
+
+bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(cx->d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
+               n->op_type, n->opset, msg);
+    return false;
+}

@@ -1,0 +1,87 @@
+/* The C backend: turns a planned IR graph into a bundle of C99 source (see DESIGN.md,
+ * "Backends and the bundle"). cgen.c drives the emission; one file per op family
+ * (cgen_<family>.c) emits the nodes of its ops, usually as calls into the runtime kernels
+ * of runtime/<family> with the shapes baked in as constants. */
+#ifndef KILN_BACKEND_CGEN_H
+#define KILN_BACKEND_CGEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/cwriter.h"
+#include "ir/ir.h"
+
+#define CGEN_ALIGN 64        /* arena and weights alignment, = PASS_ARENA_ALIGN */
+#define CGEN_MAX_RUNTIME 64  /* runtime files one bundle can use */
+
+typedef struct CgenOptions {
+    const char *name;         /* bundle name: a C identifier, prefix of every symbol */
+    bool embed_weights;       /* weights as a C array (NAME_weights.c) instead of a .bin */
+    bool test_main;           /* also write NAME_test_main.c (reads inputs from files) */
+    const char *model_path;   /* for comments and the README */
+    const char *command_line; /* the kiln command that produced the bundle */
+} CgenOptions;
+
+typedef struct CgenCtx {
+    const IrGraph *g;
+    const CgenOptions *opts;
+    Diag *d;
+    CWriter *w;          /* the body of NAME_run */
+    IrArena scratch;     /* strings handed to emitters */
+    const char *runtime[CGEN_MAX_RUNTIME];
+    uint32_t n_runtime;
+    int64_t *weight_offset; /* per value id: offset in the weights blob, -1 if none */
+    int64_t weights_size;
+    const char **field;  /* per value id: struct field name of graph inputs/outputs */
+    uint32_t node;       /* the node being emitted */
+    uint32_t n_temps;    /* counter for unique local names */
+    bool uses_rc;        /* a kernel returned a status: NAME_run declares rc */
+    bool uses_w, uses_a; /* the body refers to the weights / the arena */
+} CgenCtx;
+
+/* An emitter writes the code of one node; false (after a diagnostic) if it cannot. */
+typedef bool (*CgenEmitFn)(CgenCtx *cx, const IrNode *n);
+
+/* The kernel column of the C backend: one entry per op id, NULL where no kernel exists.
+ * Families fill it in cgen_register_<family>. */
+extern CgenEmitFn cgen_emit_table[IR_OP_COUNT];
+void cgen_tables_init(void);
+bool cgen_op_supported(IrOp op);
+
+/* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
+const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t" (f16)... */
+const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
+const IrType *cgen_type(const CgenCtx *cx, uint32_t v);
+int64_t cgen_numel(const CgenCtx *cx, uint32_t v);
+const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) CW_PRINTF(2, 3);
+/* "{1, 3, 224, 224}" (or "{0}" for rank 0) */
+const char *cgen_dims(CgenCtx *cx, const IrType *t);
+const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n);
+/* A constant input's tensor (initializer or folded Constant), or NULL. */
+const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v);
+/* Records that the bundle needs runtime file `file` (e.g. "rt_conv.h"). */
+void cgen_use_runtime(CgenCtx *cx, const char *file);
+/* Writes "if ((rc = CALL) != 0) return rc;" for a kernel that returns a status. */
+void cgen_call_checked(CgenCtx *cx, const char *fmt, ...) CW_PRINTF(2, 3);
+/* A diagnostic naming the node; returns false. */
+bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) CW_PRINTF(3, 4);
+
+/* Writes the bundle for g (shapes static, memory planned) into out_dir. */
+bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d);
+
+/* Op families (backend/cgen_<family>.c). */
+void cgen_register_eltwise(CgenEmitFn *table);
+void cgen_register_nn(CgenEmitFn *table);
+void cgen_register_linalg(CgenEmitFn *table);
+void cgen_register_data(CgenEmitFn *table);
+void cgen_register_cast(CgenEmitFn *table);
+
+/* The runtime files, embedded at build time (gen/runtime_files.c). */
+typedef struct CgenRuntimeFile {
+    const char *name;
+    const char *text;
+} CgenRuntimeFile;
+extern const CgenRuntimeFile cgen_runtime_files[];
+extern const unsigned cgen_n_runtime_files;
+
+#endif

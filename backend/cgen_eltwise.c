@@ -1,0 +1,426 @@
+/* C backend emitters of the elementwise family: unary math, activations, arithmetic,
+ * comparison, logic and bitwise ops with numpy broadcasting, variadic Sum/Mean/Max/Min,
+ * Where and Clip. Emitted inline as loops specialised for the shapes and element type:
+ * broadcast dimensions are merged at compile time so most ops become one flat loop.
+ * float16/bfloat16 compute in float and round once on store. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cgen.h"
+
+#define ELT_MAX_IN 16 /* inputs of one loop (Sum/Max/... are variadic; more is refused) */
+
+typedef struct EltLoop {
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    int64_t stride[ELT_MAX_IN + 1][IR_MAX_RANK]; /* [0] output, [1+k] input k */
+} EltLoop;
+
+/* Computes merged loop dims and per-operand strides for out = f(ins...). */
+static bool elt_loop(CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in, EltLoop *L) {
+    const IrType *to = cgen_type(cx, out);
+    int R = to->rank;
+    int64_t st[ELT_MAX_IN + 1][IR_MAX_RANK];
+    for (int k = 0; k <= n_in; k++) {
+        const IrType *t = k == 0 ? to : cgen_type(cx, ins[k - 1]);
+        if (t->rank > R) return false;
+        int64_t s = 1;
+        for (int d = R - 1; d >= 0; d--) {
+            int td = d - (R - t->rank);
+            int64_t dim = td >= 0 ? t->dims[td] : 1;
+            if (dim != 1 && dim != to->dims[d]) return false;
+            st[k][d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+    }
+    L->rank = 0;
+    for (int d = 0; d < R; d++) {
+        if (to->dims[d] == 1) continue;
+        int m = L->rank;
+        bool merge = m > 0;
+        for (int k = 0; k <= n_in && merge; k++)
+            merge = L->stride[k][m - 1] == st[k][d] * to->dims[d];
+        if (merge) {
+            L->dims[m - 1] *= to->dims[d];
+            for (int k = 0; k <= n_in; k++) L->stride[k][m - 1] = st[k][d];
+        } else {
+            L->dims[m] = to->dims[d];
+            for (int k = 0; k <= n_in; k++) L->stride[k][m] = st[k][d];
+            L->rank++;
+        }
+    }
+    return true;
+}
+
+static const char *elt_index(CgenCtx *cx, const EltLoop *L, int k) {
+    CWriter t;
+    cw_init(&t);
+    for (int d = 0; d < L->rank; d++) {
+        int64_t s = L->stride[k][d];
+        if (s == 0) continue;
+        if (t.len) cw_raw(&t, " + ");
+        if (s == 1) cw_raw(&t, "i%d", d);
+        else cw_raw(&t, "i%d * %lld", d, (long long)s);
+    }
+    const char *r = cgen_fmt(cx, "%s", t.len ? t.buf : "0");
+    cw_free(&t);
+    return r;
+}
+
+/* Compute class of an element type: how values are loaded and stored. */
+typedef enum { EC_F32, EC_F64, EC_F16, EC_BF16, EC_INT, EC_UINT, EC_BOOL, EC_NONE } EltClass;
+
+static EltClass elt_class(IrDType t) {
+    switch (t) {
+    case IR_DTYPE_F32: return EC_F32;
+    case IR_DTYPE_F64: return EC_F64;
+    case IR_DTYPE_F16: return EC_F16;
+    case IR_DTYPE_BF16: return EC_BF16;
+    case IR_DTYPE_I8: case IR_DTYPE_I16: case IR_DTYPE_I32: case IR_DTYPE_I64: return EC_INT;
+    case IR_DTYPE_U8: case IR_DTYPE_U16: case IR_DTYPE_U32: case IR_DTYPE_U64: return EC_UINT;
+    case IR_DTYPE_BOOL: return EC_BOOL;
+    default: return EC_NONE;
+    }
+}
+
+static bool is_float_class(EltClass c) { return c <= EC_BF16; }
+
+/* The C type computations happen in. */
+static const char *compute_type(IrDType t) {
+    EltClass c = elt_class(t);
+    if (c == EC_F64) return "double";
+    if (is_float_class(c)) return "float";
+    return cgen_ctype(t);
+}
+
+static const char *load(CgenCtx *cx, IrDType t, const char *name, const char *idx) {
+    switch (elt_class(t)) {
+    case EC_F16: return cgen_fmt(cx, "rt_f16_to_f32(%s[%s])", name, idx);
+    case EC_BF16: return cgen_fmt(cx, "rt_bf16_to_f32(%s[%s])", name, idx);
+    default: return cgen_fmt(cx, "%s[%s]", name, idx);
+    }
+}
+
+static const char *store_wrap(CgenCtx *cx, IrDType t, const char *expr) {
+    switch (elt_class(t)) {
+    case EC_F16: return cgen_fmt(cx, "rt_f32_to_f16(%s)", expr);
+    case EC_BF16: return cgen_fmt(cx, "rt_f32_to_bf16(%s)", expr);
+    case EC_BOOL: return cgen_fmt(cx, "(uint8_t)((%s) != 0)", expr);
+    default: return cgen_fmt(cx, "(%s)(%s)", cgen_ctype(t), expr);
+    }
+}
+
+/* A float literal of the compute type: 0.5f, 1.0, INFINITY... */
+static const char *flit(CgenCtx *cx, double v, bool dbl) {
+    if (isnan(v)) return "NAN";
+    if (isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    char buf[64];
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    return cgen_fmt(cx, "%s%s", buf, dbl ? "" : "f");
+}
+
+/* Math function name for the compute type: "exp" -> "expf" for float. */
+static const char *fn(CgenCtx *cx, IrDType t, const char *base) {
+    return elt_class(t) == EC_F64 ? base : cgen_fmt(cx, "%sf", base);
+}
+
+/* Emits out[...] = expr over broadcast inputs; expr_fmt refers to operands as $0..$9 (loaded
+ * in the compute type of their own dtype). */
+static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t *ins, int n_in,
+                     const char *expr_tmpl) {
+    EltLoop L;
+    if (n_in > ELT_MAX_IN) return cgen_unsupported(cx, n, "more than %d inputs", ELT_MAX_IN);
+    if (!elt_loop(cx, out, ins, n_in, &L))
+        return cgen_unsupported(cx, n, "input shapes that do not broadcast to the output");
+    CWriter *w = cx->w;
+    IrDType to = (IrDType)cgen_type(cx, out)->dtype;
+    cw_open(w, "%s", "");
+    for (int k = 0; k < n_in; k++)
+        cw_line(w, "const %s *x%d = %s;", cgen_ctype((IrDType)cgen_type(cx, ins[k])->dtype), k,
+                cgen_ptr(cx, ins[k]));
+    cw_line(w, "%s *y = %s;", cgen_ctype(to), cgen_ptr(cx, out));
+    if (L.rank > 0) {
+        cw_indent(w);
+        cw_raw(w, "size_t ");
+        for (int d = 0; d < L.rank; d++) cw_raw(w, "%si%d", d ? ", " : "", d);
+        cw_raw(w, ";\n");
+    }
+    for (int d = 0; d < L.rank; d++)
+        cw_line(w, "%sfor (i%d = 0; i%d < %lld; i%d++)", "", d, d, (long long)L.dims[d], d),
+            w->indent++;
+    /* substitute $k with loads */
+    CWriter e;
+    cw_init(&e);
+    for (const char *p = expr_tmpl; *p; p++) {
+        if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
+            int k = p[1] - '0';
+            char nm[8];
+            snprintf(nm, sizeof nm, "x%d", k);
+            cw_raw(&e, "%s", load(cx, (IrDType)cgen_type(cx, ins[k])->dtype, nm, elt_index(cx, &L, k + 1)));
+            p++;
+        } else {
+            cw_raw(&e, "%c", *p);
+        }
+    }
+    cw_line(w, "y[%s] = %s;", elt_index(cx, &L, 0), store_wrap(cx, to, e.buf ? e.buf : ""));
+    cw_free(&e);
+    w->indent -= L.rank;
+    cw_close(w, NULL);
+    return true;
+}
+
+/* ---- unary ---- */
+
+static bool emit_unary(CgenCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    IrDType t = (IrDType)cgen_type(cx, x)->dtype;
+    EltClass c = elt_class(t);
+    bool fl = is_float_class(c), dbl = c == EC_F64;
+    const char *CT = compute_type(t);
+#define F(name) fn(cx, t, name)
+#define L(v) flit(cx, v, dbl)
+    const char *e = NULL;
+    if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    switch ((IrOp)n->op) {
+    case IR_OP_IDENTITY: e = "$0"; break;
+    case IR_OP_NEG: e = c == EC_UINT ? "0 - $0" : "-$0"; break;
+    case IR_OP_ABS:
+        e = fl ? cgen_fmt(cx, "%s($0)", F("fabs")) : c == EC_INT ? "($0 < 0 ? -$0 : $0)" : "$0";
+        break;
+    case IR_OP_SIGN: e = c == EC_UINT ? "($0 > 0)" : "(($0 > 0) - ($0 < 0))"; break;
+    case IR_OP_NOT: e = "!$0"; break;
+    case IR_OP_BITWISE_NOT: e = cgen_fmt(cx, "(%s)~$0", cgen_ctype(t)); break;
+    case IR_OP_IS_NAN: e = "isnan($0)"; break;
+    case IR_OP_IS_INF: {
+        bool neg = ir_attr_i(n, IR_ATTR_IS_INF_DETECT_NEGATIVE) != 0;
+        bool pos = ir_attr_i(n, IR_ATTR_IS_INF_DETECT_POSITIVE) != 0;
+        e = neg && pos ? "isinf($0)" : neg ? "(isinf($0) && $0 < 0)" : pos ? "(isinf($0) && $0 > 0)" : "0";
+        break;
+    }
+    case IR_OP_RELU: e = fl ? cgen_fmt(cx, "($0 > 0 ? $0 : %s)", L(0)) : "($0 > 0 ? $0 : 0)"; break;
+    default: break;
+    }
+    if (!e && !fl) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    if (!e) switch ((IrOp)n->op) {
+        case IR_OP_EXP: e = cgen_fmt(cx, "%s($0)", F("exp")); break;
+        case IR_OP_LOG: e = cgen_fmt(cx, "%s($0)", F("log")); break;
+        case IR_OP_SQRT: e = cgen_fmt(cx, "%s($0)", F("sqrt")); break;
+        case IR_OP_RECIPROCAL: e = cgen_fmt(cx, "%s / $0", L(1)); break;
+        case IR_OP_FLOOR: e = cgen_fmt(cx, "%s($0)", F("floor")); break;
+        case IR_OP_CEIL: e = cgen_fmt(cx, "%s($0)", F("ceil")); break;
+        case IR_OP_ROUND: e = cgen_fmt(cx, "%s($0)", F("nearbyint")); break; /* half to even */
+        case IR_OP_SIN: e = cgen_fmt(cx, "%s($0)", F("sin")); break;
+        case IR_OP_COS: e = cgen_fmt(cx, "%s($0)", F("cos")); break;
+        case IR_OP_TAN: e = cgen_fmt(cx, "%s($0)", F("tan")); break;
+        case IR_OP_ASIN: e = cgen_fmt(cx, "%s($0)", F("asin")); break;
+        case IR_OP_ACOS: e = cgen_fmt(cx, "%s($0)", F("acos")); break;
+        case IR_OP_ATAN: e = cgen_fmt(cx, "%s($0)", F("atan")); break;
+        case IR_OP_SINH: e = cgen_fmt(cx, "%s($0)", F("sinh")); break;
+        case IR_OP_COSH: e = cgen_fmt(cx, "%s($0)", F("cosh")); break;
+        case IR_OP_ASINH: e = cgen_fmt(cx, "%s($0)", F("asinh")); break;
+        case IR_OP_ACOSH: e = cgen_fmt(cx, "%s($0)", F("acosh")); break;
+        case IR_OP_ATANH: e = cgen_fmt(cx, "%s($0)", F("atanh")); break;
+        case IR_OP_TANH: e = cgen_fmt(cx, "%s($0)", F("tanh")); break;
+        case IR_OP_ERF: e = cgen_fmt(cx, "%s($0)", F("erf")); break;
+        case IR_OP_SIGMOID:
+            e = cgen_fmt(cx, "($0 >= 0 ? %s / (%s + %s(-$0)) : %s($0) / (%s + %s($0)))", L(1), L(1),
+                         F("exp"), F("exp"), L(1), F("exp"));
+            break;
+        case IR_OP_LEAKY_RELU:
+            e = cgen_fmt(cx, "($0 >= 0 ? $0 : $0 * %s)", L(ir_attr_f(n, IR_ATTR_LEAKY_RELU_ALPHA)));
+            break;
+        case IR_OP_ELU:
+            e = cgen_fmt(cx, "($0 >= 0 ? $0 : %s * (%s($0) - %s))", L(ir_attr_f(n, IR_ATTR_ELU_ALPHA)),
+                         F("exp"), L(1));
+            break;
+        case IR_OP_CELU: {
+            const char *al = L(ir_attr_f(n, IR_ATTR_CELU_ALPHA));
+            e = cgen_fmt(cx, "(%s($0, %s) + %s(%s, %s * (%s($0 / %s) - %s)))", F("fmax"), L(0),
+                         F("fmin"), L(0), al, F("exp"), al, L(1));
+            break;
+        }
+        case IR_OP_SELU:
+            e = cgen_fmt(cx, "%s * ($0 > 0 ? $0 : %s * (%s($0) - %s))",
+                         L(ir_attr_f(n, IR_ATTR_SELU_GAMMA)), L(ir_attr_f(n, IR_ATTR_SELU_ALPHA)),
+                         F("exp"), L(1));
+            break;
+        case IR_OP_HARD_SIGMOID:
+            e = cgen_fmt(cx, "%s(%s, %s(%s, %s * $0 + %s))", F("fmax"), L(0), F("fmin"), L(1),
+                         L(ir_attr_f(n, IR_ATTR_HARD_SIGMOID_ALPHA)),
+                         L(ir_attr_f(n, IR_ATTR_HARD_SIGMOID_BETA)));
+            break;
+        case IR_OP_HARD_SWISH:
+            e = cgen_fmt(cx, "$0 * %s(%s, %s(%s, $0 / %s + %s))", F("fmax"), L(0), F("fmin"), L(1),
+                         L(6), L(0.5));
+            break;
+        case IR_OP_SOFTPLUS: /* log(1 + e^x) without overflow */
+            e = cgen_fmt(cx, "($0 > 0 ? $0 + %s(%s(-$0)) : %s(%s($0)))", F("log1p"), F("exp"),
+                         F("log1p"), F("exp"));
+            break;
+        case IR_OP_SOFTSIGN: e = cgen_fmt(cx, "$0 / (%s + %s($0))", L(1), F("fabs")); break;
+        case IR_OP_MISH:
+            e = cgen_fmt(cx, "$0 * %s($0 > 0 ? $0 + %s(%s(-$0)) : %s(%s($0)))", F("tanh"),
+                         F("log1p"), F("exp"), F("log1p"), F("exp"));
+            break;
+        case IR_OP_THRESHOLDED_RELU:
+            e = cgen_fmt(cx, "($0 > %s ? $0 : %s)", L(ir_attr_f(n, IR_ATTR_THRESHOLDED_RELU_ALPHA)),
+                         L(0));
+            break;
+        case IR_OP_SWISH:
+            e = cgen_fmt(cx, "$0 / (%s + %s(-%s * $0))", L(1), F("exp"),
+                         L(ir_attr_f(n, IR_ATTR_SWISH_ALPHA)));
+            break;
+        case IR_OP_GELU:
+            if (strcmp(ir_attr_s(n, IR_ATTR_GELU_APPROXIMATE), "tanh") == 0)
+                e = cgen_fmt(cx, "%s * $0 * (%s + %s(%s * ($0 + %s * $0 * $0 * $0)))", L(0.5), L(1),
+                             F("tanh"), L(0.7978845608028654), L(0.044715));
+            else
+                e = cgen_fmt(cx, "%s * $0 * (%s + %s($0 * %s))", L(0.5), L(1), F("erf"),
+                             L(0.7071067811865476));
+            break;
+        default: return cgen_unsupported(cx, n, "this op in the elementwise emitter");
+        }
+#undef F
+#undef L
+    (void)CT;
+    return emit_map(cx, n, y, &x, 1, e);
+}
+
+/* ---- binary and variadic ---- */
+
+static bool emit_binary(CgenCtx *cx, const IrNode *n) {
+    IrDType t = (IrDType)cgen_type(cx, n->inputs[0])->dtype;
+    EltClass c = elt_class(t);
+    bool fl = is_float_class(c), dbl = c == EC_F64;
+    const char *e = NULL;
+    if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    switch ((IrOp)n->op) {
+    case IR_OP_ADD: e = "$0 + $1"; break;
+    case IR_OP_SUB: e = "$0 - $1"; break;
+    case IR_OP_MUL: e = "$0 * $1"; break;
+    case IR_OP_DIV:
+        e = fl ? "$0 / $1" : c == EC_INT ? "($1 == 0 ? 0 : ($1 == -1 ? 0 - $0 : $0 / $1))"
+                                         : "($1 == 0 ? 0 : $0 / $1)";
+        break;
+    case IR_OP_POW:
+        e = fl && dbl ? "pow($0, $1)" : fl ? "powf($0, $1)" : "pow((double)$0, (double)$1)";
+        break;
+    case IR_OP_MOD:
+        if (fl) e = dbl ? "fmod($0, $1)" : "fmodf($0, $1)";
+        else if (ir_attr_i(n, IR_ATTR_MOD_FMOD)) e = "($1 == 0 ? 0 : $0 % $1)";
+        else if (c == EC_UINT) e = "($1 == 0 ? 0 : $0 % $1)";
+        else /* the sign of the divisor, as Python's % */
+            e = "($1 == 0 ? 0 : (($0 % $1) != 0 && (($0 % $1) < 0) != ($1 < 0) ? ($0 % $1) + $1 : $0 % $1))";
+        break;
+    case IR_OP_EQUAL: e = "$0 == $1"; break;
+    case IR_OP_GREATER: e = "$0 > $1"; break;
+    case IR_OP_GREATER_OR_EQUAL: e = "$0 >= $1"; break;
+    case IR_OP_LESS: e = "$0 < $1"; break;
+    case IR_OP_LESS_OR_EQUAL: e = "$0 <= $1"; break;
+    case IR_OP_AND: e = "$0 && $1"; break;
+    case IR_OP_OR: e = "$0 || $1"; break;
+    case IR_OP_XOR: e = "(!$0) != (!$1)"; break;
+    case IR_OP_BITWISE_AND: e = "$0 & $1"; break;
+    case IR_OP_BITWISE_OR: e = "$0 | $1"; break;
+    case IR_OP_BITWISE_XOR: e = "$0 ^ $1"; break;
+    case IR_OP_BIT_SHIFT: {
+        bool left = strcmp(ir_attr_s(n, IR_ATTR_BIT_SHIFT_DIRECTION), "LEFT") == 0;
+        unsigned bits = ir_dtype_bits(t);
+        e = cgen_fmt(cx, "($1 >= %u ? 0 : $0 %s $1)", bits, left ? "<<" : ">>");
+        break;
+    }
+    case IR_OP_PRELU: e = "($0 < 0 ? $0 * $1 : $0)"; break;
+    default: return cgen_unsupported(cx, n, "this op in the elementwise emitter");
+    }
+    uint32_t ins[2] = {n->inputs[0], n->inputs[1]};
+    return emit_map(cx, n, n->outputs[0], ins, 2, e);
+}
+
+static bool emit_variadic(CgenCtx *cx, const IrNode *n) {
+    IrDType t = (IrDType)cgen_type(cx, n->outputs[0])->dtype;
+    EltClass c = elt_class(t);
+    if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    int k = (int)n->n_inputs;
+    if (k > 10) return cgen_unsupported(cx, n, "more than 10 inputs");
+    CWriter e;
+    cw_init(&e);
+    for (int i = 0; i < k; i++) {
+        switch ((IrOp)n->op) {
+        case IR_OP_SUM:
+        case IR_OP_MEAN: cw_raw(&e, "%s$%d", i ? " + " : "", i); break;
+        default: break;
+        }
+    }
+    const char *expr;
+    if (n->op == IR_OP_MEAN) {
+        expr = cgen_fmt(cx, "(%s) / %s", e.buf, flit(cx, k, c == EC_F64));
+    } else if (n->op == IR_OP_SUM) {
+        expr = cgen_fmt(cx, "%s", e.buf);
+    } else { /* Max/Min: fold pairwise; NaN propagates as in numpy */
+        bool mx = n->op == IR_OP_MAX;
+        const char *acc = "$0";
+        for (int i = 1; i < k; i++) {
+            if (is_float_class(c))
+                acc = cgen_fmt(cx, "rt_nan_%s(%s, $%d)", mx ? "max" : "min", acc, i);
+            else
+                acc = cgen_fmt(cx, "rt_%s_i(%s, $%d)", mx ? "max" : "min", acc, i);
+        }
+        expr = acc;
+        cgen_use_runtime(cx, "rt_eltwise.h");
+    }
+    cw_free(&e);
+    return emit_map(cx, n, n->outputs[0], n->inputs, k, expr);
+}
+
+static bool emit_where(CgenCtx *cx, const IrNode *n) {
+    return emit_map(cx, n, n->outputs[0], n->inputs, 3, "($0 ? $1 : $2)");
+}
+
+static bool emit_clip(CgenCtx *cx, const IrNode *n) {
+    IrDType t = (IrDType)cgen_type(cx, n->inputs[0])->dtype;
+    bool dbl = elt_class(t) == EC_F64;
+    uint32_t ins[3];
+    int k = 0;
+    ins[k++] = n->inputs[0];
+    const char *lo = NULL, *hi = NULL; /* NULL: no bound on that side */
+    if (n->opset < 11) {
+        lo = flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MIN), dbl);
+        hi = flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MAX), dbl);
+    } else {
+        if (n->n_inputs > 1 && n->inputs[1] != IR_NONE) {
+            ins[k] = n->inputs[1];
+            lo = cgen_fmt(cx, "$%d", k++);
+        }
+        if (n->n_inputs > 2 && n->inputs[2] != IR_NONE) {
+            ins[k] = n->inputs[2];
+            hi = cgen_fmt(cx, "$%d", k++);
+        }
+    }
+    /* max(x, lo) first, then min(., hi): with lo > hi every element becomes hi, as ONNX says */
+    const char *e = "$0";
+    if (lo) e = cgen_fmt(cx, "(%s < %s ? %s : %s)", e, lo, lo, e);
+    if (hi) e = cgen_fmt(cx, "(%s > %s ? %s : %s)", e, hi, hi, e);
+    return emit_map(cx, n, n->outputs[0], ins, k, e);
+}
+
+void cgen_register_eltwise(CgenEmitFn *table) {
+    static const IrOp unary[] = {
+        IR_OP_IDENTITY, IR_OP_NEG, IR_OP_ABS, IR_OP_SIGN, IR_OP_NOT, IR_OP_BITWISE_NOT,
+        IR_OP_IS_NAN, IR_OP_IS_INF, IR_OP_RELU, IR_OP_EXP, IR_OP_LOG, IR_OP_SQRT,
+        IR_OP_RECIPROCAL, IR_OP_FLOOR, IR_OP_CEIL, IR_OP_ROUND, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
+        IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,
+        IR_OP_ATANH, IR_OP_TANH, IR_OP_ERF, IR_OP_SIGMOID, IR_OP_LEAKY_RELU, IR_OP_ELU,
+        IR_OP_CELU, IR_OP_SELU, IR_OP_HARD_SIGMOID, IR_OP_HARD_SWISH, IR_OP_SOFTPLUS,
+        IR_OP_SOFTSIGN, IR_OP_MISH, IR_OP_THRESHOLDED_RELU, IR_OP_SWISH, IR_OP_GELU};
+    static const IrOp binary[] = {
+        IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV, IR_OP_POW, IR_OP_MOD, IR_OP_EQUAL,
+        IR_OP_GREATER, IR_OP_GREATER_OR_EQUAL, IR_OP_LESS, IR_OP_LESS_OR_EQUAL, IR_OP_AND,
+        IR_OP_OR, IR_OP_XOR, IR_OP_BITWISE_AND, IR_OP_BITWISE_OR, IR_OP_BITWISE_XOR,
+        IR_OP_BIT_SHIFT, IR_OP_PRELU};
+    for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) table[unary[i]] = emit_unary;
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) table[binary[i]] = emit_binary;
+    table[IR_OP_SUM] = table[IR_OP_MEAN] = table[IR_OP_MAX] = table[IR_OP_MIN] = emit_variadic;
+    table[IR_OP_WHERE] = emit_where;
+    table[IR_OP_CLIP] = emit_clip;
+}

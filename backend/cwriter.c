@@ -1,0 +1,133 @@
+/* The indenting writer: see cwriter.h. */
+#include "backend/cwriter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cw_init(CWriter *w) { memset(w, 0, sizeof *w); }
+
+void cw_free(CWriter *w) {
+    free(w->buf);
+    memset(w, 0, sizeof *w);
+}
+
+static void put(CWriter *w, const char *s, size_t n) {
+    if (w->failed) return;
+    if (w->len + n + 1 > w->cap) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (w->len + n + 1 > cap) cap *= 2;
+        char *b = realloc(w->buf, cap);
+        if (!b) {
+            w->failed = true;
+            return;
+        }
+        w->buf = b;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    w->buf[w->len] = 0;
+}
+
+void cw_vraw(CWriter *w, const char *fmt, va_list ap) {
+    char small[512];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return;
+    if ((size_t)n < sizeof small) {
+        put(w, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        w->failed = true;
+        return;
+    }
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    put(w, big, (size_t)n);
+    free(big);
+}
+
+void cw_raw(CWriter *w, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(w, fmt, ap);
+    va_end(ap);
+}
+
+void cw_indent(CWriter *w) {
+    static const char spaces[] = "                                                                ";
+    int n = w->indent * CW_INDENT_SPACES;
+    while (n > 0) {
+        int k = n < (int)sizeof spaces - 1 ? n : (int)sizeof spaces - 1;
+        put(w, spaces, (size_t)k);
+        n -= k;
+    }
+}
+
+void cw_line(CWriter *w, const char *fmt, ...) {
+    cw_indent(w);
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(w, fmt, ap);
+    va_end(ap);
+    put(w, "\n", 1);
+}
+
+void cw_blank(CWriter *w) { put(w, "\n", 1); }
+
+void cw_open(CWriter *w, const char *fmt, ...) {
+    cw_indent(w);
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(w, fmt, ap);
+    va_end(ap);
+    put(w, " {\n", 3);
+    w->indent++;
+}
+
+void cw_close(CWriter *w, const char *suffix) {
+    if (w->indent > 0) w->indent--;
+    cw_indent(w);
+    put(w, "}", 1);
+    if (suffix) put(w, suffix, strlen(suffix));
+    put(w, "\n", 1);
+}
+
+void cw_comment(CWriter *w, const char *fmt, ...) {
+    CWriter tmp;
+    cw_init(&tmp);
+    va_list ap;
+    va_start(ap, fmt);
+    cw_vraw(&tmp, fmt, ap);
+    va_end(ap);
+    const char *s = tmp.buf ? tmp.buf : "";
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        cw_indent(w);
+        put(w, "/* ", 3);
+        for (size_t i = 0; i < n; i++) {
+            char c = s[i];
+            /* keep the comment closed and the line printable */
+            if (c == '*' && i + 1 < n && s[i + 1] == '/') c = '+';
+            if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';
+            put(w, &c, 1);
+        }
+        put(w, " */\n", 4);
+        s += n;
+        if (*s == '\n') s++;
+    }
+    cw_free(&tmp);
+}
+
+char *cw_take(CWriter *w, size_t *len_out) {
+    char *b = w->buf;
+    if (!b) b = calloc(1, 1);
+    if (len_out) *len_out = w->len;
+    memset(w, 0, sizeof *w);
+    return b;
+}

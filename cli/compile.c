@@ -1,0 +1,147 @@
+/* kiln compile: loads a model and writes a C bundle (backend/bundle.c does the work; this
+ * file parses the command line and reports the memory plan). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cgen.h"
+#include "cli.h"
+
+const char cli_compile_help[] =
+    "usage: kiln compile MODEL -o DIR [--name NAME] [--target c] [--dim NAME=VALUE]...\n"
+    "                    [--weights bin|embed] [--test-main]\n"
+    "\n"
+    "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
+    "NAME.c, the runtime files it uses, the weights (NAME_weights.bin, or NAME_weights.c\n"
+    "with --weights embed), CMakeLists.txt and README.md. Prints the arena size against its\n"
+    "lower bound (the most bytes live at once) and the naive sum of all intermediates.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR      the bundle's folder (created if missing)\n"
+    "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
+    "  --target c            the backend (only c for now)\n"
+    "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
+    "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
+    "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
+    "                        from files and writes raw outputs (used by the test suites)\n"
+    "  -h, --help            print this help\n"
+    "\n"
+    "exit status: 0 ok, 1 bad or unsupported model, 2 usage error.\n";
+
+static bool is_identifier(const char *s) {
+    if (!s[0] || (s[0] >= '0' && s[0] <= '9')) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return false;
+    return true;
+}
+
+/* "models/tiny-cnn.onnx" -> "tiny_cnn" */
+static char *name_from_path(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strcspn(base, ".");
+    char *s = malloc(len + 2);
+    size_t k = 0;
+    if (len == 0 || (base[0] >= '0' && base[0] <= '9')) s[k++] = 'm';
+    for (size_t i = 0; i < len; i++) {
+        char c = base[i];
+        s[k++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+                     ? c : '_';
+    }
+    s[k] = 0;
+    return s;
+}
+
+int cli_compile_run(int argc, char **argv) {
+    const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
+    bool test_main = false;
+    CliDims dims = {0};
+    int rc = CLI_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int m;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(cli_compile_help, stdout);
+            cli_dims_free(&dims);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--test-main") == 0) {
+            test_main = true;
+            continue;
+        }
+        if ((m = cli_flag_value("compile", argc, argv, &i, "-o", &v)) != 0 ||
+            (m = cli_flag_value("compile", argc, argv, &i, "--output", &v)) != 0) {
+            if (m < 0) goto usage;
+            out_dir = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--name", &v)) != 0) {
+            if (m < 0) goto usage;
+            name = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--target", &v)) != 0) {
+            if (m < 0) goto usage;
+            target = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
+            if (m < 0) goto usage;
+            weights = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dim", &v)) != 0) {
+            if (m < 0 || !cli_dims_add("compile", &dims, v)) goto usage;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_usage_error("compile", "unknown option '%s'", argv[i]);
+            goto usage;
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            cli_usage_error("compile", "more than one model given ('%s')", argv[i]);
+            goto usage;
+        }
+    }
+    if (!model) {
+        cli_usage_error("compile", "no MODEL given");
+        goto usage;
+    }
+    if (!out_dir) {
+        cli_usage_error("compile", "no output folder given (-o DIR)");
+        goto usage;
+    }
+    if (strcmp(target, "c") != 0) {
+        cli_usage_error("compile", "unknown target '%s' (supported: c)", target);
+        goto usage;
+    }
+    if (strcmp(weights, "bin") != 0 && strcmp(weights, "embed") != 0) {
+        cli_usage_error("compile", "--weights takes bin or embed, not '%s'", weights);
+        goto usage;
+    }
+    if (name && !is_identifier(name)) {
+        cli_usage_error("compile", "--name '%s' is not a C identifier", name);
+        goto usage;
+    }
+    IrGraph *g = cli_load_model(model, &dims);
+    if (!g) {
+        cli_dims_free(&dims);
+        return CLI_EXIT_MODEL;
+    }
+    char *auto_name = name ? NULL : name_from_path(model);
+    CgenOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
+                        NULL};
+    Diag d;
+    diag_init(&d);
+    bool ok = cgen_write_bundle(g, &opts, out_dir, &d);
+    diag_print(&d, stderr, model);
+    if (ok) {
+        printf("%s: %u nodes -> %s/%s.c\n", model, g->n_nodes, out_dir, opts.name);
+        printf("arena: %lld bytes (lower bound %lld, naive sum %lld)\n",
+               (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
+               (long long)g->arena_naive_bytes);
+    } else {
+        rc = CLI_EXIT_MODEL;
+    }
+    diag_free(&d);
+    free(auto_name);
+    ir_graph_free(g);
+    cli_dims_free(&dims);
+    return rc;
+usage:
+    cli_dims_free(&dims);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,86 @@
+/* rt_common.h: shared by every runtime file that ships inside a bundle. Kernels are
+ * `static inline` so that two bundles link into one program without clashes and unused
+ * kernels cost nothing. No allocation, no printing, no exit: a kernel that meets input
+ * data breaking the model's contract returns one of the status codes below (the bundle's
+ * header documents them as NAME_ERR_*). C99. */
+#ifndef KILN_RT_COMMON_H
+#define KILN_RT_COMMON_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RT_API static inline
+
+#define RT_OK 0
+#define RT_ERR_INDEX 3 /* an index read from the data is out of range */
+#define RT_ERR_SHAPE 4 /* a shape read from the data differs from the compiled one */
+#define RT_ERR_VALUE 5 /* other data-dependent contract broken */
+
+#define RT_MAX_RANK 8
+
+/* IEEE binary16 <-> binary32, round to nearest even; NaN and infinities kept. */
+RT_API float rt_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    float f;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while ((man & 0x400u) == 0);
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+RT_API uint16_t rt_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or NaN (keep NaN quiet and non-zero) */
+        return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u | ((absx >> 13) & 0x3ffu) : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
+    if (absx < 0x38800000u) { /* subnormal or zero in half */
+        if (absx < 0x33000000u) return (uint16_t)sign; /* below half of the smallest subnormal */
+        uint32_t man = (absx & 0x7fffffu) | 0x800000u;
+        int shift = 126 - (int)(absx >> 23); /* 14..24 */
+        uint32_t r = man >> (shift - 1 + 1);
+        uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1u))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((absx >> 13) - (112u << 10));
+    uint32_t rem = absx & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+}
+
+RT_API float rt_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+RT_API uint16_t rt_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(x >> 16);
+}
+
+#endif

@@ -1,0 +1,145 @@
+/* rt_matmul.h: matrix products of MatMul, Gemm and MatMulInteger, one matrix per call (the
+ * emitter loops over broadcast batch dimensions). Operands are addressed through row and
+ * column strides, so transposed and broadcast operands need no copies. Reference speed:
+ * an i-k-j kernel over a small accumulator tile when B's rows are contiguous, lane-split dot
+ * products when B is transposed, plain loops otherwise. f16/bf16 accumulate in float. C99. */
+#ifndef KILN_RT_MATMUL_H
+#define KILN_RT_MATMUL_H
+
+#include "rt_common.h"
+
+#ifndef RT_MM_ROWS
+#define RT_MM_ROWS 4 /* rows of A that share one pass over a panel of B */
+#endif
+#ifndef RT_MM_COLS
+#define RT_MM_COLS 128 /* accumulator tile width: RT_MM_ROWS x 128 doubles = 4 KiB of stack */
+#endif
+#define RT_MM_LANES 8 /* independent partial sums of a dot product: lets compilers vectorise */
+
+#define RT_MM_ID(v) (v)
+
+/* Defines rt_gemm_SFX: y = alpha * A @ B + beta * C for one matrix.
+ * a: (M,K), element (i,k) at a[i*a_rs + k*a_cs]; b: (K,N), element (k,j) at b[k*b_rs + j*b_cs];
+ * c: broadcast to (M,N), element (i,j) at c[i*c_rs + j*c_cs], or NULL; y: (M,N) row-major.
+ * T is the storage type, ACC the accumulator type, LD/ST convert between them. */
+#define RT_GEMM_DEFINE(SFX, T, ACC, LD, ST)                                                    \
+    RT_API void rt_gemm_##SFX##_epilogue(int64_t M, int64_t N, int64_t i0, int64_t j0,         \
+                                         int64_t rows, int64_t cols,                           \
+                                         const ACC acc[RT_MM_ROWS][RT_MM_COLS], double alpha,  \
+                                         double beta, const T *c, int64_t c_rs, int64_t c_cs,  \
+                                         T *y) {                                               \
+        int64_t r, j;                                                                          \
+        (void)M;                                                                               \
+        for (r = 0; r < rows; r++) {                                                           \
+            T *yr = y + (i0 + r) * N + j0;                                                     \
+            for (j = 0; j < cols; j++) {                                                       \
+                ACC v = alpha == 1.0 ? acc[r][j] : (ACC)(alpha * acc[r][j]);                   \
+                if (c) {                                                                       \
+                    ACC cv = LD(c[(i0 + r) * c_rs + (j0 + j) * c_cs]);                         \
+                    v += beta == 1.0 ? cv : (ACC)(beta * cv);                                  \
+                }                                                                              \
+                yr[j] = ST(v);                                                                 \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    RT_API void rt_gemm_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,       \
+                              int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,            \
+                              int64_t b_cs, double beta, const T *c, int64_t c_rs,             \
+                              int64_t c_cs, T *y) {                                            \
+        ACC acc[RT_MM_ROWS][RT_MM_COLS];                                                       \
+        int64_t i0, j0, k, r, j;                                                               \
+        for (i0 = 0; i0 < M; i0 += RT_MM_ROWS) {                                               \
+            int64_t rows = M - i0 < RT_MM_ROWS ? M - i0 : RT_MM_ROWS;                          \
+            for (j0 = 0; j0 < N; j0 += RT_MM_COLS) {                                           \
+                int64_t cols = N - j0 < RT_MM_COLS ? N - j0 : RT_MM_COLS;                      \
+                if (b_cs == 1) { /* i-k-j: B rows contiguous */                                \
+                    for (r = 0; r < rows; r++)                                                 \
+                        for (j = 0; j < cols; j++) acc[r][j] = 0;                              \
+                    for (k = 0; k < K; k++) {                                                  \
+                        const T *bk = b + k * b_rs + j0;                                       \
+                        for (r = 0; r < rows; r++) {                                           \
+                            ACC av = LD(a[(i0 + r) * a_rs + k * a_cs]);                        \
+                            ACC *ar = acc[r];                                                  \
+                            for (j = 0; j < cols; j++) ar[j] += av * LD(bk[j]);                \
+                        }                                                                      \
+                    }                                                                          \
+                } else if (b_rs == 1 && a_cs == 1) { /* dot products of contiguous rows */     \
+                    for (r = 0; r < rows; r++) {                                               \
+                        const T *ar = a + (i0 + r) * a_rs;                                     \
+                        for (j = 0; j < cols; j++) {                                           \
+                            const T *bc = b + (j0 + j) * b_cs;                                 \
+                            ACC lane[RT_MM_LANES], s = 0;                                      \
+                            int l;                                                             \
+                            for (l = 0; l < RT_MM_LANES; l++) lane[l] = 0;                     \
+                            for (k = 0; k + RT_MM_LANES <= K; k += RT_MM_LANES)                \
+                                for (l = 0; l < RT_MM_LANES; l++)                              \
+                                    lane[l] += LD(ar[k + l]) * LD(bc[k + l]);                  \
+                            for (; k < K; k++) s += LD(ar[k]) * LD(bc[k]);                     \
+                            for (l = 0; l < RT_MM_LANES; l++) s += lane[l];                    \
+                            acc[r][j] = s;                                                     \
+                        }                                                                      \
+                    }                                                                          \
+                } else { /* general strides */                                                 \
+                    for (r = 0; r < rows; r++)                                                 \
+                        for (j = 0; j < cols; j++) {                                           \
+                            ACC s = 0;                                                         \
+                            for (k = 0; k < K; k++)                                            \
+                                s += LD(a[(i0 + r) * a_rs + k * a_cs]) *                       \
+                                     LD(b[k * b_rs + (j0 + j) * b_cs]);                        \
+                            acc[r][j] = s;                                                     \
+                        }                                                                      \
+                }                                                                              \
+                rt_gemm_##SFX##_epilogue(M, N, i0, j0, rows, cols,                             \
+                                         (const ACC(*)[RT_MM_COLS])acc, alpha, beta, c, c_rs,  \
+                                         c_cs, y);                                             \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+#define RT_MM_ST_F32(v) (v)
+#define RT_MM_ST_I32(v) ((int32_t)(v))
+#define RT_MM_ST_I64(v) ((int64_t)(v))
+#define RT_MM_ST_U32(v) ((uint32_t)(v))
+#define RT_MM_ST_U64(v) ((uint64_t)(v))
+
+RT_GEMM_DEFINE(f32, float, float, RT_MM_ID, RT_MM_ID)
+RT_GEMM_DEFINE(f64, double, double, RT_MM_ID, RT_MM_ID)
+RT_GEMM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16)
+RT_GEMM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16)
+/* Integer products wrap modulo 2^bits as ONNX Runtime's do: accumulate unsigned. */
+RT_GEMM_DEFINE(i32, int32_t, uint32_t, (uint32_t), RT_MM_ST_I32)
+RT_GEMM_DEFINE(i64, int64_t, uint64_t, (uint64_t), RT_MM_ST_I64)
+RT_GEMM_DEFINE(u32, uint32_t, uint32_t, RT_MM_ID, RT_MM_ST_U32)
+RT_GEMM_DEFINE(u64, uint64_t, uint64_t, RT_MM_ID, RT_MM_ST_U64)
+
+/* Defines rt_matmul_integer_SFX: y = (A - a_zp) @ (B - b_zp) in int32 for one matrix.
+ * a: (M,K) row-major, a_zp: per row (a_zp_step 1) or one value (step 0), or NULL;
+ * b: (K,N) row-major, b_zp: per column (b_zp_step 1) or one value (step 0), or NULL;
+ * y: (M,N) int32. */
+#define RT_MATMUL_INTEGER_DEFINE(SFX, TA, TB)                                                  \
+    RT_API void rt_matmul_integer_##SFX(int64_t M, int64_t N, int64_t K, const TA *a,          \
+                                        const TA *a_zp, int64_t a_zp_step, const TB *b,        \
+                                        const TB *b_zp, int64_t b_zp_step, int32_t *y) {       \
+        int64_t i, j, k;                                                                       \
+        for (i = 0; i < M; i++) {                                                              \
+            int32_t za = a_zp ? (int32_t)a_zp[i * a_zp_step] : 0;                              \
+            int32_t *yr = y + i * N;                                                           \
+            for (j = 0; j < N; j++) yr[j] = 0;                                                 \
+            for (k = 0; k < K; k++) {                                                          \
+                int32_t av = (int32_t)a[i * K + k] - za;                                       \
+                const TB *bk = b + k * N;                                              \
+                if (b_zp)                                                                      \
+                    for (j = 0; j < N; j++)                                                    \
+                        yr[j] += av * ((int32_t)bk[j] - (int32_t)b_zp[j * b_zp_step]);         \
+                else                                                                           \
+                    for (j = 0; j < N; j++) yr[j] += av * (int32_t)bk[j];                      \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+RT_MATMUL_INTEGER_DEFINE(u8u8, uint8_t, uint8_t)
+RT_MATMUL_INTEGER_DEFINE(u8i8, uint8_t, int8_t)
+RT_MATMUL_INTEGER_DEFINE(i8u8, int8_t, uint8_t)
+RT_MATMUL_INTEGER_DEFINE(i8i8, int8_t, int8_t)
+
+#endif

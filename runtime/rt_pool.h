@@ -1,0 +1,213 @@
+/* rt_pool.h: MaxPool (with the optional Indices output), AveragePool, LpPool and the global
+ * pools, over NC + up to 3 spatial dims (1D and 2D run as 3D with leading sizes of 1). The
+ * geometry (auto_pad, ceil_mode) is resolved at compile time into RtPoolGeom. Windows are
+ * clipped to the input: padding never contributes a value, only (AveragePool with
+ * count_include_pad) a count. 16-bit floats compute in float. C99. */
+#ifndef KILN_RT_POOL_H
+#define KILN_RT_POOL_H
+
+#include "rt_common.h"
+
+#define RT_POOL_SPATIAL 3 /* (D,H,W): 1D and 2D pools use leading sizes of 1 */
+
+typedef struct RtPoolGeom {
+    int64_t nc;                      /* planes: batch * channels */
+    int64_t in[RT_POOL_SPATIAL];     /* input spatial sizes */
+    int64_t out[RT_POOL_SPATIAL];    /* output spatial sizes */
+    int64_t k[RT_POOL_SPATIAL];      /* kernel */
+    int64_t s[RT_POOL_SPATIAL];      /* strides */
+    int64_t d[RT_POOL_SPATIAL];      /* dilations */
+    int64_t pad[RT_POOL_SPATIAL];    /* leading pads */
+    int64_t pad_end[RT_POOL_SPATIAL]; /* trailing pads (count_include_pad counts up to these) */
+} RtPoolGeom;
+
+/* Window of output position o along one axis: the taps [lo, hi) (tap t reads input
+ * o*s - pad + t*d) that fall inside the input, and how many fall inside input + pads. */
+RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int64_t *hi,
+                         int64_t *n_padded) {
+    int64_t start = o * g->s[a] - g->pad[a], t, l = g->k[a], h = 0, np = 0;
+    for (t = 0; t < g->k[a]; t++) {
+        int64_t p = start + t * g->d[a];
+        if (p >= 0 && p < g->in[a]) {
+            if (t < l) l = t;
+            h = t + 1;
+        }
+        if (p >= -g->pad[a] && p < g->in[a] + g->pad_end[a]) np++;
+    }
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+    *n_padded = np;
+}
+
+/* Iterates the output positions of one plane and, inside, the valid taps of the window.
+ * Declares: o0..o2 (output position), ip (input offset in the plane), lo/hi per axis. */
+#define RT_POOL_FOR_WINDOWS(g, ...)                                                           \
+    do {                                                                                      \
+        int64_t o0, o1, o2, lo[RT_POOL_SPATIAL], hi[RT_POOL_SPATIAL], np[RT_POOL_SPATIAL];    \
+        for (o0 = 0; o0 < (g)->out[0]; o0++) {                                                \
+            rt_pool_taps((g), 0, o0, &lo[0], &hi[0], &np[0]);                                 \
+            for (o1 = 0; o1 < (g)->out[1]; o1++) {                                            \
+                rt_pool_taps((g), 1, o1, &lo[1], &hi[1], &np[1]);                             \
+                for (o2 = 0; o2 < (g)->out[2]; o2++) {                                        \
+                    rt_pool_taps((g), 2, o2, &lo[2], &hi[2], &np[2]);                         \
+                    __VA_ARGS__                                                               \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+    } while (0)
+
+/* Input coordinates of tap (t0,t1,t2) of the window at (o0,o1,o2). */
+#define RT_POOL_I(g, a, o, t) ((o) * (g)->s[a] - (g)->pad[a] + (t) * (g)->d[a])
+
+/* MaxPool for element type T compared as CT. */
+#define RT_POOL_DEFINE_MAX(SFX, T, CT, LOAD)                                                  \
+    /* x: (NC,D,H,W), y: (NC,OD,OH,OW), idx: (NC,OD,OH,OW) or NULL: flat input indices,     \
+     * row-major (storage_order 0) or column-major over the spatial dims (1). */             \
+    RT_API void rt_maxpool_##SFX(const T *x, T *y, int64_t *idx, const RtPoolGeom *g,         \
+                                 int storage_order) {                                         \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
+        int64_t c;                                                                            \
+        for (c = 0; c < g->nc; c++) {                                                         \
+            const T *xp = x + c * isz;                                                        \
+            RT_POOL_FOR_WINDOWS(g, {                                                          \
+                int64_t t0, t1, t2, best_at = -1;                                             \
+                T best_raw = 0;                                                               \
+                CT best = 0;                                                                  \
+                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
+                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
+                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
+                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
+                        for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
+                            const int64_t i2 = RT_POOL_I(g, 2, o2, t2);                       \
+                            const int64_t at = (i0 * g->in[1] + i1) * g->in[2] + i2;          \
+                            const CT v = LOAD(xp[at]);                                        \
+                            if (best_at < 0 || v > best) {                                    \
+                                best = v;                                                     \
+                                best_raw = xp[at];                                            \
+                                best_at = storage_order                                       \
+                                              ? i0 + (i1 + i2 * g->in[1]) * g->in[0]          \
+                                              : at;                                           \
+                            }                                                                 \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+                *y++ = best_raw;                                                              \
+                if (idx) *idx++ = best_at < 0 ? -1 : c * isz + best_at;                       \
+            });                                                                               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (NC,S), y: (NC) */                                                                  \
+    RT_API void rt_global_maxpool_##SFX(const T *x, T *y, int64_t nc, int64_t size) {         \
+        int64_t c, i;                                                                         \
+        for (c = 0; c < nc; c++) {                                                            \
+            const T *xp = x + c * size;                                                       \
+            T best_raw = xp[0];                                                               \
+            CT best = LOAD(xp[0]);                                                            \
+            for (i = 1; i < size; i++) {                                                      \
+                const CT v = LOAD(xp[i]);                                                     \
+                if (v > best) best = v, best_raw = xp[i];                                     \
+            }                                                                                 \
+            y[c] = best_raw;                                                                  \
+        }                                                                                     \
+    }
+
+/* AveragePool, LpPool and the global average/Lp pools, accumulating in ACC. */
+#define RT_POOL_DEFINE_AVG(SFX, T, ACC, LOAD, STORE, POW, SQRT, FABS)                         \
+    /* x: (NC,D,H,W), y: (NC,OD,OH,OW) */                                                     \
+    RT_API void rt_avgpool_##SFX(const T *x, T *y, const RtPoolGeom *g,                       \
+                                 int count_include_pad) {                                     \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
+        int64_t c;                                                                            \
+        for (c = 0; c < g->nc; c++) {                                                         \
+            const T *xp = x + c * isz;                                                        \
+            RT_POOL_FOR_WINDOWS(g, {                                                          \
+                int64_t t0, t1, t2, cnt;                                                      \
+                ACC sum = 0;                                                                  \
+                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
+                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
+                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
+                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
+                        const T *row = xp + (i0 * g->in[1] + i1) * g->in[2];                  \
+                        for (t2 = lo[2]; t2 < hi[2]; t2++)                                    \
+                            sum += LOAD(row[RT_POOL_I(g, 2, o2, t2)]);                        \
+                    }                                                                         \
+                }                                                                             \
+                cnt = count_include_pad ? np[0] * np[1] * np[2]                               \
+                                        : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); \
+                *y++ = STORE(cnt > 0 ? sum / (ACC)cnt : (ACC)0);                              \
+            });                                                                               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (NC,D,H,W), y: (NC,OD,OH,OW); y = (sum |x|^p)^(1/p) over the window */             \
+    RT_API void rt_lppool_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t p) {           \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
+        int64_t c;                                                                            \
+        for (c = 0; c < g->nc; c++) {                                                         \
+            const T *xp = x + c * isz;                                                        \
+            RT_POOL_FOR_WINDOWS(g, {                                                          \
+                int64_t t0, t1, t2;                                                           \
+                ACC sum = 0;                                                                  \
+                (void)np;                                                                     \
+                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
+                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
+                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
+                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
+                        const T *row = xp + (i0 * g->in[1] + i1) * g->in[2];                  \
+                        for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
+                            const ACC v = FABS(LOAD(row[RT_POOL_I(g, 2, o2, t2)]));           \
+                            sum += p == 2 ? v * v : p == 1 ? v : POW(v, (ACC)p);              \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+                *y++ = STORE(p == 2 ? SQRT(sum) : p == 1 ? sum : POW(sum, (ACC)1 / (ACC)p));  \
+            });                                                                               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (NC,S), y: (NC) */                                                                  \
+    RT_API void rt_global_avgpool_##SFX(const T *x, T *y, int64_t nc, int64_t size) {         \
+        int64_t c, i;                                                                         \
+        for (c = 0; c < nc; c++) {                                                            \
+            const T *xp = x + c * size;                                                       \
+            ACC sum = 0;                                                                      \
+            for (i = 0; i < size; i++) sum += LOAD(xp[i]);                                    \
+            y[c] = STORE(sum / (ACC)size);                                                    \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (NC,S), y: (NC) */                                                                  \
+    RT_API void rt_global_lppool_##SFX(const T *x, T *y, int64_t nc, int64_t size,            \
+                                       int64_t p) {                                           \
+        int64_t c, i;                                                                         \
+        for (c = 0; c < nc; c++) {                                                            \
+            const T *xp = x + c * size;                                                       \
+            ACC sum = 0;                                                                      \
+            for (i = 0; i < size; i++) {                                                      \
+                const ACC v = FABS(LOAD(xp[i]));                                              \
+                sum += p == 2 ? v * v : p == 1 ? v : POW(v, (ACC)p);                          \
+            }                                                                                 \
+            y[c] = STORE(p == 2 ? SQRT(sum) : p == 1 ? sum : POW(sum, (ACC)1 / (ACC)p));      \
+        }                                                                                     \
+    }
+
+#define RT_POOL_ID(v) (v)
+RT_POOL_DEFINE_MAX(f32, float, float, RT_POOL_ID)
+RT_POOL_DEFINE_MAX(f64, double, double, RT_POOL_ID)
+RT_POOL_DEFINE_MAX(f16, uint16_t, float, rt_f16_to_f32)
+RT_POOL_DEFINE_MAX(bf16, uint16_t, float, rt_bf16_to_f32)
+RT_POOL_DEFINE_MAX(i8, int8_t, int8_t, RT_POOL_ID)
+RT_POOL_DEFINE_MAX(u8, uint8_t, uint8_t, RT_POOL_ID)
+RT_POOL_DEFINE_AVG(f32, float, float, RT_POOL_ID, RT_POOL_ID, powf, sqrtf, fabsf)
+RT_POOL_DEFINE_AVG(f64, double, double, RT_POOL_ID, RT_POOL_ID, pow, sqrt, fabs)
+RT_POOL_DEFINE_AVG(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, powf, sqrtf, fabsf)
+RT_POOL_DEFINE_AVG(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, powf, sqrtf, fabsf)
+#undef RT_POOL_ID
+#undef RT_POOL_DEFINE_MAX
+#undef RT_POOL_DEFINE_AVG
+#undef RT_POOL_FOR_WINDOWS
+#undef RT_POOL_I
+
+#endif

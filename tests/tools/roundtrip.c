@@ -1,0 +1,97 @@
+/* roundtrip: checks print(parse(print(G))) == print(G) for ONNX models loaded by the frontend.
+ *   roundtrip MODEL.onnx...     or     roundtrip - < list-of-paths
+ * Each model is loaded, printed with full data, parsed back and printed again; a mismatch
+ * reports the first differing line. Models the loader refuses are counted as skipped.
+ * Ends with "N passed, N failed, N skipped"; exit status 1 when any failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx.h"
+#include "ir/ir.h"
+
+#define LINE_SHOW_CHARS 200 /* long hex lines are cut in reports */
+
+static void show_first_difference(const char *a, const char *b) {
+    int line = 1;
+    const char *la = a, *lb = b;
+    while (*a && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            la = a + 1;
+            lb = b + 1;
+        }
+        a++;
+        b++;
+    }
+    int na = (int)strcspn(la, "\n"), nb = (int)strcspn(lb, "\n");
+    if (na > LINE_SHOW_CHARS) na = LINE_SHOW_CHARS;
+    if (nb > LINE_SHOW_CHARS) nb = LINE_SHOW_CHARS;
+    printf("  line %d:\n    first:  %.*s\n    second: %.*s\n", line, na, la, nb, lb);
+}
+
+typedef enum Outcome { PASSED, FAILED, SKIPPED } Outcome;
+
+static Outcome check_model(const char *path) {
+    Diag d;
+    diag_init(&d);
+    OnnxLoadOptions lo;
+    memset(&lo, 0, sizeof lo);
+    IrGraph *g = onnx_load_file(path, &lo, &d);
+    if (!g) {
+        printf("SKIP %s: the loader refused it\n", path);
+        diag_free(&d);
+        return SKIPPED;
+    }
+    IrPrintOpts full = {true};
+    char *first = ir_print_to_string(g, &full);
+    Diag pd;
+    diag_init(&pd);
+    IrGraph *g2 = ir_parse(first, strlen(first), &pd);
+    Outcome r = FAILED;
+    if (!g2) {
+        printf("FAIL %s: the printed text does not parse\n", path);
+        diag_print(&pd, stdout, path);
+        /* show the offending line */
+        if (pd.n_msgs) {
+            unsigned line = (unsigned)strtoul(pd.msgs[0].text, NULL, 10);
+            const char *p = first;
+            for (unsigned i = 1; i < line && p; i++) {
+                p = strchr(p, '\n');
+                if (p) p++;
+            }
+            if (p) printf("  line %u: %.*s\n", line, (int)strcspn(p, "\n") > LINE_SHOW_CHARS
+                          ? LINE_SHOW_CHARS : (int)strcspn(p, "\n"), p);
+        }
+    } else {
+        char *second = ir_print_to_string(g2, &full);
+        if (strcmp(first, second) == 0) {
+            r = PASSED;
+        } else {
+            printf("FAIL %s: the second print differs\n", path);
+            show_first_difference(first, second);
+        }
+        free(second);
+        ir_graph_free(g2);
+    }
+    diag_free(&pd);
+    free(first);
+    ir_graph_free(g);
+    diag_free(&d);
+    return r;
+}
+
+int main(int argc, char **argv) {
+    int counts[3] = {0, 0, 0};
+    if (argc == 2 && strcmp(argv[1], "-") == 0) {
+        char line[4096];
+        while (fgets(line, sizeof line, stdin)) {
+            line[strcspn(line, "\r\n")] = 0;
+            if (line[0]) counts[check_model(line)]++;
+        }
+    } else {
+        for (int i = 1; i < argc; i++) counts[check_model(argv[i])]++;
+    }
+    printf("%d passed, %d failed, %d skipped\n", counts[PASSED], counts[FAILED], counts[SKIPPED]);
+    return counts[FAILED] ? 1 : 0;
+}

@@ -17,6 +17,8 @@ void cgen_tables_init(void) {
     cgen_register_linalg(cgen_emit_table);
     cgen_register_data(cgen_emit_table);
     cgen_register_cast(cgen_emit_table);
+    cgen_register_rnn(cgen_emit_table);
+    cgen_register_signal(cgen_emit_table);
     ready = true;
 }
 

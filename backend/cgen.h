@@ -20,6 +20,7 @@ typedef struct CgenOptions {
     bool test_main;           /* also write NAME_test_main.c (reads inputs from files) */
     const char *model_path;   /* for comments and the README */
     const char *command_line; /* the kiln command that produced the bundle */
+    const struct PassOptions *passes; /* which optional passes run; NULL: all */
 } CgenOptions;
 
 typedef struct CgenCtx {
@@ -75,6 +76,8 @@ void cgen_register_nn(CgenEmitFn *table);
 void cgen_register_linalg(CgenEmitFn *table);
 void cgen_register_data(CgenEmitFn *table);
 void cgen_register_cast(CgenEmitFn *table);
+void cgen_register_rnn(CgenEmitFn *table);
+void cgen_register_signal(CgenEmitFn *table);
 
 /* The runtime files, embedded at build time (gen/runtime_files.c). */
 typedef struct CgenRuntimeFile {

@@ -106,6 +106,8 @@ static const char *store_wrap(CgenCtx *cx, IrDType t, const char *expr) {
     case EC_F16: return cgen_fmt(cx, "rt_f32_to_f16(%s)", expr);
     case EC_BF16: return cgen_fmt(cx, "rt_f32_to_bf16(%s)", expr);
     case EC_BOOL: return cgen_fmt(cx, "(uint8_t)((%s) != 0)", expr);
+    case EC_F32:
+    case EC_F64: return expr; /* computed in the storage type already */
     default: return cgen_fmt(cx, "(%s)(%s)", cgen_ctype(t), expr);
     }
 }
@@ -135,6 +137,10 @@ static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t 
         return cgen_unsupported(cx, n, "input shapes that do not broadcast to the output");
     CWriter *w = cx->w;
     IrDType to = (IrDType)cgen_type(cx, out)->dtype;
+    if (cgen_numel(cx, out) == 0) {
+        cw_comment(w, "empty output: nothing to compute");
+        return true;
+    }
     cw_open(w, "%s", "");
     for (int k = 0; k < n_in; k++)
         cw_line(w, "const %s *x%d = %s;", cgen_ctype((IrDType)cgen_type(cx, ins[k])->dtype), k,
@@ -183,7 +189,6 @@ static bool emit_unary(CgenCtx *cx, const IrNode *n) {
     const char *e = NULL;
     if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     switch ((IrOp)n->op) {
-    case IR_OP_IDENTITY: e = "$0"; break;
     case IR_OP_NEG: e = c == EC_UINT ? "0 - $0" : "-$0"; break;
     case IR_OP_ABS:
         e = fl ? cgen_fmt(cx, "%s($0)", F("fabs")) : c == EC_INT ? "($0 < 0 ? -$0 : $0)" : "$0";
@@ -406,7 +411,7 @@ static bool emit_clip(CgenCtx *cx, const IrNode *n) {
 
 void cgen_register_eltwise(CgenEmitFn *table) {
     static const IrOp unary[] = {
-        IR_OP_IDENTITY, IR_OP_NEG, IR_OP_ABS, IR_OP_SIGN, IR_OP_NOT, IR_OP_BITWISE_NOT,
+        IR_OP_NEG, IR_OP_ABS, IR_OP_SIGN, IR_OP_NOT, IR_OP_BITWISE_NOT,
         IR_OP_IS_NAN, IR_OP_IS_INF, IR_OP_RELU, IR_OP_EXP, IR_OP_LOG, IR_OP_SQRT,
         IR_OP_RECIPROCAL, IR_OP_FLOOR, IR_OP_CEIL, IR_OP_ROUND, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
         IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,

@@ -13,11 +13,16 @@
 /* Runtime name suffix of a float element type, or NULL. */
 static const char *nn_float_sfx(IrDType t) {
     switch (t) {
-    case IR_DTYPE_F32: return "f32";
-    case IR_DTYPE_F64: return "f64";
-    case IR_DTYPE_F16: return "f16";
-    case IR_DTYPE_BF16: return "bf16";
-    default: return NULL;
+    case IR_DTYPE_F32:
+        return "f32";
+    case IR_DTYPE_F64:
+        return "f64";
+    case IR_DTYPE_F16:
+        return "f16";
+    case IR_DTYPE_BF16:
+        return "bf16";
+    default:
+        return NULL;
     }
 }
 
@@ -29,12 +34,29 @@ static bool nn_has_output(const IrNode *n, uint32_t i) {
     return i < n->n_outputs && n->outputs[i] != IR_NONE;
 }
 
-/* A C float literal that reads back to exactly v. */
-static inline const char *nn_flit(CgenCtx *cx, double v) {
+/* A C literal of the accumulator type of t (double for f64, else float) that reads back
+ * to v in that type. */
+static const char *nn_flit(CgenCtx *cx, IrDType t, double v) {
+    bool dbl = t == IR_DTYPE_F64;
     char buf[64];
-    snprintf(buf, sizeof buf, "%.17g", v);
-    if (!strpbrk(buf, ".eni")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s", buf);
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    return cgen_fmt(cx, "%s%s", buf, dbl ? "" : "f");
+}
+
+/* True when every input in ins (IR_NONE skipped) has element type t. */
+static bool nn_same_dtype(CgenCtx *cx, const IrNode *n, IrDType t) {
+    for (uint32_t i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] != IR_NONE && cgen_type(cx, n->inputs[i])->dtype != t) return false;
+    return true;
+}
+
+/* Product of dims [from, to) of t. */
+static int64_t nn_prod(const IrType *t, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= t->dims[i];
+    return p;
 }
 
 /* ---- convolution and pooling geometry ---- */
@@ -45,18 +67,24 @@ typedef struct NnGeomIds {
 } NnGeomIds;
 
 static bool nn_geom_ids(IrOp op, NnGeomIds *ids) {
-#define IDS(OP, CEIL)                                                                     \
-    *ids = (NnGeomIds){IR_ATTR_##OP##_AUTO_PAD, IR_ATTR_##OP##_DILATIONS,                 \
-                       IR_ATTR_##OP##_KERNEL_SHAPE, IR_ATTR_##OP##_PADS,                  \
-                       IR_ATTR_##OP##_STRIDES, CEIL};                                     \
+#define IDS(OP, CEIL)                                                                              \
+    *ids = (NnGeomIds){IR_ATTR_##OP##_AUTO_PAD,     IR_ATTR_##OP##_DILATIONS,                      \
+                       IR_ATTR_##OP##_KERNEL_SHAPE, IR_ATTR_##OP##_PADS,                           \
+                       IR_ATTR_##OP##_STRIDES,      CEIL};                                         \
     return true
     switch (op) {
-    case IR_OP_CONV: IDS(CONV, IR_ATTR_COUNT);
-    case IR_OP_CONV_TRANSPOSE: IDS(CONV_TRANSPOSE, IR_ATTR_COUNT);
-    case IR_OP_MAX_POOL: IDS(MAX_POOL, IR_ATTR_MAX_POOL_CEIL_MODE);
-    case IR_OP_AVERAGE_POOL: IDS(AVERAGE_POOL, IR_ATTR_AVERAGE_POOL_CEIL_MODE);
-    case IR_OP_LP_POOL: IDS(LP_POOL, IR_ATTR_LP_POOL_CEIL_MODE);
-    default: return false;
+    case IR_OP_CONV:
+        IDS(CONV, IR_ATTR_COUNT);
+    case IR_OP_CONV_TRANSPOSE:
+        IDS(CONV_TRANSPOSE, IR_ATTR_COUNT);
+    case IR_OP_MAX_POOL:
+        IDS(MAX_POOL, IR_ATTR_MAX_POOL_CEIL_MODE);
+    case IR_OP_AVERAGE_POOL:
+        IDS(AVERAGE_POOL, IR_ATTR_AVERAGE_POOL_CEIL_MODE);
+    case IR_OP_LP_POOL:
+        IDS(LP_POOL, IR_ATTR_LP_POOL_CEIL_MODE);
+    default:
+        return false;
     }
 #undef IDS
 }
@@ -76,7 +104,8 @@ static bool nn_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, in
     uint32_t cnt;
     const int64_t *a = ir_attr_ints(n, id, &cnt);
     if (!a || cnt == 0) return true;
-    if (cnt != want) return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
+    if (cnt != want)
+        return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
     memcpy(v, a, want * sizeof *v);
     return true;
 }
@@ -94,7 +123,8 @@ static bool nn_geom(CgenCtx *cx, const IrNode *n, uint32_t x, uint32_t w, uint32
         return cgen_unsupported(cx, n, "inputs of rank %d (spatial dims 0..%d are supported)",
                                 tx->rank, NN_SPATIAL);
     int64_t k[NN_SPATIAL], s[NN_SPATIAL], d[NN_SPATIAL], pads[2 * NN_SPATIAL];
-    for (int i = 0; i < NN_SPATIAL; i++) k[i] = -1, s[i] = 1, d[i] = 1;
+    for (int i = 0; i < NN_SPATIAL; i++)
+        k[i] = -1, s[i] = 1, d[i] = 1;
     memset(pads, 0, sizeof pads);
     uint32_t un = (uint32_t)ns;
     if (!nn_ints(cx, n, ids.kernel_shape, un, k, "kernel_shape") ||
@@ -186,7 +216,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         if (tw->dims[i + 2] != g.k[NN_SPATIAL - g.ns + i])
             return cgen_unsupported(cx, n, "kernel_shape that disagrees with the weights");
     bool has_b = nn_has_input(n, 2);
-    if (has_b && (cgen_numel(cx, n->inputs[2]) != M || cgen_type(cx, n->inputs[2])->dtype != tx->dtype))
+    if (has_b &&
+        (cgen_numel(cx, n->inputs[2]) != M || cgen_type(cx, n->inputs[2])->dtype != tx->dtype))
         return cgen_unsupported(cx, n, "a bias that is not (M) of the input's type");
     /* A pointwise convolution with unit strides and no padding is one flat row per plane. */
     bool pointwise = !tr;
@@ -232,9 +263,9 @@ static bool emit_pool(CgenCtx *cx, const IrNode *n) {
     if (!sfx) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
     NnGeom g;
     if (!nn_geom(cx, n, x, IR_NONE, y, false, &g)) return false;
-    if (!ir_attr_present(n, is_max ? IR_ATTR_MAX_POOL_KERNEL_SHAPE
-                         : n->op == IR_OP_AVERAGE_POOL ? IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE
-                                                       : IR_ATTR_LP_POOL_KERNEL_SHAPE))
+    if (!ir_attr_present(n, is_max                        ? IR_ATTR_MAX_POOL_KERNEL_SHAPE
+                            : n->op == IR_OP_AVERAGE_POOL ? IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE
+                                                          : IR_ATTR_LP_POOL_KERNEL_SHAPE))
         return cgen_unsupported(cx, n, "a pool without kernel_shape");
     cgen_use_runtime(cx, "rt_pool.h");
     CWriter *wr = cx->w;
@@ -281,11 +312,217 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_pool.h");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
     if (n->op == IR_OP_GLOBAL_LP_POOL)
-        cw_line(cx->w, "rt_global_lppool_%s(%s, %s, %lld, %lld, %lld);", sfx, px, py,
-                (long long)nc, (long long)size, (long long)ir_attr_i(n, IR_ATTR_GLOBAL_LP_POOL_P));
+        cw_line(cx->w, "rt_global_lppool_%s(%s, %s, %lld, %lld, %lld);", sfx, px, py, (long long)nc,
+                (long long)size, (long long)ir_attr_i(n, IR_ATTR_GLOBAL_LP_POOL_P));
     else
-        cw_line(cx->w, "rt_global_%spool_%s(%s, %s, %lld, %lld);", is_max ? "max" : "avg", sfx,
-                px, py, (long long)nc, (long long)size);
+        cw_line(cx->w, "rt_global_%spool_%s(%s, %s, %lld, %lld);", is_max ? "max" : "avg", sfx, px,
+                py, (long long)nc, (long long)size);
+    return true;
+}
+
+/* ---- normalizations ---- */
+
+/* Checks the input types of a normalization whose inputs all share x's float type; returns
+ * the runtime suffix or NULL after a diagnostic. */
+static const char *nn_norm_sfx(CgenCtx *cx, const IrNode *n, int min_rank) {
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    IrDType dt = (IrDType)tx->dtype;
+    const char *sfx = nn_float_sfx(dt);
+    if (!sfx) {
+        cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
+        return NULL;
+    }
+    if (!nn_same_dtype(cx, n, dt)) {
+        cgen_unsupported(cx, n, "inputs of mixed element types");
+        return NULL;
+    }
+    if (tx->rank < min_rank) {
+        cgen_unsupported(cx, n, "inputs of rank %d (at least %d)", tx->rank, min_rank);
+        return NULL;
+    }
+    return sfx;
+}
+
+/* Whether every input from `from` on has exactly `want` elements. */
+static bool nn_params_are(CgenCtx *cx, const IrNode *n, uint32_t from, int64_t want) {
+    for (uint32_t i = from; i < n->n_inputs; i++)
+        if (n->inputs[i] != IR_NONE && cgen_numel(cx, n->inputs[i]) != want) return false;
+    return true;
+}
+
+static bool emit_batch_norm(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 2);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    IrDType dt = (IrDType)tx->dtype;
+    int64_t N = tx->dims[0], C = tx->dims[1], S = nn_prod(tx, 2, tx->rank);
+    if (n->opset < 9 && ir_attr_present(n, IR_ATTR_BATCH_NORMALIZATION_SPATIAL) &&
+        ir_attr_i(n, IR_ATTR_BATCH_NORMALIZATION_SPATIAL) == 0)
+        return cgen_unsupported(cx, n, "spatial=0");
+    if (n->n_inputs < 5 || !nn_params_are(cx, n, 1, C))
+        return cgen_unsupported(cx, n, "scale, B, mean or var that is not (C)");
+    bool training = n->opset >= 14 && ir_attr_i(n, IR_ATTR_BATCH_NORMALIZATION_TRAINING_MODE);
+    if (!training &&
+        (nn_has_output(n, 1) || nn_has_output(n, 2) || nn_has_output(n, 3) || nn_has_output(n, 4)))
+        return cgen_unsupported(cx, n, "the training outputs of opset %d", n->opset);
+    cgen_use_runtime(cx, "rt_norm.h");
+    const char *eps = nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON));
+    const char *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = cgen_ptr(cx, n->inputs[i]);
+    if (training) {
+        const char *fn = cgen_fmt(cx, "rt_batchnorm_train_%s(", sfx);
+        cw_line(cx->w, "%s%s, %s, %s, %s, %s, %s, %s, %s,", fn, p[0], p[1], p[2], p[3], p[4],
+                cgen_ptr(cx, n->outputs[0]),
+                nn_has_output(n, 1) ? cgen_ptr(cx, n->outputs[1]) : "NULL",
+                nn_has_output(n, 2) ? cgen_ptr(cx, n->outputs[2]) : "NULL");
+        cw_line(cx->w, "%*s%lld, %lld, %lld, %s, %s);", (int)strlen(fn), "", (long long)N,
+                (long long)C, (long long)S, eps,
+                nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_MOMENTUM)));
+    } else {
+        cw_line(cx->w, "rt_batchnorm_%s(%s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %s);", sfx, p[0],
+                p[1], p[2], p[3], p[4], cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C,
+                (long long)S, eps);
+    }
+    return true;
+}
+
+static bool emit_instance_norm(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 2);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    int64_t N = tx->dims[0], C = tx->dims[1], S = nn_prod(tx, 2, tx->rank);
+    if (!nn_params_are(cx, n, 1, C)) return cgen_unsupported(cx, n, "scale or B that is not (C)");
+    cgen_use_runtime(cx, "rt_norm.h");
+    cw_line(cx->w, "rt_instancenorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %s);", sfx,
+            cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
+            cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C, (long long)S,
+            nn_flit(cx, (IrDType)tx->dtype, ir_attr_f(n, IR_ATTR_INSTANCE_NORMALIZATION_EPSILON)));
+    return true;
+}
+
+static bool emit_group_norm(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 2);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    int64_t N = tx->dims[0], C = tx->dims[1], S = nn_prod(tx, 2, tx->rank);
+    int64_t G = ir_attr_i(n, IR_ATTR_GROUP_NORMALIZATION_NUM_GROUPS);
+    if (G < 1 || C % G != 0)
+        return cgen_unsupported(cx, n, "num_groups %lld for %lld channels", (long long)G,
+                                (long long)C);
+    bool per_channel = nn_params_are(cx, n, 1, C);
+    if (!per_channel && !nn_params_are(cx, n, 1, G))
+        return cgen_unsupported(cx, n, "scale or bias that is neither (C) nor (num_groups)");
+    cgen_use_runtime(cx, "rt_norm.h");
+    cw_line(cx->w, "rt_groupnorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %lld, %d, %s);", sfx,
+            cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
+            cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C, (long long)S, (long long)G,
+            per_channel ? 1 : 0,
+            nn_flit(cx, (IrDType)tx->dtype, ir_attr_f(n, IR_ATTR_GROUP_NORMALIZATION_EPSILON)));
+    return true;
+}
+
+/* LayerNormalization and RMSNormalization: x viewed as (rows, cols) split at axis. */
+static bool emit_layer_norm(CgenCtx *cx, const IrNode *n) {
+    bool rms = n->op == IR_OP_RMSNORMALIZATION;
+    const char *sfx = nn_norm_sfx(cx, n, 1);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    IrDType dt = (IrDType)tx->dtype;
+    int64_t axis =
+        ir_attr_i(n, rms ? IR_ATTR_RMSNORMALIZATION_AXIS : IR_ATTR_LAYER_NORMALIZATION_AXIS);
+    if (axis < 0) axis += tx->rank;
+    if (axis < 0 || axis >= tx->rank) return cgen_unsupported(cx, n, "axis out of range");
+    int64_t rows = nn_prod(tx, 0, (int)axis), cols = nn_prod(tx, (int)axis, tx->rank);
+    int64_t step[2] = {1, 1};
+    for (uint32_t i = 1; i < n->n_inputs && i < 3; i++) {
+        if (n->inputs[i] == IR_NONE) continue;
+        int64_t ne = cgen_numel(cx, n->inputs[i]);
+        if (ne != cols && ne != 1)
+            return cgen_unsupported(cx, n,
+                                    "a scale or bias that is neither X[axis:] nor one value");
+        step[i - 1] = ne == cols ? 1 : 0;
+    }
+    for (uint32_t i = 1; i < n->n_outputs; i++)
+        if (nn_has_output(n, i) && cgen_type(cx, n->outputs[i])->dtype != IR_DTYPE_F32)
+            return cgen_unsupported(cx, n, "Mean or InvStdDev outputs other than float");
+    cgen_use_runtime(cx, "rt_norm.h");
+    float eps =
+        ir_attr_f(n, rms ? IR_ATTR_RMSNORMALIZATION_EPSILON : IR_ATTR_LAYER_NORMALIZATION_EPSILON);
+    if (rms) {
+        cw_line(cx->w, "rt_rmsnorm_%s(%s, %s, %s, %lld, %lld, %lld, %s);", sfx,
+                cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->outputs[0]),
+                (long long)rows, (long long)cols, (long long)step[0], nn_flit(cx, dt, eps));
+        return true;
+    }
+    const char *fn = cgen_fmt(cx, "rt_layernorm_%s(", sfx);
+    cw_line(cx->w, "%s%s, %s, %s, %s, %s, %s,", fn, cgen_ptr(cx, n->inputs[0]),
+            cgen_ptr(cx, n->inputs[1]), nn_has_input(n, 2) ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+            cgen_ptr(cx, n->outputs[0]), nn_has_output(n, 1) ? cgen_ptr(cx, n->outputs[1]) : "NULL",
+            nn_has_output(n, 2) ? cgen_ptr(cx, n->outputs[2]) : "NULL");
+    cw_line(cx->w, "%*s%lld, %lld, %lld, %lld, %s);", (int)strlen(fn), "", (long long)rows,
+            (long long)cols, (long long)step[0], (long long)step[1], nn_flit(cx, dt, eps));
+    return true;
+}
+
+static bool emit_lrn(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 2);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    IrDType dt = (IrDType)tx->dtype;
+    int64_t size = ir_attr_i(n, IR_ATTR_LRN_SIZE);
+    if (size < 1) return cgen_unsupported(cx, n, "size %lld", (long long)size);
+    cgen_use_runtime(cx, "rt_norm.h");
+    cw_line(cx->w, "rt_lrn_%s(%s, %s, %lld, %lld, %lld, %lld, %s, %s, %s);", sfx,
+            cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->outputs[0]), (long long)tx->dims[0],
+            (long long)tx->dims[1], (long long)nn_prod(tx, 2, tx->rank), (long long)size,
+            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_ALPHA)),
+            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_BETA)),
+            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_BIAS)));
+    return true;
+}
+
+static bool emit_lp_norm(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 1);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    int64_t axis = ir_attr_i(n, IR_ATTR_LP_NORMALIZATION_AXIS);
+    int64_t p = ir_attr_i(n, IR_ATTR_LP_NORMALIZATION_P);
+    if (axis < 0) axis += tx->rank;
+    if (axis < 0 || axis >= tx->rank) return cgen_unsupported(cx, n, "axis out of range");
+    if (p != 1 && p != 2) return cgen_unsupported(cx, n, "p = %lld (1 or 2)", (long long)p);
+    cgen_use_runtime(cx, "rt_norm.h");
+    cw_line(cx->w, "rt_lpnorm_%s(%s, %s, %lld, %lld, %lld, %lld);", sfx, cgen_ptr(cx, n->inputs[0]),
+            cgen_ptr(cx, n->outputs[0]), (long long)nn_prod(tx, 0, (int)axis),
+            (long long)tx->dims[axis], (long long)nn_prod(tx, (int)axis + 1, tx->rank),
+            (long long)p);
+    return true;
+}
+
+#define NN_MVN_EPSILON 1e-9 /* the constant of the op's function body in the ONNX schema */
+
+static bool emit_mvn(CgenCtx *cx, const IrNode *n) {
+    const char *sfx = nn_norm_sfx(cx, n, 1);
+    if (!sfx) return false;
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
+    static const int64_t default_axes[] = {0, 2, 3};
+    uint32_t n_axes;
+    const int64_t *axes = ir_attr_ints(n, IR_ATTR_MEAN_VARIANCE_NORMALIZATION_AXES, &n_axes);
+    if (!axes) axes = default_axes, n_axes = 3;
+    unsigned mask = 0;
+    for (uint32_t i = 0; i < n_axes; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + tx->rank : axes[i];
+        if (a < 0 || a >= tx->rank) return cgen_unsupported(cx, n, "axes out of range");
+        mask |= 1u << a;
+    }
+    if (cgen_numel(cx, n->inputs[0]) == 0) return true;
+    cgen_use_runtime(cx, "rt_norm.h");
+    nn_open_block(cx->w);
+    cw_line(cx->w, "static const int64_t dims[] = %s;", cgen_dims(cx, tx));
+    cw_line(cx->w, "rt_mvn_%s(%s, %s, %d, dims, 0x%xu, %s);", sfx, cgen_ptr(cx, n->inputs[0]),
+            cgen_ptr(cx, n->outputs[0]), tx->rank, mask,
+            nn_flit(cx, (IrDType)tx->dtype, NN_MVN_EPSILON));
+    cw_close(cx->w, NULL);
     return true;
 }
 
@@ -298,4 +535,12 @@ void cgen_register_nn(CgenEmitFn *table) {
     table[IR_OP_GLOBAL_AVERAGE_POOL] = emit_global_pool;
     table[IR_OP_GLOBAL_MAX_POOL] = emit_global_pool;
     table[IR_OP_GLOBAL_LP_POOL] = emit_global_pool;
+    table[IR_OP_BATCH_NORMALIZATION] = emit_batch_norm;
+    table[IR_OP_INSTANCE_NORMALIZATION] = emit_instance_norm;
+    table[IR_OP_GROUP_NORMALIZATION] = emit_group_norm;
+    table[IR_OP_LAYER_NORMALIZATION] = emit_layer_norm;
+    table[IR_OP_RMSNORMALIZATION] = emit_layer_norm;
+    table[IR_OP_LRN] = emit_lrn;
+    table[IR_OP_LP_NORMALIZATION] = emit_lp_norm;
+    table[IR_OP_MEAN_VARIANCE_NORMALIZATION] = emit_mvn;
 }

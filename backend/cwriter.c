@@ -81,11 +81,13 @@ void cw_blank(CWriter *w) { put(w, "\n", 1); }
 
 void cw_open(CWriter *w, const char *fmt, ...) {
     cw_indent(w);
+    size_t before = w->len;
     va_list ap;
     va_start(ap, fmt);
     cw_vraw(w, fmt, ap);
     va_end(ap);
-    put(w, " {\n", 3);
+    if (w->len == before) put(w, "{\n", 2); /* a bare block */
+    else put(w, " {\n", 3);
     w->indent++;
 }
 
@@ -114,6 +116,8 @@ void cw_comment(CWriter *w, const char *fmt, ...) {
             char c = s[i];
             /* keep the comment closed and the line printable */
             if (c == '*' && i + 1 < n && s[i + 1] == '/') c = '+';
+            if (c == '/' && i + 1 < n && s[i + 1] == '*') c = '|'; /* -Wcomment */
+            if (c == '?' && i > 0 && s[i - 1] == '?') c = ' ';     /* no trigraphs */
             if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';
             put(w, &c, 1);
         }

@@ -24,11 +24,13 @@ typedef struct CliCommand {
     const char *help;    /* the full text for `kiln help NAME` and `kiln NAME --help` */
 } CliCommand;
 
-/* The subcommands (one file each: cli/inspect.c, cli/compile.c). */
+/* The subcommands (one file each: cli/inspect.c, cli/compile.c, cli/validate.c). */
 int cli_inspect_run(int argc, char **argv);
 extern const char cli_inspect_help[];
 int cli_compile_run(int argc, char **argv);
 extern const char cli_compile_help[];
+int cli_validate_run(int argc, char **argv);
+extern const char cli_validate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns
  * CLI_EXIT_USAGE. */

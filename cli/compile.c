@@ -123,7 +123,7 @@ int cli_compile_run(int argc, char **argv) {
     }
     char *auto_name = name ? NULL : name_from_path(model);
     CgenOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
-                        NULL};
+                        NULL, NULL};
     Diag d;
     diag_init(&d);
     bool ok = cgen_write_bundle(g, &opts, out_dir, &d);

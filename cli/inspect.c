@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "backend/cgen.h"
 #include "ir/stats.h"
 #include "json.h"
 
@@ -28,6 +29,13 @@ const char cli_inspect_help[] =
     "  -h, --help        print this help\n"
     "\n"
     "exit status: 0 ok, 1 bad or unsupported model, 2 usage error.\n";
+
+/* An op is unsupported when it is not in the op table or the C backend has no kernel. */
+static const char *unsupported_reason(const IrGraph *g, const IrNode *n, void *ctx) {
+    const char *why = ir_node_unsupported_reason(g, n, ctx);
+    if (why) return why;
+    return cgen_op_supported((IrOp)n->op) ? NULL : "no kernel in the C backend";
+}
 
 /* ---- text helpers ---- */
 
@@ -141,6 +149,7 @@ static void print_values(FILE *out, const IrGraph *g, const uint32_t *ids, uint3
     char type[TYPE_TEXT_MAX];
     int width = 0;
     for (uint32_t i = 0; i < n; i++) {
+        if (inputs && !is_fed_input(g, ids[i])) continue;
         int len = (int)strlen(g->values[ids[i]].name);
         if (len > width && len <= NAME_COLUMN_MAX) width = len;
     }
@@ -435,7 +444,7 @@ int cli_inspect_run(int argc, char **argv) {
         ir_print(stdout, g, &(IrPrintOpts){.full_data = false});
     } else {
         IrStats s;
-        if (!ir_stats_compute(g, NULL, NULL, &s)) {
+        if (!ir_stats_compute(g, unsupported_reason, NULL, &s)) {
             fprintf(stderr, "%s: error: out of memory\n", model);
             rc = CLI_EXIT_MODEL;
         } else {

@@ -16,6 +16,8 @@ static const CliCommand commands[] = {
     {"inspect", cli_inspect_run, "show a model's inputs, outputs, ops, parameters and MACs",
      cli_inspect_help},
     {"compile", cli_compile_run, "compile a model into a standalone C bundle", cli_compile_help},
+    {"validate", cli_validate_run, "compare a compiled model with ONNX Runtime",
+     cli_validate_help},
     {"help", help_run, "show the help of kiln or of one command", help_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -635,6 +635,7 @@ IrGraph *onnx_load_buffer(const uint8_t *buf, size_t len, const char *base_dir,
         ir_graph_set_opset(g, str_or_empty(m->opset_import[i]->domain),
                            m->opset_import[i]->has_version ? m->opset_import[i]->version : 0);
     bool ok = convert_graph(&c, m->graph, g, NULL, NULL, NULL);
+    if (ok) ok = ir_verify(g, d);
     if (ok && opts && opts->infer_shapes) ok = ir_infer_shapes(g, d);
     onnx_namemap_free(&c.prefixes);
     ir_arena_free(&c.tmp);

@@ -215,7 +215,10 @@ bool ir_type_is_static(const IrType *t) {
 int64_t ir_type_numel(const IrType *t) {
     if (!ir_type_is_static(t)) return -1;
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] > 0 && n > INT64_MAX / t->dims[i]) return -1; /* overflow: not usable */
+        n *= t->dims[i];
+    }
     return n;
 }
 

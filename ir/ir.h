@@ -322,6 +322,12 @@ int64_t ir_graph_opset(const IrGraph *g, const char *domain); /* 0 when not impo
 /* Drops dead nodes, renumbering nothing else (value ids stay). */
 void ir_graph_compact(IrGraph *g);
 
+/* Uses (ir/uses.c): per value id, how many live nodes, graph outputs and subgraphs (through
+ * OUTER values) read it; malloc'd. ir_replace_uses makes every node input and every direct
+ * subgraph OUTER reference to `from` read `to` instead (graph outputs are left alone). */
+uint32_t *ir_use_counts(const IrGraph *g);
+void ir_replace_uses(IrGraph *g, uint32_t from, uint32_t to);
+
 /* Attribute access on known ops: the slot (present or not) and typed getters that fall
  * back to the op table's default. */
 IrAttr *ir_node_attr(const IrNode *n, IrAttrId id);
@@ -342,10 +348,17 @@ IrTensor *ir_tensor_new(IrArena *a, IrDType dtype, int rank, const int64_t *dims
 /* Verifier: SSA (one producer per value, uses after definitions), arity against the op
  * table, attribute kinds, types present on every value. Diagnostics go to d. */
 bool ir_verify(const IrGraph *g, Diag *d);
+typedef struct IrVerifyOpts {
+    bool require_types; /* every used tensor value has a dtype (after shape inference) */
+} IrVerifyOpts;
+bool ir_verify_opts(const IrGraph *g, const IrVerifyOpts *opts, Diag *d);
 
 /* Shape and type inference over the whole graph (subgraphs included). Keeps declared
  * types where inference knows less; reports conflicts. */
 bool ir_infer_shapes(IrGraph *g, Diag *d);
+/* The same, and nodes whose outputs partial evaluation computed (shape arithmetic on static
+ * shapes) become constant values. */
+bool ir_infer_shapes_fold(IrGraph *g, Diag *d);
 
 /* Text form (ir/text_print.c, ir/text_parse.c). With full_data false, tensors larger than
  * IR_PRINT_ELIDE_BYTES are printed as a size and checksum and cannot be parsed back. */

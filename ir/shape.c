@@ -461,7 +461,7 @@ IrTensor *shape_new_i64(ShapeCtx *c, int rank, const int64_t *dims, const int64_
 
 /* ---- the walk ---- */
 
-static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d);
+static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d, bool fold);
 
 static void conflict(Diag *d, const IrGraph *g, const IrNode *n, const char *what,
                      const IrValue *v, const IrType *declared, const IrType *inferred) {
@@ -488,7 +488,7 @@ IrGraph *shape_infer_subgraph(ShapeCtx *c, uint32_t sub, const IrType *in_types,
             v->type = declared;
         }
     }
-    if (!infer_graph(s, c->st, c->d)) c->failed = true;
+    if (!infer_graph(s, c->st, c->d, false)) c->failed = true;
     return s;
 }
 
@@ -526,10 +526,35 @@ static IrType tensor_type_of(const IrTensor *t) {
     return ir_type_tensor((IrDType)t->dtype, t->rank, t->dims);
 }
 
-static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d) {
+/* Nodes whose every output was computed by partial evaluation become constants: the
+ * Shape -> Gather -> Concat -> Reshape chains of exporters vanish at compile time. */
+static void fold_known(ShapeGraphState *st) {
+    IrGraph *g = st->g;
+    bool changed = false;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrNode *n = &g->nodes[i];
+        bool all = !n->dead && n->n_outputs > 0 && !ir_op_has((IrOp)n->op, OPF_SUBGRAPH) &&
+                   !ir_op_has((IrOp)n->op, OPF_RANDOM);
+        for (uint32_t k = 0; k < n->n_outputs && all; k++)
+            all = n->outputs[k] != IR_NONE && n->outputs[k] < st->n_known &&
+                  st->known[n->outputs[k]] != NULL;
+        if (!all) continue;
+        for (uint32_t k = 0; k < n->n_outputs; k++) {
+            IrValue *v = &g->values[n->outputs[k]];
+            v->kind = IR_VALUE_CONST;
+            v->producer = IR_NONE;
+            v->tensor = st->known[n->outputs[k]];
+        }
+        n->dead = true;
+        changed = true;
+    }
+    if (changed) ir_graph_compact(g);
+}
+
+static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d, bool fold) {
     bool ok = true;
     ShapeGraphState st = {g, calloc(g->n_values ? g->n_values : 1, sizeof(IrTensor *)),
-                          g->n_values, parent};
+                          g->n_values, parent, parent ? parent->fold : fold};
     IR_ASSERT(st.known);
     for (uint32_t v = 0; v < g->n_values; v++) {
         IrValue *val = &g->values[v];
@@ -554,8 +579,11 @@ static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d) {
         if (g->nodes[i].dead) continue;
         infer_node(&st, i, d, &ok);
     }
+    if (st.fold && ok) fold_known(&st);
     free(st.known);
     return ok;
 }
 
-bool ir_infer_shapes(IrGraph *g, Diag *d) { return infer_graph(g, NULL, d); }
+bool ir_infer_shapes(IrGraph *g, Diag *d) { return infer_graph(g, NULL, d, false); }
+
+bool ir_infer_shapes_fold(IrGraph *g, Diag *d) { return infer_graph(g, NULL, d, true); }

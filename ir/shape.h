@@ -25,6 +25,7 @@ typedef struct ShapeGraphState {
     IrTensor **known;
     uint32_t n_known;
     struct ShapeGraphState *parent;
+    bool fold; /* turn nodes whose outputs are all known into constants */
 } ShapeGraphState;
 
 /* The context of one node's inference. Per-op functions read inputs through the helpers
@@ -94,10 +95,6 @@ const char *ir_shape_type_str(const IrGraph *g, const IrType *t, char *buf, size
 bool ir_shape_merge(IrArena *a, IrType *declared, const IrType *inferred);
 
 /* Verifier with options (ir/verify.c); ir_verify is this with require_types false. */
-typedef struct IrVerifyOpts {
-    bool require_types; /* every used tensor value has a dtype (after shape inference) */
-} IrVerifyOpts;
-bool ir_verify_opts(const IrGraph *g, const IrVerifyOpts *opts, Diag *d);
 
 /* ---- per-op functions ---- */
 

@@ -123,8 +123,34 @@ static ShapeDim w_out_channels(const IrType *w) {
     return w ? shape_dim(w, 0) : shape_dim_unknown();
 }
 
+/* group must be positive and divide the input channels; the weights' second dim must be
+ * C / group. */
+static bool check_group(ShapeCtx *c, const IrType *x, const IrType *w) {
+    int64_t group = ir_attr_i(c->node, IR_ATTR_CONV_GROUP);
+    if (group <= 0) {
+        shape_error(c, "group %lld is not positive", (long long)group);
+        return false;
+    }
+    ShapeDim ch = shape_dim(x, 1);
+    if (x && x->rank >= 2 && ch.v >= 0) {
+        if (ch.v % group != 0) {
+            shape_error(c, "group %lld does not divide the %lld input channels", (long long)group,
+                        (long long)ch.v);
+            return false;
+        }
+        ShapeDim wc = w && w->rank >= 2 ? shape_dim(w, 1) : shape_dim_unknown();
+        if (wc.v >= 0 && wc.v * group != ch.v) {
+            shape_error(c, "weights for %lld channels per group, input has %lld channels in %lld groups",
+                        (long long)wc.v, (long long)ch.v, (long long)group);
+            return false;
+        }
+    }
+    return true;
+}
+
 void shape_conv(ShapeCtx *c) {
     const IrType *w = shape_in(c, 1);
+    if (!check_group(c, shape_in(c, 0), w)) return;
     conv_like(c, shape_in(c, 0), w, w_out_channels(w), shape_dtype(c, 0), &c->out[0]);
 }
 

@@ -3,6 +3,8 @@
  * output shape depends on input values. Values are used when constant (initializers,
  * Constant outputs or partial evaluation of shape arithmetic, which these functions also
  * extend: Shape -> Gather -> Concat -> Reshape chains stay known when shapes are static). */
+#include <stdint.h>
+
 #include "shape.h"
 
 #include <math.h>
@@ -163,6 +165,10 @@ void shape_reshape(ShapeCtx *c) {
             return;
         } else d = shape_dim_static(s[i]);
         shape_set_dim(&o, (int)i, d);
+        if (d.v > 0 && known_prod > INT64_MAX / d.v) {
+            shape_error(c, "the target shape has more than 2^63 elements");
+            return;
+        }
         if (d.v >= 0) known_prod *= d.v;
         else prod_ok = false;
     }

@@ -4,16 +4,17 @@
  * error. Value references may come before their definitions (and subgraphs may name values
  * of the enclosing graph defined further down); they are resolved once the whole text is read.
  *
- *   file      := "kiln-ir" 1 [model] [opsets] [symbols] "graph" NAME body
+ *   file      := "kiln-ir" 1 [model] [opsets] [plan] [symbols] "graph" NAME body
  *   model     := "model" { ("ir_version" "=" INT | "producer" "=" STR
  *                           | "producer_version" "=" STR) }
  *   opsets    := "opset" NAME "=" INT { "," NAME "=" INT }
+ *   plan      := "plan" "arena=" INT "lower_bound=" INT "naive=" INT  (pass_plan_memory)
  *   symbols   := "symbols" NAME { "," NAME }
  *   body      := "{" { stmt } "}"
  *   stmt      := "input" decl ["=" init] | "const" decl "=" init
  *              | "outer" decl ["from" (VAL | "_")] | "output" ref { "," ref }
  *              | outs "=" NAME "(" [ref { "," ref }] ")" { meta } [ "{" attrs "}" ]
- *   decl      := VAL [":" type] [quant]           VAL := %name | %"any bytes", then ~k
+ *   decl      := VAL [":" type] [quant] ["mem=" INT]   VAL := %name | %"any bytes", then ~k
  *   outs      := "(" ")" | (decl | "_") { "," (decl | "_") }
  *   meta      := ("name" | "domain" | "ir_op" | "ir_op_domain") "=" NAME | "opset" "=" INT
  *   type      := DTYPE "[" ("*" | [dim {"," dim}]) "]" ["@" layout] | "?"
@@ -73,6 +74,7 @@ typedef struct Parser {
     PendingRef *refs;
     uint32_t n_refs, cap_refs;
     int depth;
+    bool planned; /* a `plan` line: root values default to mem_offset -1 */
 } Parser;
 
 static void error_at(Parser *P, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -144,12 +146,15 @@ static char peek_char(const Parser *P) {
 static void lex_string(Parser *P, Tok *t) {
     advance_char(P);
     t->start = P->text + P->pos;
-    while (P->pos < P->len && P->text[P->pos] != '"') {
-        if (P->text[P->pos] == '\n') break;
-        if (P->text[P->pos] == '\\' && P->pos + 1 < P->len && P->text[P->pos + 1] != '\n')
-            advance_char(P);
-        advance_char(P);
+    /* a string never spans lines, so the scan only moves the column (hex data of large
+     * tensors passes through here: keep it a tight loop) */
+    const char *s = t->start, *end = P->text + P->len;
+    while (s < end && *s != '"' && *s != '\n') {
+        if (*s == '\\' && s + 1 < end && s[1] != '\n') s++;
+        s++;
     }
+    P->col += (uint32_t)(s - t->start);
+    P->pos = (size_t)(s - P->text);
     if (P->pos >= P->len || P->text[P->pos] != '"') {
         error_at(P, t->line, t->col, "unterminated string");
         return;
@@ -274,12 +279,16 @@ static bool accept_ident(Parser *P, const char *kw) {
 
 /* ---- literals ---------------------------------------------------------------------- */
 
-static int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+/* Hex digit values plus one (0: not a hex digit): a table, since tensor data of large models
+ * is hundreds of megabytes of hex. */
+static const unsigned char hex_table[256] = {
+    ['0'] = 1,   ['1'] = 2,   ['2'] = 3,   ['3'] = 4,   ['4'] = 5,   ['5'] = 6,
+    ['6'] = 7,   ['7'] = 8,   ['8'] = 9,   ['9'] = 10,  ['a'] = 11,  ['b'] = 12,
+    ['c'] = 13,  ['d'] = 14,  ['e'] = 15,  ['f'] = 16,  ['A'] = 11,  ['B'] = 12,
+    ['C'] = 13,  ['D'] = 14,  ['E'] = 15,  ['F'] = 16,
+};
+
+static int hex_digit(char c) { return (int)hex_table[(unsigned char)c] - 1; }
 
 /* Decodes the current STRING (or quoted VALREF) token into the arena; NUL-terminated. */
 static char *tok_decode(Parser *P, size_t *len_out) {
@@ -789,13 +798,8 @@ static IrTensor *parse_tensor_data(Parser *P, IrDType dtype, int rank, const int
             error_at(P, line, col, "string tensors take a list of strings, not hex");
             return NULL;
         }
-        const char *h = P->tok.start;
+        const unsigned char *h = (const unsigned char *)P->tok.start;
         size_t n_hex = P->tok.len;
-        for (size_t i = 0; i < n_hex; i++)
-            if (hex_digit(h[i]) < 0) {
-                error_at(P, P->tok.line, P->tok.col, "bad hex digit in tensor data");
-                return NULL;
-            }
         size_t n_bytes = n_hex / 2;
         if (n_hex % 2) {
             error_at(P, P->tok.line, P->tok.col, "odd hex digits in tensor data");
@@ -817,8 +821,16 @@ static IrTensor *parse_tensor_data(Parser *P, IrDType dtype, int rank, const int
         t = ir_tensor_new(P->arena, dtype, rank, dims);
         IR_ASSERT(t->size_bytes == n_bytes);
         unsigned char *b = t->data;
-        for (size_t i = 0; i < n_bytes; i++)
-            b[i] = (unsigned char)(hex_digit(h[2 * i]) * 16 + hex_digit(h[2 * i + 1]));
+        unsigned bad = 0; /* any digit that was not one: checked once, after the loop */
+        for (size_t i = 0; i < n_bytes; i++) {
+            unsigned hi = hex_table[h[2 * i]], lo = hex_table[h[2 * i + 1]];
+            bad |= (hi == 0) | (lo == 0);
+            b[i] = (unsigned char)(((hi - 1) << 4) | ((lo - 1) & 15));
+        }
+        if (bad) {
+            error_at(P, P->tok.line, P->tok.col, "bad hex digit in tensor data");
+            return NULL;
+        }
         lex(P);
     } else if (tok_is_punct(P, '[')) {
         if (dtype != IR_DTYPE_STRING) {
@@ -1078,6 +1090,8 @@ typedef struct Decl {
     IrType type;
     bool has_type;
     IrQuant *quant;
+    bool has_mem;
+    int64_t mem_offset;
 } Decl;
 
 static bool parse_decl(Parser *P, Decl *d) {
@@ -1086,12 +1100,19 @@ static bool parse_decl(Parser *P, Decl *d) {
     if (!parse_valref(P, &d->ref)) return false;
     if (accept_punct(P, ':')) d->has_type = parse_type(P, &d->type);
     if (accept_ident(P, "quant")) d->quant = parse_quant(P);
+    if (tok_is_ident(P, "mem") && peek_char(P) == '=') {
+        lex(P);
+        lex(P);
+        d->has_mem = parse_int(P, &d->mem_offset, "the value's arena offset");
+    }
     return !P->failed;
 }
 
 static uint32_t add_decl(Parser *P, const Ctx *c, const Decl *d, IrValueKind kind) {
     uint32_t v = ir_value_add(c->g, d->ref.name, d->has_type ? &d->type : NULL, kind);
     c->g->values[v].quant = d->quant;
+    c->g->values[v].mem_offset = d->has_mem ? d->mem_offset
+                                 : P->planned && c->g == P->root ? -1 : 0;
     scope_declare(P, c->scope, &d->ref, v);
     return v;
 }
@@ -1261,7 +1282,8 @@ static void parse_statement(Parser *P, const Ctx *c, int32_t parent_scope) {
         if (!parse_decl(P, &d)) return;
         uint32_t v = add_decl(P, c, &d, IR_VALUE_INPUT);
         ir_graph_add_input(c->g, v);
-        if (accept_punct(P, '=')) c->g->values[v].tensor = parse_initializer(P, &d.type, d.ref.name);
+        if (accept_punct(P, '='))
+            c->g->values[v].tensor = parse_initializer(P, &d.type, d.ref.name);
     } else if (accept_ident(P, "const")) {
         if (!parse_decl(P, &d)) return;
         uint32_t v = add_decl(P, c, &d, IR_VALUE_CONST);
@@ -1353,6 +1375,22 @@ static void parse_header(Parser *P) {
             int64_t v = 0;
             if (parse_int(P, &v, "the opset version")) ir_graph_set_opset(g, domain, v);
         } while (!P->failed && accept_punct(P, ','));
+    }
+    if (accept_ident(P, "plan")) {
+        P->planned = true;
+        const char *keys[] = {"arena", "lower_bound", "naive"};
+        int64_t *fields[] = {&g->arena_size_bytes, &g->arena_lower_bound_bytes,
+                             &g->arena_naive_bytes};
+        for (int i = 0; i < 3 && !P->failed; i++) {
+            if (!accept_ident(P, keys[i])) {
+                char what[32];
+                snprintf(what, sizeof what, "'%s='", keys[i]);
+                expected(P, what);
+                return;
+            }
+            expect_punct(P, '=', "after the plan key");
+            parse_int(P, fields[i], "a size in bytes");
+        }
     }
     if (accept_ident(P, "symbols")) {
         do {

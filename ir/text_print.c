@@ -24,6 +24,7 @@ typedef struct NameMap {
 typedef struct Printer {
     FILE *out;
     bool full_data;
+    bool planned; /* the root carries a memory plan (pass_plan_memory) */
 } Printer;
 
 /* ---- small pieces ------------------------------------------------------------------ */
@@ -32,13 +33,29 @@ static void put_indent(Printer *p, int depth) {
     for (int i = 0; i < depth; i++) fputs("  ", p->out);
 }
 
+/* Length of the well-formed UTF-8 sequence of 2 to 4 bytes at s, or 0. */
+static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
+    size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+             : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    if (n == 0 || n > avail) return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return n;
+}
+
+/* A string in quotes: UTF-8 text stays readable, other bytes outside printable ASCII are
+ * escaped as \xHH. */
 static void put_quoted(Printer *p, const char *s, size_t len) {
     static const char hexd[] = "0123456789abcdef";
     FILE *f = p->out;
     fputc('"', f);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
+        size_t u = c >= 0x80 ? utf8_seq_len((const unsigned char *)s + i, len - i) : 0;
+        if (u) {
+            fwrite(s + i, 1, u, f);
+            i += u - 1;
+        } else if (c == '"' || c == '\\') {
             fputc('\\', f);
             fputc(c, f);
         } else if (c == '\n') {
@@ -178,14 +195,27 @@ static void put_float_list(Printer *p, const float *v, uint32_t n) {
     fputc(']', p->out);
 }
 
-/* ` : TYPE quant(...)` after a declared value; nothing for an undefined, unquantized one. */
+/* The mem_offset a value has unless the text says otherwise: -1 (no slot) in a planned root,
+ * else 0, what ir_value_add leaves. */
+static int64_t default_mem_offset(const IrGraph *g, bool planned) {
+    return planned && !g->parent ? -1 : 0;
+}
+
+static void put_quant(Printer *p, const IrQuant *q);
+
+/* ` : TYPE quant(...) mem=OFFSET` after a declared value; each part only when it says
+ * something. */
 static void put_value_type(Printer *p, const IrGraph *g, const IrValue *v) {
     if (v->type.kind != IR_TYPE_UNDEF) {
         fputs(" : ", p->out);
         put_type(p, g, &v->type);
     }
-    const IrQuant *q = v->quant;
-    if (!q) return;
+    if (v->quant) put_quant(p, v->quant);
+    if (v->mem_offset != default_mem_offset(g, p->planned))
+        fprintf(p->out, " mem=%" PRId64, v->mem_offset);
+}
+
+static void put_quant(Printer *p, const IrQuant *q) {
     fputs(" quant(", p->out);
     if (q->axis == -1 && q->n == 1) {
         fputs("scale=", p->out);
@@ -579,8 +609,11 @@ static void print_body(Printer *p, const IrGraph *g, const NameMap *parent, int 
 }
 
 void ir_print(FILE *out, const IrGraph *g, const IrPrintOpts *opts) {
-    Printer p = {out, opts ? opts->full_data : true};
     const IrGraph *root = ir_graph_root(g);
+    Printer p = {out, opts ? opts->full_data : true, false};
+    p.planned = root->arena_size_bytes || root->arena_lower_bound_bytes || root->arena_naive_bytes;
+    for (uint32_t v = 0; v < root->n_values && !p.planned; v++)
+        p.planned = root->values[v].mem_offset != 0;
     fprintf(out, "%s %d\n", IR_TEXT_MAGIC, IR_TEXT_VERSION);
     fprintf(out, "model ir_version=%" PRId64, root->ir_version);
     if (root->producer_name) {
@@ -601,6 +634,9 @@ void ir_print(FILE *out, const IrGraph *g, const IrPrintOpts *opts) {
         }
         fputc('\n', out);
     }
+    if (p.planned)
+        fprintf(out, "plan arena=%" PRId64 " lower_bound=%" PRId64 " naive=%" PRId64 "\n",
+                root->arena_size_bytes, root->arena_lower_bound_bytes, root->arena_naive_bytes);
     if (root->n_syms) {
         fputs("symbols ", out);
         for (uint32_t i = 0; i < root->n_syms; i++) {

@@ -35,10 +35,11 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
 }
 
 #define RT_CONV_DEFINE_DIRECT(SFX, T)                                                         \
-    /* y[lo..hi) += w * x[lo*s..] for nb (1..4) output rows at once. */                      \
+    /* y[0..len) += w * x[0, s, 2s..] for nb (1..4) output rows at once. */                   \
     RT_API void rt_conv_rows_##SFX(T *const *yr, const T *w, int nb, const T *xs, int64_t s,  \
                                    int64_t len) {                                             \
         int64_t i;                                                                            \
+        int j;                                                                                \
         if (nb == RT_CONV_BLOCK_M) {                                                          \
             T *restrict y0 = yr[0], *restrict y1 = yr[1];                                     \
             T *restrict y2 = yr[2], *restrict y3 = yr[3];                                     \
@@ -46,79 +47,88 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
             const T w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                               \
             if (s == 1) {                                                                     \
                 for (i = 0; i < len; i++) {                                                   \
-                    T v = xv[i];                                                              \
+                    const T v = xv[i];                                                        \
                     y0[i] += w0 * v;                                                          \
                     y1[i] += w1 * v;                                                          \
                     y2[i] += w2 * v;                                                          \
                     y3[i] += w3 * v;                                                          \
                 }                                                                             \
-            } else {                                                                          \
-                for (i = 0; i < len; i++) {                                                   \
-                    T v = xv[i * s];                                                          \
-                    y0[i] += w0 * v;                                                          \
-                    y1[i] += w1 * v;                                                          \
-                    y2[i] += w2 * v;                                                          \
-                    y3[i] += w3 * v;                                                          \
-                }                                                                             \
+                return;                                                                       \
             }                                                                                 \
-        } else {                                                                              \
-            int j;                                                                            \
-            for (j = 0; j < nb; j++) {                                                        \
-                T *restrict y0 = yr[j];                                                       \
-                const T *restrict xv = xs;                                                    \
-                const T w0 = w[j];                                                            \
-                for (i = 0; i < len; i++) y0[i] += w0 * xv[i * s];                            \
+            for (i = 0; i < len; i++) {                                                       \
+                const T v = xv[i * s];                                                        \
+                y0[i] += w0 * v;                                                              \
+                y1[i] += w1 * v;                                                              \
+                y2[i] += w2 * v;                                                              \
+                y3[i] += w3 * v;                                                              \
+            }                                                                                 \
+            return;                                                                           \
+        }                                                                                     \
+        for (j = 0; j < nb; j++) {                                                            \
+            T *restrict y0 = yr[j];                                                           \
+            const T *restrict xv = xs;                                                        \
+            const T w0 = w[j];                                                                \
+            for (i = 0; i < len; i++) y0[i] += w0 * xv[i * s];                                \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* Adds tap (d_off, h_off, w_off: the tap's input offsets) to output columns [c_lo, c_hi) \
+     * of every output row that it reaches. yb: the nb output planes; xp: the input plane. */ \
+    RT_API void rt_conv_tap_##SFX(const RtConvGeom *g, const T *xp, T *const *yb, int nb,     \
+                                  const T *wt, int64_t d_off, int64_t h_off,                  \
+                                  int64_t w_off, int64_t c_lo, int64_t c_hi) {                \
+        int64_t d_lo, d_hi, h_lo, h_hi, od, oh;                                               \
+        T *yr[RT_CONV_BLOCK_M];                                                               \
+        int j;                                                                                \
+        if (c_lo >= c_hi) return;                                                             \
+        rt_conv_range(g->in[0], g->out[0], g->s[0], d_off, &d_lo, &d_hi);                     \
+        rt_conv_range(g->in[1], g->out[1], g->s[1], h_off, &h_lo, &h_hi);                     \
+        for (od = d_lo; od < d_hi; od++) {                                                    \
+            const int64_t id = od * g->s[0] + d_off;                                          \
+            for (oh = h_lo; oh < h_hi; oh++) {                                                \
+                const int64_t ih = oh * g->s[1] + h_off;                                      \
+                const int64_t orow = (od * g->out[1] + oh) * g->out[2] + c_lo;                \
+                const T *xs = xp + (id * g->in[1] + ih) * g->in[2] + c_lo * g->s[2] + w_off;  \
+                for (j = 0; j < nb; j++) yr[j] = yb[j] + orow;                                \
+                rt_conv_rows_##SFX(yr, wt, nb, xs, g->s[2], c_hi - c_lo);                     \
             }                                                                                 \
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */         \
+    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
     RT_API void rt_conv_##SFX(const T *x, const T *w, const T *b, T *y, const RtConvGeom *g) { \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         const int64_t osz = g->out[0] * g->out[1] * g->out[2];                                \
         const int64_t ksz = g->k[0] * g->k[1] * g->k[2];                                      \
-        int64_t n, m0, ci, kd, kh, kw, od, oh, p;                                             \
+        int64_t n, m0, ci, kd, kh, kw, p;                                                     \
         for (n = 0; n < g->n; n++) {                                                          \
             for (m0 = 0; m0 < g->m;) {                                                        \
                 const int64_t grp = m0 / mg, left = mg - m0 % mg;                             \
                 const int nb = left < RT_CONV_BLOCK_M ? (int)left : RT_CONV_BLOCK_M;          \
-                T *yb[RT_CONV_BLOCK_M], *yr[RT_CONV_BLOCK_M];                                 \
+                T *yb[RT_CONV_BLOCK_M];                                                       \
                 T wt[RT_CONV_BLOCK_M];                                                        \
                 int j;                                                                        \
                 for (j = 0; j < nb; j++) {                                                    \
-                    T bv = b ? b[m0 + j] : (T)0;                                              \
+                    const T bv = b ? b[m0 + j] : (T)0;                                        \
                     yb[j] = y + (n * g->m + m0 + j) * osz;                                    \
                     for (p = 0; p < osz; p++) yb[j][p] = bv;                                  \
                 }                                                                             \
                 for (ci = 0; ci < cg; ci++) {                                                 \
                     const T *xp = x + (n * g->c + grp * cg + ci) * isz;                       \
                     for (kd = 0; kd < g->k[0]; kd++) {                                        \
-                        int64_t d_lo, d_hi, d_off = kd * g->d[0] - g->pad[0];                 \
-                        rt_conv_range(g->in[0], g->out[0], g->s[0], d_off, &d_lo, &d_hi);     \
+                        const int64_t d_off = kd * g->d[0] - g->pad[0];                       \
                         for (kh = 0; kh < g->k[1]; kh++) {                                    \
-                            int64_t h_lo, h_hi, h_off = kh * g->d[1] - g->pad[1];             \
-                            rt_conv_range(g->in[1], g->out[1], g->s[1], h_off, &h_lo, &h_hi); \
+                            const int64_t h_off = kh * g->d[1] - g->pad[1];                   \
+                            const T *wk =                                                     \
+                                w + (m0 * cg + ci) * ksz + (kd * g->k[1] + kh) * g->k[2];     \
                             for (kw = 0; kw < g->k[2]; kw++) {                                \
-                                int64_t w_lo, w_hi, w_off = kw * g->d[2] - g->pad[2];         \
-                                const int64_t kidx = (kd * g->k[1] + kh) * g->k[2] + kw;      \
-                                rt_conv_range(g->in[2], g->out[2], g->s[2], w_off, &w_lo,     \
-                                              &w_hi);                                         \
-                                if (w_lo >= w_hi) continue;                                   \
-                                for (j = 0; j < nb; j++)                                      \
-                                    wt[j] = w[((m0 + j) * cg + ci) * ksz + kidx];             \
-                                for (od = d_lo; od < d_hi; od++) {                            \
-                                    const int64_t id = od * g->s[0] + d_off;                  \
-                                    for (oh = h_lo; oh < h_hi; oh++) {                        \
-                                        const int64_t ih = oh * g->s[1] + h_off;              \
-                                        const int64_t orow = (od * g->out[1] + oh) * g->out[2]; \
-                                        const T *xs = xp + (id * g->in[1] + ih) * g->in[2] +  \
-                                                      w_lo * g->s[2] + w_off;                 \
-                                        for (j = 0; j < nb; j++) yr[j] = yb[j] + orow + w_lo; \
-                                        rt_conv_rows_##SFX(yr, wt, nb, xs, g->s[2],           \
-                                                           w_hi - w_lo);                      \
-                                    }                                                         \
-                                }                                                             \
+                                int64_t lo, hi;                                               \
+                                const int64_t w_off = kw * g->d[2] - g->pad[2];               \
+                                rt_conv_range(g->in[2], g->out[2], g->s[2], w_off, &lo, &hi); \
+                                for (j = 0; j < nb; j++) wt[j] = wk[j * cg * ksz + kw];       \
+                                rt_conv_tap_##SFX(g, xp, yb, nb, wt, d_off, h_off, w_off, lo, \
+                                                  hi);                                        \
                             }                                                                 \
                         }                                                                     \
                     }                                                                         \
@@ -128,7 +138,7 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */         \
+    /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
     RT_API void rt_conv_transpose_##SFX(const T *x, const T *w, const T *b, T *y,             \
                                         const RtConvGeom *g) {                                \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
@@ -161,8 +171,8 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
                                     for (ih = h_lo; ih < h_hi; ih++) {                        \
                                         const int64_t oh = ih * g->s[1] + h_off;              \
                                         T *restrict yr = yp + (od * g->out[1] + oh) * g->out[2]; \
-                                        const T *restrict xr =                        \
-                                            xp + (id * g->in[1] + ih) * g->in[2];     \
+                                        const T *restrict xr =                                \
+                                            xp + (id * g->in[1] + ih) * g->in[2];             \
                                         for (iw = w_lo; iw < w_hi; iw++)                      \
                                             yr[iw * g->s[2] + w_off] += wv * xr[iw];          \
                                     }                                                         \
@@ -177,7 +187,7 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
 
 /* Per-output gather with a float accumulator, for 16-bit float types. */
 #define RT_CONV_DEFINE_GATHER(SFX, LOAD, STORE)                                               \
-    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */         \
+    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
     RT_API void rt_conv_##SFX(const uint16_t *x, const uint16_t *w, const uint16_t *b,        \
                               uint16_t *y, const RtConvGeom *g) {                             \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
@@ -213,7 +223,7 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
                         }                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */         \
+    /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
     RT_API void rt_conv_transpose_##SFX(const uint16_t *x, const uint16_t *w,                 \
                                         const uint16_t *b, uint16_t *y, const RtConvGeom *g) { \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \

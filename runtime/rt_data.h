@@ -17,11 +17,21 @@
 
 RT_API void rt_data_move(unsigned char *y, const unsigned char *x, size_t esz) {
     switch (esz) { /* fixed sizes let the compiler turn memcpy into one move */
-    case 1: *y = *x; break;
-    case 2: memcpy(y, x, 2); break;
-    case 4: memcpy(y, x, 4); break;
-    case 8: memcpy(y, x, 8); break;
-    default: memcpy(y, x, esz); break;
+    case 1:
+        *y = *x;
+        break;
+    case 2:
+        memcpy(y, x, 2);
+        break;
+    case 4:
+        memcpy(y, x, 4);
+        break;
+    case 8:
+        memcpy(y, x, 8);
+        break;
+    default:
+        memcpy(y, x, esz);
+        break;
     }
 }
 
@@ -41,7 +51,8 @@ RT_API void rt_strided_copy(void *y, const int64_t *ys, const void *x, const int
         return;
     }
     inner = dims[rank - 1];
-    for (d = 0; d < rank; d++) idx[d] = 0;
+    for (d = 0; d < rank; d++)
+        idx[d] = 0;
     for (;;) {
         int64_t yo = 0, xo = 0, j;
         for (d = 0; d < rank - 1; d++) {
@@ -69,7 +80,8 @@ RT_API void rt_strided_copy(void *y, const int64_t *ys, const void *x, const int
 RT_API void rt_fill(void *y, int64_t n, const void *value, size_t esz) {
     unsigned char *py = (unsigned char *)y;
     int64_t i;
-    for (i = 0; i < n; i++) rt_data_move(py + i * (int64_t)esz, (const unsigned char *)value, esz);
+    for (i = 0; i < n; i++)
+        rt_data_move(py + i * (int64_t)esz, (const unsigned char *)value, esz);
 }
 
 /* RT_ERR_SHAPE unless data[0..n_data) equals expected[0..n). */
@@ -88,7 +100,8 @@ RT_API int rt_reshape_check(const int64_t *shape, int64_t n, const int64_t *in_d
     int64_t in_numel = 1, known = 1;
     int i, infer = -1;
     if (n != out_rank) return RT_ERR_SHAPE;
-    for (i = 0; i < in_rank; i++) in_numel *= in_dims[i];
+    for (i = 0; i < in_rank; i++)
+        in_numel *= in_dims[i];
     for (i = 0; i < out_rank; i++) {
         int64_t s = shape[i];
         if (s == 0 && !allowzero) {
@@ -103,8 +116,7 @@ RT_API int rt_reshape_check(const int64_t *shape, int64_t n, const int64_t *in_d
         if (s < 0 || s != out_dims[i]) return RT_ERR_SHAPE;
         known *= s;
     }
-    if (infer >= 0 && (known == 0 || in_numel / known != out_dims[infer] ||
-                       in_numel % known != 0))
+    if (infer >= 0 && (known == 0 || in_numel / known != out_dims[infer] || in_numel % known != 0))
         return RT_ERR_SHAPE;
     return RT_OK;
 }
@@ -140,7 +152,8 @@ RT_API int rt_axes_check(const int64_t *axes, int64_t n, const int64_t *in_dims,
     int mark[RT_DATA_MAX_DIMS];
     int i, j, r = unsqueeze ? in_rank + (int)n : in_rank;
     if (n < 0 || n > RT_MAX_RANK || r > RT_MAX_RANK) return RT_ERR_SHAPE;
-    for (i = 0; i < r; i++) mark[i] = 0;
+    for (i = 0; i < r; i++)
+        mark[i] = 0;
     for (i = 0; i < n; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
         if (a < 0 || a >= r || mark[a]) return RT_ERR_SHAPE;
@@ -210,8 +223,7 @@ RT_API int rt_slice_params(const int64_t *in_dims, int rank, const int64_t *star
 
 /* Copies a slice: y: (out_dims), x: (in_dims), per-axis start and step from rt_slice_params. */
 RT_API void rt_slice(void *y, const void *x, size_t esz, const int64_t *in_dims,
-                     const int64_t *out_dims, int rank, const int64_t *start,
-                     const int64_t *step) {
+                     const int64_t *out_dims, int rank, const int64_t *start, const int64_t *step) {
     int64_t xs[RT_MAX_RANK], ys[RT_MAX_RANK], s = 1, t = 1, off = 0;
     int d;
     for (d = rank - 1; d >= 0; d--) {
@@ -226,13 +238,14 @@ RT_API void rt_slice(void *y, const void *x, size_t esz, const int64_t *in_dims,
 
 /* Pad's per-axis begin offsets from pads (2 * n_axes entries: all begins, then all ends)
  * and axes (NULL: 0..n_axes-1); out_dims must be in_dims + begin + end. */
-RT_API int rt_pad_params(const int64_t *pads, int64_t n_pads, const int64_t *axes,
-                         int64_t n_axes, const int64_t *in_dims, const int64_t *out_dims,
-                         int rank, int64_t *begin) {
+RT_API int rt_pad_params(const int64_t *pads, int64_t n_pads, const int64_t *axes, int64_t n_axes,
+                         const int64_t *in_dims, const int64_t *out_dims, int rank,
+                         int64_t *begin) {
     int64_t i, end[RT_MAX_RANK];
     int d;
     if (n_pads != 2 * n_axes || n_axes > rank || rank > RT_MAX_RANK) return RT_ERR_SHAPE;
-    for (d = 0; d < rank; d++) begin[d] = end[d] = 0;
+    for (d = 0; d < rank; d++)
+        begin[d] = end[d] = 0;
     for (i = 0; i < n_axes; i++) {
         int64_t a = axes ? axes[i] : i;
         if (a < 0) a += rank;
@@ -295,8 +308,8 @@ RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
 
 /* Trilu: keeps the lower (upper = 0) or upper triangle of each (rows, cols) matrix
  * relative to diagonal k and zeroes the rest. y, x: (batch, rows, cols). */
-RT_API void rt_trilu(void *y, const void *x, size_t esz, int64_t batch, int64_t rows,
-                     int64_t cols, int64_t k, int upper) {
+RT_API void rt_trilu(void *y, const void *x, size_t esz, int64_t batch, int64_t rows, int64_t cols,
+                     int64_t k, int upper) {
     unsigned char *py = (unsigned char *)y;
     const unsigned char *px = (const unsigned char *)x;
     int64_t b, i, j;
@@ -305,8 +318,10 @@ RT_API void rt_trilu(void *y, const void *x, size_t esz, int64_t batch, int64_t 
             for (j = 0; j < cols; j++) {
                 int64_t o = ((b * rows + i) * cols + j) * (int64_t)esz;
                 int keep = upper ? j - i >= k : j - i <= k;
-                if (keep) rt_data_move(py + o, px + o, esz);
-                else memset(py + o, 0, esz);
+                if (keep)
+                    rt_data_move(py + o, px + o, esz);
+                else
+                    memset(py + o, 0, esz);
             }
 }
 

@@ -38,16 +38,20 @@ RT_API int64_t rt_index_wrap(int64_t v, int64_t n) {
     return v >= 0 && v < n ? v : -1;
 }
 
-#define RT_COMBINE_ARITH(T, a, b, red)                                                     \
-    do {                                                                                  \
-        T va_, vb_;                                                                       \
-        memcpy(&va_, a, sizeof(T));                                                       \
-        memcpy(&vb_, b, sizeof(T));                                                       \
-        if (red == RT_REDUCE_ADD) va_ = (T)(va_ + vb_);                                   \
-        else if (red == RT_REDUCE_MUL) va_ = (T)(va_ * vb_);                              \
-        else if (red == RT_REDUCE_MAX) va_ = vb_ > va_ ? vb_ : va_;                       \
-        else va_ = vb_ < va_ ? vb_ : va_;                                                 \
-        memcpy(a, &va_, sizeof(T));                                                       \
+#define RT_COMBINE_ARITH(T, a, b, red)                                                             \
+    do {                                                                                           \
+        T va_, vb_;                                                                                \
+        memcpy(&va_, a, sizeof(T));                                                                \
+        memcpy(&vb_, b, sizeof(T));                                                                \
+        if (red == RT_REDUCE_ADD)                                                                  \
+            va_ = (T)(va_ + vb_);                                                                  \
+        else if (red == RT_REDUCE_MUL)                                                             \
+            va_ = (T)(va_ * vb_);                                                                  \
+        else if (red == RT_REDUCE_MAX)                                                             \
+            va_ = vb_ > va_ ? vb_ : va_;                                                           \
+        else                                                                                       \
+            va_ = vb_ < va_ ? vb_ : va_;                                                           \
+        memcpy(a, &va_, sizeof(T));                                                                \
     } while (0)
 
 /* *dst = reduce(*dst, *src) for element type dt (an RT_DT_ code). */
@@ -57,19 +61,40 @@ RT_API void rt_combine(void *dst, const void *src, size_t esz, int dt, int red) 
         return;
     }
     switch (dt) {
-    case RT_DT_F32: RT_COMBINE_ARITH(float, dst, src, red); break;
-    case RT_DT_F64: RT_COMBINE_ARITH(double, dst, src, red); break;
-    case RT_DT_I8: RT_COMBINE_ARITH(int8_t, dst, src, red); break;
-    case RT_DT_I16: RT_COMBINE_ARITH(int16_t, dst, src, red); break;
-    case RT_DT_I32: RT_COMBINE_ARITH(int32_t, dst, src, red); break;
-    case RT_DT_I64: RT_COMBINE_ARITH(int64_t, dst, src, red); break;
-    case RT_DT_U8: RT_COMBINE_ARITH(uint8_t, dst, src, red); break;
-    case RT_DT_U16: RT_COMBINE_ARITH(uint16_t, dst, src, red); break;
-    case RT_DT_U32: RT_COMBINE_ARITH(uint32_t, dst, src, red); break;
-    case RT_DT_U64: RT_COMBINE_ARITH(uint64_t, dst, src, red); break;
+    case RT_DT_F32:
+        RT_COMBINE_ARITH(float, dst, src, red);
+        break;
+    case RT_DT_F64:
+        RT_COMBINE_ARITH(double, dst, src, red);
+        break;
+    case RT_DT_I8:
+        RT_COMBINE_ARITH(int8_t, dst, src, red);
+        break;
+    case RT_DT_I16:
+        RT_COMBINE_ARITH(int16_t, dst, src, red);
+        break;
+    case RT_DT_I32:
+        RT_COMBINE_ARITH(int32_t, dst, src, red);
+        break;
+    case RT_DT_I64:
+        RT_COMBINE_ARITH(int64_t, dst, src, red);
+        break;
+    case RT_DT_U8:
+        RT_COMBINE_ARITH(uint8_t, dst, src, red);
+        break;
+    case RT_DT_U16:
+        RT_COMBINE_ARITH(uint16_t, dst, src, red);
+        break;
+    case RT_DT_U32:
+        RT_COMBINE_ARITH(uint32_t, dst, src, red);
+        break;
+    case RT_DT_U64:
+        RT_COMBINE_ARITH(uint64_t, dst, src, red);
+        break;
     case RT_DT_BOOL: { /* add is or, mul is and, as numpy on bool */
         uint8_t a = *(uint8_t *)dst != 0, b = *(const uint8_t *)src != 0;
-        *(uint8_t *)dst = (uint8_t)(red == RT_REDUCE_ADD || red == RT_REDUCE_MAX ? (a | b) : (a & b));
+        *(uint8_t *)dst =
+            (uint8_t)(red == RT_REDUCE_ADD || red == RT_REDUCE_MAX ? (a | b) : (a & b));
         break;
     }
     case RT_DT_F16:
@@ -80,15 +105,21 @@ RT_API void rt_combine(void *dst, const void *src, size_t esz, int dt, int red) 
         memcpy(&hb, src, 2);
         fa = dt == RT_DT_F16 ? rt_f16_to_f32(ha) : rt_bf16_to_f32(ha);
         fb = dt == RT_DT_F16 ? rt_f16_to_f32(hb) : rt_bf16_to_f32(hb);
-        if (red == RT_REDUCE_ADD) fa += fb;
-        else if (red == RT_REDUCE_MUL) fa *= fb;
-        else if (red == RT_REDUCE_MAX) fa = fb > fa ? fb : fa;
-        else fa = fb < fa ? fb : fa;
+        if (red == RT_REDUCE_ADD)
+            fa += fb;
+        else if (red == RT_REDUCE_MUL)
+            fa *= fb;
+        else if (red == RT_REDUCE_MAX)
+            fa = fb > fa ? fb : fa;
+        else
+            fa = fb < fa ? fb : fa;
         ha = dt == RT_DT_F16 ? rt_f32_to_f16(fa) : rt_f32_to_bf16(fa);
         memcpy(dst, &ha, 2);
         break;
     }
-    default: memcpy(dst, src, esz); break;
+    default:
+        memcpy(dst, src, esz);
+        break;
     }
 }
 
@@ -112,8 +143,8 @@ RT_API int rt_gather(void *y, const void *x, size_t esz, int64_t outer, int64_t 
 
 /* The offset in a (dims) tensor of the element at the position of element e of an (idims)
  * tensor, with the coordinate along axis replaced by its index value k. */
-RT_API int64_t rt_index_elem_offset(int64_t e, const int64_t *idims, const int64_t *dims,
-                                    int rank, int axis, int64_t k) {
+RT_API int64_t rt_index_elem_offset(int64_t e, const int64_t *idims, const int64_t *dims, int rank,
+                                    int axis, int64_t k) {
     int64_t off = 0, s = 1;
     int d;
     for (d = rank - 1; d >= 0; d--) {
@@ -127,11 +158,11 @@ RT_API int64_t rt_index_elem_offset(int64_t e, const int64_t *idims, const int64
 
 /* GatherElements: y, idx: (idims), x: (xdims); y[p] = x[p with p[axis] = idx[p]]. */
 RT_API int rt_gather_elements(void *y, const void *x, size_t esz, const int64_t *xdims,
-                              const int64_t *idims, int rank, int axis, const void *idx,
-                              int is64) {
+                              const int64_t *idims, int rank, int axis, const void *idx, int is64) {
     int64_t n = 1, e;
     int d;
-    for (d = 0; d < rank; d++) n *= idims[d];
+    for (d = 0; d < rank; d++)
+        n *= idims[d];
     for (e = 0; e < n; e++)
         if (rt_index_wrap(rt_index_at(idx, is64, e), xdims[axis]) < 0) return RT_ERR_INDEX;
     for (e = 0; e < n; e++) {
@@ -151,7 +182,8 @@ RT_API int rt_scatter_elements(void *y, const void *upd, size_t esz, int dt, int
                                const void *idx, int is64) {
     int64_t n = 1, e;
     int d;
-    for (d = 0; d < rank; d++) n *= idims[d];
+    for (d = 0; d < rank; d++)
+        n *= idims[d];
     for (e = 0; e < n; e++)
         if (rt_index_wrap(rt_index_at(idx, is64, e), xdims[axis]) < 0) return RT_ERR_INDEX;
     for (e = 0; e < n; e++) {
@@ -166,8 +198,7 @@ RT_API int rt_scatter_elements(void *y, const void *upd, size_t esz, int dt, int
 /* The element offset in x (xdims) of index tuple t (last entries at idx + t * last) in
  * batch b; -1 when out of range. Batch dims come first in x. */
 RT_API int64_t rt_index_tuple_offset(const void *idx, int is64, int64_t t, int64_t last,
-                                     const int64_t *xdims, int xrank, int batch_dims,
-                                     int64_t b) {
+                                     const int64_t *xdims, int xrank, int batch_dims, int64_t b) {
     int64_t off = b, k;
     int d;
     for (k = 0; k < last; k++) {
@@ -175,28 +206,30 @@ RT_API int64_t rt_index_tuple_offset(const void *idx, int is64, int64_t t, int64
         if (v < 0) return -1;
         off = off * xdims[batch_dims + k] + v;
     }
-    for (d = batch_dims + (int)last; d < xrank; d++) off *= xdims[d];
+    for (d = batch_dims + (int)last; d < xrank; d++)
+        off *= xdims[d];
     return off;
 }
 
 /* GatherND: x: (xdims), batch_dims leading dims shared with idx; idx: (batch..., n_tup,
  * last) flattened to (n_batch, n_tup, last); y: (n_batch, n_tup, slice). */
 RT_API int rt_gather_nd(void *y, const void *x, size_t esz, const int64_t *xdims, int xrank,
-                        int batch_dims, const void *idx, int is64, int64_t n_tup,
-                        int64_t last) {
+                        int batch_dims, const void *idx, int is64, int64_t n_tup, int64_t last) {
     int64_t n_batch = 1, slice = 1, b, t;
     int d;
-    for (d = 0; d < batch_dims; d++) n_batch *= xdims[d];
-    for (d = batch_dims + (int)last; d < xrank; d++) slice *= xdims[d];
+    for (d = 0; d < batch_dims; d++)
+        n_batch *= xdims[d];
+    for (d = batch_dims + (int)last; d < xrank; d++)
+        slice *= xdims[d];
     for (b = 0; b < n_batch; b++)
         for (t = 0; t < n_tup; t++)
-            if (rt_index_tuple_offset(idx, is64, b * n_tup + t, last, xdims, xrank, batch_dims,
-                                      b) < 0)
+            if (rt_index_tuple_offset(idx, is64, b * n_tup + t, last, xdims, xrank, batch_dims, b) <
+                0)
                 return RT_ERR_INDEX;
     for (b = 0; b < n_batch; b++)
         for (t = 0; t < n_tup; t++) {
-            int64_t off = rt_index_tuple_offset(idx, is64, b * n_tup + t, last, xdims, xrank,
-                                                batch_dims, b);
+            int64_t off =
+                rt_index_tuple_offset(idx, is64, b * n_tup + t, last, xdims, xrank, batch_dims, b);
             memcpy((unsigned char *)y + (b * n_tup + t) * slice * (int64_t)esz,
                    (const unsigned char *)x + off * (int64_t)esz, (size_t)slice * esz);
         }
@@ -206,14 +239,14 @@ RT_API int rt_gather_nd(void *y, const void *x, size_t esz, const int64_t *xdims
 /* ScatterND: y = x (copied by the caller), then each index tuple t of idx (n_tup, last)
  * selects a slice of y that is reduced with upd (n_tup, slice). y: (xdims). */
 RT_API int rt_scatter_nd(void *y, const void *upd, size_t esz, int dt, int red,
-                         const int64_t *xdims, int xrank, const void *idx, int is64,
-                         int64_t n_tup, int64_t last) {
+                         const int64_t *xdims, int xrank, const void *idx, int is64, int64_t n_tup,
+                         int64_t last) {
     int64_t slice = 1, t, j;
     int d;
-    for (d = (int)last; d < xrank; d++) slice *= xdims[d];
+    for (d = (int)last; d < xrank; d++)
+        slice *= xdims[d];
     for (t = 0; t < n_tup; t++)
-        if (rt_index_tuple_offset(idx, is64, t, last, xdims, xrank, 0, 0) < 0)
-            return RT_ERR_INDEX;
+        if (rt_index_tuple_offset(idx, is64, t, last, xdims, xrank, 0, 0) < 0) return RT_ERR_INDEX;
     for (t = 0; t < n_tup; t++) {
         int64_t off = rt_index_tuple_offset(idx, is64, t, last, xdims, xrank, 0, 0);
         for (j = 0; j < slice; j++)
@@ -225,9 +258,8 @@ RT_API int rt_scatter_nd(void *y, const void *upd, size_t esz, int dt, int red,
 
 /* ReverseSequence: y, x: (dims) with a batch axis and a time axis; the first lens[b]
  * steps of batch b are reversed, the rest copied. lens: (dims[batch_axis]). */
-RT_API int rt_reverse_sequence(void *y, const void *x, size_t esz, const int64_t *dims,
-                               int rank, int batch_axis, int time_axis, const void *lens,
-                               int is64) {
+RT_API int rt_reverse_sequence(void *y, const void *x, size_t esz, const int64_t *dims, int rank,
+                               int batch_axis, int time_axis, const void *lens, int is64) {
     int64_t n = 1, e, st[RT_MAX_RANK], s = 1;
     int d;
     for (d = rank - 1; d >= 0; d--) {

@@ -69,12 +69,13 @@
                         for (j = 0; j < cols; j++) {                                           \
                             const T *bc = b + (j0 + j) * b_cs;                                 \
                             ACC lane[RT_MM_LANES], s = 0;                                      \
+                            int64_t k_main = K - K % RT_MM_LANES;                              \
                             int l;                                                             \
                             for (l = 0; l < RT_MM_LANES; l++) lane[l] = 0;                     \
-                            for (k = 0; k + RT_MM_LANES <= K; k += RT_MM_LANES)                \
+                            for (k = 0; k < k_main; k += RT_MM_LANES)                          \
                                 for (l = 0; l < RT_MM_LANES; l++)                              \
                                     lane[l] += LD(ar[k + l]) * LD(bc[k + l]);                  \
-                            for (; k < K; k++) s += LD(ar[k]) * LD(bc[k]);                     \
+                            for (k = k_main; k < K; k++) s += LD(ar[k]) * LD(bc[k]);           \
                             for (l = 0; l < RT_MM_LANES; l++) s += lane[l];                    \
                             acc[r][j] = s;                                                     \
                         }                                                                      \

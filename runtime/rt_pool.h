@@ -62,8 +62,8 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
 
 /* MaxPool for element type T compared as CT. */
 #define RT_POOL_DEFINE_MAX(SFX, T, CT, LOAD)                                                  \
-    /* x: (NC,D,H,W), y: (NC,OD,OH,OW), idx: (NC,OD,OH,OW) or NULL: flat input indices,     \
-     * row-major (storage_order 0) or column-major over the spatial dims (1). */             \
+    /* x: (NC,D,H,W), y: (NC,OD,OH,OW), idx: (NC,OD,OH,OW) or NULL: flat input indices,       \
+     * row-major (storage_order 0) or column-major over the spatial dims (1). */              \
     RT_API void rt_maxpool_##SFX(const T *x, T *y, int64_t *idx, const RtPoolGeom *g,         \
                                  int storage_order) {                                         \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
@@ -141,7 +141,7 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (NC,D,H,W), y: (NC,OD,OH,OW); y = (sum |x|^p)^(1/p) over the window */             \
+    /* x: (NC,D,H,W), y: (NC,OD,OH,OW); y = (sum |x|^p)^(1/p) over the window */              \
     RT_API void rt_lppool_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t p) {           \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         int64_t c;                                                                            \

@@ -104,22 +104,31 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
     int64_t out_i = p->out_dims[d], xf, start;
     int n, k;
     switch (p->ctm) {
-    case RT_CTM_ALIGN_CORNERS: x = out_f == 1 ? 0.0 : (double)o * (in_w - 1) / (out_f - 1); break;
-    case RT_CTM_ASYMMETRIC: x = (double)o / s; break;
+    case RT_CTM_ALIGN_CORNERS:
+        x = out_f == 1 ? 0.0 : (double)o * (in_w - 1) / (out_f - 1);
+        break;
+    case RT_CTM_ASYMMETRIC:
+        x = (double)o / s;
+        break;
     case RT_CTM_TF_CROP_AND_RESIZE: {
         double r0 = p->roi[d], r1 = p->roi[p->rank + d];
-        x = out_f == 1 ? (r1 - r0) * (in_w - 1) / 2 : (double)o * (r1 - r0) * (in_w - 1) / (out_f - 1);
+        x = out_f == 1 ? (r1 - r0) * (in_w - 1) / 2
+                       : (double)o * (r1 - r0) * (in_w - 1) / (out_f - 1);
         x += r0 * (in_w - 1);
         if (x < 0 || x > in_w - 1) return 0;
         break;
     }
-    case RT_CTM_PYTORCH_HALF_PIXEL: x = out_f == 1 ? -0.5 : ((double)o + 0.5) / s - 0.5; break;
+    case RT_CTM_PYTORCH_HALF_PIXEL:
+        x = out_f == 1 ? -0.5 : ((double)o + 0.5) / s - 0.5;
+        break;
     case RT_CTM_HALF_PIXEL_SYMMETRIC: {
         double adj = (double)out_i / out_f, center = in_w / 2;
         x = center * (1 - adj) + ((double)o + 0.5) / s - 0.5;
         break;
     }
-    default: x = ((double)o + 0.5) / s - 0.5; break;
+    default:
+        x = ((double)o + 0.5) / s - 0.5;
+        break;
     }
     xf = (int64_t)floor(x);
     r = x == (double)xf ? 1.0 : x - (double)xf;
@@ -131,8 +140,9 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
             wt[1] = 1;
         } else {
             int hi = p->nearest_mode == RT_NEAREST_ROUND_PREFER_FLOOR ? r > 0.5
-                     : p->nearest_mode == RT_NEAREST_ROUND_PREFER_CEIL ? r >= 0.5
-                     : p->nearest_mode == RT_NEAREST_CEIL;
+                     : p->nearest_mode == RT_NEAREST_ROUND_PREFER_CEIL
+                         ? r >= 0.5
+                         : p->nearest_mode == RT_NEAREST_CEIL;
             wt[0] = hi ? 0 : 1;
             wt[1] = hi ? 1 : 0;
         }
@@ -156,8 +166,9 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
         if (n > RT_RESIZE_MAX_TAPS) return -1;
         for (k = 0; k < n; k++) {
             double a = fabs(sc * ((double)(st + k) - r)), a2 = a * a, a3 = a2 * a;
-            wt[k] = a <= 1 ? (A + 2) * a3 - (A + 3) * a2 + 1
-                    : a < 2 ? A * a3 - 5 * A * a2 + 8 * A * a - 4 * A : 0.0;
+            wt[k] = a <= 1  ? (A + 2) * a3 - (A + 3) * a2 + 1
+                    : a < 2 ? A * a3 - 5 * A * a2 + 8 * A * a - 4 * A
+                            : 0.0;
         }
     } else {
         double q = 1 - r;
@@ -168,8 +179,10 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
         wt[3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
     }
     /* window start as the reference picks the n nearest (ties to the smaller index) */
-    if (n % 2 == 0) start = xf + (r == 1.0 ? -(n / 2) : -(n / 2) + 1);
-    else start = xf - (n - 1) / 2 + ((x - (double)xf) <= 0.5 ? 0 : 1);
+    if (n % 2 == 0)
+        start = xf + (r == 1.0 ? -(n / 2) : -(n / 2) + 1);
+    else
+        start = xf - (n - 1) / 2 + ((x - (double)xf) <= 0.5 ? 0 : 1);
     sum = 0;
     for (k = 0; k < n; k++) {
         int64_t j = start + k;
@@ -178,7 +191,8 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
         idx[k] = j < 0 ? 0 : (j >= p->in_dims[d] ? p->in_dims[d] - 1 : j);
     }
     if (p->antialias || p->exclude_outside)
-        for (k = 0; k < n; k++) wt[k] /= sum == 0 ? 1 : sum;
+        for (k = 0; k < n; k++)
+            wt[k] /= sum == 0 ? 1 : sum;
     return n;
 }
 
@@ -191,14 +205,22 @@ RT_API int rt_resize_axis_identity(const RtResize *p, int d) {
 
 RT_API double rt_resize_load(const void *x, int dt, int64_t i) {
     switch (dt) {
-    case 1: return ((const float *)x)[i];
-    case 11: return ((const double *)x)[i];
-    case 10: return rt_f16_to_f32(((const uint16_t *)x)[i]);
-    case 16: return rt_bf16_to_f32(((const uint16_t *)x)[i]);
-    case 2: return ((const uint8_t *)x)[i];
-    case 3: return ((const int8_t *)x)[i];
-    case 6: return ((const int32_t *)x)[i];
-    default: return (double)((const int64_t *)x)[i];
+    case 1:
+        return ((const float *)x)[i];
+    case 11:
+        return ((const double *)x)[i];
+    case 10:
+        return rt_f16_to_f32(((const uint16_t *)x)[i]);
+    case 16:
+        return rt_bf16_to_f32(((const uint16_t *)x)[i]);
+    case 2:
+        return ((const uint8_t *)x)[i];
+    case 3:
+        return ((const int8_t *)x)[i];
+    case 6:
+        return ((const int32_t *)x)[i];
+    default:
+        return (double)((const int64_t *)x)[i];
     }
 }
 
@@ -209,14 +231,30 @@ RT_API double rt_resize_clamp(double v, double lo, double hi) {
 
 RT_API void rt_resize_store(void *y, int dt, int64_t i, double v) {
     switch (dt) {
-    case 1: ((float *)y)[i] = (float)v; break;
-    case 11: ((double *)y)[i] = v; break;
-    case 10: ((uint16_t *)y)[i] = rt_f32_to_f16((float)v); break;
-    case 16: ((uint16_t *)y)[i] = rt_f32_to_bf16((float)v); break;
-    case 2: ((uint8_t *)y)[i] = (uint8_t)rt_resize_clamp(v, 0, 255); break;
-    case 3: ((int8_t *)y)[i] = (int8_t)rt_resize_clamp(v, -128, 127); break;
-    case 6: ((int32_t *)y)[i] = (int32_t)rt_resize_clamp(v, -2147483648.0, 2147483647.0); break;
-    default: ((int64_t *)y)[i] = (int64_t)nearbyint(v); break;
+    case 1:
+        ((float *)y)[i] = (float)v;
+        break;
+    case 11:
+        ((double *)y)[i] = v;
+        break;
+    case 10:
+        ((uint16_t *)y)[i] = rt_f32_to_f16((float)v);
+        break;
+    case 16:
+        ((uint16_t *)y)[i] = rt_f32_to_bf16((float)v);
+        break;
+    case 2:
+        ((uint8_t *)y)[i] = (uint8_t)rt_resize_clamp(v, 0, 255);
+        break;
+    case 3:
+        ((int8_t *)y)[i] = (int8_t)rt_resize_clamp(v, -128, 127);
+        break;
+    case 6:
+        ((int32_t *)y)[i] = (int32_t)rt_resize_clamp(v, -2147483648.0, 2147483647.0);
+        break;
+    default:
+        ((int64_t *)y)[i] = (int64_t)nearbyint(v);
+        break;
     }
 }
 
@@ -250,7 +288,8 @@ RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
         if (extrap) {
             rt_resize_store(y, dt, e, p->extrapolation);
         } else {
-            for (d = 0; d < R; d++) k[d] = 0;
+            for (d = 0; d < R; d++)
+                k[d] = 0;
             for (;;) { /* sum over the product of the taps */
                 double w = 1;
                 int64_t off = 0;
@@ -258,7 +297,8 @@ RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
                     w *= wt[d][k[d]];
                     off += idx[d][k[d]] * xs[d];
                 }
-                if (w != 0) acc += w /* a zero weight skips the load (NaN there is dropped) */ * rt_resize_load(x, dt, off);
+                /* a zero weight skips its load (a NaN there is dropped, as intended) */
+                if (w != 0) acc += w * rt_resize_load(x, dt, off);
                 for (d = R - 1; d >= 0; d--) {
                     if (++k[d] < nt[d]) break;
                     k[d] = 0;

@@ -18,8 +18,10 @@ check() { # check WHAT COMMAND...
 
 "$KILN_BIN" inspect "$MODEL" >"$TMP/plain.txt" || fails=$((fails + 1))
 "$KILN_BIN" inspect --dim batch=4 "$MODEL" >"$TMP/dim.txt" || fails=$((fails + 1))
-check "without --dim the input shape names batch" grep -qE '^  image +f32\[batch,1,8,8\]$' "$TMP/plain.txt"
-check "without --dim the output shape names batch" grep -qE '^  probs +f32\[batch,10\]$' "$TMP/plain.txt"
+check "without --dim the input shape names batch" \
+    grep -qE '^  image +f32\[batch,1,8,8\]$' "$TMP/plain.txt"
+check "without --dim the output shape names batch" \
+    grep -qE '^  probs +f32\[batch,10\]$' "$TMP/plain.txt"
 check "--dim batch=4 puts 4 in the input shape" grep -qE '^  image +f32\[4,1,8,8\]$' "$TMP/dim.txt"
 check "--dim batch=4 puts 4 in the output shape" grep -qE '^  probs +f32\[4,10\]$' "$TMP/dim.txt"
 check "--dim batch=4 leaves no batch in the shapes" bash -c "! grep -q 'batch' '$TMP/dim.txt'"

@@ -527,7 +527,8 @@ Test(ir_text, parses_known_ops_into_attribute_slots_and_resolves_forward_referen
                        "graph g {\n"
                        "  # a use before its definition\n"
                        "  %z: f32[2] = Relu(%y)\n"
-                       "  %y : f32[2] = Conv(%x, %x) {group=4, strides=[2, 2], auto_pad=\"VALID\"}\n"
+                       "  %y : f32[2] = Conv(%x, %x) {group=4, strides=[2, 2],\n"
+                       "                              auto_pad=\"VALID\"}\n"
                        "  input %x : f32[2]\n"
                        "  output %z\n"
                        "}\n";
@@ -581,6 +582,8 @@ Test(ir_text, reports_errors_with_line_and_column) {
                           "needs 8 bytes");
     assert_error_contains("kiln-ir 1\ngraph g {\n  const %c : f32[2] = hex\"0\"\n}\n",
                           "odd hex digits");
+    assert_error_contains("kiln-ir 1\ngraph g {\n  const %c : f32[1] = hex\"0000803g\"\n}\n",
+                          "3:26: bad hex digit");
     assert_error_contains("kiln-ir 1\ngraph g {\n  input %x : f32[1,2,3,4,5,6,7,8,9]\n}\n",
                           "rank above 8");
     assert_error_contains("kiln-ir 1\ngraph g {\n  %y = F() {a=[]}\n}\n", "empty list needs");
@@ -635,10 +638,6 @@ static char *sample_text(void) {
     ir_graph_add_output(g->subgraphs[sub], o);
     uint32_t u = add_node(g, IR_OP_UNKNOWN, "u", &x, 1, (const char *[]){"z"}, 1, &t);
     g->nodes[u].op_type = "U";
-    IrGraph *tmp = g; /* re-take the node after adds */
-    IrNode *un = &tmp->nodes[u];
-    un->n_attrs = 0;
-    (void)un;
     ir_graph_add_output(g, g->nodes[n].outputs[0]);
     ir_graph_add_output(g, g->nodes[u].outputs[0]);
     char *text = print_full(g);
@@ -753,4 +752,32 @@ Test(ir_text, golden_files_are_fixed_points_of_parse_then_print) {
     }
     closedir(dp);
     cr_assert_geq(n_files, 5);
+}
+
+Test(ir_text, round_trips_a_memory_plan) {
+    IrGraph *g = new_model("planned");
+    int64_t d[1] = {16};
+    IrType t = ir_type_tensor(IR_DTYPE_F32, 1, d);
+    uint32_t x = add_tensor_value(g, "x", IR_DTYPE_F32, 1, d, IR_VALUE_INPUT);
+    ir_graph_add_input(g, x);
+    uint32_t a = add_node(g, IR_OP_RELU, "", &x, 1, (const char *[]){"a"}, 1, &t);
+    uint32_t va = g->nodes[a].outputs[0];
+    uint32_t b = add_node(g, IR_OP_NEG, "", &va, 1, (const char *[]){"b"}, 1, &t);
+    ir_graph_add_output(g, g->nodes[b].outputs[0]);
+    for (uint32_t v = 0; v < g->n_values; v++) g->values[v].mem_offset = -1;
+    g->values[va].mem_offset = 0; /* offset 0 is a real slot in a planned graph */
+    g->arena_size_bytes = 64;
+    g->arena_lower_bound_bytes = 64;
+    g->arena_naive_bytes = 64;
+    char *text = print_full(g);
+    cr_assert_not_null(strstr(text, "plan arena=64 lower_bound=64 naive=64\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "%a : f32[16] mem=0 = Relu(%x)"), "%s", text);
+    cr_assert_not_null(strstr(text, "%b : f32[16] = Neg(%a)"), "%s", text);
+    free(text);
+    IrGraph *g2 = round_trip(g);
+    cr_assert_eq(g2->values[g2->inputs[0]].mem_offset, -1);
+    cr_assert_eq(g2->values[g2->nodes[0].outputs[0]].mem_offset, 0);
+    cr_assert_eq(g2->arena_naive_bytes, 64);
+    ir_graph_free(g2);
+    ir_graph_free(g);
 }

@@ -1,0 +1,68 @@
+/* The pass pipeline: the flat ordered list of passes. Optional passes can be switched off
+ * by name (--no-pass=NAME, --passes=LIST, --passes=none); --dump-after=NAME prints the IR
+ * after a pass. Stage OPTIMIZE runs everything before the backend checks kernels; stage
+ * PLAN runs the memory planner last. */
+#include <string.h>
+
+#include "passes/passes.h"
+
+typedef struct PassEntry {
+    const char *name;
+    bool optional;
+    int stage;
+    bool (*run)(IrGraph *g, Diag *d);
+    const char *summary;
+} PassEntry;
+
+static const PassEntry pipeline[] = {
+    {"lower-constants", false, PASS_STAGE_OPTIMIZE, pass_lower_constants,
+     "Constant nodes become initializers"},
+    {"fold", true, PASS_STAGE_OPTIMIZE, pass_fold,
+     "shape arithmetic on static shapes is computed at compile time"},
+    {"identity", true, PASS_STAGE_OPTIMIZE, pass_remove_identity,
+     "Identity and inference Dropout are removed"},
+    {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed"},
+    {"plan", false, PASS_STAGE_PLAN, pass_plan_memory_changed,
+     "every intermediate gets an arena offset"},
+};
+#define N_PASSES (sizeof pipeline / sizeof pipeline[0])
+
+unsigned pass_count(void) { return (unsigned)N_PASSES; }
+
+const char *pass_name(unsigned i, bool *optional, const char **summary) {
+    if (i >= N_PASSES) return NULL;
+    if (optional) *optional = pipeline[i].optional;
+    if (summary) *summary = pipeline[i].summary;
+    return pipeline[i].name;
+}
+
+bool pass_known(const char *name) {
+    for (unsigned i = 0; i < N_PASSES; i++)
+        if (strcmp(pipeline[i].name, name) == 0) return true;
+    return false;
+}
+
+static bool enabled(const PassOptions *o, const PassEntry *p) {
+    if (!p->optional || !o) return true;
+    for (unsigned i = 0; i < o->n_disabled; i++)
+        if (strcmp(o->disabled[i], p->name) == 0) return false;
+    if (o->only_listed) {
+        for (unsigned i = 0; i < o->n_enabled; i++)
+            if (strcmp(o->enabled[i], p->name) == 0) return true;
+        return false;
+    }
+    return true;
+}
+
+bool pass_pipeline_run(IrGraph *g, const PassOptions *o, int stage, Diag *d) {
+    for (unsigned i = 0; i < N_PASSES; i++) {
+        const PassEntry *p = &pipeline[i];
+        if (p->stage != stage || !enabled(o, p)) continue;
+        unsigned errors = d->n_errors;
+        p->run(g, d);
+        if (d->n_errors > errors) return false;
+        if (o && o->dump_after && strcmp(o->dump_after, p->name) == 0 && o->dump_to)
+            ir_print(o->dump_to, g, &(IrPrintOpts){.full_data = false});
+    }
+    return true;
+}

@@ -1,0 +1,240 @@
+/* rt_norm.h: the normalizations. BatchNormalization (inference, and training mode with the
+ * running statistics), InstanceNormalization, GroupNormalization, LayerNormalization (with
+ * the Mean/InvStdDev outputs), RMSNormalization, LRN, LpNormalization and
+ * MeanVarianceNormalization. Statistics are two-pass (mean, then squared deviations) in the
+ * accumulator type: float for float/float16/bfloat16, double for double. C99. */
+#ifndef KILN_RT_NORM_H
+#define KILN_RT_NORM_H
+
+#include "rt_common.h"
+
+#define RT_NORM_MAX_RANK RT_MAX_RANK
+
+#define RT_NORM_DEFINE(SFX, T, ACC, LOAD, STORE, SQRT, POW, FABS)                             \
+    /* Mean and (biased) variance of n elements x[0], x[step], ... */                         \
+    RT_API void rt_norm_stats_##SFX(const T *x, int64_t n, int64_t step, ACC *mean,           \
+                                    ACC *var) {                                               \
+        ACC sum = 0, sq = 0, mu;                                                              \
+        int64_t i;                                                                            \
+        for (i = 0; i < n; i++) sum += LOAD(x[i * step]);                                     \
+        mu = n > 0 ? sum / (ACC)n : (ACC)0;                                                   \
+        for (i = 0; i < n; i++) {                                                             \
+            const ACC dv = LOAD(x[i * step]) - mu;                                            \
+            sq += dv * dv;                                                                    \
+        }                                                                                     \
+        *mean = mu;                                                                           \
+        *var = n > 0 ? sq / (ACC)n : (ACC)0;                                                  \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (N,C,S); scale, bias, mean, var: (C) */                                          \
+    RT_API void rt_batchnorm_##SFX(const T *x, const T *scale, const T *bias, const T *mean,  \
+                                   const T *var, T *y, int64_t n, int64_t c, int64_t s,       \
+                                   ACC eps) {                                                 \
+        int64_t b, ch, i;                                                                     \
+        for (b = 0; b < n; b++)                                                               \
+            for (ch = 0; ch < c; ch++) {                                                      \
+                const ACC k = LOAD(scale[ch]) / SQRT(LOAD(var[ch]) + eps);                    \
+                const ACC off = LOAD(bias[ch]) - LOAD(mean[ch]) * k;                          \
+                const T *xp = x + (b * c + ch) * s;                                           \
+                T *yp = y + (b * c + ch) * s;                                                 \
+                for (i = 0; i < s; i++) yp[i] = STORE(LOAD(xp[i]) * k + off);                 \
+            }                                                                                 \
+    }                                                                                         \
+                                                                                              \
+    /* Training mode: normalizes with the batch statistics over (N,S) and writes the          \
+     * running ones (either may be NULL). x, y: (N,C,S); the rest: (C) */                     \
+    RT_API void rt_batchnorm_train_##SFX(const T *x, const T *scale, const T *bias,           \
+                                         const T *in_mean, const T *in_var, T *y,             \
+                                         T *run_mean, T *run_var, int64_t n, int64_t c,       \
+                                         int64_t s, ACC eps, ACC momentum) {                  \
+        int64_t b, ch, i;                                                                     \
+        for (ch = 0; ch < c; ch++) {                                                          \
+            ACC sum = 0, sq = 0, mu, var, k, off;                                             \
+            const int64_t cnt = n * s;                                                        \
+            for (b = 0; b < n; b++)                                                           \
+                for (i = 0; i < s; i++) sum += LOAD(x[(b * c + ch) * s + i]);                 \
+            mu = cnt > 0 ? sum / (ACC)cnt : (ACC)0;                                           \
+            for (b = 0; b < n; b++)                                                           \
+                for (i = 0; i < s; i++) {                                                     \
+                    const ACC dv = LOAD(x[(b * c + ch) * s + i]) - mu;                        \
+                    sq += dv * dv;                                                            \
+                }                                                                             \
+            var = cnt > 0 ? sq / (ACC)cnt : (ACC)0;                                           \
+            k = LOAD(scale[ch]) / SQRT(var + eps);                                            \
+            off = LOAD(bias[ch]) - mu * k;                                                    \
+            for (b = 0; b < n; b++)                                                           \
+                for (i = 0; i < s; i++)                                                       \
+                    y[(b * c + ch) * s + i] = STORE(LOAD(x[(b * c + ch) * s + i]) * k + off); \
+            if (run_mean)                                                                     \
+                run_mean[ch] = STORE(LOAD(in_mean[ch]) * momentum + mu * (1 - momentum));     \
+            if (run_var)                                                                      \
+                run_var[ch] = STORE(LOAD(in_var[ch]) * momentum + var * (1 - momentum));      \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (N,C,S); scale, bias: (C) */                                                     \
+    RT_API void rt_instancenorm_##SFX(const T *x, const T *scale, const T *bias, T *y,        \
+                                      int64_t n, int64_t c, int64_t s, ACC eps) {             \
+        int64_t b, ch, i;                                                                     \
+        for (b = 0; b < n; b++)                                                               \
+            for (ch = 0; ch < c; ch++) {                                                      \
+                const T *xp = x + (b * c + ch) * s;                                           \
+                T *yp = y + (b * c + ch) * s;                                                 \
+                ACC mu, var, k, off;                                                          \
+                rt_norm_stats_##SFX(xp, s, 1, &mu, &var);                                     \
+                k = LOAD(scale[ch]) / SQRT(var + eps);                                        \
+                off = LOAD(bias[ch]) - mu * k;                                                \
+                for (i = 0; i < s; i++) yp[i] = STORE(LOAD(xp[i]) * k + off);                 \
+            }                                                                                 \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (N,C,S), statistics per (N, group of C/groups channels); scale, bias: (C) when   \
+     * per_channel, else (groups) */                                                          \
+    RT_API void rt_groupnorm_##SFX(const T *x, const T *scale, const T *bias, T *y,           \
+                                   int64_t n, int64_t c, int64_t s, int64_t groups,           \
+                                   int per_channel, ACC eps) {                                \
+        const int64_t cpg = c / groups;                                                       \
+        int64_t b, gr, ch, i;                                                                 \
+        for (b = 0; b < n; b++)                                                               \
+            for (gr = 0; gr < groups; gr++) {                                                 \
+                const T *xp = x + (b * c + gr * cpg) * s;                                     \
+                T *yp = y + (b * c + gr * cpg) * s;                                           \
+                ACC mu, var, inv;                                                             \
+                rt_norm_stats_##SFX(xp, cpg * s, 1, &mu, &var);                               \
+                inv = 1 / SQRT(var + eps);                                                    \
+                for (ch = 0; ch < cpg; ch++) {                                                \
+                    const int64_t pi = per_channel ? gr * cpg + ch : gr;                      \
+                    const ACC k = LOAD(scale[pi]) * inv;                                      \
+                    const ACC off = LOAD(bias[pi]) - mu * k;                                  \
+                    for (i = 0; i < s; i++)                                                   \
+                        yp[ch * s + i] = STORE(LOAD(xp[ch * s + i]) * k + off);               \
+                }                                                                             \
+            }                                                                                 \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (rows,cols); scale: (cols) (scale_step 1) or (1) (0); bias likewise or NULL;     \
+     * mean, inv_std: (rows) or NULL */                                                       \
+    RT_API void rt_layernorm_##SFX(const T *x, const T *scale, const T *bias, T *y,           \
+                                   float *mean, float *inv_std, int64_t rows, int64_t cols,   \
+                                   int64_t scale_step, int64_t bias_step, ACC eps) {          \
+        int64_t r, j;                                                                         \
+        for (r = 0; r < rows; r++) {                                                          \
+            const T *xp = x + r * cols;                                                       \
+            T *yp = y + r * cols;                                                             \
+            ACC mu, var, inv;                                                                 \
+            rt_norm_stats_##SFX(xp, cols, 1, &mu, &var);                                      \
+            inv = 1 / SQRT(var + eps);                                                        \
+            for (j = 0; j < cols; j++) {                                                      \
+                ACC v = (LOAD(xp[j]) - mu) * inv * LOAD(scale[j * scale_step]);               \
+                if (bias) v += LOAD(bias[j * bias_step]);                                     \
+                yp[j] = STORE(v);                                                             \
+            }                                                                                 \
+            if (mean) mean[r] = (float)mu;                                                    \
+            if (inv_std) inv_std[r] = (float)inv;                                             \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (rows,cols); scale: (cols) (scale_step 1) or (1) (0) */                          \
+    RT_API void rt_rmsnorm_##SFX(const T *x, const T *scale, T *y, int64_t rows,              \
+                                 int64_t cols, int64_t scale_step, ACC eps) {                 \
+        int64_t r, j;                                                                         \
+        for (r = 0; r < rows; r++) {                                                          \
+            const T *xp = x + r * cols;                                                       \
+            T *yp = y + r * cols;                                                             \
+            ACC sq = 0, inv;                                                                  \
+            for (j = 0; j < cols; j++) sq += LOAD(xp[j]) * LOAD(xp[j]);                       \
+            inv = 1 / SQRT(sq / (ACC)(cols > 0 ? cols : 1) + eps);                            \
+            for (j = 0; j < cols; j++)                                                        \
+                yp[j] = STORE(LOAD(xp[j]) * inv * LOAD(scale[j * scale_step]));               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (N,C,S); sums squares over channels [c - (size-1)/2, c + size/2] */              \
+    RT_API void rt_lrn_##SFX(const T *x, T *y, int64_t n, int64_t c, int64_t s, int64_t size, \
+                             ACC alpha, ACC beta, ACC bias) {                                 \
+        const int64_t before = (size - 1) / 2, after = size - 1 - before;                     \
+        int64_t b, ch, cc, i;                                                                 \
+        for (b = 0; b < n; b++)                                                               \
+            for (ch = 0; ch < c; ch++) {                                                      \
+                const int64_t lo = ch - before < 0 ? 0 : ch - before;                         \
+                const int64_t hi = ch + after >= c ? c - 1 : ch + after;                      \
+                for (i = 0; i < s; i++) {                                                     \
+                    ACC sq = 0;                                                               \
+                    for (cc = lo; cc <= hi; cc++) {                                           \
+                        const ACC v = LOAD(x[(b * c + cc) * s + i]);                          \
+                        sq += v * v;                                                          \
+                    }                                                                         \
+                    y[(b * c + ch) * s + i] = STORE(LOAD(x[(b * c + ch) * s + i]) /           \
+                                                    POW(bias + alpha / (ACC)size * sq, beta)); \
+                }                                                                             \
+            }                                                                                 \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: (outer,len,inner); y = x / ||x||_p along len (p is 1 or 2); 0 where the norm     \
+     * is 0 */                                                                                \
+    RT_API void rt_lpnorm_##SFX(const T *x, T *y, int64_t outer, int64_t len, int64_t inner,  \
+                                int64_t p) {                                                  \
+        int64_t o, in, j;                                                                     \
+        for (o = 0; o < outer; o++)                                                           \
+            for (in = 0; in < inner; in++) {                                                  \
+                const T *xp = x + o * len * inner + in;                                       \
+                T *yp = y + o * len * inner + in;                                             \
+                ACC norm = 0;                                                                 \
+                for (j = 0; j < len; j++) {                                                   \
+                    const ACC v = LOAD(xp[j * inner]);                                        \
+                    norm += p == 1 ? FABS(v) : v * v;                                         \
+                }                                                                             \
+                if (p != 1) norm = SQRT(norm);                                                \
+                for (j = 0; j < len; j++)                                                     \
+                    yp[j * inner] = STORE(norm == 0 ? (ACC)0 : LOAD(xp[j * inner]) / norm);   \
+            }                                                                                 \
+    }                                                                                         \
+                                                                                              \
+    /* x, y: dims (rank <= RT_NORM_MAX_RANK); normalizes over the axes whose bit is set in    \
+     * axes_mask: y = (x - mean) / (sqrt(mean(x^2) - mean^2) + eps) */                        \
+    RT_API void rt_mvn_##SFX(const T *x, T *y, int rank, const int64_t *dims,                 \
+                             unsigned axes_mask, ACC eps) {                                   \
+        int64_t stride[RT_NORM_MAX_RANK], kd[RT_NORM_MAX_RANK], ks[RT_NORM_MAX_RANK];         \
+        int64_t rd[RT_NORM_MAX_RANK], rs[RT_NORM_MAX_RANK], n_keep = 1, n_red = 1, gi, ri;    \
+        int a, nk = 0, nr = 0;                                                                \
+        for (a = rank - 1; a >= 0; a--)                                                       \
+            stride[a] = a == rank - 1 ? 1 : stride[a + 1] * dims[a + 1];                      \
+        for (a = 0; a < rank; a++) {                                                          \
+            if (axes_mask & (1u << a)) {                                                      \
+                rd[nr] = dims[a], rs[nr++] = stride[a], n_red *= dims[a];                     \
+            } else {                                                                          \
+                kd[nk] = dims[a], ks[nk++] = stride[a], n_keep *= dims[a];                    \
+            }                                                                                 \
+        }                                                                                     \
+        for (gi = 0; gi < n_keep; gi++) {                                                     \
+            int64_t base = 0, rem = gi;                                                       \
+            ACC sum = 0, sq = 0, mu, sd;                                                      \
+            for (a = nk - 1; a >= 0; a--) base += (rem % kd[a]) * ks[a], rem /= kd[a];        \
+            for (ri = 0; ri < n_red; ri++) {                                                  \
+                int64_t off = base, r2 = ri;                                                  \
+                ACC v;                                                                        \
+                for (a = nr - 1; a >= 0; a--) off += (r2 % rd[a]) * rs[a], r2 /= rd[a];       \
+                v = LOAD(x[off]);                                                             \
+                sum += v;                                                                     \
+                sq += v * v;                                                                  \
+            }                                                                                 \
+            mu = sum / (ACC)n_red;                                                            \
+            sd = sq / (ACC)n_red - mu * mu;                                                   \
+            sd = SQRT(sd > 0 ? sd : (ACC)0) + eps;                                            \
+            for (ri = 0; ri < n_red; ri++) {                                                  \
+                int64_t off = base, r2 = ri;                                                  \
+                for (a = nr - 1; a >= 0; a--) off += (r2 % rd[a]) * rs[a], r2 /= rd[a];       \
+                y[off] = STORE((LOAD(x[off]) - mu) / sd);                                     \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+#define RT_NORM_ID(v) (v)
+RT_NORM_DEFINE(f32, float, float, RT_NORM_ID, RT_NORM_ID, sqrtf, powf, fabsf)
+RT_NORM_DEFINE(f64, double, double, RT_NORM_ID, RT_NORM_ID, sqrt, pow, fabs)
+RT_NORM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, sqrtf, powf, fabsf)
+RT_NORM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, sqrtf, powf, fabsf)
+#undef RT_NORM_ID
+#undef RT_NORM_DEFINE
+
+#endif

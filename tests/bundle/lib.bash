@@ -1,0 +1,55 @@
+# Shared by the bundle tests (tests/bundle/test_*.sh); sourced, not run. Sets ROOT, PY, KILN,
+# TMP (removed on exit) and MODELS (the models of make_models.py, written once per run), and
+# gives `pass`/`fail` (counted), `finish` (prints the count line and exits), `compile_model`
+# and `run_compare`.
+set -u
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+KILN="${1:-}"
+if [ -z "$KILN" ] || [ ! -x "$KILN" ]; then
+    echo "usage: $0 PATH/TO/kiln" >&2
+    exit 2
+fi
+KILN="$(cd "$(dirname "$KILN")" && pwd)/$(basename "$KILN")"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+MODELS="$TMP/models"
+TEST_NAME="$(basename "$0" .sh)"
+n_pass=0
+n_fail=0
+# CFLAGS of the strict builds; the sanitizer builds add SAN_FLAGS.
+STRICT="-std=c99 -Wall -Wextra -Werror -pedantic"
+SAN_FLAGS="-O2 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"  # the test mains keep their buffers
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+pass() { echo "ok   $*"; n_pass=$((n_pass + 1)); }
+fail() { echo "FAIL $*"; n_fail=$((n_fail + 1)); }
+# check DESCRIPTION COMMAND...: runs the command quietly, pass/fail by its status; the
+# command's output is shown only on failure.
+check() {
+    local what="$1" log="$TMP/check.log"
+    shift
+    if "$@" >"$log" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/    /' "$log" | tail -n 30; fi
+}
+finish() {
+    echo "$TEST_NAME: $n_pass passed, $n_fail failed"
+    exit $((n_fail > 0))
+}
+
+"$PY" "$ROOT/tests/bundle/make_models.py" "$MODELS" || { echo "FAIL make_models.py"; exit 1; }
+
+# compile_model MODEL OUT_DIR [kiln compile options...]: kiln compile with --test-main.
+compile_model() {
+    local model="$1" out="$2"
+    shift 2
+    "$KILN" compile "$MODELS/$model.onnx" -o "$out" --test-main "$@"
+}
+
+# run_compare EXE MODEL [WEIGHTS]: random inputs through EXE (a NAME_test_main program) and
+# ONNX Runtime; outputs must match (see compare.py).
+run_compare() {
+    local exe="$1" model="$2"
+    shift 2
+    "$PY" "$ROOT/tests/bundle/compare.py" --work "$TMP/cmp" --exe "$exe" --model "$MODELS/$model.onnx" "$@"
+}

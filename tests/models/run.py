@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""The real-model suite: every model of tests/models/models.txt through kiln and ONNX Runtime.
+
+For each model: `kiln compile` (must succeed), the bundle and its test main built with the
+C compiler at -O2, one seeded random input run through the bundle and through ONNX Runtime,
+and the outputs compared at float32 tolerance (rtol 1e-3, atol 1e-4). Prints a table (max
+abs error, cosine similarity, top-1 agreement, arena against its lower bound, times) and
+ends with "N passed, N failed, N skipped"; models of known_failures.txt count as skipped.
+Without a FILTER it also writes docs/models.md, the same table.
+
+Exports are cached outside the repository, in $KILN_MODEL_CACHE (default
+~/.cache/kiln/models), in a folder named by a hash of export.py and quantize.py: the models
+are exported again only when those scripts change.
+
+The comparison is `kiln validate --inputs` on the suite's own seeded inputs (figures from its
+JSON report; top-1 per task from the outputs it keeps), or, with --own-compare, for kilns
+without validate, and for models marked ort=none, this script's own: the bundle's test main
+built with CC at -O2 and ONNX Runtime run here.
+
+usage: run.py --kiln PATH [--work DIR] [--cc CC] [--docs PATH|--no-docs] [--own-compare]
+              [FILTER...]
+Run it with the pinned venv python (onnxruntime); export.py runs under /usr/bin/python3.
+"""
+import argparse
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+RTOL, ATOL = 1e-3, 1e-4          # float32 tolerance of the suite (the brief's, and ORT's own)
+SYSTEM_PY = "/usr/bin/python3"   # Debian's python with PyTorch for export.py
+CFLAGS = ["-O2", "-std=c99"]     # -O2: ResNet-50 through the naive kernels stays in seconds
+HASH_CHARS = 16                  # of the cache key; collisions between script versions are moot
+ARENA_RE = re.compile(r"^arena: (\d+) bytes \(lower bound (\d+), naive sum (\d+)\)$", re.M)
+
+
+def parse_list(path):
+    """Lines of NAME FIELDS..., without comments and blank lines."""
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            rows.append(line.split())
+    return rows
+
+
+def read_models(path):
+    models = []
+    for f in parse_list(path):
+        m = {"name": f[0], "source": f[1], "task": f[2], "draw": {}, "dims": [], "ort": "all",
+             "min_cosine": None}
+        for opt in f[3:]:
+            if opt.startswith("dim:"):
+                m["dims"].append(opt[4:])
+            elif opt.startswith("ort="):
+                m["ort"] = opt[4:]
+            elif opt.startswith("pass=cosine:"):
+                m["min_cosine"] = float(opt.split(":", 1)[1])
+            else:
+                k, v = opt.split("=", 1)
+                m["draw"][k] = v
+        models.append(m)
+    return models
+
+
+def read_known(path):
+    known = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, reason = line.strip().partition(" ")
+            known[name] = reason.strip()
+    return known
+
+
+def cache_dir():
+    h = hashlib.sha256()
+    for script in ("export.py", "quantize.py"):
+        h.update((HERE / script).read_bytes())
+    base = pathlib.Path(os.environ.get("KILN_MODEL_CACHE",
+                                       pathlib.Path.home() / ".cache" / "kiln" / "models"))
+    return base / h.hexdigest()[:HASH_CHARS]
+
+
+def ensure_models(models, cache, log):
+    """Exports (and quantizes) what the cache lacks; returns {name: path or None}."""
+    cache.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    want_export = set()
+    for m in models:
+        src = m["source"]
+        if src == "export":
+            want_export.add(m["name"])
+        elif src.startswith("quantize:"):
+            want_export.add(src.split(":", 1)[1])
+    missing = sorted(n for n in want_export if not (cache / f"{n}.onnx").exists())
+    if missing:
+        print(f"exporting {' '.join(missing)} into {cache} ...", flush=True)
+        for name in missing:   # one process per model: one failed export spoils no other
+            r = subprocess.run([SYSTEM_PY, str(HERE / "export.py"), str(cache), name],
+                               capture_output=True, text=True)
+            (log / f"export_{name}.log").write_text(r.stdout + r.stderr)
+            if r.returncode != 0:
+                print(f"  export of {name} failed (see {log}/export_{name}.log)")
+    for m in models:
+        src, name = m["source"], m["name"]
+        if src == "export":
+            p = cache / f"{name}.onnx"
+        elif src.startswith("quantize:"):
+            base = cache / f"{src.split(':', 1)[1]}.onnx"
+            p = cache / f"{name}.onnx"
+            if base.exists() and not p.exists():
+                r = subprocess.run([sys.executable, str(HERE / "quantize.py"), str(base),
+                                    str(p)], capture_output=True, text=True)
+                (log / f"quantize_{name}.log").write_text(r.stdout + r.stderr)
+        elif src.startswith("repo:"):
+            p = ROOT / src.split(":", 1)[1]
+        else:
+            sys.exit(f"models.txt: {name}: unknown source '{src}'")
+        paths[name] = p if p.exists() else None
+    return paths
+
+
+def draw_input(rng, spec, elem_type, shape):
+    dtype = helper.tensor_dtype_to_np_dtype(elem_type)
+    kind, *args = (spec or "normal").split(":")
+    if kind == "normal":
+        return rng.standard_normal(shape).astype(dtype)
+    if kind == "uniform":
+        return rng.uniform(float(args[0]), float(args[1]), shape).astype(dtype)
+    if kind == "int":
+        return rng.integers(int(args[0]), int(args[1]), shape).astype(dtype)
+    if kind == "mask":
+        x = np.zeros(shape, dtype)
+        x[..., :int(args[0])] = 1
+        return x
+    raise ValueError(f"unknown input draw '{spec}'")
+
+
+def top1(task, got, ref):
+    if task == "segment":
+        return float(np.mean(np.argmax(got, 1) == np.argmax(ref, 1)))
+    if task in ("classify", "lm"):
+        return float(np.mean(np.argmax(got, -1) == np.argmax(ref, -1)))
+    return None
+
+
+def timed(args, **kw):
+    t0 = time.perf_counter()
+    r = subprocess.run(args, capture_output=True, text=True, **kw)
+    return r, time.perf_counter() - t0
+
+
+def first_error(text):
+    lines = text.strip().splitlines()
+    for line in lines:
+        if "error" in line:
+            return line.strip()
+    return lines[-1].strip() if lines else "?"
+
+
+def has_validate(kiln):
+    """Whether this kiln has `kiln validate` (cli/validate.c)."""
+    r = subprocess.run([kiln, "help", "validate"], capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def ort_reference(path, feeds, m):
+    """ONNX Runtime's outputs and the time of one run (one thread, after a warm-up)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1   # one thread, like the bundle: the times are comparable
+    if m["ort"] == "none":
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    sess.run(None, feeds)
+    t0 = time.perf_counter()
+    refs = sess.run(None, feeds)
+    return refs, time.perf_counter() - t0
+
+
+def compare(row, task, gots, refs):
+    """Fills the row's figures from the bundle's outputs against ONNX Runtime's."""
+    ok, err, cos, scale, agree = True, 0.0, 1.0, 0.0, []
+    for i, (got, ref) in enumerate(zip(gots, refs)):
+        if got.size != ref.size:
+            row["why"] = f"output {i}: {got.size} elements, want {ref.size}"
+            return
+        got = got.reshape(ref.shape)
+        g64, r64 = got.astype(np.float64), ref.astype(np.float64)
+        ok &= bool(np.all(np.isfinite(g64)))
+        if ref.size:
+            err = max(err, float(np.max(np.abs(g64 - r64))))
+            scale = max(scale, float(np.max(np.abs(r64))))
+        den = np.linalg.norm(g64) * np.linalg.norm(r64)
+        cos = min(cos, float(np.dot(g64.ravel(), r64.ravel()) / den) if den else 1.0)
+        ok &= bool(np.allclose(got, ref, rtol=RTOL, atol=ATOL))
+        t = top1(task, got, ref)
+        if t is not None:
+            agree.append(t)
+    row.update(err=err, cos=cos, scale=scale, top1=min(agree) if agree else None, ok=ok)
+
+
+def check_with_validate(m, path, a, bdir, feeds, row):
+    """`kiln validate` on our inputs: its verdict and figures; top-1 by task from the
+    outputs it keeps; the bundle's time from one more run of the program it built."""
+    idir, vdir, jpath = bdir / "inputs", bdir / "validate", bdir / "validate.json"
+    idir.mkdir()
+    for k, x in feeds.items():
+        np.save(idir / f"{k}.npy", x)
+    args = [a.kiln, "validate", str(path), "--inputs", str(idir), "--json", str(jpath),
+            "--keep", str(vdir), "--cc", a.cc, "--rtol", str(RTOL), "--atol", str(ATOL)]
+    for d in m["dims"]:
+        args += ["--dim", d]
+    r, row["t_check"] = timed(args)
+    if not jpath.exists():
+        row["why"] = first_error(r.stdout + r.stderr)
+        if (vdir / "cc.log").exists() and "build" in row["why"]:
+            row["why"] += " " + first_error((vdir / "cc.log").read_text())
+        return
+    rep = json.loads(jpath.read_text())
+    man = json.loads((vdir / "manifest.json").read_text())
+    outs = rep.get("outputs", [])
+    bad = [o for o in outs if not o.get("pass")]
+    row["ok"] = bool(rep.get("pass")) and r.returncode == 0 and not bad
+    row["err"] = max((o.get("max_abs") or 0.0 for o in outs), default=None)
+    row["cos"] = min((o["cosine"] for o in outs if o.get("cosine") is not None), default=None)
+    gots, refs = [], []
+    for i, mo in enumerate(man["outputs"]):
+        ref_f, got_f = vdir / mo["file"], vdir / f"out_{i}.bin"
+        if ref_f.exists() and got_f.exists() and mo["dtype"] == onnx.TensorProto.FLOAT:
+            refs.append(np.fromfile(ref_f, np.float32).reshape(mo["dims"]))
+            gots.append(np.fromfile(got_f, np.float32))
+    if gots and len(gots) == len(man["outputs"]):
+        fig = {}
+        compare(fig, m["task"], gots, refs)
+        row["top1"], row["scale"] = fig.get("top1"), fig.get("scale")
+    if bad:
+        o = bad[0]
+        row["why"] = (f"kiln validate: output '{o.get('name')}' "
+                      + (o.get("error") or f"{o.get('out_of_tolerance')} elements out of "
+                         f"tolerance, max abs {o.get('max_abs')}"))
+    elif not row["ok"]:
+        row["why"] = first_error(r.stdout + r.stderr)
+    exe = vdir / "bundle" / "model_test"
+    if exe.exists():
+        run = [str(exe), str(vdir / "bundle" / "model_weights.bin")]
+        run += [str(vdir / i["file"]) for i in man["inputs"]]
+        run += [str(bdir / f"timing_out_{i}.bin") for i in range(len(man["outputs"]))]
+        rr, t = timed(run)
+        row["t_run"] = t if rr.returncode == 0 else None
+
+
+def check_own(m, a, bdir, feeds, refs, row):
+    """Our own comparison: the bundle of `kiln compile` and its test main, built here."""
+    name = row["name"]
+    exe = bdir / f"{name}_test"
+    t0 = time.perf_counter()
+    r = subprocess.run([a.cc, *CFLAGS, "-I", str(bdir), str(bdir / f"{name}.c"),
+                        str(bdir / f"{name}_test_main.c"), "-o", str(exe), "-lm"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        row["why"] = f"{a.cc}: " + first_error(r.stderr)
+        return
+    run_args = [str(exe), str(bdir / f"{name}_weights.bin")]
+    for i, x in enumerate(feeds.values()):
+        f = bdir / f"in_{i}.bin"
+        x.tofile(f)
+        run_args.append(str(f))
+    outs = [bdir / f"out_{i}.bin" for i in range(len(refs))]
+    r, row["t_run"] = timed(run_args + [str(o) for o in outs])
+    row["t_check"] = time.perf_counter() - t0
+    if r.returncode != 0:
+        row["why"] = f"bundle exit {r.returncode}: {r.stderr.strip()[:200]}"
+        return
+    compare(row, m["task"], [np.fromfile(o, dtype=ref.dtype) for o, ref in zip(outs, refs)],
+            refs)
+    if m["min_cosine"] is not None and row["cos"] is not None:
+        # a quantized model: pass on cosine and top-1 (see models.txt)
+        row["ok"] = (bool(np.isfinite(row["err"])) and row["cos"] >= m["min_cosine"]
+                     and row["top1"] in (None, 1.0))
+        if not row["ok"]:
+            row["why"] = (f"cosine {row['cos']:.6f} (want >= {m['min_cosine']}) or top-1 "
+                          f"{row['top1']} (want 100%)")
+
+
+def run_model(m, path, a, work):
+    """One model: returns the row of the table (a dict)."""
+    name = m["name"]
+    row = {"name": name, "compiles": False, "err": None, "cos": None, "top1": None,
+           "scale": None, "arena": None, "lower": None, "t_compile": None, "t_check": None,
+           "t_run": None, "t_ort": None, "ok": False, "why": "", "via": ""}
+    if path is None:
+        row["why"] = "no model file (export failed?)"
+        return row
+    bdir = work / name
+    shutil.rmtree(bdir, ignore_errors=True)
+    args = [a.kiln, "compile", str(path), "-o", str(bdir), "--name", name, "--test-main"]
+    for d in m["dims"]:
+        args += ["--dim", d]
+    r, row["t_compile"] = timed(args)
+    if r.returncode != 0:
+        row["why"] = "kiln compile: " + first_error(r.stderr)
+        return row
+    row["compiles"] = True
+    am = ARENA_RE.search(r.stdout)
+    if am:
+        row["arena"], row["lower"] = int(am.group(1)), int(am.group(2))
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+    dims = dict(d.split("=", 1) for d in m["dims"])
+    rng = np.random.default_rng(zlib.crc32(name.encode()))   # same inputs every run
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else int(dims[d.dim_param])
+                 for d in tt.shape.dim]
+        feeds[vi.name] = draw_input(rng, m["draw"].get(vi.name), tt.elem_type, shape)
+    refs, row["t_ort"] = ort_reference(path, feeds, m)
+    # kiln validate runs ONNX Runtime with its default optimizations: models that need the
+    # graph as written (ort=none) keep our own comparison.
+    if a.validator == "kiln" and m["ort"] == "all" and m["min_cosine"] is None:
+        row["via"] = "kiln validate"
+        check_with_validate(m, path, a, bdir, feeds, row)
+    else:
+        row["via"] = "run.py"
+        check_own(m, a, bdir, feeds, refs, row)
+    if not row["ok"] and not row["why"]:
+        row["why"] = f"outputs differ beyond rtol {RTOL:g}, atol {ATOL:g}"
+    return row
+
+
+def fmt_row(r, status):
+    def f(v, spec, none="-"):
+        return none if v is None else format(v, spec)
+    ratio = (f"{r['arena'] / r['lower']:.2f}" if r["arena"] is not None and r["lower"]
+             else "-")
+    return [r["name"], "yes" if r["compiles"] else "no", f(r["err"], ".2e"),
+            f(r["scale"], ".2g"), f(r["cos"], ".6f"), f(r["top1"], ".0%"), f(r["arena"], "d"),
+            f(r["lower"], "d"), ratio, f(r["t_compile"], ".2f"), f(r["t_check"], ".1f"),
+            f(None if r["t_run"] is None else r["t_run"] * 1e3, ".0f"),
+            f(None if r["t_ort"] is None else r["t_ort"] * 1e3, ".1f"), status]
+
+
+HEAD = ["model", "compiles", "max abs err", "max abs ref", "cosine", "top-1", "arena B",
+        "lower bound B", "arena/lb", "compile s", "check s", "bundle ms", "ORT ms", "result"]
+
+
+def status_of(r, known):
+    if r["name"] in known:
+        return "XPASS (remove from known_failures.txt)" if r["ok"] else "skipped (known)"
+    return "pass" if r["ok"] else "FAIL"
+
+
+def print_table(rows):
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
+    print("  ".join(h.ljust(w) for h, w in zip(HEAD, widths)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+def write_docs(path, cells, results, known, summary, a):
+    cc = subprocess.run([a.cc, "--version"], capture_output=True, text=True).stdout
+    via = ("`kiln validate --inputs` (models marked ort=none: run.py's own comparison)"
+           if a.validator == "kiln" else "run.py's own comparison")
+    lines = [
+        "# Real-model suite",
+        "",
+        "Generated by `tests/models/run.py` (do not edit by hand; run "
+        "`tests/models/run.sh build/kiln` to refresh it). Models: `tests/models/models.txt`; "
+        "known failures: `tests/models/known_failures.txt`.",
+        "",
+        "Each model is exported by `tests/models/export.py` (PyTorch, seeded random weights, "
+        "batch norms given random scales and statistics measured on random inputs, opset 17, "
+        "batch 1) or quantized by `tests/models/quantize.py`, or is committed in the "
+        "repository. `kiln compile` must succeed; then the bundle, built with "
+        f"`{a.cc} {' '.join(CFLAGS)}`, and ONNX Runtime run one seeded random input, "
+        f"compared by {via}. Pass: every output element within "
+        f"|kiln - ort| <= {ATOL:g} + {RTOL:g} * |ort|; models marked pass=cosine:X in "
+        "models.txt (quantized ones, whose rounding-boundary flips compound) pass on "
+        "cosine >= X and full top-1 agreement instead.",
+        "",
+        "Columns: max abs err, and the largest |output| for scale; cosine similarity; top-1: "
+        "the share of argmax agreement (per pixel for segmentation, per position for the "
+        "language model); arena: the bundle's planned arena against its lower bound (the "
+        "most bytes live at once); times: kiln compile, the check (C build, run and "
+        "comparison), one bundle run, and one ONNX Runtime run (one thread, after a warm-up).",
+        "",
+        "| " + " | ".join(HEAD) + " |",
+        "|" + "---|" * len(HEAD),
+    ]
+    for c in cells:
+        lines.append("| " + " | ".join(c) + " |")
+    lines += ["", f"**{summary}**", ""]
+    failing = [r for r in results if not r["ok"]]
+    if failing:
+        lines += ["## Failures and known failures", ""]
+        for r in failing:
+            why = known.get(r["name"]) or r["why"]
+            tag = "known" if r["name"] in known else "failure"
+            lines.append(f"- `{r['name']}` ({tag}): {why}")
+        lines.append("")
+    lines += [f"Machine: {platform.machine()}, {os.cpu_count()} cores; compiler: "
+              f"{cc.splitlines()[0] if cc else a.cc}; ONNX Runtime {ort.__version__}.", ""]
+    pathlib.Path(path).write_text("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--work", help="bundles and logs (default: a folder in the cache)")
+    ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--docs", default=str(ROOT / "docs" / "models.md"))
+    ap.add_argument("--no-docs", action="store_true")
+    ap.add_argument("--models", type=pathlib.Path, default=HERE / "models.txt")
+    ap.add_argument("--known", type=pathlib.Path, default=HERE / "known_failures.txt")
+    ap.add_argument("--own-compare", action="store_true",
+                    help="compare with run.py's own ONNX Runtime run, not kiln validate")
+    ap.add_argument("filters", nargs="*")
+    a = ap.parse_args()
+    a.kiln = str(pathlib.Path(a.kiln).resolve())
+    a.validator = "own" if a.own_compare or not has_validate(a.kiln) else "kiln"
+    print(f"comparing with {'kiln validate' if a.validator == 'kiln' else 'run.py'}; "
+          f"C compiler {a.cc} {' '.join(CFLAGS)}", flush=True)
+    models = [m for m in read_models(a.models)
+              if not a.filters or any(f in m["name"] for f in a.filters)]
+    known = read_known(a.known)
+    cache = cache_dir()
+    work = pathlib.Path(a.work) if a.work else cache.parent / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    paths = ensure_models(models, cache, work)
+
+    results, cells = [], []
+    n_pass = n_fail = n_skip = 0
+    for m in models:
+        t0 = time.perf_counter()
+        r = run_model(m, paths[m["name"]], a, work)
+        st = status_of(r, known)
+        if st.startswith("skipped"):
+            n_skip += 1
+        elif r["ok"]:
+            n_pass += 1
+        else:
+            n_fail += 1
+        print(f"{m['name']}: {st} ({time.perf_counter() - t0:.1f} s)"
+              + (f": {r['why']}" if r["why"] else ""), flush=True)
+        results.append(r)
+        cells.append(fmt_row(r, st))
+    print()
+    print_table(cells)
+    summary = f"{n_pass} passed, {n_fail} failed, {n_skip} skipped"
+    if not a.filters and not a.no_docs:
+        write_docs(a.docs, cells, results, known, summary, a)
+        print(f"\nwrote {a.docs}")
+    print(summary)
+    return 1 if n_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

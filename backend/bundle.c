@@ -45,18 +45,6 @@ static const char *sanitize(IrArena *ar, const char *name, const char **taken,
     }
 }
 
-/* "f32[1,3,224,224]" */
-static const char *type_str(CgenCtx *cx, const IrType *t) {
-    CWriter tmp;
-    cw_init(&tmp);
-    cw_raw(&tmp, "%s[", ir_dtype_name((IrDType)t->dtype));
-    for (int i = 0; i < t->rank; i++) cw_raw(&tmp, "%s%lld", i ? "," : "", (long long)t->dims[i]);
-    cw_raw(&tmp, "]");
-    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
-    cw_free(&tmp);
-    return s;
-}
-
 static bool write_file(const char *dir, const char *file, const void *data, size_t len,
                        Diag *d) {
     size_t plen = strlen(dir) + strlen(file) + 2;
@@ -84,7 +72,19 @@ static const CgenRuntimeFile *runtime_file(const char *name) {
     return NULL;
 }
 
-static bool check_supported(IrGraph *g, Diag *d) {
+static const char *type_kind_phrase(IrTypeKind k) {
+    switch (k) {
+    case IR_TYPE_SEQUENCE: return "a sequence";
+    case IR_TYPE_OPTIONAL: return "an optional";
+    case IR_TYPE_MAP: return "a map";
+    case IR_TYPE_SPARSE_TENSOR: return "a sparse tensor";
+    default: return "of unknown type (inference could not type it)";
+    }
+}
+
+/* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a
+ * static numeric tensor (values seen from an enclosing graph are checked there). */
+static bool check_supported(const IrGraph *g, Diag *d) {
     bool ok = true;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
@@ -102,15 +102,21 @@ static bool check_supported(IrGraph *g, Diag *d) {
             bool io = val->kind == IR_VALUE_INPUT;
             for (uint32_t k = 0; k < g->n_outputs; k++) io |= g->outputs[k] == v;
             if (io || val->kind == IR_VALUE_NODE) {
-                diag_error(d, "value '%s' has type %s%s: the C backend needs static tensors of "
-                           "numeric types (fix symbolic dimensions with --dim NAME=VALUE)",
-                           val->name,
-                           val->type.kind == IR_TYPE_TENSOR ? "tensor " : "non-tensor ",
-                           ir_dtype_name((IrDType)val->type.dtype));
+                if (val->type.kind == IR_TYPE_TENSOR)
+                    diag_error(d, "value '%s'%s%s%s has type tensor %s: the C backend needs "
+                               "static tensors of numeric types (fix symbolic dimensions with "
+                               "--dim NAME=VALUE)", val->name, g->parent ? " (in subgraph '" : "",
+                               g->parent ? g->name : "", g->parent ? "')" : "",
+                               ir_dtype_name((IrDType)val->type.dtype));
+                else
+                    diag_error(d, "value '%s' is %s: the C backend compiles tensors only "
+                               "(sequences, optionals and maps are not supported)", val->name,
+                               type_kind_phrase((IrTypeKind)val->type.kind));
                 ok = false;
             }
         }
     }
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) ok &= check_supported(g->subgraphs[s], d);
     return ok;
 }
 
@@ -135,15 +141,42 @@ static void assign_fields(CgenCtx *cx, IrGraph *g) {
     }
 }
 
+/* Lists g and its subgraphs, depth first, into cx->graphs. */
+static void collect_graphs(CgenCtx *cx, const IrGraph *g, uint32_t *cap) {
+    if (cx->n_graphs == *cap) {
+        *cap = *cap ? 2 * *cap : 4;
+        cx->graphs = realloc(cx->graphs, *cap * sizeof *cx->graphs);
+        IR_ASSERT(cx->graphs);
+    }
+    cx->graphs[cx->n_graphs++] = g;
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) collect_graphs(cx, g->subgraphs[s], cap);
+}
+
+/* Offsets in the weights blob: the root's constants first, then each subgraph's in the
+ * order of cx->graphs. */
 static void assign_weights(CgenCtx *cx, IrGraph *g) {
+    uint32_t cap = 0;
+    collect_graphs(cx, g, &cap);
+    cx->graph_weight_offset = calloc(cx->n_graphs, sizeof *cx->graph_weight_offset);
+    IR_ASSERT(cx->graph_weight_offset);
+    cx->graph_weight_offset[0] = cx->weight_offset;
     int64_t off = 0;
-    for (uint32_t v = 0; v < g->n_values; v++) {
-        cx->weight_offset[v] = -1;
-        const IrValue *val = &g->values[v];
-        if (val->kind != IR_VALUE_CONST || !val->tensor || val->tensor->dtype == IR_DTYPE_STRING)
-            continue;
-        cx->weight_offset[v] = off;
-        off += ((int64_t)val->tensor->size_bytes + CGEN_ALIGN - 1) / CGEN_ALIGN * CGEN_ALIGN;
+    for (uint32_t gi = 0; gi < cx->n_graphs; gi++) {
+        const IrGraph *h = cx->graphs[gi];
+        if (gi > 0) {
+            cx->graph_weight_offset[gi] = calloc(h->n_values + 1, sizeof(int64_t));
+            IR_ASSERT(cx->graph_weight_offset[gi]);
+        }
+        int64_t *wo = cx->graph_weight_offset[gi];
+        for (uint32_t v = 0; v < h->n_values; v++) {
+            wo[v] = -1;
+            const IrValue *val = &h->values[v];
+            if (val->kind != IR_VALUE_CONST || !val->tensor ||
+                val->tensor->dtype == IR_DTYPE_STRING)
+                continue;
+            wo[v] = off;
+            off += ((int64_t)val->tensor->size_bytes + CGEN_ALIGN - 1) / CGEN_ALIGN * CGEN_ALIGN;
+        }
     }
     cx->weights_size = off;
 }
@@ -159,36 +192,8 @@ static const char *output_field(CgenCtx *cx, IrGraph *g, uint32_t i) {
     return f;
 }
 
-static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
-    CWriter tmp;
-    cw_init(&tmp);
-    cw_raw(&tmp, "%s '%s': %s(", n->op_type, n->name, n->op_type);
-    for (uint32_t k = 0; k < n->n_inputs; k++) {
-        uint32_t v = n->inputs[k];
-        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
-                    type_str(cx, &cx->g->values[v].type));
-    }
-    cw_raw(&tmp, ") -> ");
-    for (uint32_t k = 0; k < n->n_outputs; k++) {
-        uint32_t v = n->outputs[k];
-        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
-                    type_str(cx, &cx->g->values[v].type));
-    }
-    cw_comment(cx->w, "%s", tmp.buf);
-    cw_free(&tmp);
-}
-
 static bool emit_body(CgenCtx *cx, IrGraph *g) {
-    bool ok = true;
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
-        cx->node = i;
-        emit_node_comment(cx, n);
-        ok &= cgen_emit_table[n->op](cx, n);
-    }
+    bool ok = cgen_emit_nodes(cx);
     /* outputs that no node wrote in place */
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
@@ -249,7 +254,7 @@ static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
         cw_line(h, "const %s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                cx->field[v], type_str(cx, &g->values[v].type), g->values[v].name);
+                cx->field[v], cgen_type_str(cx, &g->values[v].type), g->values[v].name);
     }
     if (g->n_inputs == 0) cw_line(h, "int unused; /* the model has no inputs */");
     cw_close(h, cgen_fmt(cx, " %s_inputs;", N));
@@ -258,7 +263,7 @@ static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         cw_line(h, "%s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                output_field(cx, g, i), type_str(cx, &g->values[v].type), g->values[v].name);
+                output_field(cx, g, i), cgen_type_str(cx, &g->values[v].type), g->values[v].name);
     }
     cw_close(h, cgen_fmt(cx, " %s_outputs;", N));
     cw_blank(h);
@@ -315,13 +320,16 @@ static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body) {
     cw_close(c, NULL);
 }
 
-static bool emit_weights(CgenCtx *cx, IrGraph *g, const char *dir, Diag *d) {
+static bool emit_weights(CgenCtx *cx, const char *dir, Diag *d) {
     unsigned char *blob = calloc(1, cx->weights_size ? (size_t)cx->weights_size : 1);
     if (!blob) return false;
-    for (uint32_t v = 0; v < g->n_values; v++)
-        if (cx->weight_offset[v] >= 0 && g->values[v].tensor->size_bytes)
-            memcpy(blob + cx->weight_offset[v], g->values[v].tensor->data,
-                   g->values[v].tensor->size_bytes);
+    for (uint32_t gi = 0; gi < cx->n_graphs; gi++) {
+        const IrGraph *h = cx->graphs[gi];
+        const int64_t *wo = cx->graph_weight_offset[gi];
+        for (uint32_t v = 0; v < h->n_values; v++)
+            if (wo[v] >= 0 && h->values[v].tensor->size_bytes)
+                memcpy(blob + wo[v], h->values[v].tensor->data, h->values[v].tensor->size_bytes);
+    }
     bool ok;
     const char *N = cx->opts->name;
     if (!cx->opts->embed_weights) {
@@ -465,13 +473,13 @@ static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "|---|---|");
     for (uint32_t i = 0; i < g->n_inputs; i++)
         cw_line(c, "| `%s` | %s |", cx->field[g->inputs[i]],
-                type_str(cx, &g->values[g->inputs[i]].type));
+                cgen_type_str(cx, &g->values[g->inputs[i]].type));
     cw_blank(c);
     cw_line(c, "| output | type |");
     cw_line(c, "|---|---|");
     for (uint32_t i = 0; i < g->n_outputs; i++)
         cw_line(c, "| `%s` | %s |", output_field(cx, g, i),
-                type_str(cx, &g->values[g->outputs[i]].type));
+                cgen_type_str(cx, &g->values[g->outputs[i]].type));
     cw_blank(c);
     cw_line(c, "- arena: %lld bytes (lower bound %lld, naive sum %lld)",
             (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
@@ -488,6 +496,7 @@ static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c) {
 bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
     cgen_tables_init();
     if (!pass_pipeline_run(g, opts->passes, PASS_STAGE_OPTIMIZE, d)) return false;
+    if (!cgen_control_prepare(g, d)) return false;
     if (!check_supported(g, d)) return false;
     if (!pass_pipeline_run(g, opts->passes, PASS_STAGE_PLAN, d)) return false;
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
@@ -522,7 +531,7 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
             IR_ASSERT(rf);
             ok &= write_file(out_dir, rf->name, rf->text, strlen(rf->text), d);
         }
-        ok &= emit_weights(&cx, g, out_dir, d);
+        ok &= emit_weights(&cx, out_dir, d);
         CWriter m;
         cw_init(&m);
         emit_cmake(&cx, &m);
@@ -537,6 +546,9 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
     cw_free(&body);
     cw_free(&h);
     cw_free(&c);
+    for (uint32_t gi = 1; gi < cx.n_graphs; gi++) free(cx.graph_weight_offset[gi]);
+    free(cx.graph_weight_offset);
+    free(cx.graphs);
     free(cx.weight_offset);
     free(cx.field);
     ir_arena_free(&cx.scratch);

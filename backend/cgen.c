@@ -19,6 +19,9 @@ void cgen_tables_init(void) {
     cgen_register_cast(cgen_emit_table);
     cgen_register_rnn(cgen_emit_table);
     cgen_register_signal(cgen_emit_table);
+    cgen_register_quant(cgen_emit_table);
+    cgen_register_misc(cgen_emit_table);
+    cgen_register_control(cgen_emit_table);
     ready = true;
 }
 
@@ -72,6 +75,7 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     IR_ASSERT(v != IR_NONE);
     const IrValue *val = &cx->g->values[v];
     const char *ct = cgen_ctype((IrDType)val->type.dtype);
+    if (cx->expr && cx->expr[v]) return cx->expr[v];
     if (cx->field[v]) {
         bool is_input = val->kind == IR_VALUE_INPUT;
         return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->field[v]);
@@ -128,4 +132,48 @@ bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) {
     diag_error(cx->d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
                n->op_type, n->opset, msg);
     return false;
+}
+
+const char *cgen_type_str(CgenCtx *cx, const IrType *t) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "%s[", ir_dtype_name((IrDType)t->dtype));
+    for (int i = 0; i < t->rank; i++) cw_raw(&tmp, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    cw_raw(&tmp, "]");
+    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
+    cw_free(&tmp);
+    return s;
+}
+
+static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "%s '%s': %s(", n->op_type, n->name, n->op_type);
+    for (uint32_t k = 0; k < n->n_inputs; k++) {
+        uint32_t v = n->inputs[k];
+        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
+                    cgen_type_str(cx, &cx->g->values[v].type));
+    }
+    cw_raw(&tmp, ") -> ");
+    for (uint32_t k = 0; k < n->n_outputs; k++) {
+        uint32_t v = n->outputs[k];
+        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
+                    cgen_type_str(cx, &cx->g->values[v].type));
+    }
+    cw_comment(cx->w, "%s", tmp.buf);
+    cw_free(&tmp);
+}
+
+bool cgen_emit_nodes(CgenCtx *cx) {
+    bool ok = true;
+    for (uint32_t i = 0; i < cx->g->n_nodes; i++) {
+        const IrNode *n = &cx->g->nodes[i];
+        if (n->dead) continue;
+        cx->node = i;
+        emit_node_comment(cx, n);
+        ok &= cgen_emit_table[n->op](cx, n);
+    }
+    return ok;
 }

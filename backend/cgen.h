@@ -38,6 +38,13 @@ typedef struct CgenCtx {
     uint32_t n_temps;    /* counter for unique local names */
     bool uses_rc;        /* a kernel returned a status: NAME_run declares rc */
     bool uses_w, uses_a; /* the body refers to the weights / the arena */
+    /* Subgraphs (control flow, cgen_control.c): every graph of the model, root first then
+     * depth first, with the weight offsets of its constants; and, inside a subgraph, per
+     * value id a pointer expression that overrides the placement (NULL at the root). */
+    const IrGraph **graphs;
+    int64_t **graph_weight_offset;
+    uint32_t n_graphs;
+    const char **expr;
 } CgenCtx;
 
 /* An emitter writes the code of one node; false (after a diagnostic) if it cannot. */
@@ -67,6 +74,11 @@ void cgen_call_checked(CgenCtx *cx, const char *fmt, ...) CW_PRINTF(2, 3);
 /* A diagnostic naming the node; returns false. */
 bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) CW_PRINTF(3, 4);
 
+/* "f32[1,3,224,224]" */
+const char *cgen_type_str(CgenCtx *cx, const IrType *t);
+/* Emits every live node of cx->g in order, each after a comment naming it. */
+bool cgen_emit_nodes(CgenCtx *cx);
+
 /* Writes the bundle for g (shapes static, memory planned) into out_dir. */
 bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d);
 
@@ -78,6 +90,12 @@ void cgen_register_data(CgenEmitFn *table);
 void cgen_register_cast(CgenEmitFn *table);
 void cgen_register_rnn(CgenEmitFn *table);
 void cgen_register_signal(CgenEmitFn *table);
+void cgen_register_control(CgenEmitFn *table);
+/* Readies subgraphs for emission (cgen_control.c): constants lowered and dead nodes dropped
+ * inside them, loop bodies re-typed from the static types of their initial values. */
+bool cgen_control_prepare(IrGraph *g, Diag *d);
+void cgen_register_quant(CgenEmitFn *table);
+void cgen_register_misc(CgenEmitFn *table);
 
 /* The runtime files, embedded at build time (gen/runtime_files.c). */
 typedef struct CgenRuntimeFile {

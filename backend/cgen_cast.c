@@ -40,13 +40,15 @@ static bool emit_bitcast(CgenCtx *cx, const IrNode *n) {
 /* The layout of scale/zero point against x: per tensor, per axis or blocked. */
 static bool quant_layout(CgenCtx *cx, const IrNode *n, int64_t axis, int64_t block,
                          const char **out) {
-    const IrType *tx = cgen_type(cx, n->inputs[0]), *ts = cgen_type(cx, n->inputs[1]);
+    const IrType *tx = cgen_type(cx, n->inputs[0]);
     int64_t ns = cgen_numel(cx, n->inputs[1]);
     int r = tx->rank;
     if (axis < 0) axis += r;
     int64_t outer = 1, dim = 1, inner = 1;
     bool per_axis = false;
-    if (block > 0 || (ns > 1 || ts->rank == 1)) {
+    /* a one-element scale is per tensor whatever the axis says (ONNX Runtime's quantizer
+     * writes [1]-shaped scales with the default axis) */
+    if (block > 0 || ns > 1) {
         if (r == 0 || axis < 0 || axis >= r)
             return cgen_unsupported(cx, n, "a quantization axis outside the input's rank");
         for (int d = 0; d < axis; d++) outer *= tx->dims[d];
@@ -56,7 +58,6 @@ static bool quant_layout(CgenCtx *cx, const IrNode *n, int64_t axis, int64_t blo
         if (per_axis && ns != dim && ns != 1)
             return cgen_unsupported(cx, n, "a scale of %lld values for an axis of %lld",
                                     (long long)ns, (long long)dim);
-        if (per_axis && ns == 1) per_axis = false;
     }
     *out = cgen_fmt(cx, "{%lld, %lld, %lld, %lld, %d}", (long long)outer, (long long)dim,
                     (long long)inner, (long long)(block > 0 ? block : 0), per_axis);

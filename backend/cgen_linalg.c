@@ -1,4 +1,5 @@
 /* C backend emitters of the linalg and reduction family: MatMul, Gemm, MatMulInteger,
+ * FusedMatMul and FusedGemm (the products with an activation epilogue, runtime/rt_act.h),
  * Einsum (an inline loop nest built from the equation), Softmax/LogSoftmax/Hardmax, the
  * Reduce* ops, ArgMax/ArgMin, CumSum/CumProd and TopK. Most nodes become calls into
  * runtime/rt_matmul.h, rt_softmax.h, rt_reduce.h, rt_scan.h and rt_topk.h with the shapes
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "passes/passes.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -176,40 +178,86 @@ static bool mm_dtype_ok(IrDType t) {
            t == IR_DTYPE_U64;
 }
 
+/* The epilogue of a FusedGemm/FusedMatMul as an RtAct initializer, or NULL (after a
+ * diagnostic). Fused products exist for float and double only. */
+static const char *mm_act_init(CgenCtx *cx, const IrNode *n, IrDType t, IrAttrId kind_id,
+                               IrAttrId alpha_id, IrAttrId beta_id) {
+    const char *kind = pass_act_c_name(ir_attr_s(n, kind_id));
+    if (!kind) {
+        cgen_unsupported(cx, n, "activation '%s'", ir_attr_s(n, kind_id));
+        return NULL;
+    }
+    if (t != IR_DTYPE_F32 && t != IR_DTYPE_F64) {
+        cgen_unsupported(cx, n, "a fused element type %s", ir_dtype_name(t));
+        return NULL;
+    }
+    return cgen_fmt(cx, "{%s, %s, %s}", kind, dlit(cx, ir_attr_f(n, alpha_id)),
+                    dlit(cx, ir_attr_f(n, beta_id)));
+}
+
+/* MatMul, and FusedMatMul: act(A @ B + bias), bias (N) broadcast over rows. */
 static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     IrDType t = dtype_of(cx, a);
+    bool fused = n->op == IR_OP_FUSED_MAT_MUL;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    const char *act = NULL;
+    if (fused && !(act = mm_act_init(cx, n, t, IR_ATTR_FUSED_MAT_MUL_ACTIVATION,
+                                     IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA,
+                                     IR_ATTR_FUSED_MAT_MUL_ACT_BETA)))
+        return false;
+    bool has_bias = fused && has_input(n, 2);
     if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
     MmShape s;
     if (!mm_shape(cx, n, a, b, y, &s)) return false;
+    if (has_bias && (cgen_numel(cx, n->inputs[2]) != s.N || dtype_of(cx, n->inputs[2]) != t))
+        return cgen_unsupported(cx, n, "a bias that is not (N) of the operands' type");
     if (cgen_numel(cx, y) == 0) return true;
+    cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
     CWriter *w = cx->w;
     const char *ct = cgen_ctype(t), *oa, *ob, *oy;
     cw_open(w, "%s", "");
+    if (fused) cw_line(w, "static const RtAct act = %s;", act);
     cw_line(w, "const %s *A = %s;", ct, cgen_ptr(cx, a));
     cw_line(w, "const %s *B = %s;", ct, cgen_ptr(cx, b));
     cw_line(w, "%s *Y = %s;", ct, cgen_ptr(cx, y));
     mm_open(cx, &s, &oa, &ob, &oy);
     /* A: (M,K) row-major; B: (K,N) row-major (a 1-D B is (K,1)) */
-    cw_line(w, "rt_gemm_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, 0.0, NULL, 0, 0, Y%s);",
-            dsfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
-            (long long)s.N, oy);
+    if (fused)
+        cw_line(w, "rt_gemm_act_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, %s, %s, 0, 1, "
+                   "Y%s, &act);",
+                dsfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
+                (long long)s.N, has_bias ? "1.0" : "0.0",
+                has_bias ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct), oy);
+    else
+        cw_line(w, "rt_gemm_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, 0.0, NULL, 0, 0, Y%s);",
+                dsfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
+                (long long)s.N, oy);
     mm_close(cx, &s);
     cw_close(w, NULL);
     return true;
 }
 
+/* Gemm, and FusedGemm: act(alpha * A' @ B' + beta * C). */
 static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     IrDType t = dtype_of(cx, a);
+    bool fused = n->op == IR_OP_FUSED_GEMM;
+    IrAttrId id_ta = fused ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A;
+    IrAttrId id_tb = fused ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B;
+    IrAttrId id_alpha = fused ? IR_ATTR_FUSED_GEMM_ALPHA : IR_ATTR_GEMM_ALPHA;
+    IrAttrId id_beta = fused ? IR_ATTR_FUSED_GEMM_BETA : IR_ATTR_GEMM_BETA;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    const char *act = NULL;
+    if (fused && !(act = mm_act_init(cx, n, t, IR_ATTR_FUSED_GEMM_ACTIVATION,
+                                     IR_ATTR_FUSED_GEMM_ACT_ALPHA, IR_ATTR_FUSED_GEMM_ACT_BETA)))
+        return false;
     if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
     const IrType *ta = cgen_type(cx, a), *tb = cgen_type(cx, b);
     if (ta->rank != 2 || tb->rank != 2) return cgen_unsupported(cx, n, "operands of rank != 2");
-    bool trans_a = ir_attr_i(n, IR_ATTR_GEMM_TRANS_A) != 0;
-    bool trans_b = ir_attr_i(n, IR_ATTR_GEMM_TRANS_B) != 0;
+    bool trans_a = ir_attr_i(n, id_ta) != 0;
+    bool trans_b = ir_attr_i(n, id_tb) != 0;
     int64_t M = trans_a ? ta->dims[1] : ta->dims[0], K = trans_a ? ta->dims[0] : ta->dims[1];
     int64_t N = trans_b ? tb->dims[0] : tb->dims[1], kb = trans_b ? tb->dims[1] : tb->dims[0];
     if (kb != K) return cgen_unsupported(cx, n, "inner dimensions %lld and %lld", (long long)K,
@@ -230,15 +278,21 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
         c_cs = cn == 1 ? 0 : 1;
     }
     if (cgen_numel(cx, y) == 0) return true;
+    cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
     const char *ct = cgen_ctype(t);
-    cw_line(cx->w, "rt_gemm_%s(%lld, %lld, %lld, %s, %s, %lld, %lld, %s, %lld, %lld, %s, %s, %lld, %lld, %s);",
-            dsfx(t), (long long)M, (long long)N, (long long)K,
-            dlit(cx, ir_attr_f(n, IR_ATTR_GEMM_ALPHA)), cgen_ptr(cx, a), (long long)a_rs,
+    if (fused) {
+        cw_open(cx->w, "%s", "");
+        cw_line(cx->w, "static const RtAct act = %s;", act);
+    }
+    cw_line(cx->w, "rt_gemm%s_%s(%lld, %lld, %lld, %s, %s, %lld, %lld, %s, %lld, %lld, %s, %s, %lld, %lld, %s%s);",
+            fused ? "_act" : "", dsfx(t), (long long)M, (long long)N, (long long)K,
+            dlit(cx, ir_attr_f(n, id_alpha)), cgen_ptr(cx, a), (long long)a_rs,
             (long long)a_cs, cgen_ptr(cx, b), (long long)b_rs, (long long)b_cs,
-            dlit(cx, has_c ? ir_attr_f(n, IR_ATTR_GEMM_BETA) : 0.0),
+            dlit(cx, has_c ? ir_attr_f(n, id_beta) : 0.0),
             has_c ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
-            (long long)c_rs, (long long)c_cs, cgen_ptr(cx, y));
+            (long long)c_rs, (long long)c_cs, cgen_ptr(cx, y), fused ? ", &act" : "");
+    if (fused) cw_close(cx->w, NULL);
     return true;
 }
 
@@ -822,6 +876,8 @@ static bool emit_einsum(CgenCtx *cx, const IrNode *n) {
 void cgen_register_linalg(CgenEmitFn *table) {
     table[IR_OP_MAT_MUL] = emit_matmul;
     table[IR_OP_GEMM] = emit_gemm;
+    table[IR_OP_FUSED_MAT_MUL] = emit_matmul;
+    table[IR_OP_FUSED_GEMM] = emit_gemm;
     table[IR_OP_MAT_MUL_INTEGER] = emit_matmul_integer;
     table[IR_OP_SOFTMAX] = table[IR_OP_LOG_SOFTMAX] = table[IR_OP_HARDMAX] = emit_softmax;
     for (size_t i = 0; i < sizeof reduce_info / sizeof *reduce_info; i++)

@@ -1,12 +1,15 @@
-/* C backend emitters of the nn op family: Conv and ConvTranspose (runtime/rt_conv.h), the
+/* C backend emitters of the nn op family: Conv, ConvTranspose and FusedConv (runtime/rt_conv.h,
+ * the fused bias/residual/activation epilogue in runtime/rt_act.h), the
  * pools (runtime/rt_pool.h) and the normalizations (runtime/rt_norm.h). Geometry is resolved
  * here, once, from the static shapes: auto_pad and output_shape become explicit leading pads,
  * 1D/2D become 3D with leading sizes of 1, and each node emits one kernel call with its
  * geometry as a static const struct. float32/float64/float16/bfloat16 (pools: also int8 and
  * uint8 for MaxPool). */
+#include <math.h>
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "passes/passes.h"
 
 #define NN_SPATIAL 3 /* = RT_CONV_SPATIAL: spatial dims the runtime kernels take */
 
@@ -77,6 +80,8 @@ static bool nn_geom_ids(IrOp op, NnGeomIds *ids) {
         IDS(CONV, IR_ATTR_COUNT);
     case IR_OP_CONV_TRANSPOSE:
         IDS(CONV_TRANSPOSE, IR_ATTR_COUNT);
+    case IR_OP_FUSED_CONV:
+        IDS(FUSED_CONV, IR_ATTR_COUNT);
     case IR_OP_MAX_POOL:
         IDS(MAX_POOL, IR_ATTR_MAX_POOL_CEIL_MODE);
     case IR_OP_AVERAGE_POOL:
@@ -195,10 +200,28 @@ static void nn_open_block(CWriter *w) {
     w->indent++;
 }
 
-/* ---- Conv, ConvTranspose ---- */
+/* ---- Conv, ConvTranspose, FusedConv ---- */
+
+/* An activation parameter as a double literal (Clip's open bounds are infinite). */
+static const char *nn_act_param(CgenCtx *cx, float v) {
+    if (isinf(v)) return v > 0 ? "HUGE_VAL" : "-HUGE_VAL";
+    return cgen_fmt(cx, "%.9g", (double)v);
+}
+
+/* FusedConv's epilogue as an RtAct initializer, or NULL (after a diagnostic). */
+static const char *nn_act_init(CgenCtx *cx, const IrNode *n) {
+    const char *kind = pass_act_c_name(ir_attr_s(n, IR_ATTR_FUSED_CONV_ACTIVATION));
+    if (!kind) {
+        cgen_unsupported(cx, n, "activation '%s'", ir_attr_s(n, IR_ATTR_FUSED_CONV_ACTIVATION));
+        return NULL;
+    }
+    return cgen_fmt(cx, "{%s, %s, %s}", kind,
+                    nn_act_param(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA)),
+                    nn_act_param(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA)));
+}
 
 static bool emit_conv(CgenCtx *cx, const IrNode *n) {
-    bool tr = n->op == IR_OP_CONV_TRANSPOSE;
+    bool tr = n->op == IR_OP_CONV_TRANSPOSE, fused = n->op == IR_OP_FUSED_CONV;
     uint32_t x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
     const IrType *tx = cgen_type(cx, x), *tw = cgen_type(cx, w), *ty = cgen_type(cx, y);
     const char *sfx = nn_float_sfx((IrDType)tx->dtype);
@@ -206,7 +229,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name((IrDType)tx->dtype));
     NnGeom g;
     if (!nn_geom(cx, n, x, w, y, tr, &g)) return false;
-    int64_t group = ir_attr_i(n, tr ? IR_ATTR_CONV_TRANSPOSE_GROUP : IR_ATTR_CONV_GROUP);
+    int64_t group = ir_attr_i(n, tr ? IR_ATTR_CONV_TRANSPOSE_GROUP
+                                 : fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
     int64_t N = tx->dims[0], C = tx->dims[1], M = ty->dims[1];
     if (group < 1 || C % group != 0 || M % group != 0 || tw->rank != tx->rank ||
         tw->dims[0] != (tr ? C : M) || tw->dims[1] != (tr ? M / group : C / group))
@@ -219,6 +243,16 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     if (has_b &&
         (cgen_numel(cx, n->inputs[2]) != M || cgen_type(cx, n->inputs[2])->dtype != tx->dtype))
         return cgen_unsupported(cx, n, "a bias that is not (M) of the input's type");
+    bool has_r = fused && nn_has_input(n, 3);
+    if (has_r && (!ir_type_equal(cgen_type(cx, n->inputs[3]), ty)))
+        return cgen_unsupported(cx, n, "a residual whose type is not the output's");
+    const char *act = NULL;
+    if (fused) {
+        if (tx->dtype != IR_DTYPE_F32 && tx->dtype != IR_DTYPE_F64)
+            return cgen_unsupported(cx, n, "a fused element type %s",
+                                    ir_dtype_name((IrDType)tx->dtype));
+        if (!(act = nn_act_init(cx, n))) return false;
+    }
     /* A pointwise convolution with unit strides and no padding is one flat row per plane. */
     bool pointwise = !tr;
     for (int i = 0; i < NN_SPATIAL && pointwise; i++)
@@ -228,6 +262,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         g.in[0] = g.in[1] = g.out[0] = g.out[1] = 1;
         g.in[2] = g.out[2] = plane;
     }
+    cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_conv.h");
     CWriter *wr = cx->w;
     nn_open_block(wr);
@@ -238,9 +273,16 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s));
     cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, g.d), nn_list3(cx, g.pad));
     cw_close(wr, ";");
-    cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : "", sfx,
-            cgen_ptr(cx, x), cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
-            cgen_ptr(cx, y));
+    if (fused) {
+        cw_line(wr, "static const RtAct act = %s;", act);
+        cw_line(wr, "rt_conv_fused_%s(%s, %s, %s, %s, %s, &geom, &act);", sfx, cgen_ptr(cx, x),
+                cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+                has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y));
+    } else {
+        cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : "", sfx,
+                cgen_ptr(cx, x), cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+                cgen_ptr(cx, y));
+    }
     cw_close(wr, NULL);
     return true;
 }
@@ -529,6 +571,7 @@ static bool emit_mvn(CgenCtx *cx, const IrNode *n) {
 void cgen_register_nn(CgenEmitFn *table) {
     table[IR_OP_CONV] = emit_conv;
     table[IR_OP_CONV_TRANSPOSE] = emit_conv;
+    table[IR_OP_FUSED_CONV] = emit_conv;
     table[IR_OP_MAX_POOL] = emit_pool;
     table[IR_OP_AVERAGE_POOL] = emit_pool;
     table[IR_OP_LP_POOL] = emit_pool;

@@ -29,11 +29,11 @@ typedef struct RnnIds {
 } RnnIds;
 
 static bool rnn_ids(IrOp op, RnnIds *ids) {
-#define IDS(OP)                                                                          \
-    ids->alpha = IR_ATTR_##OP##_ACTIVATION_ALPHA, ids->beta = IR_ATTR_##OP##_ACTIVATION_BETA, \
-    ids->acts = IR_ATTR_##OP##_ACTIVATIONS, ids->clip = IR_ATTR_##OP##_CLIP,                \
-    ids->direction = IR_ATTR_##OP##_DIRECTION, ids->hidden = IR_ATTR_##OP##_HIDDEN_SIZE,    \
-    ids->layout = IR_ATTR_##OP##_LAYOUT, ids->input_forget = IR_ATTR_COUNT,                 \
+#define IDS(OP)                                                                                    \
+    ids->alpha = IR_ATTR_##OP##_ACTIVATION_ALPHA, ids->beta = IR_ATTR_##OP##_ACTIVATION_BETA,      \
+    ids->acts = IR_ATTR_##OP##_ACTIVATIONS, ids->clip = IR_ATTR_##OP##_CLIP,                       \
+    ids->direction = IR_ATTR_##OP##_DIRECTION, ids->hidden = IR_ATTR_##OP##_HIDDEN_SIZE,           \
+    ids->layout = IR_ATTR_##OP##_LAYOUT, ids->input_forget = IR_ATTR_COUNT,                        \
     ids->lbr = IR_ATTR_COUNT
     switch (op) {
     case IR_OP_RNN:
@@ -50,7 +50,8 @@ static bool rnn_ids(IrOp op, RnnIds *ids) {
         ids->input_forget = IR_ATTR_LSTM_INPUT_FORGET;
         ids->kind = 2, ids->gates = 4, ids->n_acts = 3;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 #undef IDS
 }
@@ -59,29 +60,30 @@ static bool rnn_ids(IrOp op, RnnIds *ids) {
  * alpha and beta, and the defaults of the ONNX op of the same name. */
 typedef struct RnnActInfo {
     const char *name;
-    int code;
+    const char *code; /* the RT_RNN_* macro */
     bool alpha, beta;
     float def_alpha, def_beta;
 } RnnActInfo;
 
 static const RnnActInfo rnn_acts[] = {
-    {"sigmoid", 0, false, false, 0.0f, 0.0f},
-    {"tanh", 1, false, false, 0.0f, 0.0f},
-    {"relu", 2, false, false, 0.0f, 0.0f},
-    {"affine", 3, true, true, 1.0f, 0.0f},
-    {"leakyrelu", 4, true, false, 0.01f, 0.0f},
-    {"thresholdedrelu", 5, true, false, 1.0f, 0.0f},
-    {"scaledtanh", 6, true, true, 1.0f, 1.0f},
-    {"hardsigmoid", 7, true, true, 0.2f, 0.5f},
-    {"elu", 8, true, false, 1.0f, 0.0f},
-    {"softsign", 9, false, false, 0.0f, 0.0f},
-    {"softplus", 10, false, false, 0.0f, 0.0f},
+    {"sigmoid", "RT_RNN_SIGMOID", false, false, 0.0f, 0.0f},
+    {"tanh", "RT_RNN_TANH", false, false, 0.0f, 0.0f},
+    {"relu", "RT_RNN_RELU", false, false, 0.0f, 0.0f},
+    {"affine", "RT_RNN_AFFINE", true, true, 1.0f, 0.0f},
+    {"leakyrelu", "RT_RNN_LEAKY_RELU", true, false, 0.01f, 0.0f},
+    {"thresholdedrelu", "RT_RNN_THRESHOLDED_RELU", true, false, 1.0f, 0.0f},
+    {"scaledtanh", "RT_RNN_SCALED_TANH", true, true, 1.0f, 1.0f},
+    {"hardsigmoid", "RT_RNN_HARD_SIGMOID", true, true, 0.2f, 0.5f},
+    {"elu", "RT_RNN_ELU", true, false, 1.0f, 0.0f},
+    {"softsign", "RT_RNN_SOFTSIGN", false, false, 0.0f, 0.0f},
+    {"softplus", "RT_RNN_SOFTPLUS", false, false, 0.0f, 0.0f},
 };
 
 static const RnnActInfo *rnn_act_find(const IrStr *s) {
     char low[32];
     if (s->len >= sizeof low) return NULL;
-    for (size_t i = 0; i < s->len; i++) low[i] = (char)tolower((unsigned char)s->data[i]);
+    for (size_t i = 0; i < s->len; i++)
+        low[i] = (char)tolower((unsigned char)s->data[i]);
     low[s->len] = '\0';
     for (size_t i = 0; i < sizeof rnn_acts / sizeof rnn_acts[0]; i++)
         if (strcmp(rnn_acts[i].name, low) == 0) return &rnn_acts[i];
@@ -109,7 +111,8 @@ static bool rnn_check(CgenCtx *cx, const IrNode *n, uint32_t v, IrDType t, int r
     if (v == IR_NONE) return true;
     const IrType *ty = cgen_type(cx, v);
     bool ok = ty->kind == IR_TYPE_TENSOR && ty->dtype == t && ty->rank == rank;
-    for (int i = 0; ok && i < rank; i++) ok = ty->dims[i] == dims[i];
+    for (int i = 0; ok && i < rank; i++)
+        ok = ty->dims[i] == dims[i];
     if (!ok) return cgen_unsupported(cx, n, "a %s of another type or shape than expected", what);
     return true;
 }
@@ -126,8 +129,7 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
     uint32_t n_alpha = a_alpha->present ? a_alpha->n : 0, n_beta = a_beta->present ? a_beta->n : 0;
     uint32_t next_alpha = 0, next_beta = 0;
     if (given != 0 && given != (uint32_t)ids->n_acts && given != (uint32_t)(ids->n_acts * n_dir))
-        return cgen_unsupported(cx, n, "%u activation functions for %d direction(s)", given,
-                                n_dir);
+        return cgen_unsupported(cx, n, "%u activation functions for %d direction(s)", given, n_dir);
     for (int d = 0; d < n_dir; d++)
         for (int k = 0; k < ids->n_acts; k++) {
             const RnnActInfo *ai;
@@ -135,7 +137,8 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
                 ai = &rnn_acts[defaults[ids->kind][k]];
             } else {
                 /* one list for both directions reuses it (what ONNX Runtime accepts) */
-                uint32_t at = (uint32_t)((given == (uint32_t)ids->n_acts ? 0 : d) * ids->n_acts + k);
+                uint32_t at =
+                    (uint32_t)((given == (uint32_t)ids->n_acts ? 0 : d) * ids->n_acts + k);
                 ai = rnn_act_find(&a_acts->strings[at]);
                 if (!ai)
                     return cgen_unsupported(cx, n, "the activation function '%s'",
@@ -143,10 +146,10 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
             }
             act[d][k] = ai;
             /* alphas and betas are consumed in order by the functions that read them */
-            alpha[d][k] = ai->alpha && next_alpha < n_alpha ? a_alpha->floats[next_alpha++]
-                                                            : ai->def_alpha;
-            beta[d][k] = ai->beta && next_beta < n_beta ? a_beta->floats[next_beta++]
-                                                        : ai->def_beta;
+            alpha[d][k] =
+                ai->alpha && next_alpha < n_alpha ? a_alpha->floats[next_alpha++] : ai->def_alpha;
+            beta[d][k] =
+                ai->beta && next_beta < n_beta ? a_beta->floats[next_beta++] : ai->def_beta;
         }
     return true;
 }
@@ -160,7 +163,8 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     if (t != IR_DTYPE_F32 && t != IR_DTYPE_F64)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     int64_t layout = ir_attr_i(n, ids.layout);
-    if (layout != 0 && layout != 1) return cgen_unsupported(cx, n, "layout %lld", (long long)layout);
+    if (layout != 0 && layout != 1)
+        return cgen_unsupported(cx, n, "layout %lld", (long long)layout);
     if (tx->rank != 3 || tw->rank != 3)
         return cgen_unsupported(cx, n, "X or W of rank other than 3");
     const char *dir = ir_attr_s(n, ids.direction);
@@ -181,8 +185,10 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
         dy[0] = B, dy[1] = S, dy[2] = n_dir;
     }
     uint32_t in[8], out[3];
-    for (uint32_t i = 0; i < 8; i++) in[i] = rnn_has_in(n, i) ? n->inputs[i] : IR_NONE;
-    for (uint32_t i = 0; i < 3; i++) out[i] = rnn_has_out(n, i) ? n->outputs[i] : IR_NONE;
+    for (uint32_t i = 0; i < 8; i++)
+        in[i] = rnn_has_in(n, i) ? n->inputs[i] : IR_NONE;
+    for (uint32_t i = 0; i < 3; i++)
+        out[i] = rnn_has_out(n, i) ? n->outputs[i] : IR_NONE;
     if (ids.kind != 2) in[RNN_IN_C0] = in[RNN_IN_P] = out[RNN_OUT_Y_C] = IR_NONE;
     if (!rnn_check(cx, n, in[RNN_IN_W], t, 3, dw, "W") ||
         !rnn_check(cx, n, in[RNN_IN_R], t, 3, dr, "R") ||
@@ -215,39 +221,46 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     CWriter *w = cx->w;
     cw_line(w, "{");
     w->indent++;
-    cw_line(w, "static const RtRnn p = {%d, %lld, %lld, %lld, %lld, %d, %d, %d, {", ids.kind,
-            (long long)S, (long long)B, (long long)I, (long long)H, n_dir, reverse ? 1 : 0,
-            (int)layout);
+    static const char *const kinds[] = {"RT_RNN_SIMPLE", "RT_RNN_GRU", "RT_RNN_LSTM"};
+    cw_line(w, "static const RtRnn p = {");
     w->indent++;
-    for (int d = 0; d < RNN_MAX_DIRS; d++) {
+    cw_line(w, ".kind = %s, .seq = %lld, .batch = %lld, .input = %lld, .hidden = %lld,",
+            kinds[ids.kind], (long long)S, (long long)B, (long long)I, (long long)H);
+    cw_line(w, ".num_dir = %d, .reverse = %d, .layout = %d,", n_dir, reverse ? 1 : 0, (int)layout);
+    cw_line(w, ".act = {");
+    w->indent++;
+    for (int d = 0; d < n_dir; d++) {
         cw_indent(w);
         cw_raw(w, "{");
-        for (int k = 0; k < RNN_MAX_ACTS; k++) {
-            const RnnActInfo *ai = d < n_dir && k < ids.n_acts ? act[d][k] : &rnn_acts[0];
-            cw_raw(w, "%s{%d, %s, %s}", k ? ", " : "", ai->code, rnn_flit(cx, alpha[d][k]),
+        for (int k = 0; k < ids.n_acts; k++)
+            cw_raw(w, "%s{%s, %s, %s}", k ? ", " : "", act[d][k]->code, rnn_flit(cx, alpha[d][k]),
                    rnn_flit(cx, beta[d][k]));
-        }
-        cw_raw(w, "}%s\n", d + 1 < RNN_MAX_DIRS ? "," : "");
+        cw_raw(w, "}%s\n", d + 1 < n_dir ? "," : "");
     }
     w->indent--;
-    cw_line(w, "}, %d, %s, %d, %d};", has_clip ? 1 : 0, rnn_flit(cx, clip),
-            input_forget != 0, lbr != 0);
+    cw_line(w, "},");
+    cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d",
+            has_clip ? 1 : 0, rnn_flit(cx, clip), input_forget != 0, lbr != 0);
+    w->indent--;
+    cw_line(w, "};");
     cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld) */", ct, (long long)(RNN_SCRATCH_STATES * H),
             (long long)H);
 #define OPT_IN(i) (in[i] != IR_NONE ? cgen_ptr(cx, in[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
 #define OPT_OUT(i) (out[i] != IR_NONE ? cgen_ptr(cx, out[i]) : cgen_fmt(cx, "(%s *)NULL", ct))
-    const char *call = cgen_fmt(
-        cx, "rt_rnn_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws)", sfx,
-        cgen_ptr(cx, x), cgen_ptr(cx, wv), cgen_ptr(cx, rv), OPT_IN(RNN_IN_B),
-        in[RNN_IN_SEQ_LENS] != IR_NONE ? cgen_ptr(cx, in[RNN_IN_SEQ_LENS])
-                                       : "(const int32_t *)NULL",
-        OPT_IN(RNN_IN_H0), OPT_IN(RNN_IN_C0), OPT_IN(RNN_IN_P), OPT_OUT(RNN_OUT_Y),
-        OPT_OUT(RNN_OUT_Y_H), OPT_OUT(RNN_OUT_Y_C));
+    const char *call =
+        cgen_fmt(cx, "rt_rnn_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws)", sfx,
+                 cgen_ptr(cx, x), cgen_ptr(cx, wv), cgen_ptr(cx, rv), OPT_IN(RNN_IN_B),
+                 in[RNN_IN_SEQ_LENS] != IR_NONE ? cgen_ptr(cx, in[RNN_IN_SEQ_LENS])
+                                                : "(const int32_t *)NULL",
+                 OPT_IN(RNN_IN_H0), OPT_IN(RNN_IN_C0), OPT_IN(RNN_IN_P), OPT_OUT(RNN_OUT_Y),
+                 OPT_OUT(RNN_OUT_Y_H), OPT_OUT(RNN_OUT_Y_C));
 #undef OPT_IN
 #undef OPT_OUT
     /* only lengths read from the data can break the contract */
-    if (in[RNN_IN_SEQ_LENS] != IR_NONE) cgen_call_checked(cx, "%s", call);
-    else cw_line(w, "(void)%s;", call);
+    if (in[RNN_IN_SEQ_LENS] != IR_NONE)
+        cgen_call_checked(cx, "%s", call);
+    else
+        cw_line(w, "(void)%s;", call);
     w->indent--;
     cw_line(w, "}");
     return true;

@@ -16,9 +16,7 @@ static bool sig_has_in(const IrNode *n, uint32_t i) {
     return i < n->n_inputs && n->inputs[i] != IR_NONE;
 }
 
-static IrDType sig_dtype(const CgenCtx *cx, uint32_t v) {
-    return (IrDType)cgen_type(cx, v)->dtype;
-}
+static IrDType sig_dtype(const CgenCtx *cx, uint32_t v) { return (IrDType)cgen_type(cx, v)->dtype; }
 
 /* Runtime suffix of a float element type the kernels take, or NULL. */
 static const char *sig_sfx(IrDType t) {
@@ -133,8 +131,9 @@ static bool emit_window(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "for (i = 0; i < %lld; i++)", (long long)len);
     w->indent++;
     cw_line(w, "y[i] = %s;",
-            sig_store(cx, t, cgen_fmt(cx, "rt_window_value(%d, i, %lld, %d)", kind, (long long)len,
-                                      ir_attr_i(n, periodic_id) != 0)));
+            sig_store(cx, t,
+                      cgen_fmt(cx, "rt_window_value(%d, i, %lld, %d)", kind, (long long)len,
+                               ir_attr_i(n, periodic_id) != 0)));
     w->indent--;
     sig_close(w);
     return true;
@@ -220,12 +219,12 @@ static bool emit_stft(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_signal.h");
     cgen_call_checked(cx, "rt_stft_%s(%s, %s, %lld, %s, %lld, %lld, %lld, %lld, %lld, %s, %s, %d)",
                       sfx, cgen_ptr(cx, x),
-                      win != IR_NONE ? cgen_ptr(cx, win) : cgen_fmt(cx, "(const %s *)NULL",
-                                                                   cgen_ctype((IrDType)tx->dtype)),
+                      win != IR_NONE
+                          ? cgen_ptr(cx, win)
+                          : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype((IrDType)tx->dtype)),
                       (long long)wlen, cgen_ptr(cx, y), (long long)tx->dims[0],
                       (long long)tx->dims[1], (long long)tx->dims[2], (long long)ty->dims[1],
-                      (long long)ty->dims[2], step, flen,
-                      ir_attr_i(n, IR_ATTR_STFT_ONESIDED) != 0);
+                      (long long)ty->dims[2], step, flen, ir_attr_i(n, IR_ATTR_STFT_ONESIDED) != 0);
     return true;
 }
 
@@ -237,8 +236,8 @@ static bool emit_grid_sample(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = cgen_type(cx, x), *tg = cgen_type(cx, g), *ty = cgen_type(cx, y);
     const char *sfx = sig_sfx((IrDType)tx->dtype);
     if (!sfx || tg->dtype != tx->dtype || ty->dtype != tx->dtype)
-        return cgen_unsupported(cx, n, "element types %s and %s",
-                                ir_dtype_name((IrDType)tx->dtype), ir_dtype_name((IrDType)tg->dtype));
+        return cgen_unsupported(cx, n, "element types %s and %s", ir_dtype_name((IrDType)tx->dtype),
+                                ir_dtype_name((IrDType)tg->dtype));
     int ns = tx->rank - 2;
     if (ns < 1 || ns > SIG_MAX_SPATIAL || tg->rank != tx->rank || ty->rank != tx->rank ||
         tg->dims[tg->rank - 1] != ns || tg->dims[0] != tx->dims[0] || ty->dims[1] != tx->dims[1])
@@ -246,14 +245,22 @@ static bool emit_grid_sample(CgenCtx *cx, const IrNode *n) {
     const char *mode = ir_attr_s(n, IR_ATTR_GRID_SAMPLE_MODE);
     const char *pad = ir_attr_s(n, IR_ATTR_GRID_SAMPLE_PADDING_MODE);
     int m, p;
-    if (strcmp(mode, "nearest") == 0) m = 0;
-    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) m = 1;
-    else if (strcmp(mode, "cubic") == 0 || strcmp(mode, "bicubic") == 0) m = 2;
-    else return cgen_unsupported(cx, n, "mode '%s'", mode);
-    if (strcmp(pad, "zeros") == 0) p = 0;
-    else if (strcmp(pad, "border") == 0) p = 1;
-    else if (strcmp(pad, "reflection") == 0) p = 2;
-    else return cgen_unsupported(cx, n, "padding_mode '%s'", pad);
+    if (strcmp(mode, "nearest") == 0)
+        m = 0;
+    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0)
+        m = 1;
+    else if (strcmp(mode, "cubic") == 0 || strcmp(mode, "bicubic") == 0)
+        m = 2;
+    else
+        return cgen_unsupported(cx, n, "mode '%s'", mode);
+    if (strcmp(pad, "zeros") == 0)
+        p = 0;
+    else if (strcmp(pad, "border") == 0)
+        p = 1;
+    else if (strcmp(pad, "reflection") == 0)
+        p = 2;
+    else
+        return cgen_unsupported(cx, n, "padding_mode '%s'", pad);
     int64_t in[SIG_MAX_SPATIAL] = {1, 1, 1}, points = 1;
     for (int i = 0; i < ns; i++) {
         in[i] = tx->dims[2 + i];
@@ -288,21 +295,22 @@ static bool emit_affine_grid(CgenCtx *cx, const IrNode *n) {
     /* size is (N, C, spatial...): C does not show in the output and is not checked */
     int64_t want[SIG_MAX_SPATIAL + 2];
     want[0] = ty->dims[0], want[1] = 0;
-    for (int i = 0; i < ns; i++) want[2 + i] = ty->dims[1 + i];
+    for (int i = 0; i < ns; i++)
+        want[2 + i] = ty->dims[1 + i];
     uint32_t sz = n->inputs[1];
     if (!sig_is_int(sig_dtype(cx, sz)) || cgen_numel(cx, sz) != ns + 2)
         return cgen_unsupported(cx, n, "a size that is not %d integers", ns + 2);
     cgen_use_runtime(cx, "rt_geom.h");
     CWriter *w = cx->w;
     sig_open(w);
-    cw_line(w, "static const int64_t out[] = %s;", cgen_i64_list(cx, want + 2, (uint32_t)ns));
+    cw_line(w, "static const int64_t grid_dims[] = %s;", cgen_i64_list(cx, want + 2, (uint32_t)ns));
     const char *ps = cgen_ptr(cx, sz);
     cw_indent(w);
     cw_raw(w, "if ((int64_t)%s[0] != %lld", ps, (long long)want[0]);
     for (int i = 0; i < ns; i++)
         cw_raw(w, " || (int64_t)%s[%d] != %lld", ps, 2 + i, (long long)want[2 + i]);
     cw_raw(w, ") return RT_ERR_SHAPE;\n");
-    cw_line(w, "rt_affine_grid_%s(%s, %s, %lld, %d, out, %d);", sfx, cgen_ptr(cx, th),
+    cw_line(w, "rt_affine_grid_%s(%s, %s, %lld, %d, grid_dims, %d);", sfx, cgen_ptr(cx, th),
             cgen_ptr(cx, y), (long long)ty->dims[0], ns,
             ir_attr_i(n, IR_ATTR_AFFINE_GRID_ALIGN_CORNERS) != 0);
     sig_close(w);
@@ -323,18 +331,20 @@ static bool emit_roi_align(CgenCtx *cx, const IrNode *n) {
         cgen_numel(cx, bi) != tr->dims[0])
         return cgen_unsupported(cx, n, "these input, rois and output shapes");
     /* opset 10 has no coordinate_transformation_mode: it behaves as output_half_pixel */
-    bool half = n->opset >= 16 &&
-                strcmp(ir_attr_s(n, IR_ATTR_ROI_ALIGN_COORDINATE_TRANSFORMATION_MODE),
-                       "half_pixel") == 0;
+    bool half =
+        n->opset >= 16 &&
+        strcmp(ir_attr_s(n, IR_ATTR_ROI_ALIGN_COORDINATE_TRANSFORMATION_MODE), "half_pixel") == 0;
     const char *mode = ir_attr_s(n, IR_ATTR_ROI_ALIGN_MODE);
     bool max_mode = strcmp(mode, "max") == 0;
     if (!max_mode && strcmp(mode, "avg") != 0) return cgen_unsupported(cx, n, "mode '%s'", mode);
     cgen_use_runtime(cx, "rt_geom.h");
-    cgen_call_checked(cx, "rt_roi_align_%s(%s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, "
-                      "%lld, %lld, %s, %d, %d)", sfx, cgen_ptr(cx, x), cgen_ptr(cx, rois),
-                      cgen_ptr(cx, bi), cgen_ptr(cx, y), (long long)tx->dims[0],
-                      (long long)tx->dims[1], (long long)tx->dims[2], (long long)tx->dims[3],
-                      (long long)tr->dims[0], (long long)ty->dims[2], (long long)ty->dims[3],
+    cgen_call_checked(cx,
+                      "rt_roi_align_%s(%s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, "
+                      "%lld, %lld, %s, %d, %d)",
+                      sfx, cgen_ptr(cx, x), cgen_ptr(cx, rois), cgen_ptr(cx, bi), cgen_ptr(cx, y),
+                      (long long)tx->dims[0], (long long)tx->dims[1], (long long)tx->dims[2],
+                      (long long)tx->dims[3], (long long)tr->dims[0], (long long)ty->dims[2],
+                      (long long)ty->dims[3],
                       (long long)ir_attr_i(n, IR_ATTR_ROI_ALIGN_SAMPLING_RATIO),
                       sig_flit(cx, ir_attr_f(n, IR_ATTR_ROI_ALIGN_SPATIAL_SCALE)), half ? 1 : 0,
                       max_mode ? 1 : 0);
@@ -353,8 +363,10 @@ static bool emit_max_roi_pool(CgenCtx *cx, const IrNode *n) {
         ty->dims[3] < 1)
         return cgen_unsupported(cx, n, "these input, rois and output shapes");
     cgen_use_runtime(cx, "rt_geom.h");
-    cgen_call_checked(cx, "rt_max_roi_pool_%s(%s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, "
-                      "%lld, %s)", sfx, cgen_ptr(cx, x), cgen_ptr(cx, rois), cgen_ptr(cx, y),
+    cgen_call_checked(cx,
+                      "rt_max_roi_pool_%s(%s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, "
+                      "%lld, %s)",
+                      sfx, cgen_ptr(cx, x), cgen_ptr(cx, rois), cgen_ptr(cx, y),
                       (long long)tx->dims[0], (long long)tx->dims[1], (long long)tx->dims[2],
                       (long long)tx->dims[3], (long long)tr->dims[0], (long long)ty->dims[2],
                       (long long)ty->dims[3],
@@ -370,7 +382,8 @@ static bool sig_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, i
     uint32_t cnt;
     const int64_t *a = ir_attr_ints(n, id, &cnt);
     if (!a || cnt == 0) return true;
-    if (cnt != want) return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
+    if (cnt != want)
+        return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
     memcpy(v, a, want * sizeof *v);
     return true;
 }
@@ -388,7 +401,8 @@ static bool emit_col2im(CgenCtx *cx, const IrNode *n) {
         sig_dtype(cx, blk) != IR_DTYPE_I64)
         return cgen_unsupported(cx, n, "these input, block and output shapes");
     int64_t dil[IR_MAX_RANK], str[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
-    for (int i = 0; i < ns; i++) dil[i] = str[i] = 1, pads[i] = pads[i + ns] = 0;
+    for (int i = 0; i < ns; i++)
+        dil[i] = str[i] = 1, pads[i] = pads[i + ns] = 0;
     uint32_t un = (uint32_t)ns;
     if (!sig_ints(cx, n, IR_ATTR_COL2_IM_DILATIONS, un, dil, "dilations") ||
         !sig_ints(cx, n, IR_ATTR_COL2_IM_STRIDES, un, str, "strides") ||
@@ -405,8 +419,10 @@ static bool emit_col2im(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "static const int64_t pads[] = %s;", cgen_i64_list(cx, pads, 2 * un));
     cw_line(w, "static const int64_t str[] = %s;", cgen_i64_list(cx, str, un));
     if (!sig_check_shape_input(cx, n, img, ty->dims + 2, ns, "image_shape")) return false;
-    cgen_call_checked(cx, "rt_col2im_%s(%s, %s, %lld, %lld, %d, img, %s, dil, pads, str, %lld, "
-                      "%lld)", sfx, cgen_ptr(cx, x), cgen_ptr(cx, y), (long long)ty->dims[0],
+    cgen_call_checked(cx,
+                      "rt_col2im_%s(%s, %s, %lld, %lld, %d, img, %s, dil, pads, str, %lld, "
+                      "%lld)",
+                      sfx, cgen_ptr(cx, x), cgen_ptr(cx, y), (long long)ty->dims[0],
                       (long long)ty->dims[1], ns, cgen_ptr(cx, blk),
                       (long long)(tx->dims[1] / ty->dims[1]), (long long)tx->dims[2]);
     sig_close(w);
@@ -421,14 +437,18 @@ static bool emit_max_unpool(CgenCtx *cx, const IrNode *n) {
     if (!sfx || ty->dtype != tx->dtype || ti->dtype != IR_DTYPE_I64)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name((IrDType)tx->dtype));
     int ns = tx->rank - 2;
-    if (ns < 1 || ty->rank != tx->rank || !ir_type_equal(ti, tx) || ty->dims[0] != tx->dims[0] ||
+    bool same = ti->rank == tx->rank;
+    for (int i = 0; same && i < tx->rank; i++)
+        same = ti->dims[i] == tx->dims[i];
+    if (ns < 1 || ty->rank != tx->rank || !same || ty->dims[0] != tx->dims[0] ||
         ty->dims[1] != tx->dims[1])
         return cgen_unsupported(cx, n, "these input, indices and output shapes");
     uint32_t un = (uint32_t)ns, nk;
     int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], pads[2 * IR_MAX_RANK], inf[IR_MAX_RANK];
     const int64_t *ka = ir_attr_ints(n, IR_ATTR_MAX_UNPOOL_KERNEL_SHAPE, &nk);
     if (!ka || nk != un) return cgen_unsupported(cx, n, "a kernel_shape of another rank");
-    for (int i = 0; i < ns; i++) k[i] = ka[i], s[i] = 1, pads[i] = pads[i + ns] = 0;
+    for (int i = 0; i < ns; i++)
+        k[i] = ka[i], s[i] = 1, pads[i] = pads[i + ns] = 0;
     if (!sig_ints(cx, n, IR_ATTR_MAX_UNPOOL_STRIDES, un, s, "strides") ||
         !sig_ints(cx, n, IR_ATTR_MAX_UNPOOL_PADS, 2 * un, pads, "pads"))
         return false;
@@ -469,15 +489,14 @@ static bool emit_nms(CgenCtx *cx, const IrNode *n) {
     const char *maxo = "0", *iou = "0.0f", *sthr = "0.0f";
     if (sig_has_in(n, 2) && !(maxo = sig_int0(cx, n, n->inputs[2], "max_output_boxes_per_class")))
         return false;
-    if (sig_has_in(n, 3) && !(iou = sig_float0(cx, n, n->inputs[3], "iou_threshold")))
-        return false;
+    if (sig_has_in(n, 3) && !(iou = sig_float0(cx, n, n->inputs[3], "iou_threshold"))) return false;
     if (sig_has_in(n, 4) && !(sthr = sig_float0(cx, n, n->inputs[4], "score_threshold")))
         return false;
     cgen_use_runtime(cx, "rt_geom.h");
     cgen_call_checked(cx, "rt_nms(%s, %s, %s, %lld, %lld, %lld, %lld, %s, %s, %d, %s, %d)",
                       cgen_ptr(cx, bx), cgen_ptr(cx, sc), cgen_ptr(cx, y), (long long)tb->dims[0],
-                      (long long)ts->dims[1], (long long)tb->dims[1], (long long)ty->dims[0],
-                      maxo, iou, sig_has_in(n, 4) ? 1 : 0, sthr,
+                      (long long)ts->dims[1], (long long)tb->dims[1], (long long)ty->dims[0], maxo,
+                      iou, sig_has_in(n, 4) ? 1 : 0, sthr,
                       ir_attr_i(n, IR_ATTR_NON_MAX_SUPPRESSION_CENTER_POINT_BOX) != 0);
     return true;
 }

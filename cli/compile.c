@@ -5,11 +5,14 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "passes/passes.h"
 #include "cli.h"
 
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c] [--dim NAME=VALUE]...\n"
-    "                    [--weights bin|embed] [--test-main]\n"
+    "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
+    "                    [--passes=LIST|none] [--dump-after=NAME]\n"
+    "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
     "NAME.c, the runtime files it uses, the weights (NAME_weights.bin, or NAME_weights.c\n"
@@ -24,6 +27,11 @@ const char cli_compile_help[] =
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
+    "  --no-pass=NAME        skip the optional pass NAME (repeatable)\n"
+    "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
+    "                        pass (the required ones always run)\n"
+    "  --dump-after=NAME     print the IR text after pass NAME to stdout\n"
+    "  --list-passes         print the pipeline in order and exit\n"
     "  -h, --help            print this help\n"
     "\n"
     "exit status: 0 ok, 1 bad or unsupported model, 2 usage error.\n";
@@ -54,11 +62,55 @@ static char *name_from_path(const char *path) {
     return s;
 }
 
+#define COMPILE_MAX_PASS_NAMES 64 /* more names than the pipeline has passes is a mistake */
+
+static void list_passes(void) {
+    for (unsigned i = 0; i < pass_count(); i++) {
+        bool optional;
+        const char *summary;
+        const char *name = pass_name(i, &optional, &summary);
+        printf("%-16s %-9s %s\n", name, optional ? "optional" : "required", summary);
+    }
+}
+
+/* Checks that name is a known pass (optional ones only when want_optional). */
+static bool check_pass_name(const char *flag, const char *name, bool want_optional) {
+    for (unsigned i = 0; i < pass_count(); i++) {
+        bool optional;
+        if (strcmp(pass_name(i, &optional, NULL), name) != 0) continue;
+        if (want_optional && !optional) {
+            cli_usage_error("compile", "%s: pass '%s' is required and always runs", flag, name);
+            return false;
+        }
+        return true;
+    }
+    cli_usage_error("compile", "%s: unknown pass '%s' (see --list-passes)", flag, name);
+    return false;
+}
+
+/* Splits the comma list of --passes into names (pointers into buf). */
+static bool parse_pass_list(char *buf, const char **names, unsigned *n) {
+    *n = 0;
+    if (strcmp(buf, "none") == 0) return true;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*n == COMPILE_MAX_PASS_NAMES) {
+            cli_usage_error("compile", "--passes: too many names");
+            return false;
+        }
+        if (!check_pass_name("--passes", tok, true)) return false;
+        names[(*n)++] = tok;
+    }
+    return true;
+}
+
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     bool test_main = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
+    const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
+    char *pass_list = NULL;
+    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout};
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -70,6 +122,12 @@ int cli_compile_run(int argc, char **argv) {
         if (strcmp(argv[i], "--test-main") == 0) {
             test_main = true;
             continue;
+        }
+        if (strcmp(argv[i], "--list-passes") == 0) {
+            list_passes();
+            cli_dims_free(&dims);
+            free(pass_list);
+            return CLI_EXIT_OK;
         }
         if ((m = cli_flag_value("compile", argc, argv, &i, "-o", &v)) != 0 ||
             (m = cli_flag_value("compile", argc, argv, &i, "--output", &v)) != 0) {
@@ -84,6 +142,24 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--no-pass", &v)) != 0) {
+            if (m < 0 || !check_pass_name("--no-pass", v, true)) goto usage;
+            if (popts.n_disabled == COMPILE_MAX_PASS_NAMES) {
+                cli_usage_error("compile", "--no-pass given too often");
+                goto usage;
+            }
+            disabled[popts.n_disabled++] = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--passes", &v)) != 0) {
+            if (m < 0) goto usage;
+            free(pass_list);
+            pass_list = malloc(strlen(v) + 1);
+            if (!pass_list) goto usage;
+            strcpy(pass_list, v);
+            popts.only_listed = true;
+            if (!parse_pass_list(pass_list, enabled, &popts.n_enabled)) goto usage;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dump-after", &v)) != 0) {
+            if (m < 0 || !check_pass_name("--dump-after", v, false)) goto usage;
+            popts.dump_after = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dim", &v)) != 0) {
             if (m < 0 || !cli_dims_add("compile", &dims, v)) goto usage;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -123,13 +199,15 @@ int cli_compile_run(int argc, char **argv) {
     }
     char *auto_name = name ? NULL : name_from_path(model);
     CgenOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
-                        NULL, NULL};
+                        NULL, &popts};
+    uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
     bool ok = cgen_write_bundle(g, &opts, out_dir, &d);
     diag_print(&d, stderr, model);
     if (ok) {
-        printf("%s: %u nodes -> %s/%s.c\n", model, g->n_nodes, out_dir, opts.name);
+        printf("%s: %u nodes (%u before the passes) -> %s/%s.c\n", model, g->n_nodes,
+               nodes_before, out_dir, opts.name);
         printf("arena: %lld bytes (lower bound %lld, naive sum %lld)\n",
                (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
                (long long)g->arena_naive_bytes);
@@ -140,8 +218,10 @@ int cli_compile_run(int argc, char **argv) {
     free(auto_name);
     ir_graph_free(g);
     cli_dims_free(&dims);
+    free(pass_list);
     return rc;
 usage:
     cli_dims_free(&dims);
+    free(pass_list);
     return CLI_EXIT_USAGE;
 }

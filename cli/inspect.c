@@ -34,6 +34,7 @@ const char cli_inspect_help[] =
 static const char *unsupported_reason(const IrGraph *g, const IrNode *n, void *ctx) {
     const char *why = ir_node_unsupported_reason(g, n, ctx);
     if (why) return why;
+    if (n->op == IR_OP_CONSTANT) return NULL; /* lowered to weights by pass lower-constants */
     return cgen_op_supported((IrOp)n->op) ? NULL : "no kernel in the C backend";
 }
 

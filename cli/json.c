@@ -3,6 +3,7 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -163,6 +164,15 @@ void cli_json_int(CliJson *j, int64_t v) {
 void cli_json_uint(CliJson *j, uint64_t v) {
     element_begin(j);
     fprintf(j->out, "%" PRIu64, v);
+}
+
+void cli_json_double(CliJson *j, double v) {
+    if (!isfinite(v)) {
+        cli_json_null(j); /* JSON has no NaN or infinity */
+        return;
+    }
+    element_begin(j);
+    fprintf(j->out, "%.9g", v);
 }
 
 void cli_json_bool(CliJson *j, bool v) {

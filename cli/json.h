@@ -30,6 +30,8 @@ void cli_json_string(CliJson *j, const char *s);
 void cli_json_string_n(CliJson *j, const char *s, size_t len);
 void cli_json_int(CliJson *j, int64_t v);
 void cli_json_uint(CliJson *j, uint64_t v);
+/* A number printed with %.9g; NaN and infinities as null. */
+void cli_json_double(CliJson *j, double v);
 void cli_json_bool(CliJson *j, bool v);
 void cli_json_null(CliJson *j);
 /* Ends the document with a newline; the writer must be back at depth 0. */

@@ -88,7 +88,6 @@ typedef struct Stats {
 /* One compared value: a graph output of the (possibly widened) bundle. */
 typedef struct Compared {
     uint32_t value;
-    bool extra; /* added by --per-node */
     Stats st;
 } Compared;
 
@@ -436,16 +435,9 @@ static void print_stats(FILE *f, const IrType *t, const Stats *st) {
     }
 }
 
-/* CliJson has no writer for doubles (cli/json.c; a cli_json_double there would be the
- * clean form): the number is written after the key by hand. NaN and infinities -> null. */
 static void json_double(CliJson *j, const char *key, double v) {
     cli_json_key(j, key);
-    if (!isfinite(v)) {
-        cli_json_null(j);
-        return;
-    }
-    fprintf(j->out, "%.9g", v);
-    j->after_key = false;
+    cli_json_double(j, v);
 }
 
 static void json_dims(CliJson *j, const IrType *t) {
@@ -785,7 +777,8 @@ static bool run_bundle(const char *exe, const char *bundle, const char *work, co
 }
 
 /* The report of outputs; returns how many failed. */
-static uint32_t report_outputs(const IrGraph *g, const Compared *cmp, uint32_t n) {
+static uint32_t report_outputs(FILE *out, const IrGraph *g, const Compared *cmp,
+                               uint32_t n) {
     uint32_t failed = 0;
     char type[128];
     for (uint32_t i = 0; i < n; i++) {
@@ -794,9 +787,9 @@ static uint32_t report_outputs(const IrGraph *g, const Compared *cmp, uint32_t n
         bool pass = !st->error[0] && st->pass;
         failed += !pass;
         type_text(type, sizeof type, &val->type);
-        printf("%s output '%s' %s: ", pass ? "PASS" : "FAIL", val->name, type);
-        print_stats(stdout, &val->type, st);
-        printf("\n");
+        fprintf(out, "%s output '%s' %s: ", pass ? "PASS" : "FAIL", val->name, type);
+        print_stats(out, &val->type, st);
+        fprintf(out, "\n");
     }
     return failed;
 }
@@ -826,11 +819,11 @@ static void describe_input(FILE *f, const IrGraph *g, const Compared *cmp, uint3
 }
 
 /* The per-node report; returns the index of the first diverging node, or -1. */
-static int report_nodes(const IrGraph *g, const NodeRec *nodes, uint32_t n_nodes,
+static int report_nodes(FILE *out, const IrGraph *g, const NodeRec *nodes, uint32_t n_nodes,
                         const Compared *cmp, uint32_t n_cmp) {
     int first = -1;
     char type[128];
-    printf("\nper node (graph order):\n");
+    fprintf(out, "\nper node (graph order):\n");
     for (uint32_t i = 0; i < n_nodes; i++) {
         const NodeRec *nd = &nodes[i];
         bool any = false;
@@ -841,33 +834,34 @@ static int report_nodes(const IrGraph *g, const NodeRec *nodes, uint32_t n_nodes
             const IrValue *val = &g->values[nd->outputs[o]];
             type_text(type, sizeof type, &val->type);
             const char *verdict = st->error[0] ? "??  " : st->pass ? "ok  " : "DIFF";
-            printf("%s node %u %s '%s' -> '%s' %s: ", verdict, i, nd->op_type, nd->name,
-                   val->name, type);
-            print_stats(stdout, &val->type, st);
-            printf("\n");
+            fprintf(out, "%s node %u %s%s%s%s -> '%s' %s: ", verdict, i, nd->op_type,
+                   nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "", val->name, type);
+            print_stats(out, &val->type, st);
+            fprintf(out, "\n");
             if (!st->error[0] && !st->pass && first < 0) first = (int)i;
             any = true;
         }
         if (!any)
-            printf("--   node %u %s '%s': no output with a static numeric type to compare\n", i,
-                   nd->op_type, nd->name);
+            fprintf(out, "--   node %u %s%s%s%s: no output with a static numeric type to compare\n",
+                   i, nd->op_type, nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
     }
     if (first < 0) {
-        printf("no node diverges beyond the tolerance\n");
+        fprintf(out, "no node diverges beyond the tolerance\n");
         return -1;
     }
     const NodeRec *nd = &nodes[first];
-    printf("\nfirst divergence: node %d '%s' (%s%s%s, opset %d)\n", first, nd->name,
+    fprintf(out, "\nfirst divergence: node %d%s%s%s (%s%s%s, opset %d)\n", first,
+           nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "",
            nd->domain[0] ? nd->domain : "", nd->domain[0] ? "." : "", nd->op_type, nd->opset);
     for (uint32_t o = 0; o < nd->n_outputs; o++) {
         int k = nd->outputs[o] == IR_NONE ? -1 : find_compared(cmp, n_cmp, nd->outputs[o]);
         if (k < 0) continue;
-        printf("    output '%s': ", g->values[nd->outputs[o]].name);
-        print_stats(stdout, &g->values[nd->outputs[o]].type, &cmp[k].st);
-        printf("\n");
+        fprintf(out, "    output '%s': ", g->values[nd->outputs[o]].name);
+        print_stats(out, &g->values[nd->outputs[o]].type, &cmp[k].st);
+        fprintf(out, "\n");
     }
     for (uint32_t i = 0; i < nd->n_inputs; i++)
-        if (nd->inputs[i] != IR_NONE) describe_input(stdout, g, cmp, n_cmp, nd->inputs[i]);
+        if (nd->inputs[i] != IR_NONE) describe_input(out, g, cmp, n_cmp, nd->inputs[i]);
     return first;
 }
 
@@ -1072,22 +1066,24 @@ static int validate(ValidateOpts *o, const char *work) {
     if (!cmp) goto done;
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         cmp[i].value = g->outputs[i];
-        cmp[i].extra = i >= n_orig;
         compare_files(work, g, i, o, i < n_orig, &cmp[i].st);
     }
-    printf("kiln validate: %s, kiln C bundle against %s\n", o->model, ort ? ort : "onnxruntime");
+    /* With --json - stdout carries the JSON alone; the report goes to stderr. */
+    FILE *out = o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout;
+    fprintf(out, "kiln validate: %s, kiln C bundle against %s\n", o->model,
+            ort ? ort : "onnxruntime");
     if (o->inputs_dir)
-        printf("inputs: from %s\n", o->inputs_dir);
+        fprintf(out, "inputs: from %s\n", o->inputs_dir);
     else
-        printf("inputs: random, seed %lld: floats %s, integers in [0, 4), bools 50/50\n",
+        fprintf(out, "inputs: random, seed %lld: floats %s, integers in [0, 4), bools 50/50\n",
                (long long)o->seed,
                strcmp(o->dist, "normal") == 0 ? "normal (0, 1)" : "uniform in [-1, 1)");
-    printf("tolerance: |kiln - ort| <= %g + %g * |ort|\n", o->atol, o->rtol);
-    uint32_t failed = report_outputs(g, cmp, n_orig);
+    fprintf(out, "tolerance: |kiln - ort| <= %g + %g * |ort|\n", o->atol, o->rtol);
+    uint32_t failed = report_outputs(out, g, cmp, n_orig);
     int first = -1;
-    if (o->per_node) first = report_nodes(g, nodes, n_nodes, cmp, g->n_outputs);
-    if (failed) printf("\nFAIL: %u of %u outputs out of tolerance\n", failed, n_orig);
-    else printf("\nPASS: %u of %u outputs within tolerance\n", n_orig, n_orig);
+    if (o->per_node) first = report_nodes(out, g, nodes, n_nodes, cmp, g->n_outputs);
+    if (failed) fprintf(out, "\nFAIL: %u of %u outputs out of tolerance\n", failed, n_orig);
+    else fprintf(out, "\nPASS: %u of %u outputs within tolerance\n", n_orig, n_orig);
     rc = failed ? CLI_EXIT_MODEL : CLI_EXIT_OK;
     if (o->json_path &&
         !write_json(o, ort ? ort : "onnxruntime", g, cmp, g->n_outputs, n_orig, nodes, n_nodes,

@@ -503,6 +503,7 @@ static void infer_node(ShapeGraphState *st, uint32_t id, Diag *d, bool *ok) {
     for (uint32_t k = 0; k < n->n_outputs; k++) out[k] = shape_unknown();
     ShapeCtx c = {g, d, st, id, n, out, known, n->n_outputs, false};
     fn(&c);
+    if (!c.failed && ir_op_has((IrOp)n->op, OPF_ELTWISE)) shape_eval_eltwise(&c);
     if (c.failed) *ok = false;
     for (uint32_t k = 0; k < n->n_outputs; k++) {
         uint32_t v = n->outputs[k];

@@ -94,6 +94,40 @@ const char *ir_shape_type_str(const IrGraph *g, const IrType *t, char *buf, size
 /* Merges inferred into declared: fills unknown parts; false on a conflict. */
 bool ir_shape_merge(IrArena *a, IrType *declared, const IrType *inferred);
 
+/* ---- partial evaluation of small values (ir/shape_eval.c) ---- */
+
+/* A known value of at most SHAPE_MAX_KNOWN_ELEMS elements: integer and bool types in i,
+ * f32/f64 in f (other element types are not evaluated). */
+typedef struct ShapeVals {
+    IrDType dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    uint32_t n;
+    bool is_float;
+    int64_t i[SHAPE_MAX_KNOWN_ELEMS];
+    double f[SHAPE_MAX_KNOWN_ELEMS];
+} ShapeVals;
+
+/* Reads t (or constant input i) into v; false when unknown, too big or of another type. */
+bool shape_vals_of(const IrTensor *t, ShapeVals *v);
+bool shape_in_vals(const ShapeCtx *c, uint32_t i, ShapeVals *v);
+/* Empty values of dtype shaped as the static type t; false when t is not small and static. */
+bool shape_vals_init(ShapeVals *v, IrDType dtype, const IrType *t);
+/* Stores element k, converting from the other class (float to int truncates; false when
+ * the value does not fit). */
+bool shape_vals_put(ShapeVals *v, uint32_t k, bool from_float, int64_t i, double f);
+IrTensor *shape_vals_tensor(ShapeCtx *c, const ShapeVals *v);
+/* Records v as the partial-evaluation result of output slot i. */
+void shape_set_known_vals(ShapeCtx *c, uint32_t i, const ShapeVals *v);
+/* Evaluators, called once out[0] is inferred; each does nothing unless every input it
+ * reads is known and out[0] is small and static. */
+void shape_eval_eltwise(ShapeCtx *c);                   /* OPF_ELTWISE ops, casts, Where */
+void shape_eval_reduce(ShapeCtx *c, const bool *reduced); /* Reduce{Sum,Prod,Max,Min} */
+void shape_eval_relabel(ShapeCtx *c, uint32_t in); /* same elements, out[0]'s shape */
+void shape_eval_expand(ShapeCtx *c);
+void shape_eval_tile(ShapeCtx *c);
+void shape_eval_concat(ShapeCtx *c, int axis);
+
 /* Verifier with options (ir/verify.c); ir_verify is this with require_types false. */
 
 /* ---- per-op functions ---- */

@@ -1,6 +1,7 @@
 /* Shape inference of elementwise ops: unary ops that keep their input's type, broadcasting
  * binary and variadic ops, comparisons and logic (bool results), Where, casts,
- * quantization, random generators and the training optimizers (outputs mirror inputs). */
+ * quantization, random generators and the training optimizers (outputs mirror inputs).
+ * Known values of OPF_ELTWISE ops are computed afterwards by shape_eval_eltwise. */
 #include "shape.h"
 
 static IrType copy_in(const ShapeCtx *c, uint32_t i) {
@@ -38,43 +39,7 @@ static void bcast_range(ShapeCtx *c, uint32_t first, IrDType dtype) {
     c->out[0] = acc;
 }
 
-/* Partial evaluation of int64 shape arithmetic (Add, Sub, Mul, Div of known values, one
- * side possibly a scalar), so that Shape -> arithmetic -> Reshape chains stay static. */
-static void eval_arith(ShapeCtx *c) {
-    IrOp op = (IrOp)c->node->op;
-    if (op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_DIV) return;
-    const IrTensor *ta = shape_const(c, 0), *tb = shape_const(c, 1);
-    int64_t a[SHAPE_MAX_KNOWN_ELEMS], b[SHAPE_MAX_KNOWN_ELEMS], r[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t na, nb;
-    if (!ta || !tb || ta->dtype != IR_DTYPE_I64 || tb->dtype != IR_DTYPE_I64) return;
-    if (!shape_tensor_ints(ta, a, SHAPE_MAX_KNOWN_ELEMS, &na) ||
-        !shape_tensor_ints(tb, b, SHAPE_MAX_KNOWN_ELEMS, &nb))
-        return;
-    if (na != nb && na != 1 && nb != 1) return;
-    const IrTensor *shape_of = ta->rank >= tb->rank ? ta : tb;
-    if (ta->rank > 1 || tb->rank > 1) return; /* scalars and vectors only */
-    uint32_t n = na > nb ? na : nb;
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t x = a[na == 1 ? 0 : i], y = b[nb == 1 ? 0 : i];
-        switch (op) {
-        case IR_OP_ADD: r[i] = x + y; break;
-        case IR_OP_SUB: r[i] = x - y; break;
-        case IR_OP_MUL: r[i] = x * y; break;
-        default:
-            if (y == 0) return;
-            r[i] = x / y - ((x % y != 0) && ((x < 0) != (y < 0))); /* floor, as numpy */
-            break;
-        }
-    }
-    int rank = ta->rank > tb->rank ? ta->rank : tb->rank;
-    if (shape_of->n_elems != (int64_t)n) return;
-    shape_set_known(c, 0, shape_new_i64(c, rank, shape_of->dims, r));
-}
-
-void shape_bcast(ShapeCtx *c) {
-    bcast_range(c, 0, shape_dtype(c, 0));
-    if (!c->failed) eval_arith(c);
-}
+void shape_bcast(ShapeCtx *c) { bcast_range(c, 0, shape_dtype(c, 0)); }
 
 void shape_bcast_bool(ShapeCtx *c) { bcast_range(c, 0, IR_DTYPE_BOOL); }
 
@@ -103,14 +68,6 @@ void shape_cast(ShapeCtx *c) {
     }
     t.dtype = (uint8_t)to;
     c->out[0] = t;
-    /* Shape-like integer values stay known through casts between integer types. */
-    const IrTensor *k = shape_const(c, 0);
-    int64_t vals[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t n;
-    if ((to == IR_DTYPE_I64 || to == IR_DTYPE_I32) && k &&
-        (k->dtype == IR_DTYPE_I64 || k->dtype == IR_DTYPE_I32) &&
-        shape_tensor_ints(k, vals, SHAPE_MAX_KNOWN_ELEMS, &n) && to == IR_DTYPE_I64)
-        shape_set_known(c, 0, shape_new_i64(c, k->rank, k->dims, vals));
 }
 
 void shape_cast_like(ShapeCtx *c) {

@@ -1,6 +1,7 @@
 /* Shape inference of reductions (Reduce*, with axes as an attribute before opset 18, or
  * 13 for ReduceSum, and as an input after), ArgMax/ArgMin, and the two loss ops whose
- * output is a scalar or the per-sample shape depending on `reduction`. */
+ * output is a scalar or the per-sample shape depending on `reduction`. Known inputs of
+ * ReduceSum/Prod/Max/Min are evaluated (shape_eval_reduce). */
 #include "shape.h"
 
 #include <string.h>
@@ -77,6 +78,19 @@ void shape_reduce(ShapeCtx *c) {
         }
     }
     reduce_shape(c, x, axes, n, keepdims, noop, &c->out[0]);
+    /* partial evaluation of known inputs (ReduceProd of a shape vector...) */
+    if (c->failed) return;
+    if (n == 0 && noop) {
+        shape_eval_relabel(c, 0);
+        return;
+    }
+    bool reduced[IR_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) reduced[i] = n == 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int a;
+        if (shape_axis(c, axes[i], x->rank, &a)) reduced[a] = true;
+    }
+    shape_eval_reduce(c, reduced);
 }
 
 void shape_arg_reduce(ShapeCtx *c) {

@@ -187,11 +187,7 @@ void shape_reshape(ShapeCtx *c) {
         return;
     }
     c->out[0] = o;
-    const IrTensor *kt;
-    int64_t vals[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t nv;
-    if (ir_type_is_static(&o) && known_ints(c, 0, vals, &nv, &kt) && kt->dtype == IR_DTYPE_I64)
-        shape_set_known(c, 0, shape_new_i64(c, o.rank, o.dims, vals));
+    shape_eval_relabel(c, 0);
 }
 
 /* Product of dims [lo, hi); a single symbolic dim passes through. */
@@ -218,6 +214,7 @@ void shape_flatten(ShapeCtx *c) {
     }
     shape_set_dim(&c->out[0], 0, dims_product(x, 0, (int)axis));
     shape_set_dim(&c->out[0], 1, dims_product(x, (int)axis, x->rank));
+    shape_eval_relabel(c, 0);
 }
 
 void shape_transpose(ShapeCtx *c) {
@@ -288,20 +285,7 @@ void shape_concat(ShapeCtx *c) {
     }
     if (sum_ok) shape_set_dim(&o, axis, shape_dim_static(sum));
     c->out[0] = o;
-    /* partial evaluation of 1-D int64 pieces */
-    if (r != 1 || dt != IR_DTYPE_I64) return;
-    int64_t vals[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t total = 0;
-    for (uint32_t i = 0; i < c->node->n_inputs; i++) {
-        int64_t part[SHAPE_MAX_KNOWN_ELEMS];
-        uint32_t n;
-        const IrTensor *t;
-        if (!known_ints(c, i, part, &n, &t) || total + n > SHAPE_MAX_KNOWN_ELEMS) return;
-        memcpy(vals + total, part, n * sizeof *part);
-        total += n;
-    }
-    int64_t d = total;
-    shape_set_known(c, 0, shape_new_i64(c, 1, &d, vals));
+    shape_eval_concat(c, axis);
 }
 
 void shape_split(ShapeCtx *c) {
@@ -406,14 +390,16 @@ void shape_slice(ShapeCtx *c) {
     }
     c->out[0] = o;
     /* partial evaluation of 1-D known values */
-    const IrTensor *kt;
-    int64_t vals[SHAPE_MAX_KNOWN_ELEMS], res[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t nv;
-    if (r != 1 || o.dims[0] < 0 || !known_ints(c, 0, vals, &nv, &kt) || kt->dtype != IR_DTYPE_I64)
-        return;
-    for (int64_t i = 0; i < o.dims[0]; i++) res[i] = vals[first[0] + i * step_of[0]];
+    ShapeVals xv, res;
+    if (r != 1 || !shape_in_vals(c, 0, &xv) || !shape_vals_init(&res, xv.dtype, &o)) return;
     (void)sliced;
-    shape_set_known(c, 0, shape_new_i64(c, 1, o.dims, res));
+    for (uint32_t i = 0; i < res.n; i++) {
+        int64_t j = first[0] + (int64_t)i * step_of[0];
+        if (j < 0 || j >= (int64_t)xv.n) return;
+        res.i[i] = xv.is_float ? 0 : xv.i[j];
+        res.f[i] = xv.is_float ? xv.f[j] : 0;
+    }
+    shape_set_known_vals(c, 0, &res);
 }
 
 /* ---- gathers ---- */
@@ -433,21 +419,24 @@ void shape_gather(ShapeCtx *c) {
     for (int i = 0; i < idx->rank; i++) shape_set_dim(&o, k++, shape_dim(idx, i));
     for (int i = axis + 1; i < x->rank; i++) shape_set_dim(&o, k++, shape_dim(x, i));
     c->out[0] = o;
-    const IrTensor *kx, *ki;
-    int64_t xv[SHAPE_MAX_KNOWN_ELEMS], iv[SHAPE_MAX_KNOWN_ELEMS], res[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t nx, ni;
-    if (x->rank != 1 || !known_ints(c, 0, xv, &nx, &kx) || kx->dtype != IR_DTYPE_I64 ||
-        !known_ints(c, 1, iv, &ni, &ki))
+    /* partial evaluation: 1-D known data, known indices */
+    const IrTensor *ki;
+    int64_t iv[SHAPE_MAX_KNOWN_ELEMS];
+    uint32_t ni;
+    ShapeVals xv, res;
+    if (x->rank != 1 || !shape_in_vals(c, 0, &xv) || !known_ints(c, 1, iv, &ni, &ki) ||
+        !shape_vals_init(&res, xv.dtype, &o) || res.n != ni)
         return;
     for (uint32_t i = 0; i < ni; i++) {
-        int64_t j = iv[i] < 0 ? iv[i] + nx : iv[i];
-        if (j < 0 || j >= (int64_t)nx) {
+        int64_t j = iv[i] < 0 ? iv[i] + xv.n : iv[i];
+        if (j < 0 || j >= (int64_t)xv.n) {
             shape_error(c, "index %lld out of range", (long long)iv[i]);
             return;
         }
-        res[i] = xv[j];
+        res.i[i] = xv.is_float ? 0 : xv.i[j];
+        res.f[i] = xv.is_float ? xv.f[j] : 0;
     }
-    shape_set_known(c, 0, shape_new_i64(c, ki->rank, ki->dims, res));
+    shape_set_known_vals(c, 0, &res);
 }
 
 void shape_gather_elements(ShapeCtx *c) {
@@ -478,14 +467,6 @@ void shape_gather_nd(ShapeCtx *c) {
 }
 
 /* ---- squeeze, unsqueeze, expand, pad, tile ---- */
-
-static void pass_known(ShapeCtx *c, const IrType *o) {
-    const IrTensor *kt;
-    int64_t vals[SHAPE_MAX_KNOWN_ELEMS];
-    uint32_t n;
-    if (ir_type_is_static(o) && known_ints(c, 0, vals, &n, &kt) && kt->dtype == IR_DTYPE_I64)
-        shape_set_known(c, 0, shape_new_i64(c, o->rank, o->dims, vals));
-}
 
 void shape_squeeze(ShapeCtx *c) {
     const IrType *x = shape_in(c, 0);
@@ -522,7 +503,7 @@ void shape_squeeze(ShapeCtx *c) {
         shape_set_dim(&o, o.rank - 1, shape_dim(x, i));
     }
     c->out[0] = o;
-    pass_known(c, &o);
+    shape_eval_relabel(c, 0);
 }
 
 void shape_unsqueeze(ShapeCtx *c) {
@@ -554,7 +535,7 @@ void shape_unsqueeze(ShapeCtx *c) {
     for (int i = 0, k = 0; i < r; i++)
         shape_set_dim(&o, i, ins[i] ? shape_dim_static(1) : shape_dim(x, k++));
     c->out[0] = o;
-    pass_known(c, &o);
+    shape_eval_relabel(c, 0);
 }
 
 void shape_expand(ShapeCtx *c) {
@@ -573,7 +554,9 @@ void shape_expand(ShapeCtx *c) {
     IrType target = ir_type_tensor(dt, (int)n, s);
     if (!x) return;
     IrType o = shape_tensor(dt, -1);
-    if (shape_broadcast(c, x, &target, &o)) c->out[0] = o;
+    if (!shape_broadcast(c, x, &target, &o)) return;
+    c->out[0] = o;
+    shape_eval_expand(c);
 }
 
 void shape_pad(ShapeCtx *c) {
@@ -634,6 +617,7 @@ void shape_tile(ShapeCtx *c) {
                                            : shape_dim_unknown());
     }
     c->out[0] = o;
+    shape_eval_tile(c);
 }
 
 /* ---- generators ---- */
@@ -661,14 +645,19 @@ void shape_constant_of_shape(ShapeCtx *c) {
             return;
         }
     c->out[0] = ir_type_tensor(dt, (int)n, s);
-    int64_t numel = ir_type_numel(&c->out[0]);
-    int64_t fill[SHAPE_MAX_KNOWN_ELEMS], v = 0;
-    uint32_t one;
-    if (dt != IR_DTYPE_I64 || numel > SHAPE_MAX_KNOWN_ELEMS) return;
-    if (val && !shape_tensor_ints(val, &v, 1, &one)) return;
-    for (int64_t i = 0; i < numel; i++) fill[i] = v;
-    shape_set_known(c, 0, shape_new_i64(c, (int)n, s, fill));
+    /* partial evaluation: the fill value (zero by default) repeated */
+    ShapeVals fill, v;
+    if (!shape_vals_init(&fill, dt, &c->out[0])) return;
+    if (val && (!shape_vals_of(val, &v) || v.n != 1)) return;
+    for (uint32_t i = 0; i < fill.n; i++) {
+        fill.i[i] = val && !v.is_float ? v.i[0] : 0;
+        fill.f[i] = val && v.is_float ? v.f[0] : 0;
+    }
+    shape_set_known_vals(c, 0, &fill);
 }
+
+/* Integer ranges are evaluated only with start and delta far from int64 overflow. */
+#define SHAPE_RANGE_INT_LIMIT 1e15
 
 void shape_range(ShapeCtx *c) {
     IrDType dt = shape_dtype(c, 0);
@@ -682,13 +671,22 @@ void shape_range(ShapeCtx *c) {
         return;
     }
     double cnt = ceil((v[1] - v[0]) / v[2]);
+    if (!(cnt < (double)INT64_MAX)) {
+        shape_error(c, "the range has no finite length");
+        return;
+    }
     int64_t len = cnt > 0 ? (int64_t)cnt : 0;
     shape_set_dim(&c->out[0], 0, shape_dim_static(len));
-    if (dt == IR_DTYPE_I64 && len <= SHAPE_MAX_KNOWN_ELEMS) {
-        int64_t vals[SHAPE_MAX_KNOWN_ELEMS];
-        for (int64_t i = 0; i < len; i++) vals[i] = (int64_t)v[0] + i * (int64_t)v[2];
-        shape_set_known(c, 0, shape_new_i64(c, 1, &len, vals));
+    /* partial evaluation: start + i * delta, in the element type */
+    ShapeVals r;
+    if (!shape_vals_init(&r, dt, &c->out[0])) return;
+    if (!r.is_float && !(fabs(v[0]) < SHAPE_RANGE_INT_LIMIT && fabs(v[2]) < SHAPE_RANGE_INT_LIMIT))
+        return;
+    for (uint32_t i = 0; i < r.n; i++) {
+        int64_t iv = (int64_t)v[0] + (int64_t)i * (int64_t)v[2];
+        if (!shape_vals_put(&r, i, r.is_float, iv, v[0] + (double)i * v[2])) return;
     }
+    shape_set_known_vals(c, 0, &r);
 }
 
 /* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes; 18+: axes) and Upsample. */

@@ -26,6 +26,35 @@ bool pass_pipeline_run(IrGraph *g, const PassOptions *o, int stage, Diag *d);
 unsigned pass_count(void);
 const char *pass_name(unsigned i, bool *optional, const char **summary);
 bool pass_known(const char *name);
+/* Runs one pass by name (whatever its stage; the golden pass tests use this). False when
+ * the name is unknown; *changed (if not NULL) says whether the pass changed the graph. */
+bool pass_run_named(IrGraph *g, const char *name, Diag *d, bool *changed);
+
+/* The runtime's RtActKind constant (runtime/rt_act.h) of a fused op's activation attribute
+ * ("" -> "RT_ACT_NONE", "Relu" -> "RT_ACT_RELU"...), or NULL when unknown. */
+const char *pass_act_c_name(const char *activation);
+
+/* Helpers shared by the rewriting passes (passes/rewrite.c). */
+bool pass_is_graph_output(const IrGraph *g, uint32_t v);
+/* A constant f32 tensor of value v, or NULL. */
+const IrTensor *pass_const_f32(const IrGraph *g, uint32_t v);
+/* A new constant value of dtype f32 and the given shape, named after base (made unique);
+ * its tensor is allocated (zeroed) in the graph arena and returned in *data. */
+uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_t *dims,
+                            float **data);
+/* Fresh f32 data for constant v: when exclusive (v's only reader is the node being
+ * rewritten) v keeps its id and name and gets a new tensor of the given shape; otherwise a
+ * new constant named after v is made. Either way the data (zeroed, in the graph arena) is
+ * returned in *data, and the value id to read. */
+uint32_t pass_rewrite_const_f32(IrGraph *g, uint32_t v, bool exclusive, const char *suffix,
+                                int rank, const int64_t *dims, float **data);
+/* Replaces node `slot` with a fresh node of op (attribute slots from the op table, inputs
+ * and outputs IR_NONE), keeping its place in the node order; returns the node. The old
+ * node's output values lose their producer unless the caller reconnects them. */
+IrNode *pass_replace_node(IrGraph *g, uint32_t slot, IrOp op, const char *name,
+                          uint32_t n_inputs, uint32_t n_outputs);
+/* Sets output k of node id to value v (v's producer follows). */
+void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v);
 
 /* Constant nodes become constant values. */
 bool pass_lower_constants(IrGraph *g, Diag *d);
@@ -35,6 +64,12 @@ bool pass_fold(IrGraph *g, Diag *d);
 bool pass_remove_identity(IrGraph *g, Diag *d);
 /* Dead nodes removed. */
 bool pass_dce(IrGraph *g, Diag *d);
+/* Common subexpressions merged: same op, inputs and attributes -> one node. */
+bool pass_cse(IrGraph *g, Diag *d);
+/* BatchNormalization folded into the weights of the Conv, ConvTranspose or Gemm before it. */
+bool pass_fold_batchnorm(IrGraph *g, Diag *d);
+/* Conv/Gemm/MatMul + bias Add + residual Add + activation -> FusedConv/FusedGemm/FusedMatMul. */
+bool pass_fuse(IrGraph *g, Diag *d);
 /* pass_plan_memory in the pipeline's shape: always "changed". */
 bool pass_plan_memory_changed(IrGraph *g, Diag *d);
 

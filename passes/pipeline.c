@@ -21,6 +21,12 @@ static const PassEntry pipeline[] = {
      "shape arithmetic on static shapes is computed at compile time"},
     {"identity", true, PASS_STAGE_OPTIMIZE, pass_remove_identity,
      "Identity and inference Dropout are removed"},
+    {"cse", true, PASS_STAGE_OPTIMIZE, pass_cse,
+     "nodes with the same op, inputs and attributes are merged"},
+    {"fold-batchnorm", true, PASS_STAGE_OPTIMIZE, pass_fold_batchnorm,
+     "BatchNormalization is folded into the Conv, ConvTranspose or Gemm weights before it"},
+    {"fuse", true, PASS_STAGE_OPTIMIZE, pass_fuse,
+     "Conv/Gemm/MatMul + bias + residual + activation become one fused node"},
     {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed"},
     {"plan", false, PASS_STAGE_PLAN, pass_plan_memory_changed,
      "every intermediate gets an arena offset"},
@@ -39,6 +45,16 @@ const char *pass_name(unsigned i, bool *optional, const char **summary) {
 bool pass_known(const char *name) {
     for (unsigned i = 0; i < N_PASSES; i++)
         if (strcmp(pipeline[i].name, name) == 0) return true;
+    return false;
+}
+
+bool pass_run_named(IrGraph *g, const char *name, Diag *d, bool *changed) {
+    for (unsigned i = 0; i < N_PASSES; i++)
+        if (strcmp(pipeline[i].name, name) == 0) {
+            bool c = pipeline[i].run(g, d);
+            if (changed) *changed = c;
+            return true;
+        }
     return false;
 }
 

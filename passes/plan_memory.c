@@ -4,6 +4,17 @@
  * at the lowest aligned offset free over their whole lifetime (the best-fit order of
  * TFLite's and TVM's planners). Inputs of a node stay live while it runs, so no output
  * aliases an input: in-place reuse comes later.
+ * Subgraphs (If, Loop, Scan) are planned on their own into a sub-arena; the owning node
+ * reserves one block of its graph's arena, the size of its largest subgraph's, live while
+ * the node runs, and the subgraph's offsets are then shifted into that block, so every
+ * mem_offset in the model is a byte offset in the one arena. Which subgraph values need
+ * space follows the C backend's control-flow emitter (backend/cgen_control.c):
+ * - intermediates always;
+ * - outputs, except one written straight into the owning node's output (an If result, a
+ *   Loop scan output, a Scan output along axis 0), live to the end of the subgraph;
+ * - inputs that the emitter fills: Loop iteration number and condition (when read), a
+ *   carried value whose final result the node does not keep in its own output, a Scan
+ *   input slice that is not contiguous (its scan axis has a non-1 dimension before it).
  * requires: static shapes on arena values; invalidates: nothing; preserves: everything. */
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +22,18 @@
 #include "passes/passes.h"
 
 typedef struct PlanItem {
-    uint32_t value;
+    uint32_t value;       /* IR_NONE: the block of a node that owns subgraphs */
+    uint32_t node;        /* owner of a block */
     int64_t size_bytes;
-    uint32_t first, last; /* node indices */
+    int64_t lower_bytes;  /* what the item adds to the lower bound */
+    uint32_t first, last; /* node indices; g->n_nodes stands for "after the last node" */
+    int64_t offset;
 } PlanItem;
+
+/* The arena figures of one graph and its subgraphs. */
+typedef struct PlanSizes {
+    int64_t arena, lower, naive;
+} PlanSizes;
 
 static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -48,7 +67,8 @@ static int cmp_items(const void *pa, const void *pb) {
     const PlanItem *a = pa, *b = pb;
     if (a->size_bytes != b->size_bytes) return a->size_bytes > b->size_bytes ? -1 : 1;
     if (a->first != b->first) return a->first < b->first ? -1 : 1;
-    return a->value < b->value ? -1 : (a->value > b->value);
+    if (a->value != b->value) return a->value < b->value ? -1 : 1;
+    return a->node < b->node ? -1 : (a->node > b->node);
 }
 
 static int cmp_offsets(const void *pa, const void *pb) {
@@ -56,11 +76,121 @@ static int cmp_offsets(const void *pa, const void *pb) {
     return a[0] < b[0] ? -1 : (a[0] > b[0]);
 }
 
-bool pass_plan_memory(IrGraph *g, Diag *d) {
+/* ---- which subgraph values need space ---- */
+
+static uint32_t count_in(const uint32_t *ids, uint32_t n, uint32_t v) {
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++) c += ids[i] == v;
+    return c;
+}
+
+/* The axis of scan input (or output) j of a Scan node, normalized against rank; -1 when
+ * out of range. */
+static int scan_axis(const IrNode *owner, bool output, uint32_t j, int rank) {
+    uint32_t n_axes;
+    const int64_t *axes = ir_attr_ints(owner, output ? IR_ATTR_SCAN_SCAN_OUTPUT_AXES
+                                                     : IR_ATTR_SCAN_SCAN_INPUT_AXES, &n_axes);
+    int64_t a = axes && j < n_axes ? axes[j] : 0;
+    if (a < 0) a += rank;
+    return a >= 0 && a < rank ? (int)a : -1;
+}
+
+/* Whether output k of subgraph sub is written straight into the owner's output buffer. */
+static bool output_direct(const IrGraph *parent, const IrNode *owner, const IrGraph *sub,
+                          uint32_t k) {
+    uint32_t v = sub->outputs[k];
+    if (count_in(sub->outputs, sub->n_outputs, v) != 1) return false;
+    switch ((IrOp)owner->op) {
+    case IR_OP_IF:
+        return k < owner->n_outputs && owner->outputs[k] != IR_NONE;
+    case IR_OP_LOOP: {
+        uint32_t n_carried = owner->n_inputs >= 2 ? owner->n_inputs - 2 : 0;
+        return k >= 1 + n_carried && k - 1 < owner->n_outputs && owner->outputs[k - 1] != IR_NONE;
+    }
+    case IR_OP_SCAN: {
+        bool v8 = owner->opset < 9;
+        int64_t m = ir_attr_i(owner, IR_ATTR_SCAN_NUM_SCAN_INPUTS);
+        uint32_t n_in = owner->n_inputs - (v8 ? 1 : 0);
+        if (m < 0 || (uint32_t)m > n_in) return false;
+        uint32_t n_state = n_in - (uint32_t)m;
+        if (k < n_state || k >= owner->n_outputs || owner->outputs[k] == IR_NONE) return false;
+        if (v8) return true; /* (batch, sequence, ...): a slice is contiguous */
+        const IrType *t = &parent->values[owner->outputs[k]].type;
+        int axis = scan_axis(owner, true, k - n_state, t->rank);
+        for (int i = 0; i < axis; i++)
+            if (t->dims[i] != 1) return false;
+        return axis >= 0;
+    }
+    default: return false;
+    }
+}
+
+/* Whether input k of subgraph sub (read by someone: used) gets space. */
+static bool input_needs_space(const IrGraph *parent, const IrNode *owner, uint32_t k,
+                              bool used) {
+    switch ((IrOp)owner->op) {
+    case IR_OP_LOOP:
+        if (k < 2) return used;
+        return k - 2 >= owner->n_outputs || owner->outputs[k - 2] == IR_NONE;
+    case IR_OP_SCAN: {
+        bool v8 = owner->opset < 9;
+        int64_t m = ir_attr_i(owner, IR_ATTR_SCAN_NUM_SCAN_INPUTS);
+        uint32_t n_in = owner->n_inputs - (v8 ? 1 : 0);
+        if (m < 0 || (uint32_t)m > n_in) return false;
+        uint32_t n_state = n_in - (uint32_t)m;
+        if (k < n_state) return k >= owner->n_outputs || owner->outputs[k] == IR_NONE;
+        if (v8 || !used) return false;
+        uint32_t x = owner->inputs[k];
+        if (x == IR_NONE) return false;
+        const IrType *t = &parent->values[x].type;
+        int axis = scan_axis(owner, false, k - n_state, t->rank);
+        for (int i = 0; i < axis; i++)
+            if (t->dims[i] != 1) return true;
+        return false;
+    }
+    default: return false;
+    }
+}
+
+/* ---- the planner ---- */
+
+static void shift_offsets(IrGraph *g, int64_t by) {
+    for (uint32_t v = 0; v < g->n_values; v++)
+        if (g->values[v].mem_offset >= 0) g->values[v].mem_offset += by;
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) shift_offsets(g->subgraphs[s], by);
+}
+
+static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, Diag *d,
+                       PlanSizes *out);
+
+/* Plans the subgraphs of g's node i into *block: the largest sub-arena (and lower
+ * bound), the sum of their naive sizes. */
+static bool plan_node_subgraphs(IrGraph *g, uint32_t i, Diag *d, PlanSizes *block) {
+    memset(block, 0, sizeof *block);
+    bool ok = true;
+    const IrNode *n = &g->nodes[i];
+    for (uint32_t k = 0; k < n->n_attrs; k++) {
+        for (uint32_t s = 0; s < n->attrs[k].n && n->attrs[k].graphs; s++) {
+            uint32_t idx = n->attrs[k].graphs[s];
+            if (idx >= g->n_subgraphs) continue; /* the verifier reports it */
+            PlanSizes sz;
+            ok &= plan_graph(g->subgraphs[idx], g, &g->nodes[i], d, &sz);
+            if (sz.arena > block->arena) block->arena = sz.arena;
+            if (sz.lower > block->lower) block->lower = sz.lower;
+            block->naive += sz.naive;
+        }
+    }
+    return ok;
+}
+
+static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, Diag *d,
+                       PlanSizes *out) {
+    size_t n_slots = (size_t)g->n_values + g->n_nodes + 1;
     uint32_t *last = malloc((g->n_values ? g->n_values : 1) * sizeof *last);
-    PlanItem *items = malloc((g->n_values ? g->n_values : 1) * sizeof *items);
-    int64_t *busy = malloc((g->n_values ? g->n_values : 1) * 2 * sizeof *busy);
+    PlanItem *items = malloc(n_slots * sizeof *items);
+    int64_t *busy = malloc(n_slots * 2 * sizeof *busy);
     IR_ASSERT(last && items && busy);
+    uint32_t end = owner ? g->n_nodes : 0; /* subgraph outputs are read after the last node */
     for (uint32_t v = 0; v < g->n_values; v++) {
         last[v] = IR_NONE;
         g->values[v].mem_offset = -1;
@@ -72,30 +202,77 @@ bool pass_plan_memory(IrGraph *g, Diag *d) {
             if (n->inputs[k] != IR_NONE) last[n->inputs[k]] = i;
         for (uint32_t k = 0; k < n->n_attrs; k++)
             for (uint32_t s = 0; s < n->attrs[k].n && n->attrs[k].graphs; s++)
-                mark_outer_uses(g, g->subgraphs[n->attrs[k].graphs[s]], i, last);
+                if (n->attrs[k].graphs[s] < g->n_subgraphs)
+                    mark_outer_uses(g, g->subgraphs[n->attrs[k].graphs[s]], i, last);
     }
     uint32_t n_items = 0;
     bool ok = true;
     int64_t naive = 0;
     for (uint32_t v = 0; v < g->n_values; v++) {
-        if (!pass_value_in_arena(g, v)) continue;
         const IrValue *val = &g->values[v];
+        uint32_t first = 0, lastv = 0;
+        if (!owner) {
+            if (!pass_value_in_arena(g, v)) continue;
+            first = val->producer;
+            lastv = last[v] == IR_NONE ? val->producer : last[v];
+        } else if (val->kind == IR_VALUE_NODE && val->producer != IR_NONE) {
+            bool is_out = false, direct = false;
+            for (uint32_t k = 0; k < g->n_outputs; k++)
+                if (g->outputs[k] == v) {
+                    is_out = true;
+                    direct = output_direct(parent, owner, g, k);
+                }
+            if (direct) continue;
+            first = val->producer;
+            lastv = is_out ? end : last[v] == IR_NONE ? val->producer : last[v];
+        } else if (val->kind == IR_VALUE_INPUT) {
+            bool needs = false;
+            for (uint32_t k = 0; k < g->n_inputs; k++)
+                if (g->inputs[k] == v)
+                    needs = input_needs_space(parent, owner, k, last[v] != IR_NONE ||
+                                              count_in(g->outputs, g->n_outputs, v) > 0);
+            if (!needs) continue;
+            first = 0;
+            lastv = end;
+        } else {
+            continue;
+        }
         int64_t numel = ir_type_numel(&val->type);
         if (numel < 0) {
-            const IrNode *n = &g->nodes[val->producer];
-            diag_error(d, "node '%s' (%s, opset %d): output '%s' has no static shape; "
-                       "fix symbolic dimensions with --dim NAME=VALUE",
-                       n->name, n->op_type, n->opset, val->name);
+            if (val->kind == IR_VALUE_NODE) {
+                const IrNode *n = &g->nodes[val->producer];
+                diag_error(d, "node '%s' (%s, opset %d): output '%s' has no static shape; "
+                           "fix symbolic dimensions with --dim NAME=VALUE",
+                           n->name, n->op_type, n->opset, val->name);
+            } else {
+                diag_error(d, "node '%s' (%s, opset %d): subgraph input '%s' has no static "
+                           "shape", owner->name, owner->op_type, owner->opset, val->name);
+            }
             ok = false;
             continue;
         }
         PlanItem *it = &items[n_items++];
         it->value = v;
+        it->node = IR_NONE;
         it->size_bytes = align_up((int64_t)ir_dtype_size_bytes((IrDType)val->type.dtype, numel),
                                   PASS_ARENA_ALIGN);
-        it->first = val->producer;
-        it->last = last[v] == IR_NONE ? val->producer : last[v];
+        it->lower_bytes = it->size_bytes;
+        it->first = first;
+        it->last = lastv;
         naive += it->size_bytes;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead || !ir_op_has((IrOp)g->nodes[i].op, OPF_SUBGRAPH)) continue;
+        PlanSizes block;
+        ok &= plan_node_subgraphs(g, i, d, &block);
+        naive += block.naive;
+        if (block.arena == 0) continue;
+        PlanItem *it = &items[n_items++];
+        it->value = IR_NONE;
+        it->node = i;
+        it->size_bytes = block.arena;
+        it->lower_bytes = block.lower;
+        it->first = it->last = i;
     }
     int64_t arena = 0, lower = 0;
     if (ok) {
@@ -104,7 +281,7 @@ bool pass_plan_memory(IrGraph *g, Diag *d) {
             uint32_t n_busy = 0;
             for (uint32_t b = 0; b < a; b++) {
                 if (items[b].last < items[a].first || items[a].last < items[b].first) continue;
-                busy[2 * n_busy] = g->values[items[b].value].mem_offset;
+                busy[2 * n_busy] = items[b].offset;
                 busy[2 * n_busy + 1] = busy[2 * n_busy] + items[b].size_bytes;
                 n_busy++;
             }
@@ -114,23 +291,41 @@ bool pass_plan_memory(IrGraph *g, Diag *d) {
                 if (busy[2 * b] - off >= items[a].size_bytes) break;
                 if (busy[2 * b + 1] > off) off = busy[2 * b + 1];
             }
-            g->values[items[a].value].mem_offset = off;
+            items[a].offset = off;
+            if (items[a].value != IR_NONE) g->values[items[a].value].mem_offset = off;
             if (off + items[a].size_bytes > arena) arena = off + items[a].size_bytes;
         }
-        for (uint32_t t = 0; t < g->n_nodes; t++) {
+        /* move each node's subgraphs into its block */
+        for (uint32_t a = 0; a < n_items; a++) {
+            if (items[a].value != IR_NONE) continue;
+            const IrNode *n = &g->nodes[items[a].node];
+            for (uint32_t k = 0; k < n->n_attrs; k++)
+                for (uint32_t s = 0; s < n->attrs[k].n && n->attrs[k].graphs; s++)
+                    if (n->attrs[k].graphs[s] < g->n_subgraphs)
+                        shift_offsets(g->subgraphs[n->attrs[k].graphs[s]], items[a].offset);
+        }
+        for (uint32_t t = 0; t < g->n_nodes + (owner ? 1u : 0u); t++) {
             int64_t live = 0;
             for (uint32_t a = 0; a < n_items; a++)
-                if (items[a].first <= t && t <= items[a].last) live += items[a].size_bytes;
+                if (items[a].first <= t && t <= items[a].last) live += items[a].lower_bytes;
             if (live > lower) lower = live;
         }
     }
     g->arena_size_bytes = arena;
     g->arena_lower_bound_bytes = lower;
     g->arena_naive_bytes = naive;
+    out->arena = arena;
+    out->lower = lower;
+    out->naive = naive;
     free(last);
     free(items);
     free(busy);
     return ok;
+}
+
+bool pass_plan_memory(IrGraph *g, Diag *d) {
+    PlanSizes sz;
+    return plan_graph(g, NULL, NULL, d, &sz);
 }
 
 bool pass_plan_memory_changed(IrGraph *g, Diag *d) {

@@ -9,14 +9,6 @@
 
 #include "rt_common.h"
 
-enum {
-    RT_DT_F32 = 1, RT_DT_U8 = 2, RT_DT_I8 = 3, RT_DT_U16 = 4, RT_DT_I16 = 5, RT_DT_I32 = 6,
-    RT_DT_I64 = 7, RT_DT_BOOL = 9, RT_DT_F16 = 10, RT_DT_F64 = 11, RT_DT_U32 = 12,
-    RT_DT_U64 = 13, RT_DT_BF16 = 16, RT_DT_F8E4M3FN = 17, RT_DT_F8E4M3FNUZ = 18,
-    RT_DT_F8E5M2 = 19, RT_DT_F8E5M2FNUZ = 20, RT_DT_U4 = 21, RT_DT_I4 = 22,
-    RT_DT_F4E2M1 = 23, RT_DT_F8E8M0 = 24, RT_DT_U2 = 25, RT_DT_I2 = 26
-};
-
 /* E8M0 rounding modes (Cast's round_mode attribute). */
 enum { RT_ROUND_UP = 0, RT_ROUND_DOWN = 1, RT_ROUND_NEAREST = 2 };
 

@@ -7,6 +7,7 @@
 #ifndef KILN_RT_CONV_H
 #define KILN_RT_CONV_H
 
+#include "rt_act.h"
 #include "rt_common.h"
 
 #define RT_CONV_SPATIAL 3 /* (D,H,W): 1D and 2D convolutions use leading sizes of 1 */
@@ -95,12 +96,16 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
-    RT_API void rt_conv_##SFX(const T *x, const T *w, const T *b, T *y, const RtConvGeom *g) { \
+    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, r: (N,M,OD,OH,OW) or NULL,   \
+     * y: (N,M,OD,OH,OW). y = act(conv(x, w) + b + r); act NULL: none. The epilogue runs on   \
+     * each block of output planes right after it is complete, while it is in cache. */        \
+    RT_API void rt_conv_fused_##SFX(const T *x, const T *w, const T *b, const T *r, T *y,      \
+                                    const RtConvGeom *g, const RtAct *act) {                  \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         const int64_t osz = g->out[0] * g->out[1] * g->out[2];                                \
         const int64_t ksz = g->k[0] * g->k[1] * g->k[2];                                      \
+        const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */     \
         int64_t n, m0, ci, kd, kh, kw, p;                                                     \
         for (n = 0; n < g->n; n++) {                                                          \
             for (m0 = 0; m0 < g->m;) {                                                        \
@@ -133,9 +138,18 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
                         }                                                                     \
                     }                                                                         \
                 }                                                                             \
+                if (act || r)                                                                 \
+                    for (j = 0; j < nb; j++)                                                  \
+                        rt_act_row_##SFX(yb[j], r ? r + (n * g->m + m0 + j) * osz : NULL, osz, \
+                                         act ? act : &no_act);                                 \
                 m0 += nb;                                                                     \
             }                                                                                 \
         }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,C,D,H,W), w: (M,C/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
+    RT_API void rt_conv_##SFX(const T *x, const T *w, const T *b, T *y, const RtConvGeom *g) { \
+        rt_conv_fused_##SFX(x, w, b, NULL, y, g, NULL);                                       \
     }                                                                                         \
                                                                                               \
     /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \

@@ -13,21 +13,6 @@
 #define RT_REDUCE_MAX 3
 #define RT_REDUCE_MIN 4
 
-/* Element type codes of rt_combine: ONNX TensorProto numbering. */
-#define RT_DT_F32 1
-#define RT_DT_U8 2
-#define RT_DT_I8 3
-#define RT_DT_U16 4
-#define RT_DT_I16 5
-#define RT_DT_I32 6
-#define RT_DT_I64 7
-#define RT_DT_BOOL 9
-#define RT_DT_F16 10
-#define RT_DT_F64 11
-#define RT_DT_U32 12
-#define RT_DT_U64 13
-#define RT_DT_BF16 16
-
 RT_API int64_t rt_index_at(const void *idx, int is64, int64_t i) {
     return is64 ? ((const int64_t *)idx)[i] : (int64_t)((const int32_t *)idx)[i];
 }

@@ -6,6 +6,7 @@
 #ifndef KILN_RT_MATMUL_H
 #define KILN_RT_MATMUL_H
 
+#include "rt_act.h"
 #include "rt_common.h"
 
 #ifndef RT_MM_ROWS
@@ -18,16 +19,18 @@
 
 #define RT_MM_ID(v) (v)
 
-/* Defines rt_gemm_SFX: y = alpha * A @ B + beta * C for one matrix.
+/* Defines rt_gemm_SFX: y = alpha * A @ B + beta * C for one matrix, and rt_gemm_act_SFX:
+ * y = act(alpha * A @ B + beta * C), the activation applied to each tile as it is stored.
  * a: (M,K), element (i,k) at a[i*a_rs + k*a_cs]; b: (K,N), element (k,j) at b[k*b_rs + j*b_cs];
  * c: broadcast to (M,N), element (i,j) at c[i*c_rs + j*c_cs], or NULL; y: (M,N) row-major.
- * T is the storage type, ACC the accumulator type, LD/ST convert between them. */
-#define RT_GEMM_DEFINE(SFX, T, ACC, LD, ST)                                                    \
+ * T is the storage type, ACC the accumulator type, LD/ST convert between them; ACTROW(y, n,
+ * act) applies an activation to a stored row (a no-op for types without fused kernels). */
+#define RT_GEMM_DEFINE(SFX, T, ACC, LD, ST, ACTROW)                                            \
     RT_API void rt_gemm_##SFX##_epilogue(int64_t M, int64_t N, int64_t i0, int64_t j0,         \
                                          int64_t rows, int64_t cols,                           \
                                          const ACC acc[RT_MM_ROWS][RT_MM_COLS], double alpha,  \
                                          double beta, const T *c, int64_t c_rs, int64_t c_cs,  \
-                                         T *y) {                                               \
+                                         T *y, const RtAct *act) {                             \
         int64_t r, j;                                                                          \
         (void)M;                                                                               \
         for (r = 0; r < rows; r++) {                                                           \
@@ -40,12 +43,13 @@
                 }                                                                              \
                 yr[j] = ST(v);                                                                 \
             }                                                                                  \
+            if (act) ACTROW(yr, cols, act);                                                    \
         }                                                                                      \
     }                                                                                          \
-    RT_API void rt_gemm_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,       \
-                              int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,            \
-                              int64_t b_cs, double beta, const T *c, int64_t c_rs,             \
-                              int64_t c_cs, T *y) {                                            \
+    RT_API void rt_gemm_act_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,   \
+                                  int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,        \
+                                  int64_t b_cs, double beta, const T *c, int64_t c_rs,         \
+                                  int64_t c_cs, T *y, const RtAct *act) {                      \
         ACC acc[RT_MM_ROWS][RT_MM_COLS];                                                       \
         int64_t i0, j0, k, r, j;                                                               \
         for (i0 = 0; i0 < M; i0 += RT_MM_ROWS) {                                               \
@@ -92,9 +96,16 @@
                 }                                                                              \
                 rt_gemm_##SFX##_epilogue(M, N, i0, j0, rows, cols,                             \
                                          (const ACC(*)[RT_MM_COLS])acc, alpha, beta, c, c_rs,  \
-                                         c_cs, y);                                             \
+                                         c_cs, y, act);                                        \
             }                                                                                  \
         }                                                                                      \
+    }                                                                                          \
+    RT_API void rt_gemm_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,       \
+                              int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,            \
+                              int64_t b_cs, double beta, const T *c, int64_t c_rs,             \
+                              int64_t c_cs, T *y) {                                            \
+        rt_gemm_act_##SFX(M, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs, y,  \
+                          (const RtAct *)0);                                                   \
     }
 
 #define RT_MM_ST_F32(v) (v)
@@ -103,15 +114,19 @@
 #define RT_MM_ST_U32(v) ((uint32_t)(v))
 #define RT_MM_ST_U64(v) ((uint64_t)(v))
 
-RT_GEMM_DEFINE(f32, float, float, RT_MM_ID, RT_MM_ID)
-RT_GEMM_DEFINE(f64, double, double, RT_MM_ID, RT_MM_ID)
-RT_GEMM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16)
-RT_GEMM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16)
+#define RT_MM_ACT_F32(y, n, act) rt_act_row_f32(y, (const float *)0, n, act)
+#define RT_MM_ACT_F64(y, n, act) rt_act_row_f64(y, (const double *)0, n, act)
+#define RT_MM_ACT_NONE(y, n, act) ((void)(y), (void)(n), (void)(act))
+
+RT_GEMM_DEFINE(f32, float, float, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F32)
+RT_GEMM_DEFINE(f64, double, double, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F64)
+RT_GEMM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, RT_MM_ACT_NONE)
 /* Integer products wrap modulo 2^bits as ONNX Runtime's do: accumulate unsigned. */
-RT_GEMM_DEFINE(i32, int32_t, uint32_t, (uint32_t), RT_MM_ST_I32)
-RT_GEMM_DEFINE(i64, int64_t, uint64_t, (uint64_t), RT_MM_ST_I64)
-RT_GEMM_DEFINE(u32, uint32_t, uint32_t, RT_MM_ID, RT_MM_ST_U32)
-RT_GEMM_DEFINE(u64, uint64_t, uint64_t, RT_MM_ID, RT_MM_ST_U64)
+RT_GEMM_DEFINE(i32, int32_t, uint32_t, (uint32_t), RT_MM_ST_I32, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(i64, int64_t, uint64_t, (uint64_t), RT_MM_ST_I64, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(u32, uint32_t, uint32_t, RT_MM_ID, RT_MM_ST_U32, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(u64, uint64_t, uint64_t, RT_MM_ID, RT_MM_ST_U64, RT_MM_ACT_NONE)
 
 /* Defines rt_matmul_integer_SFX: y = (A - a_zp) @ (B - b_zp) in int32 for one matrix.
  * a: (M,K) row-major, a_zp: per row (a_zp_step 1) or one value (step 0), or NULL;

@@ -263,8 +263,10 @@ def export(name, out_dir):
     # Not under torch.no_grad(): with grad enabled, nn.MultiheadAttention (the ViT) keeps
     # its composite path instead of the fused _native_multi_head_attention, which has no
     # ONNX export in torch 1.13.
-    torch.onnx.export(model, args, str(path), opset_version=OPSET, input_names=input_names,
+    tmp = path.with_suffix(".part")   # renamed when complete: the cache never holds halves
+    torch.onnx.export(model, args, str(tmp), opset_version=OPSET, input_names=input_names,
                       output_names=["output"], do_constant_folding=True)
+    tmp.replace(path)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"exported {name}: {n_params} parameters -> {path}")
 

@@ -123,9 +123,12 @@ def ensure_models(models, cache, log):
             base = cache / f"{src.split(':', 1)[1]}.onnx"
             p = cache / f"{name}.onnx"
             if base.exists() and not p.exists():
+                part = p.with_suffix(".part")   # renamed when complete
                 r = subprocess.run([sys.executable, str(HERE / "quantize.py"), str(base),
-                                    str(p)], capture_output=True, text=True)
+                                    str(part)], capture_output=True, text=True)
                 (log / f"quantize_{name}.log").write_text(r.stdout + r.stderr)
+                if r.returncode == 0:
+                    part.replace(p)
         elif src.startswith("repo:"):
             p = ROOT / src.split(":", 1)[1]
         else:
@@ -165,11 +168,10 @@ def timed(args, **kw):
 
 
 def first_error(text):
+    """The first line that says error (else the last line), without folder names."""
     lines = text.strip().splitlines()
-    for line in lines:
-        if "error" in line:
-            return line.strip()
-    return lines[-1].strip() if lines else "?"
+    pick = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "?")
+    return re.sub(r"(?<![\w.])/[^\s:']*/", "", pick.strip())
 
 
 def has_validate(kiln):

@@ -89,6 +89,15 @@ else
     fail "top-k figures"
 fi
 
+# --json - : stdout is the JSON alone (the report goes to stderr).
+run stdout "$M/gather.onnx" --json -
+if [ "$RC" -eq 0 ] && "$PY" -c "import json,sys; assert json.load(open(sys.argv[1]))['pass']" \
+    "$TMP/stdout.out" && grep -q "^PASS output 'rows'" "$TMP/stdout.err"; then
+    pass "--json - writes only JSON to stdout"
+else
+    fail "--json -"; head -5 "$TMP/stdout.out"
+fi
+
 # The shipped example model.
 run tiny "$ROOT/examples/models/tinycnn.onnx" --dim batch=4
 expect_rc tiny 0 "examples/models/tinycnn.onnx validates (batch 4)"

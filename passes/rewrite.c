@@ -1,0 +1,90 @@
+/* Helpers shared by the rewriting passes (cse, fold-batchnorm, fuse, fuse-patterns): graph
+ * output checks, reading and creating f32 constants, and replacing a node in place so that
+ * a fused node takes the position of the last node of its pattern (the node order stays a
+ * topological order without any re-sorting). Not a pass itself. */
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+#define REWRITE_NAME_TRIES 1000 /* suffixes tried before giving up on a unique name */
+
+bool pass_is_graph_output(const IrGraph *g, uint32_t v) {
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v) return true;
+    return false;
+}
+
+const IrTensor *pass_const_f32(const IrGraph *g, uint32_t v) {
+    if (v == IR_NONE || v >= g->n_values) return NULL;
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_CONST || !val->tensor || !val->tensor->data) return NULL;
+    if (val->tensor->dtype != IR_DTYPE_F32) return NULL;
+    return val->tensor;
+}
+
+static bool name_taken(const IrGraph *g, const char *name) {
+    for (uint32_t v = 0; v < g->n_values; v++)
+        if (g->values[v].name && strcmp(g->values[v].name, name) == 0) return true;
+    return false;
+}
+
+uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_t *dims,
+                            float **data) {
+    char name[256];
+    snprintf(name, sizeof name, "%s", base);
+    for (int k = 1; name_taken(g, name) && k < REWRITE_NAME_TRIES; k++)
+        snprintf(name, sizeof name, "%s.%d", base, k);
+    IrTensor *t = ir_tensor_new(g->arena, IR_DTYPE_F32, rank, dims);
+    t->name = ir_arena_strdup(g->arena, name);
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, rank, dims);
+    uint32_t v = ir_value_add(g, name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = t;
+    g->values[v].producer = IR_NONE;
+    *data = t->data;
+    return v;
+}
+
+uint32_t pass_rewrite_const_f32(IrGraph *g, uint32_t v, bool exclusive, const char *suffix,
+                                int rank, const int64_t *dims, float **data) {
+    if (exclusive && g->values[v].kind == IR_VALUE_CONST && !pass_is_graph_output(g, v)) {
+        IrTensor *t = ir_tensor_new(g->arena, IR_DTYPE_F32, rank, dims);
+        t->name = g->values[v].tensor ? g->values[v].tensor->name : g->values[v].name;
+        g->values[v].tensor = t;
+        g->values[v].type = ir_type_tensor(IR_DTYPE_F32, rank, dims);
+        *data = t->data;
+        return v;
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", g->values[v].name ? g->values[v].name : "c", suffix);
+    return pass_add_const_f32(g, name, rank, dims, data);
+}
+
+IrNode *pass_replace_node(IrGraph *g, uint32_t slot, IrOp op, const char *name,
+                          uint32_t n_inputs, uint32_t n_outputs) {
+    char *keep = ir_arena_strdup(g->arena, name ? name : "");
+    uint32_t k = ir_node_add(g, op, keep, n_inputs, n_outputs, 0);
+    IrNode tmp = g->nodes[slot];
+    g->nodes[slot] = g->nodes[k];
+    g->nodes[k] = tmp;
+    IrNode *old = &g->nodes[k];
+    old->dead = true;
+    for (uint32_t i = 0; i < old->n_outputs; i++)
+        if (old->outputs[i] != IR_NONE) g->values[old->outputs[i]].producer = k;
+    IrNode *n = &g->nodes[slot];
+    const IrOpInfo *info = ir_op_info(op);
+    n->opset = (int32_t)ir_graph_opset(g, info->domain);
+    if (n->opset == 0) {
+        ir_graph_set_opset(g, info->domain, info->since_version);
+        n->opset = info->since_version;
+    }
+    return n;
+}
+
+void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v) {
+    IrNode *n = &g->nodes[id];
+    n->outputs[k] = v;
+    g->values[v].kind = IR_VALUE_NODE;
+    g->values[v].producer = id;
+    g->values[v].result_index = k;
+}

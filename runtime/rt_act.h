@@ -1,0 +1,99 @@
+/* rt_act.h: the activation epilogues of fused kernels (FusedConv, FusedGemm, FusedMatMul of
+ * passes/fuse.c): an activation kind with up to two parameters, applied to a row of results
+ * right after the producing kernel wrote it (while it is still in cache), optionally after
+ * adding a residual row. One loop per kind, so the kind test stays out of the inner loop.
+ * float and double. C99. */
+#ifndef KILN_RT_ACT_H
+#define KILN_RT_ACT_H
+
+#include <math.h>
+
+#include "rt_common.h"
+
+typedef enum RtActKind {
+    RT_ACT_NONE = 0,
+    RT_ACT_RELU,         /* max(v, 0) */
+    RT_ACT_CLIP,         /* min(max(v, alpha), beta) */
+    RT_ACT_LEAKY_RELU,   /* v >= 0 ? v : alpha * v */
+    RT_ACT_SIGMOID,      /* 1 / (1 + exp(-v)) */
+    RT_ACT_HARD_SIGMOID, /* max(0, min(1, alpha * v + beta)) */
+    RT_ACT_HARD_SWISH,   /* v * max(0, min(1, v / 6 + 1 / 2)) */
+    RT_ACT_SILU,         /* v * sigmoid(v) */
+    RT_ACT_GELU,         /* v / 2 * (1 + erf(v / sqrt 2)) */
+    RT_ACT_GELU_TANH     /* v / 2 * (1 + tanh(sqrt(2 / pi) * (v + 0.044715 v^3))) */
+} RtActKind;
+
+typedef struct RtAct {
+    int kind; /* RtActKind */
+    double alpha, beta;
+} RtAct;
+
+#define RT_ACT_SQRT1_2 0.70710678118654752440
+#define RT_ACT_SQRT2_PI 0.79788456080286535588 /* sqrt(2 / pi) */
+#define RT_ACT_GELU_C 0.044715                 /* the cubic term of the tanh form */
+
+#define RT_ACT_DEFINE(SFX, T, EXP, ERF, TANH)                                                  \
+    /* y: (n), r: (n) or NULL; y[i] = act(y[i] + r[i]). */                                    \
+    RT_API void rt_act_row_##SFX(T *y, const T *r, int64_t n, const RtAct *a) {              \
+        const T al = (T)a->alpha, be = (T)a->beta;                                           \
+        int64_t i;                                                                           \
+        if (r)                                                                               \
+            for (i = 0; i < n; i++) y[i] += r[i];                                            \
+        switch (a->kind) {                                                                   \
+        case RT_ACT_RELU:                                                                    \
+            for (i = 0; i < n; i++) y[i] = y[i] < (T)0 ? (T)0 : y[i];                        \
+            break;                                                                           \
+        case RT_ACT_CLIP:                                                                    \
+            for (i = 0; i < n; i++) {                                                        \
+                T v = y[i] < al ? al : y[i];                                                 \
+                y[i] = v > be ? be : v;                                                      \
+            }                                                                                \
+            break;                                                                           \
+        case RT_ACT_LEAKY_RELU:                                                              \
+            for (i = 0; i < n; i++) y[i] = y[i] >= (T)0 ? y[i] : al * y[i];                  \
+            break;                                                                           \
+        case RT_ACT_SIGMOID:                                                                 \
+            for (i = 0; i < n; i++) y[i] = (T)1 / ((T)1 + EXP(-y[i]));                       \
+            break;                                                                           \
+        case RT_ACT_HARD_SIGMOID:                                                            \
+            for (i = 0; i < n; i++) {                                                        \
+                T v = al * y[i] + be;                                                        \
+                y[i] = v < (T)0 ? (T)0 : v > (T)1 ? (T)1 : v;                                \
+            }                                                                                \
+            break;                                                                           \
+        case RT_ACT_HARD_SWISH:                                                              \
+            for (i = 0; i < n; i++) {                                                        \
+                T v = y[i] / (T)6 + (T)0.5;                                                  \
+                y[i] *= v < (T)0 ? (T)0 : v > (T)1 ? (T)1 : v;                               \
+            }                                                                                \
+            break;                                                                           \
+        case RT_ACT_SILU:                                                                    \
+            for (i = 0; i < n; i++) y[i] = y[i] / ((T)1 + EXP(-y[i]));                       \
+            break;                                                                           \
+        case RT_ACT_GELU:                                                                    \
+            for (i = 0; i < n; i++)                                                          \
+                y[i] = (T)0.5 * y[i] * ((T)1 + ERF(y[i] * (T)RT_ACT_SQRT1_2));               \
+            break;                                                                           \
+        case RT_ACT_GELU_TANH:                                                               \
+            for (i = 0; i < n; i++) {                                                        \
+                T v = y[i];                                                                  \
+                y[i] = (T)0.5 * v *                                                          \
+                       ((T)1 + TANH((T)RT_ACT_SQRT2_PI * (v + (T)RT_ACT_GELU_C * v * v * v))); \
+            }                                                                                \
+            break;                                                                           \
+        default:                                                                             \
+            break;                                                                           \
+        }                                                                                    \
+    }                                                                                        \
+    /* One value: act(v). */                                                                 \
+    RT_API T rt_act_##SFX(T v, const RtAct *a) {                                             \
+        rt_act_row_##SFX(&v, (const T *)0, 1, a);                                            \
+        return v;                                                                            \
+    }
+
+RT_ACT_DEFINE(f32, float, expf, erff, tanhf)
+RT_ACT_DEFINE(f64, double, exp, erf, tanh)
+
+#undef RT_ACT_DEFINE
+
+#endif

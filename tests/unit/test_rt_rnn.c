@@ -1,0 +1,290 @@
+/* Unit tests of the recurrent runtime kernel (runtime/rt_rnn.h): LSTM, GRU and RNN on fresh
+ * random inputs, with outputs poisoned first, against reference loops written here in double
+ * that step the whole batch per time step (the kernel steps one batch row at a time). The
+ * seed is printed with any failure. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "runtime/rt_rnn.h"
+
+#define TOL_F32 1e-4 /* relative to the reference's magnitude, float accumulations */
+
+static uint64_t rng_state;
+static unsigned rng_seed;
+
+static void rng_init(void) {
+    static unsigned counter;
+    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
+    rng_state = rng_seed | 1u;
+}
+
+static double rng_unit(void) { /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static float *rand_f32(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)rng_unit();
+    return p;
+}
+
+static float *poisoned_f32(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+static void expect_close(const float *got, const double *want, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - want[i]);
+        cr_assert(err <= TOL_F32 * (1.0 + fabs(want[i])), "%s[%lld]: got %g, want %g (seed %u)",
+                  what, (long long)i, (double)got[i], want[i], rng_seed);
+    }
+}
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+/* The whole problem of one test: shapes and buffers in the ONNX layout 0. */
+typedef struct Case {
+    RtRnn p;
+    int64_t G;
+    float *x, *w, *r, *b, *h0, *c0, *peep;
+    int32_t *lens;
+} Case;
+
+static Case make_case(int kind, int num_dir, int reverse, int64_t S, int64_t B, int64_t I,
+                      int64_t H, bool with_optional) {
+    Case c;
+    memset(&c, 0, sizeof c);
+    c.p.kind = kind, c.p.seq = S, c.p.batch = B, c.p.input = I, c.p.hidden = H;
+    c.p.num_dir = num_dir, c.p.reverse = reverse;
+    for (int d = 0; d < RT_RNN_MAX_DIRS; d++) {
+        c.p.act[d][0].fn = kind == RT_RNN_SIMPLE ? RT_RNN_TANH : RT_RNN_SIGMOID;
+        c.p.act[d][1].fn = c.p.act[d][2].fn = RT_RNN_TANH;
+    }
+    c.G = kind == RT_RNN_LSTM ? 4 : kind == RT_RNN_GRU ? 3 : 1;
+    c.x = rand_f32(S * B * I);
+    c.w = rand_f32(num_dir * c.G * H * I);
+    c.r = rand_f32(num_dir * c.G * H * H);
+    if (with_optional) {
+        c.b = rand_f32(num_dir * 2 * c.G * H);
+        c.h0 = rand_f32(num_dir * B * H);
+        c.c0 = rand_f32(num_dir * B * H);
+        c.peep = rand_f32(num_dir * 3 * H);
+        c.lens = malloc((size_t)B * sizeof *c.lens);
+        for (int64_t i = 0; i < B; i++)
+            c.lens[i] = (int32_t)((i * 7 + 3) % (S + 1));
+    }
+    return c;
+}
+
+static void free_case(Case *c) {
+    free(c->x), free(c->w), free(c->r), free(c->b), free(c->h0), free(c->c0), free(c->peep);
+    free(c->lens);
+}
+
+/* Reference: y (S, D, B, H), y_h / y_c (D, B, H), all in double, batch stepped together. */
+static void reference(const Case *c, double *y, double *y_h, double *y_c) {
+    const RtRnn *p = &c->p;
+    int64_t S = p->seq, B = p->batch, I = p->input, H = p->hidden, D = p->num_dir, G = c->G;
+    double *h = calloc((size_t)(B * H), sizeof *h), *cc = calloc((size_t)(B * H), sizeof *cc);
+    double *g = calloc((size_t)(B * G * H), sizeof *g), *hn = calloc((size_t)(B * H), sizeof *hn);
+    for (int64_t i = 0; i < S * D * B * H; i++)
+        y[i] = 0;
+    for (int64_t d = 0; d < D; d++) {
+        int rev = p->reverse || d == 1;
+        const float *W = c->w + d * G * H * I, *R = c->r + d * G * H * H;
+        const float *Wb = c->b ? c->b + d * 2 * G * H : NULL,
+                    *P = c->peep ? c->peep + d * 3 * H : NULL;
+        for (int64_t i = 0; i < B * H; i++) {
+            h[i] = c->h0 ? c->h0[d * B * H + i] : 0;
+            cc[i] = c->c0 && p->kind == RT_RNN_LSTM ? c->c0[d * B * H + i] : 0;
+        }
+        for (int64_t s = 0; s < S; s++) {
+            for (int64_t b = 0; b < B; b++) {
+                int64_t len = c->lens ? c->lens[b] : S;
+                if (s >= len) continue;
+                int64_t t = rev ? len - 1 - s : s;
+                const float *xr = c->x + (t * B + b) * I;
+                double *hb = h + b * H, *cb = cc + b * H;
+                /* gates without the recurrent part of GRU's h gate */
+                for (int64_t row = 0; row < G * H; row++) {
+                    double v = 0;
+                    for (int64_t k = 0; k < I; k++)
+                        v += (double)xr[k] * W[row * I + k];
+                    if (Wb) v += Wb[row];
+                    g[b * G * H + row] = v;
+                }
+                double *gb = g + b * G * H;
+                if (p->kind == RT_RNN_LSTM) {
+                    for (int64_t row = 0; row < G * H; row++) {
+                        for (int64_t k = 0; k < H; k++)
+                            gb[row] += hb[k] * R[row * H + k];
+                        if (Wb) gb[row] += Wb[G * H + row];
+                    }
+                    for (int64_t j = 0; j < H; j++) {
+                        double ig = sigm(gb[j] + (P ? P[j] * cb[j] : 0));
+                        double fg = sigm(gb[2 * H + j] + (P ? P[2 * H + j] * cb[j] : 0));
+                        double cn = fg * cb[j] + ig * tanh(gb[3 * H + j]);
+                        double og = sigm(gb[H + j] + (P ? P[H + j] * cn : 0));
+                        cb[j] = cn;
+                        hn[b * H + j] = og * tanh(cn);
+                    }
+                } else if (p->kind == RT_RNN_GRU) {
+                    double z[64], rr[64]; /* H <= 64 in these tests */
+                    for (int64_t j = 0; j < H; j++) {
+                        double az = 0, ar = 0;
+                        for (int64_t k = 0; k < H; k++) {
+                            az += hb[k] * R[j * H + k];
+                            ar += hb[k] * R[(H + j) * H + k];
+                        }
+                        if (Wb) az += Wb[G * H + j], ar += Wb[G * H + H + j];
+                        z[j] = sigm(gb[j] + az), rr[j] = sigm(gb[H + j] + ar);
+                    }
+                    for (int64_t j = 0; j < H; j++) {
+                        double rec = 0;
+                        if (p->linear_before_reset) {
+                            for (int64_t k = 0; k < H; k++)
+                                rec += hb[k] * R[(2 * H + j) * H + k];
+                            if (Wb) rec += Wb[G * H + 2 * H + j];
+                            rec *= rr[j];
+                        } else {
+                            for (int64_t k = 0; k < H; k++)
+                                rec += rr[k] * hb[k] * R[(2 * H + j) * H + k];
+                            if (Wb) rec += Wb[G * H + 2 * H + j];
+                        }
+                        double ht = tanh(gb[2 * H + j] + rec);
+                        hn[b * H + j] = (1 - z[j]) * ht + z[j] * hb[j];
+                    }
+                } else {
+                    for (int64_t j = 0; j < H; j++) {
+                        double v = gb[j];
+                        for (int64_t k = 0; k < H; k++)
+                            v += hb[k] * R[j * H + k];
+                        if (Wb) v += Wb[G * H + j];
+                        hn[b * H + j] = tanh(v);
+                    }
+                }
+                for (int64_t j = 0; j < H; j++) {
+                    hb[j] = hn[b * H + j];
+                    y[((t * D + d) * B + b) * H + j] = hb[j];
+                }
+            }
+        }
+        for (int64_t i = 0; i < B * H; i++)
+            y_h[d * B * H + i] = h[i], y_c[d * B * H + i] = cc[i];
+    }
+    free(h), free(cc), free(g), free(hn);
+}
+
+static void run_and_compare(Case *c) {
+    const RtRnn *p = &c->p;
+    int64_t ny = p->seq * p->num_dir * p->batch * p->hidden, nh = p->num_dir * p->batch * p->hidden;
+    float *y = poisoned_f32(ny), *y_h = poisoned_f32(nh), *y_c = poisoned_f32(nh);
+    float *ws = poisoned_f32(RT_RNN_SCRATCH(p->hidden));
+    double *ry = malloc((size_t)ny * sizeof *ry), *rh = malloc((size_t)nh * sizeof *rh);
+    double *rc = malloc((size_t)nh * sizeof *rc);
+    int rc_status = rt_rnn_f32(
+        p, c->x, c->w, c->r, c->b, c->lens, c->h0, p->kind == RT_RNN_LSTM ? c->c0 : NULL,
+        p->kind == RT_RNN_LSTM ? c->peep : NULL, y, y_h, p->kind == RT_RNN_LSTM ? y_c : NULL, ws);
+    cr_assert_eq(rc_status, RT_OK);
+    reference(c, ry, rh, rc);
+    expect_close(y, ry, ny, "Y");
+    expect_close(y_h, rh, nh, "Y_h");
+    if (p->kind == RT_RNN_LSTM) expect_close(y_c, rc, nh, "Y_c");
+    free(y), free(y_h), free(y_c), free(ws), free(ry), free(rh), free(rc);
+}
+
+Test(rt_rnn, lstm_bidirectional_with_every_optional_input_matches_reference) {
+    rng_init();
+    Case c = make_case(RT_RNN_LSTM, 2, 0, 6, 4, 5, 7, true);
+    run_and_compare(&c);
+    free_case(&c);
+}
+
+Test(rt_rnn, lstm_forward_without_optional_inputs_matches_reference) {
+    rng_init();
+    Case c = make_case(RT_RNN_LSTM, 1, 0, 5, 3, 4, 6, false);
+    run_and_compare(&c);
+    free_case(&c);
+}
+
+Test(rt_rnn, gru_reverse_matches_reference_in_both_reset_orders) {
+    for (int lbr = 0; lbr <= 1; lbr++) {
+        rng_init();
+        Case c = make_case(RT_RNN_GRU, 1, 1, 5, 3, 4, 6, true);
+        c.p.linear_before_reset = lbr;
+        run_and_compare(&c);
+        free_case(&c);
+    }
+}
+
+Test(rt_rnn, simple_rnn_bidirectional_matches_reference) {
+    rng_init();
+    Case c = make_case(RT_RNN_SIMPLE, 2, 0, 4, 2, 3, 5, true);
+    run_and_compare(&c);
+    free_case(&c);
+}
+
+Test(rt_rnn, batch_major_layout_matches_sequence_major_layout) {
+    rng_init();
+    Case c = make_case(RT_RNN_LSTM, 2, 0, 4, 3, 2, 5, false);
+    int64_t S = 4, B = 3, I = 2, H = 5, D = 2;
+    float *xb = malloc((size_t)(S * B * I) * sizeof *xb);
+    for (int64_t t = 0; t < S; t++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t k = 0; k < I; k++)
+                xb[(b * S + t) * I + k] = c.x[(t * B + b) * I + k];
+    float y0[4 * 2 * 3 * 5], y1[4 * 2 * 3 * 5], h0[2 * 3 * 5], h1[2 * 3 * 5];
+    float ws[RT_RNN_SCRATCH(5)];
+    cr_assert_eq(rt_rnn_f32(&c.p, c.x, c.w, c.r, NULL, NULL, NULL, NULL, NULL, y0, h0, NULL, ws),
+                 0);
+    c.p.layout = 1;
+    cr_assert_eq(rt_rnn_f32(&c.p, xb, c.w, c.r, NULL, NULL, NULL, NULL, NULL, y1, h1, NULL, ws), 0);
+    for (int64_t t = 0; t < S; t++)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t j = 0; j < H; j++)
+                    cr_assert_eq(y0[((t * D + d) * B + b) * H + j],
+                                 y1[((b * S + t) * D + d) * H + j]);
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < H; j++)
+                cr_assert_eq(h0[(d * B + b) * H + j], h1[(b * D + d) * H + j]);
+    free(xb);
+    free_case(&c);
+}
+
+Test(rt_rnn, sequence_length_beyond_the_sequence_is_refused_before_writing) {
+    rng_init();
+    Case c = make_case(RT_RNN_SIMPLE, 1, 0, 3, 2, 2, 3, true);
+    c.lens[1] = 4;
+    float y[3 * 2 * 3], ws[RT_RNN_SCRATCH(3)];
+    for (int i = 0; i < 18; i++)
+        y[i] = 42.0f;
+    cr_assert_eq(rt_rnn_f32(&c.p, c.x, c.w, c.r, c.b, c.lens, c.h0, NULL, NULL, y, NULL, NULL, ws),
+                 RT_ERR_VALUE);
+    for (int i = 0; i < 18; i++)
+        cr_assert_eq(y[i], 42.0f);
+    free_case(&c);
+}
+
+Test(rt_rnn, activation_functions_follow_their_onnx_definitions) {
+    RtRnnAct a = {RT_RNN_HARD_SIGMOID, 0.2f, 0.5f};
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 1.0), 0.7, 1e-7);
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 10.0), 1.0, 1e-12);
+    a = (RtRnnAct){RT_RNN_SCALED_TANH, 2.0f, 0.5f};
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 1.0), 2.0 * tanh(0.5), 1e-7);
+    a = (RtRnnAct){RT_RNN_SOFTPLUS, 0, 0};
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 50.0), 50.0, 1e-9);
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 0.0), log(2.0), 1e-12);
+    a = (RtRnnAct){RT_RNN_THRESHOLDED_RELU, 1.0f, 0};
+    cr_assert_float_eq(rt_rnn_act_f64(&a, 0.5), 0.0, 1e-12);
+    a = (RtRnnAct){RT_RNN_ELU, 1.0f, 0};
+    cr_assert_float_eq(rt_rnn_act_f64(&a, -1.0), exp(-1.0) - 1, 1e-12);
+}

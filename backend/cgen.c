@@ -21,6 +21,7 @@ void cgen_tables_init(void) {
     cgen_register_signal(cgen_emit_table);
     cgen_register_quant(cgen_emit_table);
     cgen_register_misc(cgen_emit_table);
+    cgen_register_flex(cgen_emit_table);
     cgen_register_control(cgen_emit_table);
     ready = true;
 }

@@ -91,11 +91,13 @@ void cgen_register_cast(CgenEmitFn *table);
 void cgen_register_rnn(CgenEmitFn *table);
 void cgen_register_signal(CgenEmitFn *table);
 void cgen_register_control(CgenEmitFn *table);
-/* Readies subgraphs for emission (cgen_control.c): constants lowered and dead nodes dropped
- * inside them, loop bodies re-typed from the static types of their initial values. */
+/* Readies subgraphs for emission (cgen_control.c): constants lowered, identities bypassed
+ * and dead nodes dropped inside them, loop bodies re-typed from the static types of their
+ * initial values. */
 bool cgen_control_prepare(IrGraph *g, Diag *d);
 void cgen_register_quant(CgenEmitFn *table);
 void cgen_register_misc(CgenEmitFn *table);
+void cgen_register_flex(CgenEmitFn *table);
 
 /* The runtime files, embedded at build time (gen/runtime_files.c). */
 typedef struct CgenRuntimeFile {

@@ -23,10 +23,11 @@
  *   length: a constant trip count without condition is checked here, otherwise the count
  *   is checked at run time (RT_ERR_SHAPE before a write past the end, and when the loop
  *   stops early). Sequence and optional values are refused by the bundle's type check.
- * - cgen_control_prepare readies subgraphs before the check: constant nodes are lowered
- *   and dead nodes dropped inside them, and a body whose values have no static types
- *   (shape inference relaxes loop-carried values) is typed again from the node's static
- *   input types. */
+ * - cgen_control_prepare readies subgraphs before the check: constant nodes are lowered,
+ *   Identity nodes bypassed and dead nodes dropped inside them; a body whose values have
+ *   no static types (shape inference relaxes loop-carried values) is typed again from the
+ *   node's static input types, and a result whose length depends on the data takes the
+ *   declared static shape of a shape-preserving reader. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,7 @@ static bool prepare_graph(IrGraph *g, Diag *d, bool *retyped) {
     for (uint32_t s = 0; s < g->n_subgraphs; s++) {
         IrGraph *sub = g->subgraphs[s];
         pass_lower_constants(sub, d);
+        pass_remove_identity(sub, d);
         pass_dce(sub, d);
     }
     for (uint32_t i = 0; i < g->n_nodes && ok; i++) {
@@ -552,7 +554,8 @@ static bool emit_scan(CgenCtx *cx, const IrNode *n) {
     bool ok = cgen_emit_nodes(&in);
     cw_comment(w, "next iteration's state");
     for (uint32_t k = 0; k < n_state; k++)
-        if (b->outputs[k] != b->inputs[k]) emit_copy(&in, cgen_ptr(&in, b->inputs[k]), b->outputs[k]);
+        if (b->outputs[k] != b->inputs[k])
+            emit_copy(&in, cgen_ptr(&in, b->inputs[k]), b->outputs[k]);
     for (uint32_t j = 0; j < n_scan_out; j++) {
         uint32_t bout = b->outputs[n_state + j];
         if (!osl[j].base || written_in_place(&in, bout)) continue;

@@ -324,6 +324,7 @@ static bool emit_matmul_integer(CgenCtx *cx, const IrNode *n) {
         zstep[k] = nz == 1 ? 0 : 1;
     }
     if (cgen_numel(cx, y) == 0) return true;
+    cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
     CWriter *w = cx->w;
     const char *ca = cgen_ctype(t_a), *cb = cgen_ctype(t_b), *oa, *ob, *oy;
@@ -413,7 +414,7 @@ static bool emit_reduce(CgenCtx *cx, const IrNode *n) {
     if (n->opset < ri->axes_input_since) {
         const int64_t *av = ir_attr_ints(n, ri->axes, &n_axes);
         if (n_axes > IR_MAX_RANK) return cgen_unsupported(cx, n, "more axes than dimensions");
-        memcpy(axes, av, n_axes * sizeof *axes);
+        if (av) memcpy(axes, av, n_axes * sizeof *axes);
     } else if (has_input(n, 1)) {
         uint32_t av = n->inputs[1];
         if (!const_ints(cx, av, axes, IR_MAX_RANK, &n_axes)) {

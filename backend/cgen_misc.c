@@ -1,10 +1,12 @@
 /* C backend emitters of the miscellaneous ops no other family owns: Shrink, TensorScatter,
- * RotaryEmbedding, CausalConvWithState, DeformConv, LinearAttention, Unique, the training
- * optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum), the numeric ai.onnx.ml
- * ops (Binarizer, ArrayFeatureExtractor, Scaler) and the random ops (seeded generator of
- * runtime/rt_misc.h). Elementwise ops become inline loops; the rest call rt_misc.h. */
+ * RotaryEmbedding, CausalConvWithState, DeformConv, LinearAttention, Unique, TfIdfVectorizer,
+ * the training optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum), the numeric
+ * ai.onnx.ml ops (Binarizer, ArrayFeatureExtractor, Scaler, TreeEnsemble, LabelEncoder) and
+ * the random ops (seeded generator of runtime/rt_misc.h). Elementwise ops become inline loops;
+ * the rest call rt_misc.h with attribute tables baked in as static const arrays. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cgen.h"
@@ -30,19 +32,32 @@ static bool m_static(CgenCtx *cx, const IrNode *n, uint32_t v) {
 /* Runtime suffix of a float type, or NULL. */
 static const char *m_fsfx(IrDType t) {
     switch (t) {
-    case IR_DTYPE_F32: return "f32";
-    case IR_DTYPE_F64: return "f64";
-    case IR_DTYPE_F16: return "f16";
-    case IR_DTYPE_BF16: return "bf16";
-    default: return NULL;
+    case IR_DTYPE_F32:
+        return "f32";
+    case IR_DTYPE_F64:
+        return "f64";
+    case IR_DTYPE_F16:
+        return "f16";
+    case IR_DTYPE_BF16:
+        return "bf16";
+    default:
+        return NULL;
     }
 }
 
 static bool m_is_int(IrDType t) {
     switch (t) {
-    case IR_DTYPE_I8: case IR_DTYPE_U8: case IR_DTYPE_I16: case IR_DTYPE_U16:
-    case IR_DTYPE_I32: case IR_DTYPE_U32: case IR_DTYPE_I64: case IR_DTYPE_U64: return true;
-    default: return false;
+    case IR_DTYPE_I8:
+    case IR_DTYPE_U8:
+    case IR_DTYPE_I16:
+    case IR_DTYPE_U16:
+    case IR_DTYPE_I32:
+    case IR_DTYPE_U32:
+    case IR_DTYPE_I64:
+    case IR_DTYPE_U64:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -90,15 +105,17 @@ static void m_loop_close(CgenCtx *cx) {
 static bool emit_shrink(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    if (!m_fsfx(t) && !m_is_int(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    if (!m_fsfx(t) && !m_is_int(t))
+        return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x)) return false;
     double lambd = ir_attr_f(n, IR_ATTR_SHRINK_LAMBD), bias = ir_attr_f(n, IR_ATTR_SHRINK_BIAS);
     if (cgen_numel(cx, x) == 0) return true;
     m_loop_open(cx, cgen_numel(cx, x));
     cw_line(cx->w, "double v = %s;", m_ld(cx, t, cgen_fmt(cx, "%s[i]", cgen_ptr(cx, x))));
     cw_line(cx->w, "%s[i] = %s;", cgen_ptr(cx, y),
-            m_st(cx, t, cgen_fmt(cx, "v < -%s ? v + %s : v > %s ? v - %s : 0.0", m_dlit(cx, lambd),
-                                 m_dlit(cx, bias), m_dlit(cx, lambd), m_dlit(cx, bias))));
+            m_st(cx, t,
+                 cgen_fmt(cx, "v < -%s ? v + %s : v > %s ? v - %s : 0.0", m_dlit(cx, lambd),
+                          m_dlit(cx, bias), m_dlit(cx, lambd), m_dlit(cx, bias))));
     m_loop_close(cx);
     return true;
 }
@@ -106,15 +123,16 @@ static bool emit_shrink(CgenCtx *cx, const IrNode *n) {
 static bool emit_binarizer(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    if (!m_fsfx(t) && !m_is_int(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    if (!m_fsfx(t) && !m_is_int(t))
+        return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x)) return false;
     double th = ir_attr_f(n, IR_ATTR_BINARIZER_THRESHOLD);
     if (cgen_numel(cx, x) == 0) return true;
     m_loop_open(cx, cgen_numel(cx, x));
     cw_line(cx->w, "%s[i] = %s;", cgen_ptr(cx, y),
-            m_st(cx, t, cgen_fmt(cx, "%s > %s ? 1.0 : 0.0",
-                                 m_ld(cx, t, cgen_fmt(cx, "%s[i]", cgen_ptr(cx, x))),
-                                 m_dlit(cx, th))));
+            m_st(cx, t,
+                 cgen_fmt(cx, "%s > %s ? 1.0 : 0.0",
+                          m_ld(cx, t, cgen_fmt(cx, "%s[i]", cgen_ptr(cx, x))), m_dlit(cx, th))));
     m_loop_close(cx);
     return true;
 }
@@ -140,11 +158,13 @@ static bool emit_scaler(CgenCtx *cx, const IrNode *n) {
     w->indent++;
     cw_indent(w);
     cw_raw(w, "static const float off[%u] = {", no);
-    for (uint32_t i = 0; i < no; i++) cw_raw(w, "%s%.9gf", i ? ", " : "", off->floats[i]);
+    for (uint32_t i = 0; i < no; i++)
+        cw_raw(w, "%s%.9gf", i ? ", " : "", off->floats[i]);
     cw_raw(w, "};\n");
     cw_indent(w);
     cw_raw(w, "static const float sc[%u] = {", ns);
-    for (uint32_t i = 0; i < ns; i++) cw_raw(w, "%s%.9gf", i ? ", " : "", sc->floats[i]);
+    for (uint32_t i = 0; i < ns; i++)
+        cw_raw(w, "%s%.9gf", i ? ", " : "", sc->floats[i]);
     cw_raw(w, "};\n");
     m_loop_open(cx, cgen_numel(cx, x));
     cw_line(w, "int64_t c = i %% %lld;", (long long)C);
@@ -217,8 +237,9 @@ static bool emit_optimizer(CgenCtx *cx, const IrNode *n) {
                     m_dlit(cx, ir_attr_f(n, IR_ATTR_ADAGRAD_NORM_COEFFICIENT)), in[1]);
             cw_line(w, "double h = %s + g * g;", in[2]);
             cw_line(w, "%s = %s;", out[0],
-                    m_st(cx, to[0], cgen_fmt(cx, "x - rr * g / (sqrt(h) + %s)",
-                                             m_dlit(cx, ir_attr_f(n, IR_ATTR_ADAGRAD_EPSILON)))));
+                    m_st(cx, to[0],
+                         cgen_fmt(cx, "x - rr * g / (sqrt(h) + %s)",
+                                  m_dlit(cx, ir_attr_f(n, IR_ATTR_ADAGRAD_EPSILON)))));
             cw_line(w, "%s = %s;", out[1], m_st(cx, to[1], "h"));
         } else if (n->op == IR_OP_ADAM) {
             double alpha = ir_attr_f(n, IR_ATTR_ADAM_ALPHA), beta = ir_attr_f(n, IR_ATTR_ADAM_BETA);
@@ -231,9 +252,9 @@ static bool emit_optimizer(CgenCtx *cx, const IrNode *n) {
             cw_line(w, "double xn = x - rr * (v / (sqrt(h) + %s));",
                     m_dlit(cx, ir_attr_f(n, IR_ATTR_ADAM_EPSILON)));
             cw_line(w, "%s = %s;", out[0],
-                    m_st(cx, to[0], cgen_fmt(cx, "(1.0 - %s) * xn",
-                                             m_dlit(cx, ir_attr_f(
-                                                 n, IR_ATTR_ADAM_NORM_COEFFICIENT_POST)))));
+                    m_st(cx, to[0],
+                         cgen_fmt(cx, "(1.0 - %s) * xn",
+                                  m_dlit(cx, ir_attr_f(n, IR_ATTR_ADAM_NORM_COEFFICIENT_POST)))));
             cw_line(w, "%s = %s;", out[1], m_st(cx, to[1], "v"));
             cw_line(w, "%s = %s;", out[2], m_st(cx, to[2], "h"));
         } else {
@@ -243,9 +264,9 @@ static bool emit_optimizer(CgenCtx *cx, const IrNode *n) {
                     m_dlit(cx, ir_attr_f(n, IR_ATTR_MOMENTUM_NORM_COEFFICIENT)), in[1]);
             cw_line(w, "double v = %s * %s + beta_t * g;", m_dlit(cx, alpha), in[2]);
             cw_line(w, "%s = %s;", out[0],
-                    m_st(cx, to[0], nesterov ? cgen_fmt(cx, "x - r * (g + %s * v)",
-                                                        m_dlit(cx, alpha))
-                                             : "x - r * v"));
+                    m_st(cx, to[0],
+                         nesterov ? cgen_fmt(cx, "x - r * (g + %s * v)", m_dlit(cx, alpha))
+                                  : "x - r * v"));
             cw_line(w, "%s = %s;", out[1], m_st(cx, to[1], "v"));
         }
         m_loop_close(cx);
@@ -276,8 +297,7 @@ static bool emit_tensor_scatter(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "an update longer than the cache");
     const char *mode = ir_attr_s(n, IR_ATTR_TENSOR_SCATTER_MODE);
     bool circular = strcmp(mode, "circular") == 0;
-    if (!circular && strcmp(mode, "linear") != 0)
-        return cgen_unsupported(cx, n, "mode '%s'", mode);
+    if (!circular && strcmp(mode, "linear") != 0) return cgen_unsupported(cx, n, "mode '%s'", mode);
     const char *wi = "NULL";
     if (m_has_input(n, 2)) {
         uint32_t v = n->inputs[2];
@@ -313,8 +333,9 @@ static bool emit_array_feature_extractor(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "an output of %lld elements", (long long)cgen_numel(cx, y));
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_misc.h");
-    cgen_call_checked(cx, "rt_gather_last((const uint8_t *)%s, %s, %lld, (uint8_t *)%s, %lld, "
-                          "%lld, %u)",
+    cgen_call_checked(cx,
+                      "rt_gather_last((const uint8_t *)%s, %s, %lld, (uint8_t *)%s, %lld, "
+                      "%lld, %u)",
                       cgen_ptr(cx, x), cgen_ptr(cx, idx), (long long)ni, cgen_ptr(cx, y),
                       (long long)outer, (long long)L, ir_dtype_bits(t) / 8);
     return true;
@@ -362,11 +383,12 @@ static bool emit_rotary(CgenCtx *cx, const IrNode *n) {
     }
     if (cgen_numel(cx, x) == 0) return true;
     cgen_use_runtime(cx, "rt_misc.h");
-    cgen_call_checked(cx, "rt_rotary_%s(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %lld, %lld, "
-                          "%d, %lld, %lld, %lld)",
+    cgen_call_checked(cx,
+                      "rt_rotary_%s(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %lld, %lld, "
+                      "%d, %lld, %lld, %lld)",
                       sfx, cgen_ptr(cx, x), cgen_ptr(cx, cs), cgen_ptr(cx, sn), pos,
-                      (long long)max_pos, cgen_ptr(cx, y), (long long)B, (long long)S,
-                      (long long)H, (long long)D, (long long)rot,
+                      (long long)max_pos, cgen_ptr(cx, y), (long long)B, (long long)S, (long long)H,
+                      (long long)D, (long long)rot,
                       ir_attr_i(n, IR_ATTR_ROTARY_EMBEDDING_INTERLEAVED) ? 1 : 0, (long long)sb,
                       (long long)ss, (long long)sh);
     return true;
@@ -378,7 +400,8 @@ static bool emit_causal_conv(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], w = n->inputs[1];
     IrDType t = m_dtype(cx, x);
     const char *sfx = m_fsfx(t);
-    if (!sfx || m_dtype(cx, w) != t) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    if (!sfx || m_dtype(cx, w) != t)
+        return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x) || !m_static(cx, n, w)) return false;
     const IrType *tx = cgen_type(cx, x), *tw = cgen_type(cx, w);
     if (tx->rank != 3 || tw->rank != 3 || tw->dims[0] != tx->dims[1] || tw->dims[1] != 1 ||
@@ -457,8 +480,8 @@ static bool emit_deform_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, "{");
     wr->indent++;
     cw_open(wr, "static const RtDeformGeom geom =");
-    cw_line(wr, "%lld, %lld, %lld, %lld, %lld,", (long long)tx->dims[0], (long long)C,
-            (long long)M, (long long)group, (long long)og);
+    cw_line(wr, "%lld, %lld, %lld, %lld, %lld,", (long long)tx->dims[0], (long long)C, (long long)M,
+            (long long)group, (long long)og);
     cw_line(wr, "%lld, %lld, %lld, %lld, %lld, %lld,", (long long)tx->dims[2],
             (long long)tx->dims[3], (long long)oh, (long long)ow, (long long)kh, (long long)kw);
     cw_line(wr, "%lld, %lld, %lld, %lld, %lld, %lld", (long long)s[0], (long long)s[1],
@@ -531,12 +554,12 @@ static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "{");
     w->indent++;
     cw_line(w, "float state[%lld]; /* one head's (dk, dv) state */", (long long)(dk * dv));
-    cw_line(w, "rt_linear_attention_%s(%s, %s, %s, %s, %s, %lld, %s, %lld, %s, %s, state, %lld, "
-               "%lld, %lld, %lld, %lld, %lld, %sf);",
-            sfx, cgen_ptr(cx, q), cgen_ptr(cx, k), cgen_ptr(cx, v), past, decay,
-            (long long)decay_w, beta, (long long)beta_w, cgen_ptr(cx, n->outputs[0]),
-            cgen_ptr(cx, n->outputs[1]), (long long)B, (long long)T, (long long)hq,
-            (long long)hkv, (long long)dk, (long long)dv,
+    cw_line(w,
+            "rt_linear_attention_%s(%s, %s, %s, %s, %s, %lld, %s, %lld, %s, %s, state, %lld, "
+            "%lld, %lld, %lld, %lld, %lld, %sf);",
+            sfx, cgen_ptr(cx, q), cgen_ptr(cx, k), cgen_ptr(cx, v), past, decay, (long long)decay_w,
+            beta, (long long)beta_w, cgen_ptr(cx, n->outputs[0]), cgen_ptr(cx, n->outputs[1]),
+            (long long)B, (long long)T, (long long)hq, (long long)hkv, (long long)dk, (long long)dv,
             cgen_fmt(cx, "%.9g", (double)(float)scale));
     w->indent--;
     cw_line(w, "}");
@@ -547,17 +570,28 @@ static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
 
 static const char *m_unique_sfx(IrDType t) {
     switch (t) {
-    case IR_DTYPE_F32: return "f32";
-    case IR_DTYPE_F64: return "f64";
-    case IR_DTYPE_I8: return "i8";
-    case IR_DTYPE_U8: return "u8";
-    case IR_DTYPE_I16: return "i16";
-    case IR_DTYPE_U16: return "u16";
-    case IR_DTYPE_I32: return "i32";
-    case IR_DTYPE_U32: return "u32";
-    case IR_DTYPE_I64: return "i64";
-    case IR_DTYPE_U64: return "u64";
-    default: return NULL;
+    case IR_DTYPE_F32:
+        return "f32";
+    case IR_DTYPE_F64:
+        return "f64";
+    case IR_DTYPE_I8:
+        return "i8";
+    case IR_DTYPE_U8:
+        return "u8";
+    case IR_DTYPE_I16:
+        return "i16";
+    case IR_DTYPE_U16:
+        return "u16";
+    case IR_DTYPE_I32:
+        return "i32";
+    case IR_DTYPE_U32:
+        return "u32";
+    case IR_DTYPE_I64:
+        return "i64";
+    case IR_DTYPE_U64:
+        return "u64";
+    default:
+        return NULL;
     }
 }
 
@@ -641,8 +675,11 @@ static bool emit_tfidf(CgenCtx *cx, const IrNode *n) {
     int64_t max_g = ir_attr_i(n, IR_ATTR_TF_IDF_VECTORIZER_MAX_GRAM_LENGTH);
     int64_t max_skip = ir_attr_i(n, IR_ATTR_TF_IDF_VECTORIZER_MAX_SKIP_COUNT);
     const char *mode = ir_attr_s(n, IR_ATTR_TF_IDF_VECTORIZER_MODE);
-    int imode = !mode ? -1 : strcmp(mode, "TF") == 0 ? 0 : strcmp(mode, "IDF") == 0 ? 1
-                             : strcmp(mode, "TFIDF") == 0 ? 2 : -1;
+    int imode = !mode                        ? -1
+                : strcmp(mode, "TF") == 0    ? 0
+                : strcmp(mode, "IDF") == 0   ? 1
+                : strcmp(mode, "TFIDF") == 0 ? 2
+                                             : -1;
     if (imode < 0 || !pool || !start || !idx || min_g < 1 || max_g < min_g || max_skip < 0)
         return cgen_unsupported(cx, n, "a vectorizer without an integer pool or a known mode");
     /* the pool's n-gram count must match ngram_indexes, and every index fit the output */
@@ -672,14 +709,183 @@ static bool emit_tfidf(CgenCtx *cx, const IrNode *n) {
     if (has_w) {
         cw_indent(w);
         cw_raw(w, "static const float weights[%u] = {", wa->n);
-        for (uint32_t i = 0; i < wa->n; i++) cw_raw(w, "%s%.9gf", i ? ", " : "", wa->floats[i]);
+        for (uint32_t i = 0; i < wa->n; i++)
+            cw_raw(w, "%s%.9gf", i ? ", " : "", wa->floats[i]);
         cw_raw(w, "};\n");
     }
-    cw_line(w, "rt_tfidf_%s(%s, %lld, %lld, pool, %u, start, %u, out_index, %s, %d, %lld, %lld, "
-               "%lld, %s, %lld);",
+    cw_line(w,
+            "rt_tfidf_%s(%s, %lld, %lld, pool, %u, start, %u, out_index, %s, %d, %lld, %lld, "
+            "%lld, %s, %lld);",
             t == IR_DTYPE_I32 ? "i32" : "i64", cgen_ptr(cx, x), (long long)rows, (long long)C,
             n_pool, n_sizes, has_w ? "weights" : "(const float *)NULL", imode, (long long)min_g,
             (long long)max_g, (long long)max_skip, cgen_ptr(cx, y), (long long)out_size);
+    w->indent--;
+    cw_line(w, "}");
+    return true;
+}
+
+/* ---- TreeEnsemble (ai.onnx.ml) -------------------------------------------------------- */
+
+#define MISC_TREE_MAX_TARGETS 1024 /* = RT_TREE_MAX_TARGETS */
+
+/* Element k of a float tensor attribute as double. */
+static double m_tensor_f(const IrTensor *t, int64_t k) {
+    const char *p = (const char *)t->data;
+    if (t->dtype == IR_DTYPE_F64) {
+        double v;
+        memcpy(&v, p + 8 * k, 8);
+        return v;
+    }
+    if (t->dtype == IR_DTYPE_F32) {
+        float v;
+        memcpy(&v, p + 4 * k, 4);
+        return v;
+    }
+    uint16_t h; /* f16: widened through the same rule as rt_f16_to_f32 */
+    memcpy(&h, p + 2 * k, 2);
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static const IrTensor *m_tensor_attr(const IrNode *n, IrAttrId id) {
+    const IrAttr *a = ir_node_attr(n, id);
+    if (!a->present || !a->tensors) return NULL;
+    const IrTensor *t = &a->tensors[0];
+    bool ok = t->dtype == IR_DTYPE_F32 || t->dtype == IR_DTYPE_F64 || t->dtype == IR_DTYPE_F16 ||
+              t->dtype == IR_DTYPE_U8;
+    return ok && t->data ? t : NULL;
+}
+
+static void m_static_f64(CgenCtx *cx, const char *name, const double *v, int64_t n) {
+    CWriter *w = cx->w;
+    cw_indent(w);
+    cw_raw(w, "static const double %s[%lld] = {", name, (long long)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        cw_raw(w, "%s%s", i ? ", " : "", m_dlit(cx, v[i]));
+    cw_raw(w, "%s};\n", n > 0 ? "" : "0");
+}
+
+static void m_static_u8(CgenCtx *cx, const char *name, const int64_t *v, int64_t n) {
+    CWriter *w = cx->w;
+    cw_indent(w);
+    cw_raw(w, "static const uint8_t %s[%lld] = {", name, (long long)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        cw_raw(w, "%s%d", i ? ", " : "", v[i] ? 1 : 0);
+    cw_raw(w, "%s};\n", n > 0 ? "" : "0");
+}
+
+static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    IrDType t = m_dtype(cx, x);
+    if ((t != IR_DTYPE_F32 && t != IR_DTYPE_F64 && t != IR_DTYPE_F16) || m_dtype(cx, y) != t)
+        return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    if (!m_static(cx, n, x) || !m_static(cx, n, y)) return false;
+    const IrType *tx = cgen_type(cx, x);
+    if (tx->rank != 2) return cgen_unsupported(cx, n, "an input of rank %d", tx->rank);
+    int64_t rows = tx->dims[0], F = tx->dims[1];
+    if (ir_attr_i(n, IR_ATTR_TREE_ENSEMBLE_POST_TRANSFORM) != 0)
+        return cgen_unsupported(cx, n, "a post_transform other than NONE");
+    int64_t agg = ir_attr_i(n, IR_ATTR_TREE_ENSEMBLE_AGGREGATE_FUNCTION);
+    int64_t n_targets = ir_attr_i(n, IR_ATTR_TREE_ENSEMBLE_N_TARGETS);
+    if (agg < 0 || agg > 3 || n_targets < 1 || n_targets > MISC_TREE_MAX_TARGETS ||
+        cgen_numel(cx, y) != rows * n_targets)
+        return cgen_unsupported(cx, n, "aggregate_function %lld with %lld targets", (long long)agg,
+                                (long long)n_targets);
+    uint32_t nn, nf, nt, nfa, ntl, nfl, nlt, nr, nmt;
+    const int64_t *feat = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_FEATUREIDS, &nf);
+    const int64_t *tid = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_TRUENODEIDS, &nt);
+    const int64_t *fid = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_FALSENODEIDS, &nfa);
+    const int64_t *tl = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_TRUELEAFS, &ntl);
+    const int64_t *fl = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_FALSELEAFS, &nfl);
+    const int64_t *ltarget = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_LEAF_TARGETIDS, &nlt);
+    const int64_t *roots = ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_TREE_ROOTS, &nr);
+    const int64_t *mtrue =
+        ir_attr_ints(n, IR_ATTR_TREE_ENSEMBLE_NODES_MISSING_VALUE_TRACKS_TRUE, &nmt);
+    const IrTensor *modes = m_tensor_attr(n, IR_ATTR_TREE_ENSEMBLE_NODES_MODES);
+    const IrTensor *splits = m_tensor_attr(n, IR_ATTR_TREE_ENSEMBLE_NODES_SPLITS);
+    const IrTensor *lw = m_tensor_attr(n, IR_ATTR_TREE_ENSEMBLE_LEAF_WEIGHTS);
+    const IrTensor *mem = m_tensor_attr(n, IR_ATTR_TREE_ENSEMBLE_MEMBERSHIP_VALUES);
+    nn = nf;
+    if (!feat || !tid || !fid || !tl || !fl || !ltarget || !roots || !modes || !splits || !lw ||
+        modes->dtype != IR_DTYPE_U8 || nt != nn || nfa != nn || ntl != nn || nfl != nn ||
+        modes->n_elems != nn || splits->n_elems != nn || lw->n_elems != nlt ||
+        (mtrue && nmt != nn) || splits->dtype == IR_DTYPE_U8 || lw->dtype == IR_DTYPE_U8)
+        return cgen_unsupported(cx, n, "node or leaf tables of inconsistent lengths");
+    const uint8_t *mode = (const uint8_t *)modes->data;
+    /* bounds of every id, feature and target are checked here, once */
+    for (uint32_t k = 0; k < nn; k++) {
+        bool ok = mode[k] <= 6 && feat[k] >= 0 && feat[k] < F;
+        ok = ok && tid[k] >= 0 && tid[k] < (tl[k] ? (int64_t)nlt : (int64_t)nn);
+        ok = ok && fid[k] >= 0 && fid[k] < (fl[k] ? (int64_t)nlt : (int64_t)nn);
+        if (!ok) return cgen_unsupported(cx, n, "node %u with an id or feature out of range", k);
+    }
+    for (uint32_t k = 0; k < nlt; k++)
+        if (ltarget[k] < 0 || ltarget[k] >= n_targets)
+            return cgen_unsupported(cx, n, "leaf %u with a target out of range", k);
+    int64_t *root_leaf = ir_arena_alloc(&cx->scratch, (nr + 1) * sizeof(int64_t));
+    for (uint32_t k = 0; k < nr; k++) {
+        int64_t r = roots[k];
+        if (r < 0 || r >= (int64_t)nn) return cgen_unsupported(cx, n, "a root out of range");
+        root_leaf[k] = tl[r] && fl[r] && tid[r] == fid[r];
+        if (root_leaf[k] && r >= (int64_t)nlt) return cgen_unsupported(cx, n, "a leaf root");
+    }
+    /* membership sets, NaN-delimited, in the order of the member nodes */
+    int64_t *mstart = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mcount = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    int64_t n_mem = mem ? mem->n_elems : 0, pos = 0;
+    double *members = ir_arena_alloc(&cx->scratch, (size_t)(n_mem + 1) * sizeof(double));
+    double *split_d = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(double));
+    double *weight_d = ir_arena_alloc(&cx->scratch, (nlt + 1) * sizeof(double));
+    for (int64_t i = 0; i < n_mem; i++)
+        members[i] = m_tensor_f(mem, i);
+    for (uint32_t k = 0; k < nn; k++) {
+        split_d[k] = m_tensor_f(splits, k);
+        mstart[k] = pos, mcount[k] = 0;
+        if (mode[k] != 6) continue;
+        while (pos < n_mem && !isnan(members[pos]))
+            pos++, mcount[k]++;
+        if (pos >= n_mem) return cgen_unsupported(cx, n, "membership_values missing a set");
+        pos++; /* the NaN */
+    }
+    for (uint32_t k = 0; k < nlt; k++)
+        weight_d[k] = m_tensor_f(lw, k);
+    int64_t *mode64 = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mt64 = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    for (uint32_t k = 0; k < nn; k++)
+        mode64[k] = mode[k], mt64[k] = mtrue ? mtrue[k] : 0;
+    if (rows == 0) return true;
+    cgen_use_runtime(cx, "rt_misc.h");
+    CWriter *w = cx->w;
+    cw_line(w, "{");
+    w->indent++;
+    m_static_i64(cx, "root", roots, nr);
+    m_static_u8(cx, "root_leaf", root_leaf, nr);
+    cw_indent(w);
+    cw_raw(w, "static const uint8_t mode[%u] = {", nn ? nn : 1);
+    for (uint32_t k = 0; k < nn; k++)
+        cw_raw(w, "%s%d", k ? ", " : "", (int)mode64[k]);
+    cw_raw(w, "%s};\n", nn ? "" : "0");
+    m_static_i64(cx, "feature", feat, nn);
+    m_static_f64(cx, "split", split_d, nn);
+    m_static_i64(cx, "next_true", tid, nn);
+    m_static_i64(cx, "next_false", fid, nn);
+    m_static_u8(cx, "leaf_true", tl, nn);
+    m_static_u8(cx, "leaf_false", fl, nn);
+    m_static_u8(cx, "missing_true", mt64, nn);
+    m_static_i64(cx, "member_start", mstart, nn);
+    m_static_i64(cx, "member_count", mcount, nn);
+    m_static_f64(cx, "members", members, n_mem);
+    m_static_i64(cx, "target", ltarget, nlt);
+    m_static_f64(cx, "weight", weight_d, nlt);
+    cw_open(w, "static const RtTreeEnsemble ens =");
+    cw_line(w, "%u, %u, %lld, %lld, root, root_leaf, mode, feature, split,", nr, nn,
+            (long long)n_targets, (long long)agg);
+    cw_line(w, "{next_true, next_false}, {leaf_true, leaf_false}, missing_true,");
+    cw_line(w, "member_start, member_count, members, target, weight");
+    cw_close(w, ";");
+    cgen_call_checked(cx, "rt_tree_ensemble_%s(%s, %lld, %lld, &ens, %s)", m_fsfx(t),
+                      cgen_ptr(cx, x), (long long)rows, (long long)F, cgen_ptr(cx, y));
     w->indent--;
     cw_line(w, "}");
     return true;
@@ -711,17 +917,22 @@ static bool emit_random(CgenCtx *cx, const IrNode *n) {
     case IR_OP_RANDOM_UNIFORM:
     case IR_OP_RANDOM_UNIFORM_LIKE: {
         bool like = n->op == IR_OP_RANDOM_UNIFORM_LIKE;
-        double lo = ir_attr_f(n, like ? IR_ATTR_RANDOM_UNIFORM_LIKE_LOW : IR_ATTR_RANDOM_UNIFORM_LOW);
-        double hi = ir_attr_f(n, like ? IR_ATTR_RANDOM_UNIFORM_LIKE_HIGH : IR_ATTR_RANDOM_UNIFORM_HIGH);
+        double lo =
+            ir_attr_f(n, like ? IR_ATTR_RANDOM_UNIFORM_LIKE_LOW : IR_ATTR_RANDOM_UNIFORM_LOW);
+        double hi =
+            ir_attr_f(n, like ? IR_ATTR_RANDOM_UNIFORM_LIKE_HIGH : IR_ATTR_RANDOM_UNIFORM_HIGH);
         seed_id = like ? IR_ATTR_RANDOM_UNIFORM_LIKE_SEED : IR_ATTR_RANDOM_UNIFORM_SEED;
-        draw = cgen_fmt(cx, "%s + (%s) * rt_rng_uniform(&rng)", m_dlit(cx, lo), m_dlit(cx, hi - lo));
+        draw =
+            cgen_fmt(cx, "%s + (%s) * rt_rng_uniform(&rng)", m_dlit(cx, lo), m_dlit(cx, hi - lo));
         break;
     }
     case IR_OP_RANDOM_NORMAL:
     case IR_OP_RANDOM_NORMAL_LIKE: {
         bool like = n->op == IR_OP_RANDOM_NORMAL_LIKE;
-        double mean = ir_attr_f(n, like ? IR_ATTR_RANDOM_NORMAL_LIKE_MEAN : IR_ATTR_RANDOM_NORMAL_MEAN);
-        double sc = ir_attr_f(n, like ? IR_ATTR_RANDOM_NORMAL_LIKE_SCALE : IR_ATTR_RANDOM_NORMAL_SCALE);
+        double mean =
+            ir_attr_f(n, like ? IR_ATTR_RANDOM_NORMAL_LIKE_MEAN : IR_ATTR_RANDOM_NORMAL_MEAN);
+        double sc =
+            ir_attr_f(n, like ? IR_ATTR_RANDOM_NORMAL_LIKE_SCALE : IR_ATTR_RANDOM_NORMAL_SCALE);
         seed_id = like ? IR_ATTR_RANDOM_NORMAL_LIKE_SEED : IR_ATTR_RANDOM_NORMAL_SEED;
         draw = cgen_fmt(cx, "%s + %s * rt_rng_normal(&rng)", m_dlit(cx, mean), m_dlit(cx, sc));
         break;
@@ -731,9 +942,10 @@ static bool emit_random(CgenCtx *cx, const IrNode *n) {
     }
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_misc.h");
-    const char *seed = ir_attr_present(n, seed_id)
-                           ? cgen_fmt(cx, "%lluULL", (unsigned long long)(int64_t)ir_attr_f(n, seed_id))
-                           : "RT_RNG_DEFAULT_SEED";
+    const char *seed =
+        ir_attr_present(n, seed_id)
+            ? cgen_fmt(cx, "%lluULL", (unsigned long long)(int64_t)ir_attr_f(n, seed_id))
+            : "RT_RNG_DEFAULT_SEED";
     CWriter *w = cx->w;
     cw_line(w, "{");
     w->indent++;
@@ -746,6 +958,223 @@ static bool emit_random(CgenCtx *cx, const IrNode *n) {
             t == IR_DTYPE_BOOL ? cgen_fmt(cx, "(uint8_t)((%s) != 0.0)", draw) : m_st(cx, t, draw));
     w->indent -= 2;
     cw_line(w, "}");
+    return true;
+}
+
+/* ---- LabelEncoder (ai.onnx.ml) --------------------------------------------------------- */
+
+/* One key or value list of a LabelEncoder: keys_int64s/values_int64s (int64),
+ * keys_floats/values_floats (float) or keys_tensor/values_tensor (its element type). */
+typedef struct MLabelList {
+    IrDType t;
+    int64_t n;
+    const int64_t *ints;    /* the INTS attribute, or NULL */
+    const float *floats;    /* the FLOATS attribute, or NULL */
+    const IrTensor *tensor; /* the TENSOR attribute, or NULL */
+} MLabelList;
+
+/* A key of the sorted table: its value as int64 or double (by the key type) and its position
+ * in the attribute (the last of repeated keys wins). */
+typedef struct MLabelKey {
+    int64_t i;
+    double f;
+    int64_t pos;
+    bool is_float;
+} MLabelKey;
+
+static bool m_label_type(IrDType t) {
+    return t == IR_DTYPE_I64 || t == IR_DTYPE_I32 || t == IR_DTYPE_I16 || t == IR_DTYPE_F32 ||
+           t == IR_DTYPE_F64;
+}
+
+static bool m_label_is_float(IrDType t) { return t == IR_DTYPE_F32 || t == IR_DTYPE_F64; }
+
+static int64_t m_label_i(const MLabelList *l, int64_t k) {
+    if (l->ints) return l->ints[k];
+    const char *p = (const char *)l->tensor->data;
+    if (l->t == IR_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, p + 4 * k, 4);
+        return v;
+    }
+    if (l->t == IR_DTYPE_I16) {
+        int16_t v;
+        memcpy(&v, p + 2 * k, 2);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, p + 8 * k, 8);
+    return v;
+}
+
+static double m_label_f(const MLabelList *l, int64_t k) {
+    if (l->floats) return l->floats[k];
+    const char *p = (const char *)l->tensor->data;
+    if (l->t == IR_DTYPE_F32) {
+        float v;
+        memcpy(&v, p + 4 * k, 4);
+        return v;
+    }
+    double v;
+    memcpy(&v, p + 8 * k, 8);
+    return v;
+}
+
+/* A literal of type t (a LabelEncoder type) for integer i or float f, reading back exactly. */
+static const char *m_label_lit(CgenCtx *cx, IrDType t, int64_t i, double f) {
+    if (t == IR_DTYPE_F64) return m_dlit(cx, f);
+    if (t == IR_DTYPE_F32) {
+        if (isnan(f) || isinf(f)) return m_dlit(cx, f);
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.9g", f);
+        if (!strpbrk(buf, ".en")) strcat(buf, ".0");
+        return cgen_fmt(cx, "%sf", buf);
+    }
+    if (i == INT64_MIN) return "(-9223372036854775807LL - 1)";
+    return cgen_fmt(cx, t == IR_DTYPE_I64 ? "%lldLL" : "%lld", (long long)i);
+}
+
+/* Reads the keys_* (keys) or values_* attributes of n into *l; false after a diagnostic. */
+static bool m_label_list(CgenCtx *cx, const IrNode *n, bool keys, MLabelList *l) {
+    const char *what = keys ? "keys" : "values";
+    IrAttrId ii = keys ? IR_ATTR_LABEL_ENCODER_KEYS_INT64S : IR_ATTR_LABEL_ENCODER_VALUES_INT64S;
+    IrAttrId fi = keys ? IR_ATTR_LABEL_ENCODER_KEYS_FLOATS : IR_ATTR_LABEL_ENCODER_VALUES_FLOATS;
+    IrAttrId si = keys ? IR_ATTR_LABEL_ENCODER_KEYS_STRINGS : IR_ATTR_LABEL_ENCODER_VALUES_STRINGS;
+    IrAttrId ti = keys ? IR_ATTR_LABEL_ENCODER_KEYS_TENSOR : IR_ATTR_LABEL_ENCODER_VALUES_TENSOR;
+    const IrAttr *ta = ir_node_attr(n, ti);
+    const IrTensor *tt = ta->present && ta->tensors ? &ta->tensors[0] : NULL;
+    if (ir_attr_present(n, si) || (tt && tt->dtype == IR_DTYPE_STRING))
+        return cgen_unsupported(cx, n, "string %s (the C backend has no string tensors; "
+                                "numeric %s_int64s, %s_floats or %s_tensor only)", what, what,
+                                what, what);
+    int n_forms = ir_attr_present(n, ii) + ir_attr_present(n, fi) + (tt != NULL);
+    if (n_forms != 1)
+        return cgen_unsupported(cx, n, "%d forms of %s (exactly one of %s_int64s, %s_floats, "
+                                "%s_tensor expected)", n_forms, what, what, what, what);
+    memset(l, 0, sizeof *l);
+    if (ir_attr_present(n, ii)) {
+        uint32_t cnt;
+        l->ints = ir_attr_ints(n, ii, &cnt);
+        l->t = IR_DTYPE_I64;
+        l->n = cnt;
+    } else if (ir_attr_present(n, fi)) {
+        const IrAttr *a = ir_node_attr(n, fi);
+        l->floats = a->floats;
+        l->t = IR_DTYPE_F32;
+        l->n = a->n;
+    } else {
+        if (!m_label_type((IrDType)tt->dtype) || (!tt->data && tt->n_elems > 0))
+            return cgen_unsupported(cx, n, "%s_tensor of type %s", what,
+                                    ir_dtype_name((IrDType)tt->dtype));
+        l->tensor = tt;
+        l->t = (IrDType)tt->dtype;
+        l->n = tt->n_elems;
+    }
+    return true;
+}
+
+static int m_label_cmp(const void *pa, const void *pb) {
+    const MLabelKey *a = pa, *b = pb;
+    if (a->is_float ? a->f < b->f : a->i < b->i) return -1;
+    if (a->is_float ? a->f > b->f : a->i > b->i) return 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* LabelEncoder with numeric keys and values: the keys are sorted at compile time (the last
+ * of repeated keys kept, NaN keys set apart: any NaN input matches them) and each element is
+ * looked up by binary search (rt_label_find_*); a miss takes the default. */
+static bool emit_label_encoder(CgenCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    MLabelList k, v;
+    if (!m_label_list(cx, n, true, &k) || !m_label_list(cx, n, false, &v)) return false;
+    if (k.n != v.n)
+        return cgen_unsupported(cx, n, "%lld keys for %lld values", (long long)k.n,
+                                (long long)v.n);
+    if (m_dtype(cx, x) != k.t || m_dtype(cx, y) != v.t)
+        return cgen_unsupported(cx, n, "input %s and output %s for keys of %s and values of %s",
+                                ir_dtype_name(m_dtype(cx, x)), ir_dtype_name(m_dtype(cx, y)),
+                                ir_dtype_name(k.t), ir_dtype_name(v.t));
+    if (!m_static(cx, n, x) || !m_static(cx, n, y)) return false;
+    /* the default: default_int64 / default_float, or default_tensor's element (-1 or -0.0
+     * when absent, as the schema says) */
+    int64_t di = -1;
+    double df = -0.0;
+    if (v.ints) di = ir_attr_i(n, IR_ATTR_LABEL_ENCODER_DEFAULT_INT64);
+    else if (v.floats) df = ir_attr_f(n, IR_ATTR_LABEL_ENCODER_DEFAULT_FLOAT);
+    else {
+        const IrAttr *a = ir_node_attr(n, IR_ATTR_LABEL_ENCODER_DEFAULT_TENSOR);
+        if (a->present && a->tensors) {
+            const IrTensor *dt = &a->tensors[0];
+            if (dt->dtype != v.t || dt->n_elems != 1 || !dt->data)
+                return cgen_unsupported(cx, n, "a default_tensor of type %s and %lld elements "
+                                        "for values of %s", ir_dtype_name((IrDType)dt->dtype),
+                                        (long long)dt->n_elems, ir_dtype_name(v.t));
+            MLabelList d1 = {v.t, 1, NULL, NULL, dt};
+            if (m_label_is_float(v.t)) df = m_label_f(&d1, 0);
+            else di = m_label_i(&d1, 0);
+        }
+    }
+    const char *def = m_label_lit(cx, v.t, di, df);
+    int64_t len = cgen_numel(cx, x);
+    if (len == 0) return true;
+    /* sorted, deduplicated keys; the value slot of NaN keys after them */
+    bool kf = m_label_is_float(k.t);
+    MLabelKey *keys = malloc((size_t)(k.n > 0 ? k.n : 1) * sizeof *keys);
+    IR_ASSERT(keys);
+    int64_t m = 0, nan_pos = -1;
+    for (int64_t i = 0; i < k.n; i++) {
+        MLabelKey e = {kf ? 0 : m_label_i(&k, i), kf ? m_label_f(&k, i) : 0, i, kf};
+        if (kf && isnan(e.f)) nan_pos = i;
+        else keys[m++] = e;
+    }
+    qsort(keys, (size_t)m, sizeof *keys, m_label_cmp);
+    int64_t u = 0;
+    for (int64_t i = 0; i < m; i++) {
+        if (u > 0 && (kf ? keys[u - 1].f == keys[i].f : keys[u - 1].i == keys[i].i))
+            keys[u - 1] = keys[i]; /* a repeat: the later one wins */
+        else
+            keys[u++] = keys[i];
+    }
+    CWriter *w = cx->w;
+    const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
+    if (u == 0 && nan_pos < 0) { /* no key: every element takes the default */
+        m_loop_open(cx, len);
+        cw_line(w, "%s[i] = %s;", py, def);
+        m_loop_close(cx);
+        free(keys);
+        return true;
+    }
+    static const char *const sfx[] = {[IR_DTYPE_I64] = "i64", [IR_DTYPE_I32] = "i32",
+                                      [IR_DTYPE_I16] = "i16", [IR_DTYPE_F32] = "f32",
+                                      [IR_DTYPE_F64] = "f64"};
+    cgen_use_runtime(cx, "rt_misc.h");
+    cw_line(w, "{");
+    w->indent++;
+    cw_indent(w);
+    cw_raw(w, "static const %s keys[%lld] = {", cgen_ctype(k.t), (long long)(u > 0 ? u : 1));
+    for (int64_t i = 0; i < u; i++)
+        cw_raw(w, "%s%s", i ? ", " : "", m_label_lit(cx, k.t, keys[i].i, keys[i].f));
+    cw_raw(w, "%s};\n", u > 0 ? "" : "0");
+    cw_indent(w);
+    cw_raw(w, "static const %s vals[%lld] = {", cgen_ctype(v.t),
+           (long long)(u + (nan_pos >= 0)));
+    for (int64_t i = 0; i <= u; i++) {
+        int64_t pos = i < u ? keys[i].pos : nan_pos;
+        if (pos < 0) break;
+        cw_raw(w, "%s%s", i ? ", " : "",
+               m_label_lit(cx, v.t, m_label_is_float(v.t) ? 0 : m_label_i(&v, pos),
+                           m_label_is_float(v.t) ? m_label_f(&v, pos) : 0));
+    }
+    cw_raw(w, "};\n");
+    cw_line(w, "int64_t i;");
+    cw_open(w, "for (i = 0; i < %lld; i++)", (long long)len);
+    cw_line(w, "const int64_t s = rt_label_find_%s(keys, %lld, %s[i], %lld);", sfx[k.t],
+            (long long)u, px, (long long)(nan_pos >= 0 ? u : -1));
+    cw_line(w, "%s[i] = s >= 0 ? vals[s] : %s;", py, def);
+    cw_close(w, NULL);
+    w->indent--;
+    cw_line(w, "}");
+    free(keys);
     return true;
 }
 
@@ -764,9 +1193,11 @@ void cgen_register_misc(CgenEmitFn *table) {
     table[IR_OP_LINEAR_ATTENTION] = emit_linear_attention;
     table[IR_OP_UNIQUE] = emit_unique;
     table[IR_OP_TF_IDF_VECTORIZER] = emit_tfidf;
+    table[IR_OP_TREE_ENSEMBLE] = emit_tree_ensemble;
     table[IR_OP_BERNOULLI] = emit_random;
     table[IR_OP_RANDOM_UNIFORM] = emit_random;
     table[IR_OP_RANDOM_UNIFORM_LIKE] = emit_random;
     table[IR_OP_RANDOM_NORMAL] = emit_random;
     table[IR_OP_RANDOM_NORMAL_LIKE] = emit_random;
+    table[IR_OP_LABEL_ENCODER] = emit_label_encoder;
 }

@@ -7,7 +7,7 @@
 
 #include "backend/cgen.h"
 
-#define Q_SPATIAL 3    /* = RT_QCONV_SPATIAL */
+#define Q_SPATIAL 3          /* = RT_QCONV_SPATIAL */
 #define Q_MAX_CHANNELS 65536 /* per-channel multiplier arrays live on the stack of NAME_run */
 
 static bool q_has_input(const IrNode *n, uint32_t k) {
@@ -50,15 +50,16 @@ static bool q_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, int
 }
 
 /* Geometry of a convolution x (N,C,spatial...) * w (M,C/group,kernel...) -> y. */
-static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint32_t x,
-                        uint32_t w, uint32_t y, QGeom *g) {
+static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint32_t x, uint32_t w,
+                        uint32_t y, QGeom *g) {
     const IrType *tx = cgen_type(cx, x), *tw = cgen_type(cx, w), *ty = cgen_type(cx, y);
     int ns = tx->rank - 2;
     if (ns < 0 || ns > Q_SPATIAL || ty->rank != tx->rank || tw->rank != tx->rank)
         return cgen_unsupported(cx, n, "inputs of rank %d (spatial dims 0..%d are supported)",
                                 tx->rank, Q_SPATIAL);
     int64_t k[Q_SPATIAL], s[Q_SPATIAL], d[Q_SPATIAL], pads[2 * Q_SPATIAL];
-    for (int i = 0; i < Q_SPATIAL; i++) k[i] = -1, s[i] = 1, d[i] = 1;
+    for (int i = 0; i < Q_SPATIAL; i++)
+        k[i] = -1, s[i] = 1, d[i] = 1;
     memset(pads, 0, sizeof pads);
     uint32_t un = (uint32_t)ns;
     if (!q_ints(cx, n, ids->kernel_shape, un, k, "kernel_shape") ||
@@ -78,13 +79,15 @@ static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint3
         return cgen_unsupported(cx, n, "channel counts that disagree with group %lld",
                                 (long long)g->group);
     int lead = Q_SPATIAL - ns;
-    for (int i = 0; i < Q_SPATIAL; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    for (int i = 0; i < Q_SPATIAL; i++)
+        g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
     for (int i = 0; i < ns; i++) {
         int a = lead + i;
         int64_t kk = k[i] >= 0 ? k[i] : tw->dims[i + 2];
         if (kk != tw->dims[i + 2] || s[i] < 1 || d[i] < 1)
-            return cgen_unsupported(cx, n, "a kernel that disagrees with the weights, or a "
-                                           "stride or dilation below 1");
+            return cgen_unsupported(cx, n,
+                                    "a kernel that disagrees with the weights, or a "
+                                    "stride or dilation below 1");
         g->in[a] = tx->dims[i + 2], g->out[a] = ty->dims[i + 2];
         g->k[a] = kk, g->s[a] = s[i], g->d[a] = d[i];
         int64_t pb = pads[i];
@@ -104,8 +107,8 @@ static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint3
 static void q_emit_geom(CgenCtx *cx, const QGeom *g) {
     CWriter *w = cx->w;
     cw_open(w, "static const RtQConvGeom geom =");
-    cw_line(w, ".n = %lld, .c = %lld, .m = %lld, .group = %lld,", (long long)g->n,
-            (long long)g->c, (long long)g->m, (long long)g->group);
+    cw_line(w, ".n = %lld, .c = %lld, .m = %lld, .group = %lld,", (long long)g->n, (long long)g->c,
+            (long long)g->m, (long long)g->group);
     cw_line(w, ".in = %s, .out = %s,", cgen_i64_list(cx, g->in, Q_SPATIAL),
             cgen_i64_list(cx, g->out, Q_SPATIAL));
     cw_line(w, ".k = %s, .s = %s,", cgen_i64_list(cx, g->k, Q_SPATIAL),
@@ -144,8 +147,9 @@ static bool q_emit_mult(CgenCtx *cx, const IrNode *n, uint32_t sa, uint32_t sb, 
     int64_t nb = cgen_numel(cx, sb);
     if (cgen_numel(cx, sa) != 1 || cgen_numel(cx, sy) != 1 || (nb != 1 && nb != per) ||
         per > Q_MAX_CHANNELS)
-        return cgen_unsupported(cx, n, "scales that are neither per tensor nor per output "
-                                       "channel");
+        return cgen_unsupported(cx, n,
+                                "scales that are neither per tensor nor per output "
+                                "channel");
     *count = nb;
     CWriter *w = cx->w;
     cw_line(w, "double mult[%lld];", (long long)nb);
@@ -175,16 +179,14 @@ static bool emit_qconv(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "element types %s x %s -> %s", ir_dtype_name(tx),
                                 ir_dtype_name(tw), ir_dtype_name(ty));
     if (!q_static(cx, n, x) || !q_static(cx, n, w) || !q_static(cx, n, y)) return false;
-    static const QGeomIds conv_int = {IR_ATTR_CONV_INTEGER_AUTO_PAD,
-                                      IR_ATTR_CONV_INTEGER_DILATIONS,
-                                      IR_ATTR_CONV_INTEGER_KERNEL_SHAPE,
-                                      IR_ATTR_CONV_INTEGER_PADS,
-                                      IR_ATTR_CONV_INTEGER_STRIDES,
-                                      IR_ATTR_CONV_INTEGER_GROUP};
-    static const QGeomIds qconv = {IR_ATTR_QLINEAR_CONV_AUTO_PAD, IR_ATTR_QLINEAR_CONV_DILATIONS,
-                                   IR_ATTR_QLINEAR_CONV_KERNEL_SHAPE,
-                                   IR_ATTR_QLINEAR_CONV_PADS, IR_ATTR_QLINEAR_CONV_STRIDES,
-                                   IR_ATTR_QLINEAR_CONV_GROUP};
+    static const QGeomIds conv_int = {
+        IR_ATTR_CONV_INTEGER_AUTO_PAD,     IR_ATTR_CONV_INTEGER_DILATIONS,
+        IR_ATTR_CONV_INTEGER_KERNEL_SHAPE, IR_ATTR_CONV_INTEGER_PADS,
+        IR_ATTR_CONV_INTEGER_STRIDES,      IR_ATTR_CONV_INTEGER_GROUP};
+    static const QGeomIds qconv = {
+        IR_ATTR_QLINEAR_CONV_AUTO_PAD,     IR_ATTR_QLINEAR_CONV_DILATIONS,
+        IR_ATTR_QLINEAR_CONV_KERNEL_SHAPE, IR_ATTR_QLINEAR_CONV_PADS,
+        IR_ATTR_QLINEAR_CONV_STRIDES,      IR_ATTR_QLINEAR_CONV_GROUP};
     QGeom g;
     if (!q_conv_geom(cx, n, ql ? &qconv : &conv_int, x, w, y, &g)) return false;
     const char *xz, *wz, *yz = NULL;
@@ -209,11 +211,11 @@ static bool emit_qconv(CgenCtx *cx, const IrNode *n) {
     int64_t n_mult = 0;
     if (ql && !q_emit_mult(cx, n, n->inputs[1], n->inputs[4], n->inputs[6], g.m, &n_mult))
         return false;
-    cw_line(wr, "rt_qconv_%s%s_%s(%s, %s, %s, %s, %lld, %s, %s, %lld, %s, %s, &geom);",
-            q_sfx(tx), q_sfx(tw), ql ? q_sfx(ty) : "i32", cgen_ptr(cx, x),
+    cw_line(wr, "rt_qconv_%s%s_%s(%s, %s, %s, %s, %lld, %s, %s, %lld, %s, %s, &geom);", q_sfx(tx),
+            q_sfx(tw), ql ? q_sfx(ty) : "i32", cgen_ptr(cx, x),
             xz ? cgen_fmt(cx, "(int32_t)%s[0]", xz) : "0", cgen_ptr(cx, w),
-            wz ? wz : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype(tw)), (long long)wz_step,
-            bias, ql ? "mult" : "(const double *)NULL", (long long)(n_mult > 1),
+            wz ? wz : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype(tw)), (long long)wz_step, bias,
+            ql ? "mult" : "(const double *)NULL", (long long)(n_mult > 1),
             yz ? cgen_fmt(cx, "(int32_t)%s[0]", yz) : "0", cgen_ptr(cx, y));
     wr->indent--;
     cw_line(wr, "}");
@@ -265,8 +267,8 @@ static bool emit_qlinear_matmul(CgenCtx *cx, const IrNode *n) {
         cw_line(w, "for (bt = 0; bt < %lld; bt++)", (long long)batch);
         w->indent++;
     }
-    cw_line(w, call_fmt, q_sfx(ta), q_sfx(tb), q_sfx(ty), (long long)M, (long long)N,
-            (long long)K, cgen_ptr(cx, a),
+    cw_line(w, call_fmt, q_sfx(ta), q_sfx(tb), q_sfx(ty), (long long)M, (long long)N, (long long)K,
+            cgen_ptr(cx, a),
             batch > 1 && ba > 1 ? cgen_fmt(cx, " + bt * %lld", (long long)(M * K)) : "", azs,
             cgen_ptr(cx, b),
             batch > 1 && bb > 1 ? cgen_fmt(cx, " + bt * %lld", (long long)(K * N)) : "", bzs,

@@ -11,7 +11,7 @@
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c] [--dim NAME=VALUE]...\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
-    "                    [--passes=LIST|none] [--dump-after=NAME]\n"
+    "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -24,6 +24,10 @@ const char cli_compile_help[] =
     "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
     "  --target c            the backend (only c for now)\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
+    "  --seq NAME=SPEC       the elements of sequence or optional input NAME, which become\n"
+    "                        fields NAME_0, NAME_1...: shapes [d,..][d,..] (one group per\n"
+    "                        element), a count N of the declared shape, or none (an absent\n"
+    "                        optional) (repeatable)\n"
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
@@ -63,6 +67,7 @@ static char *name_from_path(const char *path) {
 }
 
 #define COMPILE_MAX_PASS_NAMES 64 /* more names than the pipeline has passes is a mistake */
+#define COMPILE_MAX_SEQ_INPUTS 256 /* --seq options; a model with more container inputs is odd */
 
 static void list_passes(void) {
     for (unsigned i = 0; i < pass_count(); i++) {
@@ -109,8 +114,9 @@ int cli_compile_run(int argc, char **argv) {
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
+    const char *seqs[COMPILE_MAX_SEQ_INPUTS];
     char *pass_list = NULL;
-    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout};
+    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout, seqs, 0};
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -162,6 +168,13 @@ int cli_compile_run(int argc, char **argv) {
             popts.dump_after = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dim", &v)) != 0) {
             if (m < 0 || !cli_dims_add("compile", &dims, v)) goto usage;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--seq", &v)) != 0) {
+            if (m < 0) goto usage;
+            if (popts.n_seq_inputs == COMPILE_MAX_SEQ_INPUTS) {
+                cli_usage_error("compile", "--seq given too often");
+                goto usage;
+            }
+            seqs[popts.n_seq_inputs++] = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_usage_error("compile", "unknown option '%s'", argv[i]);
             goto usage;

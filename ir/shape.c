@@ -271,7 +271,8 @@ const IrTensor *shape_value_const(const ShapeGraphState *st, uint32_t value) {
             st = st->parent;
             continue;
         }
-        if (v->kind == IR_VALUE_NODE && value < st->n_known) return st->known[value];
+        if ((v->kind == IR_VALUE_NODE || v->kind == IR_VALUE_INPUT) && value < st->n_known)
+            return st->known[value];
         return NULL;
     }
     return NULL;
@@ -552,6 +553,33 @@ static void fold_known(ShapeGraphState *st) {
     if (changed) ir_graph_compact(g);
 }
 
+/* One sound backward step: an elementwise op without broadcasting (Log, Sqrt, Cast, Clip...)
+ * has the shape of its first input, so a static output fixes an input whose dims forward
+ * inference left unknown (e.g. a ReduceSum over axes read from data, followed by a Log whose
+ * output the model declares). Last node first, so chains of such ops resolve in one sweep. */
+static void infer_backward(IrGraph *g) {
+    for (uint32_t i = g->n_nodes; i-- > 0;) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || n->n_inputs < 1 || n->n_outputs != 1 || n->inputs[0] == IR_NONE ||
+            n->outputs[0] == IR_NONE || !ir_op_has((IrOp)n->op, OPF_ELTWISE) ||
+            ir_op_has((IrOp)n->op, OPF_BCAST))
+            continue;
+        const IrType *y = &g->values[n->outputs[0]].type;
+        IrValue *x = &g->values[n->inputs[0]];
+        if (!ir_type_is_static(y) || ir_type_is_static(&x->type) || x->type.kind != IR_TYPE_TENSOR ||
+            (x->type.rank >= 0 && x->type.rank != y->rank))
+            continue;
+        IrType t = x->type;
+        t.rank = y->rank;
+        for (int k = 0; k < y->rank; k++) {
+            t.dims[k] = y->dims[k];
+            t.syms[k] = 0;
+        }
+        IrType declared = x->type;
+        if (!ir_shape_merge(g->arena, &x->type, &t)) x->type = declared;
+    }
+}
+
 static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d, bool fold) {
     bool ok = true;
     ShapeGraphState st = {g, calloc(g->n_values ? g->n_values : 1, sizeof(IrTensor *)),
@@ -567,6 +595,13 @@ static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d, bool fold)
                 val->type = declared;
                 ok = false;
             }
+        } else if (val->kind == IR_VALUE_INPUT && val->type.kind == IR_TYPE_TENSOR &&
+                   ir_type_numel(&val->type) == 0 && val->type.dtype != IR_DTYPE_UNDEF &&
+                   val->type.dtype != IR_DTYPE_STRING) {
+            /* an input with no elements has no data to wait for: its value is known (the
+             * empty axes of Reduce* function bodies) */
+            st.known[v] = ir_tensor_new(g->arena, (IrDType)val->type.dtype, val->type.rank,
+                                        val->type.dims);
         } else if (val->kind == IR_VALUE_OUTER && parent && val->producer < parent->g->n_values) {
             const IrType *pt = &parent->g->values[val->producer].type;
             if (!ir_shape_merge(g->arena, &val->type, pt)) {
@@ -580,6 +615,7 @@ static bool infer_graph(IrGraph *g, ShapeGraphState *parent, Diag *d, bool fold)
         if (g->nodes[i].dead) continue;
         infer_node(&st, i, d, &ok);
     }
+    if (ok) infer_backward(g);
     if (st.fold && ok) fold_known(&st);
     free(st.known);
     return ok;

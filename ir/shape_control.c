@@ -1,7 +1,7 @@
-/* Shape inference of control flow: If (the union of both branches), Loop and Scan (body
- * inputs typed from the node, outputs from the body, scan outputs stacked along a new or
- * given axis) and SequenceMap. Subgraphs are inferred recursively through
- * shape_infer_subgraph before the node's own outputs are set. */
+/* Shape inference of control flow: If (the union of both branches, or the branch that a
+ * known condition picks), Loop and Scan (body inputs typed from the node, outputs from the
+ * body, scan outputs stacked along a new or given axis) and SequenceMap. Subgraphs are
+ * inferred recursively through shape_infer_subgraph before the node's own outputs are set. */
 #include "shape.h"
 
 #include <stdlib.h>
@@ -71,11 +71,15 @@ void shape_if(ShapeCtx *c) {
     IrGraph *tg = shape_infer_subgraph(c, then_i, NULL, 0);
     IrGraph *eg = shape_infer_subgraph(c, else_i, NULL, 0);
     if (!tg || !eg) return;
+    /* a condition known at compile time picks its branch's types */
+    int64_t cond;
+    uint32_t n;
+    bool known = shape_const_ints(c, 0, &cond, 1, &n) && n == 1;
     for (uint32_t k = 0; k < c->n_out; k++) {
         if (k >= tg->n_outputs || k >= eg->n_outputs) break;
         const IrType *a = &tg->values[tg->outputs[k]].type;
         const IrType *b = &eg->values[eg->outputs[k]].type;
-        c->out[k] = shape_union(c->g->arena, a, b);
+        c->out[k] = known ? (cond ? *a : *b) : shape_union(c->g->arena, a, b);
     }
 }
 

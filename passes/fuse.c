@@ -77,10 +77,13 @@ static void readers_free(Readers *r) {
     free(r->ext);
 }
 
-/* The only reader of v, or IR_NONE. */
-static uint32_t sole_reader(const Readers *r, uint32_t v) {
+/* The only reader of v, or IR_NONE; IR_NONE too when that reader was already folded into
+ * an earlier chain (dead) or replaced by a fused node. */
+static uint32_t sole_reader(const IrGraph *g, const Readers *r, uint32_t v) {
     if (r->ext[v] || r->start[v + 1] - r->start[v] != 1) return IR_NONE;
-    return r->node[r->start[v]];
+    uint32_t id = r->node[r->start[v]];
+    const IrNode *n = &g->nodes[id];
+    return n->dead || ir_op_info((IrOp)n->op)->domain[0] ? IR_NONE : id;
 }
 
 /* The fused epilogue being collected. */
@@ -136,15 +139,15 @@ static bool take_activation(const IrGraph *g, const Readers *r, Chain *ch) {
             b = t;
         }
         const IrNode *sg = &g->nodes[a], *mul = &g->nodes[b];
-        if (sg->op != IR_OP_SIGMOID || mul->op != IR_OP_MUL) return false;
+        if (sg->op != IR_OP_SIGMOID || mul->op != IR_OP_MUL || sg->dead || mul->dead) return false;
         uint32_t s = sg->outputs[0];
-        if (sole_reader(r, s) != b || other_input(mul, v) != s) return false;
+        if (sole_reader(g, r, s) != b || other_input(mul, v) != s) return false;
         chain_add(ch, a, s);
         chain_add(ch, b, mul->outputs[0]);
         ch->act = "SiLU";
         return true;
     }
-    uint32_t id = sole_reader(r, v);
+    uint32_t id = sole_reader(g, r, v);
     if (id == IR_NONE) return false;
     const IrNode *n = &g->nodes[id];
     if (n->n_outputs < 1 || n->inputs[0] != v) return false;
@@ -212,7 +215,7 @@ static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axi
     ch->bias = ch->residual = IR_NONE;
     chain_add(ch, pid, g->nodes[pid].outputs[0]);
     const IrType *ty = &g->values[ch->out].type;
-    uint32_t id = sole_reader(r, ch->out);
+    uint32_t id = sole_reader(g, r, ch->out);
     if (allow_bias && id != IR_NONE && g->nodes[id].op == IR_OP_ADD) { /* bias */
         uint32_t c = other_input(&g->nodes[id], ch->out);
         const IrTensor *t = c != IR_NONE ? pass_const_f32(g, c) : NULL;
@@ -222,7 +225,7 @@ static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axi
             chain_add(ch, id, g->nodes[id].outputs[0]);
         }
     }
-    id = sole_reader(r, ch->out);
+    id = sole_reader(g, r, ch->out);
     if (want_residual && id != IR_NONE && g->nodes[id].op == IR_OP_ADD) {
         uint32_t o = other_input(&g->nodes[id], ch->out);
         if (o != IR_NONE && ir_type_equal(&g->values[o].type, ty) &&

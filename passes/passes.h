@@ -17,6 +17,8 @@ typedef struct PassOptions {
     unsigned n_enabled;
     const char *dump_after;      /* a pass name, or NULL */
     FILE *dump_to;
+    const char *const *seq_inputs; /* --seq NAME=SPEC: see pass_bind_seq_inputs */
+    unsigned n_seq_inputs;
 } PassOptions;
 
 enum { PASS_STAGE_OPTIMIZE = 0, PASS_STAGE_PLAN = 1 };
@@ -70,6 +72,17 @@ bool pass_cse(IrGraph *g, Diag *d);
 bool pass_fold_batchnorm(IrGraph *g, Diag *d);
 /* Conv/Gemm/MatMul + bias Add + residual Add + activation -> FusedConv/FusedGemm/FusedMatMul. */
 bool pass_fuse(IrGraph *g, Diag *d);
+/* Sequences and optionals lowered to tensors at compile time (passes/lower_sequences.c):
+ * container ops become tensor ops, SequenceMap and loops over sequences are unrolled, and
+ * container graph outputs become one tensor output per element (NAME_0, NAME_1...). */
+bool pass_lower_sequences(IrGraph *g, Diag *d);
+/* Binds sequence and optional graph inputs before the passes: specs are "NAME=SPEC" with
+ * SPEC element shapes "[d,...][d,...]" (one group per element), a count N (of the declared
+ * static element shape) or "none" (an absent optional). A bound sequence becomes one tensor
+ * input per element (NAME_0, NAME_1...) feeding a SequenceConstruct; a present optional
+ * tensor input becomes a tensor input of the same name. False (with diagnostics) on a bad
+ * spec. */
+bool pass_bind_seq_inputs(IrGraph *g, const char *const *specs, unsigned n_specs, Diag *d);
 /* pass_plan_memory in the pipeline's shape: always "changed". */
 bool pass_plan_memory_changed(IrGraph *g, Diag *d);
 

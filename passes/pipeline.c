@@ -17,6 +17,8 @@ typedef struct PassEntry {
 static const PassEntry pipeline[] = {
     {"lower-constants", false, PASS_STAGE_OPTIMIZE, pass_lower_constants,
      "Constant nodes become initializers"},
+    {"lower-sequences", false, PASS_STAGE_OPTIMIZE, pass_lower_sequences,
+     "sequences and optionals become tensors known at compile time"},
     {"fold", true, PASS_STAGE_OPTIMIZE, pass_fold,
      "shape arithmetic on static shapes is computed at compile time"},
     {"identity", true, PASS_STAGE_OPTIMIZE, pass_remove_identity,
@@ -71,6 +73,9 @@ static bool enabled(const PassOptions *o, const PassEntry *p) {
 }
 
 bool pass_pipeline_run(IrGraph *g, const PassOptions *o, int stage, Diag *d) {
+    if (stage == PASS_STAGE_OPTIMIZE &&
+        !pass_bind_seq_inputs(g, o ? o->seq_inputs : NULL, o ? o->n_seq_inputs : 0, d))
+        return false;
     for (unsigned i = 0; i < N_PASSES; i++) {
         const PassEntry *p = &pipeline[i];
         if (p->stage != stage || !enabled(o, p)) continue;

@@ -1,9 +1,9 @@
 /* rt_misc.h: kernels of the miscellaneous ops no other family owns: TensorScatter (KV-cache
  * writes), RotaryEmbedding, CausalConvWithState, DeformConv (2-D), LinearAttention, Unique,
- * ArrayFeatureExtractor and the seeded random generator behind the random ops. Float16 and
- * bfloat16 kernels load through rt_*_to_f32 and compute in float. Kernels that read indices
- * from the data range-check them (RT_ERR_INDEX); Unique checks its run-time count of unique
- * elements against the compiled one (RT_ERR_SHAPE). C99. */
+ * TfIdfVectorizer, ArrayFeatureExtractor, TreeEnsemble, LabelEncoder (numeric keys) and the
+ * seeded random generator. Float16 and bfloat16 kernels load through rt_*_to_f32 and compute
+ * in float. Kernels that read indices from the data range-check them (RT_ERR_INDEX); Unique
+ * checks its run-time count of unique elements against the compiled one (RT_ERR_SHAPE). C99. */
 #ifndef KILN_RT_MISC_H
 #define KILN_RT_MISC_H
 
@@ -396,6 +396,123 @@ RT_UNIQUE_DEFINE(u64, uint64_t)
 
 RT_TFIDF_DEFINE(i32, int32_t)
 RT_TFIDF_DEFINE(i64, int64_t)
+
+/* ---- TreeEnsemble (ai.onnx.ml) --------------------------------------------------------- */
+
+#define RT_TREE_LEQ 0
+#define RT_TREE_LT 1
+#define RT_TREE_GTE 2
+#define RT_TREE_GT 3
+#define RT_TREE_EQ 4
+#define RT_TREE_NEQ 5
+#define RT_TREE_MEMBER 6
+
+#define RT_TREE_AVERAGE 0
+#define RT_TREE_SUM 1
+#define RT_TREE_MIN 2
+#define RT_TREE_MAX 3
+
+/* A tree ensemble, as compile-time tables. Node k compares feature[k] of a row with split[k]
+ * (or, for RT_TREE_MEMBER, with members[member_start[k] .. + member_count[k]]) and goes to
+ * next[0][k] when true, next[1][k] when false; next_leaf says whether that id is a leaf. A
+ * NaN feature goes the true way where missing_true[k]. Leaf j adds weight[j] to target[j]. */
+typedef struct RtTreeEnsemble {
+    int64_t n_trees, n_nodes, n_targets;
+    int agg; /* RT_TREE_AVERAGE... */
+    const int64_t *root;
+    const uint8_t *root_leaf;
+    const uint8_t *mode;
+    const int64_t *feature;
+    const double *split;
+    const int64_t *next[2];
+    const uint8_t *next_leaf[2];
+    const uint8_t *missing_true;
+    const int64_t *member_start, *member_count;
+    const double *members;
+    const int64_t *target;
+    const double *weight;
+} RtTreeEnsemble;
+
+RT_API int rt_tree_node_true(const RtTreeEnsemble *e, int64_t k, double v) {
+    double s = e->split[k];
+    int64_t i;
+    if (v != v && e->missing_true[k]) return 1;
+    switch (e->mode[k]) {
+    case RT_TREE_LEQ: return v <= s;
+    case RT_TREE_LT: return v < s;
+    case RT_TREE_GTE: return v >= s;
+    case RT_TREE_GT: return v > s;
+    case RT_TREE_EQ: return v == s;
+    case RT_TREE_NEQ: return v != s;
+    default:
+        for (i = 0; i < e->member_count[k]; i++)
+            if (e->members[e->member_start[k] + i] == v) return 1;
+        return 0;
+    }
+}
+
+/* x: (rows, F) as double loads by LD, y: (rows, n_targets). A walk longer than n_nodes
+ * steps (a cycle in the tables) is RT_ERR_VALUE. */
+#define RT_TREE_DEFINE(SFX, T, LD, ST, TMAX)                                                    \
+    RT_API int rt_tree_ensemble_##SFX(const T *x, int64_t rows, int64_t F,                      \
+                                      const RtTreeEnsemble *e, T *y) {                          \
+        int64_t r, t, j;                                                                        \
+        double acc[RT_TREE_MAX_TARGETS];                                                        \
+        for (r = 0; r < rows; r++) {                                                            \
+            const T *xr = x + r * F;                                                            \
+            for (j = 0; j < e->n_targets; j++)                                                  \
+                acc[j] = e->agg == RT_TREE_MIN ? TMAX : e->agg == RT_TREE_MAX ? -TMAX : 0.0;    \
+            for (t = 0; t < e->n_trees; t++) {                                                  \
+                int64_t id = e->root[t], steps = 0;                                             \
+                int leaf = e->root_leaf[t];                                                     \
+                double wv;                                                                      \
+                while (!leaf) {                                                                 \
+                    int side = rt_tree_node_true(e, id, (double)LD(xr[e->feature[id]])) ? 0 : 1; \
+                    if (++steps > e->n_nodes) return RT_ERR_VALUE;                              \
+                    leaf = e->next_leaf[side][id];                                              \
+                    id = e->next[side][id];                                                     \
+                }                                                                               \
+                wv = e->weight[id];                                                             \
+                j = e->target[id];                                                              \
+                if (e->agg == RT_TREE_SUM) acc[j] += wv;                                        \
+                else if (e->agg == RT_TREE_AVERAGE) acc[j] += wv / (double)e->n_trees;          \
+                else if (e->agg == RT_TREE_MIN) acc[j] = wv < acc[j] ? wv : acc[j];             \
+                else acc[j] = wv > acc[j] ? wv : acc[j];                                        \
+            }                                                                                   \
+            for (j = 0; j < e->n_targets; j++) y[r * e->n_targets + j] = ST(acc[j]);            \
+        }                                                                                       \
+        return RT_OK;                                                                           \
+    }
+
+#define RT_TREE_MAX_TARGETS 1024 /* targets of one ensemble (the accumulator is on the stack) */
+RT_TREE_DEFINE(f32, float, RT_MISC_LD_F32, RT_MISC_ST_F32, 3.4028234663852886e38)
+RT_TREE_DEFINE(f64, double, RT_MISC_LD_F64, RT_MISC_ST_F64, 1.7976931348623157e308)
+RT_TREE_DEFINE(f16, uint16_t, RT_MISC_LD_F16, RT_MISC_ST_F16, 65504.0)
+
+/* ---- LabelEncoder (ai.onnx.ml), numeric keys ---------------------------------------- */
+
+/* The slot of x in keys: (n) ascending, without duplicates or NaN (the emitter sorts the
+ * model's keys, keeping the last of repeated ones); -1 when absent. A NaN x matches any NaN
+ * key: it gets nan_slot (the NaN key's slot, or -1). Binary search: O(log n) per element. */
+#define RT_LABEL_FIND_DEFINE(SFX, T, ISNAN)                                                     \
+    RT_API int64_t rt_label_find_##SFX(const T *keys, int64_t n, T x, int64_t nan_slot) {       \
+        int64_t lo = 0, hi = n;                                                                 \
+        if (ISNAN(x)) return nan_slot;                                                          \
+        while (lo < hi) {                                                                       \
+            int64_t mid = lo + (hi - lo) / 2;                                                   \
+            if (keys[mid] < x) lo = mid + 1;                                                    \
+            else hi = mid;                                                                      \
+        }                                                                                       \
+        return lo < n && keys[lo] == x ? lo : -1;                                               \
+    }
+
+#define RT_LABEL_NO_NAN(x) 0
+#define RT_LABEL_IS_NAN(x) ((x) != (x))
+RT_LABEL_FIND_DEFINE(i64, int64_t, RT_LABEL_NO_NAN)
+RT_LABEL_FIND_DEFINE(i32, int32_t, RT_LABEL_NO_NAN)
+RT_LABEL_FIND_DEFINE(i16, int16_t, RT_LABEL_NO_NAN)
+RT_LABEL_FIND_DEFINE(f32, float, RT_LABEL_IS_NAN)
+RT_LABEL_FIND_DEFINE(f64, double, RT_LABEL_IS_NAN)
 
 /* ---- random numbers ------------------------------------------------------------------ */
 

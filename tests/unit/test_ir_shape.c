@@ -3,6 +3,7 @@
  * value-dependent ops through constants and partial evaluation, opset differences, and
  * control flow. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -401,6 +402,212 @@ Test(ir_shape, types_constant_nodes_and_uses_their_values) {
     ir_graph_free(g);
 }
 
+/* ---- partial evaluation (ir/shape_eval.c) ---- */
+
+static uint32_t add_const_scalar(IrGraph *g, const char *name, IrDType dt, const void *val) {
+    uint32_t v = ir_value_add(g, name, NULL, IR_VALUE_CONST);
+    IrTensor *t = ir_tensor_new(g->arena, dt, 0, NULL);
+    memcpy(t->data, val, t->size_bytes);
+    g->values[v].tensor = t;
+    return v;
+}
+
+static void fold_ok(IrGraph *g) {
+    Diag d;
+    diag_init(&d);
+    bool ok = ir_infer_shapes_fold(g, &d);
+    if (!ok) diag_print(&d, stderr, "test");
+    cr_assert(ok);
+    diag_free(&d);
+}
+
+/* The folded constant of value v, as int64s. */
+static void assert_const_ints(const IrGraph *g, uint32_t v, IrDType dt, uint32_t n,
+                              const int64_t *expected) {
+    const IrValue *val = &g->values[v];
+    cr_assert_eq(val->kind, IR_VALUE_CONST, "value %s was not folded", val->name);
+    cr_assert_eq(val->tensor->dtype, dt);
+    int64_t got[SHAPE_MAX_KNOWN_ELEMS];
+    uint32_t m;
+    cr_assert(shape_tensor_ints(val->tensor, got, SHAPE_MAX_KNOWN_ELEMS, &m));
+    cr_assert_eq(m, n);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(got[i], expected[i], "element %u: %lld, expected %lld", i,
+                     (long long)got[i], (long long)expected[i]);
+}
+
+/* LayerNormalization's function body: the reduced shape is Concat(prefix, ones) with the
+ * ones from ConstantOfShape(Neg(axis)). */
+Test(ir_shape, evaluates_neg_feeding_constant_of_shape_in_layer_norm_bodies) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 4, (int64_t[]){2, 3, 4, 5});
+    uint32_t y = add_input(g, "y", IR_DTYPE_F32, 2, (int64_t[]){6, 1});
+    uint32_t sh = add1(g, IR_OP_SHAPE, (uint32_t[]){x}, 1);
+    uint32_t zero = add_const_i64(g, "zero", 1, (int64_t[]){0});
+    uint32_t axis = add_const_i64(g, "axis", 1, (int64_t[]){-2});
+    uint32_t prefix = add1(g, IR_OP_SLICE, (uint32_t[]){sh, zero, axis}, 3);
+    uint32_t nred = add1(g, IR_OP_NEG, (uint32_t[]){axis}, 1);
+    uint32_t ones;
+    uint32_t n = add_node(g, IR_OP_CONSTANT_OF_SHAPE, (uint32_t[]){nred}, 1, 1, &ones);
+    IrAttr *a = ir_node_attr(&g->nodes[n], IR_ATTR_CONSTANT_OF_SHAPE_VALUE);
+    a->present = true;
+    a->n = 1;
+    a->tensors = ir_tensor_new(g->arena, IR_DTYPE_I64, 1, (int64_t[]){1});
+    memcpy(a->tensors->data, &(int64_t){1}, sizeof(int64_t));
+    uint32_t cat;
+    n = add_node(g, IR_OP_CONCAT, (uint32_t[]){prefix, ones}, 2, 1, &cat);
+    set_i(g, n, IR_ATTR_CONCAT_AXIS, 0);
+    uint32_t r = add1(g, IR_OP_RESHAPE, (uint32_t[]){y, cat}, 2);
+    fold_ok(g);
+    assert_type(g, ones, "tensor(i64)[2]");
+    assert_type(g, r, "tensor(f32)[2,3,1,1]");
+    assert_const_ints(g, cat, IR_DTYPE_I64, 4, (int64_t[]){2, 3, 1, 1});
+    ir_graph_free(g);
+}
+
+/* Attention's grouped-query branch: Div, Mod, Equal, Not, And and Where on head counts
+ * choose the interleave factor of an Expand. */
+Test(ir_shape, evaluates_integer_logic_on_head_counts_feeding_expand) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t q = add_input(g, "q", IR_DTYPE_F32, 3, (int64_t[]){6, 1, 2});
+    uint32_t k = add_input(g, "k", IR_DTYPE_F32, 3, (int64_t[]){3, 1, 2});
+    uint32_t hq = add1(g, IR_OP_SHAPE, (uint32_t[]){q}, 1);
+    uint32_t hk = add1(g, IR_OP_SHAPE, (uint32_t[]){k}, 1);
+    uint32_t idx = add_const_i64(g, "idx", 1, (int64_t[]){0});
+    hq = add1(g, IR_OP_GATHER, (uint32_t[]){hq, idx}, 2);
+    hk = add1(g, IR_OP_GATHER, (uint32_t[]){hk, idx}, 2);
+    uint32_t zero = add_const_i64(g, "zero", 1, (int64_t[]){0});
+    uint32_t one = add_const_i64(g, "one", 1, (int64_t[]){1});
+    uint32_t eq = add1(g, IR_OP_EQUAL, (uint32_t[]){hq, hk}, 2);
+    uint32_t ne = add1(g, IR_OP_NOT, (uint32_t[]){eq}, 1);
+    uint32_t div = add1(g, IR_OP_DIV, (uint32_t[]){hq, hk}, 2);
+    uint32_t mod = add1(g, IR_OP_MOD, (uint32_t[]){hq, hk}, 2);
+    uint32_t exact = add1(g, IR_OP_EQUAL, (uint32_t[]){mod, zero}, 2);
+    uint32_t cond = add1(g, IR_OP_AND, (uint32_t[]){ne, exact}, 2);
+    uint32_t inter = add1(g, IR_OP_WHERE, (uint32_t[]){cond, div, one}, 3);
+    uint32_t tail = add_const_i64(g, "tail", 2, (int64_t[]){1, 2});
+    uint32_t shape;
+    uint32_t n = add_node(g, IR_OP_CONCAT, (uint32_t[]){hk, inter, tail}, 3, 1, &shape);
+    set_i(g, n, IR_ATTR_CONCAT_AXIS, 0);
+    uint32_t ku = add1(g, IR_OP_UNSQUEEZE, (uint32_t[]){k, one}, 2);
+    uint32_t e = add1(g, IR_OP_EXPAND, (uint32_t[]){ku, shape}, 2);
+    fold_ok(g);
+    assert_type(g, e, "tensor(f32)[3,2,1,2]");
+    assert_const_ints(g, cond, IR_DTYPE_BOOL, 1, (int64_t[]){1});
+    assert_const_ints(g, inter, IR_DTYPE_I64, 1, (int64_t[]){2});
+    ir_graph_free(g);
+}
+
+/* Integer Div truncates toward zero (as ONNX Runtime); Mod takes the divisor's sign unless
+ * fmod=1; a zero divisor is left to run time. */
+Test(ir_shape, evaluates_integer_division_as_onnx_runtime_does) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t a = add_const_i64(g, "a", 4, (int64_t[]){-7, 7, -7, 7});
+    uint32_t b = add_const_i64(g, "b", 4, (int64_t[]){2, -2, -2, 2});
+    uint32_t z = add_const_i64(g, "z", 1, (int64_t[]){0});
+    uint32_t div = add1(g, IR_OP_DIV, (uint32_t[]){a, b}, 2);
+    uint32_t mod = add1(g, IR_OP_MOD, (uint32_t[]){a, b}, 2);
+    uint32_t fmod;
+    uint32_t n = add_node(g, IR_OP_MOD, (uint32_t[]){a, b}, 2, 1, &fmod);
+    set_i(g, n, IR_ATTR_MOD_FMOD, 1);
+    uint32_t by0 = add1(g, IR_OP_DIV, (uint32_t[]){a, z}, 2);
+    fold_ok(g);
+    assert_const_ints(g, div, IR_DTYPE_I64, 4, (int64_t[]){-3, -3, 3, 3});
+    assert_const_ints(g, mod, IR_DTYPE_I64, 4, (int64_t[]){1, -1, -1, 1});
+    assert_const_ints(g, fmod, IR_DTYPE_I64, 4, (int64_t[]){-1, 1, -1, 1});
+    cr_assert_eq(g->values[by0].kind, IR_VALUE_NODE);
+    assert_type(g, by0, "tensor(i64)[4]");
+    ir_graph_free(g);
+}
+
+/* Attention's scale 1/sqrt(head size) from Cast(Shape): computed in float, as the kernels
+ * would, and folded into an f32 constant. */
+Test(ir_shape, evaluates_float_scalars_from_shapes_in_float_precision) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 2, (int64_t[]){4, 7});
+    uint32_t sh;
+    uint32_t n = add_node(g, IR_OP_SHAPE, (uint32_t[]){x}, 1, 1, &sh);
+    set_i(g, n, IR_ATTR_SHAPE_START, -1);
+    uint32_t shf;
+    n = add_node(g, IR_OP_CAST, (uint32_t[]){sh}, 1, 1, &shf);
+    set_i(g, n, IR_ATTR_CAST_TO, IR_DTYPE_F32);
+    uint32_t sq = add1(g, IR_OP_SQRT, (uint32_t[]){shf}, 1);
+    float one = 1.0f;
+    uint32_t c1 = add_const_scalar(g, "one", IR_DTYPE_F32, &one);
+    uint32_t scale = add1(g, IR_OP_DIV, (uint32_t[]){c1, sq}, 2);
+    uint32_t y = add1(g, IR_OP_MUL, (uint32_t[]){x, scale}, 2);
+    fold_ok(g);
+    assert_type(g, y, "tensor(f32)[4,7]");
+    const IrValue *v = &g->values[scale];
+    cr_assert_eq(v->kind, IR_VALUE_CONST);
+    cr_assert_eq(v->tensor->dtype, IR_DTYPE_F32);
+    float got, expected = 1.0f / sqrtf(7.0f);
+    memcpy(&got, v->tensor->data, sizeof got);
+    cr_assert_eq(got, expected, "%.9g, expected %.9g", (double)got, (double)expected);
+    cr_assert_eq(g->values[y].kind, IR_VALUE_NODE);
+    ir_graph_free(g);
+}
+
+/* ReduceProd of a shape slice (flattening exporters), Range with computed bounds, Tile and
+ * Cast to int32 of known values. */
+Test(ir_shape, evaluates_reductions_ranges_tiles_and_casts_of_known_values) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 3, (int64_t[]){2, 3, 4});
+    uint32_t sh = add1(g, IR_OP_SHAPE, (uint32_t[]){x}, 1);
+    uint32_t axes = add_const_i64(g, "axes", 1, (int64_t[]){0});
+    uint32_t prod = add1(g, IR_OP_REDUCE_PROD, (uint32_t[]){sh, axes}, 2);
+    uint32_t r = add1(g, IR_OP_RESHAPE, (uint32_t[]){x, prod}, 2);
+    uint32_t mx;
+    uint32_t n = add_node(g, IR_OP_REDUCE_MAX, (uint32_t[]){sh}, 1, 1, &mx);
+    set_i(g, n, IR_ATTR_REDUCE_MAX_KEEPDIMS, 0);
+    int64_t zero = 0, step = 2;
+    uint32_t c0 = add_const_scalar(g, "zero", IR_DTYPE_I64, &zero);
+    uint32_t c2 = add_const_scalar(g, "step", IR_DTYPE_I64, &step);
+    uint32_t rng = add1(g, IR_OP_RANGE, (uint32_t[]){c0, mx, c2}, 3);
+    uint32_t reps = add_const_i64(g, "reps", 1, (int64_t[]){2});
+    uint32_t t = add1(g, IR_OP_TILE, (uint32_t[]){rng, reps}, 2);
+    uint32_t t32;
+    n = add_node(g, IR_OP_CAST, (uint32_t[]){t}, 1, 1, &t32);
+    set_i(g, n, IR_ATTR_CAST_TO, IR_DTYPE_I32);
+    uint32_t cs = add1(g, IR_OP_CONSTANT_OF_SHAPE, (uint32_t[]){t32}, 1);
+    fold_ok(g);
+    assert_type(g, r, "tensor(f32)[24]");
+    assert_const_ints(g, mx, IR_DTYPE_I64, 1, (int64_t[]){4});
+    assert_const_ints(g, t32, IR_DTYPE_I32, 4, (int64_t[]){0, 2, 0, 2});
+    assert_type(g, cs, "tensor(f32)[0,2,0,2]");
+    ir_graph_free(g);
+}
+
+/* Values computed from graph input data are not known at compile time: the shapes they
+ * drive stay unknown, and nothing is folded. */
+Test(ir_shape, leaves_shapes_computed_from_input_data_unknown) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 2, (int64_t[]){3, 1});
+    uint32_t s = add_input(g, "s", IR_DTYPE_I64, 1, (int64_t[]){2});
+    uint32_t two = add_const_i64(g, "two", 1, (int64_t[]){2});
+    uint32_t s2 = add1(g, IR_OP_MUL, (uint32_t[]){s, two}, 2);
+    uint32_t e = add1(g, IR_OP_EXPAND, (uint32_t[]){x, s2}, 2);
+    fold_ok(g);
+    cr_assert_eq(g->values[s2].kind, IR_VALUE_NODE);
+    assert_type(g, e, "tensor(f32)[?,?]");
+    ir_graph_free(g);
+}
+
+/* A graph input with no elements carries no data: Reduce* function bodies pass their
+ * default (empty) axes that way. */
+Test(ir_shape, knows_the_value_of_an_input_with_no_elements) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 3, (int64_t[]){3, 2, 2});
+    uint32_t axes = add_input(g, "axes", IR_DTYPE_I64, 1, (int64_t[]){0});
+    uint32_t some = add_input(g, "some", IR_DTYPE_I64, 1, (int64_t[]){1});
+    uint32_t all = add1(g, IR_OP_REDUCE_SUM, (uint32_t[]){x, axes}, 2);
+    uint32_t unknown = add1(g, IR_OP_REDUCE_SUM, (uint32_t[]){x, some}, 2);
+    infer_ok(g);
+    assert_type(g, all, "tensor(f32)[1,1,1]");
+    assert_type(g, unknown, "tensor(f32)[?,?,?]");
+    ir_graph_free(g);
+}
+
 /* ---- control flow ---- */
 
 Test(ir_shape, merges_if_branches_into_their_common_type) {
@@ -432,6 +639,40 @@ Test(ir_shape, merges_if_branches_into_their_common_type) {
     assert_type(g->subgraphs[branches[1]], g->subgraphs[branches[1]]->outputs[0],
                 "tensor(f32)[2,5]");
     assert_type(g, out, "tensor(f32)[2,?]");
+    ir_graph_free(g);
+}
+
+Test(ir_shape, picks_the_if_branch_of_a_condition_known_at_compile_time) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 3, (int64_t[]){2, 3, 4});
+    uint32_t a = add_input(g, "a", IR_DTYPE_F32, 2, (int64_t[]){2, 3});
+    uint32_t b = add_input(g, "b", IR_DTYPE_F32, 2, (int64_t[]){2, 5});
+    /* cond = Size(Shape(x)) == 3 */
+    uint32_t rank = add1(g, IR_OP_SIZE, (uint32_t[]){add1(g, IR_OP_SHAPE, (uint32_t[]){x}, 1)}, 1);
+    int64_t three = 3;
+    uint32_t c3 = add_const_scalar(g, "three", IR_DTYPE_I64, &three);
+    uint32_t cond = add1(g, IR_OP_EQUAL, (uint32_t[]){rank, c3}, 2);
+    uint32_t branches[2];
+    uint32_t srcs[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        branches[i] = ir_graph_add_subgraph(g, i ? "else" : "then");
+        IrGraph *s = g->subgraphs[branches[i]];
+        uint32_t outer = ir_value_add(s, "outer", NULL, IR_VALUE_OUTER);
+        s->values[outer].producer = srcs[i];
+        ir_graph_add_output(s, add1(s, IR_OP_NEG, (uint32_t[]){outer}, 1));
+    }
+    uint32_t out;
+    uint32_t n = add_node(g, IR_OP_IF, (uint32_t[]){cond}, 1, 1, &out);
+    IrAttr *t = ir_node_attr(&g->nodes[n], IR_ATTR_IF_THEN_BRANCH);
+    t->present = true;
+    t->n = 1;
+    t->graphs = ir_arena_memdup(g->arena, &branches[0], sizeof(uint32_t));
+    IrAttr *e = ir_node_attr(&g->nodes[n], IR_ATTR_IF_ELSE_BRANCH);
+    e->present = true;
+    e->n = 1;
+    e->graphs = ir_arena_memdup(g->arena, &branches[1], sizeof(uint32_t));
+    infer_ok(g);
+    assert_type(g, out, "tensor(f32)[2,3]");
     ir_graph_free(g);
 }
 

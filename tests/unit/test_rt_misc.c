@@ -32,13 +32,15 @@ static int64_t rng_range(int64_t lo, int64_t hi) { /* inclusive */
 
 static float *rand_f32(int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++) p[i] = (float)rng_unit();
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)rng_unit();
     return p;
 }
 
 static float *poisoned_f32(int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+    for (int64_t i = 0; i < n; i++)
+        p[i] = NAN;
     return p;
 }
 
@@ -57,8 +59,8 @@ Test(rt_misc, tensor_scatter_writes_rows_linearly_and_circularly) {
     int64_t wi[B] = {rng_range(0, L - S), 4};
     for (int circ = 0; circ < 2; circ++) {
         float *out = poisoned_f32(B * O * L * I);
-        int rc = rt_tensor_scatter((const uint8_t *)past, (const uint8_t *)upd, wi,
-                                   (uint8_t *)out, B, O, L, S, I * 4, circ);
+        int rc = rt_tensor_scatter((const uint8_t *)past, (const uint8_t *)upd, wi, (uint8_t *)out,
+                                   B, O, L, S, I * 4, circ);
         if (!circ) { /* batch 1 writes rows 4 and 5: out of range */
             cr_assert_eq(rc, RT_ERR_INDEX);
             free(out);
@@ -78,8 +80,8 @@ Test(rt_misc, tensor_scatter_writes_rows_linearly_and_circularly) {
     }
     wi[1] = 1;
     float *out = poisoned_f32(B * O * L * I);
-    cr_assert_eq(rt_tensor_scatter((const uint8_t *)past, (const uint8_t *)upd, wi,
-                                   (uint8_t *)out, B, O, L, S, I * 4, 0),
+    cr_assert_eq(rt_tensor_scatter((const uint8_t *)past, (const uint8_t *)upd, wi, (uint8_t *)out,
+                                   B, O, L, S, I * 4, 0),
                  RT_OK);
     free(out), free(past), free(upd);
 }
@@ -91,10 +93,10 @@ Test(rt_misc, rotary_embedding_matches_naive_rotation_in_both_layouts) {
         float *x = rand_f32(B * S * H * D), *c = rand_f32(P * half), *s = rand_f32(P * half);
         float *y = poisoned_f32(B * S * H * D);
         int64_t pos[6];
-        for (int i = 0; i < 6; i++) pos[i] = rng_range(0, P - 1);
+        for (int i = 0; i < 6; i++)
+            pos[i] = rng_range(0, P - 1);
         /* (B, H, S, D) layout */
-        cr_assert_eq(rt_rotary_f32(x, c, s, pos, P, y, B, S, H, D, rot, inter, H * S * D, D,
-                                   S * D),
+        cr_assert_eq(rt_rotary_f32(x, c, s, pos, P, y, B, S, H, D, rot, inter, H * S * D, D, S * D),
                      RT_OK);
         double *want = malloc((size_t)(B * S * H * D) * sizeof *want);
         for (int64_t b = 0; b < B; b++)
@@ -103,7 +105,8 @@ Test(rt_misc, rotary_embedding_matches_naive_rotation_in_both_layouts) {
                     const float *xr = x + ((b * H + h) * S + t) * D;
                     double *wr = want + ((b * H + h) * S + t) * D;
                     int64_t p = pos[b * S + t];
-                    for (int64_t d = 0; d < D; d++) wr[d] = xr[d];
+                    for (int64_t d = 0; d < D; d++)
+                        wr[d] = xr[d];
                     for (int64_t i = 0; i < half; i++) {
                         int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
                         double cv = c[p * half + i], sv = s[p * half + i];
@@ -113,8 +116,7 @@ Test(rt_misc, rotary_embedding_matches_naive_rotation_in_both_layouts) {
                 }
         expect_close(y, want, B * S * H * D, "rotary");
         pos[0] = P; /* out of the cache */
-        cr_assert_eq(rt_rotary_f32(x, c, s, pos, P, y, B, S, H, D, rot, inter, H * S * D, D,
-                                   S * D),
+        cr_assert_eq(rt_rotary_f32(x, c, s, pos, P, y, B, S, H, D, rot, inter, H * S * D, D, S * D),
                      RT_ERR_INDEX);
         free(x), free(c), free(s), free(y), free(want);
     }
@@ -130,14 +132,18 @@ Test(rt_misc, causal_conv_with_state_matches_padded_convolution) {
     for (int64_t b = 0; b < B; b++)
         for (int64_t c = 0; c < C; c++) {
             double pad[8];
-            for (int64_t t = 0; t < P; t++) pad[t] = past[(b * C + c) * P + t];
-            for (int64_t t = 0; t < L; t++) pad[P + t] = x[(b * C + c) * L + t];
+            for (int64_t t = 0; t < P; t++)
+                pad[t] = past[(b * C + c) * P + t];
+            for (int64_t t = 0; t < L; t++)
+                pad[P + t] = x[(b * C + c) * L + t];
             for (int64_t t = 0; t < L; t++) {
                 double acc = bias[c];
-                for (int64_t k = 0; k < K; k++) acc += w[c * K + k] * pad[t + k];
+                for (int64_t k = 0; k < K; k++)
+                    acc += w[c * K + k] * pad[t + k];
                 want_y[(b * C + c) * L + t] = acc / (1.0 + exp(-acc));
             }
-            for (int64_t t = 0; t < P; t++) want_p[(b * C + c) * P + t] = pad[L + t];
+            for (int64_t t = 0; t < P; t++)
+                want_p[(b * C + c) * P + t] = pad[L + t];
         }
     expect_close(y, want_y, B * C * L, "y");
     expect_close(pr, want_p, B * C * P, "present");
@@ -184,7 +190,8 @@ Test(rt_misc, unique_finds_sorted_and_first_occurrence_orders_and_checks_the_cou
             x[i] = rng_range(0, 7);
             if (!seen[x[i]]) seen[x[i]] = true, U++;
         }
-        for (int i = 0; i < L; i++) y[i] = idx[i] = inv[i] = cnt[i] = -99;
+        for (int i = 0; i < L; i++)
+            y[i] = idx[i] = inv[i] = cnt[i] = -99;
         cr_assert_eq(rt_unique_i64(x, 1, L, 1, sorted, U + 1, y, idx, inv, cnt), RT_ERR_SHAPE);
         cr_assert_eq(rt_unique_i64(x, 1, L, 1, sorted, U, y, idx, inv, cnt), RT_OK);
         for (int64_t p = 0; p < U; p++) {
@@ -199,7 +206,8 @@ Test(rt_misc, unique_finds_sorted_and_first_occurrence_orders_and_checks_the_cou
             if (p > 0 && sorted) cr_assert_lt(y[p - 1], y[p], "seed %u", rng_seed);
             if (p > 0 && !sorted) cr_assert_lt(idx[p - 1], idx[p], "seed %u", rng_seed);
         }
-        for (int j = 0; j < L; j++) cr_assert_eq(y[inv[j]], x[j], "seed %u", rng_seed);
+        for (int j = 0; j < L; j++)
+            cr_assert_eq(y[inv[j]], x[j], "seed %u", rng_seed);
     }
 }
 
@@ -210,12 +218,14 @@ Test(rt_misc, unique_along_an_axis_compares_whole_slices) {
     cr_assert_eq(rt_unique_f32(x, 2, 4, 1, 1, 3, y, idx, inv, cnt), RT_OK);
     float want_y[6] = {0, 0, 1, 2, 3, 5};
     int64_t want_idx[3] = {3, 1, 0}, want_inv[4] = {2, 1, 2, 0}, want_cnt[3] = {1, 1, 2};
-    for (int i = 0; i < 6; i++) cr_assert_eq(y[i], want_y[i]);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(y[i], want_y[i]);
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(idx[i], want_idx[i]);
         cr_assert_eq(cnt[i], want_cnt[i]);
     }
-    for (int i = 0; i < 4; i++) cr_assert_eq(inv[i], want_inv[i]);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(inv[i], want_inv[i]);
 }
 
 Test(rt_misc, gather_last_rejects_indices_outside_the_last_axis) {
@@ -245,5 +255,6 @@ Test(rt_misc, random_generator_has_the_moments_of_its_distributions) {
     cr_assert(fabs(vn - 1.0) < 6 * sqrt(2.0 / N), "normal variance %g", vn);
     RtRng a, b;
     rt_rng_seed(&a, 42), rt_rng_seed(&b, 42);
-    for (int i = 0; i < 10; i++) cr_assert_eq(rt_rng_next(&a), rt_rng_next(&b));
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(rt_rng_next(&a), rt_rng_next(&b));
 }

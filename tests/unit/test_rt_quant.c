@@ -64,10 +64,13 @@ Test(rt_quant, conv_integer_matches_naive_loops_with_per_channel_zero_points) {
         int64_t ny = g.n * g.m * g.out[0] * g.out[1] * g.out[2];
         uint8_t *x = malloc((size_t)nx);
         int8_t *w = malloc((size_t)nw);
-        for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)rng_u32();
-        for (int64_t i = 0; i < nw; i++) w[i] = (int8_t)rng_u32();
+        for (int64_t i = 0; i < nx; i++)
+            x[i] = (uint8_t)rng_u32();
+        for (int64_t i = 0; i < nw; i++)
+            w[i] = (int8_t)rng_u32();
         int8_t *wz = malloc((size_t)g.m);
-        for (int64_t i = 0; i < g.m; i++) wz[i] = (int8_t)rng_range(-5, 5);
+        for (int64_t i = 0; i < g.m; i++)
+            wz[i] = (int8_t)rng_range(-5, 5);
         int32_t x_zp = (int32_t)rng_range(0, 255);
         int32_t *y = poisoned((size_t)ny * sizeof *y);
         rt_qconv_u8i8_i32(x, x_zp, w, wz, 1, NULL, NULL, 0, 0, y, &g);
@@ -83,8 +86,8 @@ Test(rt_quant, conv_integer_matches_naive_loops_with_per_channel_zero_points) {
                                     int64_t iw = ow * g.s[2] + kw * g.d[2] - g.pad[2];
                                     if (ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2])
                                         continue;
-                                    int64_t xi = ((b * g.c + grp * cg + c) * g.in[1] + ih) *
-                                                     g.in[2] + iw;
+                                    int64_t xi =
+                                        ((b * g.c + grp * cg + c) * g.in[1] + ih) * g.in[2] + iw;
                                     int64_t wi = ((m * cg + c) * g.k[1] + kh) * g.k[2] + kw;
                                     acc += (int64_t)(x[xi] - x_zp) * (w[wi] - wz[m]);
                                 }
@@ -98,13 +101,23 @@ Test(rt_quant, conv_integer_matches_naive_loops_with_per_channel_zero_points) {
 
 Test(rt_quant, qlinear_conv_requantizes_with_bias_and_per_channel_scales) {
     rng_init();
-    RtQConvGeom g = {.n = 1, .c = 3, .m = 4, .group = 1, .in = {1, 5, 6}, .out = {1, 5, 6},
-                     .k = {1, 3, 3}, .s = {1, 1, 1}, .d = {1, 1, 1}, .pad = {0, 1, 1}};
+    RtQConvGeom g = {.n = 1,
+                     .c = 3,
+                     .m = 4,
+                     .group = 1,
+                     .in = {1, 5, 6},
+                     .out = {1, 5, 6},
+                     .k = {1, 3, 3},
+                     .s = {1, 1, 1},
+                     .d = {1, 1, 1},
+                     .pad = {0, 1, 1}};
     int8_t x[90], w[108], *y = poisoned(120);
     int32_t bias[4];
     double mult[4];
-    for (int i = 0; i < 90; i++) x[i] = (int8_t)rng_u32();
-    for (int i = 0; i < 108; i++) w[i] = (int8_t)rng_u32();
+    for (int i = 0; i < 90; i++)
+        x[i] = (int8_t)rng_u32();
+    for (int i = 0; i < 108; i++)
+        w[i] = (int8_t)rng_u32();
     for (int i = 0; i < 4; i++) {
         bias[i] = (int32_t)rng_range(-2000, 2000);
         mult[i] = rt_qscale_f32(0.02f, (float)rng_range(1, 9) * 0.001f, 0.05f);
@@ -126,10 +139,14 @@ Test(rt_quant, qlinear_matmul_matches_naive_loops_for_all_sign_combinations) {
         rng_init();
         int64_t M = rng_range(1, 6), N = rng_range(1, 7), K = rng_range(1, 40);
         uint8_t *a = malloc((size_t)(M * K)), *yu = poisoned((size_t)(M * N));
-        int8_t *b = malloc((size_t)(K * N)), *bz = malloc((size_t)N), *yi = poisoned((size_t)(M * N));
-        for (int64_t i = 0; i < M * K; i++) a[i] = (uint8_t)rng_u32();
-        for (int64_t i = 0; i < K * N; i++) b[i] = (int8_t)rng_u32();
-        for (int64_t i = 0; i < N; i++) bz[i] = (int8_t)rng_range(-3, 3);
+        int8_t *b = malloc((size_t)(K * N)), *bz = malloc((size_t)N),
+               *yi = poisoned((size_t)(M * N));
+        for (int64_t i = 0; i < M * K; i++)
+            a[i] = (uint8_t)rng_u32();
+        for (int64_t i = 0; i < K * N; i++)
+            b[i] = (int8_t)rng_u32();
+        for (int64_t i = 0; i < N; i++)
+            bz[i] = (int8_t)rng_range(-3, 3);
         int32_t az = (int32_t)rng_range(0, 255);
         double mult = rt_qscale_f32(0.01f, 0.02f, 0.3f);
         rt_qmatmul_u8i8_u8(M, N, K, a, az, b, bz, 1, &mult, 0, 128, yu);
@@ -149,8 +166,8 @@ Test(rt_quant, qlinear_matmul_matches_naive_loops_for_all_sign_combinations) {
 }
 
 Test(rt_quant, requantization_rounds_half_to_even_and_saturates) {
-    cr_assert_eq(rt_requant(5, 0.5, 0, 0, 255), 2);   /* 2.5 -> 2 */
-    cr_assert_eq(rt_requant(7, 0.5, 0, 0, 255), 4);   /* 3.5 -> 4 */
+    cr_assert_eq(rt_requant(5, 0.5, 0, 0, 255), 2); /* 2.5 -> 2 */
+    cr_assert_eq(rt_requant(7, 0.5, 0, 0, 255), 4); /* 3.5 -> 4 */
     cr_assert_eq(rt_requant(-5, 0.5, 0, -128, 127), -2);
     cr_assert_eq(rt_requant(100000, 1.0, 0, -128, 127), 127);
     cr_assert_eq(rt_requant(-100000, 1.0, 10, 0, 255), 0);

@@ -102,11 +102,19 @@ static bool check_supported(const IrGraph *g, Diag *d) {
             bool io = val->kind == IR_VALUE_INPUT;
             for (uint32_t k = 0; k < g->n_outputs; k++) io |= g->outputs[k] == v;
             if (io || val->kind == IR_VALUE_NODE) {
-                if (val->type.kind == IR_TYPE_TENSOR)
-                    diag_error(d, "value '%s'%s%s%s has type tensor %s: the C backend needs "
-                               "static tensors of numeric types (fix symbolic dimensions with "
-                               "--dim NAME=VALUE)", val->name, g->parent ? " (in subgraph '" : "",
-                               g->parent ? g->name : "", g->parent ? "')" : "",
+                const char *in_sub = g->parent ? " (in subgraph '" : "";
+                const char *sub_name = g->parent ? g->name : "";
+                const char *close = g->parent ? "')" : "";
+                if (val->type.kind == IR_TYPE_TENSOR && val->type.dtype == IR_DTYPE_STRING)
+                    diag_error(d, "value '%s'%s%s%s holds strings: the C backend has no string "
+                               "type", val->name, in_sub, sub_name, close);
+                else if (val->type.kind == IR_TYPE_TENSOR && val->type.dtype == IR_DTYPE_UNDEF)
+                    diag_error(d, "value '%s'%s%s%s has no known element type", val->name,
+                               in_sub, sub_name, close);
+                else if (val->type.kind == IR_TYPE_TENSOR)
+                    diag_error(d, "value '%s'%s%s%s (%s) has no static shape: fix symbolic "
+                               "dimensions with --dim NAME=VALUE; shapes computed from input "
+                               "data cannot be compiled", val->name, in_sub, sub_name, close,
                                ir_dtype_name((IrDType)val->type.dtype));
                 else
                     diag_error(d, "value '%s' is %s: the C backend compiles tensors only "
@@ -168,15 +176,17 @@ static void assign_weights(CgenCtx *cx, IrGraph *g) {
             IR_ASSERT(cx->graph_weight_offset[gi]);
         }
         int64_t *wo = cx->graph_weight_offset[gi];
+        uint32_t *uses = ir_use_counts(h); /* constants nothing reads (folded away) are left out */
         for (uint32_t v = 0; v < h->n_values; v++) {
             wo[v] = -1;
             const IrValue *val = &h->values[v];
             if (val->kind != IR_VALUE_CONST || !val->tensor ||
-                val->tensor->dtype == IR_DTYPE_STRING)
+                val->tensor->dtype == IR_DTYPE_STRING || uses[v] == 0)
                 continue;
             wo[v] = off;
             off += ((int64_t)val->tensor->size_bytes + CGEN_ALIGN - 1) / CGEN_ALIGN * CGEN_ALIGN;
         }
+        free(uses);
     }
     cx->weights_size = off;
 }

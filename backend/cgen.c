@@ -106,11 +106,31 @@ const char *cgen_dims(CgenCtx *cx, const IrType *t) {
     return cgen_i64_list(cx, t->dims, t->rank > 0 ? (uint32_t)t->rank : 0);
 }
 
+/* The runtime file a name refers to, from the files embedded at build time. */
+static const CgenRuntimeFile *runtime_text(const char *name) {
+    for (unsigned i = 0; i < cgen_n_runtime_files; i++)
+        if (strcmp(cgen_runtime_files[i].name, name) == 0) return &cgen_runtime_files[i];
+    return NULL;
+}
+
 void cgen_use_runtime(CgenCtx *cx, const char *file) {
     for (uint32_t i = 0; i < cx->n_runtime; i++)
         if (strcmp(cx->runtime[i], file) == 0) return;
+    const CgenRuntimeFile *rf = runtime_text(file);
+    IR_ASSERT(rf); /* an emitter names a runtime file that does not exist */
+    /* the files it includes come first, so that the bundle holds everything it needs */
+    for (const char *p = strstr(rf->text, "#include \"rt_"); p; p = strstr(p + 1, "#include \"rt_")) {
+        const char *start = p + strlen("#include \""), *end = strchr(start, '"');
+        if (!end || end - start >= 64) continue;
+        for (unsigned i = 0; i < cgen_n_runtime_files; i++)
+            if (strlen(cgen_runtime_files[i].name) == (size_t)(end - start) &&
+                strncmp(cgen_runtime_files[i].name, start, (size_t)(end - start)) == 0)
+                cgen_use_runtime(cx, cgen_runtime_files[i].name);
+    }
+    for (uint32_t i = 0; i < cx->n_runtime; i++) /* added meanwhile through an include */
+        if (strcmp(cx->runtime[i], file) == 0) return;
     IR_ASSERT(cx->n_runtime < CGEN_MAX_RUNTIME);
-    cx->runtime[cx->n_runtime++] = file;
+    cx->runtime[cx->n_runtime++] = rf->name;
 }
 
 void cgen_call_checked(CgenCtx *cx, const char *fmt, ...) {

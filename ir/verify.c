@@ -123,6 +123,23 @@ static void check_graph(VerifyCtx *v) {
     uint8_t *is_input = calloc(nv ? nv : 1, 1);
     IR_ASSERT(def_by && is_input);
     for (uint32_t i = 0; i < nv; i++) def_by[i] = IR_NONE;
+    /* which values anything reads: a value whose producer a pass removed is fine unread */
+    uint8_t *is_read = calloc(nv ? nv : 1, 1);
+    IR_ASSERT(is_read);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (uint32_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] < nv) is_read[n->inputs[k]] = 1;
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] < nv) is_read[g->outputs[i]] = 1;
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) {
+        const IrGraph *sub = g->subgraphs[s];
+        for (uint32_t k = 0; sub && k < sub->n_values; k++)
+            if (sub->values[k].kind == IR_VALUE_OUTER && sub->values[k].producer < nv)
+                is_read[sub->values[k].producer] = 1;
+    }
 
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t id = g->inputs[i];
@@ -151,7 +168,9 @@ static void check_graph(VerifyCtx *v) {
                            val->name, val->producer, g->parent->n_values);
             break;
         case IR_VALUE_NODE:
-            if (val->producer >= g->n_nodes) {
+            if (val->producer == IR_NONE && !is_read[id]) {
+                /* left behind by a pass that removed its producer; nothing reads it */
+            } else if (val->producer >= g->n_nodes) {
                 fail_graph(v, "value '%s' has no producer", val->name);
             } else {
                 const IrNode *p = &g->nodes[val->producer];
@@ -223,6 +242,7 @@ static void check_graph(VerifyCtx *v) {
             fail_graph(v, "output '%s' has no type", val->name);
     }
     free(def_by);
+    free(is_read);
     free(is_input);
 
     for (uint32_t i = 0; i < g->n_subgraphs; i++) {

@@ -1124,10 +1124,11 @@ static bool check_inputs(Lower *L) {
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         const IrValue *v = &g->values[g->inputs[i]];
         if (!is_container_type(&v->type)) continue;
-        diag_error(L->d, "graph input '%s' is a %s of unknown length: give its element shapes "
-                         "with --seq %s=[d,...][d,...] (or --seq %s=none for an absent "
-                         "optional)", v->name,
-                   v->type.kind == IR_TYPE_SEQUENCE ? "sequence" : "optional", v->name, v->name);
+        bool opt = v->type.kind == IR_TYPE_OPTIONAL;
+        diag_error(L->d, "graph input '%s' is %s of unknown length: give its element shapes "
+                         "with --seq %s=[d,...][d,...]%s%s%s", v->name,
+                   opt ? "an optional sequence" : "a sequence", v->name,
+                   opt ? " (or --seq " : "", opt ? v->name : "", opt ? "=none: absent)" : "");
         L->failed = true;
     }
     return !L->failed;

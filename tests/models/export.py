@@ -187,9 +187,14 @@ class TinyViT(nn.Module):
 
 
 def _small_vit():
-    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=3,
-                                                num_heads=4, hidden_dim=96, mlp_dim=192,
-                                                num_classes=10)
+    m = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=3,
+                                             num_heads=4, hidden_dim=96, mlp_dim=192,
+                                             num_classes=10)
+    # torchvision zero-initializes the classification head, which makes every output 0 and
+    # any comparison vacuous: give it random weights
+    nn.init.normal_(m.heads.head.weight, std=0.05)
+    nn.init.normal_(m.heads.head.bias, std=0.05)
+    return m
 
 
 class SeqClassifier(nn.Module):

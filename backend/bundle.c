@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "backend/cgen.h"
+#include "backend/cgen_count.h"
 #include "passes/passes.h"
 
 static const char *const c_keywords[] = {
@@ -128,7 +129,44 @@ static bool check_supported(const IrGraph *g, Diag *d) {
     return ok;
 }
 
-static void assign_fields(CgenCtx *cx, IrGraph *g) {
+static bool name_taken(const char *const *taken, uint32_t n, const char *s) {
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(taken[i], s) == 0) return true;
+    return false;
+}
+
+/* The struct field of each output slot, in order: outputs have their own namespace, struct
+ * NAME_outputs. A slot with a run-time count (cgen_has_count) also owns the field
+ * FIELD_count, which the cgen_emit_count code writes: no other field may take that name, so
+ * such a slot moves on to FIELD_2... while FIELD_count is taken. */
+static const char **output_names(CgenCtx *cx, const IrGraph *g) {
+    const char **names = ir_arena_alloc(&cx->scratch, (g->n_outputs + 1) * sizeof *names);
+    uint32_t cap = 2 * g->n_outputs + 2, n_taken = 0;
+    const char **taken = malloc(cap * sizeof *taken);
+    IR_ASSERT(taken);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        bool counted = cgen_has_count(g, v);
+        for (;;) {
+            if (n_taken + 2 > cap) {
+                cap *= 2;
+                taken = realloc(taken, cap * sizeof *taken);
+                IR_ASSERT(taken);
+            }
+            const char *f = sanitize(&cx->scratch, g->values[v].name, taken, n_taken);
+            taken[n_taken++] = f; /* taken either way: a refused name stays refused */
+            const char *fc = counted ? cgen_fmt(cx, "%s_count", f) : NULL;
+            if (fc && name_taken(taken, n_taken, fc)) continue;
+            if (fc) taken[n_taken++] = fc;
+            names[i] = f;
+            break;
+        }
+    }
+    free(taken);
+    return names;
+}
+
+static void assign_fields(CgenCtx *cx, IrGraph *g, const char **outf) {
     const char **taken = ir_arena_alloc(&cx->scratch, (g->n_inputs + g->n_outputs + 1) *
                                                           sizeof *taken);
     uint32_t n_taken = 0;
@@ -137,15 +175,11 @@ static void assign_fields(CgenCtx *cx, IrGraph *g) {
         cx->field[v] = sanitize(&cx->scratch, g->values[v].name, taken, n_taken);
         taken[n_taken++] = cx->field[v];
     }
-    /* Outputs get their own namespace: struct NAME_outputs. A value produced by a node and
-     * listed as an output is written in place; inputs, constants and repeats are copied. */
-    const char **taken_out = ir_arena_alloc(&cx->scratch, (g->n_outputs + 1) * sizeof *taken);
-    uint32_t n_out = 0;
+    /* A value produced by a node and listed as an output is written in place; inputs,
+     * constants and repeats are copied. */
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        const char *f = sanitize(&cx->scratch, g->values[v].name, taken_out, n_out);
-        taken_out[n_out++] = f;
-        if (g->values[v].kind == IR_VALUE_NODE && !cx->field[v]) cx->field[v] = f;
+        if (g->values[v].kind == IR_VALUE_NODE && !cx->field[v]) cx->field[v] = outf[i];
     }
 }
 
@@ -191,25 +225,16 @@ static void assign_weights(CgenCtx *cx, IrGraph *g) {
     cx->weights_size = off;
 }
 
-static const char *output_field(CgenCtx *cx, IrGraph *g, uint32_t i) {
-    /* the field name assigned to output slot i (same order as assign_fields) */
-    const char **taken = ir_arena_alloc(&cx->scratch, (g->n_outputs + 1) * sizeof *taken);
-    const char *f = NULL;
-    for (uint32_t k = 0; k <= i; k++) {
-        f = sanitize(&cx->scratch, g->values[g->outputs[k]].name, taken, k);
-        taken[k] = f;
-    }
-    return f;
-}
-
-static bool emit_body(CgenCtx *cx, IrGraph *g) {
+static bool emit_body(CgenCtx *cx, IrGraph *g, const char **outf) {
     bool ok = cgen_emit_nodes(cx);
     /* outputs that no node wrote in place */
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        const char *f = output_field(cx, g, i);
+        const char *f = outf[i];
         if (cx->field[v] && strcmp(cx->field[v], f) == 0 && g->values[v].kind == IR_VALUE_NODE)
             continue;
+        if (cgen_has_count(g, v)) /* a repeat of a counted output: the count comes along */
+            cw_line(cx->w, "*out->%s_count = *out->%s_count;", f, cx->field[v]);
         int64_t bytes = (int64_t)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype,
                                                      cgen_numel(cx, v));
         cw_comment(cx->w, "output '%s' is a copy of '%s'", g->values[v].name, g->values[v].name);
@@ -219,7 +244,37 @@ static bool emit_body(CgenCtx *cx, IrGraph *g) {
     return ok;
 }
 
-static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
+/* The axis of counted output v (cgen_has_count) that its run-time count runs along, and the
+ * fill of the entries past the count: -1 where entries are indices, 0 where they are data
+ * or counts. */
+static int count_axis(const IrGraph *g, uint32_t v, const char **fill) {
+    const IrValue *val = &g->values[v];
+    const IrNode *n = &g->nodes[val->producer];
+    int rank = n->n_inputs > 0 && n->inputs[0] != IR_NONE ? g->values[n->inputs[0]].type.rank : 0;
+    int64_t axis = 0;
+    *fill = "0";
+    switch (n->op) {
+    case IR_OP_NON_ZERO: *fill = "-1"; return 1;
+    case IR_OP_NON_MAX_SUPPRESSION: *fill = "-1"; return 0;
+    case IR_OP_COMPRESS:
+        if (ir_attr_present(n, IR_ATTR_COMPRESS_AXIS)) axis = ir_attr_i(n, IR_ATTR_COMPRESS_AXIS);
+        break;
+    default: /* Unique: y along its axis; indices (-1) and counts (0) along axis 0 */
+        if (val->result_index == 1) *fill = "-1";
+        if (val->result_index == 0 && ir_attr_present(n, IR_ATTR_UNIQUE_AXIS))
+            axis = ir_attr_i(n, IR_ATTR_UNIQUE_AXIS);
+        break;
+    }
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+static bool any_count(const IrGraph *g) {
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        if (cgen_has_count(g, g->outputs[i])) return true;
+    return false;
+}
+
+static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h, const char **outf) {
     const char *N = cx->opts->name;
     char *U = ir_arena_strdup(&cx->scratch, N);
     for (char *p = U; *p; p++)
@@ -239,6 +294,17 @@ static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
         cw_line(h, " *   int rc = %s_run(&in, &out, weights, arena);  weights: the bytes of "
                    "%s_weights.bin, aligned to %s_ALIGN", N, N, U);
     cw_line(h, " *   if (rc != %s_OK) ... see the status codes below", U);
+    if (any_count(g)) {
+        cw_line(h, " *");
+        cw_line(h, " * Outputs of data-dependent size (NonZero, Compress, Unique,");
+        cw_line(h, " * NonMaxSuppression) have their compiled shape as an upper bound. Each such");
+        cw_line(h, " * output FIELD comes with a field int64_t *FIELD_count: point it to an");
+        cw_line(h, " * int64_t; %s_run writes how many entries along the axis its comment", N);
+        cw_line(h, " * names hold results. Entries past the count hold the fill its comment");
+        cw_line(h, " * gives (-1 for indices, 0 for data and counts). When nodes of the model read");
+        cw_line(h, " * such a value too, its count must reach the bound, else %s_run returns", N);
+        cw_line(h, " * %s_ERR_SHAPE.", U);
+    }
     cw_line(h, " */");
     cw_line(h, "#ifndef %s_H", U);
     cw_line(h, "#define %s_H", U);
@@ -273,7 +339,13 @@ static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         cw_line(h, "%s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                output_field(cx, g, i), cgen_type_str(cx, &g->values[v].type), g->values[v].name);
+                outf[i], cgen_type_str(cx, &g->values[v].type), g->values[v].name);
+        if (!cgen_has_count(g, v)) continue;
+        const char *fill;
+        int axis = count_axis(g, v, &fill);
+        int64_t bound = g->values[v].type.rank > axis ? g->values[v].type.dims[axis] : 0;
+        cw_line(h, "int64_t *%s_count; /* count of '%s' along axis %d (<= %lld), then fill %s */",
+                outf[i], g->values[v].name, axis, (long long)bound, fill);
     }
     cw_close(h, cgen_fmt(cx, " %s_outputs;", N));
     cw_blank(h);
@@ -288,7 +360,8 @@ static void emit_header(CgenCtx *cx, IrGraph *g, CWriter *h) {
     cw_line(h, "#endif");
 }
 
-static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body) {
+static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body,
+                        const char **outf) {
     const char *N = cx->opts->name;
     char *U = ir_arena_strdup(&cx->scratch, N);
     for (char *p = U; *p; p++)
@@ -318,7 +391,10 @@ static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body) {
     if (cx->weights_size) cw_raw(c, " || !weights");
     if (g->arena_size_bytes) cw_raw(c, " || !arena");
     for (uint32_t i = 0; i < g->n_inputs; i++) cw_raw(c, " || !in->%s", cx->field[g->inputs[i]]);
-    for (uint32_t i = 0; i < g->n_outputs; i++) cw_raw(c, " || !out->%s", output_field(cx, g, i));
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        cw_raw(c, " || !out->%s", outf[i]);
+        if (cgen_has_count(g, g->outputs[i])) cw_raw(c, " || !out->%s_count", outf[i]);
+    }
     cw_raw(c, ") return %s_ERR_NULL;\n", U);
     cw_line(c, "if ((uintptr_t)weights %% %s_ALIGN != 0 || (uintptr_t)arena %% %s_ALIGN != 0) "
                "return %s_ERR_ALIGN;", U, U, U);
@@ -373,7 +449,7 @@ static bool emit_weights(CgenCtx *cx, const char *dir, Diag *d) {
     return ok;
 }
 
-static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c) {
+static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c, const char **outf) {
     const char *N = cx->opts->name;
     char *U = ir_arena_strdup(&cx->scratch, N);
     for (char *p = U; *p; p++)
@@ -382,7 +458,11 @@ static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "/* %s_test_main.c: generated by kiln. A test harness, not part of the model code:", N);
     cw_line(c, " * %s_test %sIN_FILE... OUT_FILE... reads each input as raw little-endian bytes,", N,
             embed ? "" : "WEIGHTS_FILE ");
-    cw_line(c, " * poisons the outputs, runs the model and writes each output's raw bytes. */");
+    cw_line(c, " * poisons the outputs, runs the model and writes each output's raw bytes.");
+    if (any_count(g))
+        cw_line(c, " * Prints each count field of the outputs as a line \"FIELD_count N\". */");
+    else
+        cw_line(c, " */");
     cw_line(c, "#include <stdio.h>");
     cw_line(c, "#include <stdlib.h>");
     cw_line(c, "#include <string.h>");
@@ -417,6 +497,9 @@ static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "%s_inputs in;", N);
     cw_line(c, "%s_outputs out;", N);
     cw_line(c, "int rc, arg = 1;");
+    uint32_t n_counts = 0;
+    for (uint32_t i = 0; i < g->n_outputs; i++) n_counts += cgen_has_count(g, g->outputs[i]);
+    if (n_counts) cw_line(c, "int64_t counts[%u]; /* the outputs' run-time counts */", n_counts);
     cw_line(c, "void *arena = aligned_block(%s_ARENA_SIZE + 1);", U);
     cw_line(c, "if (argc != %u) { fprintf(stderr, \"usage: %%s %sIN... OUT...\\n\", argv[0]); "
                "return 2; }", nargs + 1, embed ? "" : "WEIGHTS ");
@@ -432,18 +515,27 @@ static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c) {
         uint32_t v = g->outputs[i];
         long long bytes =
             (long long)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype, cgen_numel(cx, v));
-        const char *f = output_field(cx, g, i);
+        const char *f = outf[i];
         cw_line(c, "out.%s = aligned_block(%lld);", f, bytes);
         if (bytes > 0) cw_line(c, "memset(out.%s, POISON_BYTE, %lld);", f, bytes);
     }
+    if (n_counts) cw_comment(c, "-2 is no count: shows when the run forgets one");
+    for (uint32_t i = 0, k = 0; i < g->n_outputs; i++)
+        if (cgen_has_count(g, g->outputs[i])) {
+            cw_line(c, "counts[%u] = -2;", k);
+            cw_line(c, "out.%s_count = &counts[%u];", outf[i], k++);
+        }
     cw_line(c, "rc = %s_run(&in, &out, weights, arena);", N);
     cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_run failed: status %%d\\n\", rc); "
                "return 1; }", U, N);
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", output_field(cx, g, i),
+        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", outf[i],
                 (long long)ir_dtype_size_bytes((IrDType)g->values[v].type.dtype, cgen_numel(cx, v)));
     }
+    for (uint32_t i = 0, k = 0; i < g->n_outputs; i++)
+        if (cgen_has_count(g, g->outputs[i]))
+            cw_line(c, "printf(\"%s_count %%lld\\n\", (long long)counts[%u]);", outf[i], k++);
     cw_line(c, "return 0;");
     cw_close(c, NULL);
 }
@@ -471,7 +563,7 @@ static void emit_cmake(CgenCtx *cx, CWriter *c) {
     }
 }
 
-static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c) {
+static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c, const char **outf) {
     const char *N = cx->opts->name;
     cw_line(c, "# %s", N);
     cw_blank(c);
@@ -487,9 +579,15 @@ static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c) {
     cw_blank(c);
     cw_line(c, "| output | type |");
     cw_line(c, "|---|---|");
-    for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "| `%s` | %s |", output_field(cx, g, i),
-                cgen_type_str(cx, &g->values[g->outputs[i]].type));
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        uint32_t v = g->outputs[i];
+        cw_line(c, "| `%s` | %s |", outf[i], cgen_type_str(cx, &g->values[v].type));
+        if (!cgen_has_count(g, v)) continue;
+        const char *fill;
+        int axis = count_axis(g, v, &fill);
+        cw_line(c, "| `%s_count` | i64 count of `%s` along axis %d; fill %s past it |", outf[i],
+                outf[i], axis, fill);
+    }
     cw_blank(c);
     cw_line(c, "- arena: %lld bytes (lower bound %lld, naive sum %lld)",
             (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
@@ -521,7 +619,8 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
     cx.weight_offset = calloc(g->n_values + 1, sizeof *cx.weight_offset);
     cx.field = calloc(g->n_values + 1, sizeof *cx.field);
     IR_ASSERT(cx.weight_offset && cx.field);
-    assign_fields(&cx, g);
+    const char **outf = output_names(&cx, g);
+    assign_fields(&cx, g, outf);
     assign_weights(&cx, g);
     cgen_use_runtime(&cx, "rt_common.h");
     CWriter body, h, c;
@@ -530,10 +629,10 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
     cw_init(&c);
     body.indent = 1;
     cx.w = &body;
-    bool ok = emit_body(&cx, g);
+    bool ok = emit_body(&cx, g, outf);
     if (ok) {
-        emit_header(&cx, g, &h);
-        emit_source(&cx, g, &c, body.buf ? body.buf : "");
+        emit_header(&cx, g, &h, outf);
+        emit_source(&cx, g, &c, body.buf ? body.buf : "", outf);
         ok &= write_writer(out_dir, cgen_fmt(&cx, "%s.h", opts->name), &h, d);
         ok &= write_writer(out_dir, cgen_fmt(&cx, "%s.c", opts->name), &c, d);
         for (uint32_t i = 0; i < cx.n_runtime && ok; i++) {
@@ -546,10 +645,10 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
         cw_init(&m);
         emit_cmake(&cx, &m);
         ok &= write_writer(out_dir, "CMakeLists.txt", &m, d);
-        emit_readme(&cx, g, &m);
+        emit_readme(&cx, g, &m, outf);
         ok &= write_writer(out_dir, "README.md", &m, d);
         if (opts->test_main) {
-            emit_test_main(&cx, g, &m);
+            emit_test_main(&cx, g, &m, outf);
             ok &= write_writer(out_dir, cgen_fmt(&cx, "%s_test_main.c", opts->name), &m, d);
         }
     }
@@ -564,3 +663,25 @@ bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir,
     ir_arena_free(&cx.scratch);
     return ok;
 }
+
+/* ---- Shared with the CUDA bundle writer (backend/cuda.c): thin exports of the helpers
+ * above, so that both dialects place values and write files the same way. ---- */
+
+void cgen_bundle_assign(CgenCtx *cx, IrGraph *g) {
+    assign_fields(cx, g, output_names(cx, g));
+    assign_weights(cx, g);
+}
+
+const char *cgen_output_field(CgenCtx *cx, IrGraph *g, uint32_t i) {
+    return output_names(cx, g)[i];
+}
+
+bool cgen_write_text(const char *dir, const char *file, CWriter *w, Diag *d) {
+    return write_writer(dir, file, w, d);
+}
+
+bool cgen_write_raw(const char *dir, const char *file, const void *data, size_t len, Diag *d) {
+    return write_file(dir, file, data, len, d);
+}
+
+bool cgen_write_weights(CgenCtx *cx, const char *dir, Diag *d) { return emit_weights(cx, dir, d); }

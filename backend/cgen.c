@@ -2,6 +2,7 @@
  * NAME_run node by node through the kernel table, and the helpers op-family emitters use.
  * bundle.c wraps the body into the bundle's files. */
 #include "backend/cgen.h"
+#include "backend/cgen_count.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ void cgen_tables_init(void) {
     cgen_register_quant(cgen_emit_table);
     cgen_register_misc(cgen_emit_table);
     cgen_register_flex(cgen_emit_table);
+    cgen_register_fusedattn(cgen_emit_table);
+    cgen_register_fusedelt(cgen_emit_table);
     cgen_register_control(cgen_emit_table);
     ready = true;
 }
@@ -153,6 +156,48 @@ bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) {
     diag_error(cx->d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
                n->op_type, n->opset, msg);
     return false;
+}
+
+bool cgen_has_count(const IrGraph *g, uint32_t v) {
+    if (v == IR_NONE || v >= g->n_values) return false;
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_NODE || val->producer == IR_NONE) return false;
+    const IrNode *n = &g->nodes[val->producer];
+    switch (n->op) {
+    case IR_OP_NON_ZERO:
+    case IR_OP_COMPRESS:
+    case IR_OP_NON_MAX_SUPPRESSION: return val->result_index == 0;
+    case IR_OP_UNIQUE: return val->result_index != 2; /* inverse_indices has a fixed size */
+    default: return false;
+    }
+}
+
+void cgen_emit_count(CgenCtx *cx, const uint32_t *vals, uint32_t n, const char *count,
+                     int64_t bound) {
+    const IrGraph *g = cx->g;
+    bool root = g->parent == NULL && cx->expr == NULL;
+    uint32_t *uses = ir_use_counts(g); /* node inputs, subgraph reads and graph outputs */
+    bool internal = false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = vals[i];
+        if (v == IR_NONE) continue;
+        IR_ASSERT(cgen_has_count(g, v));
+        uint32_t as_output = 0; /* graph output slots of the root: the caller sees the count */
+        for (uint32_t k = 0; root && k < g->n_outputs; k++) as_output += g->outputs[k] == v;
+        internal |= uses[v] > as_output;
+    }
+    free(uses);
+    if (internal) /* downstream ops see the compiled shape: the fill must not reach them */
+        cw_line(cx->w, "if (%s != %lld) return RT_ERR_SHAPE; /* read inside the graph */", count,
+                (long long)bound);
+    for (uint32_t i = 0; root && i < n; i++) {
+        uint32_t v = vals[i];
+        bool is_output = false;
+        for (uint32_t k = 0; v != IR_NONE && k < g->n_outputs; k++) is_output |= g->outputs[k] == v;
+        if (!is_output) continue;
+        IR_ASSERT(cx->field[v]); /* bundle.c names every node value that is a graph output */
+        cw_line(cx->w, "*out->%s_count = %s;", cx->field[v], count);
+    }
 }
 
 const char *cgen_type_str(CgenCtx *cx, const IrType *t) {

@@ -98,6 +98,24 @@ bool cgen_control_prepare(IrGraph *g, Diag *d);
 void cgen_register_quant(CgenEmitFn *table);
 void cgen_register_misc(CgenEmitFn *table);
 void cgen_register_flex(CgenEmitFn *table);
+void cgen_register_fusedattn(CgenEmitFn *table);
+void cgen_register_fusedelt(CgenEmitFn *table);
+/* The C expression of unary or binary elementwise node n (cgen_eltwise.c) in *expr, its
+ * operands written $0 and $1, in the compute type of n's first input (float for f32 and
+ * f16, double for f64); false after a diagnostic naming n. */
+bool cgen_eltwise_expr(CgenCtx *cx, const IrNode *n, const char **expr);
+
+/* Bundle helpers exported from bundle.c for the CUDA bundle writer (backend/cuda.c). */
+/* Field names of graph inputs/outputs (cx->field) and weight offsets (cx->weight_offset,
+ * cx->graphs...). cx->scratch, cx->field and cx->weight_offset must be ready. */
+void cgen_bundle_assign(CgenCtx *cx, IrGraph *g);
+/* The NAME_outputs field of output slot i. */
+const char *cgen_output_field(CgenCtx *cx, IrGraph *g, uint32_t i);
+/* Writes dir/file from a writer (taking its text) or from bytes; false after a diagnostic. */
+bool cgen_write_text(const char *dir, const char *file, CWriter *w, Diag *d);
+bool cgen_write_raw(const char *dir, const char *file, const void *data, size_t len, Diag *d);
+/* Writes NAME_weights.bin (or .c with opts->embed_weights) from cx's weight offsets. */
+bool cgen_write_weights(CgenCtx *cx, const char *dir, Diag *d);
 
 /* The runtime files, embedded at build time (gen/runtime_files.c). */
 typedef struct CgenRuntimeFile {

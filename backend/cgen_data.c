@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "backend/cgen_count.h"
 #include "runtime/rt_data.h"
 #include "runtime/rt_index.h"
 #include "runtime/rt_resize.h"
@@ -937,8 +938,10 @@ static bool emit_reverse_sequence(CgenCtx *cx, const IrNode *n) {
     return true;
 }
 
-/* Compress and NonZero: their output sizes come from the data; the compiled (declared)
- * size is checked at run time. */
+/* Compress and NonZero: their output sizes come from the data. The compiled shape bounds
+ * the count along the counted axis; entries past the count are filled (0 for Compress's
+ * data, -1 for NonZero's indices), and cgen_emit_count hands the count on (docs/bundle.md,
+ * "Outputs of data-dependent size"). A count above the bound is RT_ERR_SHAPE. */
 static const char *nonzero_test(CgenCtx *cx, uint32_t v, const char *idx) {
     IrDType t = dtype_of(cx, v);
     const char *p = cgen_ptr(cx, v);
@@ -954,29 +957,34 @@ static bool emit_compress(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = T(cx, x), *ty = T(cx, y);
     bool has_axis = ir_attr_present(n, IR_ATTR_COMPRESS_AXIS);
     int R = tx->rank, axis = has_axis ? norm_axis(ir_attr_i(n, IR_ATTR_COMPRESS_AXIS), R) : 0;
-    if (axis < 0 || axis >= R) return cgen_unsupported(cx, n, "axis out of range");
+    if (has_axis && (axis < 0 || axis >= R)) return cgen_unsupported(cx, n, "axis out of range");
     int64_t outer = has_axis ? prod(tx->dims, 0, axis) : 1;
     int64_t dim = has_axis ? tx->dims[axis] : cgen_numel(cx, x);
     int64_t inner = has_axis ? prod(tx->dims, axis + 1, R) : 1;
     int64_t nc = cgen_numel(cx, c) < dim ? cgen_numel(cx, c) : dim;
-    int64_t want = has_axis ? ty->dims[axis] : cgen_numel(cx, y);
+    int64_t bound = has_axis ? (ty->rank == R ? ty->dims[axis] : -1) : cgen_numel(cx, y);
+    if (bound < 0 || cgen_numel(cx, y) != outer * bound * inner)
+        return cgen_unsupported(cx, n, "an output of shape %s", cgen_type_str(cx, ty));
+    long long row = (long long)(inner * (int64_t)esz);
     CWriter *w = cx->w;
     cw_open(w, "%s", "");
-    cw_line(w, "int64_t o, j, k = 0;");
+    cw_line(w, "int64_t o, j, m, k = 0; /* k: the slices kept, the count */");
     cw_line(w, "for (j = 0; j < %lld; j++) k += %s;", (long long)nc, nonzero_test(cx, c, "j"));
-    cw_line(w, "if (k != %lld) return RT_ERR_SHAPE;", (long long)want);
-    cw_line(w, "k = 0;");
+    if (nc > bound) cw_line(w, "if (k > %lld) return RT_ERR_SHAPE;", (long long)bound);
     cw_open(w, "for (o = 0; o < %lld; o++)", (long long)outer);
-    cw_open(w, "for (j = 0; j < %lld; j++)", (long long)nc);
+    cw_line(w, "unsigned char *dst = (unsigned char *)%s + o * %lld;", cgen_ptr(cx, y),
+            (long long)bound * row);
+    cw_line(w, "const unsigned char *src = (const unsigned char *)%s + o * %lld;", cgen_ptr(cx, x),
+            (long long)dim * row);
+    cw_open(w, "for (j = 0, m = 0; j < %lld; j++)", (long long)nc);
     cw_line(w, "if (!(%s)) continue;", nonzero_test(cx, c, "j"));
-    cw_line(w,
-            "memcpy((unsigned char *)%s + k * %lld, (const unsigned char *)%s + (o * %lld + j) * "
-            "%lld, %lld);",
-            cgen_ptr(cx, y), (long long)(inner * (int64_t)esz), cgen_ptr(cx, x), (long long)dim,
-            (long long)(inner * (int64_t)esz), (long long)(inner * (int64_t)esz));
-    cw_line(w, "k++;");
+    cw_line(w, "memcpy(dst + m * %lld, src + j * %lld, %lld);", row, row, row);
+    cw_line(w, "m++;");
     cw_close(w, NULL);
+    cw_line(w, "memset(dst + k * %lld, 0, (size_t)((%lld - k) * %lld)); /* the fill */", row,
+            (long long)bound, row);
     cw_close(w, NULL);
+    cgen_emit_count(cx, &y, 1, "k", bound);
     cw_close(w, NULL);
     return true;
 }
@@ -985,24 +993,30 @@ static bool emit_non_zero(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     const IrType *tx = T(cx, x), *ty = T(cx, y);
     int R = tx->rank;
-    int64_t N = cgen_numel(cx, x), want = ty->rank == 2 ? ty->dims[1] : -1;
-    if (want < 0 || esz_of(cx, x) == 0) return cgen_unsupported(cx, n, "this output type");
+    int64_t N = cgen_numel(cx, x), bound = ty->rank == 2 && ty->dims[0] == R ? ty->dims[1] : -1;
+    if (bound < 0 || esz_of(cx, x) == 0) return cgen_unsupported(cx, n, "this output type");
+    const char *py = cgen_ptr(cx, y);
     CWriter *w = cx->w;
     cw_open(w, "%s", "");
-    cw_line(w, "int64_t i, k = 0;");
-    cw_line(w, "for (i = 0; i < %lld; i++) k += %s;", (long long)N, nonzero_test(cx, x, "i"));
-    cw_line(w, "if (k != %lld) return RT_ERR_SHAPE;", (long long)want);
-    cw_line(w, "k = 0;");
+    cw_line(w, "int64_t i, k = 0; /* k: the nonzero elements so far, then the count */");
     cw_open(w, "for (i = 0; i < %lld; i++)", (long long)N);
     cw_line(w, "if (!(%s)) continue;", nonzero_test(cx, x, "i"));
+    if (bound < N) cw_line(w, "if (k == %lld) return RT_ERR_SHAPE;", (long long)bound);
     int64_t rest = N;
     for (int d = 0; d < R; d++) {
         rest /= tx->dims[d] ? tx->dims[d] : 1;
-        cw_line(w, "%s[%lld + k] = i / %lld %% %lld;", cgen_ptr(cx, y), (long long)(d * want),
+        cw_line(w, "%s[%lld + k] = i / %lld %% %lld;", py, (long long)(d * bound),
                 (long long)rest, (long long)tx->dims[d]);
     }
     cw_line(w, "k++;");
     cw_close(w, NULL);
+    if (R > 0 && bound > 0) {
+        cw_comment(w, "the fill: -1 past the count");
+        cw_open(w, "for (i = k; i < %lld; i++)", (long long)bound);
+        for (int d = 0; d < R; d++) cw_line(w, "%s[%lld + i] = -1;", py, (long long)(d * bound));
+        cw_close(w, NULL);
+    }
+    cgen_emit_count(cx, &y, 1, "k", bound);
     cw_close(w, NULL);
     return true;
 }

@@ -178,8 +178,9 @@ static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t 
 
 /* ---- unary ---- */
 
-static bool emit_unary(CgenCtx *cx, const IrNode *n) {
-    uint32_t x = n->inputs[0], y = n->outputs[0];
+/* The expression template of unary node n in *expr; false after a diagnostic. */
+static bool unary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
+    uint32_t x = n->inputs[0];
     IrDType t = (IrDType)cgen_type(cx, x)->dtype;
     EltClass c = elt_class(t);
     bool fl = is_float_class(c), dbl = c == EC_F64;
@@ -289,12 +290,19 @@ static bool emit_unary(CgenCtx *cx, const IrNode *n) {
 #undef F
 #undef L
     (void)CT;
-    return emit_map(cx, n, y, &x, 1, e);
+    *expr = e;
+    return true;
+}
+
+static bool emit_unary(CgenCtx *cx, const IrNode *n) {
+    const char *e;
+    return unary_expr(cx, n, &e) && emit_map(cx, n, n->outputs[0], n->inputs, 1, e);
 }
 
 /* ---- binary and variadic ---- */
 
-static bool emit_binary(CgenCtx *cx, const IrNode *n) {
+/* The expression template of binary node n in *expr; false after a diagnostic. */
+static bool binary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
     IrDType t = (IrDType)cgen_type(cx, n->inputs[0])->dtype;
     EltClass c = elt_class(t);
     bool fl = is_float_class(c), dbl = c == EC_F64;
@@ -338,8 +346,20 @@ static bool emit_binary(CgenCtx *cx, const IrNode *n) {
     case IR_OP_PRELU: e = "($0 < 0 ? $0 * $1 : $0)"; break;
     default: return cgen_unsupported(cx, n, "this op in the elementwise emitter");
     }
+    *expr = e;
+    return true;
+}
+
+static bool emit_binary(CgenCtx *cx, const IrNode *n) {
+    const char *e;
     uint32_t ins[2] = {n->inputs[0], n->inputs[1]};
-    return emit_map(cx, n, n->outputs[0], ins, 2, e);
+    return binary_expr(cx, n, &e) && emit_map(cx, n, n->outputs[0], ins, 2, e);
+}
+
+bool cgen_eltwise_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
+    if (cgen_emit_table[n->op] == emit_unary) return unary_expr(cx, n, expr);
+    if (cgen_emit_table[n->op] == emit_binary) return binary_expr(cx, n, expr);
+    return cgen_unsupported(cx, n, "this op in an elementwise expression");
 }
 
 static bool emit_variadic(CgenCtx *cx, const IrNode *n) {

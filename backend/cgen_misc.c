@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "backend/cgen_count.h"
 
 #define MISC_MAX_SCRATCH 65536 /* elements of a stack scratch array in NAME_run (256 KiB f32) */
 
@@ -634,16 +635,22 @@ static bool emit_unique(CgenCtx *cx, const IrNode *n) {
     CWriter *w = cx->w;
     cw_line(w, "{");
     w->indent++;
+    cw_line(w, "int64_t count; /* unique slices found, <= %lld */", (long long)U);
     for (uint32_t k = 0; k < 3; k++) { /* the kernel needs all three: stack arrays stand in */
         if (out[k]) continue;
         cw_line(w, "int64_t scratch%u[%lld];", k, (long long)(len[k] > 0 ? len[k] : 1));
         out[k] = cgen_fmt(cx, "scratch%u", k);
     }
     cgen_use_runtime(cx, "rt_misc.h");
-    cgen_call_checked(cx, "rt_unique_%s(%s, %lld, %lld, %lld, %d, %lld, %s, %s, %s, %s)", sfx,
-                      cgen_ptr(cx, x), (long long)A, (long long)L, (long long)I,
+    cgen_call_checked(cx,
+                      "rt_unique_upto_%s(%s, %lld, %lld, %lld, %d, %lld, %s, %s, %s, %s, &count)",
+                      sfx, cgen_ptr(cx, x), (long long)A, (long long)L, (long long)I,
                       ir_attr_i(n, IR_ATTR_UNIQUE_SORTED) ? 1 : 0, (long long)U, cgen_ptr(cx, y),
                       out[0], out[1], out[2]);
+    /* y, indices and counts share the count; inverse_indices (output 2) is always full */
+    uint32_t counted[3] = {y, m_has_output(n, 1) ? n->outputs[1] : IR_NONE,
+                           m_has_output(n, 3) ? n->outputs[3] : IR_NONE};
+    cgen_emit_count(cx, counted, 3, "count", U);
     w->indent--;
     cw_line(w, "}");
     return true;

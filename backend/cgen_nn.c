@@ -4,7 +4,9 @@
  * here, once, from the static shapes: auto_pad and output_shape become explicit leading pads,
  * 1D/2D become 3D with leading sizes of 1, and each node emits one kernel call with its
  * geometry as a static const struct. float32/float64/float16/bfloat16 (pools: also int8 and
- * uint8 for MaxPool). */
+ * uint8 for MaxPool). Values that passes/layout.c stores channels-last (IrType.layout NHWC,
+ * dims (N,H,W,C)) dispatch to the NHWC kernels (runtime/rt_conv_nhwc.h, rt_pool.h): a Conv
+ * or FusedConv reading NHWC X takes its weights as (KH,KW,C/group,M) and writes NHWC Y. */
 #include <math.h>
 #include <string.h>
 
@@ -115,13 +117,29 @@ static bool nn_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, in
     return true;
 }
 
-/* Fills g for a conv-like node with input x (N,C,spatial...) and output y. The kernel comes
- * from kernel_shape, else from w's dims 2.. (w may be IR_NONE for pools). transpose: the
- * ConvTranspose rules for auto_pad and output_shape. */
-static bool nn_geom(CgenCtx *cx, const IrNode *n, uint32_t x, uint32_t w, uint32_t y,
-                    bool transpose, NnGeom *g) {
+/* Whether v is stored channels-last (passes/layout.c). */
+static bool nn_nhwc(const CgenCtx *cx, uint32_t v) {
+    return cgen_type(cx, v)->layout == IR_LAYOUT_NHWC;
+}
+
+/* The (N,C,H,W) view of an NHWC type (N,H,W,C), and the (M,C/group,KH,KW) view of NHWC
+ * convolution weights (KH,KW,C/group,M): the geometry code reads ONNX's order. */
+static IrType nn_nchw_view(const IrType *t, bool weights) {
+    IrType v = *t;
+    if (t->rank != 4) return v;
+    static const int act_perm[4] = {0, 3, 1, 2}, w_perm[4] = {3, 2, 0, 1};
+    const int *p = weights ? w_perm : act_perm;
+    for (int i = 0; i < 4; i++) v.dims[i] = t->dims[p[i]];
+    v.layout = IR_LAYOUT_PLAIN;
+    return v;
+}
+
+/* Fills g for a conv-like node with input type tx (N,C,spatial...) and output type ty. The
+ * kernel comes from kernel_shape, else from tw's dims 2.. (tw may be NULL for pools).
+ * transpose: the ConvTranspose rules for auto_pad and output_shape. */
+static bool nn_geom_types(CgenCtx *cx, const IrNode *n, const IrType *tx, const IrType *tw,
+                          const IrType *ty, bool transpose, NnGeom *g) {
     NnGeomIds ids;
-    const IrType *tx = cgen_type(cx, x), *ty = cgen_type(cx, y);
     if (!nn_geom_ids((IrOp)n->op, &ids)) return cgen_unsupported(cx, n, "this op as a pool");
     int ns = tx->rank - 2;
     if (ns < 0 || ns > NN_SPATIAL || ty->rank != tx->rank)
@@ -137,7 +155,6 @@ static bool nn_geom(CgenCtx *cx, const IrNode *n, uint32_t x, uint32_t w, uint32
         !nn_ints(cx, n, ids.dilations, un, d, "dilations") ||
         !nn_ints(cx, n, ids.pads, 2 * un, pads, "pads"))
         return false;
-    const IrType *tw = w != IR_NONE ? cgen_type(cx, w) : NULL;
     const char *auto_pad = ir_attr_s(n, ids.auto_pad);
     bool same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
     bool same = same_upper || strcmp(auto_pad, "SAME_LOWER") == 0;
@@ -223,12 +240,19 @@ static const char *nn_act_init(CgenCtx *cx, const IrNode *n) {
 static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     bool tr = n->op == IR_OP_CONV_TRANSPOSE, fused = n->op == IR_OP_FUSED_CONV;
     uint32_t x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
-    const IrType *tx = cgen_type(cx, x), *tw = cgen_type(cx, w), *ty = cgen_type(cx, y);
+    bool nhwc = nn_nhwc(cx, x);
+    IrType vx = nn_nchw_view(cgen_type(cx, x), false), vw = nn_nchw_view(cgen_type(cx, w), true);
+    IrType vy = nn_nchw_view(cgen_type(cx, y), false);
+    const IrType *tx = nhwc ? &vx : cgen_type(cx, x), *tw = nhwc ? &vw : cgen_type(cx, w);
+    const IrType *ty = nhwc ? &vy : cgen_type(cx, y);
     const char *sfx = nn_float_sfx((IrDType)tx->dtype);
     if (!sfx || tw->dtype != tx->dtype)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name((IrDType)tx->dtype));
+    if (nhwc != nn_nhwc(cx, y) ||
+        (nhwc && (tr || tx->rank != 4 || (tx->dtype != IR_DTYPE_F32 && tx->dtype != IR_DTYPE_F64))))
+        return cgen_unsupported(cx, n, "this channels-last form (NHWC: 2-D Conv, f32/f64)");
     NnGeom g;
-    if (!nn_geom(cx, n, x, w, y, tr, &g)) return false;
+    if (!nn_geom_types(cx, n, tx, tw, ty, tr, &g)) return false;
     int64_t group = ir_attr_i(n, tr ? IR_ATTR_CONV_TRANSPOSE_GROUP
                                  : fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
     int64_t N = tx->dims[0], C = tx->dims[1], M = ty->dims[1];
@@ -244,7 +268,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         (cgen_numel(cx, n->inputs[2]) != M || cgen_type(cx, n->inputs[2])->dtype != tx->dtype))
         return cgen_unsupported(cx, n, "a bias that is not (M) of the input's type");
     bool has_r = fused && nn_has_input(n, 3);
-    if (has_r && (!ir_type_equal(cgen_type(cx, n->inputs[3]), ty)))
+    if (has_r && (!ir_type_equal(cgen_type(cx, n->inputs[3]), cgen_type(cx, y))))
         return cgen_unsupported(cx, n, "a residual whose type is not the output's");
     const char *act = NULL;
     if (fused) {
@@ -264,6 +288,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     }
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_conv.h");
+    if (nhwc) cgen_use_runtime(cx, "rt_conv_nhwc.h");
+    const char *lay = nhwc ? "_nhwc" : "";
     CWriter *wr = cx->w;
     nn_open_block(wr);
     cw_open(wr, "static const RtConvGeom geom =");
@@ -275,11 +301,12 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_close(wr, ";");
     if (fused) {
         cw_line(wr, "static const RtAct act = %s;", act);
-        cw_line(wr, "rt_conv_fused_%s(%s, %s, %s, %s, %s, &geom, &act);", sfx, cgen_ptr(cx, x),
+        cw_line(wr, "rt_conv%s_fused_%s(%s, %s, %s, %s, %s, &geom, &act);", lay, sfx,
+                cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y));
     } else {
-        cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : "", sfx,
+        cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : lay, sfx,
                 cgen_ptr(cx, x), cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 cgen_ptr(cx, y));
     }
@@ -298,13 +325,20 @@ static const char *nn_max_sfx(IrDType t) {
 
 static bool emit_pool(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    const IrType *tx = cgen_type(cx, x);
+    bool nhwc = nn_nhwc(cx, x);
+    IrType vx = nn_nchw_view(cgen_type(cx, x), false), vy = nn_nchw_view(cgen_type(cx, y), false);
+    const IrType *tx = nhwc ? &vx : cgen_type(cx, x), *ty = nhwc ? &vy : cgen_type(cx, y);
     IrDType dt = (IrDType)tx->dtype;
     bool is_max = n->op == IR_OP_MAX_POOL;
     const char *sfx = is_max ? nn_max_sfx(dt) : nn_float_sfx(dt);
     if (!sfx) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
+    if (nhwc != nn_nhwc(cx, y) ||
+        (nhwc && (n->op == IR_OP_LP_POOL || nn_has_output(n, 1) || tx->rank != 4 ||
+                  (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64))))
+        return cgen_unsupported(cx, n, "this channels-last form (NHWC: 2-D f32/f64 max or "
+                                       "average pool without indices)");
     NnGeom g;
-    if (!nn_geom(cx, n, x, IR_NONE, y, false, &g)) return false;
+    if (!nn_geom_types(cx, n, tx, NULL, ty, false, &g)) return false;
     if (!ir_attr_present(n, is_max                        ? IR_ATTR_MAX_POOL_KERNEL_SHAPE
                             : n->op == IR_OP_AVERAGE_POOL ? IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE
                                                           : IR_ATTR_LP_POOL_KERNEL_SHAPE))
@@ -313,13 +347,25 @@ static bool emit_pool(CgenCtx *cx, const IrNode *n) {
     CWriter *wr = cx->w;
     nn_open_block(wr);
     cw_open(wr, "static const RtPoolGeom geom =");
-    cw_line(wr, ".nc = %lld,", (long long)(tx->dims[0] * tx->dims[1]));
+    cw_line(wr, ".nc = %lld,%s", (long long)(nhwc ? tx->dims[0] : tx->dims[0] * tx->dims[1]),
+            nhwc ? " /* batch: channels-last, the channels are the kernel's argument */" : "");
     cw_line(wr, ".in = %s, .out = %s,", nn_list3(cx, g.in), nn_list3(cx, g.out));
     cw_line(wr, ".k = %s, .s = %s, .d = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s),
             nn_list3(cx, g.d));
     cw_line(wr, ".pad = %s, .pad_end = %s", nn_list3(cx, g.pad), nn_list3(cx, g.pad_end));
     cw_close(wr, ";");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
+    if (nhwc) {
+        if (is_max)
+            cw_line(wr, "rt_maxpool_nhwc_%s(%s, %s, &geom, %lld);", sfx, px, py,
+                    (long long)tx->dims[1]);
+        else
+            cw_line(wr, "rt_avgpool_nhwc_%s(%s, %s, &geom, %lld, %d);", sfx, px, py,
+                    (long long)tx->dims[1],
+                    ir_attr_i(n, IR_ATTR_AVERAGE_POOL_COUNT_INCLUDE_PAD) ? 1 : 0);
+        cw_close(wr, NULL);
+        return true;
+    }
     switch ((IrOp)n->op) {
     case IR_OP_MAX_POOL: {
         bool with_idx = nn_has_output(n, 1);
@@ -349,10 +395,23 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
     const char *sfx = is_max ? nn_max_sfx(dt) : nn_float_sfx(dt);
     if (!sfx) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
     if (tx->rank < 2) return cgen_unsupported(cx, n, "inputs of rank below 2");
-    int64_t nc = tx->dims[0] * tx->dims[1], size = cgen_numel(cx, x) / (nc > 0 ? nc : 1);
+    bool nhwc = nn_nhwc(cx, x);
+    if (nhwc != nn_nhwc(cx, y) ||
+        (nhwc && (tx->rank != 4 || n->op == IR_OP_GLOBAL_LP_POOL ||
+                  (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64))))
+        return cgen_unsupported(cx, n, "this channels-last form (NHWC: 2-D f32/f64 max or "
+                                       "average)");
+    int64_t ch = nhwc ? tx->dims[3] : tx->dims[1];
+    int64_t nc = tx->dims[0] * ch, size = cgen_numel(cx, x) / (nc > 0 ? nc : 1);
     if (nc == 0 || size == 0) return true; /* nothing to compute */
     cgen_use_runtime(cx, "rt_pool.h");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
+    if (nhwc) {
+        cw_line(cx->w, "rt_global_pool_nhwc_%s(%s, %s, %lld, %lld, %lld, %d); /* (N,H,W,C) */",
+                sfx, px, py, (long long)tx->dims[0], (long long)size, (long long)ch,
+                is_max ? 1 : 0);
+        return true;
+    }
     if (n->op == IR_OP_GLOBAL_LP_POOL)
         cw_line(cx->w, "rt_global_lppool_%s(%s, %s, %lld, %lld, %lld);", sfx, px, py, (long long)nc,
                 (long long)size, (long long)ir_attr_i(n, IR_ATTR_GLOBAL_LP_POOL_P));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "backend/cgen_count.h"
 
 #define SIG_MAX_SPATIAL 3 /* = RT_GEOM_MAX_SPATIAL */
 /* Det's LU scratch lives on the stack: 64 KiB holds a 90x90 matrix of doubles. */
@@ -476,7 +477,7 @@ static bool emit_max_unpool(CgenCtx *cx, const IrNode *n) {
 /* ---- NonMaxSuppression, Det ---- */
 
 /* The compiled output (cap, 3) bounds the selections: fewer rows found leave the rest at -1,
- * more return RT_ERR_SHAPE (see rt_nms). */
+ * more return RT_ERR_SHAPE (see rt_nms); cgen_emit_count hands the count on. */
 static bool emit_nms(CgenCtx *cx, const IrNode *n) {
     if (!sig_static(cx, n)) return false;
     uint32_t bx = n->inputs[0], sc = n->inputs[1], y = n->outputs[0];
@@ -493,11 +494,17 @@ static bool emit_nms(CgenCtx *cx, const IrNode *n) {
     if (sig_has_in(n, 4) && !(sthr = sig_float0(cx, n, n->inputs[4], "score_threshold")))
         return false;
     cgen_use_runtime(cx, "rt_geom.h");
+    CWriter *w = cx->w;
+    sig_open(w);
+    cw_line(w, "int64_t count; /* selections found, <= %lld */", (long long)ty->dims[0]);
     cgen_call_checked(cx, "rt_nms(%s, %s, %s, %lld, %lld, %lld, %lld, %s, %s, %d, %s, %d)",
                       cgen_ptr(cx, bx), cgen_ptr(cx, sc), cgen_ptr(cx, y), (long long)tb->dims[0],
                       (long long)ts->dims[1], (long long)tb->dims[1], (long long)ty->dims[0], maxo,
                       iou, sig_has_in(n, 4) ? 1 : 0, sthr,
                       ir_attr_i(n, IR_ATTR_NON_MAX_SUPPRESSION_CENTER_POINT_BOX) != 0);
+    cw_line(w, "count = rt_nms_count(%s, %lld);", cgen_ptr(cx, y), (long long)ty->dims[0]);
+    cgen_emit_count(cx, &y, 1, "count", ty->dims[0]);
+    sig_close(w);
     return true;
 }
 

@@ -5,13 +5,15 @@
 #include <string.h>
 
 #include "backend/cgen.h"
+#include "backend/cuda.h"
 #include "passes/passes.h"
 #include "cli.h"
 
 const char cli_compile_help[] =
-    "usage: kiln compile MODEL -o DIR [--name NAME] [--target c] [--dim NAME=VALUE]...\n"
+    "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda] [--dim NAME=VALUE]...\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
+    "                    [--io-layout nchw|nhwc]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -22,7 +24,9 @@ const char cli_compile_help[] =
     "options:\n"
     "  -o, --output DIR      the bundle's folder (created if missing)\n"
     "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
-    "  --target c            the backend (only c for now)\n"
+    "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
+    "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
+    "                        tensor cores with fp32 accumulation\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
     "  --seq NAME=SPEC       the elements of sequence or optional input NAME, which become\n"
     "                        fields NAME_0, NAME_1...: shapes [d,..][d,..] (one group per\n"
@@ -35,6 +39,9 @@ const char cli_compile_help[] =
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
     "  --dump-after=NAME     print the IR text after pass NAME to stdout\n"
+    "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
+    "                        model states them); nhwc: channels-last fields (N,H,W,C), and\n"
+    "                        no transposes at the boundary of the layout pass's region\n"
     "  --list-passes         print the pipeline in order and exit\n"
     "  -h, --help            print this help\n"
     "\n"
@@ -110,13 +117,14 @@ static bool parse_pass_list(char *buf, const char **names, unsigned *n) {
 
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
+    const char *precision = "fp32";
     bool test_main = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
     const char *seqs[COMPILE_MAX_SEQ_INPUTS];
     char *pass_list = NULL;
-    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout, seqs, 0};
+    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout, seqs, 0, false};
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -145,6 +153,9 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--target", &v)) != 0) {
             if (m < 0) goto usage;
             target = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--precision", &v)) != 0) {
+            if (m < 0) goto usage;
+            precision = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
@@ -166,6 +177,13 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dump-after", &v)) != 0) {
             if (m < 0 || !check_pass_name("--dump-after", v, false)) goto usage;
             popts.dump_after = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--io-layout", &v)) != 0) {
+            if (m < 0) goto usage;
+            if (strcmp(v, "nchw") != 0 && strcmp(v, "nhwc") != 0) {
+                cli_usage_error("compile", "--io-layout takes nchw or nhwc, not '%s'", v);
+                goto usage;
+            }
+            popts.io_nhwc = strcmp(v, "nhwc") == 0;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dim", &v)) != 0) {
             if (m < 0 || !cli_dims_add("compile", &dims, v)) goto usage;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--seq", &v)) != 0) {
@@ -193,8 +211,17 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "no output folder given (-o DIR)");
         goto usage;
     }
-    if (strcmp(target, "c") != 0) {
-        cli_usage_error("compile", "unknown target '%s' (supported: c)", target);
+    if (strcmp(target, "c") != 0 && strcmp(target, "cuda") != 0) {
+        cli_usage_error("compile", "unknown target '%s' (supported: c, cuda)", target);
+        goto usage;
+    }
+    bool cuda = strcmp(target, "cuda") == 0;
+    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "fp16") != 0) {
+        cli_usage_error("compile", "--precision takes fp32 or fp16, not '%s'", precision);
+        goto usage;
+    }
+    if (!cuda && strcmp(precision, "fp32") != 0) {
+        cli_usage_error("compile", "--precision fp16 is for --target cuda");
         goto usage;
     }
     if (strcmp(weights, "bin") != 0 && strcmp(weights, "embed") != 0) {
@@ -216,11 +243,14 @@ int cli_compile_run(int argc, char **argv) {
     uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
-    bool ok = cgen_write_bundle(g, &opts, out_dir, &d);
+    bool ok = cuda ? cuda_write_bundle(g, &opts, strcmp(precision, "fp16") == 0 ? CUDA_PREC_FP16
+                                                                              : CUDA_PREC_FP32,
+                                       out_dir, &d)
+                   : cgen_write_bundle(g, &opts, out_dir, &d);
     diag_print(&d, stderr, model);
     if (ok) {
-        printf("%s: %u nodes (%u before the passes) -> %s/%s.c\n", model, g->n_nodes,
-               nodes_before, out_dir, opts.name);
+        printf("%s: %u nodes (%u before the passes) -> %s/%s.%s\n", model, g->n_nodes,
+               nodes_before, out_dir, opts.name, cuda ? "cu" : "c");
         printf("arena: %lld bytes (lower bound %lld, naive sum %lld)\n",
                (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
                (long long)g->arena_naive_bytes);

@@ -808,10 +808,32 @@ void shape_one_hot(ShapeCtx *c) {
     c->out[0] = o;
 }
 
+/* Data-dependent sizes (NonZero, Unique, Compress, NonMaxSuppression): the size along the
+ * counted axis comes from the data, so the compiled shape is an upper bound (docs/bundle.md).
+ * The model's declared static size there is the bound when it has one (left to the merge);
+ * else inference gives the largest count the input allows. */
+
+/* Output k's size along axis as the model (or an earlier inference) declared it, or -1. */
+static int64_t count_declared(const ShapeCtx *c, uint32_t k, int axis) {
+    if (k >= c->node->n_outputs) return -1;
+    uint32_t v = c->node->outputs[k];
+    if (v == IR_NONE || v >= c->g->n_values) return -1;
+    const IrType *t = &c->g->values[v].type;
+    return t->kind == IR_TYPE_TENSOR && axis < t->rank ? t->dims[axis] : -1;
+}
+
+/* Sets dim axis of t to the bound unless the model declared that size itself. */
+static void count_bound(const ShapeCtx *c, IrType *t, uint32_t k, int axis, int64_t bound) {
+    if (bound >= 0 && count_declared(c, k, axis) < 0)
+        shape_set_dim(t, axis, shape_dim_static(bound));
+}
+
 void shape_non_zero(ShapeCtx *c) {
     IrType o = shape_tensor(IR_DTYPE_I64, 2);
+    const IrType *x = shape_in(c, 0);
     int r = shape_rank(c, 0);
     if (r >= 0) shape_set_dim(&o, 0, shape_dim_static(r));
+    if (x && r >= 0 && ir_type_is_static(x)) count_bound(c, &o, 0, 1, ir_type_numel(x));
     c->out[0] = o;
 }
 
@@ -821,27 +843,41 @@ void shape_unique(ShapeCtx *c) {
     bool has_axis = ir_attr_present(c->node, IR_ATTR_UNIQUE_AXIS);
     IrType y = shape_tensor(dt, 1);
     IrType idx = shape_tensor(IR_DTYPE_I64, 1);
+    IrType cnt = shape_tensor(IR_DTYPE_I64, 1);
     IrType inv = shape_tensor(IR_DTYPE_I64, 1);
+    int axis = 0;
+    int64_t slices = -1; /* L: the slices compared, the most unique ones there can be */
     if (has_axis) {
         if (!x || x->rank < 0) y.rank = -1;
         else {
-            int axis;
             if (!shape_axis(c, ir_attr_i(c->node, IR_ATTR_UNIQUE_AXIS), x->rank, &axis)) return;
             y = *x;
+            y.kind = IR_TYPE_TENSOR;
             shape_set_dim(&y, axis, shape_dim_unknown());
             shape_set_dim(&inv, 0, shape_dim(x, axis));
+            slices = x->dims[axis];
         }
-    } else if (x) {
-        shape_set_dim(&inv, 0, shape_dim_static(ir_type_numel(x)));
+    } else if (x && x->rank >= 0 && ir_type_is_static(x)) {
+        slices = ir_type_numel(x);
+        shape_set_dim(&inv, 0, shape_dim_static(slices));
     }
+    /* y, indices and counts share one bound: a declared one of them, else L */
+    int64_t bound = count_declared(c, 0, axis);
+    if (bound < 0) bound = count_declared(c, 1, 0);
+    if (bound < 0) bound = count_declared(c, 3, 0);
+    if (bound < 0) bound = slices;
+    if (y.rank >= 0) count_bound(c, &y, 0, axis, bound);
+    count_bound(c, &idx, 1, 0, bound);
+    count_bound(c, &cnt, 3, 0, bound);
     c->out[0] = y;
     if (c->n_out > 1) c->out[1] = idx;
     if (c->n_out > 2) c->out[2] = inv;
-    if (c->n_out > 3) c->out[3] = idx;
+    if (c->n_out > 3) c->out[3] = cnt;
 }
 
 void shape_compress(ShapeCtx *c) {
     const IrType *x = shape_in(c, 0);
+    const IrType *ct = shape_in(c, 1);
     IrDType dt = shape_dtype(c, 0);
     const IrTensor *cond = shape_const(c, 1);
     int64_t kept = -1;
@@ -851,9 +887,15 @@ void shape_compress(ShapeCtx *c) {
         kept = 0;
         for (uint32_t i = 0; i < n; i++) kept += cv[i] != 0;
     }
+    /* without a constant condition: the extent compressed (or fewer conditions) bounds it */
+    int64_t n_cond = ct && ct->rank >= 0 && ir_type_is_static(ct) ? ir_type_numel(ct) : -1;
     if (!ir_attr_present(c->node, IR_ATTR_COMPRESS_AXIS)) {
         IrType o = shape_tensor(dt, 1);
-        shape_set_dim(&o, 0, shape_dim_static(kept));
+        if (kept >= 0) shape_set_dim(&o, 0, shape_dim_static(kept));
+        else if (x && x->rank >= 0 && ir_type_is_static(x)) {
+            int64_t numel = ir_type_numel(x);
+            count_bound(c, &o, 0, 0, n_cond >= 0 && n_cond < numel ? n_cond : numel);
+        }
         c->out[0] = o;
         return;
     }
@@ -864,12 +906,25 @@ void shape_compress(ShapeCtx *c) {
     IrType o = *x;
     o.kind = IR_TYPE_TENSOR;
     shape_set_dim(&o, axis, shape_dim_static(kept));
+    if (kept < 0 && x->dims[axis] >= 0)
+        count_bound(c, &o, 0, axis, n_cond >= 0 && n_cond < x->dims[axis] ? n_cond : x->dims[axis]);
     c->out[0] = o;
 }
 
 void shape_nms(ShapeCtx *c) {
     IrType o = shape_tensor(IR_DTYPE_I64, 2);
     shape_set_dim(&o, 1, shape_dim_static(3));
+    /* boxes (B, n, 4), scores (B, C, n): at most min(max_output_boxes_per_class, n) per
+     * (batch, class); a max read from data bounds nothing, an absent one is 0 */
+    const IrType *b = shape_in(c, 0), *s = shape_in(c, 1);
+    if (b && s && b->rank == 3 && s->rank == 3 && b->dims[0] >= 0 && b->dims[1] >= 0 &&
+        s->dims[1] >= 0) {
+        int64_t per_class = shape_has_in(c, 2) ? b->dims[1] : 0, m;
+        uint32_t k;
+        if (shape_has_in(c, 2) && shape_const_ints(c, 2, &m, 1, &k) && k == 1)
+            per_class = m < 0 ? 0 : m < per_class ? m : per_class;
+        count_bound(c, &o, 0, 0, b->dims[0] * s->dims[1] * per_class);
+    }
     c->out[0] = o;
 }
 

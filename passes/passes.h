@@ -19,6 +19,7 @@ typedef struct PassOptions {
     FILE *dump_to;
     const char *const *seq_inputs; /* --seq NAME=SPEC: see pass_bind_seq_inputs */
     unsigned n_seq_inputs;
+    bool io_nhwc;                /* --io-layout nhwc: 4-D graph inputs/outputs are NHWC */
 } PassOptions;
 
 enum { PASS_STAGE_OPTIMIZE = 0, PASS_STAGE_PLAN = 1 };
@@ -58,6 +59,34 @@ IrNode *pass_replace_node(IrGraph *g, uint32_t slot, IrOp op, const char *name,
 /* Sets output k of node id to value v (v's producer follows). */
 void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v);
 
+/* Pattern matching (passes/pattern.c), for the fuse-* passes. Per value: how many input
+ * slots of live nodes read it, one such node, and whether a graph output or a subgraph
+ * reads it too. Built once per pass run; callers re-check what they follow (dead nodes,
+ * slots rewritten since). */
+typedef struct PassUses {
+    uint32_t *n_reads;
+    uint32_t *reader;
+    bool *ext;
+} PassUses;
+void pass_uses_build(const IrGraph *g, PassUses *u);
+void pass_uses_free(PassUses *u);
+/* The live node that alone reads v (once), v being no graph output; else IR_NONE. */
+uint32_t pass_sole_reader(const IrGraph *g, const PassUses *u, uint32_t v);
+/* The live node of op `op` whose first output is v, or IR_NONE. */
+uint32_t pass_producer(const IrGraph *g, uint32_t v, IrOp op);
+/* A one-element f32/f64 constant's value. */
+bool pass_const_scalar(const IrGraph *g, uint32_t v, double *out);
+/* x within the patterns' relative tolerance of want; a one-element constant near want. */
+bool pass_near(double x, double want);
+bool pass_const_near(const IrGraph *g, uint32_t v, double want);
+/* The other input of a two-input node n next to v (IR_NONE if n reads v twice or not). */
+uint32_t pass_other_input(const IrNode *n, uint32_t v);
+/* Step k of FusedEltwise node f as a stand-alone node of the step's op, reading nothing and
+ * carrying the step's attributes in slots (n_slots of them, zeroed here): what the C
+ * backend asks for the step's expression. False when the step is malformed. */
+bool pass_fused_eltwise_step(const IrNode *f, uint32_t k, IrNode *step, IrAttr *slots,
+                             uint32_t n_slots);
+
 /* Constant nodes become constant values. */
 bool pass_lower_constants(IrGraph *g, Diag *d);
 /* Shape arithmetic folded through partial evaluation. */
@@ -70,8 +99,26 @@ bool pass_dce(IrGraph *g, Diag *d);
 bool pass_cse(IrGraph *g, Diag *d);
 /* BatchNormalization folded into the weights of the Conv, ConvTranspose or Gemm before it. */
 bool pass_fold_batchnorm(IrGraph *g, Diag *d);
+/* ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (then Mul gamma, Add beta) -> LayerNormalization;
+ * Pow/ReduceMean/Add/Sqrt/Div (or Reciprocal-Mul), Mul gamma -> RMSNormalization. */
+bool pass_fuse_norm(IrGraph *g, Diag *d);
+/* x * 0.5 * (1 + Erf(x / sqrt 2)) and the tanh form, in the exporters' orderings -> Gelu. */
+bool pass_fuse_gelu(IrGraph *g, Diag *d);
+/* MatMul(Q, K^T), scale, optional additive mask, Softmax, MatMul(., V) -> FusedAttention,
+ * absorbing the Transposes around it. */
+bool pass_fuse_attention(IrGraph *g, Diag *d);
 /* Conv/Gemm/MatMul + bias Add + residual Add + activation -> FusedConv/FusedGemm/FusedMatMul. */
 bool pass_fuse(IrGraph *g, Diag *d);
+/* Channels-last (passes/layout.c): 2-D convolutions and the layout-agnostic ops around them
+ * store NHWC (IrType.layout NHWC, dims in storage order (N,H,W,C)); Conv weights rewritten
+ * to (KH,KW,C/group,M); Transposes only at the region's boundary; Transpose pairs cancel.
+ * requires: static shapes; invalidates: uses, node ids; preserves: quant params.
+ * pass_layout_io: io_nhwc makes 4-D graph inputs and outputs NHWC (same names); propagate
+ * false does only that boundary rewrite. */
+bool pass_layout(IrGraph *g, Diag *d);
+bool pass_layout_io(IrGraph *g, bool io_nhwc, bool propagate, Diag *d);
+/* Trees of float elementwise ops with single readers and one output shape -> FusedEltwise. */
+bool pass_fuse_eltwise(IrGraph *g, Diag *d);
 /* Sequences and optionals lowered to tensors at compile time (passes/lower_sequences.c):
  * container ops become tensor ops, SequenceMap and loops over sequences are unrolled, and
  * container graph outputs become one tensor output per element (NAME_0, NAME_1...). */

@@ -27,8 +27,18 @@ static const PassEntry pipeline[] = {
      "nodes with the same op, inputs and attributes are merged"},
     {"fold-batchnorm", true, PASS_STAGE_OPTIMIZE, pass_fold_batchnorm,
      "BatchNormalization is folded into the Conv, ConvTranspose or Gemm weights before it"},
+    {"fuse-norm", true, PASS_STAGE_OPTIMIZE, pass_fuse_norm,
+     "decomposed LayerNorm and RMSNorm become one normalization node"},
+    {"fuse-gelu", true, PASS_STAGE_OPTIMIZE, pass_fuse_gelu,
+     "the Erf and tanh forms of GELU become one Gelu node"},
+    {"fuse-attention", true, PASS_STAGE_OPTIMIZE, pass_fuse_attention,
+     "MatMul, scale, mask, Softmax, MatMul become one FusedAttention, transposes absorbed"},
     {"fuse", true, PASS_STAGE_OPTIMIZE, pass_fuse,
      "Conv/Gemm/MatMul + bias + residual + activation become one fused node"},
+    {"layout", true, PASS_STAGE_OPTIMIZE, pass_layout,
+     "convolution regions are stored channels-last (NHWC); transpose pairs cancel"},
+    {"fuse-eltwise", true, PASS_STAGE_OPTIMIZE, pass_fuse_eltwise,
+     "trees of elementwise ops become one FusedEltwise loop"},
     {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed"},
     {"plan", false, PASS_STAGE_PLAN, pass_plan_memory_changed,
      "every intermediate gets an arena offset"},
@@ -78,9 +88,13 @@ bool pass_pipeline_run(IrGraph *g, const PassOptions *o, int stage, Diag *d) {
         return false;
     for (unsigned i = 0; i < N_PASSES; i++) {
         const PassEntry *p = &pipeline[i];
-        if (p->stage != stage || !enabled(o, p)) continue;
+        /* --io-layout nhwc rides on the layout row: its boundary rewrite runs even when the
+         * pass itself is off */
+        bool io_nhwc = o && o->io_nhwc && p->run == pass_layout;
+        if (p->stage != stage || (!enabled(o, p) && !io_nhwc)) continue;
         unsigned errors = d->n_errors;
-        p->run(g, d);
+        if (io_nhwc) pass_layout_io(g, true, enabled(o, p), d);
+        else p->run(g, d);
         if (d->n_errors > errors) return false;
         if (o && o->dump_after && strcmp(o->dump_after, p->name) == 0 && o->dump_to)
             ir_print(o->dump_to, g, &(IrPrintOpts){.full_data = false});

@@ -11,7 +11,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Under nvcc (the CUDA backend's generic kernels run the C backend's code on the device)
+ * every kernel is also a device function. */
+#ifdef __CUDACC__
+#define RT_API static inline __host__ __device__
+#define restrict __restrict__ /* C99's keyword, a CUDA C++ extension */
+#else
 #define RT_API static inline
+#endif
 
 #define RT_OK 0
 #define RT_ERR_INDEX 3 /* an index read from the data is out of range */

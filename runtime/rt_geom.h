@@ -382,7 +382,8 @@ RT_API int rt_nms_suppress(const float *a, const float *b, int center, float thr
  * (batch, class) in the order (score descending, index ascending) without scratch: the boxes
  * already selected are the rows of sel written so far. has_score_thr: only scores above
  * score_thr are candidates. More than cap selections return RT_ERR_SHAPE; fewer leave the
- * remaining rows at -1 (the compiled output shape is an upper bound). */
+ * remaining rows at -1 (the compiled output shape is an upper bound; rt_nms_count counts the
+ * rows written). */
 RT_API int rt_nms(const float *boxes, const float *scores, int64_t *sel, int64_t B, int64_t C,
                   int64_t n, int64_t cap, int64_t max_per_class, float iou_thr, int has_score_thr,
                   float score_thr, int center) {
@@ -415,6 +416,13 @@ RT_API int rt_nms(const float *boxes, const float *scores, int64_t *sel, int64_t
             }
         }
     return RT_OK;
+}
+
+/* The selections rt_nms wrote into sel (cap, 3): the rows before the first -1 row. */
+RT_API int64_t rt_nms_count(const int64_t *sel, int64_t cap) {
+    int64_t k = 0;
+    while (k < cap && sel[k * 3] >= 0) k++;
+    return k;
 }
 
 #endif

@@ -3,7 +3,8 @@
  * TfIdfVectorizer, ArrayFeatureExtractor, TreeEnsemble, LabelEncoder (numeric keys) and the
  * seeded random generator. Float16 and bfloat16 kernels load through rt_*_to_f32 and compute
  * in float. Kernels that read indices from the data range-check them (RT_ERR_INDEX); Unique
- * checks its run-time count of unique elements against the compiled one (RT_ERR_SHAPE). C99. */
+ * treats its compiled count of unique elements as an upper bound (more is RT_ERR_SHAPE) and
+ * returns the run-time count. C99. */
 #ifndef KILN_RT_MISC_H
 #define KILN_RT_MISC_H
 
@@ -279,9 +280,11 @@ RT_LINEAR_ATTENTION_DEFINE(bf16, uint16_t, RT_MISC_LD_BF16, RT_MISC_ST_BF16)
 /* Unique slices of x viewed as (A, L, I) along its middle axis (a flattened tensor is
  * (1, numel, 1)). Slices compare lexicographically in (a, i) order. Outputs: y (A, U, I),
  * idx (U) first occurrences, inv (L) the output slice of each input slice, cnt (U). sorted:
- * slices in ascending order, else in order of first occurrence. U is the compiled count; a
- * different run-time count is RT_ERR_SHAPE. O(L^2 * A * I) time and no scratch beyond the
- * outputs: inv holds first occurrences until the last pass. */
+ * slices in ascending order, else in order of first occurrence. U is the compiled bound:
+ * rt_unique_upto writes the run-time count n <= U to *count and fills the entries past it
+ * (y 0, idx -1, cnt 0); more than U unique slices is RT_ERR_SHAPE. rt_unique is the strict
+ * form: n must equal U. O(L^2 * A * I) time and no scratch beyond the outputs: inv holds
+ * first occurrences until the last pass. */
 #define RT_UNIQUE_DEFINE(SFX, T)                                                                \
     RT_API int rt_unique_cmp_##SFX(const T *x, int64_t A, int64_t L, int64_t I, int64_t j1,     \
                                    int64_t j2) {                                                \
@@ -294,8 +297,9 @@ RT_LINEAR_ATTENTION_DEFINE(bf16, uint16_t, RT_MISC_LD_BF16, RT_MISC_ST_BF16)
             }                                                                                   \
         return 0;                                                                               \
     }                                                                                           \
-    RT_API int rt_unique_##SFX(const T *x, int64_t A, int64_t L, int64_t I, int sorted,         \
-                               int64_t U, T *y, int64_t *idx, int64_t *inv, int64_t *cnt) {     \
+    RT_API int rt_unique_upto_##SFX(const T *x, int64_t A, int64_t L, int64_t I, int sorted,    \
+                                    int64_t U, T *y, int64_t *idx, int64_t *inv, int64_t *cnt,  \
+                                    int64_t *count) {                                           \
         int64_t j, j2, p, n = 0, a, i;                                                          \
         for (j = 0; j < L; j++) {                                                               \
             inv[j] = j;                                                                         \
@@ -306,7 +310,8 @@ RT_LINEAR_ATTENTION_DEFINE(bf16, uint16_t, RT_MISC_LD_BF16, RT_MISC_ST_BF16)
                 }                                                                               \
             if (inv[j] == j) n++;                                                               \
         }                                                                                       \
-        if (n != U) return RT_ERR_SHAPE;                                                        \
+        if (n > U) return RT_ERR_SHAPE;                                                         \
+        *count = n;                                                                             \
         n = 0;                                                                                  \
         for (j = 0; j < L; j++) {                                                               \
             if (inv[j] != j) continue;                                                          \
@@ -320,15 +325,24 @@ RT_LINEAR_ATTENTION_DEFINE(bf16, uint16_t, RT_MISC_LD_BF16, RT_MISC_ST_BF16)
             cnt[p] = 0;                                                                         \
         }                                                                                       \
         for (j = 0; j < L; j++) {                                                               \
-            for (p = 0; p < U && idx[p] != inv[j]; p++) {                                       \
+            for (p = 0; p < n && idx[p] != inv[j]; p++) {                                       \
             }                                                                                   \
             inv[j] = p;                                                                         \
             cnt[p]++;                                                                           \
         }                                                                                       \
+        for (p = n; p < U; p++) /* the fill */                                                  \
+            idx[p] = -1, cnt[p] = 0;                                                            \
         for (a = 0; a < A; a++)                                                                 \
             for (p = 0; p < U; p++)                                                             \
-                for (i = 0; i < I; i++) y[(a * U + p) * I + i] = x[(a * L + idx[p]) * I + i];   \
+                for (i = 0; i < I; i++)                                                         \
+                    y[(a * U + p) * I + i] = p < n ? x[(a * L + idx[p]) * I + i] : (T)0;        \
         return RT_OK;                                                                           \
+    }                                                                                           \
+    RT_API int rt_unique_##SFX(const T *x, int64_t A, int64_t L, int64_t I, int sorted,         \
+                               int64_t U, T *y, int64_t *idx, int64_t *inv, int64_t *cnt) {     \
+        int64_t n;                                                                              \
+        int rc = rt_unique_upto_##SFX(x, A, L, I, sorted, U, y, idx, inv, cnt, &n);             \
+        return rc != RT_OK ? rc : n != U ? RT_ERR_SHAPE : RT_OK;                                \
     }
 
 RT_UNIQUE_DEFINE(f32, float)

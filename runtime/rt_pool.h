@@ -2,7 +2,8 @@
  * pools, over NC + up to 3 spatial dims (1D and 2D run as 3D with leading sizes of 1). The
  * geometry (auto_pad, ceil_mode) is resolved at compile time into RtPoolGeom. Windows are
  * clipped to the input: padding never contributes a value, only (AveragePool with
- * count_include_pad) a count. 16-bit floats compute in float. C99. */
+ * count_include_pad) a count. 16-bit floats compute in float. Channels-last (NHWC) forms of
+ * the max, average and global pools serve passes/layout.c. C99. */
 #ifndef KILN_RT_POOL_H
 #define KILN_RT_POOL_H
 
@@ -192,6 +193,98 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
             y[c] = STORE(p == 2 ? SQRT(sum) : p == 1 ? sum : POW(sum, (ACC)1 / (ACC)p));      \
         }                                                                                     \
     }
+
+/* Channels-last pools (the values passes/layout.c stores NHWC), float and double: the
+ * geometry's nc is the batch, c the channels; every window reduces C contiguous values at a
+ * time, in the same tap order as the NCHW kernels, so the results are bit-identical. */
+#define RT_POOL_DEFINE_NHWC(SFX, T)                                                           \
+    /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C); a window with no tap inside the input gives 0 */    \
+    RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {      \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
+        int64_t n, k;                                                                         \
+        for (n = 0; n < g->nc; n++) {                                                         \
+            const T *xn = x + n * isz * c;                                                    \
+            RT_POOL_FOR_WINDOWS(g, {                                                          \
+                int64_t t0, t1, t2;                                                           \
+                int first = 1;                                                                \
+                (void)np;                                                                     \
+                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
+                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
+                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
+                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
+                        for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
+                            const int64_t i2 = RT_POOL_I(g, 2, o2, t2);                       \
+                            const T *restrict xr =                                            \
+                                xn + ((i0 * g->in[1] + i1) * g->in[2] + i2) * c;              \
+                            if (first) {                                                      \
+                                for (k = 0; k < c; k++) y[k] = xr[k];                         \
+                                first = 0;                                                    \
+                            } else {                                                          \
+                                for (k = 0; k < c; k++) y[k] = xr[k] > y[k] ? xr[k] : y[k];   \
+                            }                                                                 \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+                if (first)                                                                    \
+                    for (k = 0; k < c; k++) y[k] = 0;                                         \
+                y += c;                                                                       \
+            });                                                                               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C) */                                                   \
+    RT_API void rt_avgpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c,        \
+                                      int count_include_pad) {                                \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
+        int64_t n, k;                                                                         \
+        for (n = 0; n < g->nc; n++) {                                                         \
+            const T *xn = x + n * isz * c;                                                    \
+            RT_POOL_FOR_WINDOWS(g, {                                                          \
+                int64_t t0, t1, t2, cnt;                                                      \
+                for (k = 0; k < c; k++) y[k] = 0;                                             \
+                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
+                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
+                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
+                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
+                        for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
+                            const int64_t i2 = RT_POOL_I(g, 2, o2, t2);                       \
+                            const T *restrict xr =                                            \
+                                xn + ((i0 * g->in[1] + i1) * g->in[2] + i2) * c;              \
+                            for (k = 0; k < c; k++) y[k] += xr[k];                            \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+                cnt = count_include_pad ? np[0] * np[1] * np[2]                               \
+                                        : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); \
+                for (k = 0; k < c; k++) y[k] = cnt > 0 ? y[k] / (T)cnt : (T)0;                \
+                y += c;                                                                       \
+            });                                                                               \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,S,C), y: (N,C); is_max: GlobalMaxPool, else GlobalAveragePool */                 \
+    RT_API void rt_global_pool_nhwc_##SFX(const T *x, T *y, int64_t n_batch, int64_t size,     \
+                                          int64_t c, int is_max) {                            \
+        int64_t n, i, k;                                                                      \
+        for (n = 0; n < n_batch; n++) {                                                       \
+            const T *xn = x + n * size * c;                                                   \
+            T *restrict yn = y + n * c;                                                       \
+            if (is_max) {                                                                     \
+                for (k = 0; k < c; k++) yn[k] = xn[k];                                        \
+                for (i = 1; i < size; i++)                                                    \
+                    for (k = 0; k < c; k++) yn[k] = xn[i * c + k] > yn[k] ? xn[i * c + k] : yn[k]; \
+            } else {                                                                          \
+                for (k = 0; k < c; k++) yn[k] = 0;                                            \
+                for (i = 0; i < size; i++)                                                    \
+                    for (k = 0; k < c; k++) yn[k] += xn[i * c + k];                           \
+                for (k = 0; k < c; k++) yn[k] = yn[k] / (T)size;                              \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+RT_POOL_DEFINE_NHWC(f32, float)
+RT_POOL_DEFINE_NHWC(f64, double)
+#undef RT_POOL_DEFINE_NHWC
 
 #define RT_POOL_ID(v) (v)
 RT_POOL_DEFINE_MAX(f32, float, float, RT_POOL_ID)

@@ -1,7 +1,9 @@
 /* Timing harness for bench/passes/run.sh: runs a Kiln bundle NAME (compiled with -DBENCH_NAME=
- * NAME -include NAME.h) whose one input field is `input` and one output field `logits`, on
- * fresh random input, RUNS times after one warm-up run, and prints the median and minimum
- * latency in milliseconds and a checksum of the output (to compare passes on and off).
+ * NAME -include NAME.h) whose one input field is `input` and one output field `logits` (or,
+ * with -DBENCH_SEQ=N, a token model: int64 `input_ids` and `attention_mask` of N elements,
+ * output field `output`), on fresh random input, RUNS times after one warm-up run, and
+ * prints the median and minimum latency in milliseconds and a checksum of the output (to
+ * compare passes on and off).
  *   bench_main WEIGHTS_FILE RUNS */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 #define BN_OUTPUTS CAT(BENCH_NAME, _outputs)
 #define BN_RUN CAT(BENCH_NAME, _run)
 
-#define BENCH_MAX_RUNS 1000
+#define BENCH_MAX_RUNS 5000
 #define BENCH_SEED 12345u
 
 static double now_ms(void) {
@@ -47,17 +49,30 @@ int main(int argc, char **argv) {
     size_t got = fread(weights, 1, BENCH_WEIGHTS_SIZE, f);
     fclose(f);
     if (got != (size_t)BENCH_WEIGHTS_SIZE) return 1;
-    static float input[BENCH_INPUT_ELEMS], logits[BENCH_OUTPUT_ELEMS];
+    static float logits[BENCH_OUTPUT_ELEMS];
     unsigned s = BENCH_SEED;
+    BN_INPUTS in;
+    BN_OUTPUTS out;
+#ifdef BENCH_SEQ /* token ids in [0, BENCH_VOCAB), the last quarter of positions padding */
+    static int64_t ids[BENCH_SEQ], mask[BENCH_SEQ];
+    for (size_t i = 0; i < BENCH_SEQ; i++) {
+        s = s * 1103515245u + 12345u;
+        ids[i] = (int64_t)((s >> 8) % BENCH_VOCAB);
+        mask[i] = i < BENCH_SEQ - BENCH_SEQ / 4;
+    }
+    in.input_ids = ids;
+    in.attention_mask = mask;
+    out.output = logits;
+#else
+    static float input[BENCH_INPUT_ELEMS];
     for (size_t i = 0; i < BENCH_INPUT_ELEMS; i++) {
         s = s * 1103515245u + 12345u;
         input[i] = (float)((s >> 8) & 0xffff) / 65536.0f * 2.0f - 1.0f;
     }
-    BN_INPUTS in;
-    BN_OUTPUTS out;
     in.input = input;
     out.logits = logits;
-    double t[BENCH_MAX_RUNS];
+#endif
+    static double t[BENCH_MAX_RUNS];
     if (BN_RUN(&in, &out, weights, arena) != 0) return 1;
     for (int r = 0; r < runs; r++) {
         double t0 = now_ms();

@@ -1,0 +1,119 @@
+/* C backend emitter of FusedAttention (passes/fuse_attention.c): the logical operands' shapes
+ * and element strides (through the absorbed transposes' perms) baked into a static
+ * RtFusedAttn, a scratch row of Sk scores on the stack, one call into
+ * runtime/rt_fusedattn.h. float and double. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cgen.h"
+
+#define FA_RANK 4           /* the kernel's (B, H, rows, cols) */
+#define FA_MAX_ROW 16384    /* scratch row elements on the stack: 64 KiB of float */
+
+/* Logical shape and strides (padded in front to FA_RANK) of operand v read through perm:
+ * logical dimension i is v's dimension perm[i]. False when perm is no permutation. */
+static bool logical(const CgenCtx *cx, uint32_t v, const int64_t *perm, uint32_t n_perm,
+                    int64_t dims[FA_RANK], int64_t st[FA_RANK]) {
+    const IrType *t = cgen_type(cx, v);
+    int r = t->rank;
+    if (r < 1 || r > FA_RANK || n_perm != (uint32_t)r) return false;
+    int64_t stride[FA_RANK], s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= t->dims[i];
+    }
+    bool seen[FA_RANK] = {false};
+    for (int i = 0; i < FA_RANK; i++) {
+        dims[i] = 1;
+        st[i] = 0;
+    }
+    for (int i = 0; i < r; i++) {
+        int64_t p = perm[i];
+        if (p < 0 || p >= r || seen[p]) return false;
+        seen[p] = true;
+        dims[FA_RANK - r + i] = t->dims[p];
+        st[FA_RANK - r + i] = t->dims[p] == 1 ? 0 : stride[p];
+    }
+    return true;
+}
+
+static const char *list4(CgenCtx *cx, const int64_t v[FA_RANK]) {
+    return cgen_fmt(cx, "{%lld, %lld, %lld, %lld}", (long long)v[0], (long long)v[1],
+                    (long long)v[2], (long long)v[3]);
+}
+
+static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
+    IrDType t = (IrDType)cgen_type(cx, n->outputs[0])->dtype;
+    if (t != IR_DTYPE_F32 && t != IR_DTYPE_F64)
+        return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    static const IrAttrId perm_ids[4] = {
+        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
+        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
+    uint32_t vals[4] = {n->inputs[0], n->inputs[1], n->inputs[2], n->outputs[0]};
+    int64_t dims[4][FA_RANK], st[4][FA_RANK]; /* q, k, v, y */
+    for (int o = 0; o < 4; o++) {
+        uint32_t np;
+        const int64_t *perm = ir_attr_ints(n, perm_ids[o], &np);
+        int64_t ident[FA_RANK] = {0, 1, 2, 3};
+        if (!perm) { /* absent: the operand as stored */
+            perm = ident;
+            np = (uint32_t)cgen_type(cx, vals[o])->rank;
+        }
+        if (cgen_type(cx, vals[o])->dtype != t || !logical(cx, vals[o], perm, np, dims[o], st[o]))
+            return cgen_unsupported(cx, n, "operand %d: a rank or perm the kernel cannot read", o);
+    }
+    int64_t B = dims[0][0], H = dims[0][1], Sq = dims[0][2], D = dims[0][3];
+    int64_t Sk = dims[1][2], Dv = dims[2][3];
+    bool ok = dims[1][3] == D && dims[2][2] == Sk && dims[3][2] == Sq && dims[3][3] == Dv;
+    for (int o = 1; o < 4; o++) ok &= dims[o][0] == B && dims[o][1] == H;
+    if (!ok) return cgen_unsupported(cx, n, "Q, K, V and Y shapes that do not agree");
+    if (Sk < 1 || Sk > FA_MAX_ROW)
+        return cgen_unsupported(cx, n, "%lld keys (the scratch row holds 1 to %d)",
+                                (long long)Sk, FA_MAX_ROW);
+    const char *mask_kind = ir_attr_s(n, IR_ATTR_FUSED_ATTENTION_MASK);
+    bool has_mask = strcmp(mask_kind, "add") == 0;
+    if (!has_mask && strcmp(mask_kind, "none") != 0)
+        return cgen_unsupported(cx, n, "mask kind '%s'", mask_kind);
+    if (has_mask != (n->n_inputs > 3 && n->inputs[3] != IR_NONE))
+        return cgen_unsupported(cx, n, "mask kind '%s' with%s a mask input", mask_kind,
+                                has_mask ? "out" : "");
+    int64_t mst[FA_RANK] = {0, 0, 0, 0};
+    if (has_mask) { /* right-aligned broadcast to (B, H, Sq, Sk) */
+        const IrType *tm = cgen_type(cx, n->inputs[3]);
+        int64_t want[FA_RANK] = {B, H, Sq, Sk}, s = 1;
+        if (tm->dtype != t || tm->rank > FA_RANK)
+            return cgen_unsupported(cx, n, "a mask of type %s", cgen_type_str(cx, tm));
+        for (int i = tm->rank - 1; i >= 0; i--) {
+            int a = FA_RANK - tm->rank + i;
+            if (tm->dims[i] != 1 && tm->dims[i] != want[a])
+                return cgen_unsupported(cx, n, "a mask that does not broadcast to the scores");
+            mst[a] = tm->dims[i] == 1 ? 0 : s;
+            s *= tm->dims[i];
+        }
+    }
+    bool dbl = t == IR_DTYPE_F64;
+    double scale = ir_attr_f(n, IR_ATTR_FUSED_ATTENTION_SCALE);
+    if (!isfinite(scale)) return cgen_unsupported(cx, n, "scale %g", scale);
+    cgen_use_runtime(cx, "rt_fusedattn.h");
+    CWriter *w = cx->w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const RtFusedAttn p = {%lld, %lld, %lld, %lld, %lld, %lld,", (long long)B,
+            (long long)H, (long long)Sq, (long long)Sk, (long long)D, (long long)Dv);
+    cw_line(w, "    %s, %s, %s, %s, %s};", list4(cx, st[0]), list4(cx, st[1]), list4(cx, st[2]),
+            list4(cx, mst), list4(cx, st[3]));
+    cw_line(w, "%s row[%lld]; /* one row of scores */", cgen_ctype(t), (long long)Sk);
+    char lit[64]; /* the scale as a C literal of the compute type */
+    snprintf(lit, sizeof lit, dbl ? "%.17g" : "%.9g", scale);
+    if (!strpbrk(lit, ".en")) strcat(lit, ".0");
+    cw_line(w, "rt_fused_attention_%s(&p, %s, %s, %s, %s, %s, row, %s%s);", dbl ? "f64" : "f32",
+            cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
+            has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, n->outputs[0]), lit,
+            dbl ? "" : "f");
+    cw_close(w, NULL);
+    return true;
+}
+
+void cgen_register_fusedattn(CgenEmitFn *table) {
+    table[IR_OP_FUSED_ATTENTION] = emit_fused_attention;
+}

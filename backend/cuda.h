@@ -1,0 +1,54 @@
+/* The CUDA backend (DESIGN.md, "Backends and the bundle"): the CUDA dialect of the C-like
+ * emitter. cuda.c drives emission and writes the bundle (NAME.h, NAME.cu, the kc_*.cuh
+ * runtime files, weights, CMakeLists.txt, README.md, optional test main); cuda_ops.c holds
+ * the per-op emitters in a table indexed by op id, like cgen_emit_table. Values are placed
+ * exactly as in the C backend (cgen_ptr on one device arena and the weights). */
+#ifndef KILN_BACKEND_CUDA_H
+#define KILN_BACKEND_CUDA_H
+
+#include "backend/cgen.h"
+
+typedef enum CudaPrecision {
+    CUDA_PREC_FP32 = 0, /* float32 products, no TF32 (CUBLAS_COMPUTE_32F) */
+    CUDA_PREC_FP16      /* float32 storage, fp16 tensor-core products (32F_FAST_16F) */
+} CudaPrecision;
+
+/* runtime files one bundle can use: the kc_*.cuh files and the C runtime's rt_*.h */
+#define CUDA_MAX_RUNTIME (CGEN_MAX_RUNTIME + 8)
+
+typedef struct CudaCtx {
+    CgenCtx c;           /* placement, scratch, the enqueue body (c.w) */
+    CWriter *kernels;    /* the __global__ kernels specialised per node */
+    CudaPrecision prec;
+    uint32_t n_kernels;
+    int64_t col_bytes;   /* the largest im2col workspace of a convolution */
+    bool uses_status;    /* a kernel may raise a status on bad data */
+    const char *rt[CUDA_MAX_RUNTIME];
+    uint32_t n_rt;
+    uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
+} CudaCtx;
+
+typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);
+
+/* The kernel column of the CUDA backend: one entry per op id, NULL where none exists. */
+extern CudaEmitFn cuda_emit_table[IR_OP_COUNT];
+void cuda_tables_init(void);
+bool cuda_op_supported(IrOp op);
+
+/* Records that the bundle needs runtime/cuda/FILE (e.g. "kc_nn.cuh") or runtime/FILE. */
+void cuda_use_runtime(CudaCtx *cx, const char *file);
+
+/* The generic path (cuda_ops.c): node n as the C backend's code (cgen_emit_table), inside a
+ * __global__ kernel run by one device thread; its status goes to the device status word.
+ * For every op with a C kernel, and for nodes whose fast CUDA kernel refuses them. */
+bool cuda_emit_generic(CudaCtx *cx, const IrNode *n);
+
+/* Whether text uses identifier word (not as part of a longer identifier or a member). */
+bool cuda_uses_word(const char *text, const char *word);
+
+/* Writes the CUDA bundle for g into out_dir (runs the passes like cgen_write_bundle).
+ * Every unsupported op is reported, all at once, before anything is written. */
+bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
+                       const char *out_dir, Diag *d);
+
+#endif

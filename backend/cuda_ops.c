@@ -1,0 +1,919 @@
+/* The CUDA backend's per-op emitters, registered in cuda_emit_table by op id. Elementwise
+ * ops reuse the C backend's expressions: the C emitter (cgen_eltwise.c) writes its loop
+ * nest into a scratch writer with placeholder operands, and its loop bounds and store
+ * statement become one __global__ kernel specialised for the node (the expressions'
+ * helpers have device versions in kc_common.cuh). Products go to cuBLASLt (kc_blas.cuh),
+ * convolution is im2col + cuBLASLt (a direct kernel when depthwise), the rest are kc_*.cuh
+ * kernels with the shapes baked in. Everything is enqueued on stream `s` of NAME_enqueue. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda.h"
+#include "passes/passes.h"
+
+#define KOP_MAX_SLOTS 16  /* operands of one elementwise kernel (the C emitter's own cap) */
+#define KOP_TYPE_CHARS 32 /* longest C type name of an operand */
+
+CudaEmitFn cuda_emit_table[IR_OP_COUNT];
+
+bool cuda_op_supported(IrOp op) {
+    cuda_tables_init();
+    return op != IR_OP_UNKNOWN && cuda_emit_table[op] != NULL;
+}
+
+static bool unsupported(CudaCtx *cx, const IrNode *n, const char *what) {
+    diag_error(cx->c.d, "node '%s' (%s, opset %d): the CUDA backend does not support %s",
+               n->name, n->op_type, n->opset, what);
+    return false;
+}
+
+static bool has_input(const IrNode *n, uint32_t i) {
+    return i < n->n_inputs && n->inputs[i] != IR_NONE;
+}
+
+static IrDType dtype_of(CudaCtx *cx, uint32_t v) { return (IrDType)cgen_type(&cx->c, v)->dtype; }
+static int64_t numel(CudaCtx *cx, uint32_t v) { return cgen_numel(&cx->c, v); }
+static const char *ptr(CudaCtx *cx, uint32_t v) { return cgen_ptr(&cx->c, v); }
+/* A float literal: "0.5f", "1.0f", "INFINITY"... */
+static const char *fmt_f(CudaCtx *cx, double v) {
+    if (v != v) return "NAN";
+    if (v > 3.4e38 || v < -3.4e38) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    return cgen_fmt(&cx->c, "%sf", buf);
+}
+
+static bool all_f32(CudaCtx *cx, const IrNode *n) {
+    for (uint32_t k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] != IR_NONE && dtype_of(cx, n->inputs[k]) != IR_DTYPE_F32) return false;
+    for (uint32_t k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] != IR_NONE && dtype_of(cx, n->outputs[k]) != IR_DTYPE_F32) return false;
+    return true;
+}
+
+/* A constant integer tensor's values into v (at most max), or false. */
+static bool const_ints(CudaCtx *cx, uint32_t val, int64_t *v, uint32_t max, uint32_t *n_out) {
+    const IrTensor *t = cgen_const(&cx->c, val);
+    if (!t || t->n_elems > (int64_t)max || !t->data) return false;
+    for (int64_t i = 0; i < t->n_elems; i++) {
+        if (t->dtype == IR_DTYPE_I64) v[i] = ((const int64_t *)t->data)[i];
+        else if (t->dtype == IR_DTYPE_I32) v[i] = ((const int32_t *)t->data)[i];
+        else return false;
+    }
+    *n_out = (uint32_t)t->n_elems;
+    return true;
+}
+
+/* The bundle's name in capitals, the prefix of its macros. */
+static const char *upper_name(CudaCtx *cx) {
+    char *u = ir_arena_strdup(&cx->c.scratch, cx->c.opts->name);
+    for (char *q = u; *q; q++)
+        if (*q >= 'a' && *q <= 'z') *q = (char)(*q - 'a' + 'A');
+    return u;
+}
+
+static void checked(CudaCtx *cx, const char *call) {
+    cw_line(cx->c.w, "if ((rc = %s) != KC_OK) return rc;", call);
+}
+
+/* ---- per-node map kernels ---- */
+
+typedef struct KMap {
+    int n_slots;
+    char type[KOP_MAX_SLOTS][KOP_TYPE_CHARS];
+    const char *arg[KOP_MAX_SLOTS]; /* pointer expression passed for slot k */
+    char out_type[KOP_TYPE_CHARS];
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    const char *store; /* "y[...] = ...;" over i0..i{rank-1} */
+} KMap;
+
+/* Writes the kernel of m for node n and its launch. */
+static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_t out) {
+    CWriter *k = cx->kernels;
+    const char *name = cgen_fmt(&cx->c, "%s_k%u", cx->c.opts->name, cx->n_kernels++);
+    int64_t total = 1;
+    for (int d = 0; d < m->rank; d++) total *= m->dims[d];
+    cw_line(k, "/* %s '%s' */", n->op_type, n->name);
+    cw_indent(k);
+    cw_raw(k, "static __global__ void %s(", name);
+    for (int s = 0; s < m->n_slots; s++) cw_raw(k, "const %s *x%d, ", m->type[s], s);
+    cw_raw(k, "%s *y)", m->out_type);
+    cw_raw(k, " {\n");
+    k->indent++;
+    cw_open(k, "KC_FOR(t, %lld)", (long long)total);
+    if (m->rank > 0) cw_line(k, "int64_t r = t;");
+    for (int d = m->rank - 1; d >= 1; d--) {
+        cw_line(k, "size_t i%d = (size_t)(r %% %lld);", d, (long long)m->dims[d]);
+        cw_line(k, "r /= %lld;", (long long)m->dims[d]);
+    }
+    if (m->rank > 0) cw_line(k, "size_t i0 = (size_t)r;");
+    cw_line(k, "%s", m->store);
+    cw_close(k, NULL);
+    cw_close(k, NULL);
+    cw_blank(k);
+    cw_indent(cx->c.w);
+    cw_raw(cx->c.w, "%s<<<kc_grid(%lld), KC_THREADS, 0, s>>>(", name, (long long)total);
+    for (int s = 0; s < m->n_slots; s++) cw_raw(cx->c.w, "%s, ", m->arg[s]);
+    cw_raw(cx->c.w, "%s);\n", ptr(cx, out));
+    cw_line(cx->c.w, "KC_LAUNCHED();");
+}
+
+static char *trim(char *s) {
+    while (*s == ' ') s++;
+    return s;
+}
+
+/* Elementwise ops: the C emitter's loop nest, turned into a kernel. */
+static bool emit_eltwise(CudaCtx *cx, const IrNode *n) {
+    CgenCtx *c = &cx->c;
+    if (!c->expr) {
+        c->expr = calloc(c->g->n_values + 1, sizeof *c->expr);
+        IR_ASSERT(c->expr);
+    }
+    for (uint32_t k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] != IR_NONE) c->expr[n->inputs[k]] = cgen_fmt(c, "KC_IN%u", k);
+    c->expr[n->outputs[0]] = "KC_OUT";
+    CWriter tmp, *saved = c->w;
+    uint32_t saved_rt = c->n_runtime;
+    cw_init(&tmp);
+    c->w = &tmp;
+    bool ok = cgen_emit_table[n->op](c, n);
+    c->w = saved;
+    c->n_runtime = saved_rt; /* the C runtime files are not part of a CUDA bundle */
+    for (uint32_t k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] != IR_NONE) c->expr[n->inputs[k]] = NULL;
+    c->expr[n->outputs[0]] = NULL;
+    if (!ok) {
+        cw_free(&tmp);
+        return false;
+    }
+    KMap m;
+    memset(&m, 0, sizeof m);
+    bool empty = false, bad = false;
+    char *text = tmp.buf ? tmp.buf : (char *)"";
+    for (char *line = text; line && *line && !bad;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        char *l = trim(line);
+        char type[KOP_TYPE_CHARS];
+        int slot, in;
+        long long dim;
+        if (strncmp(l, "/* empty output", 15) == 0) {
+            empty = true;
+        } else if (sscanf(l, "const %31s *x%d = KC_IN%d;", type, &slot, &in) == 3) {
+            if (slot < 0 || slot >= KOP_MAX_SLOTS || in < 0 || (uint32_t)in >= n->n_inputs) {
+                bad = true;
+            } else {
+                snprintf(m.type[slot], KOP_TYPE_CHARS, "%s", type);
+                m.arg[slot] = ptr(cx, n->inputs[in]);
+                if (slot + 1 > m.n_slots) m.n_slots = slot + 1;
+            }
+        } else if (sscanf(l, "%31s *y = KC_OUT;", type) == 1 && strstr(l, "KC_OUT")) {
+            snprintf(m.out_type, KOP_TYPE_CHARS, "%s", type);
+        } else if (sscanf(l, "for (i%d = 0; i%*d < %lld;", &slot, &dim) == 2) {
+            if (slot != m.rank || m.rank >= IR_MAX_RANK) bad = true;
+            else m.dims[m.rank++] = dim;
+        } else if (strncmp(l, "y[", 2) == 0) {
+            m.store = cgen_fmt(c, "%s", l);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    cw_free(&tmp);
+    if (empty) return true;
+    for (int s = 0; s < m.n_slots && !bad; s++) bad = m.arg[s] == NULL;
+    if (bad || !m.store || !m.out_type[0])
+        return unsupported(cx, n, "this op: the C elementwise emitter wrote a form the CUDA "
+                                  "driver does not recognise");
+    emit_map_kernel(cx, n, &m, n->outputs[0]);
+    return true;
+}
+
+/* Cast: load in the compute type, store in the target type. */
+static bool emit_cast(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    IrDType ti = dtype_of(cx, x), to = dtype_of(cx, y);
+    bool ok_in = ti != IR_DTYPE_STRING && ir_dtype_bits(ti) >= 8 && ti != IR_DTYPE_C64 &&
+                 ti != IR_DTYPE_C128 && ir_dtype_size_bytes(ti, 1) <= 8;
+    bool ok_out = to != IR_DTYPE_STRING && ir_dtype_bits(to) >= 8 && to != IR_DTYPE_C64 &&
+                  to != IR_DTYPE_C128 && ir_dtype_size_bytes(to, 1) <= 8;
+    bool f8_in = ti >= IR_DTYPE_F8E4M3FN && ti <= IR_DTYPE_F8E5M2FNUZ;
+    bool f8_out = to >= IR_DTYPE_F8E4M3FN && to <= IR_DTYPE_F8E5M2FNUZ;
+    if (!ok_in || !ok_out || f8_in || f8_out)
+        return unsupported(cx, n, cgen_fmt(&cx->c, "a cast from %s to %s", ir_dtype_name(ti),
+                                           ir_dtype_name(to)));
+    if (numel(cx, y) == 0) return true;
+    const char *load = ti == IR_DTYPE_F16    ? "rt_f16_to_f32(x0[i0])"
+                       : ti == IR_DTYPE_BF16 ? "rt_bf16_to_f32(x0[i0])"
+                                             : "x0[i0]";
+    const char *st;
+    if (to == IR_DTYPE_F16) st = cgen_fmt(&cx->c, "rt_f32_to_f16((float)%s)", load);
+    else if (to == IR_DTYPE_BF16) st = cgen_fmt(&cx->c, "rt_f32_to_bf16((float)%s)", load);
+    else if (to == IR_DTYPE_BOOL) st = cgen_fmt(&cx->c, "(uint8_t)(%s != 0)", load);
+    else st = cgen_fmt(&cx->c, "(%s)%s", cgen_ctype(to), load);
+    KMap m;
+    memset(&m, 0, sizeof m);
+    m.n_slots = 1;
+    snprintf(m.type[0], KOP_TYPE_CHARS, "%s", cgen_ctype(ti));
+    m.arg[0] = ptr(cx, x);
+    snprintf(m.out_type, KOP_TYPE_CHARS, "%s", cgen_ctype(to));
+    m.rank = 1;
+    m.dims[0] = numel(cx, y);
+    m.store = cgen_fmt(&cx->c, "y[i0] = %s;", st);
+    emit_map_kernel(cx, n, &m, y);
+    return true;
+}
+
+/* ---- data movement ---- */
+
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes are the same. */
+static bool emit_copy(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    int64_t bytes = (int64_t)ir_dtype_size_bytes(dtype_of(cx, y), numel(cx, y));
+    if (numel(cx, x) != numel(cx, y)) return unsupported(cx, n, "a change of element count");
+    if (bytes > 0)
+        cw_line(cx->c.w, "KC_CUDA(cudaMemcpyAsync(%s, %s, %lld, cudaMemcpyDeviceToDevice, s));",
+                ptr(cx, y), ptr(cx, x), (long long)bytes);
+    return true;
+}
+
+static int elem_bytes(CudaCtx *cx, uint32_t v) {
+    return (int)ir_dtype_size_bytes(dtype_of(cx, v), 1);
+}
+
+static bool elem_ok(CudaCtx *cx, const IrNode *n, uint32_t v) {
+    int e = elem_bytes(cx, v);
+    if (ir_dtype_bits(dtype_of(cx, v)) < 8 || (e != 1 && e != 2 && e != 4 && e != 8))
+        return unsupported(cx, n, cgen_fmt(&cx->c, "element type %s",
+                                           ir_dtype_name(dtype_of(cx, v))));
+    return true;
+}
+
+/* Row-major strides of t, elements. */
+static void strides_of(const IrType *t, int64_t *st) {
+    int64_t s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= t->dims[d];
+    }
+}
+
+/* Emits a kc_strided_copy of src into dst over dims (rank r). */
+static void emit_strided(CudaCtx *cx, uint32_t src, uint32_t dst, int r, const int64_t *dims,
+                         const int64_t *sst, const int64_t *dstt, int64_t src0, int64_t dst0) {
+    CWriter *w = cx->c.w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcStrided p = {%d, %s, %s, %s, %lld, %lld};", r,
+            cgen_i64_list(&cx->c, dims, (uint32_t)r), cgen_i64_list(&cx->c, sst, (uint32_t)r),
+            cgen_i64_list(&cx->c, dstt, (uint32_t)r), (long long)src0, (long long)dst0);
+    checked(cx, cgen_fmt(&cx->c, "kc_strided_copy(s, %s, %s, %d, &p)", ptr(cx, src),
+                         ptr(cx, dst), elem_bytes(cx, dst)));
+    cw_close(w, NULL);
+    cuda_use_runtime(cx, "kc_data.cuh");
+}
+
+static bool emit_transpose(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
+    int r = tx->rank;
+    if (r > 8) return unsupported(cx, n, "rank above 8");
+    if (numel(cx, y) == 0) return true;
+    int64_t sx[IR_MAX_RANK], sy[IR_MAX_RANK], src[IR_MAX_RANK];
+    strides_of(tx, sx);
+    strides_of(ty, sy);
+    uint32_t np = 0;
+    const int64_t *perm = ir_attr_ints(n, IR_ATTR_TRANSPOSE_PERM, &np);
+    for (int d = 0; d < r; d++) {
+        int64_t p = perm && np == (uint32_t)r ? perm[d] : r - 1 - d;
+        if (p < 0 || p >= r) return unsupported(cx, n, "a perm out of range");
+        src[d] = sx[p];
+    }
+    emit_strided(cx, x, y, r, ty->dims, src, sy, 0, 0);
+    return true;
+}
+
+static bool emit_expand(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
+    int r = ty->rank;
+    if (r > 8) return unsupported(cx, n, "rank above 8");
+    if (numel(cx, y) == 0) return true;
+    int64_t sx[IR_MAX_RANK], sy[IR_MAX_RANK], src[IR_MAX_RANK];
+    strides_of(tx, sx);
+    strides_of(ty, sy);
+    for (int d = 0; d < r; d++) {
+        int dx = d - (r - tx->rank);
+        src[d] = dx < 0 || tx->dims[dx] == 1 ? 0 : sx[dx];
+    }
+    emit_strided(cx, x, y, r, ty->dims, src, sy, 0, 0);
+    return true;
+}
+
+static bool emit_concat(CudaCtx *cx, const IrNode *n) {
+    uint32_t y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    const IrType *ty = cgen_type(&cx->c, y);
+    int r = ty->rank;
+    int64_t axis = ir_attr_i(n, IR_ATTR_CONCAT_AXIS);
+    if (axis < 0) axis += r;
+    if (r > 8 || axis < 0 || axis >= r) return unsupported(cx, n, "this rank or axis");
+    int64_t sy[IR_MAX_RANK], sx[IR_MAX_RANK], off = 0;
+    strides_of(ty, sy);
+    for (uint32_t k = 0; k < n->n_inputs; k++) {
+        uint32_t x = n->inputs[k];
+        if (x == IR_NONE) continue;
+        const IrType *tx = cgen_type(&cx->c, x);
+        strides_of(tx, sx);
+        if (numel(cx, x) > 0) emit_strided(cx, x, y, r, tx->dims, sx, sy, 0, off * sy[axis]);
+        off += tx->dims[axis];
+    }
+    return true;
+}
+
+static bool emit_slice(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
+    int r = tx->rank;
+    if (r > 8) return unsupported(cx, n, "rank above 8");
+    int64_t starts[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
+    uint32_t ns = 0, na = 0, nst = 0;
+    if (n->opset < 10) {
+        const int64_t *s = ir_attr_ints(n, IR_ATTR_SLICE_STARTS, &ns);
+        const int64_t *a = ir_attr_ints(n, IR_ATTR_SLICE_AXES, &na);
+        if (!s || ns > IR_MAX_RANK) return unsupported(cx, n, "these starts");
+        memcpy(starts, s, ns * sizeof *s);
+        if (a && na == ns) memcpy(axes, a, na * sizeof *a);
+        else na = 0;
+    } else {
+        if (!const_ints(cx, n->inputs[1], starts, IR_MAX_RANK, &ns))
+            return unsupported(cx, n, "starts that are not constant");
+        if (has_input(n, 3) && !const_ints(cx, n->inputs[3], axes, IR_MAX_RANK, &na))
+            return unsupported(cx, n, "axes that are not constant");
+        if (has_input(n, 4) && !const_ints(cx, n->inputs[4], steps, IR_MAX_RANK, &nst))
+            return unsupported(cx, n, "steps that are not constant");
+    }
+    int64_t st[IR_MAX_RANK], start[IR_MAX_RANK], step[IR_MAX_RANK], sy[IR_MAX_RANK], src0 = 0;
+    for (int d = 0; d < r; d++) start[d] = 0, step[d] = 1;
+    for (uint32_t i = 0; i < ns; i++) {
+        int64_t ax = na ? axes[i] : (int64_t)i;
+        if (ax < 0) ax += r;
+        if (ax < 0 || ax >= r) return unsupported(cx, n, "an axis out of range");
+        int64_t dim = tx->dims[ax], s = starts[i], p = nst ? steps[i] : 1;
+        if (p == 0) return unsupported(cx, n, "a zero step");
+        if (s < 0) s += dim;
+        if (p > 0) s = s < 0 ? 0 : s > dim ? dim : s;
+        else s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+        start[ax] = s;
+        step[ax] = p;
+    }
+    if (numel(cx, y) == 0) return true;
+    strides_of(tx, st);
+    strides_of(ty, sy);
+    int64_t src[IR_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        src[d] = st[d] * step[d];
+        src0 += start[d] * st[d];
+    }
+    emit_strided(cx, x, y, r, ty->dims, src, sy, src0, 0);
+    return true;
+}
+
+static bool emit_gather(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], idx = n->inputs[1], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    IrDType ti = dtype_of(cx, idx);
+    if (ti != IR_DTYPE_I64 && ti != IR_DTYPE_I32) return unsupported(cx, n, "these index types");
+    const IrType *tx = cgen_type(&cx->c, x);
+    int64_t axis = ir_attr_i(n, IR_ATTR_GATHER_AXIS);
+    if (axis < 0) axis += tx->rank;
+    if (axis < 0 || axis >= tx->rank) return unsupported(cx, n, "an axis out of range");
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= tx->dims[d];
+    for (int d = (int)axis + 1; d < tx->rank; d++) inner *= tx->dims[d];
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_data.cuh");
+    cx->uses_status = true;
+    checked(cx, cgen_fmt(&cx->c, "kc_gather(s, %s, %s, %d, %s, %d, %lld, %lld, %lld, %lld, status)",
+                         ptr(cx, x), ptr(cx, idx), ti == IR_DTYPE_I64, ptr(cx, y),
+                         elem_bytes(cx, y), (long long)outer, (long long)tx->dims[axis],
+                         (long long)numel(cx, idx), (long long)inner));
+    return true;
+}
+
+/* ---- products ---- */
+
+/* The KC_ACT_* kind of a fused activation attribute, or NULL. */
+static const char *act_kind(const char *attr) {
+    const char *c = pass_act_c_name(attr);
+    if (!c) return NULL;
+    static char buf[64]; /* "RT_ACT_X" -> "KC_ACT_X" */
+    snprintf(buf, sizeof buf, "KC%s", c + 2);
+    return buf;
+}
+
+typedef struct MmPlan {
+    int64_t m, n, k, lda, ldb, ldd, sa, sb, sd;
+    int trans_a, trans_b, batch;
+    const char *A, *B, *C, *D, *bias, *act;
+    double alpha, beta, act_alpha, act_beta;
+} MmPlan;
+
+static void emit_lt(CudaCtx *cx, const MmPlan *p) {
+    CWriter *w = cx->c.w;
+    cuda_use_runtime(cx, "kc_blas.cuh");
+    cw_open(w, "%s", "");
+    cw_line(w, "KcMatmul p;");
+    cw_line(w, "memset(&p, 0, sizeof p);");
+    cw_line(w, "p.m = %lld; p.n = %lld; p.k = %lld;", (long long)p->m, (long long)p->n,
+            (long long)p->k);
+    cw_line(w, "p.trans_a = %d; p.trans_b = %d;", p->trans_a, p->trans_b);
+    cw_line(w, "p.A = %s;", p->A);
+    cw_line(w, "p.B = %s;", p->B);
+    if (p->C) cw_line(w, "p.C = %s;", p->C);
+    cw_line(w, "p.D = %s;", p->D);
+    cw_line(w, "p.lda = %lld; p.ldb = %lld; p.ldd = %lld;", (long long)p->lda, (long long)p->ldb,
+            (long long)p->ldd);
+    cw_line(w, "p.sa = %lld; p.sb = %lld; p.sd = %lld; p.batch = %d;", (long long)p->sa,
+            (long long)p->sb, (long long)p->sd, p->batch);
+    cw_line(w, "p.alpha = %s; p.beta = %s;", fmt_f(cx, p->alpha), fmt_f(cx, p->beta));
+    if (p->bias) cw_line(w, "p.bias = %s;", p->bias);
+    cw_line(w, "p.act = %s; p.act_alpha = %s; p.act_beta = %s;", p->act ? p->act : "KC_ACT_NONE",
+            fmt_f(cx, p->act_alpha), fmt_f(cx, p->act_beta));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s_COMPUTE, &p)) != "
+               "KC_OK) return rc;", upper_name(cx), upper_name(cx));
+    cw_close(w, NULL);
+}
+
+/* MatMul, FusedMatMul: act(A @ B + bias) with numpy batch broadcasting (one side's batch
+ * broadcast, or equal batches). Row-major C = A B is computed as column-major C^T = B^T A^T. */
+static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
+    uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b);
+    int64_t M = ta->rank >= 2 ? ta->dims[ta->rank - 2] : 1, K = ta->dims[ta->rank - 1];
+    int64_t N = tb->rank >= 2 ? tb->dims[tb->rank - 1] : 1;
+    int64_t ba = 1, bb = 1;
+    for (int d = 0; d < ta->rank - 2; d++) ba *= ta->dims[d];
+    for (int d = 0; d < tb->rank - 2; d++) bb *= tb->dims[d];
+    int64_t by = numel(cx, y) / (M * N > 0 ? M * N : 1);
+    MmPlan p;
+    memset(&p, 0, sizeof p);
+    p.alpha = 1.0;
+    if (ba == by && bb == 1) { /* B shared: fold A's batch into its rows */
+        M *= ba;
+        p.batch = 1;
+    } else if (ba == by && bb == by) {
+        p.batch = (int)by;
+        p.sa = N * K, p.sb = M * K, p.sd = M * N;
+    } else if (ba == 1 && bb == by) {
+        p.batch = (int)by;
+        p.sa = N * K, p.sb = 0, p.sd = M * N;
+    } else {
+        return unsupported(cx, n, "batch dimensions that broadcast on both sides");
+    }
+    if (p.batch == 1) p.sa = p.sb = p.sd = 0;
+    if (n->op == IR_OP_FUSED_MAT_MUL) {
+        p.act = act_kind(ir_attr_s(n, IR_ATTR_FUSED_MAT_MUL_ACTIVATION));
+        if (!p.act) return unsupported(cx, n, "this activation");
+        p.act_alpha = ir_attr_f(n, IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA);
+        p.act_beta = ir_attr_f(n, IR_ATTR_FUSED_MAT_MUL_ACT_BETA);
+        if (has_input(n, 2)) {
+            if (numel(cx, n->inputs[2]) != N) return unsupported(cx, n, "a bias that is not (N)");
+            p.bias = ptr(cx, n->inputs[2]);
+        }
+    }
+    if (numel(cx, y) == 0) return true;
+    p.m = N, p.n = M, p.k = K;
+    p.A = ptr(cx, b), p.lda = N; /* B (K,N) row-major = (N,K) column-major */
+    p.B = ptr(cx, a), p.ldb = K; /* A (M,K) row-major = (K,M) column-major */
+    p.D = ptr(cx, y), p.ldd = N;
+    emit_lt(cx, &p);
+    return true;
+}
+
+/* Gemm, FusedGemm: act(alpha A' B' + beta C). A C of (N) or (1,N) with beta 1 is the
+ * cuBLASLt bias; any other C is first broadcast into Y and accumulated with beta. */
+static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
+    uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    bool fused = n->op == IR_OP_FUSED_GEMM;
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b), *ty = cgen_type(&cx->c, y);
+    if (ta->rank != 2 || tb->rank != 2) return unsupported(cx, n, "operands of rank != 2");
+    int trans_a = ir_attr_i(n, fused ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A) != 0;
+    int trans_b = ir_attr_i(n, fused ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B) != 0;
+    int64_t M = trans_a ? ta->dims[1] : ta->dims[0], K = trans_a ? ta->dims[0] : ta->dims[1];
+    int64_t N = trans_b ? tb->dims[0] : tb->dims[1];
+    MmPlan p;
+    memset(&p, 0, sizeof p);
+    p.alpha = ir_attr_f(n, fused ? IR_ATTR_FUSED_GEMM_ALPHA : IR_ATTR_GEMM_ALPHA);
+    double beta = ir_attr_f(n, fused ? IR_ATTR_FUSED_GEMM_BETA : IR_ATTR_GEMM_BETA);
+    if (fused) {
+        p.act = act_kind(ir_attr_s(n, IR_ATTR_FUSED_GEMM_ACTIVATION));
+        if (!p.act) return unsupported(cx, n, "this activation");
+        p.act_alpha = ir_attr_f(n, IR_ATTR_FUSED_GEMM_ACT_ALPHA);
+        p.act_beta = ir_attr_f(n, IR_ATTR_FUSED_GEMM_ACT_BETA);
+    }
+    if (numel(cx, y) == 0) return true;
+    if (has_input(n, 2) && beta != 0.0) {
+        uint32_t c = n->inputs[2];
+        const IrType *tc = cgen_type(&cx->c, c);
+        if (numel(cx, c) == N && beta == 1.0 && (tc->rank == 1 || tc->dims[0] == 1)) {
+            p.bias = ptr(cx, c);
+        } else { /* broadcast C into Y, then Y = alpha A'B' + beta Y */
+            int64_t sc[IR_MAX_RANK], sy[IR_MAX_RANK], src[2];
+            if (tc->rank > 2) return unsupported(cx, n, "a C of rank above 2");
+            strides_of(tc, sc);
+            strides_of(ty, sy);
+            for (int d = 0; d < 2; d++) {
+                int dc = d - (2 - tc->rank);
+                src[d] = dc < 0 || tc->dims[dc] == 1 ? 0 : sc[dc];
+            }
+            emit_strided(cx, c, y, 2, ty->dims, src, sy, 0, 0);
+            p.C = ptr(cx, y);
+            p.beta = beta;
+        }
+    }
+    p.batch = 1;
+    p.m = N, p.n = M, p.k = K;
+    /* column-major view: op(B)^T is (N,K): B stored (K,N) -> as is, ld N; (N,K) -> T, ld K */
+    p.A = ptr(cx, b), p.trans_a = trans_b, p.lda = trans_b ? K : N;
+    p.B = ptr(cx, a), p.trans_b = trans_a, p.ldb = trans_a ? M : K;
+    p.D = ptr(cx, y), p.ldd = N;
+    emit_lt(cx, &p);
+    return true;
+}
+
+/* ---- convolution and pooling ---- */
+
+typedef struct Geom {
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+} Geom;
+
+/* Kernel, strides, leading pads and dilations of a 1-D or 2-D Conv/FusedConv/pool on x with
+ * output y; kernel from kshape (or the attribute). */
+static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int64_t *kshape,
+                 Geom *G) {
+    IrAttrId a_auto, a_pads, a_str, a_dil, a_ks;
+    switch ((IrOp)n->op) {
+    case IR_OP_CONV:
+        a_auto = IR_ATTR_CONV_AUTO_PAD, a_pads = IR_ATTR_CONV_PADS, a_str = IR_ATTR_CONV_STRIDES;
+        a_dil = IR_ATTR_CONV_DILATIONS, a_ks = IR_ATTR_CONV_KERNEL_SHAPE;
+        break;
+    case IR_OP_FUSED_CONV:
+        a_auto = IR_ATTR_FUSED_CONV_AUTO_PAD, a_pads = IR_ATTR_FUSED_CONV_PADS;
+        a_str = IR_ATTR_FUSED_CONV_STRIDES, a_dil = IR_ATTR_FUSED_CONV_DILATIONS;
+        a_ks = IR_ATTR_FUSED_CONV_KERNEL_SHAPE;
+        break;
+    case IR_OP_MAX_POOL:
+        a_auto = IR_ATTR_MAX_POOL_AUTO_PAD, a_pads = IR_ATTR_MAX_POOL_PADS;
+        a_str = IR_ATTR_MAX_POOL_STRIDES, a_dil = IR_ATTR_MAX_POOL_DILATIONS;
+        a_ks = IR_ATTR_MAX_POOL_KERNEL_SHAPE;
+        break;
+    default:
+        a_auto = IR_ATTR_AVERAGE_POOL_AUTO_PAD, a_pads = IR_ATTR_AVERAGE_POOL_PADS;
+        a_str = IR_ATTR_AVERAGE_POOL_STRIDES, a_dil = IR_ATTR_AVERAGE_POOL_DILATIONS;
+        a_ks = IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE;
+        break;
+    }
+    const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
+    if (tx->layout == IR_LAYOUT_NHWC || ty->layout == IR_LAYOUT_NHWC)
+        return unsupported(cx, n, "channels-last (NHWC) tensors");
+    int sp = tx->rank - 2;
+    if (sp < 1 || sp > 2) return unsupported(cx, n, "spatial ranks other than 1 and 2");
+    uint32_t nk = 0, np = 0, ns = 0, nd = 0;
+    const int64_t *ks = ir_attr_ints(n, a_ks, &nk), *pads = ir_attr_ints(n, a_pads, &np);
+    const int64_t *st = ir_attr_ints(n, a_str, &ns), *dil = ir_attr_ints(n, a_dil, &nd);
+    int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, dd[2] = {1, 1};
+    const char *ap = ir_attr_s(n, a_auto);
+    for (int i = 0; i < sp; i++) {
+        int j = i + 2 - sp; /* 1-D ops use the W slot */
+        k[j] = kshape ? kshape[i] : (ks && nk == (uint32_t)sp ? ks[i] : 0);
+        if (k[j] <= 0) return unsupported(cx, n, "a missing kernel_shape");
+        if (st && ns == (uint32_t)sp) s[j] = st[i];
+        if (dil && nd == (uint32_t)sp) dd[j] = dil[i];
+        int64_t in = tx->dims[2 + i], out = ty->dims[2 + i];
+        if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
+            int64_t total = (out - 1) * s[j] + (k[j] - 1) * dd[j] + 1 - in;
+            if (total < 0) total = 0;
+            p[j] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        } else if (strcmp(ap, "VALID") != 0 && pads && np == 2u * (uint32_t)sp) {
+            p[j] = pads[i];
+        }
+    }
+    G->kh = k[0], G->kw = k[1], G->sh = s[0], G->sw = s[1], G->ph = p[0], G->pw = p[1];
+    G->dh = dd[0], G->dw = dd[1];
+    return true;
+}
+
+static const char *conv_params(CudaCtx *cx, int64_t C, int64_t H, int64_t W, const Geom *G,
+                               int64_t OH, int64_t OW) {
+    return cgen_fmt(&cx->c, "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%lld, %lld}", (long long)C, (long long)H, (long long)W,
+                    (long long)G->kh, (long long)G->kw, (long long)OH, (long long)OW,
+                    (long long)G->sh, (long long)G->sw, (long long)G->ph, (long long)G->pw,
+                    (long long)G->dh, (long long)G->dw);
+}
+
+/* H and W of a 1-D or 2-D NC... tensor (1-D: H = 1). */
+static void hw(const IrType *t, int64_t *h, int64_t *w) {
+    *h = t->rank == 4 ? t->dims[2] : 1;
+    *w = t->dims[t->rank - 1];
+}
+
+static bool emit_conv(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], wt = n->inputs[1], y = n->outputs[0];
+    bool fused = n->op == IR_OP_FUSED_CONV;
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt), *ty = cgen_type(&cx->c, y);
+    if (tx->rank != 3 && tx->rank != 4) return unsupported(cx, n, "spatial ranks other than 1 and 2");
+    Geom G;
+    if (!geom(cx, n, x, y, tw->dims + 2, &G)) return false;
+    int64_t group = ir_attr_i(n, fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
+    int64_t N = tx->dims[0], C = tx->dims[1], K = ty->dims[1], H, W, OH, OW;
+    hw(tx, &H, &W);
+    hw(ty, &OH, &OW);
+    if (group <= 0 || C % group || K % group) return unsupported(cx, n, "this group count");
+    const char *act = "KC_ACT_NONE";
+    double al = 0, be = 0;
+    if (fused) {
+        act = act_kind(ir_attr_s(n, IR_ATTR_FUSED_CONV_ACTIVATION));
+        if (!act) return unsupported(cx, n, "this activation");
+        al = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA);
+        be = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA);
+    }
+    const char *bias = has_input(n, 2) ? ptr(cx, n->inputs[2]) : "(const float *)NULL";
+    const char *res = fused && has_input(n, 3) ? ptr(cx, n->inputs[3]) : "(const float *)NULL";
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    CWriter *w = cx->c.w;
+    if (group == C && tw->dims[1] == 1) { /* depthwise: direct */
+        cw_open(w, "%s", "");
+        cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
+        checked(cx, cgen_fmt(&cx->c, "kc_dwconv(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, %s, %s)",
+                             ptr(cx, x), ptr(cx, wt), bias, res, ptr(cx, y), (long long)N,
+                             (long long)(K / C), act, fmt_f(cx, al), fmt_f(cx, be)));
+        cw_close(w, NULL);
+        return true;
+    }
+    int64_t Cg = C / group, Kg = K / group, P = OH * OW, CRS = Cg * G.kh * G.kw;
+    bool direct = G.kh == 1 && G.kw == 1 && G.sh == 1 && G.sw == 1 && G.ph == 0 && G.pw == 0 &&
+                  OH == H && OW == W;
+    if (!direct) {
+        int64_t bytes = C * G.kh * G.kw * P * (int64_t)sizeof(float);
+        if (bytes > cx->col_bytes) cx->col_bytes = bytes;
+    }
+    cuda_use_runtime(cx, "kc_blas.cuh");
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
+    cw_line(w, "const float *x = %s;", ptr(cx, x));
+    cw_line(w, "float *y = %s;", ptr(cx, y));
+    cw_line(w, "KcMatmul m;");
+    cw_line(w, "(void)p;");
+    cw_line(w, "memset(&m, 0, sizeof m);");
+    /* per image and group: y (Kg, P) = W_g (Kg, CRS) @ col_g (CRS, P), row-major; as
+     * column-major: y^T (P, Kg) = col_g^T (P, CRS) W_g^T (CRS, Kg) */
+    cw_line(w, "m.m = %lld; m.n = %lld; m.k = %lld;", (long long)P, (long long)Kg, (long long)CRS);
+    cw_line(w, "m.B = %s;", ptr(cx, wt));
+    cw_line(w, "m.lda = %lld; m.ldb = %lld; m.ldd = %lld;", (long long)P, (long long)CRS,
+            (long long)P);
+    cw_line(w, "m.sa = %lld; m.sb = %lld; m.sd = %lld; m.batch = %lld;", (long long)(CRS * P),
+            (long long)(Kg * CRS), (long long)(Kg * P), (long long)group);
+    cw_line(w, "m.alpha = 1.0f;");
+    cw_open(w, "for (int64_t i = 0; i < %lld; i++)", (long long)N);
+    if (direct) {
+        cw_line(w, "m.A = x + i * %lld;", (long long)(C * H * W));
+    } else {
+        checked(cx, cgen_fmt(&cx->c, "kc_im2col(s, x + i * %lld, col, &p)", (long long)(C * H * W)));
+        cw_line(w, "m.A = col;");
+    }
+    cw_line(w, "m.D = y + i * %lld;", (long long)(K * P));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s_COMPUTE, &m)) != "
+               "KC_OK) return rc;", upper_name(cx), upper_name(cx));
+    cw_close(w, NULL);
+    if (has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && has_input(n, 3)))
+        checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",
+                             bias, res, (long long)K, (long long)P, (long long)numel(cx, y), act,
+                             fmt_f(cx, al), fmt_f(cx, be)));
+    cw_close(w, NULL);
+    return true;
+}
+
+static bool emit_pool(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    if (n->n_outputs > 1 && n->outputs[1] != IR_NONE)
+        return unsupported(cx, n, "the Indices output of MaxPool");
+    Geom G;
+    if (!geom(cx, n, x, y, NULL, &G)) return false;
+    const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
+    int64_t H, W, OH, OW;
+    hw(tx, &H, &W);
+    hw(ty, &OH, &OW);
+    bool is_max = n->op == IR_OP_MAX_POOL;
+    int count_pad = is_max ? 0 : (int)ir_attr_i(n, IR_ATTR_AVERAGE_POOL_COUNT_INCLUDE_PAD);
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    cw_open(cx->c.w, "%s", "");
+    cw_line(cx->c.w, "static const KcConv2d p = %s;", conv_params(cx, 1, H, W, &G, OH, OW));
+    checked(cx, cgen_fmt(&cx->c, "kc_pool(s, %s, %s, &p, %lld, %d, %d)", ptr(cx, x), ptr(cx, y),
+                         (long long)(tx->dims[0] * tx->dims[1]), is_max, count_pad));
+    cw_close(cx->c.w, NULL);
+    return true;
+}
+
+static bool emit_global_avg(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const IrType *tx = cgen_type(&cx->c, x);
+    if (tx->rank < 2) return unsupported(cx, n, "rank below 2");
+    int64_t rows = tx->dims[0] * tx->dims[1];
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    checked(cx, cgen_fmt(&cx->c, "kc_global_avg(s, %s, %s, %lld, %lld)", ptr(cx, x), ptr(cx, y),
+                         (long long)rows, (long long)(rows ? numel(cx, x) / rows : 0)));
+    return true;
+}
+
+static bool emit_batchnorm(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    if (ir_attr_i(n, IR_ATTR_BATCH_NORMALIZATION_TRAINING_MODE))
+        return unsupported(cx, n, "training mode");
+    for (uint32_t k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k] != IR_NONE) return unsupported(cx, n, "the training outputs");
+    const IrType *tx = cgen_type(&cx->c, x);
+    int64_t C = tx->rank > 1 ? tx->dims[1] : 1, total = numel(cx, x);
+    int64_t NC = tx->dims[0] * C, HW = NC != 0 ? total / NC : 0;
+    for (uint32_t k = 1; k < 5; k++)
+        if (!has_input(n, k) || numel(cx, n->inputs[k]) != C)
+            return unsupported(cx, n, "parameters that are not (C)");
+    if (total == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    checked(cx, cgen_fmt(&cx->c, "kc_batchnorm(s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld)",
+                         ptr(cx, x), ptr(cx, y), ptr(cx, n->inputs[1]), ptr(cx, n->inputs[2]),
+                         ptr(cx, n->inputs[3]), ptr(cx, n->inputs[4]),
+                         fmt_f(cx, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON)),
+                         (long long)C, (long long)HW, (long long)total));
+    return true;
+}
+
+static bool emit_softmax(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    bool is_log = n->op == IR_OP_LOG_SOFTMAX;
+    const IrType *tx = cgen_type(&cx->c, x);
+    IrAttrId id = is_log ? IR_ATTR_LOG_SOFTMAX_AXIS : IR_ATTR_SOFTMAX_AXIS;
+    /* opsets 1-12 default to axis 1 and flatten the input to 2-D there */
+    int64_t axis = ir_attr_present(n, id) ? ir_attr_i(n, id) : (n->opset < 13 ? 1 : -1);
+    if (axis < 0) axis += tx->rank;
+    if (tx->rank == 0 || axis < 0 || axis >= tx->rank) return unsupported(cx, n, "this axis");
+    int64_t outer = 1, D = 1, inner = 1;
+    for (int d = 0; d < tx->rank; d++) {
+        if (d < axis) outer *= tx->dims[d];
+        else if (n->opset < 13 || d == axis) D *= tx->dims[d]; /* before 13: flatten at axis */
+        else inner *= tx->dims[d];
+    }
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    checked(cx, cgen_fmt(&cx->c, "kc_softmax(s, %s, %s, %lld, %lld, %lld, %d)", ptr(cx, x),
+                         ptr(cx, y), (long long)outer, (long long)D, (long long)inner, is_log));
+    return true;
+}
+
+static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const IrType *tx = cgen_type(&cx->c, x);
+    int64_t axis = ir_attr_i(n, IR_ATTR_LAYER_NORMALIZATION_AXIS);
+    if (axis < 0) axis += tx->rank;
+    if (axis < 0 || axis >= tx->rank) return unsupported(cx, n, "this axis");
+    int64_t rows = 1, D = 1;
+    for (int d = 0; d < tx->rank; d++) {
+        if (d < axis) rows *= tx->dims[d];
+        else D *= tx->dims[d];
+    }
+    if (!has_input(n, 1) || numel(cx, n->inputs[1]) != D ||
+        (has_input(n, 2) && numel(cx, n->inputs[2]) != D))
+        return unsupported(cx, n, "a scale or bias that is not the normalized shape");
+    const char *mean = n->n_outputs > 1 && n->outputs[1] != IR_NONE ? ptr(cx, n->outputs[1])
+                                                                   : "(float *)NULL";
+    const char *inv = n->n_outputs > 2 && n->outputs[2] != IR_NONE ? ptr(cx, n->outputs[2])
+                                                                  : "(float *)NULL";
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    checked(cx, cgen_fmt(&cx->c, "kc_layernorm(s, %s, %s, %s, %s, %s, %s, %lld, %lld, %s)",
+                         ptr(cx, x), ptr(cx, n->inputs[1]),
+                         has_input(n, 2) ? ptr(cx, n->inputs[2]) : "(const float *)NULL",
+                         ptr(cx, y), mean, inv, (long long)rows, (long long)D,
+                         fmt_f(cx, ir_attr_f(n, IR_ATTR_LAYER_NORMALIZATION_EPSILON))));
+    return true;
+}
+
+/* ---- the generic path: the C backend's code on one device thread ---- */
+
+bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
+    CgenCtx *c = &cx->c;
+    if (n->op == IR_OP_UNKNOWN || !cgen_emit_table[n->op])
+        return unsupported(cx, n, "this op (no C kernel either)");
+    CWriter body, *saved = c->w;
+    bool saved_rc = c->uses_rc;
+    const char **saved_expr = c->expr; /* no overrides here: NULL marks the root graph */
+    cw_init(&body);
+    body.indent = 1;
+    c->w = &body;
+    c->uses_rc = false;
+    c->expr = NULL;
+    bool ok = cgen_emit_table[n->op](c, n);
+    bool rc = c->uses_rc;
+    c->w = saved;
+    c->uses_rc = saved_rc;
+    c->expr = saved_expr;
+    /* the C runtime files it used (dependencies first), compiled for the device too */
+    cuda_use_runtime(cx, "rt_common.h");
+    cuda_use_runtime(cx, "rt_eltwise.h");
+    for (uint32_t i = 0; i < c->n_runtime; i++) cuda_use_runtime(cx, c->runtime[i]);
+    const char *text = body.buf ? body.buf : "";
+    if (!ok || !*text) {
+        cw_free(&body);
+        return ok;
+    }
+    const char *N = c->opts->name;
+    const char *name = cgen_fmt(c, "%s_k%u", N, cx->n_kernels++);
+    CWriter *k = cx->kernels;
+    cw_line(k, "/* %s '%s': the C backend's code, run by one device thread */", n->op_type,
+            n->name);
+    cw_open(k, "static __device__ int %s_body(const unsigned char *w, unsigned char *a, "
+               "const %s_inputs *in, %s_outputs *out)", name, N, N);
+    if (rc || cuda_uses_word(text, "rc")) cw_line(k, "int rc;");
+    static const char *const params[] = {"w", "a", "in", "out"};
+    for (size_t i = 0; i < sizeof params / sizeof *params; i++)
+        if (!cuda_uses_word(text, params[i])) cw_line(k, "(void)%s;", params[i]);
+    cw_raw(k, "%s", text);
+    cw_line(k, "return KC_OK;");
+    cw_close(k, NULL);
+    cw_open(k, "static __global__ void %s(const unsigned char *w, unsigned char *a, %s_inputs in, "
+               "%s_outputs out, int *status)", name, N, N);
+    cw_line(k, "int st = %s_body(w, a, &in, &out);", name);
+    cw_line(k, "if (st != KC_OK) kc_raise(status, st);");
+    cw_close(k, NULL);
+    cw_blank(k);
+    cw_free(&body);
+    cw_line(c->w, "%s<<<1, 1, 0, s>>>(w, a, *in, *out, status);", name);
+    cw_line(c->w, "KC_LAUNCHED();");
+    cx->uses_status = true;
+    cx->n_generic++;
+    return true;
+}
+
+void cuda_tables_init(void) {
+    static bool ready;
+    if (ready) return;
+    cgen_tables_init();
+    static const IrOp eltwise[] = {
+        IR_OP_NEG, IR_OP_ABS, IR_OP_SIGN, IR_OP_NOT, IR_OP_BITWISE_NOT,
+        IR_OP_IS_NAN, IR_OP_IS_INF, IR_OP_RELU, IR_OP_EXP, IR_OP_LOG, IR_OP_SQRT,
+        IR_OP_RECIPROCAL, IR_OP_FLOOR, IR_OP_CEIL, IR_OP_ROUND, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
+        IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,
+        IR_OP_ATANH, IR_OP_TANH, IR_OP_ERF, IR_OP_SIGMOID, IR_OP_LEAKY_RELU, IR_OP_ELU,
+        IR_OP_CELU, IR_OP_SELU, IR_OP_HARD_SIGMOID, IR_OP_HARD_SWISH, IR_OP_SOFTPLUS,
+        IR_OP_SOFTSIGN, IR_OP_MISH, IR_OP_THRESHOLDED_RELU, IR_OP_SWISH, IR_OP_GELU,
+        IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV, IR_OP_POW, IR_OP_MOD, IR_OP_EQUAL,
+        IR_OP_GREATER, IR_OP_GREATER_OR_EQUAL, IR_OP_LESS, IR_OP_LESS_OR_EQUAL, IR_OP_AND,
+        IR_OP_OR, IR_OP_XOR, IR_OP_BITWISE_AND, IR_OP_BITWISE_OR, IR_OP_BITWISE_XOR,
+        IR_OP_BIT_SHIFT, IR_OP_PRELU, IR_OP_SUM, IR_OP_MEAN, IR_OP_MAX, IR_OP_MIN,
+        IR_OP_WHERE, IR_OP_CLIP};
+    for (size_t i = 0; i < sizeof eltwise / sizeof *eltwise; i++)
+        if (cgen_emit_table[eltwise[i]]) cuda_emit_table[eltwise[i]] = emit_eltwise;
+    cuda_emit_table[IR_OP_CAST] = emit_cast;
+    cuda_emit_table[IR_OP_RESHAPE] = emit_copy;
+    cuda_emit_table[IR_OP_FLATTEN] = emit_copy;
+    cuda_emit_table[IR_OP_SQUEEZE] = emit_copy;
+    cuda_emit_table[IR_OP_UNSQUEEZE] = emit_copy;
+    cuda_emit_table[IR_OP_IDENTITY] = emit_copy;
+    cuda_emit_table[IR_OP_TRANSPOSE] = emit_transpose;
+    cuda_emit_table[IR_OP_EXPAND] = emit_expand;
+    cuda_emit_table[IR_OP_CONCAT] = emit_concat;
+    cuda_emit_table[IR_OP_SLICE] = emit_slice;
+    cuda_emit_table[IR_OP_GATHER] = emit_gather;
+    cuda_emit_table[IR_OP_MAT_MUL] = emit_matmul;
+    cuda_emit_table[IR_OP_FUSED_MAT_MUL] = emit_matmul;
+    cuda_emit_table[IR_OP_GEMM] = emit_gemm;
+    cuda_emit_table[IR_OP_FUSED_GEMM] = emit_gemm;
+    cuda_emit_table[IR_OP_CONV] = emit_conv;
+    cuda_emit_table[IR_OP_FUSED_CONV] = emit_conv;
+    cuda_emit_table[IR_OP_MAX_POOL] = emit_pool;
+    cuda_emit_table[IR_OP_AVERAGE_POOL] = emit_pool;
+    cuda_emit_table[IR_OP_GLOBAL_AVERAGE_POOL] = emit_global_avg;
+    cuda_emit_table[IR_OP_BATCH_NORMALIZATION] = emit_batchnorm;
+    cuda_emit_table[IR_OP_SOFTMAX] = emit_softmax;
+    cuda_emit_table[IR_OP_LOG_SOFTMAX] = emit_softmax;
+    cuda_emit_table[IR_OP_LAYER_NORMALIZATION] = emit_layernorm;
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        if (!cuda_emit_table[op] && cgen_emit_table[op]) cuda_emit_table[op] = cuda_emit_generic;
+    ready = true;
+}

@@ -1,0 +1,219 @@
+/* Attention fusion: MatMul(Q, K^T), a scale (Div or Mul by a scalar constant, optional), an
+ * additive mask (Add of a tensor that broadcasts to the scores, optional), Softmax over the
+ * last axis and MatMul(., V) become one FusedAttention (domain "kiln"), whose kernel
+ * (runtime/rt_fusedattn.h) computes one row of scores at a time instead of the whole
+ * (.., Sq, Sk) matrix. Transposes feeding Q, K^T and V, and one Transpose reading the
+ * result, are absorbed as strides (q_perm, k_perm, v_perm, y_perm; the Transposes that no
+ * one else reads are left to dce). Q, K^T, V of one rank (2 to 4) and equal batch
+ * dimensions (no batch broadcasting); every intermediate is read by the pattern alone and is
+ * no graph output; float32 only. The fused node takes the place of the last node.
+ * requires: shapes; invalidates: uses, node ids; preserves: types, layouts, quant params. */
+#include <string.h>
+
+#include "passes/passes.h"
+
+#define ATTN_MIN_RANK 2
+#define ATTN_MAX_RANK 4 /* (batch, heads, rows, cols): what the kernel's strides describe */
+
+typedef struct AttnOperand {
+    uint32_t src;             /* the value read */
+    int64_t perm[ATTN_MAX_RANK]; /* logical dimension i is src's dimension perm[i] */
+} AttnOperand;
+
+/* Operand v (logical, rank r) read through the Transpose that produces it, if any. */
+static void operand(const IrGraph *g, uint32_t v, int r, AttnOperand *o) {
+    o->src = v;
+    for (int i = 0; i < r; i++) o->perm[i] = i;
+    uint32_t t = pass_producer(g, v, IR_OP_TRANSPOSE);
+    if (t == IR_NONE) return;
+    const IrNode *n = &g->nodes[t];
+    const IrType *ts = &g->values[n->inputs[0]].type;
+    if (ts->rank != r || ts->dtype != IR_DTYPE_F32 || !ir_type_is_static(ts)) return;
+    uint32_t np;
+    const int64_t *p = ir_attr_ints(n, IR_ATTR_TRANSPOSE_PERM, &np);
+    int64_t perm[ATTN_MAX_RANK];
+    bool seen[ATTN_MAX_RANK] = {false};
+    for (int i = 0; i < r; i++) {
+        perm[i] = np ? (i < (int)np ? p[i] : -1) : r - 1 - i;
+        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]] || np > (uint32_t)r) return;
+        seen[perm[i]] = true;
+    }
+    o->src = n->inputs[0];
+    memcpy(o->perm, perm, sizeof perm);
+}
+
+/* Whether mask type tm broadcasts (right-aligned) to the scores' type ts. */
+static bool broadcasts(const IrType *tm, const IrType *ts) {
+    if (tm->dtype != IR_DTYPE_F32 || tm->rank < 0 || tm->rank > ts->rank || !ir_type_is_static(tm))
+        return false;
+    for (int i = 0; i < tm->rank; i++) {
+        int64_t d = tm->dims[i], want = ts->dims[ts->rank - tm->rank + i];
+        if (d != 1 && d != want) return false;
+    }
+    return true;
+}
+
+static void set_ints(IrGraph *g, IrNode *f, IrAttrId id, const int64_t *v, int n) {
+    IrAttr *a = ir_node_attr(f, id);
+    a->present = true;
+    a->n = (uint32_t)n;
+    a->ints = ir_arena_memdup(g->arena, v, (size_t)n * sizeof *v);
+}
+
+static bool fuse_at_softmax(IrGraph *g, const PassUses *u, uint32_t sm_id) {
+    const IrNode *sm = &g->nodes[sm_id];
+    uint32_t p = sm->inputs[0], probs = sm->outputs[0];
+    const IrType *ts = &g->values[p].type;
+    int r = ts->rank;
+    if (r < ATTN_MIN_RANK || r > ATTN_MAX_RANK || !ir_type_is_static(ts)) return false;
+    int64_t axis = ir_attr_present(sm, IR_ATTR_SOFTMAX_AXIS) ? ir_attr_i(sm, IR_ATTR_SOFTMAX_AXIS)
+                   : sm->opset < 13                         ? 1
+                                                            : -1;
+    if (axis < 0) axis += r;
+    if (axis != r - 1 || pass_sole_reader(g, u, p) != sm_id) return false;
+    uint32_t nodes[8], n_nodes = 0;
+    /* backwards: mask, scale, the first MatMul */
+    uint32_t cur = p, mask = IR_NONE;
+    uint32_t add = pass_producer(g, cur, IR_OP_ADD);
+    if (add != IR_NONE) {
+        const IrNode *an = &g->nodes[add];
+        for (int k = 0; k < 2 && mask == IR_NONE; k++) {
+            uint32_t s = an->inputs[k], m = an->inputs[1 - k];
+            if (s == m || !broadcasts(&g->values[m].type, ts)) continue;
+            if (!ir_type_equal(&g->values[s].type, ts) || pass_sole_reader(g, u, s) != add)
+                continue;
+            uint32_t prod = g->values[s].kind == IR_VALUE_NODE ? g->values[s].producer : IR_NONE;
+            if (prod == IR_NONE) continue;
+            IrOp op = (IrOp)g->nodes[prod].op;
+            if (op != IR_OP_MAT_MUL && op != IR_OP_DIV && op != IR_OP_MUL) continue;
+            mask = m;
+            cur = s;
+        }
+        if (mask == IR_NONE) return false;
+        nodes[n_nodes++] = add;
+    }
+    double scale = 1.0, c;
+    uint32_t sc = pass_producer(g, cur, IR_OP_DIV);
+    if (sc != IR_NONE && pass_const_scalar(g, g->nodes[sc].inputs[1], &c) && c != 0.0) {
+        scale = 1.0 / c;
+    } else if ((sc = pass_producer(g, cur, IR_OP_MUL)) != IR_NONE) {
+        const IrNode *mn = &g->nodes[sc];
+        if (pass_const_scalar(g, mn->inputs[1], &c)) scale = c;
+        else if (pass_const_scalar(g, mn->inputs[0], &c)) scale = c;
+        else return false;
+    } else {
+        sc = IR_NONE;
+    }
+    if (sc != IR_NONE) {
+        nodes[n_nodes++] = sc;
+        const IrNode *sn = &g->nodes[sc];
+        cur = sn->op == IR_OP_DIV || pass_const_scalar(g, sn->inputs[1], &c) ? sn->inputs[0]
+                                                                            : sn->inputs[1];
+        if (!ir_type_equal(&g->values[cur].type, ts) || pass_sole_reader(g, u, cur) != sc)
+            return false;
+    }
+    uint32_t mm1 = pass_producer(g, cur, IR_OP_MAT_MUL);
+    if (mm1 == IR_NONE) return false; /* cur's only reader was checked on the way */
+    nodes[n_nodes++] = mm1;
+    nodes[n_nodes++] = sm_id;
+    /* forwards: the second MatMul and an optional Transpose */
+    uint32_t mm2 = pass_sole_reader(g, u, probs);
+    if (mm2 == IR_NONE || g->nodes[mm2].op != IR_OP_MAT_MUL || g->nodes[mm2].inputs[0] != probs)
+        return false;
+    nodes[n_nodes++] = mm2;
+    uint32_t q = g->nodes[mm1].inputs[0], kt = g->nodes[mm1].inputs[1];
+    uint32_t v = g->nodes[mm2].inputs[1], y = g->nodes[mm2].outputs[0];
+    const IrType *tq = &g->values[q].type, *tk = &g->values[kt].type, *tv = &g->values[v].type;
+    const IrType *ty = &g->values[y].type;
+    if (tq->rank != r || tk->rank != r || tv->rank != r || ty->rank != r) return false;
+    if (!ir_type_is_static(tq) || !ir_type_is_static(tk) || !ir_type_is_static(tv) ||
+        !ir_type_is_static(ty) || tq->dtype != IR_DTYPE_F32 ||
+        tk->dtype != IR_DTYPE_F32 || tv->dtype != IR_DTYPE_F32 || ty->dtype != IR_DTYPE_F32)
+        return false;
+    for (int i = 0; i + 2 < r; i++)
+        if (tq->dims[i] != ts->dims[i] || tk->dims[i] != ts->dims[i] ||
+            tv->dims[i] != ts->dims[i] || ty->dims[i] != ts->dims[i])
+            return false;
+    if (tv->dims[r - 2] != ts->dims[r - 1]) return false;
+    /* a scale applied to Q before the product (torch's MultiheadAttention) joins scale */
+    uint32_t qs = pass_producer(g, q, IR_OP_DIV);
+    if (qs == IR_NONE) qs = pass_producer(g, q, IR_OP_MUL);
+    if (qs != IR_NONE && pass_sole_reader(g, u, q) == mm1) {
+        const IrNode *qn = &g->nodes[qs];
+        int k = -1; /* which input is the constant */
+        if (pass_const_scalar(g, qn->inputs[1], &c)) k = 1;
+        else if (qn->op == IR_OP_MUL && pass_const_scalar(g, qn->inputs[0], &c)) k = 0;
+        if (k >= 0 && (qn->op == IR_OP_MUL || c != 0.0) &&
+            ir_type_equal(&g->values[qn->inputs[1 - k]].type, tq)) {
+            scale *= qn->op == IR_OP_DIV ? 1.0 / c : c;
+            q = qn->inputs[1 - k];
+            nodes[n_nodes++] = qs;
+        }
+    }
+    AttnOperand oq, ok, ov;
+    operand(g, q, r, &oq);
+    operand(g, kt, r, &ok);
+    operand(g, v, r, &ov);
+    int64_t t = ok.perm[r - 1]; /* K^T -> K: swap the last two */
+    ok.perm[r - 1] = ok.perm[r - 2];
+    ok.perm[r - 2] = t;
+    int64_t yperm[ATTN_MAX_RANK];
+    for (int i = 0; i < r; i++) yperm[i] = i;
+    uint32_t out = y, last = mm2;
+    uint32_t tr = pass_sole_reader(g, u, y);
+    if (tr != IR_NONE && g->nodes[tr].op == IR_OP_TRANSPOSE) {
+        uint32_t np;
+        const int64_t *pp = ir_attr_ints(&g->nodes[tr], IR_ATTR_TRANSPOSE_PERM, &np);
+        bool seen[ATTN_MAX_RANK] = {false}, okp = np == 0 || np == (uint32_t)r;
+        int64_t inv[ATTN_MAX_RANK];
+        for (int j = 0; j < r && okp; j++) {
+            int64_t pj = np ? pp[j] : r - 1 - j;
+            okp = pj >= 0 && pj < r && !seen[pj];
+            if (okp) seen[pj] = true, inv[pj] = j;
+        }
+        if (okp) {
+            memcpy(yperm, inv, sizeof inv);
+            out = g->nodes[tr].outputs[0];
+            last = tr;
+            nodes[n_nodes++] = tr;
+        }
+    }
+    IrNode *f = pass_replace_node(g, last, IR_OP_FUSED_ATTENTION, g->nodes[mm1].name,
+                                  mask != IR_NONE ? 4 : 3, 1);
+    f->inputs[0] = oq.src;
+    f->inputs[1] = ok.src;
+    f->inputs[2] = ov.src;
+    if (mask != IR_NONE) f->inputs[3] = mask;
+    IrAttr *a = ir_node_attr(f, IR_ATTR_FUSED_ATTENTION_SCALE);
+    a->present = true;
+    a->f = (float)scale;
+    a = ir_node_attr(f, IR_ATTR_FUSED_ATTENTION_MASK);
+    a->present = true;
+    a->s.data = mask != IR_NONE ? "add" : "none";
+    a->s.len = strlen(a->s.data);
+    set_ints(g, f, IR_ATTR_FUSED_ATTENTION_Q_PERM, oq.perm, r);
+    set_ints(g, f, IR_ATTR_FUSED_ATTENTION_K_PERM, ok.perm, r);
+    set_ints(g, f, IR_ATTR_FUSED_ATTENTION_V_PERM, ov.perm, r);
+    set_ints(g, f, IR_ATTR_FUSED_ATTENTION_Y_PERM, yperm, r);
+    for (uint32_t k = 0; k < n_nodes; k++)
+        if (nodes[k] != last) g->nodes[nodes[k]].dead = true;
+    pass_set_output(g, last, 0, out);
+    return true;
+}
+
+bool pass_fuse_attention(IrGraph *g, Diag *d) {
+    (void)d;
+    PassUses u;
+    pass_uses_build(g, &u);
+    bool changed = false;
+    uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || n->op != IR_OP_SOFTMAX || n->outputs[0] == IR_NONE) continue;
+        if (g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32) continue;
+        changed |= fuse_at_softmax(g, &u, i);
+    }
+    pass_uses_free(&u);
+    if (changed) ir_graph_compact(g);
+    return changed;
+}

@@ -1,0 +1,135 @@
+/* kc_common.cuh: the base of every CUDA bundle (backend/cuda.c): status codes, launch
+ * geometry and error checks, the device status flag that kernels raise on bad data, and
+ * device versions of the scalar helpers the C eltwise expressions use (float16/bfloat16
+ * bits, NaN-propagating max/min), so the same expression text compiles for the GPU.
+ * Everything is static or a template: two bundles link into one program. */
+#ifndef KILN_KC_COMMON_CUH
+#define KILN_KC_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status codes, equal to the NAME_ERR_* codes of every CUDA bundle's header. */
+#define KC_OK 0
+#define KC_ERR_NULL 1
+#define KC_ERR_INDEX 3
+#define KC_ERR_SHAPE 4
+#define KC_ERR_VALUE 5
+#define KC_ERR_CUDA 10
+#define KC_ERR_CUBLAS 11
+#define KC_ERR_NOMEM 12
+
+#define KC_THREADS 256       /* threads per block of the 1-D kernels */
+#define KC_MAX_BLOCKS 65536  /* grid cap; kernels loop (grid stride) over the rest */
+#define KC_WARP 32
+
+/* Blocks for n elements, one per thread, capped (grid-stride loops cover the rest). */
+static inline unsigned kc_grid(int64_t n) {
+    int64_t b = (n + KC_THREADS - 1) / KC_THREADS;
+    if (b < 1) b = 1;
+    return (unsigned)(b > KC_MAX_BLOCKS ? KC_MAX_BLOCKS : b);
+}
+
+/* Enqueued work is checked right after each launch: a bad configuration or a missing
+ * kernel image shows up here, inside NAME_cuda_init (the capture), not at run time. */
+#define KC_LAUNCHED()                                                                       \
+    do {                                                                                    \
+        if (cudaGetLastError() != cudaSuccess) return KC_ERR_CUDA;                          \
+    } while (0)
+#define KC_CUDA(call)                                                                       \
+    do {                                                                                    \
+        if ((call) != cudaSuccess) return KC_ERR_CUDA;                                      \
+    } while (0)
+
+#define KC_FOR(i, n)                                                                        \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* Raises a status (the first one wins); read back by NAME_cuda_run. */
+static __device__ __forceinline__ void kc_raise(int *status, int code) {
+    atomicCAS(status, 0, code);
+}
+
+/* A bundle that runs some nodes as the C backend's code on the device (KC_C_RUNTIME, see
+ * docs/cuda.md) includes the C runtime files, compiled __host__ __device__: their scalar
+ * helpers replace the device versions below, which have the same names and results. */
+#ifdef KC_C_RUNTIME
+#include "rt_common.h"
+#include "rt_eltwise.h"
+#else
+/* float16 / bfloat16 values are stored as their bits (uint16_t), as in the C bundles. */
+static __device__ __forceinline__ float rt_f16_to_f32(uint16_t h) {
+    return __half2float(__ushort_as_half(h));
+}
+static __device__ __forceinline__ uint16_t rt_f32_to_f16(float f) {
+    return __half_as_ushort(__float2half_rn(f));
+}
+static __device__ __forceinline__ float rt_bf16_to_f32(uint16_t h) {
+    return __bfloat162float(__ushort_as_bfloat16(h));
+}
+static __device__ __forceinline__ uint16_t rt_f32_to_bf16(float f) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+static __device__ __forceinline__ double rt_nan_max(double a, double b) {
+    return (a != a || b != b) ? (double)NAN : (a > b ? a : b);
+}
+static __device__ __forceinline__ double rt_nan_min(double a, double b) {
+    return (a != a || b != b) ? (double)NAN : (a < b ? a : b);
+}
+static __device__ __forceinline__ int64_t rt_max_i(int64_t a, int64_t b) { return a > b ? a : b; }
+static __device__ __forceinline__ int64_t rt_min_i(int64_t a, int64_t b) { return a < b ? a : b; }
+#endif
+
+/* The activation epilogues of FusedConv/FusedGemm/FusedMatMul (kinds as RtActKind of
+ * runtime/rt_act.h). */
+enum {
+    KC_ACT_NONE = 0, KC_ACT_RELU, KC_ACT_CLIP, KC_ACT_LEAKY_RELU, KC_ACT_SIGMOID,
+    KC_ACT_HARD_SIGMOID, KC_ACT_HARD_SWISH, KC_ACT_SILU, KC_ACT_GELU, KC_ACT_GELU_TANH
+};
+
+static __device__ __forceinline__ float kc_act(float v, int kind, float al, float be) {
+    switch (kind) {
+    case KC_ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case KC_ACT_CLIP: v = v < al ? al : v; return v > be ? be : v;
+    case KC_ACT_LEAKY_RELU: return v >= 0.0f ? v : al * v;
+    case KC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case KC_ACT_HARD_SIGMOID: v = al * v + be; return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    case KC_ACT_HARD_SWISH: {
+        float h = v / 6.0f + 0.5f;
+        return v * (h < 0.0f ? 0.0f : h > 1.0f ? 1.0f : h);
+    }
+    case KC_ACT_SILU: return v / (1.0f + expf(-v));
+    case KC_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case KC_ACT_GELU_TANH:
+        return 0.5f * v * (1.0f + tanhf(0.79788456080286535f * (v + 0.044715f * v * v * v)));
+    default: return v;
+    }
+}
+
+/* y: (outer, C, inner); y = act(y + bias[c] + r), bias and r optional. */
+template <typename T>
+__global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, int64_t C, int64_t inner,
+                                   int64_t total, int kind, float al, float be) {
+    KC_FOR(i, total) {
+        float v = (float)y[i];
+        if (bias) v += (float)bias[(i / inner) % C];
+        if (r) v += (float)r[i];
+        y[i] = (T)kc_act(v, kind, al, be);
+    }
+}
+
+static inline int kc_bias_act(cudaStream_t s, float *y, const float *bias, const float *r,
+                              int64_t C, int64_t inner, int64_t total, int kind, float al,
+                              float be) {
+    if (total <= 0) return KC_OK;
+    kc_bias_act_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(y, bias, r, C, inner, total,
+                                                                    kind, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+#endif

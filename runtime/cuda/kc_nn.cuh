@@ -1,0 +1,239 @@
+/* kc_nn.cuh: neural-network kernels of CUDA bundles, float32: im2col for convolution
+ * (the product itself is cuBLASLt's, kc_blas.cuh), direct depthwise convolution with its
+ * bias and activation, max/average pooling, global average pooling, inference batch
+ * normalization, softmax and layer normalization (one warp per row). 2-D spatial shapes;
+ * a 1-D op is passed as H = 1. Shapes are baked in by the emitter. */
+#ifndef KILN_KC_NN_CUH
+#define KILN_KC_NN_CUH
+
+#include "kc_common.cuh"
+
+typedef struct KcConv2d {
+    int64_t C, H, W;      /* input channels (of one group for im2col), height, width */
+    int64_t R, S;         /* kernel */
+    int64_t OH, OW;       /* output */
+    int64_t sh, sw, ph, pw, dh, dw; /* strides, leading pads, dilations */
+} KcConv2d;
+
+/* x: (C,H,W) -> col: (C*R*S, OH*OW), zero outside the image. */
+template <typename T>
+__global__ void kc_im2col_kernel(const T *x, T *col, KcConv2d p) {
+    int64_t P = p.OH * p.OW, total = p.C * p.R * p.S * P;
+    KC_FOR(i, total) {
+        int64_t q = i % P, row = i / P;
+        int64_t s = row % p.S, r = (row / p.S) % p.R, c = row / (p.S * p.R);
+        int64_t oh = q / p.OW, ow = q % p.OW;
+        int64_t ih = oh * p.sh - p.ph + r * p.dh, iw = ow * p.sw - p.pw + s * p.dw;
+        col[i] = (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) ? x[(c * p.H + ih) * p.W + iw]
+                                                              : (T)0;
+    }
+}
+
+static inline int kc_im2col(cudaStream_t s, const float *x, float *col, const KcConv2d *p) {
+    int64_t total = p->C * p->R * p->S * p->OH * p->OW;
+    if (total <= 0) return KC_OK;
+    kc_im2col_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, col, *p);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Depthwise: x: (N,C,H,W), w: (C*mult,1,R,S), b: (C*mult) or NULL, r: like y or NULL,
+ * y: (N,C*mult,OH,OW) = act(conv + b + r). p.C is the input channel count. */
+template <typename T>
+__global__ void kc_dwconv_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
+                                 KcConv2d p, int64_t N, int64_t mult, int act, float al,
+                                 float be) {
+    int64_t K = p.C * mult, total = N * K * p.OH * p.OW;
+    KC_FOR(i, total) {
+        int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, k = (i / (p.OW * p.OH)) % K;
+        int64_t n = i / (p.OW * p.OH * K), c = k / mult;
+        const T *xc = x + (n * p.C + c) * p.H * p.W;
+        const T *wk = w + k * p.R * p.S;
+        float acc = b ? (float)b[k] : 0.0f;
+        for (int64_t rr = 0; rr < p.R; rr++) {
+            int64_t ih = oh * p.sh - p.ph + rr * p.dh;
+            if (ih < 0 || ih >= p.H) continue;
+            for (int64_t ss = 0; ss < p.S; ss++) {
+                int64_t iw = ow * p.sw - p.pw + ss * p.dw;
+                if (iw >= 0 && iw < p.W) acc += (float)xc[ih * p.W + iw] * (float)wk[rr * p.S + ss];
+            }
+        }
+        if (r) acc += (float)r[i];
+        y[i] = (T)kc_act(acc, act, al, be);
+    }
+}
+
+static inline int kc_dwconv(cudaStream_t s, const float *x, const float *w, const float *b,
+                            const float *r, float *y, const KcConv2d *p, int64_t N,
+                            int64_t mult, int act, float al, float be) {
+    int64_t total = N * p->C * mult * p->OH * p->OW;
+    if (total <= 0) return KC_OK;
+    kc_dwconv_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, b, r, y, *p, N, mult,
+                                                                  act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* x: (NC,H,W) -> y: (NC,OH,OW). is_max; else average over the window, dividing by the
+ * window's size when count_pad, else by its part inside the image. */
+template <typename T>
+__global__ void kc_pool_kernel(const T *x, T *y, KcConv2d p, int64_t NC, int is_max,
+                               int count_pad) {
+    int64_t total = NC * p.OH * p.OW;
+    KC_FOR(i, total) {
+        int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
+        const T *xc = x + nc * p.H * p.W;
+        float acc = is_max ? -INFINITY : 0.0f;
+        int64_t cnt = 0, cnt_pad = 0;
+        for (int64_t rr = 0; rr < p.R; rr++) {
+            int64_t ih = oh * p.sh - p.ph + rr * p.dh;
+            for (int64_t ss = 0; ss < p.S; ss++) {
+                int64_t iw = ow * p.sw - p.pw + ss * p.dw;
+                /* the padded window ends at the padded image's edge (ceil_mode windows
+                 * may reach past it; ONNX Runtime does not count that part) */
+                if (ih < p.H + p.ph && iw < p.W + p.pw) cnt_pad++;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                float v = (float)xc[ih * p.W + iw];
+                if (is_max) acc = (v > acc || v != v) ? v : acc;
+                else acc += v;
+                cnt++;
+            }
+        }
+        if (!is_max) acc = acc / (float)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+        y[i] = (T)acc;
+    }
+}
+
+static inline int kc_pool(cudaStream_t s, const float *x, float *y, const KcConv2d *p,
+                          int64_t NC, int is_max, int count_pad) {
+    int64_t total = NC * p->OH * p->OW;
+    if (total <= 0) return KC_OK;
+    kc_pool_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p, NC, is_max, count_pad);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+static __device__ __forceinline__ float kc_warp_sum(float v) {
+    for (int o = KC_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float kc_warp_max(float v) {
+    for (int o = KC_WARP / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+#define KC_ROW_WARPS 8 /* rows (warps) per block of the row kernels */
+
+/* x: (rows, HW) -> y: (rows), the mean of each row. One warp per row. */
+template <typename T>
+__global__ void kc_row_mean_kernel(const T *x, T *y, int64_t rows, int64_t HW) {
+    int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
+    int lane = threadIdx.x % KC_WARP;
+    if (row >= rows) return;
+    float acc = 0.0f;
+    for (int64_t j = lane; j < HW; j += KC_WARP) acc += (float)x[row * HW + j];
+    acc = kc_warp_sum(acc);
+    if (lane == 0) y[row] = (T)(acc / (float)HW);
+}
+
+static inline unsigned kc_row_blocks(int64_t rows) {
+    return (unsigned)((rows + KC_ROW_WARPS - 1) / KC_ROW_WARPS);
+}
+
+static inline int kc_global_avg(cudaStream_t s, const float *x, float *y, int64_t rows,
+                                int64_t HW) {
+    if (rows <= 0) return KC_OK;
+    kc_row_mean_kernel<float><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(x, y, rows, HW);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* x, y: (N,C,HW); y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]. */
+template <typename T>
+__global__ void kc_batchnorm_kernel(const T *x, T *y, const T *scale, const T *bias,
+                                    const T *mean, const T *var, float eps, int64_t C,
+                                    int64_t HW, int64_t total) {
+    KC_FOR(i, total) {
+        int64_t c = (i / HW) % C;
+        float inv = rsqrtf((float)var[c] + eps);
+        y[i] = (T)(((float)x[i] - (float)mean[c]) * inv * (float)scale[c] + (float)bias[c]);
+    }
+}
+
+static inline int kc_batchnorm(cudaStream_t s, const float *x, float *y, const float *scale,
+                               const float *bias, const float *mean, const float *var, float eps,
+                               int64_t C, int64_t HW, int64_t total) {
+    if (total <= 0) return KC_OK;
+    kc_batchnorm_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, scale, bias, mean, var,
+                                                                     eps, C, HW, total);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* x, y: (outer, D, inner); softmax (or log-softmax) along D, one warp per (outer, inner)
+ * line. */
+template <typename T>
+__global__ void kc_softmax_kernel(const T *x, T *y, int64_t lines, int64_t D, int64_t inner,
+                                  int is_log) {
+    int64_t line = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
+    int lane = threadIdx.x % KC_WARP;
+    if (line >= lines) return;
+    int64_t base = (line / inner) * D * inner + line % inner;
+    float mx = -INFINITY, sum = 0.0f;
+    for (int64_t j = lane; j < D; j += KC_WARP) mx = fmaxf(mx, (float)x[base + j * inner]);
+    mx = kc_warp_max(mx);
+    for (int64_t j = lane; j < D; j += KC_WARP) sum += expf((float)x[base + j * inner] - mx);
+    sum = kc_warp_sum(sum);
+    float lsum = logf(sum);
+    for (int64_t j = lane; j < D; j += KC_WARP) {
+        float v = (float)x[base + j * inner] - mx;
+        y[base + j * inner] = (T)(is_log ? v - lsum : expf(v) / sum);
+    }
+}
+
+static inline int kc_softmax(cudaStream_t s, const float *x, float *y, int64_t outer, int64_t D,
+                             int64_t inner, int is_log) {
+    int64_t lines = outer * inner;
+    if (lines <= 0 || D <= 0) return KC_OK;
+    kc_softmax_kernel<float><<<kc_row_blocks(lines), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+        x, y, lines, D, inner, is_log);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* x, y: (rows, D); y = (x - mean) / sqrt(var + eps) * scale + bias per row; scale, bias:
+ * (D) (bias optional); mean, inv_std: (rows) or NULL. Two passes over the row. */
+template <typename T>
+__global__ void kc_layernorm_kernel(const T *x, const T *scale, const T *bias, T *y, T *mean_out,
+                                    T *inv_out, int64_t rows, int64_t D, float eps) {
+    int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
+    int lane = threadIdx.x % KC_WARP;
+    if (row >= rows) return;
+    const T *xr = x + row * D;
+    float sum = 0.0f, sq = 0.0f;
+    for (int64_t j = lane; j < D; j += KC_WARP) sum += (float)xr[j];
+    float mean = kc_warp_sum(sum) / (float)D;
+    for (int64_t j = lane; j < D; j += KC_WARP) {
+        float d = (float)xr[j] - mean;
+        sq += d * d;
+    }
+    float inv = rsqrtf(kc_warp_sum(sq) / (float)D + eps);
+    for (int64_t j = lane; j < D; j += KC_WARP) {
+        float v = ((float)xr[j] - mean) * inv * (float)scale[j];
+        y[row * D + j] = (T)(bias ? v + (float)bias[j] : v);
+    }
+    if (lane == 0 && mean_out) mean_out[row] = (T)mean;
+    if (lane == 0 && inv_out) inv_out[row] = (T)inv;
+}
+
+static inline int kc_layernorm(cudaStream_t s, const float *x, const float *scale,
+                               const float *bias, float *y, float *mean, float *inv, int64_t rows,
+                               int64_t D, float eps) {
+    if (rows <= 0 || D <= 0) return KC_OK;
+    kc_layernorm_kernel<float><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+        x, scale, bias, y, mean, inv, rows, D, eps);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+#endif

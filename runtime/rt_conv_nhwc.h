@@ -1,0 +1,298 @@
+/* rt_conv_nhwc.h: channels-last (NHWC) Conv with the fused bias/residual/activation epilogue,
+ * for the values passes/layout.c stores NHWC. Weights come rewritten at compile time to
+ * (KH,KW,C/group,M) ("RSCK"), so output channels are innermost everywhere: the kernel keeps
+ * a register tile of RT_CNHWC_TILE_P output pixels x RT_CNHWC_TILE_M output channels and
+ * streams the (kh, kw, c) reduction through it (one weight row load feeds TILE_P pixels).
+ * Depthwise convolutions (C/group = 1) take their own loop, vectorized along channels.
+ * Geometry is RtConvGeom of rt_conv.h with in[0] = out[0] = k[0] = 1 (2-D). C99. */
+#ifndef KILN_RT_CONV_NHWC_H
+#define KILN_RT_CONV_NHWC_H
+
+#include "rt_act.h"
+#include "rt_common.h"
+#include "rt_conv.h"
+
+#define RT_CNHWC_TILE_P 4 /* output pixels per tile: 4 broadcasts per weight row load */
+#define RT_CNHWC_TILE_M 8 /* output channels per tile: 4 x 8 accumulators fit 8 SSE or 4 AVX
+                             registers, with room for the weight row and a broadcast */
+
+/* The f32 tile with GCC/Clang vector extensions (portable C99 below otherwise): one
+ * RT_CNHWC_TILE_M-wide vector accumulator per pixel, whatever the target's SIMD width (the
+ * compiler splits it into the registers it has). Plain loops get vectorized along the wrong
+ * axis at -O3, which spills the accumulators. */
+#if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT)
+#define RT_CNHWC_VEC 1
+typedef float rt_cnhwc_v8f __attribute__((vector_size(RT_CNHWC_TILE_M * sizeof(float))));
+RT_API void rt_conv_nhwc_tile4x8_f32(int64_t cg, int64_t M, const float *const *xp,
+                                     const float *wp, int64_t kh_n, int64_t kw_n, int64_t xrow,
+                                     int64_t xcol, int64_t wrow, int64_t wcol,
+                                     float acc[][RT_CNHWC_TILE_M]) {
+    rt_cnhwc_v8f a0, a1, a2, a3;
+    int64_t kh, kw, c;
+    memcpy(&a0, acc[0], sizeof a0);
+    memcpy(&a1, acc[1], sizeof a1);
+    memcpy(&a2, acc[2], sizeof a2);
+    memcpy(&a3, acc[3], sizeof a3);
+    for (kh = 0; kh < kh_n; kh++)
+        for (kw = 0; kw < kw_n; kw++) {
+            const float *w0 = wp + kh * wrow + kw * wcol;
+            const int64_t xo = kh * xrow + kw * xcol;
+            const float *x0 = xp[0] + xo, *x1 = xp[1] + xo, *x2 = xp[2] + xo, *x3 = xp[3] + xo;
+            for (c = 0; c < cg; c++) {
+                rt_cnhwc_v8f wv;
+                memcpy(&wv, w0 + c * M, sizeof wv);
+                a0 += x0[c] * wv;
+                a1 += x1[c] * wv;
+                a2 += x2[c] * wv;
+                a3 += x3[c] * wv;
+            }
+        }
+    memcpy(acc[0], &a0, sizeof a0);
+    memcpy(acc[1], &a1, sizeof a1);
+    memcpy(acc[2], &a2, sizeof a2);
+    memcpy(acc[3], &a3, sizeof a3);
+}
+
+/* Depthwise, multiplier 1, M a multiple of the tile: channel blocks of 8 as vectors. */
+RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                 const float *b, float *yp, int64_t oh, int64_t ow, int64_t kh_lo,
+                                 int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
+    const int64_t M = g->m;
+    int64_t m0, kh, kw;
+    for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M) {
+        rt_cnhwc_v8f a, xv, wv;
+        if (b) memcpy(&a, b + m0, sizeof a);
+        else memset(&a, 0, sizeof a);
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                memcpy(&xv, xn + (ih * g->in[2] + iw) * M + m0, sizeof xv);
+                memcpy(&wv, w + (kh * g->k[2] + kw) * M + m0, sizeof wv);
+                a += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a, sizeof a);
+    }
+}
+#endif
+
+/* The vector depthwise pixel where it exists and fits (returns 1), else 0. */
+RT_API int rt_conv_nhwc_dw_fast_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                    const float *b, float *yp, int64_t oh, int64_t ow,
+                                    int64_t kh_lo, int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
+#ifdef RT_CNHWC_VEC
+    if (g->m == g->c && g->m % RT_CNHWC_TILE_M == 0) {
+        rt_conv_nhwc_dw8_f32(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi, kw_lo, kw_hi);
+        return 1;
+    }
+#endif
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow;
+    (void)kh_lo, (void)kh_hi, (void)kw_lo, (void)kw_hi;
+    return 0;
+}
+
+RT_API int rt_conv_nhwc_dw_fast_f64(const RtConvGeom *g, const double *xn, const double *w,
+                                    const double *b, double *yp, int64_t oh, int64_t ow,
+                                    int64_t kh_lo, int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow;
+    (void)kh_lo, (void)kh_hi, (void)kw_lo, (void)kw_hi;
+    return 0;
+}
+
+/* The vector tile where it exists and fits (returns 1), else 0: the caller's loops run. */
+RT_API int rt_conv_nhwc_fast_f32(const RtConvGeom *g, int np, int64_t tm, const float *const *xp,
+                                 const float *wp, int64_t kh_n, int64_t kw_n,
+                                 float acc[][RT_CNHWC_TILE_M]) {
+#ifdef RT_CNHWC_VEC
+    const int64_t cg = g->c / g->group;
+    if (np == RT_CNHWC_TILE_P && tm == RT_CNHWC_TILE_M) {
+        rt_conv_nhwc_tile4x8_f32(cg, g->m, xp, wp, kh_n, kw_n, g->in[2] * g->c * g->d[1],
+                                 g->c * g->d[2], g->k[2] * cg * g->m, cg * g->m, acc);
+        return 1;
+    }
+#endif
+    (void)g, (void)np, (void)tm, (void)xp, (void)wp, (void)kh_n, (void)kw_n, (void)acc;
+    return 0;
+}
+
+RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const double *const *xp,
+                                 const double *wp, int64_t kh_n, int64_t kw_n,
+                                 double acc[][RT_CNHWC_TILE_M]) {
+    (void)g, (void)np, (void)tm, (void)xp, (void)wp, (void)kh_n, (void)kw_n, (void)acc;
+    return 0;
+}
+
+#define RT_CONV_NHWC_DEFINE(SFX, T)                                                           \
+    /* Accumulates NP (compile-time) pixels x TM channels of one group. xp[p]: the input      \
+     * pixel row (C values) of pixel p at tap (kh_lo, kw_lo), already offset to the group;    \
+     * wp: the weights of tap (kh_lo, kw_lo), offset to the group and channel block; acc is   \
+     * [NP][RT_CNHWC_TILE_M], preset with the bias. */                                        \
+    RT_API void rt_conv_nhwc_tile_##SFX(const RtConvGeom *g, int np, int64_t tm,              \
+                                        const T *const *xp, const T *wp, int64_t kh_n,        \
+                                        int64_t kw_n, T acc[][RT_CNHWC_TILE_M]) {             \
+        const int64_t cg = g->c / g->group, C = g->c, M = g->m;                               \
+        const int64_t xrow = g->in[2] * C * g->d[1], xcol = C * g->d[2];                      \
+        const int64_t wrow = g->k[2] * cg * M, wcol = cg * M;                                 \
+        int64_t kh, kw, c;                                                                    \
+        int p, j;                                                                             \
+        if (np == RT_CNHWC_TILE_P && tm == RT_CNHWC_TILE_M) {                                 \
+            T a[RT_CNHWC_TILE_P][RT_CNHWC_TILE_M];                                            \
+            for (p = 0; p < RT_CNHWC_TILE_P; p++)                                             \
+                for (j = 0; j < RT_CNHWC_TILE_M; j++) a[p][j] = acc[p][j];                    \
+            for (kh = 0; kh < kh_n; kh++)                                                     \
+                for (kw = 0; kw < kw_n; kw++) {                                               \
+                    const T *restrict w0 = wp + kh * wrow + kw * wcol;                        \
+                    const T *restrict x0 = xp[0] + kh * xrow + kw * xcol;                     \
+                    const T *restrict x1 = xp[1] + kh * xrow + kw * xcol;                     \
+                    const T *restrict x2 = xp[2] + kh * xrow + kw * xcol;                     \
+                    const T *restrict x3 = xp[3] + kh * xrow + kw * xcol;                     \
+                    for (c = 0; c < cg; c++) {                                                \
+                        const T *restrict wv = w0 + c * M;                                    \
+                        const T v0 = x0[c], v1 = x1[c], v2 = x2[c], v3 = x3[c];               \
+                        for (j = 0; j < RT_CNHWC_TILE_M; j++) {                               \
+                            a[0][j] += v0 * wv[j];                                            \
+                            a[1][j] += v1 * wv[j];                                            \
+                            a[2][j] += v2 * wv[j];                                            \
+                            a[3][j] += v3 * wv[j];                                            \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+            for (p = 0; p < RT_CNHWC_TILE_P; p++)                                             \
+                for (j = 0; j < RT_CNHWC_TILE_M; j++) acc[p][j] = a[p][j];                    \
+            return;                                                                           \
+        }                                                                                     \
+        for (p = 0; p < np; p++)                                                              \
+            for (kh = 0; kh < kh_n; kh++)                                                     \
+                for (kw = 0; kw < kw_n; kw++) {                                               \
+                    const T *w0 = wp + kh * wrow + kw * wcol;                                 \
+                    const T *x0 = xp[p] + kh * xrow + kw * xcol;                              \
+                    for (c = 0; c < cg; c++) {                                                \
+                        const T v = x0[c];                                                    \
+                        for (j = 0; j < tm; j++) acc[p][j] += v * w0[c * M + j];              \
+                    }                                                                         \
+                }                                                                             \
+    }                                                                                         \
+                                                                                              \
+    /* Depthwise (C/group = 1, multiplier mg = M/C): pixel (n, oh, ow) of every channel.     \
+     * taps [kh_lo, kh_hi) x [kw_lo, kw_hi) are the ones inside the input. */                 \
+    RT_API void rt_conv_nhwc_dw_pixel_##SFX(const RtConvGeom *g, const T *xn, const T *w,     \
+                                            const T *b, T *yp, int64_t oh, int64_t ow,        \
+                                            int64_t kh_lo, int64_t kh_hi, int64_t kw_lo,      \
+                                            int64_t kw_hi) {                                  \
+        const int64_t C = g->c, M = g->m, mg = g->m / g->group;                               \
+        int64_t m0, kh, kw, j;                                                                \
+        if (rt_conv_nhwc_dw_fast_##SFX(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi, kw_lo, kw_hi))  \
+            return;                                                                           \
+        for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M) {                                         \
+            const int64_t tm = M - m0 < RT_CNHWC_TILE_M ? M - m0 : RT_CNHWC_TILE_M;           \
+            T a[RT_CNHWC_TILE_M];                                                             \
+            for (j = 0; j < RT_CNHWC_TILE_M; j++) a[j] = b && j < tm ? b[m0 + j] : (T)0;      \
+            for (kh = kh_lo; kh < kh_hi; kh++) {                                              \
+                const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];                   \
+                for (kw = kw_lo; kw < kw_hi; kw++) {                                          \
+                    const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];               \
+                    const T *restrict xr = xn + (ih * g->in[2] + iw) * C;                     \
+                    const T *restrict wr = w + (kh * g->k[2] + kw) * M + m0;                  \
+                    if (mg == 1 && tm == RT_CNHWC_TILE_M) {                                   \
+                        for (j = 0; j < RT_CNHWC_TILE_M; j++) a[j] += xr[m0 + j] * wr[j];     \
+                    } else {                                                                  \
+                        for (j = 0; j < tm; j++) a[j] += xr[(m0 + j) / mg] * wr[j];           \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+            for (j = 0; j < tm; j++) yp[m0 + j] = a[j];                                       \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, r: (N,OH,OW,M) or NULL,            \
+     * y: (N,OH,OW,M). y = act(conv(x, w) + b + r); act NULL: none. The epilogue runs on     \
+     * each tile of output pixels (all M channels) right after it is complete. */            \
+    RT_API void rt_conv_nhwc_fused_##SFX(const T *x, const T *w, const T *b, const T *r,      \
+                                         T *y, const RtConvGeom *g, const RtAct *act) {       \
+        const int64_t C = g->c, M = g->m, cg = g->c / g->group, mg = g->m / g->group;         \
+        const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];             \
+        const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */     \
+        int64_t n, oh, ow, kh_lo, kh_hi;                                                      \
+        for (n = 0; n < g->n; n++) {                                                          \
+            const T *xn = x + n * H * W * C;                                                  \
+            for (oh = 0; oh < OH; oh++) {                                                     \
+                int64_t ow_lo, ow_hi; /* pixels whose every kw tap is inside the input */     \
+                rt_conv_range(H, g->k[1], g->d[1], oh * g->s[1] - g->pad[1], &kh_lo, &kh_hi); \
+                {                                                                             \
+                    const int64_t e = (g->k[2] - 1) * g->d[2];                                \
+                    ow_lo = g->pad[2] > 0 ? (g->pad[2] + g->s[2] - 1) / g->s[2] : 0;          \
+                    ow_hi = W - 1 - e + g->pad[2] < 0 ? 0 : (W - 1 - e + g->pad[2]) / g->s[2] + 1; \
+                    if (ow_hi > OW) ow_hi = OW;                                               \
+                    if (ow_lo > ow_hi) ow_lo = ow_hi;                                         \
+                }                                                                             \
+                for (ow = 0; ow < OW;) {                                                      \
+                    T *yp = y + ((n * OH + oh) * OW + ow) * M;                                \
+                    int np = 1;                                                               \
+                    int64_t kw_lo = 0, kw_hi = g->k[2];                                       \
+                    if (ow >= ow_lo && ow + RT_CNHWC_TILE_P <= ow_hi) {                       \
+                        np = RT_CNHWC_TILE_P;                                                 \
+                    } else {                                                                  \
+                        rt_conv_range(W, g->k[2], g->d[2], ow * g->s[2] - g->pad[2], &kw_lo,  \
+                                      &kw_hi);                                                \
+                    }                                                                         \
+                    if (cg == 1 && np == 1) {                                                 \
+                        rt_conv_nhwc_dw_pixel_##SFX(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi,    \
+                                                    kw_lo, kw_hi);                            \
+                    } else if (cg == 1) {                                                     \
+                        int p;                                                                \
+                        for (p = 0; p < np; p++)                                              \
+                            rt_conv_nhwc_dw_pixel_##SFX(g, xn, w, b, yp + p * M, oh, ow + p,  \
+                                                        kh_lo, kh_hi, kw_lo, kw_hi);          \
+                    } else {                                                                  \
+                        int64_t grp, m0;                                                      \
+                        const T *xp[RT_CNHWC_TILE_P];                                         \
+                        T acc[RT_CNHWC_TILE_P][RT_CNHWC_TILE_M];                              \
+                        const int64_t ih0 = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];       \
+                        for (grp = 0; grp < g->group; grp++) {                                \
+                            int p;                                                            \
+                            for (p = 0; p < np; p++) {                                        \
+                                const int64_t iw0 =                                           \
+                                    (ow + p) * g->s[2] - g->pad[2] + kw_lo * g->d[2];         \
+                                xp[p] = xn + (ih0 * W + iw0) * C + grp * cg;                  \
+                            }                                                                 \
+                            for (m0 = 0; m0 < mg; m0 += RT_CNHWC_TILE_M) {                    \
+                                const int64_t tm =                                            \
+                                    mg - m0 < RT_CNHWC_TILE_M ? mg - m0 : RT_CNHWC_TILE_M;    \
+                                const int64_t mo = grp * mg + m0;                             \
+                                const T *wp =                                                 \
+                                    w + ((kh_lo * g->k[2] + kw_lo) * cg) * M + mo;            \
+                                int64_t j;                                                    \
+                                for (p = 0; p < np; p++)                                      \
+                                    for (j = 0; j < RT_CNHWC_TILE_M; j++)                     \
+                                        acc[p][j] = b && j < tm ? b[mo + j] : (T)0;           \
+                                if (!rt_conv_nhwc_fast_##SFX(g, np, tm, xp, wp,               \
+                                                             kh_hi - kh_lo, kw_hi - kw_lo, acc)) \
+                                    rt_conv_nhwc_tile_##SFX(g, np, tm, xp, wp, kh_hi - kh_lo, \
+                                                            kw_hi - kw_lo, acc);              \
+                                for (p = 0; p < np; p++)                                      \
+                                    for (j = 0; j < tm; j++) yp[p * M + mo + j] = acc[p][j];  \
+                            }                                                                 \
+                        }                                                                     \
+                    }                                                                         \
+                    if (act || r)                                                             \
+                        rt_act_row_##SFX(yp, r ? r + (yp - y) : NULL, np * M,                 \
+                                         act ? act : &no_act);                                \
+                    ow += np;                                                                 \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, y: (N,OH,OW,M) */                  \
+    RT_API void rt_conv_nhwc_##SFX(const T *x, const T *w, const T *b, T *y,                  \
+                                   const RtConvGeom *g) {                                     \
+        rt_conv_nhwc_fused_##SFX(x, w, b, NULL, y, g, NULL);                                  \
+    }
+
+RT_CONV_NHWC_DEFINE(f32, float)
+RT_CONV_NHWC_DEFINE(f64, double)
+
+#undef RT_CONV_NHWC_DEFINE
+
+#endif

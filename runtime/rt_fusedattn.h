@@ -1,0 +1,66 @@
+/* rt_fusedattn.h: FusedAttention (passes/fuse_attention.c), softmax(scale * Q K^T + mask) V
+ * one query row at a time: the row's scores go to a caller-provided scratch row of Sk
+ * elements (the bundle puts it on the stack), so the (Sq, Sk) score matrix never exists.
+ * Every operand is read through element strides, which is how the Transposes around the
+ * pattern were absorbed. The softmax subtracts the row maximum, like rt_softmax.h. C99. */
+#ifndef KILN_RT_FUSEDATTN_H
+#define KILN_RT_FUSEDATTN_H
+
+#include "rt_common.h"
+
+/* Shapes and element strides of the logical operands, batch and head first:
+ * q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), mask (B,H,Sq,Sk) (stride 0 on broadcast
+ * dimensions), y (B,H,Sq,Dv). */
+typedef struct RtFusedAttn {
+    int64_t b, h, sq, sk, d, dv;
+    int64_t q_st[4], k_st[4], v_st[4], m_st[4], y_st[4];
+} RtFusedAttn;
+
+/* Defines rt_fused_attention_SFX(p, q, k, v, mask, y, row, scale); mask may be NULL;
+ * row: scratch of p->sk elements. */
+#define RT_FUSEDATTN_DEFINE(SFX, T, EXP)                                                       \
+    RT_API void rt_fused_attention_##SFX(const RtFusedAttn *p, const T *q, const T *k,         \
+                                         const T *v, const T *mask, T *y, T *row, T scale) {   \
+        int64_t b, h, i, j, t;                                                                 \
+        for (b = 0; b < p->b; b++)                                                             \
+            for (h = 0; h < p->h; h++) {                                                       \
+                const T *qb = q + b * p->q_st[0] + h * p->q_st[1];                             \
+                const T *kb = k + b * p->k_st[0] + h * p->k_st[1];                             \
+                const T *vb = v + b * p->v_st[0] + h * p->v_st[1];                             \
+                T *yb = y + b * p->y_st[0] + h * p->y_st[1];                                   \
+                for (i = 0; i < p->sq; i++) {                                                  \
+                    const T *qr = qb + i * p->q_st[2];                                         \
+                    T *yr = yb + i * p->y_st[2];                                               \
+                    T mx = 0, sum = 0, inv;                                                    \
+                    for (j = 0; j < p->sk; j++) {                                              \
+                        const T *kr = kb + j * p->k_st[2];                                     \
+                        T s = 0;                                                               \
+                        for (t = 0; t < p->d; t++)                                             \
+                            s += qr[t * p->q_st[3]] * kr[t * p->k_st[3]];                      \
+                        s *= scale;                                                            \
+                        if (mask)                                                              \
+                            s += mask[b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] +       \
+                                      j * p->m_st[3]];                                         \
+                        row[j] = s;                                                            \
+                        if (j == 0 || s > mx) mx = s;                                          \
+                    }                                                                          \
+                    for (j = 0; j < p->sk; j++) {                                              \
+                        row[j] = EXP(row[j] - mx);                                             \
+                        sum += row[j];                                                         \
+                    }                                                                          \
+                    inv = 1 / sum;                                                             \
+                    for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] = 0;                        \
+                    for (j = 0; j < p->sk; j++) {                                              \
+                        const T *vr = vb + j * p->v_st[2];                                     \
+                        T w = row[j] * inv;                                                    \
+                        for (t = 0; t < p->dv; t++)                                            \
+                            yr[t * p->y_st[3]] += w * vr[t * p->v_st[3]];                      \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+    }
+
+RT_FUSEDATTN_DEFINE(f32, float, expf)
+RT_FUSEDATTN_DEFINE(f64, double, exp)
+
+#endif

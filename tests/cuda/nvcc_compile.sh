@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Compile check of the CUDA backend (no GPU needed): kiln compile --target cuda of the
+# real-model suite's models that the backend supports (from the export cache of
+# tests/models/run.py) and of the small generated models of tests/cuda/make_models.py,
+# then nvcc -Werror all-warnings of each bundle for sm_80 and sm_90 (compile only) and a
+# link of its test main against cuBLASLt and the CUDA runtime. Models with ops the CUDA
+# backend lacks are listed as refused (kiln's diagnostics), not failed.
+# usage: tests/cuda/nvcc_compile.sh KILN [WORK_DIR]; ends with "N passed, N failed".
+set -u
+KILN=$(realpath "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=${2:-$(mktemp -d)}
+PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
+NVCC=${NVCC:-nvcc}
+ARCHS="80 90"
+mkdir -p "$WORK/models" "$WORK/bundles"
+passed=0 failed=0 refused=0
+
+"$PY" "$HERE/make_models.py" "$WORK/models" || { echo "make_models.py failed"; exit 1; }
+# the suite's export cache folder: the hash of export.py and quantize.py (tests/models/run.py)
+CACHE=$("$PY" -c "import sys; sys.path.insert(0, '$ROOT/tests/models'); import run; print(run.cache_dir())" 2>/dev/null)
+models=("$WORK"/models/*.onnx)
+if [ -n "$CACHE" ] && [ -d "$CACHE" ]; then
+    models+=("$CACHE"/*.onnx)
+else
+    echo "note: no model export cache ($CACHE); run tests/models/run.sh once to fill it"
+fi
+for repo_model in examples/models/tinycnn.onnx examples/digits/digits.onnx; do
+    [ -f "$ROOT/$repo_model" ] && models+=("$ROOT/$repo_model")
+done
+
+for m in "${models[@]}"; do
+    [ -f "$m" ] || continue
+    name=$(basename "$m" .onnx | tr -c 'A-Za-z0-9_\n' '_')
+    out="$WORK/bundles/$name"
+    rm -rf "$out"
+    if ! "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --test-main --dim batch=1 \
+            >"$WORK/$name.kiln.log" 2>&1; then
+        refused=$((refused + 1))
+        echo "REFUSED $name: $(grep -c 'no CUDA kernel for this op' "$WORK/$name.kiln.log") node(s) without a CUDA kernel:" \
+             "$(grep -o '([A-Za-z.]*, opset' "$WORK/$name.kiln.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';' | head -c 300)"
+        grep -q 'no CUDA kernel' "$WORK/$name.kiln.log" || sed 's/^/    /' "$WORK/$name.kiln.log" | head -3
+        continue
+    fi
+    for arch in $ARCHS; do
+        if (cd "$out" && "$NVCC" -Werror all-warnings -arch=sm_$arch -c "$name.cu" -o "$name.sm_$arch.o" \
+                >"$WORK/$name.sm_$arch.log" 2>&1 &&
+            "$NVCC" -Werror all-warnings -arch=sm_$arch "${name}_test_main.cu" "$name.sm_$arch.o" \
+                -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$name.sm_$arch.log" 2>&1); then
+            passed=$((passed + 1))
+            echo "ok      $name sm_$arch"
+        else
+            failed=$((failed + 1))
+            echo "FAIL    $name sm_$arch (log: $WORK/$name.sm_$arch.log)"
+            head -5 "$WORK/$name.sm_$arch.log" | sed 's/^/    /'
+        fi
+    done
+done
+echo "$refused model(s) refused (ops without CUDA kernels)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -206,6 +206,7 @@ const char *cgen_type_str(CgenCtx *cx, const IrType *t) {
     cw_raw(&tmp, "%s[", ir_dtype_name((IrDType)t->dtype));
     for (int i = 0; i < t->rank; i++) cw_raw(&tmp, "%s%lld", i ? "," : "", (long long)t->dims[i]);
     cw_raw(&tmp, "]");
+    if (t->layout == IR_LAYOUT_NHWC) cw_raw(&tmp, " NHWC"); /* dims listed in (N,H,W,C) order */
     const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
     cw_free(&tmp);
     return s;

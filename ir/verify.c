@@ -154,6 +154,9 @@ static void check_graph(VerifyCtx *v) {
     }
     for (uint32_t id = 0; id < nv; id++) {
         const IrValue *val = &g->values[id];
+        if (val->type.layout == IR_LAYOUT_NHWC &&
+            (val->type.kind != IR_TYPE_TENSOR || val->type.rank != 4))
+            fail_graph(v, "value '%s' is marked NHWC but is not a 4-D tensor", val->name);
         switch (val->kind) {
         case IR_VALUE_INPUT:
             if (!is_input[id]) fail_graph(v, "input value '%s' is not a graph input", val->name);

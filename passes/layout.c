@@ -265,6 +265,9 @@ static Role role_of(const Lay *L, const IrNode *n) {
             g->values[n->inputs[1]].type.dtype != g->values[x].type.dtype)
             return R_NONE;
         if (n->op == IR_OP_FUSED_CONV && has_in(n, 3) && !act_ok(L, n->inputs[3])) return R_NONE;
+        /* weights computed at run time (DequantizeLinear of a QDQ model) would need a
+         * transpose every run: such a conv stays NCHW */
+        if (!is_const(g, n->inputs[1])) return R_NONE;
         return R_CONV;
     }
     case IR_OP_MAX_POOL:

@@ -34,7 +34,8 @@ count_transposes() { grep -c "/\* Transpose '" "$1" || true; }
 
 table="$WORK/table.md"
 {
-    echo "| model | ONNX nodes | kernels, passes off | kernels, all passes | kernels / ONNX nodes | Transposes: off -> on |"
+    printf '| model | ONNX nodes | kernels, passes off | kernels, all passes |'
+    printf ' kernels / ONNX nodes | Transposes: off -> on |\n'
     echo "|---|---:|---:|---:|---:|---:|"
     while IFS=$'\t' read -r name path dims; do
         # shellcheck disable=SC2086  # dims is a list of options

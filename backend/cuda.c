@@ -113,6 +113,57 @@ static int64_t value_bytes(CudaCtx *cx, uint32_t v) {
     return (int64_t)ir_dtype_size_bytes((IrDType)cgen_type(&cx->c, v)->dtype, cgen_numel(&cx->c, v));
 }
 
+/* C++ keywords that are not C keywords (the C backend's field names avoid only those). */
+static const char *const cpp_keywords[] = {
+    "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch",
+    "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "consteval", "constexpr",
+    "constinit", "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete",
+    "dynamic_cast", "explicit", "export", "false", "friend", "mutable", "namespace", "new",
+    "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
+    "public", "reinterpret_cast", "requires", "static_assert", "static_cast", "template",
+    "this", "thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual",
+    "wchar_t", "xor", "xor_eq", NULL};
+
+static bool field_taken(CudaCtx *cx, IrGraph *g, const char *f) {
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        if (strcmp(cx->c.field[g->inputs[i]], f) == 0) return true;
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        if (cx->out_field[i] && (strcmp(cx->out_field[i], f) == 0 ||
+                                 strcmp(cgen_fmt(&cx->c, "%s_count", cx->out_field[i]), f) == 0))
+            return true;
+    return false;
+}
+
+/* A field name that compiles as C++ (NAME.cu is C++): a keyword gets a '_' appended (more
+ * until the name is free). */
+static const char *cpp_safe(CudaCtx *cx, IrGraph *g, const char *f) {
+    bool kw = false;
+    for (int i = 0; cpp_keywords[i]; i++) kw |= strcmp(cpp_keywords[i], f) == 0;
+    if (!kw) return f;
+    do f = cgen_fmt(&cx->c, "%s_", f);
+    while (field_taken(cx, g, f));
+    return f;
+}
+
+/* cx->out_field from the C backend's names, then every input and output field C++-safe
+ * (values written in place follow their output's field). */
+static void cpp_safe_fields(CudaCtx *cx, IrGraph *g) {
+    cx->out_field = ir_arena_alloc(&cx->c.scratch, (g->n_outputs + 1) * sizeof *cx->out_field);
+    for (uint32_t i = 0; i < g->n_outputs; i++) cx->out_field[i] = cgen_output_field(&cx->c, g, i);
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        uint32_t v = g->inputs[i];
+        cx->c.field[v] = cpp_safe(cx, g, cx->c.field[v]);
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        const char *old = cx->out_field[i], *f = cpp_safe(cx, g, old);
+        if (f == old) continue;
+        uint32_t v = g->outputs[i];
+        const char *cur = cx->c.field[v];
+        if (g->values[v].kind == IR_VALUE_NODE && cur && strcmp(cur, old) == 0) cx->c.field[v] = f;
+        cx->out_field[i] = f;
+    }
+}
+
 /* Truncates w back to len bytes: drops what a refused emitter wrote. */
 static void cw_truncate(CWriter *w, size_t len) {
     if (w->buf && len <= w->len) {
@@ -155,7 +206,7 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) { /* outputs no node wrote in place */
         uint32_t v = g->outputs[i];
-        const char *f = cgen_output_field(&cx->c, g, i);
+        const char *f = cx->out_field[i];
         if (cx->c.field[v] && strcmp(cx->c.field[v], f) == 0 && g->values[v].kind == IR_VALUE_NODE)
             continue;
         cw_comment(cx->c.w, "output '%s' is a copy", g->values[v].name);
@@ -268,12 +319,12 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         cw_line(h, "%s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                cgen_output_field(&cx->c, g, i), cgen_type_str(&cx->c, &g->values[v].type),
+                cx->out_field[i], cgen_type_str(&cx->c, &g->values[v].type),
                 g->values[v].name);
         if (cgen_has_count(g, v))
             cw_line(h, "int64_t *%s_count; /* its run-time count (rows up to the compiled "
                        "bound; the rest is fill); NULL: not wanted */",
-                    cgen_output_field(&cx->c, g, i));
+                    cx->out_field[i]);
     }
     cw_close(h, cgen_fmt(&cx->c, " %s_outputs;", N));
     cw_blank(h);
@@ -310,7 +361,7 @@ static void emit_null_checks(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_raw(c, "if (!ctx || !in || !out");
     for (uint32_t i = 0; i < g->n_inputs; i++) cw_raw(c, " || !in->%s", cx->c.field[g->inputs[i]]);
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_raw(c, " || !out->%s", cgen_output_field(&cx->c, g, i));
+        cw_raw(c, " || !out->%s", cx->out_field[i]);
     cw_raw(c, ") return %s_ERR_NULL;\n", U);
 }
 
@@ -320,7 +371,7 @@ static void emit_io_copies(CudaCtx *cx, IrGraph *g, CWriter *c, bool inputs, con
     uint32_t n = inputs ? g->n_inputs : g->n_outputs;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = inputs ? g->inputs[i] : g->outputs[i];
-        const char *f = inputs ? cx->c.field[v] : cgen_output_field(&cx->c, g, i);
+        const char *f = inputs ? cx->c.field[v] : cx->out_field[i];
         if (value_bytes(cx, v) == 0) continue;
         if (inputs)
             cw_line(c, "if (in->%s != ctx->in.%s) KC_CUDA(cudaMemcpyAsync((void *)ctx->in.%s, "
@@ -333,24 +384,36 @@ static void emit_io_copies(CudaCtx *cx, IrGraph *g, CWriter *c, bool inputs, con
     }
     for (uint32_t i = 0; !inputs && i < n; i++) {
         if (!cgen_has_count(g, g->outputs[i])) continue;
-        const char *f = cgen_output_field(&cx->c, g, i);
+        const char *f = cx->out_field[i];
         cw_line(c, "if (out->%s_count && out->%s_count != ctx->out.%s_count) "
                    "KC_CUDA(cudaMemcpyAsync(out->%s_count, ctx->out.%s_count, sizeof(int64_t), "
                    "cudaMemcpy%s, %s));", f, f, f, f, f, kind, stream);
     }
 }
 
-/* Whether text uses identifier word (not as part of a longer identifier or a member). */
+static bool ident_char(char c) {
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Whether text uses identifier word outside comments (not as part of a longer identifier or
+ * as a member). */
 bool cuda_uses_word(const char *text, const char *word) {
     size_t len = strlen(word);
-    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
-        char before = p > text ? p[-1] : ' ', after = p[len];
-        bool id_before = before == '_' || before == '.' || before == '>' ||
-                         (before >= '0' && before <= '9') || (before >= 'a' && before <= 'z') ||
-                         (before >= 'A' && before <= 'Z');
-        bool id_after = after == '_' || (after >= '0' && after <= '9') ||
-                        (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z');
-        if (!id_before && !id_after) return true;
+    bool in_comment = false;
+    for (const char *p = text; *p; p++) {
+        if (in_comment) {
+            if (p[0] == '*' && p[1] == '/') in_comment = false, p++;
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '*') {
+            in_comment = true;
+            p++;
+            continue;
+        }
+        if (strncmp(p, word, len) != 0) continue;
+        char before = p > text ? p[-1] : ' ';
+        if (!ident_char(before) && before != '.' && before != '>' && !ident_char(p[len]))
+            return true;
     }
     return false;
 }
@@ -475,11 +538,11 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        cw_line(c, "ctx->out.%s = (%s *)(ctx->dev + %lld);", cgen_output_field(&cx->c, g, i),
+        cw_line(c, "ctx->out.%s = (%s *)(ctx->dev + %lld);", cx->out_field[i],
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)L->out[i]);
         if (L->count[i] >= 0)
             cw_line(c, "ctx->out.%s_count = (int64_t *)(ctx->dev + %lld);",
-                    cgen_output_field(&cx->c, g, i), (long long)L->count[i]);
+                    cx->out_field[i], (long long)L->count[i]);
     }
     cw_line(c, "if (cublasLtCreate(&ctx->lt) != CUBLAS_STATUS_SUCCESS) return %s_ERR_CUBLAS;", U);
     cw_line(c, "KC_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));");
@@ -591,7 +654,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        const char *f = cgen_output_field(&cx->c, g, i);
+        const char *f = cx->out_field[i];
         cw_line(c, "out.%s = (%s *)malloc(%lld + 1);", f,
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)value_bytes(cx, v));
         cw_line(c, "memset(out.%s, POISON_BYTE, %lld + 1);", f, (long long)value_bytes(cx, v));
@@ -602,7 +665,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_cuda_run_host failed: status %%d\\n\", rc); "
                "return 1; }", U, N);
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", cgen_output_field(&cx->c, g, i),
+        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", cx->out_field[i],
                 (long long)value_bytes(cx, g->outputs[i]));
     cw_line(c, "%s_cuda_free(ctx);", N);
     cw_line(c, "return 0;");
@@ -650,7 +713,7 @@ static void emit_readme(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "| output | type |");
     cw_line(c, "|---|---|");
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "| `%s` | %s |", cgen_output_field(&cx->c, g, i),
+        cw_line(c, "| `%s` | %s |", cx->out_field[i],
                 cgen_type_str(&cx->c, &g->values[g->outputs[i]].type));
     cw_blank(c);
     cw_line(c, "- arena: %lld bytes planned (lower bound %lld, naive sum %lld); one device "
@@ -713,6 +776,7 @@ bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
     cx.c.field = calloc(g->n_values + 1, sizeof *cx.c.field);
     IR_ASSERT(cx.c.weight_offset && cx.c.field);
     cgen_bundle_assign(&cx.c, g);
+    cpp_safe_fields(&cx, g);
     cuda_use_runtime(&cx, "kc_common.cuh");
     cuda_use_runtime(&cx, "kc_blas.cuh"); /* the context holds the cuBLASLt handle */
     CWriter body, kernels, h, c, m;

@@ -26,6 +26,7 @@ typedef struct CudaCtx {
     const char *rt[CUDA_MAX_RUNTIME];
     uint32_t n_rt;
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
+    const char **out_field; /* NAME_outputs field per output slot (C++-safe) */
 } CudaCtx;
 
 typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);

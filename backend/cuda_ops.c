@@ -199,8 +199,8 @@ static bool emit_cast(CudaCtx *cx, const IrNode *n) {
                  ti != IR_DTYPE_C128 && ir_dtype_size_bytes(ti, 1) <= 8;
     bool ok_out = to != IR_DTYPE_STRING && ir_dtype_bits(to) >= 8 && to != IR_DTYPE_C64 &&
                   to != IR_DTYPE_C128 && ir_dtype_size_bytes(to, 1) <= 8;
-    bool f8_in = ti >= IR_DTYPE_F8E4M3FN && ti <= IR_DTYPE_F8E5M2FNUZ;
-    bool f8_out = to >= IR_DTYPE_F8E4M3FN && to <= IR_DTYPE_F8E5M2FNUZ;
+    bool f8_in = (ti >= IR_DTYPE_F8E4M3FN && ti <= IR_DTYPE_F8E5M2FNUZ) || ti == IR_DTYPE_F8E8M0;
+    bool f8_out = (to >= IR_DTYPE_F8E4M3FN && to <= IR_DTYPE_F8E5M2FNUZ) || to == IR_DTYPE_F8E8M0;
     if (!ok_in || !ok_out || f8_in || f8_out)
         return unsupported(cx, n, cgen_fmt(&cx->c, "a cast from %s to %s", ir_dtype_name(ti),
                                            ir_dtype_name(to)));

@@ -20,6 +20,22 @@
 #define RT_API static inline
 #endif
 
+/* memmove, which has no device version under nvcc: there a byte loop in the safe direction. */
+#ifdef __CUDACC__
+RT_API void *rt_memmove(void *dst, const void *src, size_t n) {
+    unsigned char *d = (unsigned char *)dst;
+    const unsigned char *s = (const unsigned char *)src;
+    size_t i;
+    if (d < s)
+        for (i = 0; i < n; i++) d[i] = s[i];
+    else
+        for (i = n; i > 0; i--) d[i - 1] = s[i - 1];
+    return dst;
+}
+#else
+#define rt_memmove memmove
+#endif
+
 #define RT_OK 0
 #define RT_ERR_INDEX 3 /* an index read from the data is out of range */
 #define RT_ERR_SHAPE 4 /* a shape read from the data differs from the compiled one */

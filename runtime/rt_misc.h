@@ -31,7 +31,7 @@ RT_API int rt_tensor_scatter(const uint8_t *past, const uint8_t *update,
                              int64_t outer, int64_t L, int64_t S, int64_t inner_bytes,
                              int circular) {
     int64_t b, o, s;
-    if (out != past) memmove(out, past, (size_t)(batch * outer * L * inner_bytes));
+    if (out != past) rt_memmove(out, past, (size_t)(batch * outer * L * inner_bytes));
     for (b = 0; b < batch; b++) {
         int64_t start = write_indices ? write_indices[b] : 0;
         for (o = 0; o < outer; o++)

@@ -2,7 +2,9 @@
 cuda_eltwise (broadcasting arithmetic, activations, Where, Cast, Clip, Max), cuda_cnn
 (Conv with groups, depthwise Conv, BatchNormalization, pools, Gemm, Softmax) and
 cuda_attn (batched MatMul, LayerNormalization, Gelu, Transpose, Concat, Slice, Gather,
-Expand, Reshape, LogSoftmax). Seeded: the same bytes every run.
+Expand, Reshape, LogSoftmax) and cuda_generic (ops without a CUDA kernel, which run the C
+backend's code on one device thread: ReduceMean, TopK, NonZero with its run-time count,
+If with subgraphs, TensorScatter's memmove). Seeded: the same bytes every run.
 usage: make_models.py OUT_DIR"""
 import sys
 import pathlib
@@ -100,6 +102,25 @@ def main():
           init("st", np.array([0], np.int64)), init("en", np.array([4], np.int64)),
           init("ax", np.array([3], np.int64)), init("bias4", r(1, 1, 1, 8)),
           init("eshape", np.array([2, 2, 6, 8], np.int64))])
+
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "x"], ["tb"])], "then_b", [],
+                               [f32("tb", [4, 6])])
+    else_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["eb"])], "else_b", [],
+                               [f32("eb", [4, 6])])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["xr"]),
+        helper.make_node("ReduceMean", ["xr"], ["rm"], axes=[1], keepdims=1),
+        helper.make_node("TopK", ["x", "k"], ["vals", "idx"], axis=1),
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("If", ["cond"], ["br"], then_branch=then_g, else_branch=else_g),
+    ]
+    save(out, "cuda_generic", nodes,
+         [f32("x", [4, 6]), helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+         [f32("rm", [4, 1]), f32("vals", [4, 3]),
+          helper.make_tensor_value_info("idx", TensorProto.INT64, [4, 3]),
+          helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None]), f32("br", [4, 6])],
+         [init("k", np.array([3], np.int64)), init("zero", np.array(0.0, np.float32))])
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ with torch 1.13, bench/gpu/run.py on the GPU machine with its torch): ResNet-50 
 from torchvision (weights=None) and a hand-written BERT-base encoder (12 layers, hidden 768,
 12 heads, intermediate 3072, sequence 128). Weights come from fill_weights, an integer-hash
 formula evaluated in numpy (exactly reproducible across torch/numpy versions, unlike torch's
-RNG). The values repeat with a period of WEIGHT_PERIOD elements, so the exported bundles'
-weights files compress ~100x and can travel to the GPU machine (64 MiB limit)."""
+RNG). The values are slices of one table of WEIGHT_PERIOD values, so the exported bundles'
+weights files compress well and can travel to the GPU machine (64 MiB limit)."""
 import math
 
 import numpy as np
@@ -80,8 +80,17 @@ def _table():
     return (h.astype(np.float64) / float(1 << 32) * 2.0 - 1.0)   # uniform-ish in [-1, 1)
 
 
-def _vals(table, n, k):
-    return table[(np.arange(n, dtype=np.int64) + k * 7919) % WEIGHT_PERIOD]
+def _vals(table, shape, k):
+    """Tensor number k's values: element (i, j) of its (rows, rest) view is table[i + j + ...],
+    a Hankel pattern: each row, and each row of the transpose (ONNX exports Linear weights
+    transposed), is a slice of the periodic table, so LZ compression finds it again."""
+    rows = shape[0] if len(shape) else 1
+    cols = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    if len(shape) == 1:
+        rows, cols = 1, shape[0]
+    idx = (np.arange(rows, dtype=np.int64)[:, None] + np.arange(cols, dtype=np.int64)[None, :]
+           + k * 7919) % WEIGHT_PERIOD
+    return table[idx].reshape(-1)
 
 
 def fill_weights(model, name):
@@ -104,7 +113,7 @@ def fill_weights(model, name):
                 if not t.is_floating_point():
                     continue
                 k += 1
-                v = _vals(table, t.numel(), k)
+                v = _vals(table, tuple(t.shape), k)
                 if isinstance(m, nn.BatchNorm2d):
                     v = {"weight": np.full(t.numel(), LAST_BN_GAMMA if mname in last_bn else 1.0),
                          "bias": 0.05 * v, "running_mean": np.zeros(t.numel()),

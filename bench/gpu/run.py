@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""The GPU benchmark, run on the GPU machine (python3 with torch + torchvision, nvcc): builds
+each Kiln CUDA bundle that bench/gpu/prepare.py wrote (nvcc -O3 -arch=sm_90, as a shared library
+with a small generated shim), and times Kiln (NAME_cuda_run on the context's own device buffers:
+one CUDA-graph launch), PyTorch eager and torch.compile on the same models and weights
+(models.py), FP32 without TF32 and FP16, with CUDA events after warm-up, medians. Also checks
+Kiln's outputs against PyTorch FP32 (fp16: cosine and top-1 agreement over 100 random inputs).
+Results go to OUTDIR/results.json (merged with an existing one) and a table to stdout.
+usage: python3 bench/gpu/run.py BENCHDIR OUTDIR [--deadline S] [--skip-kiln] [--skip-eager]
+           [--compile none|b1|large|all] [--large-mode default|max-autotune-no-cudagraphs]"""
+import argparse
+import concurrent.futures as cf
+import ctypes
+import lzma
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import models  # noqa: E402
+
+WARMUP, ITERS = 20, 100               # per measurement: warm-up runs, timed runs (median)
+ITERS_LARGE = 30                      # batch 256: fewer timed runs (each is long)
+ACC_INPUTS, ACC_BATCH = 100, 32       # fp16 accuracy: 100 inputs through the batch-32 bundles
+COMPILE_BUDGET_S = 75                 # a torch.compile row is skipped if less than this is left
+T0 = time.time()
+
+
+def shim_source(name, header):
+    """A C ABI over one bundle: init from a weights file, device I/O pointers, timed runs."""
+    def fields(kind):
+        m = re.search(r"typedef struct %s_%s \{(.*?)\}" % (name, kind), header, re.S)
+        return re.findall(r"\*\s*(\w+);", m.group(1))
+    ins, outs = fields("inputs"), fields("outputs")
+    set_in = "".join(f"    p[{i}] = (void *)in.{f};\n" for i, f in enumerate(ins))
+    set_out = "".join(f"    p[{len(ins) + i}] = (void *)out.{f};\n" for i, f in enumerate(outs))
+    return f"""#include <stdio.h>
+#include <stdlib.h>
+#include "{name}.h"
+extern "C" {{
+void *kb_init(const char *path, int *st) {{
+    FILE *f = fopen(path, "rb"); if (!f) {{ *st = -1; return NULL; }}
+    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    void *buf = malloc(n > 0 ? n : 1);
+    if (fread(buf, 1, n, f) != (size_t)n) {{ fclose(f); free(buf); *st = -2; return NULL; }}
+    fclose(f);
+    void *ctx = {name}_cuda_init(buf, st); free(buf); return ctx;
+}}
+int kb_nio(void) {{ return {len(ins) + len(outs)}; }}
+void kb_ptrs(void *ctx, void **p) {{
+    {name}_inputs in; {name}_outputs out; {name}_cuda_io(({name}_cuda_ctx *)ctx, &in, &out);
+{set_in}{set_out}}}
+int kb_copy(void *dst, const void *src, size_t n) {{ return (int)cudaMemcpy(dst, src, n, cudaMemcpyDefault); }}
+int kb_time(void *ctx, int warm, int iters, float *ms) {{
+    {name}_inputs in; {name}_outputs out; {name}_cuda_io(({name}_cuda_ctx *)ctx, &in, &out);
+    cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int rc = 0;
+    for (int i = 0; i < warm && !rc; i++) rc = {name}_cuda_run(({name}_cuda_ctx *)ctx, &in, &out, s);
+    cudaEvent_t *ev = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * 2 * iters);
+    for (int i = 0; i < 2 * iters; i++) cudaEventCreate(&ev[i]);
+    cudaStreamSynchronize(s);
+    for (int i = 0; i < iters && !rc; i++) {{
+        cudaEventRecord(ev[2 * i], s);
+        rc = {name}_cuda_run(({name}_cuda_ctx *)ctx, &in, &out, s);
+        cudaEventRecord(ev[2 * i + 1], s);
+    }}
+    if (cudaStreamSynchronize(s) != cudaSuccess && !rc) rc = 100;
+    for (int i = 0; i < iters && !rc; i++) cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]);
+    for (int i = 0; i < 2 * iters; i++) cudaEventDestroy(ev[i]);
+    free(ev); cudaStreamDestroy(s);
+    return rc ? rc : {name}_cuda_status(({name}_cuda_ctx *)ctx);
+}}
+int kb_run(void *ctx) {{
+    {name}_inputs in; {name}_outputs out; {name}_cuda_io(({name}_cuda_ctx *)ctx, &in, &out);
+    int rc = {name}_cuda_run(({name}_cuda_ctx *)ctx, &in, &out, 0);
+    if (!rc) rc = (int)cudaDeviceSynchronize();
+    return rc ? rc : {name}_cuda_status(({name}_cuda_ctx *)ctx);
+}}
+void kb_free(void *ctx) {{ {name}_cuda_free(({name}_cuda_ctx *)ctx); }}
+}}
+"""
+
+
+def build_bundle(bench, work, key, e, nvcc, arch):
+    src, d = bench / e["dir"], work / key
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(src, d)
+    name = e["name"]
+    if (d / "libkb.so").exists():          # prebuilt by prepare.py (nvcc there too)
+        return key, 0, "prebuilt", 0.0
+    (d / "kb_shim.cu").write_text(shim_source(name, (d / f"{name}.h").read_text()))
+    t = time.time()
+    r = subprocess.run([nvcc, "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
+                        "-o", str(d / "libkb.so"), str(d / f"{name}.cu"), str(d / "kb_shim.cu"),
+                        "-lcublasLt", "-lcudart"], capture_output=True, text=True)
+    return key, r.returncode, r.stderr[-600:], time.time() - t
+
+
+def prebuild(bench, nvcc, arch):
+    """Builds every bundle's libkb.so inside BENCHDIR (run where prepare.py runs, if it has
+    nvcc: saves the GPU machine's time; the libraries are small)."""
+    index = json.loads((bench / "index.json").read_text())
+    keys = [k for k in sorted(index) if "dir" in index[k]]
+    tmp = pathlib.Path("/tmp/kiln-gpu-bench-prebuild")
+    with cf.ThreadPoolExecutor(8) as ex:
+        for key, rc, err, s in ex.map(
+                lambda k: build_bundle(bench, tmp, k, index[k], nvcc, arch), keys):
+            print(f"nvcc {key}: {'ok' if rc == 0 else 'FAIL ' + err} {s:.0f}s", flush=True)
+            if rc == 0 and (tmp / key / "libkb.so").exists():
+                shutil.copy(tmp / key / "libkb.so", bench / index[key]["dir"] / "libkb.so")
+
+
+def bundle_note(bench, e):
+    cu = (bench / e["dir"] / f"{e['name']}.cu").read_text()
+    nodes = re.search(r"\* (\d+) nodes;", cu)
+    gen = re.search(r"(\d+) node\(s\) run the C backend's code", cu)
+    return (f"{nodes.group(1) if nodes else '?'} nodes, "
+            f"{gen.group(1) if gen else 0} on the 1-thread generic path")
+
+
+class Kiln:
+    def __init__(self, lib_path, weights):
+        self.lib = ctypes.CDLL(str(lib_path))
+        self.lib.kb_init.restype = ctypes.c_void_p
+        self.lib.kb_init.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+        for f in ("kb_ptrs", "kb_time", "kb_run", "kb_free"):
+            getattr(self.lib, f).argtypes = [ctypes.c_void_p] + \
+                {"kb_ptrs": [ctypes.POINTER(ctypes.c_void_p)],
+                 "kb_time": [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float)],
+                 "kb_run": [], "kb_free": []}[f]
+        self.lib.kb_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        st = ctypes.c_int(0)
+        self.ctx = self.lib.kb_init(str(weights).encode(), ctypes.byref(st))
+        if not self.ctx:
+            raise RuntimeError(f"init failed, status {st.value}")
+        n = self.lib.kb_nio()
+        arr = (ctypes.c_void_p * n)()
+        self.lib.kb_ptrs(self.ctx, arr)
+        self.ptrs = list(arr)
+
+    def set_inputs(self, xs):
+        for p, x in zip(self.ptrs, xs):
+            x = x.contiguous()
+            rc = self.lib.kb_copy(p, x.data_ptr(), x.numel() * x.element_size())
+            if rc:
+                raise RuntimeError(f"copy in: cuda error {rc}")
+
+    def run(self, out_like):
+        rc = self.lib.kb_run(self.ctx)
+        if rc:
+            raise RuntimeError(f"run: status {rc}")
+        y = torch.empty_like(out_like)
+        self.lib.kb_copy(y.data_ptr(), self.ptrs[-1], y.numel() * y.element_size())
+        return y
+
+    def time(self, iters):
+        ms = (ctypes.c_float * iters)()
+        rc = self.lib.kb_time(self.ctx, WARMUP, iters, ms)
+        if rc:
+            raise RuntimeError(f"timed run: status {rc}")
+        return statistics.median(list(ms))
+
+    def free(self):
+        self.lib.kb_free(self.ctx)
+
+
+def time_torch(fn, args, iters):
+    with torch.inference_mode():
+        for _ in range(WARMUP):
+            fn(*args)
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+        for a, b in ev:
+            a.record()
+            fn(*args)
+            b.record()
+        torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ev)
+
+
+_CPU, _GPU = {}, {}
+
+
+def torch_model(name, prec):
+    """The model on the GPU in the precision asked; the CPU float32 build (slow for BERT: the
+    weight formula runs in numpy) is kept for every model, GPU copies for the current model only."""
+    import copy
+    if name not in _CPU:
+        _CPU[name] = models.build(name)
+    if (name, prec) not in _GPU:
+        for k in [k for k in _GPU if k[0] != name]:
+            del _GPU[k]
+        torch.cuda.empty_cache()
+        m = copy.deepcopy(_CPU[name]).cuda()
+        _GPU[(name, prec)] = m.half() if prec == "fp16" else m
+    return _GPU[(name, prec)]
+
+
+def torch_inputs(name, batch, prec, seed=0):
+    xs = models.inputs(name, batch, seed, "cuda")
+    return tuple(x.half() if prec == "fp16" and x.is_floating_point() else x for x in xs)
+
+
+def cosine(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return float(a @ b / (a.norm() * b.norm() + 1e-300))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bench")
+    ap.add_argument("out")
+    ap.add_argument("--deadline", type=float, default=500)
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--skip-kiln", action="store_true")
+    ap.add_argument("--skip-eager", action="store_true")
+    ap.add_argument("--compile", default="all", choices=["none", "b1", "large", "all"])
+    ap.add_argument("--large-mode", default="default")
+    ap.add_argument("--models", default=",".join(models.MODELS))
+    ap.add_argument("--prebuild", action="store_true", help="only build the libraries")
+    a = ap.parse_args()
+    if a.prebuild:
+        prebuild(pathlib.Path(a.bench), shutil.which("nvcc") or "nvcc", a.arch)
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    bench, out = pathlib.Path(a.bench).resolve(), pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res_path = out / "results.json"
+    prev = bench / "results.json"          # an earlier call's results, carried back: merged
+    res = json.loads(prev.read_text()) if prev.exists() else {"rows": {}, "accuracy": {}}
+    res["device"] = torch.cuda.get_device_name(0)
+    res["torch"] = torch.__version__
+
+    def save():
+        res_path.write_text(json.dumps(res, indent=1, sort_keys=True))
+
+    index = json.loads((bench / "index.json").read_text())
+    want = a.models.split(",")
+    keys = [k for k in sorted(index) if "dir" in index[k] and index[k]["model"] in want]
+    work = pathlib.Path("/tmp/kiln-gpu-bench")
+    work.mkdir(exist_ok=True)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    libs = {}
+    if not a.skip_kiln:
+        wdir = work / "weights"
+        wdir.mkdir(exist_ok=True)
+        for gz in sorted({index[k]["weights"] for k in keys}):
+            with lzma.open(bench / "weights" / gz) as f, open(wdir / gz[:-3], "wb") as g:
+                shutil.copyfileobj(f, g, 1 << 24)
+        with cf.ThreadPoolExecutor(16) as ex:
+            for key, rc, err, s in ex.map(
+                    lambda k: build_bundle(bench, work, k, index[k], nvcc, a.arch), keys):
+                print(f"nvcc {key}: {'ok' if rc == 0 else 'FAIL'} {s:.0f}s {err if rc else ''}",
+                      flush=True)
+                if rc == 0:
+                    libs[key] = work / key / "libkb.so"
+        print(f"[{time.time() - T0:.0f}s] bundles built", flush=True)
+
+    order = sorted(keys, key=lambda k: (want.index(index[k]["model"]), index[k]["batch"],
+                                        index[k]["precision"]))
+    # Kiln and eager timings, and accuracy (batch-32 bundles), model by model
+    for key in (order if not (a.skip_kiln and a.skip_eager) else []):
+        e = index[key]
+        name, b, prec = e["model"], e["batch"], e["precision"]
+        row = res["rows"].setdefault(key, {"model": name, "batch": b, "precision": prec})
+        row["note"] = bundle_note(bench, e)
+        iters = ITERS_LARGE if b >= 256 else ITERS
+        m = torch_model(name, prec)
+        if not a.skip_eager:
+            try:
+                row["eager_ms"] = time_torch(m, torch_inputs(name, b, prec), iters)
+            except Exception as ex:  # noqa: BLE001
+                row["eager_err"] = str(ex)[:200]
+        if key in libs:
+            try:
+                k = Kiln(libs[key], work / "weights" / e["weights"][:-3])
+                xs = models.inputs(name, b, 0, "cuda")
+                k.set_inputs(xs)
+                row["kiln_ms"] = k.time(iters)
+                if b == ACC_BATCH or b == 1:
+                    m32 = torch_model(name, "fp32")
+                    ys, refs = [], []
+                    n_runs = -(-ACC_INPUTS // b) if b == ACC_BATCH else 1
+                    with torch.inference_mode():
+                        for s in range(n_runs):
+                            xs = models.inputs(name, b, 1000 + s, "cuda")
+                            k.set_inputs(xs)
+                            r = m32(*xs).float()
+                            ys.append(k.run(r))
+                            refs.append(r)
+                    y, r = torch.cat(ys)[:ACC_INPUTS], torch.cat(refs)[:ACC_INPUTS]
+                    cos = [cosine(y[i], r[i]) for i in range(y.shape[0])]
+                    acc = {"n": int(y.shape[0]), "min_cosine": min(cos),
+                           "top1_agree": float((y.argmax(1) == r.argmax(1)).float().mean()),
+                           "max_rel_err": float((y - r).norm() / r.norm())}
+                    res["accuracy"][key] = acc
+                k.free()
+            except Exception as ex:  # noqa: BLE001
+                row["kiln_err"] = str(ex)[:300]
+        print(f"[{time.time() - T0:.0f}s] {key}: {row}", flush=True)
+        save()
+
+    # torch.compile rows, while the deadline allows
+    if a.compile != "none":
+        import torch._dynamo as dynamo
+        # batch 1 first (the issue's latency rows), then 32, then 256; a later call with
+        # results.json in BENCHDIR runs only the rows still missing
+        for key in sorted(order, key=lambda k: (index[k]["batch"], order.index(k))):
+            e = index[key]
+            name, b, prec = e["model"], e["batch"], e["precision"]
+            if (b == 1) != (a.compile in ("b1", "all")) and a.compile != "all":
+                continue
+            row = res["rows"][key] if key in res["rows"] else res["rows"].setdefault(
+                key, {"model": name, "batch": b, "precision": prec})
+            if "compile_ms" in row:
+                continue
+            mode = "reduce-overhead" if b == 1 else a.large_mode
+            left = a.deadline - (time.time() - T0)
+            if left < COMPILE_BUDGET_S:
+                row["compile_err"] = f"not run: {left:.0f}s left of the call"
+                continue
+            try:
+                dynamo.reset()
+                m = torch_model(name, prec)
+                c = torch.compile(m, mode=mode, dynamic=False)
+                t = time.time()
+                with torch.inference_mode():
+                    c(*torch_inputs(name, b, prec))
+                    c(*torch_inputs(name, b, prec))
+                torch.cuda.synchronize()
+                row["compile_s"] = time.time() - t
+                row["compile_mode"] = mode
+                row["compile_ms"] = time_torch(c, torch_inputs(name, b, prec),
+                                               ITERS_LARGE if b >= 256 else ITERS)
+                row.pop("compile_err", None)
+            except Exception as ex:  # noqa: BLE001
+                row["compile_err"] = f"{type(ex).__name__}: {str(ex)[:200]}"
+            print(f"[{time.time() - T0:.0f}s] compile {key}: {row}", flush=True)
+            save()
+    save()
+    sys.path.insert(0, str(HERE))
+    import report
+    print(report.table(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -79,6 +79,20 @@ const char *cgen_type_str(CgenCtx *cx, const IrType *t);
 /* Emits every live node of cx->g in order, each after a comment naming it. */
 bool cgen_emit_nodes(CgenCtx *cx);
 
+/* Broadcast loops (backend/cgen_eltwise.c): out = f(ins...) with numpy broadcasting, as a
+ * loop nest whose dimensions are merged at compile time; stride[0] is the output's,
+ * stride[1 + k] input k's (0 along broadcast dimensions). */
+#define CGEN_BCAST_MAX_IN 16
+typedef struct CgenBcastLoop {
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    int64_t stride[CGEN_BCAST_MAX_IN + 1][IR_MAX_RANK];
+} CgenBcastLoop;
+bool cgen_bcast_loop(const CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in,
+                     CgenBcastLoop *L);
+/* The index expression of operand k (0: the output) in loop variables i0, i1... */
+const char *cgen_bcast_index(CgenCtx *cx, const CgenBcastLoop *L, int k);
+
 /* Writes the bundle for g (shapes static, memory planned) into out_dir. */
 bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d);
 

@@ -8,19 +8,15 @@
 
 #include "backend/cgen.h"
 
-#define ELT_MAX_IN 16 /* inputs of one loop (Sum/Max/... are variadic; more is refused) */
+#define ELT_MAX_IN CGEN_BCAST_MAX_IN /* Sum/Max/... are variadic; more is refused */
 
-typedef struct EltLoop {
-    int rank;
-    int64_t dims[IR_MAX_RANK];
-    int64_t stride[ELT_MAX_IN + 1][IR_MAX_RANK]; /* [0] output, [1+k] input k */
-} EltLoop;
 
 /* Computes merged loop dims and per-operand strides for out = f(ins...). */
-static bool elt_loop(CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in, EltLoop *L) {
+bool cgen_bcast_loop(const CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in,
+                     CgenBcastLoop *L) {
     const IrType *to = cgen_type(cx, out);
     int R = to->rank;
-    int64_t st[ELT_MAX_IN + 1][IR_MAX_RANK];
+    int64_t st[CGEN_BCAST_MAX_IN + 1][IR_MAX_RANK];
     for (int k = 0; k <= n_in; k++) {
         const IrType *t = k == 0 ? to : cgen_type(cx, ins[k - 1]);
         if (t->rank > R) return false;
@@ -52,7 +48,7 @@ static bool elt_loop(CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in, E
     return true;
 }
 
-static const char *elt_index(CgenCtx *cx, const EltLoop *L, int k) {
+const char *cgen_bcast_index(CgenCtx *cx, const CgenBcastLoop *L, int k) {
     CWriter t;
     cw_init(&t);
     for (int d = 0; d < L->rank; d++) {
@@ -131,9 +127,9 @@ static const char *fn(CgenCtx *cx, IrDType t, const char *base) {
  * in the compute type of their own dtype). */
 static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t *ins, int n_in,
                      const char *expr_tmpl) {
-    EltLoop L;
+    CgenBcastLoop L;
     if (n_in > ELT_MAX_IN) return cgen_unsupported(cx, n, "more than %d inputs", ELT_MAX_IN);
-    if (!elt_loop(cx, out, ins, n_in, &L))
+    if (!cgen_bcast_loop(cx, out, ins, n_in, &L))
         return cgen_unsupported(cx, n, "input shapes that do not broadcast to the output");
     CWriter *w = cx->w;
     IrDType to = (IrDType)cgen_type(cx, out)->dtype;
@@ -163,13 +159,13 @@ static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t 
             int k = p[1] - '0';
             char nm[8];
             snprintf(nm, sizeof nm, "x%d", k);
-            cw_raw(&e, "%s", load(cx, (IrDType)cgen_type(cx, ins[k])->dtype, nm, elt_index(cx, &L, k + 1)));
+            cw_raw(&e, "%s", load(cx, (IrDType)cgen_type(cx, ins[k])->dtype, nm, cgen_bcast_index(cx, &L, k + 1)));
             p++;
         } else {
             cw_raw(&e, "%c", *p);
         }
     }
-    cw_line(w, "y[%s] = %s;", elt_index(cx, &L, 0), store_wrap(cx, to, e.buf ? e.buf : ""));
+    cw_line(w, "y[%s] = %s;", cgen_bcast_index(cx, &L, 0), store_wrap(cx, to, e.buf ? e.buf : ""));
     cw_free(&e);
     w->indent -= L.rank;
     cw_close(w, NULL);

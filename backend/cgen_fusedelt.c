@@ -9,66 +9,9 @@
 #include "backend/cgen.h"
 #include "passes/passes.h"
 
-#define FEL_MAX_IN 16 /* = FusedEltwise's in_max */
+#define FEL_MAX_IN CGEN_BCAST_MAX_IN /* = FusedEltwise's in_max */
 #define FEL_MAX_ATTRS 8 /* attribute slots of a step's op (Selu, HardSigmoid: 2) */
 
-typedef struct FelLoop {
-    int rank;
-    int64_t dims[IR_MAX_RANK];
-    int64_t stride[FEL_MAX_IN + 1][IR_MAX_RANK]; /* [0] output, [1 + k] input k */
-} FelLoop;
-
-/* Merged loop dimensions and per-operand strides of out = f(ins...), broadcasting. */
-static bool fel_loop(const CgenCtx *cx, uint32_t out, const uint32_t *ins, int n_in,
-                     FelLoop *L) {
-    const IrType *to = cgen_type(cx, out);
-    int R = to->rank;
-    int64_t st[FEL_MAX_IN + 1][IR_MAX_RANK];
-    for (int k = 0; k <= n_in; k++) {
-        const IrType *t = k == 0 ? to : cgen_type(cx, ins[k - 1]);
-        if (t->rank > R) return false;
-        int64_t s = 1;
-        for (int d = R - 1; d >= 0; d--) {
-            int td = d - (R - t->rank);
-            int64_t dim = td >= 0 ? t->dims[td] : 1;
-            if (dim != 1 && dim != to->dims[d]) return false;
-            st[k][d] = dim == 1 ? 0 : s;
-            s *= dim;
-        }
-    }
-    L->rank = 0;
-    for (int d = 0; d < R; d++) {
-        if (to->dims[d] == 1) continue;
-        int m = L->rank;
-        bool merge = m > 0;
-        for (int k = 0; k <= n_in && merge; k++)
-            merge = L->stride[k][m - 1] == st[k][d] * to->dims[d];
-        if (merge) {
-            L->dims[m - 1] *= to->dims[d];
-            for (int k = 0; k <= n_in; k++) L->stride[k][m - 1] = st[k][d];
-        } else {
-            L->dims[m] = to->dims[d];
-            for (int k = 0; k <= n_in; k++) L->stride[k][m] = st[k][d];
-            L->rank++;
-        }
-    }
-    return true;
-}
-
-static const char *fel_index(CgenCtx *cx, const FelLoop *L, int k) {
-    CWriter t;
-    cw_init(&t);
-    for (int d = 0; d < L->rank; d++) {
-        int64_t s = L->stride[k][d];
-        if (s == 0) continue;
-        if (t.len) cw_raw(&t, " + ");
-        if (s == 1) cw_raw(&t, "i%d", d);
-        else cw_raw(&t, "i%d * %lld", d, (long long)s);
-    }
-    const char *r = cgen_fmt(cx, "%s", t.len ? t.buf : "0");
-    cw_free(&t);
-    return r;
-}
 
 /* A one-element constant input as a literal of the compute type, or NULL. */
 static const char *const_literal(CgenCtx *cx, uint32_t v, bool dbl) {
@@ -118,8 +61,8 @@ static bool emit_fused_eltwise(CgenCtx *cx, const IrNode *n) {
     n_steps = ops->present ? ops->n : 0;
     if (n_steps == 0 || n_args != 2 * n_steps)
         return cgen_unsupported(cx, n, "%u ops with %u args (want 2 per op)", n_steps, n_args);
-    FelLoop L;
-    if (!fel_loop(cx, out, n->inputs, n_in, &L))
+    CgenBcastLoop L;
+    if (!cgen_bcast_loop(cx, out, n->inputs, n_in, &L))
         return cgen_unsupported(cx, n, "input shapes that do not broadcast to the output");
     if (cgen_numel(cx, out) == 0) {
         cw_comment(cx->w, "empty output: nothing to compute");
@@ -130,7 +73,7 @@ static bool emit_fused_eltwise(CgenCtx *cx, const IrNode *n) {
     const char *lit[FEL_MAX_IN];
     for (int k = 0; k < n_in; k++) {
         lit[k] = const_literal(cx, n->inputs[k], dbl);
-        operand[k] = lit[k] ? lit[k] : cgen_fmt(cx, "x%d[%s]", k, fel_index(cx, &L, k + 1));
+        operand[k] = lit[k] ? lit[k] : cgen_fmt(cx, "x%d[%s]", k, cgen_bcast_index(cx, &L, k + 1));
     }
     const char *CT = dbl ? "double" : "float";
     const char **body = ir_arena_alloc(&cx->scratch, n_steps * sizeof *body);
@@ -180,7 +123,7 @@ static bool emit_fused_eltwise(CgenCtx *cx, const IrNode *n) {
     }
     if (L.rank == 0) cw_open(w, "%s", "");
     for (uint32_t s = 0; s + 1 < n_steps; s++) cw_line(w, "const %s t%u = %s;", CT, s, body[s]);
-    cw_line(w, "y[%s] = %s;", fel_index(cx, &L, 0), body[n_steps - 1]);
+    cw_line(w, "y[%s] = %s;", cgen_bcast_index(cx, &L, 0), body[n_steps - 1]);
     cw_close(w, NULL);
     w->indent -= L.rank > 0 ? L.rank - 1 : 0;
     cw_close(w, NULL);

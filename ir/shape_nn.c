@@ -425,6 +425,17 @@ void shape_attention(ShapeCtx *c) {
         c->out[0] = shape_tensor(dt, q ? q->rank : -1);
         return;
     }
+    for (int i = 0; i < 3; i++) {
+        const IrType *t = i == 0 ? q : i == 1 ? k : v;
+        if (t->rank != 3 && t->rank != 4) { /* (B, S, hidden) or (B, heads, S, head) */
+            shape_error(c, "input %d has rank %d: Attention takes rank 3 or 4", i, t->rank);
+            return;
+        }
+    }
+    if (pk && pk->rank >= 0 && pk->rank != 4) {
+        shape_error(c, "past_key has rank %d: Attention takes rank 4", pk->rank);
+        return;
+    }
     int64_t qh = ir_attr_i(c->node, IR_ATTR_ATTENTION_Q_NUM_HEADS);
     int64_t kvh = ir_attr_i(c->node, IR_ATTR_ATTENTION_KV_NUM_HEADS);
     ShapeDim b = shape_dim(q, 0), qheads, qseq, kvheads, kvseq, head, vhead;

@@ -391,7 +391,10 @@ ShapeDim shape_dim(const IrType *t, int i) {
 }
 
 void shape_set_dim(IrType *t, int i, ShapeDim d) {
-    IR_ASSERT(i >= 0 && i < t->rank);
+    /* A per-op function that meets input ranks a malformed model gives it may ask for a dim
+     * past the rank: ignore it rather than crash on untrusted input (the result merges with
+     * the declared type, and the backend still needs every shape static). */
+    if (i < 0 || i >= t->rank || i >= IR_MAX_RANK) return;
     t->dims[i] = d.v >= 0 ? d.v : IR_DIM_UNKNOWN;
     t->syms[i] = d.v >= 0 ? 0 : d.sym;
 }

@@ -11,47 +11,13 @@
 #include <sys/stat.h>
 
 #include "ir/ir.h"
+#include "tool_text.h"
 #include "passes/passes.h"
 
 #define GP_PASSES_TAG "### passes:"
 #define GP_EXPECTED_TAG "### expected\n"
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            char *b2 = realloc(buf, cap + 1);
-            if (!b2) free(buf);
-            buf = b2;
-        }
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
 
-static void show_first_difference(const char *a, const char *b) {
-    int line = 1;
-    const char *la = a, *lb = b;
-    while (*a && *a == *b) {
-        if (*a == '\n') {
-            line++;
-            la = a + 1;
-            lb = b + 1;
-        }
-        a++;
-        b++;
-    }
-    int na = (int)strcspn(la, "\n"), nb = (int)strcspn(lb, "\n");
-    printf("  expected line %d:\n    expected: %.*s\n    got:      %.*s\n", line, na, la, nb, lb);
-}
 
 /* ir_verify on the graph as its text form has it (printed in full and parsed back): values
  * that a pass left without producer or reader (a removed node's outputs) are not part of
@@ -93,7 +59,7 @@ static bool run_passes(IrGraph *g, char *names, const char *path) {
 /* 1 passed, 0 failed */
 static int check_file(const char *path, int bless) {
     size_t len = 0;
-    char *text = read_all(path, &len);
+    char *text = tool_read_all(path, &len);
     if (!text) {
         printf("FAIL %s: cannot read\n", path);
         return 0;
@@ -133,7 +99,7 @@ static int check_file(const char *path, int bless) {
             printf("%s %s\n", ok ? "BLESSED" : "FAIL (cannot write)", path);
         } else {
             printf("FAIL %s: the output differs from the expectation\n", path);
-            show_first_difference(expected, printed);
+            tool_show_first_difference(expected, printed, "expected line", "expected: ", "got:      ", 0);
         }
         free(printed);
     }

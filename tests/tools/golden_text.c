@@ -10,50 +10,14 @@
 #include <sys/stat.h>
 
 #include "ir/ir.h"
+#include "tool_text.h"
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            char *b2 = realloc(buf, cap + 1);
-            if (!b2) free(buf);
-            buf = b2;
-        }
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
 
-/* Prints the first line where a and b differ. */
-static void show_first_difference(const char *a, const char *b) {
-    int line = 1;
-    const char *la = a, *lb = b;
-    while (*a && *a == *b) {
-        if (*a == '\n') {
-            line++;
-            la = a + 1;
-            lb = b + 1;
-        }
-        a++;
-        b++;
-    }
-    int na = (int)strcspn(la, "\n"), nb = (int)strcspn(lb, "\n");
-    printf("  line %d:\n    file:    %.*s\n    printed: %.*s\n", line, na, la, nb, lb);
-}
 
 /* 1 passed, 0 failed */
 static int check_file(const char *path, int bless) {
     size_t len = 0;
-    char *text = read_all(path, &len);
+    char *text = tool_read_all(path, &len);
     if (!text) {
         printf("FAIL %s: cannot read\n", path);
         return 0;
@@ -77,7 +41,7 @@ static int check_file(const char *path, int bless) {
             printf("%s %s\n", ok ? "BLESSED" : "FAIL (cannot write)", path);
         } else {
             printf("FAIL %s: parse-then-print differs\n", path);
-            show_first_difference(text, printed);
+            tool_show_first_difference(text, printed, "line", "file:    ", "printed: ", 0);
         }
         free(printed);
         ir_graph_free(g);

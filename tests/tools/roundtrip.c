@@ -12,26 +12,10 @@
 
 #include "frontend/onnx.h"
 #include "ir/ir.h"
+#include "tool_text.h"
 
 #define LINE_SHOW_CHARS 200 /* long hex lines are cut in reports */
 
-static void show_first_difference(const char *a, const char *b) {
-    int line = 1;
-    const char *la = a, *lb = b;
-    while (*a && *a == *b) {
-        if (*a == '\n') {
-            line++;
-            la = a + 1;
-            lb = b + 1;
-        }
-        a++;
-        b++;
-    }
-    int na = (int)strcspn(la, "\n"), nb = (int)strcspn(lb, "\n");
-    if (na > LINE_SHOW_CHARS) na = LINE_SHOW_CHARS;
-    if (nb > LINE_SHOW_CHARS) nb = LINE_SHOW_CHARS;
-    printf("  line %d:\n    first:  %.*s\n    second: %.*s\n", line, na, la, nb, lb);
-}
 
 typedef enum Outcome { PASSED, FAILED, SKIPPED } Outcome;
 
@@ -81,7 +65,7 @@ static Outcome check_model(const char *path, bool infer) {
             r = PASSED;
         } else {
             printf("FAIL %s: the second print differs\n", path);
-            show_first_difference(first, second);
+            tool_show_first_difference(first, second, "line", "first:  ", "second: ", LINE_SHOW_CHARS);
         }
         diag_free(&vd);
         free(second);

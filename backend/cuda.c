@@ -195,14 +195,44 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     return cuda_emit_generic(cx, n);
 }
 
+/* s as the body of a C string literal: quotes, backslashes and '?' escaped (no trigraphs),
+ * other characters outside printable ASCII as '_'. */
+static const char *c_string(CudaCtx *cx, const char *s) {
+    CWriter tmp;
+    cw_init(&tmp);
+    cw_raw(&tmp, "%s", "");
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\' || *p == '?') cw_raw(&tmp, "\\%c", *p);
+        else cw_raw(&tmp, "%c", *p >= ' ' && *p <= '~' ? *p : '_');
+    }
+    const char *r = cgen_fmt(&cx->c, "%s", tmp.buf);
+    cw_free(&tmp);
+    return r;
+}
+
+/* The path a node's emitted code takes, for the profile: its products go to cuBLASLt, it
+ * runs the C code on one thread, or it is kernels of its own. */
+static const char *node_kind(CudaCtx *cx, size_t body_from, uint32_t generic_before) {
+    if (cx->n_generic != generic_before) return "generic";
+    return strstr(cx->c.w->buf + body_from, "kc_lt_matmul") ? "cublaslt" : "kernel";
+}
+
 static bool emit_body(CudaCtx *cx, IrGraph *g) {
     bool ok = true;
+    cx->prof_name = ir_arena_alloc(&cx->c.scratch, (g->n_nodes + 1) * sizeof *cx->prof_name);
+    cx->prof_kind = ir_arena_alloc(&cx->c.scratch, (g->n_nodes + 1) * sizeof *cx->prof_kind);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead) continue;
         cx->c.node = i;
         emit_node_comment(cx, n);
+        uint32_t k = cx->n_prof++, generic_before = cx->n_generic;
+        cw_line(cx->c.w, "KC_PROF(%u);", 2 * k);
+        size_t body_from = cx->c.w->len;
         ok &= emit_node(cx, n);
+        cx->prof_kind[k] = node_kind(cx, body_from, generic_before);
+        cx->prof_name[k] = c_string(cx, cgen_fmt(&cx->c, "%s %s", n->op_type, n->name));
+        cw_line(cx->c.w, "KC_PROF(%u);", 2 * k + 1);
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) { /* outputs no node wrote in place */
         uint32_t v = g->outputs[i];
@@ -347,6 +377,18 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
     cw_line(h, "void %s_cuda_io(const %s_cuda_ctx *ctx, %s_inputs *in, %s_outputs *out);", N, N,
             N, N);
     cw_line(h, "void %s_cuda_free(%s_cuda_ctx *ctx);", N, N);
+    cw_blank(h);
+    cw_line(h, "/* Where the time goes: runs the model once outside the graph, synchronously, on "
+               "the");
+    cw_line(h, " * context's own input buffers, with a CUDA event pair around each node; node_ms[i] "
+               "gets");
+    cw_line(h, " * node i's milliseconds. Slower than a graph launch (one launch at a time). */");
+    cw_line(h, "#define %s_PROFILE_NODES %u", U, cx->n_prof);
+    cw_line(h, "extern const char *const %s_profile_nodes[%u]; /* \"OpType name\" */", N,
+            cx->n_prof ? cx->n_prof : 1);
+    cw_line(h, "extern const char *const %s_profile_kinds[%u]; /* cublaslt, kernel or generic "
+               "(one thread) */", N, cx->n_prof ? cx->n_prof : 1);
+    cw_line(h, "int %s_cuda_profile(%s_cuda_ctx *ctx, float *node_ms);", N, N);
     cw_line(h, "#ifdef __cplusplus");
     cw_line(h, "}");
     cw_line(h, "#endif");
@@ -435,13 +477,50 @@ static void emit_run_host(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_close(c, NULL);
 }
 
+/* NAME_cuda_profile and its node tables. */
+static void emit_profile(CudaCtx *cx, CWriter *c) {
+    const char *N = cx->c.opts->name, *U = upper(cx);
+    const char *const *tables[2] = {cx->prof_name, cx->prof_kind};
+    const char *table_names[2] = {"nodes", "kinds"};
+    for (int t = 0; t < 2; t++) {
+        cw_open(c, "const char *const %s_profile_%s[%u] =", N, table_names[t],
+                cx->n_prof ? cx->n_prof : 1);
+        for (uint32_t k = 0; k < cx->n_prof; k++) cw_line(c, "\"%s\",", tables[t][k]);
+        if (cx->n_prof == 0) cw_line(c, "\"\"");
+        cw_close(c, ";");
+        cw_blank(c);
+    }
+    cw_open(c, "int %s_cuda_profile(%s_cuda_ctx *ctx, float *node_ms)", N, N);
+    cw_line(c, "enum { N_EV = 2 * %s_PROFILE_NODES };", U);
+    cw_line(c, "cudaEvent_t *ev;");
+    cw_line(c, "int made = 0, rc = %s_OK;", U);
+    cw_line(c, "if (!ctx || (!node_ms && N_EV > 0)) return %s_ERR_NULL;", U);
+    cw_line(c, "if (N_EV == 0) return %s_OK;", U);
+    cw_line(c, "ev = (cudaEvent_t *)calloc(N_EV, sizeof *ev);");
+    cw_line(c, "if (!ev) return %s_ERR_NOMEM;", U);
+    cw_line(c, "while (made < N_EV && cudaEventCreate(&ev[made]) == cudaSuccess) made++;");
+    cw_line(c, "if (made < N_EV) rc = %s_ERR_CUDA;", U);
+    cw_line(c, "if (rc == %s_OK) rc = %s_enqueue(ctx, ctx->stream, ev);", U, N);
+    cw_line(c, "if (cudaStreamSynchronize(ctx->stream) != cudaSuccess && rc == %s_OK) rc = "
+               "%s_ERR_CUDA;", U, U);
+    cw_open(c, "for (int i = 0; rc == %s_OK && i < %s_PROFILE_NODES; i++)", U, U);
+    cw_line(c, "if (cudaEventElapsedTime(&node_ms[i], ev[2 * i], ev[2 * i + 1]) != cudaSuccess) "
+               "rc = %s_ERR_CUDA;", U);
+    cw_close(c, NULL);
+    cw_line(c, "while (made > 0) cudaEventDestroy(ev[--made]);");
+    cw_line(c, "free(ev);");
+    cw_line(c, "return rc;");
+    cw_close(c, NULL);
+}
+
 static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L) {
     const char *N = cx->c.opts->name, *U = upper(cx);
     cw_line(c, "/* %s.cu: generated by kiln %s from %s. Do not edit.", N, KILN_VERSION,
             cx->c.opts->model_path ? cx->c.opts->model_path : "a model");
     cw_line(c, " * %u nodes; arena %lld bytes (lower bound %lld); products in %s. */", g->n_nodes,
             (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
-            cx->prec == CUDA_PREC_FP16 ? "fp16 tensor cores, fp32 accumulate" : "fp32 (no TF32)");
+            cx->prec == CUDA_PREC_FP16 ? "float16 storage, fp16 tensor cores with fp32 accumulation"
+                                       : "fp32 (no TF32)");
     cw_line(c, "#include <stdlib.h>");
     cw_line(c, "#include <string.h>");
     cw_blank(c);
@@ -482,15 +561,17 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
         cw_raw(c, "%s", cx->kernels->buf);
         cw_blank(c);
     }
-    cw_line(c, "/* Enqueues every node on s; run once, inside the capture of %s_cuda_init. */", N);
-    cw_open(c, "static int %s_enqueue(%s_cuda_ctx *ctx, cudaStream_t s)", N, N);
+    cw_line(c, "/* Enqueues every node on s: once inside the capture of %s_cuda_init (prof NULL),", N);
+    cw_line(c, " * and by %s_cuda_profile with an event pair per node in prof. */", N);
+    cw_line(c, "#define KC_PROF(i) do { if (prof) KC_CUDA(cudaEventRecord(prof[i], s)); } while (0)");
+    cw_open(c, "static int %s_enqueue(%s_cuda_ctx *ctx, cudaStream_t s, cudaEvent_t *prof)", N, N);
     const char *body = cx->c.w->buf ? cx->c.w->buf : "";
     /* locals only where the body uses them (nvcc warns about unused ones) */
     if (cuda_uses_word(body, "w")) cw_line(c, "const unsigned char *w = ctx->weights;");
     if (cuda_uses_word(body, "a")) cw_line(c, "unsigned char *a = ctx->dev;");
     if (cuda_uses_word(body, "in")) cw_line(c, "const %s_inputs *in = &ctx->in;", N);
     if (cuda_uses_word(body, "out")) cw_line(c, "%s_outputs *out = &ctx->out;", N);
-    if (cuda_uses_word(body, "col")) cw_line(c, "float *col = (float *)(ctx->dev + %s_OFF_COL);", U);
+    if (cuda_uses_word(body, "col")) cw_line(c, "unsigned char *col = ctx->dev + %s_OFF_COL;", U);
     if (cuda_uses_word(body, "lt_ws")) cw_line(c, "void *lt_ws = ctx->dev + %s_OFF_LT_WS;", U);
     if (cuda_uses_word(body, "status") || cx->uses_status) cw_line(c, "int *status = ctx->status;");
     if (cuda_uses_word(body, "rc")) cw_line(c, "int rc;");
@@ -547,7 +628,7 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "if (cublasLtCreate(&ctx->lt) != CUBLAS_STATUS_SUCCESS) return %s_ERR_CUBLAS;", U);
     cw_line(c, "KC_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));");
     cw_line(c, "KC_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));");
-    cw_line(c, "rc = %s_enqueue(ctx, ctx->stream);", N);
+    cw_line(c, "rc = %s_enqueue(ctx, ctx->stream, NULL);", N);
     cw_line(c, "cap = cudaStreamEndCapture(ctx->stream, &ctx->graph); /* ends it on failure too */");
     cw_line(c, "if (rc != KC_OK) return rc;");
     cw_line(c, "if (cap != cudaSuccess) return %s_ERR_CUDA;", U);
@@ -605,6 +686,8 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_blank(c);
 
     emit_run_host(cx, g, c);
+    cw_blank(c);
+    emit_profile(cx, c);
 }
 
 
@@ -613,7 +696,9 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "/* %s_test_main.cu: generated by kiln. A test harness, not part of the model code:", N);
     cw_line(c, " * %s_test WEIGHTS_FILE IN_FILE... OUT_FILE... reads each input as raw little-endian", N);
     cw_line(c, " * bytes, poisons the outputs, runs the model on the GPU through %s_cuda_run_host and", N);
-    cw_line(c, " * writes each output's raw bytes (the argument order of the C test main). */");
+    cw_line(c, " * writes each output's raw bytes (the argument order of the C test main). When every");
+    cw_line(c, " * input file holds K samples back to back (K times the input's size), it runs K times");
+    cw_line(c, " * and each output file holds the K outputs back to back. */");
     cw_line(c, "#include <stdio.h>");
     cw_line(c, "#include <stdlib.h>");
     cw_line(c, "#include <string.h>");
@@ -621,52 +706,91 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_blank(c);
     cw_line(c, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
     cw_blank(c);
-    cw_open(c, "static void *read_file(const char *path, size_t want)");
-    cw_line(c, "void *p = calloc(1, want + 1);");
+    cw_line(c, "/* The whole file; *size its length. Exits on failure. */");
+    cw_open(c, "static unsigned char *read_all(const char *path, size_t *size)");
     cw_line(c, "FILE *f = fopen(path, \"rb\");");
-    cw_line(c, "if (!p || !f || (want && fread(p, 1, want, f) != want)) { fprintf(stderr, \"%%s: "
-               "cannot read %%lu bytes\\n\", path, (unsigned long)want); exit(2); }");
+    cw_line(c, "long n;");
+    cw_line(c, "unsigned char *p;");
+    cw_line(c, "if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) "
+               "!= 0) { fprintf(stderr, \"%%s: cannot read\\n\", path); exit(2); }");
+    cw_line(c, "p = (unsigned char *)calloc(1, (size_t)n + 1);");
+    cw_line(c, "if (!p || (n && fread(p, 1, (size_t)n, f) != (size_t)n)) { fprintf(stderr, \"%%s: "
+               "cannot read %%ld bytes\\n\", path, n); exit(2); }");
     cw_line(c, "fclose(f);");
+    cw_line(c, "*size = (size_t)n;");
     cw_line(c, "return p;");
     cw_close(c, NULL);
     cw_blank(c);
-    cw_open(c, "static void write_file(const char *path, const void *p, size_t n)");
-    cw_line(c, "FILE *f = fopen(path, \"wb\");");
-    cw_line(c, "if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0) { fprintf(stderr, "
-               "\"%%s: cannot write\\n\", path); exit(2); }");
+    cw_line(c, "/* How many samples of `want` bytes a file of `size` bytes holds; exits if none or");
+    cw_line(c, " * a partial one, or a count other than *k (0: not yet known). */");
+    cw_open(c, "static void count_samples(const char *path, size_t size, size_t want, size_t *k)");
+    cw_line(c, "size_t n;");
+    cw_line(c, "if (want == 0) return; /* an empty input fits any count */");
+    cw_line(c, "n = size / want;");
+    cw_line(c, "if (size %% want != 0 || n == 0 || (*k && n != *k)) { fprintf(stderr, "
+               "\"%%s: %%lu bytes is not %%s %%lu-byte samples\\n\", path, (unsigned long)size, "
+               "*k ? \"the other inputs' count of\" : \"a whole number of\", (unsigned long)want); "
+               "exit(2); }");
+    cw_line(c, "*k = n;");
     cw_close(c, NULL);
     cw_blank(c);
     cw_open(c, "int main(int argc, char **argv)");
     cw_line(c, "%s_inputs in;", N);
     cw_line(c, "%s_outputs out;", N);
     cw_line(c, "%s_cuda_ctx *ctx;", N);
-    cw_line(c, "const void *weights;");
+    cw_line(c, "const unsigned char *weights;");
+    cw_line(c, "size_t size, k = 0;");
+    cw_line(c, "FILE *fo[%u];", g->n_outputs ? g->n_outputs : 1);
     cw_line(c, "int rc, arg = 1;");
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        cw_line(c, "const unsigned char *in%u;", i);
     cw_line(c, "if (argc != %u) { fprintf(stderr, \"usage: %%s WEIGHTS IN... OUT...\\n\", argv[0]); "
                "return 2; }", g->n_inputs + g->n_outputs + 2);
     cw_line(c, "memset(&in, 0, sizeof in);");
     cw_line(c, "memset(&out, 0, sizeof out); /* no run-time counts wanted */");
-    cw_line(c, "weights = read_file(argv[arg++], %s_WEIGHTS_SIZE);", U);
+    cw_line(c, "weights = read_all(argv[arg], &size);");
+    cw_line(c, "if (size < %s_WEIGHTS_SIZE) { fprintf(stderr, \"%%s: %%lu bytes, %%lu expected\\n\", "
+               "argv[arg], (unsigned long)size, (unsigned long)%s_WEIGHTS_SIZE); return 2; }", U, U);
+    cw_line(c, "arg++;");
     for (uint32_t i = 0; i < g->n_inputs; i++) {
-        uint32_t v = g->inputs[i];
-        cw_line(c, "in.%s = (const %s *)read_file(argv[arg++], %lld);", cx->c.field[v],
-                cgen_ctype((IrDType)g->values[v].type.dtype), (long long)value_bytes(cx, v));
+        cw_line(c, "in%u = read_all(argv[arg], &size);", i);
+        cw_line(c, "count_samples(argv[arg++], size, %lld, &k);",
+                (long long)value_bytes(cx, g->inputs[i]));
     }
+    cw_line(c, "if (k == 0) k = 1;");
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         const char *f = cx->out_field[i];
         cw_line(c, "out.%s = (%s *)malloc(%lld + 1);", f,
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)value_bytes(cx, v));
-        cw_line(c, "memset(out.%s, POISON_BYTE, %lld + 1);", f, (long long)value_bytes(cx, v));
+        cw_line(c, "if (!out.%s || !(fo[%u] = fopen(argv[arg + %u], \"wb\"))) { fprintf(stderr, "
+                   "\"%%s: cannot write\\n\", argv[arg + %u]); return 2; }", f, i, i, i);
     }
     cw_line(c, "ctx = %s_cuda_init(weights, &rc);", N);
     cw_line(c, "if (!ctx) { fprintf(stderr, \"%s_cuda_init failed: status %%d\\n\", rc); return 1; }", N);
-    cw_line(c, "rc = %s_cuda_run_host(ctx, &in, &out);", N);
-    cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_cuda_run_host failed: status %%d\\n\", rc); "
-               "return 1; }", U, N);
+    cw_open(c, "for (size_t j = 0; j < k; j++)");
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        uint32_t v = g->inputs[i];
+        cw_line(c, "in.%s = (const %s *)(in%u + j * %lld);", cx->c.field[v],
+                cgen_ctype((IrDType)g->values[v].type.dtype), i, (long long)value_bytes(cx, v));
+    }
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "write_file(argv[arg++], out.%s, %lld);", cx->out_field[i],
+        cw_line(c, "memset(out.%s, POISON_BYTE, %lld + 1);", cx->out_field[i],
                 (long long)value_bytes(cx, g->outputs[i]));
+    cw_line(c, "rc = %s_cuda_run_host(ctx, &in, &out);", N);
+    cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_cuda_run_host failed on sample %%lu: "
+               "status %%d\\n\", (unsigned long)j, rc); return 1; }", U, N);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        int64_t nb = value_bytes(cx, g->outputs[i]);
+        if (nb > 0)
+            cw_line(c, "if (fwrite(out.%s, 1, %lld, fo[%u]) != %lld) { fprintf(stderr, \"%%s: "
+                       "cannot write\\n\", argv[arg + %u]); return 2; }", cx->out_field[i],
+                    (long long)nb, i, (long long)nb, i);
+    }
+    cw_close(c, NULL);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        cw_line(c, "if (fclose(fo[%u]) != 0) { fprintf(stderr, \"%%s: cannot write\\n\", argv[arg + "
+                   "%u]); return 2; }", i, i);
     cw_line(c, "%s_cuda_free(ctx);", N);
     cw_line(c, "return 0;");
     cw_close(c, NULL);
@@ -735,6 +859,14 @@ static void emit_readme(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
                "`%s.h`.", N, N);
 }
 
+/* The float16 storage of --precision fp16 covers the nodes that have a CUDA kernel of their
+ * own (all of them take float16); nodes on the generic path (the C code on one thread)
+ * stay float32. */
+static bool runs_in_fp16(const IrGraph *g, const IrNode *n, void *arg) {
+    (void)g, (void)arg;
+    return cuda_emit_table[n->op] && cuda_emit_table[n->op] != cuda_emit_generic;
+}
+
 bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
                        const char *out_dir, Diag *d) {
     cuda_tables_init();
@@ -759,6 +891,7 @@ bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
         if (pass_known(no_cuda_kernel[i])) disabled[popts.n_disabled++] = no_cuda_kernel[i];
     popts.disabled = disabled;
     if (!pass_pipeline_run(g, &popts, PASS_STAGE_OPTIMIZE, d)) return false;
+    if (prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
     if (!cgen_control_prepare(g, d)) return false;
     if (!check_supported(g, d)) return false;
     if (!pass_pipeline_run(g, &popts, PASS_STAGE_PLAN, d)) return false;

@@ -10,7 +10,8 @@
 
 typedef enum CudaPrecision {
     CUDA_PREC_FP32 = 0, /* float32 products, no TF32 (CUBLAS_COMPUTE_32F) */
-    CUDA_PREC_FP16      /* float32 storage, fp16 tensor-core products (32F_FAST_16F) */
+    CUDA_PREC_FP16      /* float16 storage (pass_fp16) and fp16 tensor-core products with
+                         * fp32 accumulation; float32 graph inputs and outputs */
 } CudaPrecision;
 
 /* runtime files one bundle can use: the kc_*.cuh files and the C runtime's rt_*.h */
@@ -26,6 +27,8 @@ typedef struct CudaCtx {
     const char *rt[CUDA_MAX_RUNTIME];
     uint32_t n_rt;
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
+    uint32_t n_prof;     /* nodes timed by NAME_cuda_profile, in emission order */
+    const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
     const char **out_field; /* NAME_outputs field per output slot (C++-safe) */
 } CudaCtx;
 

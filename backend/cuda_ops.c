@@ -14,6 +14,10 @@
 
 #define KOP_MAX_SLOTS 16  /* operands of one elementwise kernel (the C emitter's own cap) */
 #define KOP_TYPE_CHARS 32 /* longest C type name of an operand */
+/* im2col workspace a convolution may use to batch its images into one strided product: a
+ * batch of images amortises the per-product cost (large batches would otherwise run one
+ * small product per image); past this, images go in chunks. */
+#define CONV_COL_BUDGET ((int64_t)256 << 20)
 
 CudaEmitFn cuda_emit_table[IR_OP_COUNT];
 
@@ -45,12 +49,33 @@ static const char *fmt_f(CudaCtx *cx, double v) {
     return cgen_fmt(&cx->c, "%sf", buf);
 }
 
-static bool all_f32(CudaCtx *cx, const IrNode *n) {
-    for (uint32_t k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] != IR_NONE && dtype_of(cx, n->inputs[k]) != IR_DTYPE_F32) return false;
-    for (uint32_t k = 0; k < n->n_outputs; k++)
-        if (n->outputs[k] != IR_NONE && dtype_of(cx, n->outputs[k]) != IR_DTYPE_F32) return false;
-    return true;
+/* The element type of the kc_* kernels for n: "float" when its float operands are all
+ * float32, "__half" when all float16 (--precision fp16), else NULL (and a diagnostic). */
+static const char *ktype(CudaCtx *cx, const IrNode *n) {
+    IrDType first = IR_DTYPE_UNDEF;
+    for (uint32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        uint32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v == IR_NONE) continue;
+        IrDType t = dtype_of(cx, v);
+        if ((t != IR_DTYPE_F32 && t != IR_DTYPE_F16) || (first && t != first)) {
+            unsupported(cx, n, "element types other than all float32 or all float16");
+            return NULL;
+        }
+        first = t;
+    }
+    return first == IR_DTYPE_F16 ? "__half" : "float";
+}
+
+/* v's pointer for a kc_* kernel: float16 as __half (cgen_ptr's uint16_t is for the C
+ * expressions); const is cast away, the kernels' parameters put it back. */
+static const char *kptr(CudaCtx *cx, uint32_t v) {
+    if (dtype_of(cx, v) != IR_DTYPE_F16) return ptr(cx, v);
+    return cgen_fmt(&cx->c, "((__half *)%s)", ptr(cx, v));
+}
+
+/* An absent optional operand of element type T. */
+static const char *knull(CudaCtx *cx, const char *T) {
+    return cgen_fmt(&cx->c, "(const %s *)NULL", T);
 }
 
 /* A constant integer tensor's values into v (at most max), or false. */
@@ -334,6 +359,29 @@ static bool emit_concat(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
+/* Split: output k is the next outputs[k].dims[axis] entries along axis (its static shape
+ * says how many, whichever form the sizes took: input, attribute or equal parts). */
+static bool emit_split(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0];
+    if (!elem_ok(cx, n, x)) return false;
+    const IrType *tx = cgen_type(&cx->c, x);
+    int r = tx->rank;
+    int64_t axis = ir_attr_i(n, IR_ATTR_SPLIT_AXIS);
+    if (axis < 0) axis += r;
+    if (r > 8 || axis < 0 || axis >= r) return unsupported(cx, n, "this rank or axis");
+    int64_t sx[IR_MAX_RANK], sy[IR_MAX_RANK], off = 0;
+    strides_of(tx, sx);
+    for (uint32_t k = 0; k < n->n_outputs; k++) {
+        uint32_t y = n->outputs[k];
+        if (y == IR_NONE) continue;
+        const IrType *ty = cgen_type(&cx->c, y);
+        strides_of(ty, sy);
+        if (numel(cx, y) > 0) emit_strided(cx, x, y, r, ty->dims, sx, sy, off * sx[axis], 0);
+        off += ty->dims[axis];
+    }
+    return true;
+}
+
 static bool emit_slice(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     if (!elem_ok(cx, n, y)) return false;
@@ -419,9 +467,15 @@ static const char *act_kind(const char *attr) {
 typedef struct MmPlan {
     int64_t m, n, k, lda, ldb, ldd, sa, sb, sd;
     int trans_a, trans_b, batch;
+    bool half; /* float16 storage */
     const char *A, *B, *C, *D, *bias, *act;
     double alpha, beta, act_alpha, act_beta;
 } MmPlan;
+
+/* The cuBLASLt compute type of a product: float16 storage accumulates in float32. */
+static const char *compute_type(CudaCtx *cx, bool half) {
+    return half ? "CUBLAS_COMPUTE_32F" : cgen_fmt(&cx->c, "%s_COMPUTE", upper_name(cx));
+}
 
 static void emit_lt(CudaCtx *cx, const MmPlan *p) {
     CWriter *w = cx->c.w;
@@ -444,8 +498,9 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
     if (p->bias) cw_line(w, "p.bias = %s;", p->bias);
     cw_line(w, "p.act = %s; p.act_alpha = %s; p.act_beta = %s;", p->act ? p->act : "KC_ACT_NONE",
             fmt_f(cx, p->act_alpha), fmt_f(cx, p->act_beta));
-    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s_COMPUTE, &p)) != "
-               "KC_OK) return rc;", upper_name(cx), upper_name(cx));
+    if (p->half) cw_line(w, "p.half = 1;");
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p)) != KC_OK) "
+               "return rc;", upper_name(cx), compute_type(cx, p->half));
     cw_close(w, NULL);
 }
 
@@ -453,7 +508,8 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
  * broadcast, or equal batches). Row-major C = A B is computed as column-major C^T = B^T A^T. */
 static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b);
     int64_t M = ta->rank >= 2 ? ta->dims[ta->rank - 2] : 1, K = ta->dims[ta->rank - 1];
     int64_t N = tb->rank >= 2 ? tb->dims[tb->rank - 1] : 1;
@@ -488,6 +544,7 @@ static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
         }
     }
     if (numel(cx, y) == 0) return true;
+    p.half = T[0] == '_';
     p.m = N, p.n = M, p.k = K;
     p.A = ptr(cx, b), p.lda = N; /* B (K,N) row-major = (N,K) column-major */
     p.B = ptr(cx, a), p.ldb = K; /* A (M,K) row-major = (K,M) column-major */
@@ -501,7 +558,8 @@ static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
 static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     bool fused = n->op == IR_OP_FUSED_GEMM;
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b), *ty = cgen_type(&cx->c, y);
     if (ta->rank != 2 || tb->rank != 2) return unsupported(cx, n, "operands of rank != 2");
     int trans_a = ir_attr_i(n, fused ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A) != 0;
@@ -539,6 +597,7 @@ static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
         }
     }
     p.batch = 1;
+    p.half = T[0] == '_';
     p.m = N, p.n = M, p.k = K;
     /* column-major view: op(B)^T is (N,K): B stored (K,N) -> as is, ld N; (N,K) -> T, ld K */
     p.A = ptr(cx, b), p.trans_a = trans_b, p.lda = trans_b ? K : N;
@@ -628,7 +687,8 @@ static void hw(const IrType *t, int64_t *h, int64_t *w) {
 static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], wt = n->inputs[1], y = n->outputs[0];
     bool fused = n->op == IR_OP_FUSED_CONV;
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt), *ty = cgen_type(&cx->c, y);
     if (tx->rank != 3 && tx->rank != 4) return unsupported(cx, n, "spatial ranks other than 1 and 2");
     Geom G;
@@ -646,8 +706,10 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
         al = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA);
         be = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA);
     }
-    const char *bias = has_input(n, 2) ? ptr(cx, n->inputs[2]) : "(const float *)NULL";
-    const char *res = fused && has_input(n, 3) ? ptr(cx, n->inputs[3]) : "(const float *)NULL";
+    const char *bias = has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T);
+    const char *res = fused && has_input(n, 3) ? kptr(cx, n->inputs[3]) : knull(cx, T);
+    bool half = T[0] == '_';
+    int64_t esize = half ? 2 : 4;
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     CWriter *w = cx->c.w;
@@ -655,7 +717,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
         cw_open(w, "%s", "");
         cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
         checked(cx, cgen_fmt(&cx->c, "kc_dwconv(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, %s, %s)",
-                             ptr(cx, x), ptr(cx, wt), bias, res, ptr(cx, y), (long long)N,
+                             kptr(cx, x), kptr(cx, wt), bias, res, kptr(cx, y), (long long)N,
                              (long long)(K / C), act, fmt_f(cx, al), fmt_f(cx, be)));
         cw_close(w, NULL);
         return true;
@@ -663,15 +725,19 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     int64_t Cg = C / group, Kg = K / group, P = OH * OW, CRS = Cg * G.kh * G.kw;
     bool direct = G.kh == 1 && G.kw == 1 && G.sh == 1 && G.sw == 1 && G.ph == 0 && G.pw == 0 &&
                   OH == H && OW == W;
-    if (!direct) {
-        int64_t bytes = C * G.kh * G.kw * P * (int64_t)sizeof(float);
-        if (bytes > cx->col_bytes) cx->col_bytes = bytes;
-    }
+    /* Images per product: one group -> a strided batch of images sharing the weights (stride
+     * 0), as many as fit the im2col budget; grouped -> one image, a batch of groups. */
+    int64_t col_image = direct ? 0 : C * G.kh * G.kw * P * esize;
+    int64_t chunk = 1;
+    if (group == 1) chunk = col_image ? CONV_COL_BUDGET / col_image : N;
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    if (col_image * chunk > cx->col_bytes) cx->col_bytes = col_image * chunk;
     cuda_use_runtime(cx, "kc_blas.cuh");
     cw_open(w, "%s", "");
     cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
-    cw_line(w, "const float *x = %s;", ptr(cx, x));
-    cw_line(w, "float *y = %s;", ptr(cx, y));
+    cw_line(w, "const %s *x = %s;", T, kptr(cx, x));
+    cw_line(w, "%s *y = %s;", T, kptr(cx, y));
     cw_line(w, "KcMatmul m;");
     cw_line(w, "(void)p;");
     cw_line(w, "memset(&m, 0, sizeof m);");
@@ -681,19 +747,27 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     cw_line(w, "m.B = %s;", ptr(cx, wt));
     cw_line(w, "m.lda = %lld; m.ldb = %lld; m.ldd = %lld;", (long long)P, (long long)CRS,
             (long long)P);
-    cw_line(w, "m.sa = %lld; m.sb = %lld; m.sd = %lld; m.batch = %lld;", (long long)(CRS * P),
-            (long long)(Kg * CRS), (long long)(Kg * P), (long long)group);
+    if (group == 1) /* images: col (or x) and y advance, the weights stay */
+        cw_line(w, "m.sa = %lld; m.sb = 0; m.sd = %lld;", (long long)(CRS * P), (long long)(K * P));
+    else
+        cw_line(w, "m.sa = %lld; m.sb = %lld; m.sd = %lld; m.batch = %lld;", (long long)(CRS * P),
+                (long long)(Kg * CRS), (long long)(Kg * P), (long long)group);
     cw_line(w, "m.alpha = 1.0f;");
-    cw_open(w, "for (int64_t i = 0; i < %lld; i++)", (long long)N);
+    if (half) cw_line(w, "m.half = 1;");
+    cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)N, (long long)chunk);
+    if (group == 1)
+        cw_line(w, "m.batch = (int)(%lld - i < %lld ? %lld - i : %lld);", (long long)N,
+                (long long)chunk, (long long)N, (long long)chunk);
     if (direct) {
         cw_line(w, "m.A = x + i * %lld;", (long long)(C * H * W));
     } else {
-        checked(cx, cgen_fmt(&cx->c, "kc_im2col(s, x + i * %lld, col, &p)", (long long)(C * H * W)));
+        checked(cx, cgen_fmt(&cx->c, "kc_im2col(s, x + i * %lld, (%s *)col, &p, %s)",
+                             (long long)(C * H * W), T, group == 1 ? "m.batch" : "1"));
         cw_line(w, "m.A = col;");
     }
     cw_line(w, "m.D = y + i * %lld;", (long long)(K * P));
-    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s_COMPUTE, &m)) != "
-               "KC_OK) return rc;", upper_name(cx), upper_name(cx));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
+               "return rc;", upper_name(cx), compute_type(cx, half));
     cw_close(w, NULL);
     if (has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",
@@ -705,7 +779,8 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
 
 static bool emit_pool(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     if (n->n_outputs > 1 && n->outputs[1] != IR_NONE)
         return unsupported(cx, n, "the Indices output of MaxPool");
     Geom G;
@@ -720,7 +795,7 @@ static bool emit_pool(CudaCtx *cx, const IrNode *n) {
     cuda_use_runtime(cx, "kc_nn.cuh");
     cw_open(cx->c.w, "%s", "");
     cw_line(cx->c.w, "static const KcConv2d p = %s;", conv_params(cx, 1, H, W, &G, OH, OW));
-    checked(cx, cgen_fmt(&cx->c, "kc_pool(s, %s, %s, &p, %lld, %d, %d)", ptr(cx, x), ptr(cx, y),
+    checked(cx, cgen_fmt(&cx->c, "kc_pool(s, %s, %s, &p, %lld, %d, %d)", kptr(cx, x), kptr(cx, y),
                          (long long)(tx->dims[0] * tx->dims[1]), is_max, count_pad));
     cw_close(cx->c.w, NULL);
     return true;
@@ -728,20 +803,22 @@ static bool emit_pool(CudaCtx *cx, const IrNode *n) {
 
 static bool emit_global_avg(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     const IrType *tx = cgen_type(&cx->c, x);
     if (tx->rank < 2) return unsupported(cx, n, "rank below 2");
     int64_t rows = tx->dims[0] * tx->dims[1];
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
-    checked(cx, cgen_fmt(&cx->c, "kc_global_avg(s, %s, %s, %lld, %lld)", ptr(cx, x), ptr(cx, y),
+    checked(cx, cgen_fmt(&cx->c, "kc_global_avg(s, %s, %s, %lld, %lld)", kptr(cx, x), kptr(cx, y),
                          (long long)rows, (long long)(rows ? numel(cx, x) / rows : 0)));
     return true;
 }
 
 static bool emit_batchnorm(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     if (ir_attr_i(n, IR_ATTR_BATCH_NORMALIZATION_TRAINING_MODE))
         return unsupported(cx, n, "training mode");
     for (uint32_t k = 1; k < n->n_outputs; k++)
@@ -755,8 +832,8 @@ static bool emit_batchnorm(CudaCtx *cx, const IrNode *n) {
     if (total == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     checked(cx, cgen_fmt(&cx->c, "kc_batchnorm(s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld)",
-                         ptr(cx, x), ptr(cx, y), ptr(cx, n->inputs[1]), ptr(cx, n->inputs[2]),
-                         ptr(cx, n->inputs[3]), ptr(cx, n->inputs[4]),
+                         kptr(cx, x), kptr(cx, y), kptr(cx, n->inputs[1]), kptr(cx, n->inputs[2]),
+                         kptr(cx, n->inputs[3]), kptr(cx, n->inputs[4]),
                          fmt_f(cx, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON)),
                          (long long)C, (long long)HW, (long long)total));
     return true;
@@ -764,7 +841,8 @@ static bool emit_batchnorm(CudaCtx *cx, const IrNode *n) {
 
 static bool emit_softmax(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     bool is_log = n->op == IR_OP_LOG_SOFTMAX;
     const IrType *tx = cgen_type(&cx->c, x);
     IrAttrId id = is_log ? IR_ATTR_LOG_SOFTMAX_AXIS : IR_ATTR_SOFTMAX_AXIS;
@@ -780,14 +858,15 @@ static bool emit_softmax(CudaCtx *cx, const IrNode *n) {
     }
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
-    checked(cx, cgen_fmt(&cx->c, "kc_softmax(s, %s, %s, %lld, %lld, %lld, %d)", ptr(cx, x),
-                         ptr(cx, y), (long long)outer, (long long)D, (long long)inner, is_log));
+    checked(cx, cgen_fmt(&cx->c, "kc_softmax(s, %s, %s, %lld, %lld, %lld, %d)", kptr(cx, x),
+                         kptr(cx, y), (long long)outer, (long long)D, (long long)inner, is_log));
     return true;
 }
 
 static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
-    if (!all_f32(cx, n)) return unsupported(cx, n, "element types other than float32");
+    const char *T = ktype(cx, n);
+    if (!T) return false;
     const IrType *tx = cgen_type(&cx->c, x);
     int64_t axis = ir_attr_i(n, IR_ATTR_LAYER_NORMALIZATION_AXIS);
     if (axis < 0) axis += tx->rank;
@@ -800,16 +879,17 @@ static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
     if (!has_input(n, 1) || numel(cx, n->inputs[1]) != D ||
         (has_input(n, 2) && numel(cx, n->inputs[2]) != D))
         return unsupported(cx, n, "a scale or bias that is not the normalized shape");
-    const char *mean = n->n_outputs > 1 && n->outputs[1] != IR_NONE ? ptr(cx, n->outputs[1])
-                                                                   : "(float *)NULL";
-    const char *inv = n->n_outputs > 2 && n->outputs[2] != IR_NONE ? ptr(cx, n->outputs[2])
-                                                                  : "(float *)NULL";
+    const char *none = cgen_fmt(&cx->c, "(%s *)NULL", T);
+    const char *mean = n->n_outputs > 1 && n->outputs[1] != IR_NONE ? kptr(cx, n->outputs[1])
+                                                                   : none;
+    const char *inv = n->n_outputs > 2 && n->outputs[2] != IR_NONE ? kptr(cx, n->outputs[2])
+                                                                  : none;
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     checked(cx, cgen_fmt(&cx->c, "kc_layernorm(s, %s, %s, %s, %s, %s, %s, %lld, %lld, %s)",
-                         ptr(cx, x), ptr(cx, n->inputs[1]),
-                         has_input(n, 2) ? ptr(cx, n->inputs[2]) : "(const float *)NULL",
-                         ptr(cx, y), mean, inv, (long long)rows, (long long)D,
+                         kptr(cx, x), kptr(cx, n->inputs[1]),
+                         has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T),
+                         kptr(cx, y), mean, inv, (long long)rows, (long long)D,
                          fmt_f(cx, ir_attr_f(n, IR_ATTR_LAYER_NORMALIZATION_EPSILON))));
     return true;
 }
@@ -899,6 +979,7 @@ void cuda_tables_init(void) {
     cuda_emit_table[IR_OP_EXPAND] = emit_expand;
     cuda_emit_table[IR_OP_CONCAT] = emit_concat;
     cuda_emit_table[IR_OP_SLICE] = emit_slice;
+    cuda_emit_table[IR_OP_SPLIT] = emit_split;
     cuda_emit_table[IR_OP_GATHER] = emit_gather;
     cuda_emit_table[IR_OP_MAT_MUL] = emit_matmul;
     cuda_emit_table[IR_OP_FUSED_MAT_MUL] = emit_matmul;

@@ -51,6 +51,8 @@ uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_
  * returned in *data, and the value id to read. */
 uint32_t pass_rewrite_const_f32(IrGraph *g, uint32_t v, bool exclusive, const char *suffix,
                                 int rank, const int64_t *dims, float **data);
+/* base + suffix, or base + suffix + ".N", whichever no value of g is named yet (arena copy). */
+const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix);
 /* Replaces node `slot` with a fresh node of op (attribute slots from the op table, inputs
  * and outputs IR_NONE), keeping its place in the node order; returns the node. The old
  * node's output values lose their producer unless the caller reconnects them. */
@@ -130,6 +132,13 @@ bool pass_lower_sequences(IrGraph *g, Diag *d);
  * tensor input becomes a tensor input of the same name. False (with diagnostics) on a bad
  * spec. */
 bool pass_bind_seq_inputs(IrGraph *g, const char *const *specs, unsigned n_specs, Diag *d);
+/* Float16 storage (passes/fp16.c), for the CUDA backend's --precision fp16: float32 values
+ * of the nodes keep accepts (NULL: every node without a subgraph) become float16, with
+ * Casts where float16 and float32 meet; graph inputs and outputs stay float32 under their
+ * names. Not in the pipeline: the backend runs it after stage OPTIMIZE ("fp16" for
+ * pass_run_named, with keep NULL). requires: static types; invalidates: node ids, uses. */
+typedef bool (*PassFp16Keep)(const IrGraph *g, const IrNode *n, void *arg);
+bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d);
 /* pass_plan_memory in the pipeline's shape: always "changed". */
 bool pass_plan_memory_changed(IrGraph *g, Diag *d);
 

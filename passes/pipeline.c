@@ -60,7 +60,22 @@ bool pass_known(const char *name) {
     return false;
 }
 
+static bool fp16_all(IrGraph *g, Diag *d) { return pass_fp16(g, NULL, NULL, d); }
+
+/* Passes outside the pipeline that a backend runs itself, by name for pass_run_named. */
+static const PassEntry on_request[] = {
+    {"fp16", true, PASS_STAGE_OPTIMIZE, fp16_all,
+     "float32 values become float16 (the CUDA backend's --precision fp16)"},
+};
+#define N_ON_REQUEST (sizeof on_request / sizeof on_request[0])
+
 bool pass_run_named(IrGraph *g, const char *name, Diag *d, bool *changed) {
+    for (unsigned i = 0; i < N_ON_REQUEST; i++)
+        if (strcmp(on_request[i].name, name) == 0) {
+            bool c = on_request[i].run(g, d);
+            if (changed) *changed = c;
+            return true;
+        }
     for (unsigned i = 0; i < N_PASSES; i++)
         if (strcmp(pipeline[i].name, name) == 0) {
             bool c = pipeline[i].run(g, d);

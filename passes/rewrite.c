@@ -29,6 +29,14 @@ static bool name_taken(const IrGraph *g, const char *name) {
     return false;
 }
 
+const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", base ? base : "v", suffix);
+    for (int k = 1; name_taken(g, name) && k < REWRITE_NAME_TRIES; k++)
+        snprintf(name, sizeof name, "%s%s.%d", base ? base : "v", suffix, k);
+    return ir_arena_strdup(g->arena, name);
+}
+
 uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_t *dims,
                             float **data) {
     char name[256];

@@ -122,11 +122,11 @@ __global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, int64_t C, i
     }
 }
 
-static inline int kc_bias_act(cudaStream_t s, float *y, const float *bias, const float *r,
-                              int64_t C, int64_t inner, int64_t total, int kind, float al,
-                              float be) {
+template <typename T>
+static inline int kc_bias_act(cudaStream_t s, T *y, const T *bias, const T *r, int64_t C,
+                              int64_t inner, int64_t total, int kind, float al, float be) {
     if (total <= 0) return KC_OK;
-    kc_bias_act_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(y, bias, r, C, inner, total,
+    kc_bias_act_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(y, bias, r, C, inner, total,
                                                                     kind, al, be);
     KC_LAUNCHED();
     return KC_OK;

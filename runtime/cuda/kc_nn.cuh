@@ -1,4 +1,5 @@
-/* kc_nn.cuh: neural-network kernels of CUDA bundles, float32: im2col for convolution
+/* kc_nn.cuh: neural-network kernels of CUDA bundles, float32 or float16 storage (T; the
+ * arithmetic is float32 either way): im2col for convolution
  * (the product itself is cuBLASLt's, kc_blas.cuh), direct depthwise convolution with its
  * bias and activation, max/average pooling, global average pooling, inference batch
  * normalization, softmax and layer normalization (one warp per row). 2-D spatial shapes;
@@ -15,24 +16,26 @@ typedef struct KcConv2d {
     int64_t sh, sw, ph, pw, dh, dw; /* strides, leading pads, dilations */
 } KcConv2d;
 
-/* x: (C,H,W) -> col: (C*R*S, OH*OW), zero outside the image. */
+/* x: n images (C,H,W) -> col: n blocks (C*R*S, OH*OW), zero outside the image. */
 template <typename T>
-__global__ void kc_im2col_kernel(const T *x, T *col, KcConv2d p) {
-    int64_t P = p.OH * p.OW, total = p.C * p.R * p.S * P;
+__global__ void kc_im2col_kernel(const T *x, T *col, KcConv2d p, int64_t n) {
+    int64_t P = p.OH * p.OW, CRS = p.C * p.R * p.S, total = n * CRS * P;
     KC_FOR(i, total) {
-        int64_t q = i % P, row = i / P;
+        int64_t q = i % P, row = (i / P) % CRS, img = i / (P * CRS);
         int64_t s = row % p.S, r = (row / p.S) % p.R, c = row / (p.S * p.R);
         int64_t oh = q / p.OW, ow = q % p.OW;
         int64_t ih = oh * p.sh - p.ph + r * p.dh, iw = ow * p.sw - p.pw + s * p.dw;
-        col[i] = (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) ? x[(c * p.H + ih) * p.W + iw]
-                                                              : (T)0;
+        col[i] = (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W)
+                     ? x[((img * p.C + c) * p.H + ih) * p.W + iw]
+                     : (T)0;
     }
 }
 
-static inline int kc_im2col(cudaStream_t s, const float *x, float *col, const KcConv2d *p) {
-    int64_t total = p->C * p->R * p->S * p->OH * p->OW;
+template <typename T>
+static inline int kc_im2col(cudaStream_t s, const T *x, T *col, const KcConv2d *p, int64_t n) {
+    int64_t total = n * p->C * p->R * p->S * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_im2col_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, col, *p);
+    kc_im2col_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, col, *p, n);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -63,13 +66,14 @@ __global__ void kc_dwconv_kernel(const T *x, const T *w, const T *b, const T *r,
     }
 }
 
-static inline int kc_dwconv(cudaStream_t s, const float *x, const float *w, const float *b,
-                            const float *r, float *y, const KcConv2d *p, int64_t N,
-                            int64_t mult, int act, float al, float be) {
+template <typename T>
+static inline int kc_dwconv(cudaStream_t s, const T *x, const T *w, const T *b, const T *r,
+                            T *y, const KcConv2d *p, int64_t N, int64_t mult, int act, float al,
+                            float be) {
     int64_t total = N * p->C * mult * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_dwconv_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, b, r, y, *p, N, mult,
-                                                                  act, al, be);
+    kc_dwconv_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, b, r, y, *p, N, mult, act,
+                                                              al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -104,11 +108,12 @@ __global__ void kc_pool_kernel(const T *x, T *y, KcConv2d p, int64_t NC, int is_
     }
 }
 
-static inline int kc_pool(cudaStream_t s, const float *x, float *y, const KcConv2d *p,
-                          int64_t NC, int is_max, int count_pad) {
+template <typename T>
+static inline int kc_pool(cudaStream_t s, const T *x, T *y, const KcConv2d *p, int64_t NC,
+                          int is_max, int count_pad) {
     int64_t total = NC * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_pool_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p, NC, is_max, count_pad);
+    kc_pool_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p, NC, is_max, count_pad);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -140,10 +145,10 @@ static inline unsigned kc_row_blocks(int64_t rows) {
     return (unsigned)((rows + KC_ROW_WARPS - 1) / KC_ROW_WARPS);
 }
 
-static inline int kc_global_avg(cudaStream_t s, const float *x, float *y, int64_t rows,
-                                int64_t HW) {
+template <typename T>
+static inline int kc_global_avg(cudaStream_t s, const T *x, T *y, int64_t rows, int64_t HW) {
     if (rows <= 0) return KC_OK;
-    kc_row_mean_kernel<float><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(x, y, rows, HW);
+    kc_row_mean_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(x, y, rows, HW);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -160,12 +165,13 @@ __global__ void kc_batchnorm_kernel(const T *x, T *y, const T *scale, const T *b
     }
 }
 
-static inline int kc_batchnorm(cudaStream_t s, const float *x, float *y, const float *scale,
-                               const float *bias, const float *mean, const float *var, float eps,
-                               int64_t C, int64_t HW, int64_t total) {
+template <typename T>
+static inline int kc_batchnorm(cudaStream_t s, const T *x, T *y, const T *scale, const T *bias,
+                               const T *mean, const T *var, float eps, int64_t C, int64_t HW,
+                               int64_t total) {
     if (total <= 0) return KC_OK;
-    kc_batchnorm_kernel<float><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, scale, bias, mean, var,
-                                                                     eps, C, HW, total);
+    kc_batchnorm_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, scale, bias, mean, var,
+                                                                 eps, C, HW, total);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -191,11 +197,12 @@ __global__ void kc_softmax_kernel(const T *x, T *y, int64_t lines, int64_t D, in
     }
 }
 
-static inline int kc_softmax(cudaStream_t s, const float *x, float *y, int64_t outer, int64_t D,
+template <typename T>
+static inline int kc_softmax(cudaStream_t s, const T *x, T *y, int64_t outer, int64_t D,
                              int64_t inner, int is_log) {
     int64_t lines = outer * inner;
     if (lines <= 0 || D <= 0) return KC_OK;
-    kc_softmax_kernel<float><<<kc_row_blocks(lines), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+    kc_softmax_kernel<T><<<kc_row_blocks(lines), KC_ROW_WARPS * KC_WARP, 0, s>>>(
         x, y, lines, D, inner, is_log);
     KC_LAUNCHED();
     return KC_OK;
@@ -226,11 +233,11 @@ __global__ void kc_layernorm_kernel(const T *x, const T *scale, const T *bias, T
     if (lane == 0 && inv_out) inv_out[row] = (T)inv;
 }
 
-static inline int kc_layernorm(cudaStream_t s, const float *x, const float *scale,
-                               const float *bias, float *y, float *mean, float *inv, int64_t rows,
-                               int64_t D, float eps) {
+template <typename T>
+static inline int kc_layernorm(cudaStream_t s, const T *x, const T *scale, const T *bias, T *y,
+                               T *mean, T *inv, int64_t rows, int64_t D, float eps) {
     if (rows <= 0 || D <= 0) return KC_OK;
-    kc_layernorm_kernel<float><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+    kc_layernorm_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
         x, scale, bias, y, mean, inv, rows, D, eps);
     KC_LAUNCHED();
     return KC_OK;

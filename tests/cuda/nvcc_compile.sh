@@ -3,7 +3,8 @@
 # real-model suite's models that the backend supports (from the export cache of
 # tests/models/run.py) and of the small generated models of tests/cuda/make_models.py,
 # then nvcc -Werror all-warnings of each bundle for sm_80 and sm_90 (compile only) and a
-# link of its test main against cuBLASLt and the CUDA runtime. Models with ops the CUDA
+# link of its test main against cuBLASLt and the CUDA runtime; each model again with
+# --precision fp16 (float16 storage) for sm_90. Models with ops the CUDA
 # backend lacks are listed as refused (kiln's diagnostics), not failed.
 # usage: tests/cuda/nvcc_compile.sh KILN [WORK_DIR]; ends with "N passed, N failed".
 set -u
@@ -30,30 +31,40 @@ for repo_model in examples/models/tinycnn.onnx examples/digits/digits.onnx; do
     [ -f "$ROOT/$repo_model" ] && models+=("$ROOT/$repo_model")
 done
 
+# each model in fp32 for every architecture, and with --precision fp16 (float16 storage) for
+# the last one (tag _fp16)
+jobs=()
 for m in "${models[@]}"; do
     [ -f "$m" ] || continue
+    jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }")
+done
+for job in "${jobs[@]}"; do
+    m=${job%%:*} rest=${job#*:}
+    prec=${rest%%:*} archs=${rest#*:}
     name=$(basename "$m" .onnx | tr -c 'A-Za-z0-9_\n' '_')
-    out="$WORK/bundles/$name"
+    tag=$name
+    [ "$prec" = fp16 ] && tag=${name}_fp16
+    out="$WORK/bundles/$tag"
     rm -rf "$out"
-    if ! "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --test-main --dim batch=1 \
-            >"$WORK/$name.kiln.log" 2>&1; then
+    if ! "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --precision "$prec" \
+            --test-main --dim batch=1 >"$WORK/$tag.kiln.log" 2>&1; then
         refused=$((refused + 1))
-        echo "REFUSED $name: $(grep -c 'no CUDA kernel for this op' "$WORK/$name.kiln.log") node(s) without a CUDA kernel:" \
-             "$(grep -o '([A-Za-z.]*, opset' "$WORK/$name.kiln.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';' | head -c 300)"
-        grep -q 'no CUDA kernel' "$WORK/$name.kiln.log" || sed 's/^/    /' "$WORK/$name.kiln.log" | head -3
+        echo "REFUSED $tag: $(grep -c 'no CUDA kernel for this op' "$WORK/$tag.kiln.log") node(s) without a CUDA kernel:" \
+             "$(grep -o '([A-Za-z.]*, opset' "$WORK/$tag.kiln.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';' | head -c 300)"
+        grep -q 'no CUDA kernel' "$WORK/$tag.kiln.log" || sed 's/^/    /' "$WORK/$tag.kiln.log" | head -3
         continue
     fi
-    for arch in $ARCHS; do
+    for arch in $archs; do
         if (cd "$out" && "$NVCC" -Werror all-warnings -arch=sm_$arch -c "$name.cu" -o "$name.sm_$arch.o" \
-                >"$WORK/$name.sm_$arch.log" 2>&1 &&
+                >"$WORK/$tag.sm_$arch.log" 2>&1 &&
             "$NVCC" -Werror all-warnings -arch=sm_$arch "${name}_test_main.cu" "$name.sm_$arch.o" \
-                -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$name.sm_$arch.log" 2>&1); then
+                -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$tag.sm_$arch.log" 2>&1); then
             passed=$((passed + 1))
-            echo "ok      $name sm_$arch"
+            echo "ok      $tag sm_$arch"
         else
             failed=$((failed + 1))
-            echo "FAIL    $name sm_$arch (log: $WORK/$name.sm_$arch.log)"
-            head -5 "$WORK/$name.sm_$arch.log" | sed 's/^/    /'
+            echo "FAIL    $tag sm_$arch (log: $WORK/$tag.sm_$arch.log)"
+            head -5 "$WORK/$tag.sm_$arch.log" | sed 's/^/    /'
         fi
     done
 done

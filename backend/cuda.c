@@ -876,8 +876,8 @@ bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
         return false;
     }
     /* The passes run as for C, less those whose results have no CUDA kernel yet: fused
-     * attention and elementwise chains, and channels-last layouts (kernels are NCHW). */
-    static const char *const no_cuda_kernel[] = {"fuse-attention", "fuse-eltwise", "layout"};
+     * attention and elementwise chains. */
+    static const char *const no_cuda_kernel[] = {"fuse-attention", "fuse-eltwise"};
     enum { N_NO_CUDA = sizeof no_cuda_kernel / sizeof *no_cuda_kernel };
     const PassOptions *po = opts->passes;
     const char *disabled[CUDA_MAX_DISABLED];

@@ -129,12 +129,14 @@ static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_
     cw_raw(k, " {\n");
     k->indent++;
     cw_open(k, "KC_FOR(t, %lld)", (long long)total);
-    if (m->rank > 0) cw_line(k, "int64_t r = t;");
+    /* 32-bit index arithmetic when every index fits (cheaper division on the GPU) */
+    const char *it = total < INT32_MAX ? "uint32_t" : "size_t";
+    if (m->rank > 0) cw_line(k, "%s r = (%s)t;", it, it);
     for (int d = m->rank - 1; d >= 1; d--) {
-        cw_line(k, "size_t i%d = (size_t)(r %% %lld);", d, (long long)m->dims[d]);
-        cw_line(k, "r /= %lld;", (long long)m->dims[d]);
+        cw_line(k, "%s i%d = r %% %lldu;", it, d, (long long)m->dims[d]);
+        cw_line(k, "r /= %lldu;", (long long)m->dims[d]);
     }
-    if (m->rank > 0) cw_line(k, "size_t i0 = (size_t)r;");
+    if (m->rank > 0) cw_line(k, "%s i0 = r;", it);
     cw_line(k, "%s", m->store);
     cw_close(k, NULL);
     cw_close(k, NULL);
@@ -640,9 +642,10 @@ static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int
         break;
     }
     const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
-    if (tx->layout == IR_LAYOUT_NHWC || ty->layout == IR_LAYOUT_NHWC)
-        return unsupported(cx, n, "channels-last (NHWC) tensors");
-    int sp = tx->rank - 2;
+    bool nhwc = tx->layout == IR_LAYOUT_NHWC;
+    if (nhwc != (ty->layout == IR_LAYOUT_NHWC) || (nhwc && tx->rank != 4))
+        return unsupported(cx, n, "mixed layouts");
+    int sp = tx->rank - 2, first = nhwc ? 1 : 2; /* the first spatial dim in storage order */
     if (sp < 1 || sp > 2) return unsupported(cx, n, "spatial ranks other than 1 and 2");
     uint32_t nk = 0, np = 0, ns = 0, nd = 0;
     const int64_t *ks = ir_attr_ints(n, a_ks, &nk), *pads = ir_attr_ints(n, a_pads, &np);
@@ -655,7 +658,7 @@ static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int
         if (k[j] <= 0) return unsupported(cx, n, "a missing kernel_shape");
         if (st && ns == (uint32_t)sp) s[j] = st[i];
         if (dil && nd == (uint32_t)sp) dd[j] = dil[i];
-        int64_t in = tx->dims[2 + i], out = ty->dims[2 + i];
+        int64_t in = tx->dims[first + i], out = ty->dims[first + i];
         if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
             int64_t total = (out - 1) * s[j] + (k[j] - 1) * dd[j] + 1 - in;
             if (total < 0) total = 0;
@@ -678,10 +681,111 @@ static const char *conv_params(CudaCtx *cx, int64_t C, int64_t H, int64_t W, con
                     (long long)G->dh, (long long)G->dw);
 }
 
-/* H and W of a 1-D or 2-D NC... tensor (1-D: H = 1). */
+/* H and W of a 1-D or 2-D NC... tensor (1-D: H = 1), or of a 2-D NHWC one. */
 static void hw(const IrType *t, int64_t *h, int64_t *w) {
-    *h = t->rank == 4 ? t->dims[2] : 1;
-    *w = t->dims[t->rank - 1];
+    bool nhwc = t->layout == IR_LAYOUT_NHWC;
+    *h = t->rank == 4 ? t->dims[nhwc ? 1 : 2] : 1;
+    *w = t->dims[nhwc ? 2 : t->rank - 1];
+}
+
+/* The channel count of an NC... or NHWC tensor. */
+static int64_t channels(const IrType *t) {
+    return t->dims[t->layout == IR_LAYOUT_NHWC ? t->rank - 1 : 1];
+}
+
+typedef struct ConvNhwc {
+    const char *T; /* element type */
+    bool half;
+    int64_t esize;
+    uint32_t x, wt, y;
+    int64_t N, C, K, H, W, OH, OW, group;
+    const char *act;
+    double al, be;
+    const char *bias, *res; /* pointer expressions, or NULL */
+} ConvNhwc;
+
+/* A channels-last convolution: depthwise as a direct kernel; otherwise products whose rows
+ * are output pixels, Y (rows, M) = col (rows, KH*KW*C) @ W (KH*KW*C, M) -- 1x1 stride-1
+ * convolutions read X itself, others an im2col of as many images as fit the budget -- with
+ * bias, activation and residual in cuBLASLt's epilogue (residual as C, beta 1); grouped,
+ * one product per group on column blocks and one bias/residual/activation pass after. */
+static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
+    CWriter *w = cx->c.w;
+    const IrType *tw = cgen_type(&cx->c, c->wt);
+    const char *params = conv_params(cx, c->C, c->H, c->W, G, c->OH, c->OW);
+    const char *T = c->T;
+    if (c->group == c->C && tw->dims[2] == 1) { /* depthwise */
+        cw_open(w, "%s", "");
+        cw_line(w, "static const KcConv2d p = %s;", params);
+        checked(cx, cgen_fmt(&cx->c, "kc_dwconv_nhwc(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, "
+                                     "%s, %s)",
+                             kptr(cx, c->x), kptr(cx, c->wt), c->bias ? c->bias : knull(cx, T),
+                             c->res ? c->res : knull(cx, T), kptr(cx, c->y), (long long)c->N,
+                             (long long)(c->K / c->C), c->act, fmt_f(cx, c->al),
+                             fmt_f(cx, c->be)));
+        cw_close(w, NULL);
+        return true;
+    }
+    int64_t groups = c->group, Cg = c->C / groups, Mg = c->K / groups;
+    int64_t P = c->OH * c->OW, CRS = c->C * G->kh * G->kw, CRSg = Cg * G->kh * G->kw;
+    bool direct = G->kh == 1 && G->kw == 1 && G->sh == 1 && G->sw == 1 && G->ph == 0 &&
+                  G->pw == 0 && c->OH == c->H && c->OW == c->W;
+    bool epilogue = groups == 1; /* grouped: plain products, then one bias/residual/act pass */
+    int64_t col_image = direct ? 0 : P * CRS * c->esize;
+    int64_t chunk = col_image ? CONV_COL_BUDGET / col_image : c->N;
+    if (chunk < 1) chunk = 1;
+    if (chunk > c->N) chunk = c->N;
+    if (col_image * chunk > cx->col_bytes) cx->col_bytes = col_image * chunk;
+    cuda_use_runtime(cx, "kc_blas.cuh");
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcConv2d p = %s;", params);
+    cw_line(w, "const %s *x = %s;", T, kptr(cx, c->x));
+    cw_line(w, "const %s *wt = %s;", T, kptr(cx, c->wt));
+    cw_line(w, "%s *y = %s;", T, kptr(cx, c->y));
+    if (c->res && epilogue) cw_line(w, "const %s *r = %s;", T, c->res);
+    cw_line(w, "KcMatmul m;");
+    cw_line(w, "(void)p;");
+    cw_line(w, "memset(&m, 0, sizeof m);");
+    /* column-major, per group g: D_g (Mg, rows) = W_g (Mg, CRSg) B_g (CRSg, rows), B = col or
+     * X, both (rows, CRS) row-major with group g's columns a block; W_g, D_g column blocks */
+    cw_line(w, "m.m = %lld; m.k = %lld; m.batch = 1;", (long long)Mg, (long long)CRSg);
+    cw_line(w, "m.lda = %lld; m.ldb = %lld; m.ldd = %lld;", (long long)c->K,
+            (long long)(direct ? c->C : CRS), (long long)c->K);
+    cw_line(w, "m.alpha = 1.0f;");
+    if (epilogue) {
+        if (c->bias) cw_line(w, "m.bias = %s;", c->bias);
+        if (c->res) cw_line(w, "m.beta = 1.0f; /* the residual, as C */");
+        cw_line(w, "m.act = %s; m.act_alpha = %s; m.act_beta = %s;", c->act, fmt_f(cx, c->al),
+                fmt_f(cx, c->be));
+    }
+    if (c->half) cw_line(w, "m.half = 1;");
+    cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)c->N, (long long)chunk);
+    cw_line(w, "int64_t nb = %lld - i < %lld ? %lld - i : %lld;", (long long)c->N,
+            (long long)chunk, (long long)c->N, (long long)chunk);
+    cw_line(w, "m.n = nb * %lld;", (long long)P);
+    if (!direct)
+        checked(cx, cgen_fmt(&cx->c, "kc_im2col_nhwc(s, x + i * %lld, (%s *)col, &p, nb, %lld)",
+                             (long long)(c->H * c->W * c->C), T, (long long)groups));
+    cw_open(w, "for (int64_t g = 0; g < %lld; g++)", (long long)groups);
+    cw_line(w, "m.A = wt + g * %lld;", (long long)Mg);
+    if (direct)
+        cw_line(w, "m.B = x + i * %lld + g * %lld;", (long long)(c->H * c->W * c->C),
+                (long long)Cg);
+    else
+        cw_line(w, "m.B = (const %s *)col + g * %lld;", T, (long long)CRSg);
+    if (c->res && epilogue) cw_line(w, "m.C = r + i * %lld;", (long long)(P * c->K));
+    cw_line(w, "m.D = y + i * %lld + g * %lld;", (long long)(P * c->K), (long long)Mg);
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
+               "return rc;", upper_name(cx), compute_type(cx, c->half));
+    cw_close(w, NULL);
+    cw_close(w, NULL);
+    if (!epilogue && (c->bias || c->res || strcmp(c->act, "KC_ACT_NONE") != 0))
+        checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, 1, %lld, %s, %s, %s)",
+                             c->bias ? c->bias : knull(cx, T), c->res ? c->res : knull(cx, T),
+                             (long long)c->K, (long long)numel(cx, c->y), c->act,
+                             fmt_f(cx, c->al), fmt_f(cx, c->be)));
+    cw_close(w, NULL);
+    return true;
 }
 
 static bool emit_conv(CudaCtx *cx, const IrNode *n) {
@@ -691,10 +795,11 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     if (!T) return false;
     const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt), *ty = cgen_type(&cx->c, y);
     if (tx->rank != 3 && tx->rank != 4) return unsupported(cx, n, "spatial ranks other than 1 and 2");
+    bool nhwc = tx->layout == IR_LAYOUT_NHWC; /* then W is (KH,KW,C/group,M) */
     Geom G;
-    if (!geom(cx, n, x, y, tw->dims + 2, &G)) return false;
+    if (!geom(cx, n, x, y, nhwc ? tw->dims : tw->dims + 2, &G)) return false;
     int64_t group = ir_attr_i(n, fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
-    int64_t N = tx->dims[0], C = tx->dims[1], K = ty->dims[1], H, W, OH, OW;
+    int64_t N = tx->dims[0], C = channels(tx), K = channels(ty), H, W, OH, OW;
     hw(tx, &H, &W);
     hw(ty, &OH, &OW);
     if (group <= 0 || C % group || K % group) return unsupported(cx, n, "this group count");
@@ -713,6 +818,11 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     CWriter *w = cx->c.w;
+    if (nhwc) {
+        ConvNhwc cv = {T, half, esize, x, wt, y, N, C, K, H, W, OH, OW, group, act, al, be,
+                       has_input(n, 2) ? bias : NULL, fused && has_input(n, 3) ? res : NULL};
+        return emit_conv_nhwc(cx, &G, &cv);
+    }
     if (group == C && tw->dims[1] == 1) { /* depthwise: direct */
         cw_open(w, "%s", "");
         cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
@@ -793,10 +903,17 @@ static bool emit_pool(CudaCtx *cx, const IrNode *n) {
     int count_pad = is_max ? 0 : (int)ir_attr_i(n, IR_ATTR_AVERAGE_POOL_COUNT_INCLUDE_PAD);
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
+    bool nhwc = tx->layout == IR_LAYOUT_NHWC;
     cw_open(cx->c.w, "%s", "");
-    cw_line(cx->c.w, "static const KcConv2d p = %s;", conv_params(cx, 1, H, W, &G, OH, OW));
-    checked(cx, cgen_fmt(&cx->c, "kc_pool(s, %s, %s, &p, %lld, %d, %d)", kptr(cx, x), kptr(cx, y),
-                         (long long)(tx->dims[0] * tx->dims[1]), is_max, count_pad));
+    cw_line(cx->c.w, "static const KcConv2d p = %s;",
+            conv_params(cx, nhwc ? channels(tx) : 1, H, W, &G, OH, OW));
+    if (nhwc)
+        checked(cx, cgen_fmt(&cx->c, "kc_pool_nhwc(s, %s, %s, &p, %lld, %d, %d)", kptr(cx, x),
+                             kptr(cx, y), (long long)tx->dims[0], is_max, count_pad));
+    else
+        checked(cx, cgen_fmt(&cx->c, "kc_pool(s, %s, %s, &p, %lld, %d, %d)", kptr(cx, x),
+                             kptr(cx, y), (long long)(tx->dims[0] * tx->dims[1]), is_max,
+                             count_pad));
     cw_close(cx->c.w, NULL);
     return true;
 }
@@ -807,9 +924,16 @@ static bool emit_global_avg(CudaCtx *cx, const IrNode *n) {
     if (!T) return false;
     const IrType *tx = cgen_type(&cx->c, x);
     if (tx->rank < 2) return unsupported(cx, n, "rank below 2");
-    int64_t rows = tx->dims[0] * tx->dims[1];
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
+    if (tx->layout == IR_LAYOUT_NHWC) {
+        int64_t C = channels(tx), N = tx->dims[0];
+        checked(cx, cgen_fmt(&cx->c, "kc_global_avg_nhwc(s, %s, %s, %lld, %lld, %lld)",
+                             kptr(cx, x), kptr(cx, y), (long long)N,
+                             (long long)(N * C != 0 ? numel(cx, x) / (N * C) : 0), (long long)C));
+        return true;
+    }
+    int64_t rows = tx->dims[0] * tx->dims[1];
     checked(cx, cgen_fmt(&cx->c, "kc_global_avg(s, %s, %s, %lld, %lld)", kptr(cx, x), kptr(cx, y),
                          (long long)rows, (long long)(rows ? numel(cx, x) / rows : 0)));
     return true;

@@ -16,11 +16,12 @@
 #define RT_CNHWC_TILE_M 8 /* output channels per tile: 4 x 8 accumulators fit 8 SSE or 4 AVX
                              registers, with room for the weight row and a broadcast */
 
-/* The f32 tile with GCC/Clang vector extensions (portable C99 below otherwise): one
- * RT_CNHWC_TILE_M-wide vector accumulator per pixel, whatever the target's SIMD width (the
- * compiler splits it into the registers it has). Plain loops get vectorized along the wrong
- * axis at -O3, which spills the accumulators. */
-#if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT)
+/* The f32 tile with GCC/Clang vector extensions (portable C99 below otherwise, and under
+ * nvcc, whose device code has no such vectors): one RT_CNHWC_TILE_M-wide vector accumulator
+ * per pixel, whatever the target's SIMD width (the compiler splits it into the registers it
+ * has). Plain loops get vectorized along the wrong axis at -O3, which spills the
+ * accumulators. */
+#if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
 #define RT_CNHWC_VEC 1
 typedef float rt_cnhwc_v8f __attribute__((vector_size(RT_CNHWC_TILE_M * sizeof(float))));
 RT_API void rt_conv_nhwc_tile4x8_f32(int64_t cg, int64_t M, const float *const *xp,

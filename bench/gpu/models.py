@@ -4,7 +4,11 @@ from torchvision (weights=None) and a hand-written BERT-base encoder (12 layers,
 12 heads, intermediate 3072, sequence 128). Weights come from fill_weights, an integer-hash
 formula evaluated in numpy (exactly reproducible across torch/numpy versions, unlike torch's
 RNG). The values are slices of one table of WEIGHT_PERIOD values, so the exported bundles'
-weights files compress well and can travel to the GPU machine (64 MiB limit)."""
+weights files compress well and can travel to the GPU machine (64 MiB limit). BatchNorm running
+statistics are measured once, at prepare time (calibrate: train-mode passes on seeded random
+inputs), and travel in a small file (save_stats / load_stats): without them (identity
+statistics) activations grow layer after layer and ResNet-50's fp32 and fp64 logits differ by
+~13%, which makes any fp16 accuracy figure meaningless."""
 import math
 
 import numpy as np
@@ -16,9 +20,14 @@ import torchvision
 WEIGHT_PERIOD = 4099          # prime, so the pattern does not line up with rows or channels
 HASH_MUL = 2654435761         # Knuth's multiplicative hash constant
 SEED = 20240611
-LAST_BN_GAMMA = 0.2           # ResNet's bn3 / MobileNet's last block BN: keeps residual sums tame
+# the scale of a residual branch's last BN (ResNet's bn3, MobileNet's last block BN): keeps the
+# residual sums tame. ResNet-50 with calibrated statistics is chaotic at 0.2 (fp32 and fp64
+# logits differ by 4e-5, 1e-7 input noise grows 25x); at 0.05 they differ by 1.2e-6.
+LAST_BN_GAMMA = {"resnet50": 0.05, "mobilenet_v2": 0.2}
 BERT = dict(vocab=30522, seq=128, dim=768, heads=12, layers=12, ffn=3072, classes=2)
 IMAGE = (3, 224, 224)
+CALIB_PASSES, CALIB_BATCH = 4, 16   # BN statistics: averaged over 64 seeded random images
+CALIB_SEED = 777                    # the calibration inputs' seeds: CALIB_SEED + pass
 
 
 class SelfAttention(nn.Module):
@@ -95,8 +104,9 @@ def _vals(table, shape, k):
 
 def fill_weights(model, name):
     """Sets every parameter and buffer from the hash table: conv/linear weights He/LeCun-scaled,
-    BN as identity statistics (gamma 1, or LAST_BN_GAMMA on a residual branch's last BN), small
-    biases. Deterministic: same values on any machine."""
+    BN with identity statistics (gamma 1, or LAST_BN_GAMMA on a residual branch's last BN;
+    calibrate measures the real statistics), small biases. Deterministic: same values on any
+    machine."""
     table = _table()
     last_bn = set()
     if name == "resnet50":
@@ -115,7 +125,8 @@ def fill_weights(model, name):
                 k += 1
                 v = _vals(table, tuple(t.shape), k)
                 if isinstance(m, nn.BatchNorm2d):
-                    v = {"weight": np.full(t.numel(), LAST_BN_GAMMA if mname in last_bn else 1.0),
+                    gamma = LAST_BN_GAMMA[name] if mname in last_bn else 1.0
+                    v = {"weight": np.full(t.numel(), gamma),
                          "bias": 0.05 * v, "running_mean": np.zeros(t.numel()),
                          "running_var": np.ones(t.numel())}[pname]
                 elif isinstance(m, nn.LayerNorm):
@@ -132,8 +143,71 @@ def fill_weights(model, name):
     return model
 
 
-def build(name):
-    """The model in eval mode with the benchmark's weights (float32, CPU)."""
+def _bns(model):
+    return [(n, m) for n, m in model.named_modules()
+            if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+
+
+def calibrate(model, name):
+    """Measures every BatchNorm's running mean (per channel) and variance (one per layer, see
+    below) on seeded random inputs (train-mode passes under no_grad, a plain average over
+    CALIB_PASSES batches) and returns them as
+    {"NAME/module.running_mean": float32 array, ...}; the model is left in eval mode with
+    them. Models without BatchNorm return {}."""
+    bns = _bns(model)
+    if not bns:
+        return {}
+    with torch.no_grad():
+        for _, bn in bns:
+            bn.reset_running_stats()
+            bn.momentum = None
+        model.train()
+        for p in range(CALIB_PASSES):
+            model(*inputs(name, CALIB_BATCH, CALIB_SEED + p))
+    model.eval()
+    stats = {}
+    for n, bn in bns:
+        stats[f"{name}/{n}.running_mean"] = bn.running_mean.numpy().astype(np.float32)
+        # one variance per layer (the mean over its channels), not per channel: folded into
+        # the convolution, a per-channel scale would make every weight distinct and the
+        # weights files incompressible (ResNet-50: 72 MB of xz, over the 64 MiB the GPU
+        # machine takes); a per-layer scale keeps the hash table's period inside each layer
+        var = bn.running_var.numpy().astype(np.float32)
+        stats[f"{name}/{n}.running_var"] = np.full_like(var, var.mean())
+        bn.running_var.copy_(torch.from_numpy(stats[f"{name}/{n}.running_var"]))
+    return stats
+
+
+def apply_stats(model, name, stats):
+    """Loads calibrate's statistics for this model into its BatchNorms; raises KeyError when
+    the file lacks one (a model prepared before the statistics existed)."""
+    with torch.no_grad():
+        for n, bn in _bns(model):
+            for buf in ("running_mean", "running_var"):
+                v = np.asarray(stats[f"{name}/{n}.{buf}"], dtype=np.float32)
+                getattr(bn, buf).copy_(torch.from_numpy(v).reshape(getattr(bn, buf).shape))
+    return model
+
+
+def save_stats(path, stats):
+    """Merges stats into the .npz file at path (other models' entries stay)."""
+    old = load_stats(path)
+    old.update(stats)
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **old)
+
+
+def load_stats(path):
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        return {}
+
+
+def build(name, stats=None):
+    """The model in eval mode with the benchmark's weights (float32, CPU); stats: the
+    BatchNorm statistics of calibrate / load_stats (None: identity statistics)."""
     if name == "resnet50":
         m = torchvision.models.resnet50(weights=None)
     elif name == "mobilenet_v2":
@@ -142,7 +216,10 @@ def build(name):
         m = BertBase()
     else:
         raise ValueError(name)
-    return fill_weights(m, name).eval()
+    m = fill_weights(m, name)
+    if stats is not None:
+        apply_stats(m, name, stats)
+    return m.eval()
 
 
 def inputs(name, batch, seed, device="cpu"):

@@ -3,7 +3,9 @@ at batch 1, 32 and 256 (opset 17), compiles each with `kiln compile --target cud
 fp16 into OUT/NAME_bB_PREC/, and stores each distinct weights file once, xz-compressed, as
 OUT/weights/SHA.bin.xz (bundles name theirs in OUT/index.json). The periodic weights of
 models.py make ResNet-50 and BERT-base small enough to carry; run.py rebuilds the PyTorch
-models from the same formula on the GPU machine.
+models from the same formula on the GPU machine. BatchNorm statistics are measured here
+(models.calibrate) before the export, which folds them into the convolutions, and stored in
+OUT/bn_stats.npz (a few hundred KB), which run.py loads into its PyTorch models.
 usage: python3 bench/gpu/prepare.py KILN OUT [MODEL...]"""
 import concurrent.futures as cf
 import hashlib
@@ -61,6 +63,7 @@ def main():
     torch.set_num_threads(2)
     for name in names:
         model = models.build(name)
+        models.save_stats(out / "bn_stats.npz", models.calibrate(model, name))
         p = onnx_dir / f"{name}.onnx"
         export(name, model, p)
         print(f"exported {p}", flush=True)

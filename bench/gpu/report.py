@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Turns bench/gpu/run.py's results.json into the benchmark's markdown (docs/gpu-bench.md):
-one table of latency/throughput with ratios, one of Kiln's accuracy against PyTorch FP32.
+one table of latency/throughput with ratios, one of where Kiln's time goes (per-node profile),
+one of Kiln's accuracy against PyTorch FP32.
 usage: python3 bench/gpu/report.py RESULTS.json [CALLS_NOTE] > docs/gpu-bench.md"""
 import json
 import sys
 
 FP16_MIN_COSINE, FP16_MIN_TOP1 = 0.999, 0.99   # the issue's fp16 acceptance thresholds
 MODEL_ORDER = {"resnet50": 0, "mobilenet_v2": 1, "bert_base": 2}
+TOP_OPS_SHOWN = 3
 
 
 def _ms(v):
@@ -17,9 +19,36 @@ def _ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
 
+def _sorted_rows(res):
+    return sorted(res["rows"].values(), key=lambda r: (MODEL_ORDER.get(r["model"], 9),
+                                                       r["batch"], r["precision"] != "fp32"))
+
+
+def profile_table(res):
+    """Where the time goes: per Kiln row, the per-node profile's sums (run.py's prof_* fields)."""
+    rows = [r for r in _sorted_rows(res) if "prof_total_ms" in r or "prof_err" in r]
+    if not rows:
+        return ""
+    out = ["| model | batch | precision | kiln ms (graph) | profiled node sum ms | cublaslt ms | "
+           "kernel ms | generic ms | gap ms | top op types (ms) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "prof_total_ms" not in r:
+            out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | "
+                       f"{_ms(r.get('kiln_ms'))} | - | - | - | - | - | "
+                       f"profile failed: {r['prof_err'][:80]} |")
+            continue
+        kind = r.get("prof_by_kind", {})
+        ops = ", ".join(f"{op} {ms:.3f}" for op, ms in r.get("prof_by_op", [])[:TOP_OPS_SHOWN])
+        out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {_ms(r.get('kiln_ms'))} | "
+                   f"{_ms(r['prof_total_ms'])} | {_ms(kind.get('cublaslt'))} | "
+                   f"{_ms(kind.get('kernel'))} | {_ms(kind.get('generic'))} | "
+                   f"{_ms(r.get('gap_ms'))} | {ops} |")
+    return "\n".join(out)
+
+
 def table(res):
-    rows = sorted(res["rows"].values(), key=lambda r: (MODEL_ORDER.get(r["model"], 9),
-                                                         r["batch"], r["precision"] != "fp32"))
+    rows = _sorted_rows(res)
     out = ["| model | batch | precision | kiln ms | eager ms | compile ms (mode) | "
            "kiln/eager | kiln/compile | kiln img-or-seq/s | note |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -34,18 +63,29 @@ def table(res):
         tput = f"{r['batch'] / k * 1e3:.0f}" if k else "-"
         out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {_ms(k)} | {_ms(e)} | "
                    f"{cm} | {_ratio(k, e)} | {_ratio(k, c)} | {tput} | {note} |")
+    prof = profile_table(res)
+    if prof:
+        out += ["", "Where the time goes (Kiln: `NAME_cuda_profile`, one eager run with a CUDA "
+                "event pair around each node, median of 3; gap = graph replay minus the node "
+                "sum, negative when the eager run is slower than the graph):", "", prof]
     acc = res.get("accuracy", {})
     if acc:
         out += ["", "| bundle | inputs | min cosine vs PyTorch fp32 | top-1 agreement | "
-                "rel. L2 error | fp16 check |", "|---|---|---|---|---|---|"]
+                "rel. L2 error | fp16 check | PyTorch fp16: min cosine / top-1 / rel. L2 |",
+                "|---|---|---|---|---|---|---|"]
         for key in sorted(acc, key=lambda s: (MODEL_ORDER.get(s.rsplit("_b", 1)[0], 9), s)):
             a = acc[key]
             ok = ""
             if key.endswith("fp16") and a["n"] >= 100:
                 ok = "pass" if a["min_cosine"] >= FP16_MIN_COSINE and \
                     a["top1_agree"] >= FP16_MIN_TOP1 else "FAIL"
+            peer = "-"
+            if "torch_fp16_min_cosine" in a:
+                peer = (f"{a['torch_fp16_min_cosine']:.6f} / "
+                        f"{100 * a['torch_fp16_top1_agree']:.1f}% / "
+                        f"{a['torch_fp16_max_rel_err']:.2e}")
             out.append(f"| {key} | {a['n']} | {a['min_cosine']:.6f} | "
-                       f"{100 * a['top1_agree']:.1f}% | {a['max_rel_err']:.2e} | {ok} |")
+                       f"{100 * a['top1_agree']:.1f}% | {a['max_rel_err']:.2e} | {ok} | {peer} |")
     return "\n".join(out)
 
 
@@ -61,20 +101,22 @@ exports, `kiln compile --target cuda`, fp32 and `--precision fp16`), then on the
 Method: ResNet-50 and MobileNetV2 (torchvision, `weights=None`) and a hand-written BERT-base
 (12 layers, hidden 768, 12 heads, intermediate 3072, sequence 128, all-ones attention mask),
 all with the same deterministic weights on both sides (`bench/gpu/models.py`: slices of one
-integer-hash table, so that the weights files compress for transport; BN as identity
-statistics, folded into the convolutions by the ONNX export; one export per model with a
+integer-hash table, so that the weights files compress for transport; BatchNorm running
+statistics measured once on seeded random images (`models.calibrate`, carried in
+`bn_stats.npz`), folded into the convolutions by the ONNX export; one export per model with a
 symbolic batch, `kiln compile --dim batch=N`). Times are medians of {iters} CUDA-event-timed
 runs (30 at batch 256) after 20 warm-up runs, on the same stream, back to back. Kiln: one
 `NAME_cuda_run` on the context's own device buffers (no copies: one CUDA-graph launch),
 bundles built with `nvcc -O3 -arch=sm_90`. PyTorch: `torch.inference_mode()`, cuDNN benchmark
 on, TF32 off (`allow_tf32=False` for matmul and cuDNN). FP16: PyTorch runs `model.half()` on
-half inputs (fp16 storage); Kiln's `--precision fp16` keeps float32 storage and uses fp16
-tensor cores with fp32 accumulation in its cuBLASLt products only (convolutions through
-im2col + cuBLASLt too), so its fp16 rows move twice PyTorch's activation bytes.
+half inputs (fp16 storage); Kiln's `--precision fp16` stores weights and activations in
+float16 too (float32 graph inputs and outputs, a Cast at each end) and runs its products on
+fp16 tensor cores with fp32 accumulation; its softmax, normalizations and pooling accumulate
+in float32.
 torch.compile: `mode="reduce-overhead"` (CUDA graphs) at batch 1; at batch 32/256 the mode
 in the column (`max-autotune-no-cudagraphs` was asked for; it did not fit the device time
 when it says `default`). Ratios below 1 mean Kiln is faster. "note": the bundle's node count
-and how many nodes run on Kiln's one-thread generic path (no per-node timing was taken).
+and how many nodes run on Kiln's one-thread generic path.
 
 {table}
 

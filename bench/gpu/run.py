@@ -3,9 +3,13 @@
 each Kiln CUDA bundle that bench/gpu/prepare.py wrote (nvcc -O3 -arch=sm_90, as a shared library
 with a small generated shim), and times Kiln (NAME_cuda_run on the context's own device buffers:
 one CUDA-graph launch), PyTorch eager and torch.compile on the same models and weights
-(models.py), FP32 without TF32 and FP16, with CUDA events after warm-up, medians. Also checks
-Kiln's outputs against PyTorch FP32 (fp16: cosine and top-1 agreement over 100 random inputs).
-Results go to OUTDIR/results.json (merged with an existing one) and a table to stdout.
+(models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
+CUDA events after warm-up, medians. Then, per Kiln row, where the time goes: NAME_cuda_profile
+(one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
+and the gap to the graph replay. Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
+and top-1 agreement over 100 random inputs). A row that fails or runs out of time records why
+and the run goes on. Results go to OUTDIR/results.json (merged with an existing one) and a
+table to stdout.
 usage: python3 bench/gpu/run.py BENCHDIR OUTDIR [--deadline S] [--skip-kiln] [--skip-eager]
            [--compile none|b1|large|all] [--large-mode default|max-autotune-no-cudagraphs]"""
 import argparse
@@ -17,6 +21,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -33,6 +38,9 @@ WARMUP, ITERS = 20, 100               # per measurement: warm-up runs, timed run
 ITERS_LARGE = 30                      # batch 256: fewer timed runs (each is long)
 ACC_INPUTS, ACC_BATCH = 100, 32       # fp16 accuracy: 100 inputs through the batch-32 bundles
 COMPILE_BUDGET_S = 75                 # a torch.compile row is skipped if less than this is left
+PROFILE_RUNS = 3                      # NAME_cuda_profile runs per row (per-node median)
+TOP_OPS, TOP_NODES = 8, 5             # op types and nodes kept per row in results.json
+PROFILE_KINDS = ("cublaslt", "kernel", "generic")
 T0 = time.time()
 
 
@@ -42,6 +50,19 @@ def shim_source(name, header):
         m = re.search(r"typedef struct %s_%s \{(.*?)\}" % (name, kind), header, re.S)
         return re.findall(r"\*\s*(\w+);", m.group(1))
     ins, outs = fields("inputs"), fields("outputs")
+    count = re.search(r"#define\s+\w+_PROFILE_NODES\s+(\d+)", header)   # NAME upper-cased
+    if count and re.search(r"\b%s_cuda_profile\s*\(" % name, header):   # per-node profile
+        prof = f"""int kb_prof_n(void) {{ return {int(count.group(1))}; }}
+const char *kb_prof_node(int i) {{ return {name}_profile_nodes[i]; }}
+const char *kb_prof_kind(int i) {{ return {name}_profile_kinds[i]; }}
+int kb_profile(void *ctx, float *ms) {{ return {name}_cuda_profile(({name}_cuda_ctx *)ctx, ms); }}
+"""
+    else:                                   # an older bundle: no profile
+        prof = """int kb_prof_n(void) { return -1; }
+const char *kb_prof_node(int i) { (void)i; return ""; }
+const char *kb_prof_kind(int i) { (void)i; return ""; }
+int kb_profile(void *ctx, float *ms) { (void)ctx; (void)ms; return -1; }
+"""
     set_in = "".join(f"    p[{i}] = (void *)in.{f};\n" for i, f in enumerate(ins))
     set_out = "".join(f"    p[{len(ins) + i}] = (void *)out.{f};\n" for i, f in enumerate(outs))
     return f"""#include <stdio.h>
@@ -87,7 +108,7 @@ int kb_run(void *ctx) {{
     return rc ? rc : {name}_cuda_status(({name}_cuda_ctx *)ctx);
 }}
 void kb_free(void *ctx) {{ {name}_cuda_free(({name}_cuda_ctx *)ctx); }}
-}}
+{prof}}}
 """
 
 
@@ -139,6 +160,12 @@ class Kiln:
                  "kb_time": [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float)],
                  "kb_run": [], "kb_free": []}[f]
         self.lib.kb_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        self.lib.kb_prof_n.restype = ctypes.c_int
+        self.lib.kb_prof_n.argtypes = []
+        for f in ("kb_prof_node", "kb_prof_kind"):
+            getattr(self.lib, f).restype = ctypes.c_char_p
+            getattr(self.lib, f).argtypes = [ctypes.c_int]
+        self.lib.kb_profile.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
         st = ctypes.c_int(0)
         self.ctx = self.lib.kb_init(str(weights).encode(), ctypes.byref(st))
         if not self.ctx:
@@ -149,7 +176,12 @@ class Kiln:
         self.ptrs = list(arr)
 
     def set_inputs(self, xs):
+        """Copies xs to the bundle's input buffers. Kiln's bundles take float32 inputs in every
+        precision (--precision fp16 changes only the storage inside), so float tensors go in
+        as float32 whatever the caller gave; integer ones (BERT's ids and mask) as they are."""
         for p, x in zip(self.ptrs, xs):
+            if x.is_floating_point():
+                x = x.float()
             x = x.contiguous()
             rc = self.lib.kb_copy(p, x.data_ptr(), x.numel() * x.element_size())
             if rc:
@@ -170,8 +202,64 @@ class Kiln:
             raise RuntimeError(f"timed run: status {rc}")
         return statistics.median(list(ms))
 
+    def profile(self, runs):
+        """NAME_cuda_profile run `runs` times: (node strings, kinds, per-node median ms);
+        raises RuntimeError when the bundle has no profile or a run fails."""
+        n = self.lib.kb_prof_n()
+        if n < 0:
+            raise RuntimeError("the bundle has no NAME_cuda_profile")
+        nodes = [self.lib.kb_prof_node(i).decode(errors="replace") for i in range(n)]
+        kinds = [self.lib.kb_prof_kind(i).decode(errors="replace") for i in range(n)]
+        per_run = []
+        for _ in range(runs):
+            ms = (ctypes.c_float * max(n, 1))()
+            rc = self.lib.kb_profile(self.ctx, ms)
+            if rc:
+                raise RuntimeError(f"profile: status {rc}")
+            per_run.append(list(ms)[:n])
+        med = [statistics.median(r[i] for r in per_run) for i in range(n)]
+        return nodes, kinds, med
+
     def free(self):
         self.lib.kb_free(self.ctx)
+
+
+def profile_summary(nodes, kinds, med, kiln_ms):
+    """The row's "where the time goes" fields from per-node medians (ms)."""
+    by_kind = {k: 0.0 for k in PROFILE_KINDS}
+    by_op = {}
+    for node, kind, ms in zip(nodes, kinds, med):
+        by_kind[kind] = by_kind.get(kind, 0.0) + ms
+        op = node.split(" ", 1)[0] or "?"
+        by_op[op] = by_op.get(op, 0.0) + ms
+    total = sum(med)
+    top_ops = sorted(by_op.items(), key=lambda kv: -kv[1])[:TOP_OPS]
+    top_nodes = sorted(zip(nodes, kinds, med), key=lambda t: -t[2])[:TOP_NODES]
+    out = {"prof_nodes": len(nodes), "prof_total_ms": total, "prof_by_kind": by_kind,
+           "prof_by_op": [[op, ms] for op, ms in top_ops],
+           "prof_top_nodes": [[nd, kd, ms] for nd, kd, ms in top_nodes]}
+    if kiln_ms is not None:
+        out["gap_ms"] = kiln_ms - total    # < 0: the eager profile is slower than the graph
+    return out
+
+
+class Deadline(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Deadline()
+
+
+def run_with_alarm(seconds, fn):
+    """fn() in the main thread, interrupted with Deadline after `seconds` (SIGALRM)."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(max(1, int(seconds)))
+    try:
+        return fn()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def time_torch(fn, args, iters):
@@ -190,6 +278,7 @@ def time_torch(fn, args, iters):
 
 
 _CPU, _GPU = {}, {}
+BN_STATS = {}   # BENCHDIR/bn_stats.npz: the BatchNorm statistics prepare.py measured
 
 
 def torch_model(name, prec):
@@ -197,7 +286,7 @@ def torch_model(name, prec):
     weight formula runs in numpy) is kept for every model, GPU copies for the current model only."""
     import copy
     if name not in _CPU:
-        _CPU[name] = models.build(name)
+        _CPU[name] = models.build(name, BN_STATS or None)
     if (name, prec) not in _GPU:
         for k in [k for k in _GPU if k[0] != name]:
             del _GPU[k]
@@ -210,6 +299,20 @@ def torch_model(name, prec):
 def torch_inputs(name, batch, prec, seed=0):
     xs = models.inputs(name, batch, seed, "cuda")
     return tuple(x.half() if prec == "fp16" and x.is_floating_point() else x for x in xs)
+
+
+def torch_inputs_from(xs):
+    """xs as PyTorch's fp16 model takes them (float inputs in half)."""
+    return tuple(x.half() if x.is_floating_point() else x for x in xs)
+
+
+def agreement(y, r):
+    """Kiln's (or a peer's) outputs y against the reference r, per row: the minimum cosine,
+    top-1 agreement and the relative L2 error of the whole."""
+    cos = [cosine(y[i], r[i]) for i in range(y.shape[0])]
+    return {"n": int(y.shape[0]), "min_cosine": min(cos),
+            "top1_agree": float((y.argmax(1) == r.argmax(1)).float().mean()),
+            "max_rel_err": float((y - r).norm() / r.norm())}
 
 
 def cosine(a, b):
@@ -226,7 +329,10 @@ def main():
     ap.add_argument("--skip-kiln", action="store_true")
     ap.add_argument("--skip-eager", action="store_true")
     ap.add_argument("--compile", default="all", choices=["none", "b1", "large", "all"])
-    ap.add_argument("--large-mode", default="default")
+    ap.add_argument("--large-mode", default="default",
+                    choices=["default", "reduce-overhead", "max-autotune",
+                             "max-autotune-no-cudagraphs"],
+                    help="torch.compile mode at batch 32 and 256 (batch 1: reduce-overhead)")
     ap.add_argument("--models", default=",".join(models.MODELS))
     ap.add_argument("--prebuild", action="store_true", help="only build the libraries")
     a = ap.parse_args()
@@ -243,6 +349,11 @@ def main():
     res = json.loads(prev.read_text()) if prev.exists() else {"rows": {}, "accuracy": {}}
     res["device"] = torch.cuda.get_device_name(0)
     res["torch"] = torch.__version__
+    BN_STATS.update(models.load_stats(bench / "bn_stats.npz"))
+    res["bn_stats"] = "calibrated" if BN_STATS else "identity (no bn_stats.npz)"
+    if not BN_STATS:
+        print("warning: no BENCHDIR/bn_stats.npz: PyTorch runs identity BatchNorm statistics; "
+              "rerun bench/gpu/prepare.py", flush=True)
 
     def save():
         res_path.write_text(json.dumps(res, indent=1, sort_keys=True))
@@ -290,9 +401,15 @@ def main():
                 xs = models.inputs(name, b, 0, "cuda")
                 k.set_inputs(xs)
                 row["kiln_ms"] = k.time(iters)
+                for f in [f for f in row if f.startswith("prof_")] + ["gap_ms"]:
+                    row.pop(f, None)
+                try:
+                    row.update(profile_summary(*k.profile(PROFILE_RUNS), row["kiln_ms"]))
+                except Exception as ex:  # noqa: BLE001
+                    row["prof_err"] = str(ex)[:200]
                 if b == ACC_BATCH or b == 1:
                     m32 = torch_model(name, "fp32")
-                    ys, refs = [], []
+                    ys, refs, peers = [], [], []
                     n_runs = -(-ACC_INPUTS // b) if b == ACC_BATCH else 1
                     with torch.inference_mode():
                         for s in range(n_runs):
@@ -301,11 +418,13 @@ def main():
                             r = m32(*xs).float()
                             ys.append(k.run(r))
                             refs.append(r)
+                            if prec == "fp16":  # the peer: PyTorch's own fp16 on these inputs
+                                peers.append(m(*torch_inputs_from(xs)).float())
                     y, r = torch.cat(ys)[:ACC_INPUTS], torch.cat(refs)[:ACC_INPUTS]
-                    cos = [cosine(y[i], r[i]) for i in range(y.shape[0])]
-                    acc = {"n": int(y.shape[0]), "min_cosine": min(cos),
-                           "top1_agree": float((y.argmax(1) == r.argmax(1)).float().mean()),
-                           "max_rel_err": float((y - r).norm() / r.norm())}
+                    acc = agreement(y, r)
+                    if peers:
+                        pa = agreement(torch.cat(peers)[:ACC_INPUTS], r)
+                        acc.update({"torch_fp16_" + f: v for f, v in pa.items() if f != "n"})
                     res["accuracy"][key] = acc
                 k.free()
             except Exception as ex:  # noqa: BLE001
@@ -330,24 +449,39 @@ def main():
             mode = "reduce-overhead" if b == 1 else a.large_mode
             left = a.deadline - (time.time() - T0)
             if left < COMPILE_BUDGET_S:
-                row["compile_err"] = f"not run: {left:.0f}s left of the call"
+                row["compile_err"] = f"not run ({mode}): {left:.0f}s left of the call"
                 continue
-            try:
+            t = time.time()
+
+            def compile_and_time():
                 dynamo.reset()
                 m = torch_model(name, prec)
                 c = torch.compile(m, mode=mode, dynamic=False)
-                t = time.time()
                 with torch.inference_mode():
                     c(*torch_inputs(name, b, prec))
                     c(*torch_inputs(name, b, prec))
                 torch.cuda.synchronize()
                 row["compile_s"] = time.time() - t
+                return time_torch(c, torch_inputs(name, b, prec),
+                                  ITERS_LARGE if b >= 256 else ITERS)
+            try:
+                # the alarm leaves a few seconds of the call for saving the results
+                row["compile_ms"] = run_with_alarm(left - 10, compile_and_time)
                 row["compile_mode"] = mode
-                row["compile_ms"] = time_torch(c, torch_inputs(name, b, prec),
-                                               ITERS_LARGE if b >= 256 else ITERS)
                 row.pop("compile_err", None)
+            except Deadline:
+                row["compile_err"] = (f"timed out ({mode}): {time.time() - t:.0f}s, the "
+                                      f"call's deadline")
             except Exception as ex:  # noqa: BLE001
-                row["compile_err"] = f"{type(ex).__name__}: {str(ex)[:200]}"
+                row["compile_err"] = f"failed ({mode}): {type(ex).__name__}: {str(ex)[:200]}"
+            if "compile_err" in row:
+                row.pop("compile_ms", None)
+                try:
+                    dynamo.reset()
+                    torch.cuda.synchronize()
+                    torch.cuda.empty_cache()
+                except Exception:  # noqa: BLE001
+                    pass
             print(f"[{time.time() - T0:.0f}s] compile {key}: {row}", flush=True)
             save()
     save()

@@ -110,11 +110,16 @@ static __device__ __forceinline__ float kc_act(float v, int kind, float al, floa
     }
 }
 
+/* Index arithmetic of the hot kernels: I is int32_t when every index of a launch fits
+ * (kc_small), else int64_t; 32-bit division costs a fraction of 64-bit on the GPU. */
+static inline int kc_small(int64_t n) { return n < INT32_MAX; }
+
 /* y: (outer, C, inner); y = act(y + bias[c] + r), bias and r optional. */
-template <typename T>
-__global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, int64_t C, int64_t inner,
-                                   int64_t total, int kind, float al, float be) {
-    KC_FOR(i, total) {
+template <typename T, typename I>
+__global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, I C, I inner, I total,
+                                   int kind, float al, float be) {
+    KC_FOR(i64, total) {
+        I i = (I)i64;
         float v = (float)y[i];
         if (bias) v += (float)bias[(i / inner) % C];
         if (r) v += (float)r[i];
@@ -126,8 +131,12 @@ template <typename T>
 static inline int kc_bias_act(cudaStream_t s, T *y, const T *bias, const T *r, int64_t C,
                               int64_t inner, int64_t total, int kind, float al, float be) {
     if (total <= 0) return KC_OK;
-    kc_bias_act_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(y, bias, r, C, inner, total,
-                                                                    kind, al, be);
+    if (kc_small(total))
+        kc_bias_act_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            y, bias, r, (int32_t)C, (int32_t)inner, (int32_t)total, kind, al, be);
+    else
+        kc_bias_act_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            y, bias, r, C, inner, total, kind, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }

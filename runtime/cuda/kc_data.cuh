@@ -5,6 +5,8 @@
 #ifndef KILN_KC_DATA_CUH
 #define KILN_KC_DATA_CUH
 
+#include <string.h>
+
 #include "kc_common.cuh"
 
 #define KC_MAX_RANK 8 /* ranks of strided copies; the emitter merges or refuses more */
@@ -17,32 +19,91 @@ typedef struct KcStrided {
     int64_t src0, dst0;         /* element offsets of index (0, ..., 0) */
 } KcStrided;
 
-template <typename T>
+/* I: the index type, int32_t when every index of the copy fits (32-bit division is several
+ * times cheaper than 64-bit on the GPU). */
+template <typename T, typename I>
 __global__ void kc_strided_kernel(const T *x, T *y, KcStrided p, int64_t total) {
     KC_FOR(i, total) {
-        int64_t rest = i, si = p.src0, di = p.dst0;
+        I rest = (I)i, si = (I)p.src0, di = (I)p.dst0;
         for (int d = p.rank - 1; d >= 0; d--) {
-            int64_t q = rest % p.dims[d];
-            rest /= p.dims[d];
-            si += q * p.src[d];
-            di += q * p.dst[d];
+            I q = rest % (I)p.dims[d];
+            rest /= (I)p.dims[d];
+            si += q * (I)p.src[d];
+            di += q * (I)p.dst[d];
         }
         y[di] = x[si];
     }
 }
 
+/* p simplified: dimensions of size 1 dropped, and neighbours that are one run on both
+ * sides merged (a Transpose of (b,t,h,d) to (b,h,t,d) keeps d contiguous, for example). */
+static inline KcStrided kc_strided_simplify(const KcStrided *p) {
+    KcStrided q;
+    memset(&q, 0, sizeof q);
+    q.src0 = p->src0, q.dst0 = p->dst0;
+    for (int d = 0; d < p->rank; d++) {
+        if (p->dims[d] == 1) continue;
+        int r = q.rank - 1;
+        if (r >= 0 && q.src[r] == p->src[d] * p->dims[d] && q.dst[r] == p->dst[d] * p->dims[d]) {
+            q.dims[r] *= p->dims[d];
+            q.src[r] = p->src[d], q.dst[r] = p->dst[d];
+            continue;
+        }
+        q.dims[q.rank] = p->dims[d], q.src[q.rank] = p->src[d], q.dst[q.rank] = p->dst[d];
+        q.rank++;
+    }
+    return q;
+}
+
+/* Elements per 16-byte vector that p can move at a time (1 when it cannot): the innermost
+ * dimension contiguous on both sides, and every offset and stride (and both pointers)
+ * 16-byte aligned in bytes. */
+static inline int kc_strided_vec(const void *x, void *y, int elem, const KcStrided *p) {
+    int v = 16 / elem, r = p->rank - 1;
+    if (elem > 16 || r < 0 || p->src[r] != 1 || p->dst[r] != 1 || p->dims[r] % v != 0) return 1;
+    if (((uintptr_t)x | (uintptr_t)y) % 16 != 0 || p->src0 % v != 0 || p->dst0 % v != 0)
+        return 1;
+    for (int d = 0; d < r; d++)
+        if (p->src[d] % v != 0 || p->dst[d] % v != 0) return 1;
+    return v;
+}
+
+template <typename T>
+static inline void kc_strided_launch(cudaStream_t s, const void *x, void *y, const KcStrided *p,
+                                     int64_t total, int small) {
+    unsigned g = kc_grid(total);
+    if (small)
+        kc_strided_kernel<T, int32_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (T *)y, *p, total);
+    else
+        kc_strided_kernel<T, int64_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (T *)y, *p, total);
+}
+
 /* elem: bytes per element (1, 2, 4 or 8). */
 static inline int kc_strided_copy(cudaStream_t s, const void *x, void *y, int elem,
-                                  const KcStrided *p) {
-    int64_t total = 1;
-    for (int d = 0; d < p->rank; d++) total *= p->dims[d];
+                                  const KcStrided *p0) {
+    KcStrided p = kc_strided_simplify(p0);
+    int v = kc_strided_vec(x, y, elem, &p);
+    if (v > 1) { /* move 16-byte vectors: strides and offsets in vectors */
+        p.dims[p.rank - 1] /= v;
+        for (int d = 0; d < p.rank; d++) p.src[d] /= v, p.dst[d] /= v;
+        p.src[p.rank - 1] = p.dst[p.rank - 1] = 1;
+        p.src0 /= v, p.dst0 /= v;
+        elem = 16;
+    }
+    int64_t total = 1, reach = (p.src0 > p.dst0 ? p.src0 : p.dst0) + 1;
+    for (int d = 0; d < p.rank; d++) {
+        total *= p.dims[d];
+        int64_t a = p.src[d] < 0 ? -p.src[d] : p.src[d], b = p.dst[d] < 0 ? -p.dst[d] : p.dst[d];
+        reach += (p.dims[d] - 1) * (a > b ? a : b);
+    }
     if (total <= 0) return KC_OK;
-    unsigned g = kc_grid(total);
+    int small = total < INT32_MAX && reach < INT32_MAX; /* every index fits in int32_t */
     switch (elem) {
-    case 1: kc_strided_kernel<uint8_t><<<g, KC_THREADS, 0, s>>>((const uint8_t *)x, (uint8_t *)y, *p, total); break;
-    case 2: kc_strided_kernel<uint16_t><<<g, KC_THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, *p, total); break;
-    case 4: kc_strided_kernel<uint32_t><<<g, KC_THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, *p, total); break;
-    case 8: kc_strided_kernel<uint64_t><<<g, KC_THREADS, 0, s>>>((const uint64_t *)x, (uint64_t *)y, *p, total); break;
+    case 1: kc_strided_launch<uint8_t>(s, x, y, &p, total, small); break;
+    case 2: kc_strided_launch<uint16_t>(s, x, y, &p, total, small); break;
+    case 4: kc_strided_launch<uint32_t>(s, x, y, &p, total, small); break;
+    case 8: kc_strided_launch<uint64_t>(s, x, y, &p, total, small); break;
+    case 16: kc_strided_launch<uint4>(s, x, y, &p, total, small); break;
     default: return KC_ERR_VALUE;
     }
     KC_LAUNCHED();

@@ -40,6 +40,178 @@ static inline int kc_im2col(cudaStream_t s, const T *x, T *col, const KcConv2d *
     return KC_OK;
 }
 
+/* ---- channels-last (NHWC) forms: dims in storage order (N,H,W,C), weights (R,S,C/g,K) ----
+ * Geometry comes as KcGeom<I> (the KcConv2d fields in the index type I). */
+
+template <typename I>
+struct KcGeom {
+    I C, H, W, R, S, OH, OW, sh, sw, ph, pw, dh, dw;
+};
+
+template <typename I>
+static inline KcGeom<I> kc_geom(const KcConv2d *p) {
+    KcGeom<I> g = {(I)p->C, (I)p->H, (I)p->W, (I)p->R, (I)p->S, (I)p->OH, (I)p->OW,
+                   (I)p->sh, (I)p->sw, (I)p->ph, (I)p->pw, (I)p->dh, (I)p->dw};
+    return g;
+}
+
+/* x: n images (H,W,C) -> col: (n*OH*OW, R*S*C) row-major, per group g of G a block of
+ * columns in (r, s, c) order as the group's weight rows; zero outside the image.
+ * Consecutive threads walk c: coalesced both sides. */
+template <typename T, typename I>
+__global__ void kc_im2col_nhwc_kernel(const T *x, T *col, KcGeom<I> p, I n, I G) {
+    I RSC = p.R * p.S * p.C, total = n * p.OH * p.OW * RSC, Cg = p.C / G;
+    I RSCg = p.R * p.S * Cg;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I j = i % RSC, g = j / RSCg, rem = j % RSCg;
+        I c = g * Cg + rem % Cg, s = (rem / Cg) % p.S, r = rem / (Cg * p.S);
+        I row = i / RSC, ow = row % p.OW, oh = (row / p.OW) % p.OH;
+        I img = row / (p.OW * p.OH);
+        I ih = oh * p.sh - p.ph + r * p.dh, iw = ow * p.sw - p.pw + s * p.dw;
+        col[i] = (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W)
+                     ? x[((img * p.H + ih) * p.W + iw) * p.C + c]
+                     : T();
+    }
+}
+
+/* One launch of kc_im2col_nhwc_kernel moving elements of type V (T itself, or 16-byte
+ * vectors of T when a group's channels come in whole vectors). */
+template <typename V>
+static inline void kc_im2col_nhwc_launch(cudaStream_t s, const void *x, void *col,
+                                         const KcConv2d *p, int64_t n, int64_t groups,
+                                         int64_t per) {
+    KcConv2d q = *p;
+    q.C /= per;
+    int64_t total = n * q.OH * q.OW * q.R * q.S * q.C;
+    if (kc_small(total) && kc_small(n * q.H * q.W * q.C))
+        kc_im2col_nhwc_kernel<V, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            (const V *)x, (V *)col, kc_geom<int32_t>(&q), (int32_t)n, (int32_t)groups);
+    else
+        kc_im2col_nhwc_kernel<V, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            (const V *)x, (V *)col, kc_geom<int64_t>(&q), n, groups);
+}
+
+template <typename T>
+static inline int kc_im2col_nhwc(cudaStream_t s, const T *x, T *col, const KcConv2d *p,
+                                 int64_t n, int64_t groups) {
+    const int64_t per = 16 / (int64_t)sizeof(T); /* elements of T in a 16-byte vector */
+    int64_t total = n * p->OH * p->OW * p->R * p->S * p->C;
+    if (total <= 0) return KC_OK;
+    if ((p->C / groups) % per == 0 && ((uintptr_t)x | (uintptr_t)col) % 16 == 0)
+        kc_im2col_nhwc_launch<uint4>(s, x, col, p, n, groups, per);
+    else
+        kc_im2col_nhwc_launch<T>(s, x, col, p, n, groups, 1);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Depthwise NHWC: x (N,H,W,C), w (R,S,1,C*mult), b (C*mult) or NULL, r like y or NULL,
+ * y (N,OH,OW,C*mult) = act(conv + b + r); output channel k reads input channel k / mult. */
+template <typename T, typename I>
+__global__ void kc_dwconv_nhwc_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
+                                      KcGeom<I> p, I N, I mult, int act, float al, float be) {
+    I K = p.C * mult, total = N * p.OH * p.OW * K;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I k = i % K, pix = i / K, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
+        I n = pix / (p.OW * p.OH), c = k / mult;
+        float acc = b ? (float)b[k] : 0.0f;
+        for (I rr = 0; rr < p.R; rr++) {
+            I ih = oh * p.sh - p.ph + rr * p.dh;
+            if (ih < 0 || ih >= p.H) continue;
+            for (I ss = 0; ss < p.S; ss++) {
+                I iw = ow * p.sw - p.pw + ss * p.dw;
+                if (iw >= 0 && iw < p.W)
+                    acc += (float)x[((n * p.H + ih) * p.W + iw) * p.C + c] *
+                           (float)w[(rr * p.S + ss) * K + k];
+            }
+        }
+        if (r) acc += (float)r[i];
+        y[i] = (T)kc_act(acc, act, al, be);
+    }
+}
+
+template <typename T>
+static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T *b,
+                                 const T *r, T *y, const KcConv2d *p, int64_t N, int64_t mult,
+                                 int act, float al, float be) {
+    int64_t total = N * p->C * mult * p->OH * p->OW;
+    if (total <= 0) return KC_OK;
+    if (kc_small(total) && kc_small(N * p->H * p->W * p->C))
+        kc_dwconv_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<int32_t>(p), (int32_t)N, (int32_t)mult, act, al, be);
+    else
+        kc_dwconv_nhwc_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<int64_t>(p), N, mult, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Pooling NHWC: x (N,H,W,C) -> y (N,OH,OW,C); the window rules of kc_pool_kernel. */
+template <typename T, typename I>
+__global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,
+                                    int count_pad) {
+    I total = N * p.OH * p.OW * p.C;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I c = i % p.C, pix = i / p.C, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
+        I n = pix / (p.OW * p.OH);
+        float acc = is_max ? -INFINITY : 0.0f;
+        I cnt = 0, cnt_pad = 0;
+        for (I rr = 0; rr < p.R; rr++) {
+            I ih = oh * p.sh - p.ph + rr * p.dh;
+            for (I ss = 0; ss < p.S; ss++) {
+                I iw = ow * p.sw - p.pw + ss * p.dw;
+                if (ih < p.H + p.ph && iw < p.W + p.pw) cnt_pad++;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                float v = (float)x[((n * p.H + ih) * p.W + iw) * p.C + c];
+                if (is_max) acc = (v > acc || v != v) ? v : acc;
+                else acc += v;
+                cnt++;
+            }
+        }
+        if (!is_max) acc = acc / (float)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+        y[i] = (T)acc;
+    }
+}
+
+template <typename T>
+static inline int kc_pool_nhwc(cudaStream_t s, const T *x, T *y, const KcConv2d *p, int64_t N,
+                               int is_max, int count_pad) {
+    int64_t total = N * p->OH * p->OW * p->C;
+    if (total <= 0) return KC_OK;
+    if (kc_small(total) && kc_small(N * p->H * p->W * p->C))
+        kc_pool_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
+    else
+        kc_pool_nhwc_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, y, kc_geom<int64_t>(p), N, is_max, count_pad);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Global average NHWC: x (N,HW,C) -> y (N,C); one thread per (n, c), consecutive threads
+ * consecutive channels (coalesced). */
+template <typename T>
+__global__ void kc_global_avg_nhwc_kernel(const T *x, T *y, int64_t N, int64_t HW, int64_t C) {
+    KC_FOR(i, N * C) {
+        int64_t c = i % C, n = i / C;
+        float acc = 0.0f;
+        for (int64_t j = 0; j < HW; j++) acc += (float)x[(n * HW + j) * C + c];
+        y[i] = (T)(acc / (float)HW);
+    }
+}
+
+template <typename T>
+static inline int kc_global_avg_nhwc(cudaStream_t s, const T *x, T *y, int64_t N, int64_t HW,
+                                     int64_t C) {
+    if (N * C <= 0) return KC_OK;
+    kc_global_avg_nhwc_kernel<T><<<kc_grid(N * C), KC_THREADS, 0, s>>>(x, y, N, HW, C);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
 /* Depthwise: x: (N,C,H,W), w: (C*mult,1,R,S), b: (C*mult) or NULL, r: like y or NULL,
  * y: (N,C*mult,OH,OW) = act(conv + b + r). p.C is the input channel count. */
 template <typename T>

@@ -1,6 +1,8 @@
 """Writes the small generated models of the CUDA backend's tests into a folder:
 cuda_eltwise (broadcasting arithmetic, activations, Where, Cast, Clip, Max), cuda_cnn
-(Conv with groups, depthwise Conv, BatchNormalization, pools, Gemm, Softmax) and
+(Conv with groups, depthwise Conv, BatchNormalization, pools, Gemm, Softmax), cuda_convs
+(channels-last convolutions: strides, dilation, SAME padding, groups, depthwise with a
+multiplier, residual, ReLU6, HardSwish, pools) and
 cuda_attn (batched MatMul, LayerNormalization, Gelu, Transpose, Concat, Slice, Gather,
 Expand, Reshape, LogSoftmax) and cuda_generic (ops without a CUDA kernel, which run the C
 backend's code on one device thread: ReduceMean, TopK, NonZero with its run-time count,
@@ -76,6 +78,35 @@ def main():
           init("m", r(8)), init("v", np.abs(r(8)) + 0.5), init("w2", r(8, 1, 3, 3) * 0.3),
           init("w3", r(16, 4, 1, 1) * 0.3), init("b3", r(16)), init("wg", r(10, 16)),
           init("bg", r(10))])
+
+    # channels-last convolutions (the layout pass makes this region NHWC): strided and
+    # dilated 3x3, a strided 1x1 (im2col, not the direct path), SAME_UPPER padding, groups
+    # with a 3x3 kernel, depthwise with multiplier 2, residual + ReLU in the epilogue, ReLU6
+    # (Clip: a pass after the product) and HardSwish, both pools and a global average
+    nodes = [
+        helper.make_node("Conv", ["x", "v1", "c1b"], ["a1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["a1"], ["a1r"]),
+        helper.make_node("Conv", ["a1r", "v2"], ["a2"], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        helper.make_node("Add", ["a2", "a1r"], ["a2s"]),
+        helper.make_node("Relu", ["a2s"], ["a2r"]),
+        helper.make_node("Conv", ["a2r", "v3", "c3b"], ["a3"], group=4, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["a3", "lo0", "hi6"], ["a3c"]),
+        helper.make_node("Conv", ["a3c", "v4"], ["a4"], group=8, auto_pad="SAME_UPPER",
+                         kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("HardSwish", ["a4"], ["a4h"]),
+        helper.make_node("Conv", ["a4h", "v5", "c5b"], ["a5"], kernel_shape=[1, 1],
+                         strides=[2, 2]),
+        helper.make_node("MaxPool", ["a5"], ["q1"], kernel_shape=[2, 2], ceil_mode=1),
+        helper.make_node("AveragePool", ["a4h"], ["q2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         count_include_pad=1),
+        helper.make_node("GlobalAveragePool", ["q2"], ["gq"]),
+    ]
+    save(out, "cuda_convs", nodes, [f32("x", [2, 4, 19, 19])],
+         [f32("q1", [2, 24, 2, 2]), f32("gq", [2, 16, 1, 1])],
+         [init("v1", r(8, 4, 3, 3) * 0.3), init("c1b", r(8)), init("v2", r(8, 8, 3, 3) * 0.2),
+          init("v3", r(8, 2, 3, 3) * 0.3), init("c3b", r(8)), init("lo0", np.float32(0)),
+          init("hi6", np.float32(6)), init("v4", r(16, 1, 3, 3) * 0.3),
+          init("v5", r(24, 16, 1, 1) * 0.3), init("c5b", r(24))])
 
     nodes = [
         helper.make_node("Gather", ["emb", "ids"], ["h"], axis=0),

@@ -156,31 +156,6 @@ static uint32_t get32(Fp16 *F, uint32_t v) {
     return F->to32[v];
 }
 
-/* The nodes in F->order, dead ones after them; producers follow. */
-static void reorder(Fp16 *F) {
-    IrGraph *g = F->g;
-    IrNode *nodes = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *nodes);
-    bool *placed = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *placed);
-    IR_ASSERT(nodes && placed);
-    uint32_t k = 0;
-    for (uint32_t j = 0; j < F->n_order; j++) {
-        placed[F->order[j]] = true;
-        nodes[k++] = g->nodes[F->order[j]];
-    }
-    for (uint32_t i = 0; i < g->n_nodes; i++)
-        if (!placed[i]) nodes[k++] = g->nodes[i];
-    IR_ASSERT(k == g->n_nodes);
-    memcpy(g->nodes, nodes, g->n_nodes * sizeof *nodes);
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
-        for (uint32_t o = 0; o < n->n_outputs; o++)
-            if (n->outputs[o] != IR_NONE) g->values[n->outputs[o]].producer = i;
-    }
-    free(nodes);
-    free(placed);
-    ir_graph_compact(g);
-}
 
 bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
     (void)d;
@@ -246,7 +221,7 @@ bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
             for (uint32_t j = k; j < g->n_outputs; j++)
                 if (g->outputs[j] == v) g->outputs[j] = v32;
         }
-        reorder(&F);
+        pass_reorder_nodes(g, F.order, F.n_order);
     }
     free(pinned);
     free(F.node16);

@@ -531,41 +531,6 @@ static void io_outputs(Lay *L) {
     }
 }
 
-/* Puts the live nodes in L->order (a topological order by construction) and drops dead
- * ones. */
-static void reorder(Lay *L) {
-    IrGraph *g = L->g;
-    for (uint32_t v = 0; v < g->n_values; v++) {
-        IrValue *val = &g->values[v];
-        if (val->kind == IR_VALUE_NODE && val->producer != IR_NONE &&
-            (val->producer >= g->n_nodes || g->nodes[val->producer].dead))
-            val->producer = IR_NONE;
-    }
-    IrNode *nodes = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *nodes);
-    bool *placed = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *placed);
-    IR_ASSERT(nodes && placed);
-    uint32_t k = 0;
-    for (uint32_t j = 0; j < L->n_order; j++) {
-        IR_ASSERT(!placed[L->order[j]] && !g->nodes[L->order[j]].dead);
-        placed[L->order[j]] = true;
-        nodes[k++] = g->nodes[L->order[j]];
-    }
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        if (placed[i]) continue;
-        IR_ASSERT(g->nodes[i].dead);
-        nodes[k++] = g->nodes[i];
-    }
-    memcpy(g->nodes, nodes, g->n_nodes * sizeof *nodes);
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
-        for (uint32_t o = 0; o < n->n_outputs; o++)
-            if (n->outputs[o] != IR_NONE) g->values[n->outputs[o]].producer = i;
-    }
-    free(nodes);
-    free(placed);
-    ir_graph_compact(g);
-}
 
 /* ---- Transpose pairs ---- */
 
@@ -718,7 +683,7 @@ bool pass_layout_io(IrGraph *g, bool io_nhwc, bool propagate, Diag *d) {
     }
     if (io_nhwc) io_outputs(&L);
     bool changed = L.changed;
-    if (changed) reorder(&L);
+    if (changed) pass_reorder_nodes(g, L.order, L.n_order);
     changed |= cancel_pairs(g);
     free(L.nhwc);
     free(L.bcast);

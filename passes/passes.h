@@ -58,6 +58,10 @@ const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix);
  * node's output values lose their producer unless the caller reconnects them. */
 IrNode *pass_replace_node(IrGraph *g, uint32_t slot, IrOp op, const char *name,
                           uint32_t n_inputs, uint32_t n_outputs);
+/* Puts the live nodes in `order` (node ids, a topological order, every live node once),
+ * dead ones after them; producers follow, a dead producer's values lose it, and the dead
+ * nodes are dropped (ir_graph_compact). */
+void pass_reorder_nodes(IrGraph *g, const uint32_t *order, uint32_t n_order);
 /* Sets output k of node id to value v (v's producer follows). */
 void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v);
 

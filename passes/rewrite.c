@@ -3,6 +3,7 @@
  * a fused node takes the position of the last node of its pattern (the node order stays a
  * topological order without any re-sorting). Not a pass itself. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -95,4 +96,37 @@ void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v) {
     g->values[v].kind = IR_VALUE_NODE;
     g->values[v].producer = id;
     g->values[v].result_index = k;
+}
+
+void pass_reorder_nodes(IrGraph *g, const uint32_t *order, uint32_t n_order) {
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        IrValue *val = &g->values[v];
+        if (val->kind == IR_VALUE_NODE && val->producer != IR_NONE &&
+            (val->producer >= g->n_nodes || g->nodes[val->producer].dead))
+            val->producer = IR_NONE;
+    }
+    IrNode *nodes = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *nodes);
+    bool *placed = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *placed);
+    IR_ASSERT(nodes && placed);
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < n_order; j++) {
+        IR_ASSERT(!placed[order[j]] && !g->nodes[order[j]].dead);
+        placed[order[j]] = true;
+        nodes[k++] = g->nodes[order[j]];
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        if (placed[i]) continue;
+        IR_ASSERT(g->nodes[i].dead);
+        nodes[k++] = g->nodes[i];
+    }
+    memcpy(g->nodes, nodes, g->n_nodes * sizeof *nodes);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (uint32_t o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] != IR_NONE) g->values[n->outputs[o]].producer = i;
+    }
+    free(nodes);
+    free(placed);
+    ir_graph_compact(g);
 }

@@ -93,6 +93,10 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
 }
 
+bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b) {
+    return strcmp(cgen_ptr(cx, a), cgen_ptr(cx, b)) == 0;
+}
+
 const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n) {
     CWriter tmp;
     cw_init(&tmp);

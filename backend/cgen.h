@@ -59,6 +59,8 @@ bool cgen_op_supported(IrOp op);
 /* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
 const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t" (f16)... */
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
+/* Whether a and b are the same bytes (the planner let a view share its input's block). */
+bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b);
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v);
 int64_t cgen_numel(const CgenCtx *cx, uint32_t v);
 const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) CW_PRINTF(2, 3);

@@ -3,7 +3,10 @@
  * count at the node that owns the subgraph); tensors are placed greedily, largest first,
  * at the lowest aligned offset free over their whole lifetime (the best-fit order of
  * TFLite's and TVM's planners). Inputs of a node stay live while it runs, so no output
- * aliases an input: in-place reuse comes later.
+ * aliases an input, with one exception: the output of a view op (Reshape, Flatten, Squeeze,
+ * Unsqueeze, Identity: the same bytes) shares its input's block, the pair (or chain) living
+ * from the first producer to the last use of any of them, and the emitters skip the copy
+ * (root graph only). Other in-place reuse comes later.
  * Subgraphs (If, Loop, Scan) are planned on their own into a sub-arena; the owning node
  * reserves one block of its graph's arena, the size of its largest subgraph's, live while
  * the node runs, and the subgraph's offsets are then shifted into that block, so every
@@ -183,13 +186,48 @@ static bool plan_node_subgraphs(IrGraph *g, uint32_t i, Diag *d, PlanSizes *bloc
     return ok;
 }
 
+static bool is_view(IrOp op) {
+    return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
+           op == IR_OP_UNSQUEEZE || op == IR_OP_IDENTITY;
+}
+
+static int64_t value_bytes(const IrGraph *g, uint32_t v) {
+    const IrType *t = &g->values[v].type;
+    int64_t numel = ir_type_numel(t);
+    return t->kind != IR_TYPE_TENSOR || numel < 0
+               ? -1
+               : (int64_t)ir_dtype_size_bytes((IrDType)t->dtype, numel);
+}
+
+/* root[v]: the value whose block v shares (v itself unless v is the output of a view op
+ * whose input is in the arena too), and last[root] widened to the group's last use. */
+static void view_groups(const IrGraph *g, uint32_t *root, uint32_t *last) {
+    for (uint32_t v = 0; v < g->n_values; v++) root[v] = v;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || !is_view((IrOp)n->op) || n->n_inputs < 1 || n->n_outputs < 1) continue;
+        uint32_t x = n->inputs[0], y = n->outputs[0];
+        if (x == IR_NONE || y == IR_NONE || !pass_value_in_arena(g, x) ||
+            !pass_value_in_arena(g, y) || value_bytes(g, x) < 0 ||
+            value_bytes(g, x) != value_bytes(g, y))
+            continue;
+        root[y] = root[x];
+    }
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        uint32_t r = root[v], lv = last[v] == IR_NONE ? g->values[v].producer : last[v];
+        if (r == v) continue;
+        if (last[r] == IR_NONE || last[r] < lv) last[r] = lv;
+    }
+}
+
 static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, Diag *d,
                        PlanSizes *out) {
     size_t n_slots = (size_t)g->n_values + g->n_nodes + 1;
     uint32_t *last = malloc((g->n_values ? g->n_values : 1) * sizeof *last);
+    uint32_t *root = malloc((g->n_values ? g->n_values : 1) * sizeof *root);
     PlanItem *items = malloc(n_slots * sizeof *items);
     int64_t *busy = malloc(n_slots * 2 * sizeof *busy);
-    IR_ASSERT(last && items && busy);
+    IR_ASSERT(last && root && items && busy);
     uint32_t end = owner ? g->n_nodes : 0; /* subgraph outputs are read after the last node */
     for (uint32_t v = 0; v < g->n_values; v++) {
         last[v] = IR_NONE;
@@ -205,12 +243,18 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
                 if (n->attrs[k].graphs[s] < g->n_subgraphs)
                     mark_outer_uses(g, g->subgraphs[n->attrs[k].graphs[s]], i, last);
     }
+    for (uint32_t v = 0; v < g->n_values; v++) root[v] = v;
+    if (!owner) view_groups(g, root, last);
     uint32_t n_items = 0;
     bool ok = true;
     int64_t naive = 0;
     for (uint32_t v = 0; v < g->n_values; v++) {
         const IrValue *val = &g->values[v];
         uint32_t first = 0, lastv = 0;
+        if (root[v] != v) { /* a view: its root's block */
+            naive += align_up(value_bytes(g, v), PASS_ARENA_ALIGN);
+            continue;
+        }
         if (!owner) {
             if (!pass_value_in_arena(g, v)) continue;
             first = val->producer;
@@ -295,6 +339,8 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
             if (items[a].value != IR_NONE) g->values[items[a].value].mem_offset = off;
             if (off + items[a].size_bytes > arena) arena = off + items[a].size_bytes;
         }
+        for (uint32_t v = 0; v < g->n_values; v++)
+            if (root[v] != v) g->values[v].mem_offset = g->values[root[v]].mem_offset;
         /* move each node's subgraphs into its block */
         for (uint32_t a = 0; a < n_items; a++) {
             if (items[a].value != IR_NONE) continue;
@@ -318,6 +364,7 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
     out->lower = lower;
     out->naive = naive;
     free(last);
+    free(root);
     free(items);
     free(busy);
     return ok;

@@ -1,6 +1,6 @@
 /* Unit tests of passes/plan_memory.c, the static arena planner. Graphs are built in C
  * (chains, diamonds, a value used late, graph outputs, OUTER uses from nested subgraphs,
- * random DAGs with random sizes); every plan is checked against lifetimes, a lower bound and
+ * views sharing their input's block, random DAGs with random sizes and views); every plan is checked against lifetimes, a lower bound and
  * a naive sum that the test computes on its own: no two tensors live at the same time share
  * a byte (all pairs), offsets are aligned, the arena holds every tensor and is at least the
  * lower bound. Random graphs are drawn fresh on every run; the seed is in failure messages. */
@@ -98,6 +98,26 @@ static void extend_by_subgraph(const IrGraph *root, const IrGraph *sub, uint32_t
         extend_by_subgraph(root, sub->subgraphs[s], node, life);
 }
 
+/* View groups as the planner's contract states them: the output of a Reshape, Flatten,
+ * Squeeze, Unsqueeze or Identity whose input and output are both intermediates of the same
+ * byte size shares its input's block; group[v] is the first value of v's chain. */
+static uint32_t *view_group(const IrGraph *g, const Life *life) {
+    uint32_t *grp = malloc((g->n_values + 1) * sizeof *grp);
+    cr_assert_not_null(grp);
+    for (uint32_t v = 0; v < g->n_values; v++) grp[v] = v;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        bool view = n->op == IR_OP_RESHAPE || n->op == IR_OP_FLATTEN ||
+                    n->op == IR_OP_SQUEEZE || n->op == IR_OP_UNSQUEEZE ||
+                    n->op == IR_OP_IDENTITY;
+        if (!view || n->n_inputs < 1 || n->n_outputs < 1) continue;
+        uint32_t x = n->inputs[0], y = n->outputs[0];
+        if (life[x].in_arena && life[y].in_arena && life[x].bytes == life[y].bytes)
+            grp[y] = grp[x];
+    }
+    return grp;
+}
+
 /* Lifetimes as the planner's contract states them: from the producing node to the last
  * node that reads the value (directly or from one of its subgraphs). */
 static Life *lifetimes(const IrGraph *g) {
@@ -138,6 +158,19 @@ typedef struct PlanFacts {
 static PlanFacts check_plan(const IrGraph *g, const char *what) {
     Life *life = lifetimes(g);
     PlanFacts f = {0, 0};
+    uint32_t *grp = view_group(g, life);
+    /* a view group is one block: the same offset for all, living over all their lifetimes
+     * (its first value's entry stands for the group below; views count in the naive sum) */
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        if (grp[v] == v) continue;
+        cr_assert_eq(g->values[v].mem_offset, g->values[grp[v]].mem_offset,
+                     "%s: view '%s' at %lld, its input's block at %lld", what,
+                     g->values[v].name, (long long)g->values[v].mem_offset,
+                     (long long)g->values[grp[v]].mem_offset);
+        Life *r = &life[grp[v]];
+        if (life[v].first < r->first) r->first = life[v].first;
+        if (life[v].last > r->last) r->last = life[v].last;
+    }
     for (uint32_t v = 0; v < g->n_values; v++) {
         const IrValue *val = &g->values[v];
         cr_assert_eq(pass_value_in_arena(g, v), life[v].in_arena, "%s: '%s' in arena?", what,
@@ -154,11 +187,11 @@ static PlanFacts check_plan(const IrGraph *g, const char *what) {
         cr_assert_leq(val->mem_offset + life[v].bytes, g->arena_size_bytes,
                       "%s: '%s' ends past the arena", what, val->name);
     }
-    /* all pairs: lifetimes that meet must not share bytes */
+    /* all pairs of blocks: lifetimes that meet must not share bytes */
     for (uint32_t a = 0; a < g->n_values; a++) {
-        if (!life[a].in_arena || life[a].bytes == 0) continue;
+        if (!life[a].in_arena || life[a].bytes == 0 || grp[a] != a) continue;
         for (uint32_t b = a + 1; b < g->n_values; b++) {
-            if (!life[b].in_arena || life[b].bytes == 0) continue;
+            if (!life[b].in_arena || life[b].bytes == 0 || grp[b] != b) continue;
             bool live_together = !(life[a].last < life[b].first || life[b].last < life[a].first);
             if (!live_together) continue;
             int64_t a0 = g->values[a].mem_offset, a1 = a0 + life[a].bytes;
@@ -174,7 +207,7 @@ static PlanFacts check_plan(const IrGraph *g, const char *what) {
     for (uint32_t t = 0; t < g->n_nodes; t++) {
         int64_t live = 0;
         for (uint32_t v = 0; v < g->n_values; v++)
-            if (life[v].in_arena && life[v].first <= t && t <= life[v].last)
+            if (life[v].in_arena && grp[v] == v && life[v].first <= t && t <= life[v].last)
                 live += life[v].aligned;
         if (live > f.lower) f.lower = live;
     }
@@ -184,6 +217,7 @@ static PlanFacts check_plan(const IrGraph *g, const char *what) {
                  (long long)g->arena_naive_bytes, (long long)f.naive);
     cr_assert_geq(g->arena_size_bytes, f.lower, "%s: arena below the lower bound", what);
     cr_assert_leq(g->arena_size_bytes, f.naive, "%s: arena above the naive sum", what);
+    free(grp);
     free(life);
     return f;
 }
@@ -362,13 +396,40 @@ static IrGraph *random_graph(unsigned *state) {
         uint32_t q = vals[(uint32_t)rand_r(state) % n_vals];
         int64_t elems = rand_r(state) % 10 == 0 ? 0 : 1 + rand_r(state) % RANDOM_MAX_ELEMS;
         snprintf(name, sizeof name, "v%u", i);
-        vals[n_vals++] = rand_r(state) % 2 ? relu(g, name, elems, p) : add2(g, name, elems, p, q);
+        int pick = rand_r(state) % 5;
+        if (pick == 4) /* a view of p: same bytes (Reshape's shape input is left out here) */
+            vals[n_vals++] = add_op(g, rand_r(state) % 2 ? IR_OP_IDENTITY : IR_OP_FLATTEN, name,
+                                    ir_type_numel(&g->values[p].type), 1, &p);
+        else
+            vals[n_vals++] = pick % 2 ? relu(g, name, elems, p) : add2(g, name, elems, p, q);
     }
     ir_graph_add_output(g, vals[n_vals - 1]);
     for (uint32_t i = 2; i + 1 < n_vals; i++)
         if (rand_r(state) % 8 == 0) ir_graph_add_output(g, vals[i]);
     free(vals);
     return g;
+}
+
+Test(plan_memory, gives_a_view_its_inputs_block_and_keeps_it_while_either_is_read) {
+    enum { ELEMS = 100 };
+    IrGraph *g = ir_graph_new("views");
+    uint32_t x = add_input(g, "x", ELEMS);
+    uint32_t a = relu(g, "a", ELEMS, x);
+    uint32_t v = add_op(g, IR_OP_FLATTEN, "v", ELEMS, 1, &a);   /* a view of a */
+    uint32_t w = add_op(g, IR_OP_IDENTITY, "w", ELEMS, 1, &v);  /* a view of a view */
+    uint32_t b = relu(g, "b", ELEMS, w);
+    uint32_t c = relu(g, "c", ELEMS, b);
+    uint32_t y = add2(g, "y", ELEMS, c, a);                     /* a read long after its views */
+    uint32_t o = add_op(g, IR_OP_IDENTITY, "o", ELEMS, 1, &y);  /* y's reader is an output */
+    ir_graph_add_output(g, o);
+    plan(g);
+    check_plan(g, "views");
+    cr_assert_eq(g->values[v].mem_offset, g->values[a].mem_offset);
+    cr_assert_eq(g->values[w].mem_offset, g->values[a].mem_offset);
+    cr_assert(!share_bytes(g, b, a) && !share_bytes(g, c, a),
+              "b and c were placed in the block of a, which is read again by y");
+    cr_assert_eq(g->values[o].mem_offset, -1, "a graph output is not a view of the arena");
+    ir_graph_free(g);
 }
 
 Test(plan_memory, never_overlaps_live_tensors_in_random_graphs) {

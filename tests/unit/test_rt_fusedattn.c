@@ -9,28 +9,9 @@
 
 #include "runtime/rt_fusedattn.h"
 
+#include "rt_test_util.h"
+
 #define TOL 1e-5 /* absolute; outputs are convex combinations of values in [-1, 1) */
-
-static uint64_t rng_state;
-static unsigned rng_seed;
-
-static void rng_init(void) {
-    static unsigned counter;
-    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
-    rng_state = rng_seed | 1u;
-}
-
-static double rng_unit(void) { /* uniform in [-1, 1) */
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static float *rand_f32(size_t n) {
-    float *p = malloc(n * sizeof *p);
-    cr_assert(p);
-    for (size_t i = 0; i < n; i++) p[i] = (float)rng_unit();
-    return p;
-}
 
 /* Element offset of logical (b, h, i, j) through strides st. */
 static int64_t at(const int64_t st[4], int64_t b, int64_t h, int64_t i, int64_t j) {

@@ -10,46 +10,10 @@
 #include "runtime/rt_norm.h"
 #include "runtime/rt_pool.h"
 
+#include "rt_test_util.h"
+
 #define TOL_F32 1e-4 /* relative to the reference's magnitude, for float accumulations */
 #define TOL_F16 4e-3 /* float16 keeps 11 significant bits */
-#define POISON_F32 NAN
-
-static uint64_t rng_state;
-static unsigned rng_seed;
-
-static void rng_init(void) {
-    static unsigned counter;
-    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
-    rng_state = rng_seed | 1u;
-}
-
-static double rng_unit(void) { /* uniform in [-1, 1) */
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static float *rand_f32(int64_t n) {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = (float)rng_unit();
-    return p;
-}
-
-static float *poisoned_f32(int64_t n) {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = POISON_F32;
-    return p;
-}
-
-static void expect_close(const float *got, const double *want, int64_t n, double tol,
-                         const char *what) {
-    for (int64_t i = 0; i < n; i++) {
-        double err = fabs((double)got[i] - want[i]);
-        cr_assert(err <= tol * (1.0 + fabs(want[i])), "%s[%lld]: got %g, want %g (seed %u)", what,
-                  (long long)i, (double)got[i], want[i], rng_seed);
-    }
-}
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
@@ -114,7 +78,7 @@ static void check_conv(const RtConvGeom *g, bool with_bias) {
     float *y = poisoned_f32(yn);
     double *want = conv_ref(x, w, b, g);
     rt_conv_f32(x, w, b, y, g);
-    expect_close(y, want, yn, TOL_F32, "conv f32");
+    expect_close_tol(y, want, yn, TOL_F32, "conv f32");
 
     double *xd = malloc((size_t)xn * sizeof *xd), *wd = malloc((size_t)wn * sizeof *wd);
     double *bd = malloc((size_t)g->m * sizeof *bd), *yd = malloc((size_t)yn * sizeof *yd);
@@ -147,7 +111,7 @@ static void check_conv(const RtConvGeom *g, bool with_bias) {
     rt_conv_f16(xh, wh, b ? bh : NULL, yh, g);
     for (int64_t i = 0; i < yn; i++)
         y[i] = rt_f16_to_f32(yh[i]);
-    expect_close(y, want, yn, TOL_F16, "conv f16");
+    expect_close_tol(y, want, yn, TOL_F16, "conv f16");
     free(x), free(w), free(b), free(y), free(want);
     free(xd), free(wd), free(bd), free(yd), free(xh), free(wh), free(bh), free(yh);
 }
@@ -238,7 +202,7 @@ static void check_conv_transpose(const RtConvGeom *g) {
     float *x = rand_f32(xn), *w = rand_f32(wn), *b = rand_f32(g->m), *y = poisoned_f32(yn);
     double *want = conv_transpose_ref(x, w, b, g);
     rt_conv_transpose_f32(x, w, b, y, g);
-    expect_close(y, want, yn, TOL_F32, "conv_transpose f32");
+    expect_close_tol(y, want, yn, TOL_F32, "conv_transpose f32");
     uint16_t *xh = malloc((size_t)xn * 2), *wh = malloc((size_t)wn * 2);
     uint16_t *bh = malloc((size_t)g->m * 2), *yh = malloc((size_t)yn * 2);
     for (int64_t i = 0; i < xn; i++)
@@ -254,7 +218,7 @@ static void check_conv_transpose(const RtConvGeom *g) {
     rt_conv_transpose_f16(xh, wh, bh, yh, g);
     for (int64_t i = 0; i < yn; i++)
         y[i] = rt_f16_to_f32(yh[i]);
-    expect_close(y, want, yn, TOL_F16, "conv_transpose f16");
+    expect_close_tol(y, want, yn, TOL_F16, "conv_transpose f16");
     free(x), free(w), free(b), free(y), free(want), free(xh), free(wh), free(bh), free(yh);
 }
 
@@ -337,7 +301,7 @@ Test(rt_pool, max_matches_reference_with_indices_in_both_storage_orders) {
     for (int64_t i = 0; i < yn; i++)
         idx[i] = -7;
     rt_maxpool_f32(x, y, idx, &g, 0);
-    expect_close(y, want, yn, 0, "maxpool");
+    expect_close_tol(y, want, yn, 0, "maxpool");
     for (int64_t i = 0; i < yn; i++)
         cr_assert_eq(idx[i], want_idx[i], "index %lld (seed %u)", (long long)i, rng_seed);
     rt_maxpool_f32(x, y, idx, &g, 1);
@@ -360,14 +324,14 @@ Test(rt_pool, average_counts_pads_only_when_asked) {
     for (int include = 0; include < 2; include++) {
         double *want = pool_ref(x, &g, 1 + include, NULL);
         rt_avgpool_f32(x, y, &g, include);
-        expect_close(y, want, yn, TOL_F32, include ? "avgpool incl. pads" : "avgpool");
+        expect_close_tol(y, want, yn, TOL_F32, include ? "avgpool incl. pads" : "avgpool");
         free(want);
     }
     double *want = pool_ref(x, &g, 3, NULL);
     for (int64_t i = 0; i < yn; i++)
         y[i] = NAN;
     rt_lppool_f32(x, y, &g, 2);
-    expect_close(y, want, yn, TOL_F32, "lppool p=2");
+    expect_close_tol(y, want, yn, TOL_F32, "lppool p=2");
     free(want), free(x), free(y);
 }
 
@@ -385,15 +349,15 @@ Test(rt_pool, global_pools_reduce_each_plane) {
         want_avg[c] = sum / (double)size, want_max[c] = mx, want_l3[c] = cbrt(l3);
     }
     rt_global_avgpool_f32(x, y, nc, size);
-    expect_close(y, want_avg, nc, TOL_F32, "global avg");
+    expect_close_tol(y, want_avg, nc, TOL_F32, "global avg");
     for (int64_t i = 0; i < nc; i++)
         y[i] = NAN;
     rt_global_maxpool_f32(x, y, nc, size);
-    expect_close(y, want_max, nc, 0, "global max");
+    expect_close_tol(y, want_max, nc, 0, "global max");
     for (int64_t i = 0; i < nc; i++)
         y[i] = NAN;
     rt_global_lppool_f32(x, y, nc, size, 3);
-    expect_close(y, want_l3, nc, TOL_F32, "global lp3");
+    expect_close_tol(y, want_l3, nc, TOL_F32, "global lp3");
     free(x), free(y);
 }
 
@@ -423,7 +387,7 @@ Test(rt_norm, batchnorm_inference_and_training_match_reference) {
         want[i] = (x[i] - mu[c]) / sqrt(var[c] + 1e-5) * sc[c] + bi[c];
     }
     rt_batchnorm_f32(x, sc, bi, mu, var, y, N, C, S, 1e-5f);
-    expect_close(y, want, n, TOL_F32, "batchnorm");
+    expect_close_tol(y, want, n, TOL_F32, "batchnorm");
     for (int64_t c = 0; c < C; c++) {
         double s = 0, q = 0;
         for (int64_t b = 0; b < N; b++)
@@ -441,9 +405,9 @@ Test(rt_norm, batchnorm_inference_and_training_match_reference) {
         want_rm[c] = mu[c] * 0.9 + m * 0.1, want_rv[c] = var[c] * 0.9 + v * 0.1;
     }
     rt_batchnorm_train_f32(x, sc, bi, mu, var, y, rm, rv, N, C, S, 1e-5f, 0.9f);
-    expect_close(y, want, n, TOL_F32, "batchnorm training");
-    expect_close(rm, want_rm, C, TOL_F32, "running mean");
-    expect_close(rv, want_rv, C, TOL_F32, "running var");
+    expect_close_tol(y, want, n, TOL_F32, "batchnorm training");
+    expect_close_tol(rm, want_rm, C, TOL_F32, "running mean");
+    expect_close_tol(rv, want_rv, C, TOL_F32, "running var");
     free(x), free(sc), free(bi), free(mu), free(var), free(y), free(rm), free(rv), free(want);
 }
 
@@ -461,9 +425,9 @@ Test(rt_norm, layernorm_writes_output_mean_and_inv_std) {
             want[r * cols + j] = (x[r * cols + j] - m) * wi[r] * sc[j] + bi[j];
     }
     rt_layernorm_f32(x, sc, bi, y, mean, inv, rows, cols, 1, 1, 1e-5f);
-    expect_close(y, want, n, TOL_F32, "layernorm");
-    expect_close(mean, wm, rows, TOL_F32, "mean");
-    expect_close(inv, wi, rows, TOL_F32, "inv_std");
+    expect_close_tol(y, want, n, TOL_F32, "layernorm");
+    expect_close_tol(mean, wm, rows, TOL_F32, "mean");
+    expect_close_tol(inv, wi, rows, TOL_F32, "inv_std");
     /* one scale value, no bias, no statistics */
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < cols; j++)
@@ -471,7 +435,7 @@ Test(rt_norm, layernorm_writes_output_mean_and_inv_std) {
     for (int64_t i = 0; i < n; i++)
         y[i] = NAN;
     rt_layernorm_f32(x, sc, NULL, y, NULL, NULL, rows, cols, 0, 0, 1e-5f);
-    expect_close(y, want, n, 1e-3, "layernorm scalar scale");
+    expect_close_tol(y, want, n, 1e-3, "layernorm scalar scale");
     /* RMSNormalization */
     for (int64_t r = 0; r < rows; r++) {
         double q = 0;
@@ -483,7 +447,7 @@ Test(rt_norm, layernorm_writes_output_mean_and_inv_std) {
     for (int64_t i = 0; i < n; i++)
         y[i] = NAN;
     rt_rmsnorm_f32(x, sc, y, rows, cols, 1, 1e-5f);
-    expect_close(y, want, n, TOL_F32, "rmsnorm");
+    expect_close_tol(y, want, n, TOL_F32, "rmsnorm");
     free(x), free(sc), free(bi), free(y), free(mean), free(inv), free(want);
 }
 
@@ -499,7 +463,7 @@ Test(rt_norm, instance_and_group_norms_match_reference) {
             want[p * S + i] = (x[p * S + i] - m) / sqrt(v + 1e-5) * sc[p % C] + bi[p % C];
     }
     rt_instancenorm_f32(x, sc, bi, y, N, C, S, 1e-5f);
-    expect_close(y, want, n, TOL_F32, "instancenorm");
+    expect_close_tol(y, want, n, TOL_F32, "instancenorm");
     for (int per_channel = 0; per_channel < 2; per_channel++) {
         int64_t cpg = C / G;
         for (int64_t b = 0; b < N; b++)
@@ -516,7 +480,7 @@ Test(rt_norm, instance_and_group_norms_match_reference) {
         for (int64_t i = 0; i < n; i++)
             y[i] = NAN;
         rt_groupnorm_f32(x, sc, bi, y, N, C, S, G, per_channel, 1e-5f);
-        expect_close(y, want, n, TOL_F32, "groupnorm");
+        expect_close_tol(y, want, n, TOL_F32, "groupnorm");
     }
     free(x), free(sc), free(bi), free(y), free(want);
 }
@@ -536,7 +500,7 @@ Test(rt_norm, lrn_lpnorm_and_mvn_match_reference) {
                     x[(b * C + c) * S + i] / pow(1.0 + 1e-4 / (double)size * sq, 0.75);
             }
     rt_lrn_f32(x, y, N, C, S, size, 1e-4f, 0.75f, 1.0f);
-    expect_close(y, want, n, TOL_F32, "lrn");
+    expect_close_tol(y, want, n, TOL_F32, "lrn");
     for (int64_t p = 1; p <= 2; p++) { /* along C of (N,C,S) */
         for (int64_t b = 0; b < N; b++)
             for (int64_t i = 0; i < S; i++) {
@@ -550,7 +514,7 @@ Test(rt_norm, lrn_lpnorm_and_mvn_match_reference) {
         for (int64_t i = 0; i < n; i++)
             y[i] = NAN;
         rt_lpnorm_f32(x, y, N, C, S, p);
-        expect_close(y, want, n, TOL_F32, "lpnorm");
+        expect_close_tol(y, want, n, TOL_F32, "lpnorm");
     }
     /* MVN over axes {0, 2} of (N,C,S) */
     for (int64_t c = 0; c < C; c++) {
@@ -571,6 +535,6 @@ Test(rt_norm, lrn_lpnorm_and_mvn_match_reference) {
     for (int64_t i = 0; i < n; i++)
         y[i] = NAN;
     rt_mvn_f32(x, y, 3, dims, 0x5u, 1e-9f);
-    expect_close(y, want, n, 1e-3, "mvn");
+    expect_close_tol(y, want, n, 1e-3, "mvn");
     free(x), free(y), free(want);
 }

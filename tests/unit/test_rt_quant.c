@@ -9,16 +9,9 @@
 
 #include "runtime/rt_quant.h"
 
+#include "rt_test_util.h"
+
 #define POISON_BYTE 0x5a
-
-static uint64_t rng_state;
-static unsigned rng_seed;
-
-static void rng_init(void) {
-    static unsigned counter;
-    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
-    rng_state = rng_seed | 1u;
-}
 
 static uint32_t rng_u32(void) {
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;

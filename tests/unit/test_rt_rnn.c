@@ -9,42 +9,12 @@
 
 #include "runtime/rt_rnn.h"
 
+#include "rt_test_util.h"
+
 #define TOL_F32 1e-4 /* relative to the reference's magnitude, float accumulations */
 
-static uint64_t rng_state;
-static unsigned rng_seed;
-
-static void rng_init(void) {
-    static unsigned counter;
-    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
-    rng_state = rng_seed | 1u;
-}
-
-static double rng_unit(void) { /* uniform in [-1, 1) */
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static float *rand_f32(int64_t n) {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = (float)rng_unit();
-    return p;
-}
-
-static float *poisoned_f32(int64_t n) {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = NAN;
-    return p;
-}
-
 static void expect_close(const float *got, const double *want, int64_t n, const char *what) {
-    for (int64_t i = 0; i < n; i++) {
-        double err = fabs((double)got[i] - want[i]);
-        cr_assert(err <= TOL_F32 * (1.0 + fabs(want[i])), "%s[%lld]: got %g, want %g (seed %u)",
-                  what, (long long)i, (double)got[i], want[i], rng_seed);
-    }
+    expect_close_tol(got, want, n, TOL_F32, what);
 }
 
 static double sigm(double v) { return 1 / (1 + exp(-v)); }

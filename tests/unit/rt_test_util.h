@@ -1,0 +1,61 @@
+/* rt_test_util.h: what the unit tests of the runtime kernels (test_rt_*.c) share: a seeded
+ * generator whose seed every failure message names, random and poisoned float buffers, and
+ * the closeness check relative to the reference's magnitude. Header-only and static inline:
+ * each test program uses what it needs. */
+#ifndef KILN_RT_TEST_UTIL_H
+#define KILN_RT_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+static uint64_t rng_state;
+static unsigned rng_seed;
+
+/* A fresh seed per call (the clock and a counter), kept in rng_seed for the messages. */
+static inline void rng_init(void) {
+    static unsigned counter;
+    rng_seed = (unsigned)time(NULL) * 2654435761u + counter++;
+    rng_state = rng_seed | 1u;
+}
+
+static inline double rng_unit(void) { /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static inline void fill_rand(float *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) p[i] = (float)rng_unit();
+}
+
+static inline void poison(float *p, int64_t n) { /* NaN: an unwritten element shows */
+    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+}
+
+static inline float *rand_f32(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    cr_assert(p);
+    fill_rand(p, n);
+    return p;
+}
+
+static inline float *poisoned_f32(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    cr_assert(p);
+    poison(p, n);
+    return p;
+}
+
+/* |got - want| <= tol * (1 + |want|) for every element. */
+static inline void expect_close_tol(const float *got, const double *want, int64_t n, double tol,
+                                    const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - want[i]);
+        cr_assert(err <= tol * (1.0 + fabs(want[i])), "%s[%lld]: got %g, want %g (seed %u)", what,
+                  (long long)i, (double)got[i], want[i], rng_seed);
+    }
+}
+
+#endif

@@ -93,6 +93,16 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
 }
 
+const char *cgen_upper_name(CgenCtx *cx) {
+    if (!cx->upper) {
+        char *u = ir_arena_strdup(&cx->scratch, cx->opts->name);
+        for (char *p = u; *p; p++)
+            if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+        cx->upper = u;
+    }
+    return cx->upper;
+}
+
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b) {
     return strcmp(cgen_ptr(cx, a), cgen_ptr(cx, b)) == 0;
 }

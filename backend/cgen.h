@@ -45,6 +45,7 @@ typedef struct CgenCtx {
     int64_t **graph_weight_offset;
     uint32_t n_graphs;
     const char **expr;
+    const char *upper;   /* the bundle's name in capitals, once cgen_upper_name made it */
 } CgenCtx;
 
 /* An emitter writes the code of one node; false (after a diagnostic) if it cannot. */
@@ -59,6 +60,8 @@ bool cgen_op_supported(IrOp op);
 /* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
 const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t" (f16)... */
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
+/* The bundle's name in capitals, the prefix of its macros (made once, kept in cx). */
+const char *cgen_upper_name(CgenCtx *cx);
 /* Whether a and b are the same bytes (the planner let a view share its input's block). */
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b);
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v);

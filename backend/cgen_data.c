@@ -337,6 +337,28 @@ static bool emit_depth_space(CgenCtx *cx, const IrNode *n) {
     return true;
 }
 
+/* Concat and Split: part k (IR_NONE parts skipped) is the next slab of `whole` along axis;
+ * into_whole copies the parts into it (Concat), else the slabs out to the parts (Split).
+ * Returns the extent the parts cover along axis. */
+static int64_t emit_slabs(CgenCtx *cx, uint32_t whole, const uint32_t *parts, uint32_t n_parts,
+                          int axis, size_t esz, bool into_whole) {
+    const IrType *tw = T(cx, whole);
+    int R = tw->rank;
+    int64_t ws[RT_MAX_RANK], off = 0;
+    contiguous_strides(tw->dims, R, ws);
+    for (uint32_t k = 0; k < n_parts; k++) {
+        uint32_t p = parts[k];
+        if (p == IR_NONE) continue;
+        const IrType *tp = T(cx, p);
+        int64_t ps[RT_MAX_RANK];
+        contiguous_strides(tp->dims, R, ps);
+        if (into_whole) emit_copy(cx, whole, off * ws[axis], p, 0, esz, R, tp->dims, ws, ps);
+        else emit_copy(cx, p, 0, whole, off * ws[axis], esz, R, tp->dims, ps, ws);
+        off += tp->dims[axis];
+    }
+    return off;
+}
+
 static bool emit_concat(CgenCtx *cx, const IrNode *n) {
     uint32_t y = n->outputs[0];
     size_t esz;
@@ -344,17 +366,7 @@ static bool emit_concat(CgenCtx *cx, const IrNode *n) {
     const IrType *ty = T(cx, y);
     int R = ty->rank, axis = norm_axis(ir_attr_i(n, IR_ATTR_CONCAT_AXIS), R);
     if (axis < 0 || axis >= R) return cgen_unsupported(cx, n, "axis out of range");
-    int64_t ys[RT_MAX_RANK], off = 0;
-    contiguous_strides(ty->dims, R, ys);
-    for (uint32_t k = 0; k < n->n_inputs; k++) {
-        uint32_t x = n->inputs[k];
-        if (x == IR_NONE) continue;
-        const IrType *tx = T(cx, x);
-        int64_t xs[RT_MAX_RANK];
-        contiguous_strides(tx->dims, R, xs);
-        emit_copy(cx, y, off * ys[axis], x, 0, esz, R, tx->dims, ys, xs);
-        off += tx->dims[axis];
-    }
+    emit_slabs(cx, y, n->inputs, n->n_inputs, axis, esz, true);
     return true;
 }
 
@@ -379,18 +391,7 @@ static bool emit_split(CgenCtx *cx, const IrNode *n) {
         cgen_call_checked(cx, "rt_check_dims(%s, %lld, want, %u)", s, (long long)cnt, n->n_outputs);
         cw_close(cx->w, NULL);
     }
-    int64_t xs[RT_MAX_RANK], off = 0;
-    contiguous_strides(tx->dims, R, xs);
-    for (uint32_t k = 0; k < n->n_outputs; k++) {
-        uint32_t y = n->outputs[k];
-        if (y == IR_NONE) continue;
-        const IrType *ty = T(cx, y);
-        int64_t ys[RT_MAX_RANK];
-        contiguous_strides(ty->dims, R, ys);
-        emit_copy(cx, y, 0, x, off * xs[axis], esz, R, ty->dims, ys, xs);
-        off += ty->dims[axis];
-    }
-    if (off != tx->dims[axis])
+    if (emit_slabs(cx, x, n->outputs, n->n_outputs, axis, esz, false) != tx->dims[axis])
         return cgen_unsupported(cx, n, "outputs that do not cover the input");
     return true;
 }

@@ -91,14 +91,6 @@ static bool const_ints(CudaCtx *cx, uint32_t val, int64_t *v, uint32_t max, uint
     return true;
 }
 
-/* The bundle's name in capitals, the prefix of its macros. */
-static const char *upper_name(CudaCtx *cx) {
-    char *u = ir_arena_strdup(&cx->c.scratch, cx->c.opts->name);
-    for (char *q = u; *q; q++)
-        if (*q >= 'a' && *q <= 'z') *q = (char)(*q - 'a' + 'A');
-    return u;
-}
-
 static void checked(CudaCtx *cx, const char *call) {
     cw_line(cx->c.w, "if ((rc = %s) != KC_OK) return rc;", call);
 }
@@ -344,47 +336,49 @@ static bool emit_expand(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
-static bool emit_concat(CudaCtx *cx, const IrNode *n) {
-    uint32_t y = n->outputs[0];
-    if (!elem_ok(cx, n, y)) return false;
-    const IrType *ty = cgen_type(&cx->c, y);
-    int r = ty->rank;
-    int64_t axis = ir_attr_i(n, IR_ATTR_CONCAT_AXIS);
-    if (axis < 0) axis += r;
-    if (r > 8 || axis < 0 || axis >= r) return unsupported(cx, n, "this rank or axis");
-    int64_t sy[IR_MAX_RANK], sx[IR_MAX_RANK], off = 0;
-    strides_of(ty, sy);
-    for (uint32_t k = 0; k < n->n_inputs; k++) {
-        uint32_t x = n->inputs[k];
-        if (x == IR_NONE) continue;
-        const IrType *tx = cgen_type(&cx->c, x);
-        strides_of(tx, sx);
-        if (numel(cx, x) > 0) emit_strided(cx, x, y, r, tx->dims, sx, sy, 0, off * sy[axis]);
-        off += tx->dims[axis];
+/* Concat and Split: part k (IR_NONE parts skipped) is the next slab of `whole` along axis
+ * (its static shape says how many entries, whichever form Split's sizes took); into_whole
+ * copies the parts in (Concat), else the slabs out (Split). */
+static void emit_slabs(CudaCtx *cx, uint32_t whole, const uint32_t *parts, uint32_t n_parts,
+                       int64_t axis, bool into_whole) {
+    const IrType *tw = cgen_type(&cx->c, whole);
+    int r = tw->rank;
+    int64_t sw[IR_MAX_RANK], sp[IR_MAX_RANK], off = 0;
+    strides_of(tw, sw);
+    for (uint32_t k = 0; k < n_parts; k++) {
+        uint32_t p = parts[k];
+        if (p == IR_NONE) continue;
+        const IrType *tp = cgen_type(&cx->c, p);
+        strides_of(tp, sp);
+        if (numel(cx, p) > 0) {
+            if (into_whole) emit_strided(cx, p, whole, r, tp->dims, sp, sw, 0, off * sw[axis]);
+            else emit_strided(cx, whole, p, r, tp->dims, sw, sp, off * sw[axis], 0);
+        }
+        off += tp->dims[axis];
     }
-    return true;
 }
 
-/* Split: output k is the next outputs[k].dims[axis] entries along axis (its static shape
- * says how many, whichever form the sizes took: input, attribute or equal parts). */
+/* The axis attribute of Concat or Split normalized, or -1 when out of range (or rank > 8). */
+static int64_t slab_axis(int64_t axis, int r) {
+    if (axis < 0) axis += r;
+    return r > 8 || axis < 0 || axis >= r ? -1 : axis;
+}
+
 static bool emit_split(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0];
     if (!elem_ok(cx, n, x)) return false;
-    const IrType *tx = cgen_type(&cx->c, x);
-    int r = tx->rank;
-    int64_t axis = ir_attr_i(n, IR_ATTR_SPLIT_AXIS);
-    if (axis < 0) axis += r;
-    if (r > 8 || axis < 0 || axis >= r) return unsupported(cx, n, "this rank or axis");
-    int64_t sx[IR_MAX_RANK], sy[IR_MAX_RANK], off = 0;
-    strides_of(tx, sx);
-    for (uint32_t k = 0; k < n->n_outputs; k++) {
-        uint32_t y = n->outputs[k];
-        if (y == IR_NONE) continue;
-        const IrType *ty = cgen_type(&cx->c, y);
-        strides_of(ty, sy);
-        if (numel(cx, y) > 0) emit_strided(cx, x, y, r, ty->dims, sx, sy, off * sx[axis], 0);
-        off += ty->dims[axis];
-    }
+    int64_t axis = slab_axis(ir_attr_i(n, IR_ATTR_SPLIT_AXIS), cgen_type(&cx->c, x)->rank);
+    if (axis < 0) return unsupported(cx, n, "this rank or axis");
+    emit_slabs(cx, x, n->outputs, n->n_outputs, axis, false);
+    return true;
+}
+
+static bool emit_concat(CudaCtx *cx, const IrNode *n) {
+    uint32_t y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    int64_t axis = slab_axis(ir_attr_i(n, IR_ATTR_CONCAT_AXIS), cgen_type(&cx->c, y)->rank);
+    if (axis < 0) return unsupported(cx, n, "this rank or axis");
+    emit_slabs(cx, y, n->inputs, n->n_inputs, axis, true);
     return true;
 }
 
@@ -480,7 +474,7 @@ typedef struct MmPlan {
 
 /* The cuBLASLt compute type of a product: float16 storage accumulates in float32. */
 static const char *compute_type(CudaCtx *cx, bool half) {
-    return half ? "CUBLAS_COMPUTE_32F" : cgen_fmt(&cx->c, "%s_COMPUTE", upper_name(cx));
+    return half ? "CUBLAS_COMPUTE_32F" : cgen_fmt(&cx->c, "%s_COMPUTE", cgen_upper_name(&cx->c));
 }
 
 static void emit_lt(CudaCtx *cx, const MmPlan *p) {
@@ -506,7 +500,7 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
             fmt_f(cx, p->act_alpha), fmt_f(cx, p->act_beta));
     if (p->half) cw_line(w, "p.half = 1;");
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p)) != KC_OK) "
-               "return rc;", upper_name(cx), compute_type(cx, p->half));
+               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, p->half));
     cw_close(w, NULL);
 }
 
@@ -780,7 +774,7 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     if (c->res && epilogue) cw_line(w, "m.C = r + i * %lld;", (long long)(P * c->K));
     cw_line(w, "m.D = y + i * %lld + g * %lld;", (long long)(P * c->K), (long long)Mg);
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", upper_name(cx), compute_type(cx, c->half));
+               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, c->half));
     cw_close(w, NULL);
     cw_close(w, NULL);
     if (!epilogue && (c->bias || c->res || strcmp(c->act, "KC_ACT_NONE") != 0))
@@ -881,7 +875,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     }
     cw_line(w, "m.D = y + i * %lld;", (long long)(K * P));
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", upper_name(cx), compute_type(cx, half));
+               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, half));
     cw_close(w, NULL);
     if (has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",

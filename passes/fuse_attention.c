@@ -195,25 +195,13 @@ static bool fuse_at_softmax(IrGraph *g, const PassUses *u, uint32_t sm_id) {
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_K_PERM, ok.perm, r);
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_V_PERM, ov.perm, r);
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_Y_PERM, yperm, r);
-    for (uint32_t k = 0; k < n_nodes; k++)
-        if (nodes[k] != last) g->nodes[nodes[k]].dead = true;
-    pass_set_output(g, last, 0, out);
+    pass_retire_match(g, nodes, n_nodes, last, out);
     return true;
 }
 
+static bool is_softmax(const IrNode *n) { return n->op == IR_OP_SOFTMAX; }
+
 bool pass_fuse_attention(IrGraph *g, Diag *d) {
     (void)d;
-    PassUses u;
-    pass_uses_build(g, &u);
-    bool changed = false;
-    uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead || n->op != IR_OP_SOFTMAX || n->outputs[0] == IR_NONE) continue;
-        if (g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32) continue;
-        changed |= fuse_at_softmax(g, &u, i);
-    }
-    pass_uses_free(&u);
-    if (changed) ir_graph_compact(g);
-    return changed;
+    return pass_fuse_anchored(g, is_softmax, fuse_at_softmax);
 }

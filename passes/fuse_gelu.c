@@ -183,26 +183,13 @@ static bool fuse_at(IrGraph *g, const PassUses *u, uint32_t id) {
         a->s.data = "tanh";
         a->s.len = strlen("tanh");
     }
-    for (uint32_t k = 0; k < m.n_nodes; k++)
-        if (m.nodes[k] != last) g->nodes[m.nodes[k]].dead = true;
-    pass_set_output(g, last, 0, out);
+    pass_retire_match(g, m.nodes, m.n_nodes, last, out);
     return true;
 }
 
+static bool is_erf_or_tanh(const IrNode *n) { return n->op == IR_OP_ERF || n->op == IR_OP_TANH; }
+
 bool pass_fuse_gelu(IrGraph *g, Diag *d) {
     (void)d;
-    PassUses u;
-    pass_uses_build(g, &u);
-    bool changed = false;
-    uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead || (n->op != IR_OP_ERF && n->op != IR_OP_TANH)) continue;
-        if (n->outputs[0] == IR_NONE || g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32)
-            continue;
-        changed |= fuse_at(g, &u, i);
-    }
-    pass_uses_free(&u);
-    if (changed) ir_graph_compact(g);
-    return changed;
+    return pass_fuse_anchored(g, is_erf_or_tanh, fuse_at);
 }

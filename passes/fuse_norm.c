@@ -176,25 +176,13 @@ static bool fuse_at_sqrt(IrGraph *g, const PassUses *u, uint32_t sq_id) {
                                        : IR_ATTR_RMSNORMALIZATION_AXIS);
     ax->present = true;
     ax->i = -1;
-    for (uint32_t k = 0; k < n_nodes; k++)
-        if (nodes[k] != last) g->nodes[nodes[k]].dead = true;
-    pass_set_output(g, last, 0, out);
+    pass_retire_match(g, nodes, n_nodes, last, out);
     return true;
 }
 
+static bool is_sqrt(const IrNode *n) { return n->op == IR_OP_SQRT; }
+
 bool pass_fuse_norm(IrGraph *g, Diag *d) {
     (void)d;
-    PassUses u;
-    pass_uses_build(g, &u);
-    bool changed = false;
-    uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead || n->op != IR_OP_SQRT || n->outputs[0] == IR_NONE) continue;
-        if (g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32) continue;
-        changed |= fuse_at_sqrt(g, &u, i);
-    }
-    pass_uses_free(&u);
-    if (changed) ir_graph_compact(g);
-    return changed;
+    return pass_fuse_anchored(g, is_sqrt, fuse_at_sqrt);
 }

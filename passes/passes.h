@@ -80,6 +80,16 @@ void pass_uses_free(PassUses *u);
 uint32_t pass_sole_reader(const IrGraph *g, const PassUses *u, uint32_t v);
 /* The live node of op `op` whose first output is v, or IR_NONE. */
 uint32_t pass_producer(const IrGraph *g, uint32_t v, IrOp op);
+/* The end of a match: every matched node but `keep` (the fused node that replaced the
+ * pattern's last) dies, and keep writes `out`, the pattern's result. */
+void pass_retire_match(IrGraph *g, const uint32_t *nodes, uint32_t n_nodes, uint32_t keep,
+                       uint32_t out);
+/* The driver of the anchored fuse passes: fuse(g, uses, i) at every live node i present at
+ * the start whose first output is a float32 value and that anchor accepts, over one
+ * PassUses; the graph is compacted when something changed. Returns whether it did. */
+typedef bool (*PassAnchorFn)(const IrNode *n);
+typedef bool (*PassFuseAtFn)(IrGraph *g, const PassUses *u, uint32_t id);
+bool pass_fuse_anchored(IrGraph *g, PassAnchorFn anchor, PassFuseAtFn fuse);
 /* A one-element f32/f64 constant's value. */
 bool pass_const_scalar(const IrGraph *g, uint32_t v, double *out);
 /* x within the patterns' relative tolerance of want; a one-element constant near want. */

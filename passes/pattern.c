@@ -88,3 +88,26 @@ uint32_t pass_other_input(const IrNode *n, uint32_t v) {
     if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
     return IR_NONE;
 }
+
+void pass_retire_match(IrGraph *g, const uint32_t *nodes, uint32_t n_nodes, uint32_t keep,
+                       uint32_t out) {
+    for (uint32_t k = 0; k < n_nodes; k++)
+        if (nodes[k] != keep) g->nodes[nodes[k]].dead = true;
+    pass_set_output(g, keep, 0, out);
+}
+
+bool pass_fuse_anchored(IrGraph *g, PassAnchorFn anchor, PassFuseAtFn fuse) {
+    PassUses u;
+    pass_uses_build(g, &u);
+    bool changed = false;
+    uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || !anchor(n) || n->n_outputs < 1 || n->outputs[0] == IR_NONE) continue;
+        if (g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32) continue;
+        changed |= fuse(g, &u, i);
+    }
+    pass_uses_free(&u);
+    if (changed) ir_graph_compact(g);
+    return changed;
+}

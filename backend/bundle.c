@@ -457,13 +457,7 @@ static void emit_test_main(CgenCtx *cx, IrGraph *g, CWriter *c, const char **out
         cw_line(c, " * Prints each count field of the outputs as a line \"FIELD_count N\". */");
     else
         cw_line(c, " */");
-    cw_line(c, "#include <stdio.h>");
-    cw_line(c, "#include <stdlib.h>");
-    cw_line(c, "#include <string.h>");
-    cw_line(c, "#include \"%s.h\"", N);
-    cw_blank(c);
-    cw_line(c, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
-    cw_blank(c);
+    cgen_test_main_includes(c, N);
     cw_open(c, "static void *aligned_block(size_t size)");
     cw_line(c, "unsigned char *p = malloc(size + %s_ALIGN);", U);
     cw_line(c, "if (!p) { fprintf(stderr, \"out of memory\\n\"); exit(2); }");

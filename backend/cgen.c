@@ -93,6 +93,16 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
 }
 
+void cgen_test_main_includes(CWriter *w, const char *name) {
+    cw_line(w, "#include <stdio.h>");
+    cw_line(w, "#include <stdlib.h>");
+    cw_line(w, "#include <string.h>");
+    cw_line(w, "#include \"%s.h\"", name);
+    cw_blank(w);
+    cw_line(w, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
+    cw_blank(w);
+}
+
 const char *cgen_upper_name(CgenCtx *cx) {
     if (!cx->upper) {
         char *u = ir_arena_strdup(&cx->scratch, cx->opts->name);

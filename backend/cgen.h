@@ -60,6 +60,8 @@ bool cgen_op_supported(IrOp op);
 /* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
 const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t" (f16)... */
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
+/* The opening of a test main (C and CUDA): the C headers, NAME.h and POISON_BYTE. */
+void cgen_test_main_includes(CWriter *w, const char *name);
 /* The bundle's name in capitals, the prefix of its macros (made once, kept in cx). */
 const char *cgen_upper_name(CgenCtx *cx);
 /* Whether a and b are the same bytes (the planner let a view share its input's block). */

@@ -692,13 +692,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, " * writes each output's raw bytes (the argument order of the C test main). When every");
     cw_line(c, " * input file holds K samples back to back (K times the input's size), it runs K times");
     cw_line(c, " * and each output file holds the K outputs back to back. */");
-    cw_line(c, "#include <stdio.h>");
-    cw_line(c, "#include <stdlib.h>");
-    cw_line(c, "#include <string.h>");
-    cw_line(c, "#include \"%s.h\"", N);
-    cw_blank(c);
-    cw_line(c, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
-    cw_blank(c);
+    cgen_test_main_includes(c, N);
     cw_line(c, "/* The whole file; *size its length. Exits on failure. */");
     cw_open(c, "static unsigned char *read_all(const char *path, size_t *size)");
     cw_line(c, "FILE *f = fopen(path, \"rb\");");

@@ -691,6 +691,17 @@ static int64_t channels(const IrType *t) {
     return t->dims[t->layout == IR_LAYOUT_NHWC ? t->rank - 1 : 1];
 }
 
+/* Images per product of a convolution of N images whose im2col takes col_image bytes each
+ * (0: none): as many as fit CONV_COL_BUDGET when images can be batched, else one; the
+ * workspace grows to hold them. */
+static int64_t conv_chunk(CudaCtx *cx, int64_t col_image, int64_t N, bool batched) {
+    int64_t chunk = !batched ? 1 : col_image ? CONV_COL_BUDGET / col_image : N;
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    if (col_image * chunk > cx->col_bytes) cx->col_bytes = col_image * chunk;
+    return chunk;
+}
+
 typedef struct ConvNhwc {
     const char *T; /* element type */
     bool half;
@@ -729,11 +740,7 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     bool direct = G->kh == 1 && G->kw == 1 && G->sh == 1 && G->sw == 1 && G->ph == 0 &&
                   G->pw == 0 && c->OH == c->H && c->OW == c->W;
     bool epilogue = groups == 1; /* grouped: plain products, then one bias/residual/act pass */
-    int64_t col_image = direct ? 0 : P * CRS * c->esize;
-    int64_t chunk = col_image ? CONV_COL_BUDGET / col_image : c->N;
-    if (chunk < 1) chunk = 1;
-    if (chunk > c->N) chunk = c->N;
-    if (col_image * chunk > cx->col_bytes) cx->col_bytes = col_image * chunk;
+    int64_t chunk = conv_chunk(cx, direct ? 0 : P * CRS * c->esize, c->N, true);
     cuda_use_runtime(cx, "kc_blas.cuh");
     cw_open(w, "%s", "");
     cw_line(w, "static const KcConv2d p = %s;", params);
@@ -835,12 +842,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
                   OH == H && OW == W;
     /* Images per product: one group -> a strided batch of images sharing the weights (stride
      * 0), as many as fit the im2col budget; grouped -> one image, a batch of groups. */
-    int64_t col_image = direct ? 0 : C * G.kh * G.kw * P * esize;
-    int64_t chunk = 1;
-    if (group == 1) chunk = col_image ? CONV_COL_BUDGET / col_image : N;
-    if (chunk < 1) chunk = 1;
-    if (chunk > N) chunk = N;
-    if (col_image * chunk > cx->col_bytes) cx->col_bytes = col_image * chunk;
+    int64_t chunk = conv_chunk(cx, direct ? 0 : C * G.kh * G.kw * P * esize, N, group == 1);
     cuda_use_runtime(cx, "kc_blas.cuh");
     cw_open(w, "%s", "");
     cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));

@@ -854,7 +854,7 @@ static bool runs_in_fp16(const IrGraph *g, const IrNode *n, void *arg) {
     return cuda_emit_table[n->op] && cuda_emit_table[n->op] != cuda_emit_generic;
 }
 
-bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
+bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, const CudaOptions *co,
                        const char *out_dir, Diag *d) {
     cuda_tables_init();
     if (opts->embed_weights) {
@@ -878,7 +878,7 @@ bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
         if (pass_known(no_cuda_kernel[i])) disabled[popts.n_disabled++] = no_cuda_kernel[i];
     popts.disabled = disabled;
     if (!pass_pipeline_run(g, &popts, PASS_STAGE_OPTIMIZE, d)) return false;
-    if (prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
+    if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
     if (!cgen_control_prepare(g, d)) return false;
     if (!check_supported(g, d)) return false;
     if (!pass_pipeline_run(g, &popts, PASS_STAGE_PLAN, d)) return false;
@@ -888,7 +888,8 @@ bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
     }
     CudaCtx cx;
     memset(&cx, 0, sizeof cx);
-    cx.prec = prec;
+    cx.prec = co->prec;
+    cx.conv = co->conv;
     cx.c.g = g;
     cx.c.opts = opts;
     cx.c.d = d;

@@ -14,6 +14,20 @@ typedef enum CudaPrecision {
                          * fp32 accumulation; float32 graph inputs and outputs */
 } CudaPrecision;
 
+/* How channels-last convolutions that are not plain 1x1 ones are lowered: im2col + a
+ * cuBLASLt product, or an implicit GEMM (kc_igemm.cuh; float16, one group, channels in
+ * eights); auto picks per convolution by the rule measured in docs/gpu-bench.md. */
+typedef enum CudaConvLowering {
+    CUDA_CONV_AUTO = 0,
+    CUDA_CONV_IM2COL,
+    CUDA_CONV_IMPLICIT
+} CudaConvLowering;
+
+typedef struct CudaOptions {
+    CudaPrecision prec;
+    CudaConvLowering conv;
+} CudaOptions;
+
 /* runtime files one bundle can use: the kc_*.cuh files and the C runtime's rt_*.h */
 #define CUDA_MAX_RUNTIME (CGEN_MAX_RUNTIME + 8)
 
@@ -21,6 +35,7 @@ typedef struct CudaCtx {
     CgenCtx c;           /* placement, scratch, the enqueue body (c.w) */
     CWriter *kernels;    /* the __global__ kernels specialised per node */
     CudaPrecision prec;
+    CudaConvLowering conv;
     uint32_t n_kernels;
     int64_t col_bytes;   /* the largest im2col workspace of a convolution */
     bool uses_status;    /* a kernel may raise a status on bad data */
@@ -52,7 +67,7 @@ bool cuda_uses_word(const char *text, const char *word);
 
 /* Writes the CUDA bundle for g into out_dir (runs the passes like cgen_write_bundle).
  * Every unsupported op is reported, all at once, before anything is written. */
-bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, CudaPrecision prec,
+bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, const CudaOptions *co,
                        const char *out_dir, Diag *d);
 
 #endif

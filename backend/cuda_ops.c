@@ -713,6 +713,39 @@ typedef struct ConvNhwc {
     const char *bias, *res; /* pointer expressions, or NULL */
 } ConvNhwc;
 
+/* A channels-last convolution as one call of a kernel that does it all, bias, residual and
+ * activation included: fn(s, x, w, bias, r, y, &p, N, extra, act, al, be). */
+static bool emit_conv_kernel(CudaCtx *cx, const ConvNhwc *c, const char *params, const char *fn,
+                             int64_t extra) {
+    CWriter *w = cx->c.w;
+    const char *T = c->T;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcConv2d p = %s;", params);
+    checked(cx, cgen_fmt(&cx->c, "%s(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, %s, %s)", fn,
+                         kptr(cx, c->x), kptr(cx, c->wt), c->bias ? c->bias : knull(cx, T),
+                         c->res ? c->res : knull(cx, T), kptr(cx, c->y), (long long)c->N,
+                         (long long)extra, c->act, fmt_f(cx, c->al), fmt_f(cx, c->be)));
+    cw_close(w, NULL);
+    return true;
+}
+
+/* --conv auto's rule (docs/gpu-bench.md, "Convolution lowering"): the implicit GEMM where
+ * im2col costs most against the product -- its pass moves 2 bytes per element of col for
+ * 2*K flops on it, so at most IGEMM_AUTO_MAX_K output channels -- and where it makes at
+ * least IGEMM_AUTO_MIN_BLOCKS blocks (kc_igemm_nhwc's tile: 128 rows, 64 or 128 columns),
+ * the ones measured faster; smaller products keep cuBLASLt, which splits the reduction. */
+#define IGEMM_AUTO_MAX_K 128
+#define IGEMM_AUTO_MIN_BLOCKS 128
+
+/* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_igemm_nhwc. */
+static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c) {
+    if (!c->half || c->group != 1 || c->C % 8 || c->K % 8) return false;
+    if (cx->conv != CUDA_CONV_AUTO) return cx->conv == CUDA_CONV_IMPLICIT;
+    int64_t rows = c->N * c->OH * c->OW, cols = c->K <= 64 ? 64 : 128;
+    return c->K <= IGEMM_AUTO_MAX_K &&
+           (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
+}
+
 /* A channels-last convolution: depthwise as a direct kernel; otherwise products whose rows
  * are output pixels, Y (rows, M) = col (rows, KH*KW*C) @ W (KH*KW*C, M) -- 1x1 stride-1
  * convolutions read X itself, others an im2col of as many images as fit the budget -- with
@@ -723,22 +756,16 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     const IrType *tw = cgen_type(&cx->c, c->wt);
     const char *params = conv_params(cx, c->C, c->H, c->W, G, c->OH, c->OW);
     const char *T = c->T;
-    if (c->group == c->C && tw->dims[2] == 1) { /* depthwise */
-        cw_open(w, "%s", "");
-        cw_line(w, "static const KcConv2d p = %s;", params);
-        checked(cx, cgen_fmt(&cx->c, "kc_dwconv_nhwc(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, "
-                                     "%s, %s)",
-                             kptr(cx, c->x), kptr(cx, c->wt), c->bias ? c->bias : knull(cx, T),
-                             c->res ? c->res : knull(cx, T), kptr(cx, c->y), (long long)c->N,
-                             (long long)(c->K / c->C), c->act, fmt_f(cx, c->al),
-                             fmt_f(cx, c->be)));
-        cw_close(w, NULL);
-        return true;
-    }
+    if (c->group == c->C && tw->dims[2] == 1) /* depthwise */
+        return emit_conv_kernel(cx, c, params, "kc_dwconv_nhwc", c->K / c->C);
     int64_t groups = c->group, Cg = c->C / groups, Mg = c->K / groups;
     int64_t P = c->OH * c->OW, CRS = c->C * G->kh * G->kw, CRSg = Cg * G->kh * G->kw;
     bool direct = G->kh == 1 && G->kw == 1 && G->sh == 1 && G->sw == 1 && G->ph == 0 &&
                   G->pw == 0 && c->OH == c->H && c->OW == c->W;
+    if (!direct && use_implicit(cx, c)) {
+        cuda_use_runtime(cx, "kc_igemm.cuh");
+        return emit_conv_kernel(cx, c, params, "kc_igemm_nhwc", c->K);
+    }
     bool epilogue = groups == 1; /* grouped: plain products, then one bias/residual/act pass */
     int64_t chunk = conv_chunk(cx, direct ? 0 : P * CRS * c->esize, c->N, true);
     cuda_use_runtime(cx, "kc_blas.cuh");

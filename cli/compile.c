@@ -27,6 +27,11 @@ const char cli_compile_help[] =
     "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
     "                        tensor cores with fp32 accumulation\n"
+    "  --conv auto|im2col|implicit  CUDA convolutions other than plain 1x1 ones: im2col\n"
+    "                        and a cuBLASLt product, or an implicit GEMM that gathers its\n"
+    "                        input tiles itself (fp16, channels-last, channels in multiples\n"
+    "                        of 8; other convolutions stay im2col); auto (default) picks per\n"
+    "                        convolution by its shape\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
     "  --seq NAME=SPEC       the elements of sequence or optional input NAME, which become\n"
     "                        fields NAME_0, NAME_1...: shapes [d,..][d,..] (one group per\n"
@@ -117,7 +122,7 @@ static bool parse_pass_list(char *buf, const char **names, unsigned *n) {
 
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
-    const char *precision = "fp32";
+    const char *precision = "fp32", *conv = "auto";
     bool test_main = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
@@ -156,6 +161,9 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--precision", &v)) != 0) {
             if (m < 0) goto usage;
             precision = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--conv", &v)) != 0) {
+            if (m < 0) goto usage;
+            conv = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
@@ -224,6 +232,15 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "--precision fp16 is for --target cuda");
         goto usage;
     }
+    if (strcmp(conv, "auto") != 0 && strcmp(conv, "im2col") != 0 &&
+        strcmp(conv, "implicit") != 0) {
+        cli_usage_error("compile", "--conv takes auto, im2col or implicit, not '%s'", conv);
+        goto usage;
+    }
+    if (!cuda && strcmp(conv, "auto") != 0) {
+        cli_usage_error("compile", "--conv is for --target cuda");
+        goto usage;
+    }
     if (strcmp(weights, "bin") != 0 && strcmp(weights, "embed") != 0) {
         cli_usage_error("compile", "--weights takes bin or embed, not '%s'", weights);
         goto usage;
@@ -243,9 +260,10 @@ int cli_compile_run(int argc, char **argv) {
     uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
-    bool ok = cuda ? cuda_write_bundle(g, &opts, strcmp(precision, "fp16") == 0 ? CUDA_PREC_FP16
-                                                                              : CUDA_PREC_FP32,
-                                       out_dir, &d)
+    CudaOptions co = {strcmp(precision, "fp16") == 0 ? CUDA_PREC_FP16 : CUDA_PREC_FP32,
+                      strcmp(conv, "implicit") == 0 ? CUDA_CONV_IMPLICIT
+                      : strcmp(conv, "im2col") == 0 ? CUDA_CONV_IM2COL : CUDA_CONV_AUTO};
+    bool ok = cuda ? cuda_write_bundle(g, &opts, &co, out_dir, &d)
                    : cgen_write_bundle(g, &opts, out_dir, &d);
     diag_print(&d, stderr, model);
     if (ok) {

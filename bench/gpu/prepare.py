@@ -1,6 +1,7 @@
 """Prepares the GPU benchmark here (no GPU needed): exports each model of models.py with torch
 at batch 1, 32 and 256 (opset 17), compiles each with `kiln compile --target cuda` in fp32 and
-fp16 into OUT/NAME_bB_PREC/, and stores each distinct weights file once, xz-compressed, as
+fp16 into OUT/NAME_bB_PREC/ (and the models of CONV_VARIANTS once more with each forced
+`--conv` lowering, OUT/NAME_bB_fp16_LOWERING/), and stores each distinct weights file once, xz-compressed, as
 OUT/weights/SHA.bin.xz (bundles name theirs in OUT/index.json). The periodic weights of
 models.py make ResNet-50 and BERT-base small enough to carry; run.py rebuilds the PyTorch
 models from the same formula on the GPU machine. BatchNorm statistics are measured here
@@ -23,6 +24,9 @@ import models  # noqa: E402
 BATCHES = [1, 32, 256]
 PRECISIONS = ["fp32", "fp16"]
 OPSET = 17
+# fp16 bundles compiled again with each convolution lowering forced (kiln compile --conv),
+# timed and profiled beside the default (auto) ones: the im2col vs implicit GEMM comparison
+CONV_VARIANTS = {"resnet50": ["im2col", "implicit"]}
 XZ_DICT = "512MiB"   # > the largest weights file (BERT-base, 437 MB): gzip's 32 KiB window
                      # compresses it only 7x, xz with this window ~2000x
 
@@ -37,18 +41,19 @@ def export(name, model, path):
                       output_names=["output"], do_constant_folding=True, dynamic_axes=dyn)
 
 
-def compile_one(kiln, onnx_path, out, stem, prec):
-    d = out / f"{stem}_{prec}"
+def compile_one(kiln, onnx_path, out, stem, prec, conv):
+    key = f"{stem}_{prec}" + (f"_{conv}" if conv != "auto" else "")
+    d = out / key
     shutil.rmtree(d, ignore_errors=True)
     batch = stem.rsplit("_b", 1)[1]
     r = subprocess.run([kiln, "compile", str(onnx_path), "-o", str(d), "--name", stem,
-                        "--target", "cuda", "--precision", prec, "--dim", f"batch={batch}"],
-                       capture_output=True, text=True)
+                        "--target", "cuda", "--precision", prec, "--conv", conv,
+                        "--dim", f"batch={batch}"], capture_output=True, text=True)
     if r.returncode != 0:
-        return stem, prec, None, r.stderr.strip()[-400:]
+        return key, stem, prec, conv, None, r.stderr.strip()[-400:]
     w = d / f"{stem}_weights.bin"
     digest = hashlib.sha256(w.read_bytes()).hexdigest()[:16]
-    return stem, prec, (d, w, digest), ""
+    return key, stem, prec, conv, (d, w, digest), ""
 
 
 def main():
@@ -67,12 +72,13 @@ def main():
         p = onnx_dir / f"{name}.onnx"
         export(name, model, p)
         print(f"exported {p}", flush=True)
-        jobs += [(p, f"{name}_b{b}", prec) for b in BATCHES for prec in PRECISIONS]
+        jobs += [(p, f"{name}_b{b}", prec, "auto") for b in BATCHES for prec in PRECISIONS]
+        jobs += [(p, f"{name}_b{b}", "fp16", conv) for b in BATCHES
+                 for conv in CONV_VARIANTS.get(name, [])]
         del model
     with cf.ThreadPoolExecutor(2) as ex:
-        res = list(ex.map(lambda j: compile_one(kiln, j[0], out, j[1], j[2]), jobs))
-    for stem, prec, got, err in res:
-        key = f"{stem}_{prec}"
+        res = list(ex.map(lambda j: compile_one(kiln, j[0], out, *j[1:]), jobs))
+    for key, stem, prec, conv, got, err in res:
         if got is None:
             print(f"kiln refused {key}: {err}")
             index[key] = {"error": err}
@@ -87,7 +93,7 @@ def main():
             f.unlink()
         index[key] = {"dir": d.name, "name": stem, "weights": gz.name,
                       "model": stem.rsplit("_b", 1)[0], "batch": int(stem.rsplit("_b", 1)[1]),
-                      "precision": prec}
+                      "precision": prec, "conv": conv}
         print(f"compiled {key} (weights {gz.name})", flush=True)
     index_path.write_text(json.dumps(index, indent=1, sort_keys=True))
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())

@@ -15,18 +15,99 @@ def _ms(v):
     return f"{v:.3f}" if v is not None else "-"
 
 
+def _prec(r):
+    """The row's precision, with its convolution lowering when forced (not auto)."""
+    conv = r.get("conv", "auto")
+    return r["precision"] + (f" {conv}" if conv != "auto" else "")
+
+
 def _ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
 
-def _sorted_rows(res):
-    return sorted(res["rows"].values(), key=lambda r: (MODEL_ORDER.get(r["model"], 9),
-                                                       r["batch"], r["precision"] != "fp32"))
+def _sorted_rows(res, variants=False):
+    """The rows in table order: the default lowering's (auto), or with variants those
+    compiled with a forced --conv."""
+    rows = [r for r in res["rows"].values() if (r.get("conv", "auto") != "auto") == variants]
+    return sorted(rows, key=lambda r: (MODEL_ORDER.get(r["model"], 9), r["batch"],
+                                       r["precision"] != "fp32", r.get("conv", "")))
+
+
+def lowering_table(res):
+    """im2col against implicit GEMM (run.py's rows compiled with --conv im2col / implicit)
+    and the default, auto: whole-model times, then the convolutions whose lowering differs
+    (profiled kind cublaslt with im2col, kernel with implicit), summed and layer by layer."""
+    rows = {}
+    for r in _sorted_rows(res) + _sorted_rows(res, variants=True):
+        rows.setdefault((r["model"], r["batch"], r["precision"]), {})[r.get("conv", "auto")] = r
+    out = ["| model | batch | precision | im2col ms | implicit ms | auto (default) ms | "
+           "implicit / im2col | convs lowered differently | their im2col ms | their implicit "
+           "ms | ratio | per-conv ratio min / median / max | convs auto makes implicit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (model, batch, prec), got in sorted(rows.items(), key=lambda kv: (
+            MODEL_ORDER.get(kv[0][0], 9), kv[0][1], kv[0][2])):
+        im, ig, au = got.get("im2col"), got.get("implicit"), got.get("auto", {})
+        if not im or not ig:
+            continue
+        kind = lambda r: {nd: (kd, ms) for nd, kd, ms in r.get("prof_conv_nodes", [])}
+        ki, kg, ka = kind(im), kind(ig), kind(au)
+        pairs = [(ki[nd][1], kg[nd][1]) for nd in ki
+                 if nd in kg and ki[nd][0] == "cublaslt" and kg[nd][0] == "kernel"]
+        n_auto = sum(1 for nd in ki if nd in ka and ki[nd][0] != ka[nd][0])
+        if pairs:
+            ratios = sorted(g / i for i, g in pairs)
+            si, sg = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+            conv = (f"{len(pairs)} | {_ms(si)} | {_ms(sg)} | {_ratio(sg, si)} | "
+                    f"{ratios[0]:.2f} / {ratios[len(ratios) // 2]:.2f} / {ratios[-1]:.2f}")
+        else:
+            conv = "- | - | - | - | -"
+        ik, gk = im.get("kiln_ms"), ig.get("kiln_ms")
+        out.append(f"| {model} | {batch} | {prec} | {_ms(ik)} | {_ms(gk)} | "
+                   f"{_ms(au.get('kiln_ms'))} | {_ratio(gk, ik)} | {conv} | "
+                   f"{n_auto if ka else '-'} |")
+    return "\n".join(out) if len(out) > 2 else ""
+
+
+def lowering_layers(res):
+    """Per convolution that im2col and implicit lower differently: its profiled ms with each,
+    one column pair per batch (the model's fp16 rows)."""
+    pairs = {}   # (model, node) -> {batch: (im2col ms, implicit ms, auto kind)}
+    for r in _sorted_rows(res, variants=True):
+        if r.get("conv") != "implicit":
+            continue
+        key = (r["model"], r["batch"], r["precision"])
+        im = next((x for x in res["rows"].values() if x.get("conv") == "im2col" and
+                   (x["model"], x["batch"], x["precision"]) == key), None)
+        au = next((x for x in _sorted_rows(res) if
+                   (x["model"], x["batch"], x["precision"]) == key), {})
+        if not im:
+            continue
+        ki = {nd: (kd, ms) for nd, kd, ms in im.get("prof_conv_nodes", [])}
+        ka = {nd: kd for nd, kd, _ in au.get("prof_conv_nodes", [])}
+        for nd, kd, ms in r.get("prof_conv_nodes", []):
+            if nd in ki and ki[nd][0] == "cublaslt" and kd == "kernel":
+                pairs.setdefault((r["model"], nd), {})[r["batch"]] = (ki[nd][1], ms,
+                                                                      ka.get(nd, "?"))
+    if not pairs:
+        return ""
+    batches = sorted({b for v in pairs.values() for b in v})
+    out = ["| model | convolution | " + " | ".join(
+        f"b{b} im2col ms | b{b} implicit ms | b{b} auto" for b in batches) + " |",
+        "|---|---|" + "---|---|---|" * len(batches)]
+    for (model, nd), per in pairs.items():
+        cells = []
+        for b in batches:
+            i, g, k = per.get(b, (None, None, "-"))
+            cells.append(f"{_ms(i)} | {_ms(g)} | "
+                         f"{'implicit' if k == 'kernel' else 'im2col' if k == 'cublaslt' else k}")
+        out.append(f"| {model} | {nd.split(' ', 1)[-1]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def profile_table(res):
     """Where the time goes: per Kiln row, the per-node profile's sums (run.py's prof_* fields)."""
-    rows = [r for r in _sorted_rows(res) if "prof_total_ms" in r or "prof_err" in r]
+    rows = [r for r in _sorted_rows(res) + _sorted_rows(res, variants=True)
+            if "prof_total_ms" in r or "prof_err" in r]
     if not rows:
         return ""
     out = ["| model | batch | precision | kiln ms (graph) | profiled node sum ms | cublaslt ms | "
@@ -34,17 +115,29 @@ def profile_table(res):
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "prof_total_ms" not in r:
-            out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | "
+            out.append(f"| {r['model']} | {r['batch']} | {_prec(r)} | "
                        f"{_ms(r.get('kiln_ms'))} | - | - | - | - | - | "
                        f"profile failed: {r['prof_err'][:80]} |")
             continue
         kind = r.get("prof_by_kind", {})
         ops = ", ".join(f"{op} {ms:.3f}" for op, ms in r.get("prof_by_op", [])[:TOP_OPS_SHOWN])
-        out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {_ms(r.get('kiln_ms'))} | "
+        out.append(f"| {r['model']} | {r['batch']} | {_prec(r)} | {_ms(r.get('kiln_ms'))} | "
                    f"{_ms(r['prof_total_ms'])} | {_ms(kind.get('cublaslt'))} | "
                    f"{_ms(kind.get('kernel'))} | {_ms(kind.get('generic'))} | "
                    f"{_ms(r.get('gap_ms'))} | {ops} |")
     return "\n".join(out)
+
+
+def _compile_failure(err):
+    """A short reading of run.py's compile_err for a row that kept an earlier mode."""
+    mode = err[err.find("(") + 1:err.find(")")] if "(" in err else "?"
+    if "illegal memory access" in err:
+        return f"{mode}: CUDA illegal memory access in Inductor's autotuning"
+    if "Deadline" in err or err.startswith("timed out"):
+        return f"{mode}: autotuning outlasted the call"
+    if err.startswith("not run"):
+        return f"{mode}: not run (no device time left in the call)"
+    return f"{mode}: {err[:60]}"
 
 
 def table(res):
@@ -56,6 +149,8 @@ def table(res):
         k, e, c = r.get("kiln_ms"), r.get("eager_ms"), r.get("compile_ms")
         mode = r.get("compile_mode", "")
         cm = f"{_ms(c)} ({mode})" if c is not None else (r.get("compile_err", "-")[:60])
+        if c is not None and "compile_err" in r:   # a later try of another mode did not land
+            cm += f"; {_compile_failure(r['compile_err'])}"
         note = r.get("note", "")
         for err in ("kiln_err", "eager_err"):
             if err in r:
@@ -63,6 +158,17 @@ def table(res):
         tput = f"{r['batch'] / k * 1e3:.0f}" if k else "-"
         out.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {_ms(k)} | {_ms(e)} | "
                    f"{cm} | {_ratio(k, e)} | {_ratio(k, c)} | {tput} | {note} |")
+    low = lowering_table(res)
+    if low:
+        out += ["", "Convolution lowering: the fp16 bundles compiled with `kiln compile --conv "
+                "im2col` (im2col pass + cuBLASLt product) and `--conv implicit` (Kiln's "
+                "implicit GEMM on tensor cores, `kc_igemm.cuh`: it gathers its input tiles "
+                "itself, for every convolution that is not a plain 1x1 one and has channels in "
+                "multiples of 8), and the default `--conv auto`, which picks per convolution; "
+                "same call. Ratios below 1: the implicit GEMM is faster. The per-conv columns "
+                "compare the profiled time of each convolution the two lowerings treat "
+                "differently:", "", low, "", "Each of those convolutions (profiled ms; "
+                "auto: the lowering `--conv auto` gave it):", "", lowering_layers(res)]
     prof = profile_table(res)
     if prof:
         out += ["", "Where the time goes (Kiln: `NAME_cuda_profile`, one eager run with a CUDA "
@@ -76,7 +182,7 @@ def table(res):
         for key in sorted(acc, key=lambda s: (MODEL_ORDER.get(s.rsplit("_b", 1)[0], 9), s)):
             a = acc[key]
             ok = ""
-            if key.endswith("fp16") and a["n"] >= 100:
+            if "_fp16" in key and a["n"] >= 100:
                 ok = "pass" if a["min_cosine"] >= FP16_MIN_COSINE and \
                     a["top1_agree"] >= FP16_MIN_TOP1 else "FAIL"
             peer = "-"

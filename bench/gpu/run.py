@@ -6,12 +6,15 @@ one CUDA-graph launch), PyTorch eager and torch.compile on the same models and w
 (models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
 CUDA events after warm-up, medians. Then, per Kiln row, where the time goes: NAME_cuda_profile
 (one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
-and the gap to the graph replay. Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
+and the gap to the graph replay (for models with a second convolution lowering, prepare.py's
+CONV_VARIANTS, also each convolution node's time, to compare the lowerings layer by layer;
+those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
 and top-1 agreement over 100 random inputs). A row that fails or runs out of time records why
 and the run goes on. Results go to OUTDIR/results.json (merged with an existing one) and a
 table to stdout.
 usage: python3 bench/gpu/run.py BENCHDIR OUTDIR [--deadline S] [--skip-kiln] [--skip-eager]
-           [--compile none|b1|large|all] [--large-mode default|max-autotune-no-cudagraphs]"""
+           [--compile none|b1|large|all] [--large-mode default|max-autotune-no-cudagraphs]
+           [--models M,..] [--compile-keys KEY,..]"""
 import argparse
 import concurrent.futures as cf
 import ctypes
@@ -224,8 +227,9 @@ class Kiln:
         self.lib.kb_free(self.ctx)
 
 
-def profile_summary(nodes, kinds, med, kiln_ms):
-    """The row's "where the time goes" fields from per-node medians (ms)."""
+def profile_summary(nodes, kinds, med, kiln_ms, conv_nodes=False):
+    """The row's "where the time goes" fields from per-node medians (ms); conv_nodes: also
+    every convolution node's [node, kind, ms]."""
     by_kind = {k: 0.0 for k in PROFILE_KINDS}
     by_op = {}
     for node, kind, ms in zip(nodes, kinds, med):
@@ -240,6 +244,9 @@ def profile_summary(nodes, kinds, med, kiln_ms):
            "prof_top_nodes": [[nd, kd, ms] for nd, kd, ms in top_nodes]}
     if kiln_ms is not None:
         out["gap_ms"] = kiln_ms - total    # < 0: the eager profile is slower than the graph
+    if conv_nodes:
+        out["prof_conv_nodes"] = [[nd, kd, ms] for nd, kd, ms in zip(nodes, kinds, med)
+                                  if nd.split(" ", 1)[0] in ("Conv", "FusedConv")]
     return out
 
 
@@ -334,6 +341,8 @@ def main():
                              "max-autotune-no-cudagraphs"],
                     help="torch.compile mode at batch 32 and 256 (batch 1: reduce-overhead)")
     ap.add_argument("--models", default=",".join(models.MODELS))
+    ap.add_argument("--compile-keys", default="",
+                    help="comma list: torch.compile only these rows (e.g. resnet50_b256_fp16)")
     ap.add_argument("--prebuild", action="store_true", help="only build the libraries")
     a = ap.parse_args()
     if a.prebuild:
@@ -381,16 +390,19 @@ def main():
         print(f"[{time.time() - T0:.0f}s] bundles built", flush=True)
 
     order = sorted(keys, key=lambda k: (want.index(index[k]["model"]), index[k]["batch"],
-                                        index[k]["precision"]))
+                                        index[k]["precision"], index[k].get("conv", "")))
+    lowered = {index[k]["model"] for k in keys if index[k].get("conv", "auto") != "auto"}
     # Kiln and eager timings, and accuracy (batch-32 bundles), model by model
     for key in (order if not (a.skip_kiln and a.skip_eager) else []):
         e = index[key]
         name, b, prec = e["model"], e["batch"], e["precision"]
+        conv = e.get("conv", "auto")
         row = res["rows"].setdefault(key, {"model": name, "batch": b, "precision": prec})
+        row["conv"] = conv
         row["note"] = bundle_note(bench, e)
         iters = ITERS_LARGE if b >= 256 else ITERS
         m = torch_model(name, prec)
-        if not a.skip_eager:
+        if not a.skip_eager and conv == "auto":   # a variant's PyTorch row is the base row's
             try:
                 row["eager_ms"] = time_torch(m, torch_inputs(name, b, prec), iters)
             except Exception as ex:  # noqa: BLE001
@@ -404,7 +416,8 @@ def main():
                 for f in [f for f in row if f.startswith("prof_")] + ["gap_ms"]:
                     row.pop(f, None)
                 try:
-                    row.update(profile_summary(*k.profile(PROFILE_RUNS), row["kiln_ms"]))
+                    row.update(profile_summary(*k.profile(PROFILE_RUNS), row["kiln_ms"],
+                                               name in lowered))
                 except Exception as ex:  # noqa: BLE001
                     row["prof_err"] = str(ex)[:200]
                 if b == ACC_BATCH or b == 1:
@@ -442,11 +455,15 @@ def main():
             name, b, prec = e["model"], e["batch"], e["precision"]
             if (b == 1) != (a.compile in ("b1", "all")) and a.compile != "all":
                 continue
+            if e.get("conv", "auto") != "auto":
+                continue
+            if a.compile_keys and key not in a.compile_keys.split(","):
+                continue
             row = res["rows"][key] if key in res["rows"] else res["rows"].setdefault(
                 key, {"model": name, "batch": b, "precision": prec})
-            if "compile_ms" in row:
-                continue
             mode = "reduce-overhead" if b == 1 else a.large_mode
+            if "compile_ms" in row and row.get("compile_mode") == mode:
+                continue
             left = a.deadline - (time.time() - T0)
             if left < COMPILE_BUDGET_S:
                 row["compile_err"] = f"not run ({mode}): {left:.0f}s left of the call"
@@ -461,21 +478,24 @@ def main():
                     c(*torch_inputs(name, b, prec))
                     c(*torch_inputs(name, b, prec))
                 torch.cuda.synchronize()
-                row["compile_s"] = time.time() - t
+                compile_s = time.time() - t
                 return time_torch(c, torch_inputs(name, b, prec),
-                                  ITERS_LARGE if b >= 256 else ITERS)
+                                  ITERS_LARGE if b >= 256 else ITERS), compile_s
+            err = None
             try:
                 # the alarm leaves a few seconds of the call for saving the results
-                row["compile_ms"] = run_with_alarm(left - 10, compile_and_time)
-                row["compile_mode"] = mode
+                ms, compile_s = run_with_alarm(left - 10, compile_and_time)
+                row.update(compile_ms=ms, compile_s=compile_s, compile_mode=mode)
                 row.pop("compile_err", None)
             except Deadline:
-                row["compile_err"] = (f"timed out ({mode}): {time.time() - t:.0f}s, the "
-                                      f"call's deadline")
+                err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
             except Exception as ex:  # noqa: BLE001
-                row["compile_err"] = f"failed ({mode}): {type(ex).__name__}: {str(ex)[:200]}"
-            if "compile_err" in row:
-                row.pop("compile_ms", None)
+                if "Deadline" in f"{type(ex).__name__}: {ex}":   # the alarm, wrapped by Inductor
+                    err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
+                else:
+                    err = f"failed ({mode}): {type(ex).__name__}: {str(ex)[:200]}"
+            if err:   # an earlier row of another mode, if any, stays
+                row["compile_err"] = err
                 try:
                     dynamo.reset()
                     torch.cuda.synchronize()

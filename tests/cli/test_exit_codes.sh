@@ -94,5 +94,14 @@ else
     echo "ok   a failed --json run prints nothing to stdout"
 fi
 
+# compile's backend options: --precision and --conv belong to --target cuda, with known values
+expect 0 compile "$MODEL" -o "$TMP/cu" --dim batch=1 --target cuda --precision fp16 --conv implicit
+expect 0 compile "$MODEL" -o "$TMP/cu" --dim batch=1 --target cuda --conv im2col
+expect 2 compile "$MODEL" -o "$TMP/cu" --target cuda --conv winograd
+expect 2 compile "$MODEL" -o "$TMP/cu" --target cuda --precision fp8
+expect 2 compile "$MODEL" -o "$TMP/c" --conv implicit
+expect 2 compile "$MODEL" -o "$TMP/c" --precision fp16
+expect 2 compile "$MODEL" -o "$TMP/cu" --target cuda --conv
+
 echo "test_exit_codes: $fails failed"
 exit $((fails > 0))

@@ -82,7 +82,8 @@ def main():
     # channels-last convolutions (the layout pass makes this region NHWC): strided and
     # dilated 3x3, a strided 1x1 (im2col, not the direct path), SAME_UPPER padding, groups
     # with a 3x3 kernel, depthwise with multiplier 2, residual + ReLU in the epilogue, ReLU6
-    # (Clip: a pass after the product) and HardSwish, both pools and a global average
+    # (Clip: a pass after the product) and HardSwish, both pools and a global average; a
+    # last 3x2 convolution with uneven pads and strides and a partial channel tile (40)
     nodes = [
         helper.make_node("Conv", ["x", "v1", "c1b"], ["a1"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Relu", ["a1"], ["a1r"]),
@@ -100,13 +101,17 @@ def main():
         helper.make_node("AveragePool", ["a4h"], ["q2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                          count_include_pad=1),
         helper.make_node("GlobalAveragePool", ["q2"], ["gq"]),
+        helper.make_node("Conv", ["a5", "v6", "c6b"], ["a6"], pads=[1, 0, 2, 1],
+                         strides=[1, 2]),
+        helper.make_node("Sigmoid", ["a6"], ["q3"]),
     ]
     save(out, "cuda_convs", nodes, [f32("x", [2, 4, 19, 19])],
-         [f32("q1", [2, 24, 2, 2]), f32("gq", [2, 16, 1, 1])],
+         [f32("q1", [2, 24, 2, 2]), f32("gq", [2, 16, 1, 1]), f32("q3", [2, 40, 4, 2])],
          [init("v1", r(8, 4, 3, 3) * 0.3), init("c1b", r(8)), init("v2", r(8, 8, 3, 3) * 0.2),
           init("v3", r(8, 2, 3, 3) * 0.3), init("c3b", r(8)), init("lo0", np.float32(0)),
           init("hi6", np.float32(6)), init("v4", r(16, 1, 3, 3) * 0.3),
-          init("v5", r(24, 16, 1, 1) * 0.3), init("c5b", r(24))])
+          init("v5", r(24, 16, 1, 1) * 0.3), init("c5b", r(24)),
+          init("v6", r(40, 24, 3, 2) * 0.2), init("c6b", r(40))])
 
     nodes = [
         helper.make_node("Gather", ["emb", "ids"], ["h"], axis=0),

@@ -4,7 +4,8 @@
 # tests/models/run.py) and of the small generated models of tests/cuda/make_models.py,
 # then nvcc -Werror all-warnings of each bundle for sm_80 and sm_90 (compile only) and a
 # link of its test main against cuBLASLt and the CUDA runtime; each model again with
-# --precision fp16 (float16 storage) for sm_90. Models with ops the CUDA
+# --precision fp16 (float16 storage) for sm_90, and with --precision fp16 --conv implicit
+# for sm_80 where that lowering changes the bundle (it uses kc_igemm.cuh). Models with ops the CUDA
 # backend lacks are listed as refused (kiln's diagnostics), not failed.
 # usage: tests/cuda/nvcc_compile.sh KILN [WORK_DIR]; ends with "N passed, N failed".
 set -u
@@ -31,27 +32,34 @@ for repo_model in examples/models/tinycnn.onnx examples/digits/digits.onnx; do
     [ -f "$ROOT/$repo_model" ] && models+=("$ROOT/$repo_model")
 done
 
-# each model in fp32 for every architecture, and with --precision fp16 (float16 storage) for
-# the last one (tag _fp16)
+# each model in fp32 for every architecture, with --precision fp16 (float16 storage) for
+# the last one (tag _fp16), and with fp16 and the implicit-GEMM convolutions for the first
+# (tag _fp16i)
 jobs=()
 for m in "${models[@]}"; do
     [ -f "$m" ] || continue
-    jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }")
+    jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }" "$m:fp16i:${ARCHS%% *}")
 done
 for job in "${jobs[@]}"; do
     m=${job%%:*} rest=${job#*:}
     prec=${rest%%:*} archs=${rest#*:}
     name=$(basename "$m" .onnx | tr -c 'A-Za-z0-9_\n' '_')
-    tag=$name
-    [ "$prec" = fp16 ] && tag=${name}_fp16
+    tag=$name conv=im2col
+    [ "$prec" = fp32 ] || tag=${name}_$prec
+    [ "$prec" = fp16i ] && prec=fp16 conv=implicit
     out="$WORK/bundles/$tag"
     rm -rf "$out"
     if ! "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --precision "$prec" \
-            --test-main --dim batch=1 >"$WORK/$tag.kiln.log" 2>&1; then
+            --conv "$conv" --test-main --dim batch=1 >"$WORK/$tag.kiln.log" 2>&1; then
+        [ "$conv" = implicit ] && continue   # refused: already reported for fp16
         refused=$((refused + 1))
         echo "REFUSED $tag: $(grep -c 'no CUDA kernel for this op' "$WORK/$tag.kiln.log") node(s) without a CUDA kernel:" \
              "$(grep -o '([A-Za-z.]*, opset' "$WORK/$tag.kiln.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';' | head -c 300)"
         grep -q 'no CUDA kernel' "$WORK/$tag.kiln.log" || sed 's/^/    /' "$WORK/$tag.kiln.log" | head -3
+        continue
+    fi
+    if [ "$conv" = implicit ] && [ ! -f "$out/kc_igemm.cuh" ]; then
+        rm -rf "$out"   # no convolution the lowering applies to: the _fp16 bundle's twin
         continue
     fi
     for arch in $archs; do

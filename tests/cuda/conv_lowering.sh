@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# --conv of `kiln compile --target cuda` (no GPU needed): which lowering each convolution of
+# a one-conv model gets, read from the bundle (kc_igemm_nhwc calls). auto follows the rule of
+# backend/cuda_ops.c (use_implicit): implicit for fp16, one group, channels in eights, at
+# most 128 output channels and at least 128 blocks of 128 rows; im2col otherwise; plain 1x1
+# convolutions never take either. usage: tests/cuda/conv_lowering.sh KILN; ends with
+# "N passed, N failed".
+set -u
+KILN=$(realpath "$1")
+PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0 failed=0
+
+# conv NAME C K HW KERNEL STRIDE GROUP: a model x (1,C,HW,HW) -> Conv -> Relu -> y
+conv() {
+    "$PY" - "$TMP/$1.onnx" "$2" "$3" "$4" "$5" "$6" "$7" <<'PYEOF'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+path, C, K, HW, R, S, G = sys.argv[1], *map(int, sys.argv[2:])
+w = np.random.default_rng(1).standard_normal((K, C // G, R, R)).astype(np.float32)
+nodes = [helper.make_node("Conv", ["x", "w"], ["t"], pads=[R // 2] * 4, strides=[S, S], group=G),
+         helper.make_node("Relu", ["t"], ["y"])]
+g = helper.make_graph(nodes, "c", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                  [1, C, HW, HW])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      [numpy_helper.from_array(w, "w")])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+PYEOF
+}
+
+# want LOWERING MODEL PRECISION CONV: compiles and counts the implicit-GEMM calls
+want() {
+    local lowering=$1 m=$2 prec=$3 mode=$4 out="$TMP/b_$2_$3_$4" n
+    if ! "$KILN" compile "$TMP/$m.onnx" -o "$out" --name m --target cuda --precision "$prec" \
+            --conv "$mode" >"$out.log" 2>&1; then
+        echo "FAIL $m $prec --conv $mode: kiln refused it"; sed 's/^/     | /' "$out.log" | head -3
+        failed=$((failed + 1)); return
+    fi
+    n=$(grep -c 'kc_igemm_nhwc(s' "$out/m.cu")
+    if { [ "$lowering" = implicit ] && [ "$n" -eq 1 ]; } ||
+       { [ "$lowering" = im2col ] && [ "$n" -eq 0 ]; }; then
+        echo "ok   $m $prec --conv $mode: $lowering"; passed=$((passed + 1))
+    else
+        echo "FAIL $m $prec --conv $mode: $n implicit-GEMM call(s), wanted $lowering"
+        failed=$((failed + 1))
+    fi
+}
+
+conv k64_big 64 64 128 3 1 1      # 16384 rows x 64 columns: 128 blocks
+conv k64_small 64 64 112 3 1 1    # 12544 rows: 98 blocks
+conv k128_s2 64 128 256 3 2 1     # stride 2: 16384 rows x 128 columns
+conv k256_big 64 256 128 3 1 1    # 256 output channels
+conv c12 12 64 128 3 1 1          # channels not in eights
+conv grouped 64 64 128 3 1 2      # two groups
+conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
+
+want implicit k64_big fp16 auto
+want im2col k64_small fp16 auto
+want implicit k64_small fp16 implicit
+want implicit k128_s2 fp16 auto
+want im2col k256_big fp16 auto
+want implicit k256_big fp16 implicit
+want im2col k64_big fp16 im2col
+want im2col k64_big fp32 auto
+want im2col k64_big fp32 implicit
+want im2col c12 fp16 implicit
+want im2col grouped fp16 implicit
+want im2col pw fp16 implicit
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -120,6 +120,17 @@ static bool parse_pass_list(char *buf, const char **names, unsigned *n) {
     return true;
 }
 
+/* The CUDA options' values, in the order of CudaPrecision and CudaConvLowering. */
+static const char *const precision_names[] = {"fp32", "fp16", NULL};
+static const char *const conv_names[] = {"auto", "im2col", "implicit", NULL};
+
+/* The index of v in the NULL-terminated names, or -1. */
+static int choice(const char *v, const char *const *names) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0) return i;
+    return -1;
+}
+
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     const char *precision = "fp32", *conv = "auto";
@@ -224,20 +235,20 @@ int cli_compile_run(int argc, char **argv) {
         goto usage;
     }
     bool cuda = strcmp(target, "cuda") == 0;
-    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "fp16") != 0) {
+    int prec_i = choice(precision, precision_names), conv_i = choice(conv, conv_names);
+    if (prec_i < 0) {
         cli_usage_error("compile", "--precision takes fp32 or fp16, not '%s'", precision);
         goto usage;
     }
-    if (!cuda && strcmp(precision, "fp32") != 0) {
+    if (!cuda && prec_i != CUDA_PREC_FP32) {
         cli_usage_error("compile", "--precision fp16 is for --target cuda");
         goto usage;
     }
-    if (strcmp(conv, "auto") != 0 && strcmp(conv, "im2col") != 0 &&
-        strcmp(conv, "implicit") != 0) {
+    if (conv_i < 0) {
         cli_usage_error("compile", "--conv takes auto, im2col or implicit, not '%s'", conv);
         goto usage;
     }
-    if (!cuda && strcmp(conv, "auto") != 0) {
+    if (!cuda && conv_i != CUDA_CONV_AUTO) {
         cli_usage_error("compile", "--conv is for --target cuda");
         goto usage;
     }
@@ -260,9 +271,7 @@ int cli_compile_run(int argc, char **argv) {
     uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
-    CudaOptions co = {strcmp(precision, "fp16") == 0 ? CUDA_PREC_FP16 : CUDA_PREC_FP32,
-                      strcmp(conv, "implicit") == 0 ? CUDA_CONV_IMPLICIT
-                      : strcmp(conv, "im2col") == 0 ? CUDA_CONV_IM2COL : CUDA_CONV_AUTO};
+    CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
     bool ok = cuda ? cuda_write_bundle(g, &opts, &co, out_dir, &d)
                    : cgen_write_bundle(g, &opts, out_dir, &d);
     diag_print(&d, stderr, model);

@@ -33,31 +33,45 @@ def _sorted_rows(res, variants=False):
                                        r["precision"] != "fp32", r.get("conv", "")))
 
 
-def lowering_table(res):
-    """im2col against implicit GEMM (run.py's rows compiled with --conv im2col / implicit)
-    and the default, auto: whole-model times, then the convolutions whose lowering differs
-    (profiled kind cublaslt with im2col, kernel with implicit), summed and layer by layer."""
+def _conv_nodes(r):
+    """A row's convolution nodes: {node: (profiled kind, ms)}."""
+    return {nd: (kd, ms) for nd, kd, ms in r.get("prof_conv_nodes", [])}
+
+
+def _lowerings(res):
+    """Per (model, batch, precision) with both forced lowerings, in table order: the im2col,
+    implicit and auto rows (auto {} when missing) and the convolutions the two forced ones
+    lower differently (kind cublaslt with im2col, kernel with implicit) as
+    [node, im2col ms, implicit ms, auto's kind]."""
     rows = {}
     for r in _sorted_rows(res) + _sorted_rows(res, variants=True):
         rows.setdefault((r["model"], r["batch"], r["precision"]), {})[r.get("conv", "auto")] = r
+    for key in sorted(rows, key=lambda k: (MODEL_ORDER.get(k[0], 9), k[1], k[2])):
+        got = rows[key]
+        im, ig, au = got.get("im2col"), got.get("implicit"), got.get("auto", {})
+        if not im or not ig:
+            continue
+        ki, kg, ka = _conv_nodes(im), _conv_nodes(ig), _conv_nodes(au)
+        changed = [[nd, ki[nd][1], kg[nd][1], ka.get(nd, ("?",))[0]] for nd in ki
+                   if nd in kg and ki[nd][0] == "cublaslt" and kg[nd][0] == "kernel"]
+        yield key, im, ig, au, changed
+
+
+def lowering_table(res):
+    """im2col against implicit GEMM (run.py's rows compiled with --conv im2col / implicit)
+    and the default, auto: whole-model times, then the convolutions whose lowering differs,
+    summed and compared."""
     out = ["| model | batch | precision | im2col ms | implicit ms | auto (default) ms | "
            "implicit / im2col | convs lowered differently | their im2col ms | their implicit "
            "ms | ratio | per-conv ratio min / median / max | convs auto makes implicit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (model, batch, prec), got in sorted(rows.items(), key=lambda kv: (
-            MODEL_ORDER.get(kv[0][0], 9), kv[0][1], kv[0][2])):
-        im, ig, au = got.get("im2col"), got.get("implicit"), got.get("auto", {})
-        if not im or not ig:
-            continue
-        kind = lambda r: {nd: (kd, ms) for nd, kd, ms in r.get("prof_conv_nodes", [])}
-        ki, kg, ka = kind(im), kind(ig), kind(au)
-        pairs = [(ki[nd][1], kg[nd][1]) for nd in ki
-                 if nd in kg and ki[nd][0] == "cublaslt" and kg[nd][0] == "kernel"]
+    for (model, batch, prec), im, ig, au, changed in _lowerings(res):
+        ki, ka = _conv_nodes(im), _conv_nodes(au)
         n_auto = sum(1 for nd in ki if nd in ka and ki[nd][0] != ka[nd][0])
-        if pairs:
-            ratios = sorted(g / i for i, g in pairs)
-            si, sg = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
-            conv = (f"{len(pairs)} | {_ms(si)} | {_ms(sg)} | {_ratio(sg, si)} | "
+        if changed:
+            ratios = sorted(g / i for _, i, g, _ in changed)
+            si, sg = sum(c[1] for c in changed), sum(c[2] for c in changed)
+            conv = (f"{len(changed)} | {_ms(si)} | {_ms(sg)} | {_ratio(sg, si)} | "
                     f"{ratios[0]:.2f} / {ratios[len(ratios) // 2]:.2f} / {ratios[-1]:.2f}")
         else:
             conv = "- | - | - | - | -"
@@ -69,32 +83,19 @@ def lowering_table(res):
 
 
 def lowering_layers(res):
-    """Per convolution that im2col and implicit lower differently: its profiled ms with each,
-    one column pair per batch (the model's fp16 rows)."""
-    pairs = {}   # (model, node) -> {batch: (im2col ms, implicit ms, auto kind)}
-    for r in _sorted_rows(res, variants=True):
-        if r.get("conv") != "implicit":
-            continue
-        key = (r["model"], r["batch"], r["precision"])
-        im = next((x for x in res["rows"].values() if x.get("conv") == "im2col" and
-                   (x["model"], x["batch"], x["precision"]) == key), None)
-        au = next((x for x in _sorted_rows(res) if
-                   (x["model"], x["batch"], x["precision"]) == key), {})
-        if not im:
-            continue
-        ki = {nd: (kd, ms) for nd, kd, ms in im.get("prof_conv_nodes", [])}
-        ka = {nd: kd for nd, kd, _ in au.get("prof_conv_nodes", [])}
-        for nd, kd, ms in r.get("prof_conv_nodes", []):
-            if nd in ki and ki[nd][0] == "cublaslt" and kd == "kernel":
-                pairs.setdefault((r["model"], nd), {})[r["batch"]] = (ki[nd][1], ms,
-                                                                      ka.get(nd, "?"))
-    if not pairs:
+    """Per convolution that im2col and implicit lower differently: its profiled ms with each
+    and the lowering auto gave it, one column group per batch."""
+    per_node = {}   # (model, node) -> {batch: (im2col ms, implicit ms, auto kind)}
+    for (model, batch, _), _, _, _, changed in _lowerings(res):
+        for nd, i, g, k in changed:
+            per_node.setdefault((model, nd), {})[batch] = (i, g, k)
+    if not per_node:
         return ""
-    batches = sorted({b for v in pairs.values() for b in v})
+    batches = sorted({b for v in per_node.values() for b in v})
     out = ["| model | convolution | " + " | ".join(
         f"b{b} im2col ms | b{b} implicit ms | b{b} auto" for b in batches) + " |",
         "|---|---|" + "---|---|---|" * len(batches)]
-    for (model, nd), per in pairs.items():
+    for (model, nd), per in per_node.items():
         cells = []
         for b in batches:
             i, g, k = per.get(b, (None, None, "-"))

@@ -21,8 +21,7 @@ typedef struct Fp16 {
     bool *node16;             /* per original node */
     bool *was32;              /* per original value: retyped from float32 to float16 */
     uint32_t *to16, *to32;    /* per original value: its converted twin, or IR_NONE */
-    uint32_t *order;          /* the new node order */
-    uint32_t n_order, cap_order;
+    PassOrder order;          /* the new node order */
 } Fp16;
 
 static bool is_float(uint8_t dt) {
@@ -77,15 +76,6 @@ static bool any_precision(const IrNode *n) {
     return n->op == IR_OP_CAST || n->op == IR_OP_SHAPE || n->op == IR_OP_SIZE;
 }
 
-static void push(Fp16 *F, uint32_t node) {
-    if (F->n_order == F->cap_order) {
-        F->cap_order = F->cap_order ? 2 * F->cap_order : 64;
-        F->order = realloc(F->order, F->cap_order * sizeof *F->order);
-        IR_ASSERT(F->order);
-    }
-    F->order[F->n_order++] = node;
-}
-
 /* A Cast of v to dt (a new value, named after v), placed next in the order. */
 static uint32_t add_cast(Fp16 *F, uint32_t v, uint8_t dt) {
     IrGraph *g = F->g;
@@ -104,7 +94,7 @@ static uint32_t add_cast(Fp16 *F, uint32_t v, uint8_t dt) {
     to->present = true;
     to->i = dt;
     pass_set_output(g, id, 0, nv);
-    push(F, id);
+    pass_order_push(&F->order, id);
     return nv;
 }
 
@@ -207,7 +197,7 @@ bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
                 else if (!F.node16[i] && F.was32[v]) r = get32(&F, v);
                 g->nodes[i].inputs[k] = r;
             }
-            push(&F, i);
+            pass_order_push(&F.order, i);
         }
         for (uint32_t k = 0; k < g->n_outputs; k++) { /* outputs: float32, same names */
             uint32_t v = g->outputs[k];
@@ -221,14 +211,14 @@ bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
             for (uint32_t j = k; j < g->n_outputs; j++)
                 if (g->outputs[j] == v) g->outputs[j] = v32;
         }
-        pass_reorder_nodes(g, F.order, F.n_order);
+        pass_reorder_nodes(g, F.order.ids, F.order.n);
     }
     free(pinned);
     free(F.node16);
     free(F.was32);
     free(F.to16);
     free(F.to32);
-    free(F.order);
+    free(F.order.ids);
     free(inplace);
     return changed;
 }

@@ -51,19 +51,9 @@ typedef struct Lay {
     uint32_t *rsck;   /* per weight: its (KH,KW,C/g,M) form */
     bool *native;     /* the NHWC form comes free (an NHWC producer or io input) */
     uint32_t *uses;   /* ir_use_counts before the pass */
-    uint32_t *order;  /* the new node order */
-    uint32_t n_order, cap_order;
+    PassOrder order;  /* the new node order */
     bool changed;
 } Lay;
-
-static void push_order(Lay *L, uint32_t id) {
-    if (L->n_order == L->cap_order) {
-        L->cap_order = L->cap_order ? 2 * L->cap_order : 64;
-        L->order = realloc(L->order, L->cap_order * sizeof *L->order);
-        IR_ASSERT(L->order);
-    }
-    L->order[L->n_order++] = id;
-}
 
 static const char *unique_name(IrGraph *g, const char *base, const char *suffix) {
     char name[256];
@@ -122,7 +112,7 @@ static void add_transpose_to(Lay *L, uint32_t in, const int64_t *perm, uint32_t 
     a->n = LAYOUT_RANK;
     a->ints = ir_arena_memdup(g->arena, perm, LAYOUT_RANK * sizeof *perm);
     pass_set_output(g, id, 0, out);
-    push_order(L, id);
+    pass_order_push(&L->order, id);
     L->changed = true;
 }
 
@@ -390,7 +380,7 @@ static void nhwc_output(Lay *L, uint32_t node, uint32_t v) {
     while (k < n->n_outputs && n->outputs[k] != v) k++;
     if (k == n->n_outputs) k = 0;
     pass_set_output(g, node, k, nv);
-    push_order(L, node);
+    pass_order_push(&L->order, node);
     add_transpose_to(L, nv, to_nchw, v, nchw_name);
     L->nhwc[v] = nv;
     L->native[v] = true;
@@ -432,7 +422,7 @@ static void convert_bn(Lay *L, uint32_t i) {
     g->nodes[mul].inputs[0] = x;
     g->nodes[mul].inputs[1] = sv;
     pass_set_output(g, mul, 0, mid);
-    push_order(L, mul);
+    pass_order_push(&L->order, mul);
     uint32_t add = ir_node_add(g, IR_OP_ADD, base, 2, 1, 0);
     g->nodes[add].opset = (int32_t)ir_graph_opset(g, "");
     g->nodes[add].inputs[0] = mid;
@@ -679,18 +669,18 @@ bool pass_layout_io(IrGraph *g, bool io_nhwc, bool propagate, Diag *d) {
         if (g->nodes[i].dead) continue;
         Role r = propagate ? role_of(&L, &g->nodes[i]) : R_NONE;
         if (joins(&L, &g->nodes[i], r)) convert(&L, i, r);
-        else push_order(&L, i);
+        else pass_order_push(&L.order, i);
     }
     if (io_nhwc) io_outputs(&L);
     bool changed = L.changed;
-    if (changed) pass_reorder_nodes(g, L.order, L.n_order);
+    if (changed) pass_reorder_nodes(g, L.order.ids, L.order.n);
     changed |= cancel_pairs(g);
     free(L.nhwc);
     free(L.bcast);
     free(L.rsck);
     free(L.native);
     free(L.uses);
-    free(L.order);
+    free(L.order.ids);
     return changed;
 }
 

@@ -33,8 +33,7 @@ typedef struct Lower {
     Diag *d;
     Box *box; /* per value id of g */
     uint32_t cap_box;
-    uint32_t *order; /* the rebuilt node order (node ids of g) */
-    uint32_t n_order, cap_order;
+    PassOrder order; /* the rebuilt node order (node ids of g) */
     bool failed;
 } Lower;
 
@@ -55,15 +54,6 @@ static void box_set(Lower *L, uint32_t v, Box b) {
         L->cap_box = cap;
     }
     L->box[v] = b;
-}
-
-static void emit(Lower *L, uint32_t node) {
-    if (L->n_order == L->cap_order) {
-        L->cap_order = L->cap_order ? 2 * L->cap_order : 64;
-        L->order = realloc(L->order, L->cap_order * sizeof *L->order);
-        IR_ASSERT(L->order);
-    }
-    L->order[L->n_order++] = node;
 }
 
 static bool refuse(Lower *L, uint32_t node, const char *fmt, const char *detail) {
@@ -171,7 +161,7 @@ static void emit_identity(Lower *L, const char *name, uint32_t x, uint32_t out) 
     uint32_t id = new_node(L, IR_OP_IDENTITY, name, 1, 1);
     L->g->nodes[id].inputs[0] = x;
     set_out(L->g, id, 0, out);
-    emit(L, id);
+    pass_order_push(&L->order, id);
 }
 
 /* A fresh value that holds the result of copying x (Identity), named name. */
@@ -430,7 +420,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
         set_out(g, sid, (uint32_t)i, v);
         e[i] = v;
     }
-    emit(L, sid);
+    pass_order_push(&L->order, sid);
     if (!keepdims) {
         int64_t ax = axis;
         uint32_t axes = opset >= 13 ? add_const_i64(L, "squeeze_axes", 1, &ax, 1) : IR_NONE;
@@ -456,7 +446,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
             t.rank--;
             uint32_t v = ir_value_add(g, indexed_name(g, base, (uint32_t)i), &t, IR_VALUE_NODE);
             set_out(g, q, 0, v);
-            emit(L, q);
+            pass_order_push(&L->order, q);
             e[i] = v;
         }
     }
@@ -491,7 +481,7 @@ static void emit_concat(Lower *L, uint32_t id, const uint32_t *xs, uint32_t n_x,
             uint32_t v = ir_value_add(g, indexed_name(g, g->values[out].name, i), &t,
                                       IR_VALUE_NODE);
             set_out(g, u, 0, v);
-            emit(L, u);
+            pass_order_push(&L->order, u);
             ins[i] = v;
         }
     }
@@ -502,7 +492,7 @@ static void emit_concat(Lower *L, uint32_t id, const uint32_t *xs, uint32_t n_x,
     ir_node_attr(cn, IR_ATTR_CONCAT_AXIS)->i = axis;
     memcpy(cn->inputs, ins, n_x * sizeof *ins);
     set_out(g, c, 0, out);
-    emit(L, c);
+    pass_order_push(&L->order, c);
 }
 
 static void lower_concat_from_seq(Lower *L, uint32_t id) {
@@ -779,10 +769,10 @@ static void lower_if(Lower *L, uint32_t id) {
         if (!lower_walk(&br[k].L)) {
             L->failed = true;
             free(br[k].L.box);
-            free(br[k].L.order);
+            free(br[k].L.order.ids);
             if (k == 1) {
                 free(br[0].L.box);
-                free(br[0].L.order);
+                free(br[0].L.order.ids);
             }
             return;
         }
@@ -832,13 +822,13 @@ static void lower_if(Lower *L, uint32_t id) {
         nn->outputs = outs;
         nn->n_outputs = total;
         for (uint32_t j = 0; j < total; j++) set_out(g, id, j, outs[j]);
-        emit(L, id);
+        pass_order_push(&L->order, id);
     } else {
         L->failed = true;
     }
     for (int k = 0; k < 2; k++) {
         free(br[k].L.box);
-        free(br[k].L.order);
+        free(br[k].L.order.ids);
     }
 }
 
@@ -891,7 +881,7 @@ static void lower_node(Lower *L, uint32_t id) {
             (e && graph_has_containers(e)))
             lower_if(L, id);
         else
-            emit(L, id);
+            pass_order_push(&L->order, id);
         return;
     }
     if (op == IR_OP_LOOP) {
@@ -904,7 +894,7 @@ static void lower_node(Lower *L, uint32_t id) {
             return;
         }
         lower_subgraphs_in_place(L, id);
-        if (!L->failed) emit(L, id);
+        if (!L->failed) pass_order_push(&L->order, id);
         return;
     }
     switch (op) {
@@ -975,7 +965,7 @@ static void lower_node(Lower *L, uint32_t id) {
                 refuse(L, id, "the input is not known at compile time%s", NULL);
                 return;
             }
-            if (op == IR_OP_IDENTITY) emit(L, id);
+            if (op == IR_OP_IDENTITY) pass_order_push(&L->order, id);
             else emit_identity(L, n->name, x, out);
             return;
         }
@@ -1000,7 +990,7 @@ static void lower_node(Lower *L, uint32_t id) {
         return;
     }
     lower_subgraphs_in_place(L, id);
-    if (!L->failed) emit(L, id);
+    if (!L->failed) pass_order_push(&L->order, id);
 }
 
 /* Walks the nodes of L->g in order, lowering each; false when one was refused. */
@@ -1067,11 +1057,11 @@ static void flatten_outputs(Lower *L) {
  * that no node refers to any more (unrolled bodies). */
 static void finish(Lower *L) {
     IrGraph *g = L->g;
-    IrNode *nodes = malloc((L->n_order ? L->n_order : 1) * sizeof *nodes);
+    IrNode *nodes = malloc((L->order.n ? L->order.n : 1) * sizeof *nodes);
     IR_ASSERT(nodes);
-    for (uint32_t i = 0; i < L->n_order; i++) nodes[i] = g->nodes[L->order[i]];
-    memcpy(g->nodes, nodes, L->n_order * sizeof *nodes);
-    g->n_nodes = L->n_order;
+    for (uint32_t i = 0; i < L->order.n; i++) nodes[i] = g->nodes[L->order.ids[i]];
+    memcpy(g->nodes, nodes, L->order.n * sizeof *nodes);
+    g->n_nodes = L->order.n;
     free(nodes);
     for (uint32_t v = 0; v < g->n_values; v++)
         if (g->values[v].kind == IR_VALUE_NODE) g->values[v].producer = IR_NONE;
@@ -1145,7 +1135,7 @@ static bool lower_graph(IrGraph *g, Diag *d, bool root) {
         finish(&L);
     }
     free(L.box);
-    free(L.order);
+    free(L.order.ids);
     return ok;
 }
 

@@ -58,6 +58,13 @@ const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix);
  * node's output values lose their producer unless the caller reconnects them. */
 IrNode *pass_replace_node(IrGraph *g, uint32_t slot, IrOp op, const char *name,
                           uint32_t n_inputs, uint32_t n_outputs);
+/* A node order a pass builds for pass_reorder_nodes: node ids, appended; free(ids) after. */
+typedef struct PassOrder {
+    uint32_t *ids;
+    uint32_t n, cap;
+} PassOrder;
+/* Appends node id to o (growing it). */
+void pass_order_push(PassOrder *o, uint32_t id);
 /* Puts the live nodes in `order` (node ids, a topological order, every live node once),
  * dead ones after them; producers follow, a dead producer's values lose it, and the dead
  * nodes are dropped (ir_graph_compact). */

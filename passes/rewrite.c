@@ -98,6 +98,15 @@ void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v) {
     g->values[v].result_index = k;
 }
 
+void pass_order_push(PassOrder *o, uint32_t id) {
+    if (o->n == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 64;
+        o->ids = realloc(o->ids, o->cap * sizeof *o->ids);
+        IR_ASSERT(o->ids);
+    }
+    o->ids[o->n++] = id;
+}
+
 void pass_reorder_nodes(IrGraph *g, const uint32_t *order, uint32_t n_order) {
     for (uint32_t v = 0; v < g->n_values; v++) {
         IrValue *val = &g->values[v];

@@ -2,7 +2,10 @@
  * that runs before protobuf-c unpacks a model. protobuf-c recurses once per nested
  * message, so an untrusted file of deeply nested graphs could overflow the stack; this
  * walker bounds the depth (its own recursion is bounded by the same limit) and refuses
- * truncated fields, groups and message fields sent with a non-length wire type. */
+ * truncated fields, groups and message fields sent with a non-length wire type. It also
+ * refuses string fields that hold a NUL byte: protobuf-c hands strings on as C strings, so
+ * "Conv\0junk" would read as "Conv" and "\0" as an absent name. doc_string is exempt (Kiln
+ * never reads it, and a NUL there changes nothing). */
 #include <string.h>
 
 #include "frontend/onnx_internal.h"
@@ -84,6 +87,15 @@ static bool walk(const uint8_t *buf, size_t len, const ProtobufCMessageDescripto
             diag_error(d, "truncated field %llu in %s: %llu bytes past the end",
                        (unsigned long long)number, desc->name,
                        (unsigned long long)(skip - (len - pos)));
+            return false;
+        }
+        const uint8_t *nul = f && f->type == PROTOBUF_C_TYPE_STRING &&
+                                     strcmp(f->name, "doc_string") != 0
+                                 ? memchr(buf + pos, 0, (size_t)skip)
+                                 : NULL;
+        if (nul) {
+            diag_error(d, "string field %s.%s holds a NUL byte (byte %zu of %llu)", desc->name,
+                       f->name, (size_t)(nul - (buf + pos)), (unsigned long long)skip);
             return false;
         }
         if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor) {

@@ -197,7 +197,7 @@ typedef enum IrOpFlag {
 
 typedef enum IrOp {
     IR_OP_UNKNOWN = 0, /* an op of no known domain; kept by name, has no kernel */
-#define OP(id, domain, name, since, in_min, in_max, out_min, out_max, flags) IR_OP_##id,
+#define OP(id, domain, name, since, in_min, in_max, in_req, out_min, out_max, flags) IR_OP_##id,
 #include "ops.def"
 #undef OP
     IR_OP_COUNT
@@ -207,7 +207,9 @@ typedef struct IrOpInfo {
     const char *domain;
     const char *name;
     int32_t since_version;
-    uint8_t in_min, in_max, out_min, out_max;
+    uint8_t in_min, in_max; /* input positions */
+    uint8_t in_req;         /* leading inputs that must be present (ops.def) */
+    uint8_t out_min, out_max;
     uint32_t flags;
     uint32_t attr_base;  /* first IrAttrId of this op */
     uint32_t n_attrs;

@@ -11,9 +11,9 @@ static const IrAttrInfo attr_table[IR_ATTR_COUNT + 1] = {
     {0, 0, false, NULL, 0, 0, NULL}};
 
 static IrOpInfo op_table[IR_OP_COUNT] = {
-    {"", "<unknown>", 0, 0, IR_ARITY_VARIADIC, 0, IR_ARITY_VARIADIC, 0, 0, 0},
-#define OP(id, domain, name, since, in_min, in_max, out_min, out_max, flags)              \
-    {domain, name, since, in_min, in_max, out_min, out_max, flags, 0, 0},
+    {"", "<unknown>", 0, 0, IR_ARITY_VARIADIC, 0, 0, IR_ARITY_VARIADIC, 0, 0, 0},
+#define OP(id, domain, name, since, in_min, in_max, in_req, out_min, out_max, flags)      \
+    {domain, name, since, in_min, in_max, in_req, out_min, out_max, flags, 0, 0},
 #include "ops.def"
 #undef OP
 };

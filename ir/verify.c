@@ -63,6 +63,10 @@ static void check_arity(VerifyCtx *v, const IrNode *n) {
     uint32_t ni = effective_count(n->inputs, n->n_inputs);
     uint32_t no = effective_count(n->outputs, n->n_outputs);
     if (ni < info->in_min) fail_node(v, n, "%u inputs, at least %u required", ni, info->in_min);
+    /* An absent required input ("" in the model) is refused here, before shape inference
+     * or any per-op code reads its type. */
+    for (uint32_t k = 0; k < info->in_req && k < ni; k++)
+        if (n->inputs[k] == IR_NONE) fail_node(v, n, "required input %u is absent", k);
     if (info->in_max != IR_ARITY_VARIADIC && ni > info->in_max)
         fail_node(v, n, "%u inputs, at most %u allowed", ni, info->in_max);
     if (no < info->out_min)

@@ -416,6 +416,30 @@ def graph_cases(s):
         + f_len(GRAPH_INPUT, raw_value_info("X", dims=[1, 3, 4, 4]))
         + f_len(GRAPH_OUTPUT, raw_value_info("Y"))))
     s.add("if_without_branches", single_node(helper.make_node("If", ["X"], ["Y"], name="if")))
+    # Required inputs named "" (absent): refused before shape inference reads their type.
+    s.add("conv_required_input_absent", base_model(nodes=[
+        helper.make_node("Conv", ["", "W"], ["Y"], name="conv")], outputs=[
+        helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)]))
+    s.add("concat_first_input_absent", single_node(
+        helper.make_node("Concat", ["", "X"], ["Y"], name="cat", axis=0)))
+    s.add("gemm_second_input_absent", single_node(
+        helper.make_node("Gemm", ["X", ""], ["Y"], name="gemm")))
+    # Strings with a NUL byte: a C reader would see "Conv", "" or "w.bin" and go on.
+    raw_graph = (f_len(GRAPH_NAME, "g") + f_len(GRAPH_INIT, weight)
+                 + f_len(GRAPH_INPUT, raw_value_info("X", dims=[1, 3, 4, 4]))
+                 + f_len(GRAPH_OUTPUT, raw_value_info("Y")))
+    for name, node in (
+            ("nul_in_op_type", raw_node("Conv\0junk", ["X", "W"], ["Y"], name="conv")),
+            ("nul_as_input_name", raw_node("Conv", ["\0", "W"], ["Y"], name="conv")),
+            ("nul_in_output_name", raw_node("Conv", ["X", "W"], ["Y\0Z"], name="conv")),
+            ("nul_in_node_name", raw_node("Conv", ["X", "W"], ["Y"], name="co\0nv")),
+            ("nul_in_domain", raw_node("Conv", ["X", "W"], ["Y"], name="conv")
+             + f_len(7, "\0ai.onnx")),
+            ("nul_in_attr_name", raw_node("Conv", ["X", "W"], ["Y"], name="conv",
+                                          attrs=f_len(NODE_ATTR, f_len(ATTR_NAME, "group\0x")
+                                                      + f_varint(ATTR_I, 1)
+                                                      + f_varint(ATTR_TYPE, 2))))):
+        s.add(name, raw_model(f_len(GRAPH_NODE, node) + raw_graph))
 
 
 def external_cases(s):
@@ -460,6 +484,7 @@ def external_cases(s):
     s.add("ext_no_location", external_model(None, 0, W_BYTES))
     s.add("ext_location_is_folder", external_model(".", 0, W_BYTES))
     s.add("ext_location_empty", external_model("", 0, W_BYTES))
+    with_file("ext_location_with_nul", external_model("w.bin\0../x", 0, W_BYTES))
 
 
 def generate(out_dir):

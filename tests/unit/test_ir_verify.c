@@ -145,6 +145,33 @@ Test(ir_verify, accepts_trailing_omitted_optional_inputs) {
     ir_graph_free(g);
 }
 
+Test(ir_verify, rejects_an_absent_required_input) {
+    IrGraph *g = well_formed();
+    uint32_t y;
+    /* Add("", x): two positions, but the first required input is absent */
+    add_node(g, IR_OP_ADD, "half_add", (uint32_t[]){IR_NONE, g->inputs[0]}, 2, 1, &y);
+    expect_failure(g, NULL, "required input 0 is absent");
+    ir_graph_free(g);
+}
+
+Test(ir_verify, accepts_an_absent_optional_input_before_a_present_one) {
+    IrGraph *g = well_formed();
+    uint32_t y;
+    /* Clip(x, "", max) */
+    add_node(g, IR_OP_CLIP, "clip", (uint32_t[]){g->inputs[0], IR_NONE, g->inputs[0]}, 3, 1,
+             &y);
+    expect_ok(g, NULL);
+    ir_graph_free(g);
+}
+
+Test(ir_verify, takes_required_inputs_from_the_schema_not_the_positions) {
+    /* Loop keeps two positions (M, cond) that are both optional; Conv needs X and W */
+    cr_expect_eq(ir_op_info(IR_OP_LOOP)->in_min, 2);
+    cr_expect_eq(ir_op_info(IR_OP_LOOP)->in_req, 0);
+    cr_expect_eq(ir_op_info(IR_OP_CONV)->in_req, 2);
+    cr_expect_eq(ir_op_info(IR_OP_CONCAT)->in_req, 1);
+}
+
 Test(ir_verify, rejects_too_many_outputs) {
     IrGraph *g = well_formed();
     uint32_t y[2];

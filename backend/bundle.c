@@ -9,7 +9,7 @@
 
 #include "backend/cgen.h"
 #include "backend/cgen_count.h"
-#include "passes/passes.h"
+#include "backend/target.h"
 
 static const char *const c_keywords[] = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -83,9 +83,16 @@ static const char *type_kind_phrase(IrTypeKind k) {
     }
 }
 
+bool cgen_op_native(IrOp op) { return cgen_op_supported(op); }
+
+bool cgen_prepare(IrGraph *g, const CgenOptions *o, Diag *d) {
+    (void)o;
+    return cgen_control_prepare(g, d);
+}
+
 /* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a
  * static numeric tensor (values seen from an enclosing graph are checked there). */
-static bool check_supported(const IrGraph *g, Diag *d) {
+bool cgen_check(const IrGraph *g, Diag *d) {
     bool ok = true;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
@@ -125,7 +132,7 @@ static bool check_supported(const IrGraph *g, Diag *d) {
             }
         }
     }
-    for (uint32_t s = 0; s < g->n_subgraphs; s++) ok &= check_supported(g->subgraphs[s], d);
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) ok &= cgen_check(g->subgraphs[s], d);
     return ok;
 }
 
@@ -589,12 +596,8 @@ static void emit_readme(CgenCtx *cx, IrGraph *g, CWriter *c, const char **outf) 
                "C99 compiler. API and status codes: `%s.h`.", N, N);
 }
 
-bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
+bool cgen_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
     cgen_tables_init();
-    if (!pass_pipeline_run(g, opts->passes, PASS_STAGE_OPTIMIZE, d)) return false;
-    if (!cgen_control_prepare(g, d)) return false;
-    if (!check_supported(g, d)) return false;
-    if (!pass_pipeline_run(g, opts->passes, PASS_STAGE_PLAN, d)) return false;
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
         diag_error(d, "%s: cannot create: %s", out_dir, strerror(errno));
         return false;

@@ -21,6 +21,7 @@ typedef struct CgenOptions {
     const char *model_path;   /* for comments and the README */
     const char *command_line; /* the kiln command that produced the bundle */
     const struct PassOptions *passes; /* which optional passes run; NULL: all */
+    const struct CudaOptions *cuda;   /* --target cuda: precision, convolutions (NULL: defaults) */
 } CgenOptions;
 
 typedef struct CgenCtx {
@@ -100,8 +101,6 @@ bool cgen_bcast_loop(const CgenCtx *cx, uint32_t out, const uint32_t *ins, int n
 /* The index expression of operand k (0: the output) in loop variables i0, i1... */
 const char *cgen_bcast_index(CgenCtx *cx, const CgenBcastLoop *L, int k);
 
-/* Writes the bundle for g (shapes static, memory planned) into out_dir. */
-bool cgen_write_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d);
 
 /* Op families (backend/cgen_<family>.c). */
 void cgen_register_eltwise(CgenEmitFn *table);

@@ -11,11 +11,11 @@
 
 #include "backend/cgen_count.h"
 #include "backend/cuda.h"
+#include "backend/target.h"
 #include "passes/passes.h"
 
 #define CUDA_DEV_ALIGN 256          /* cudaMalloc's own alignment; regions keep it */
 #define CUDA_LT_WORKSPACE (8 << 20) /* cuBLASLt workspace bytes: room for split-K algorithms */
-#define CUDA_MAX_DISABLED 72        /* --no-pass names plus the passes CUDA switches off */
 
 void cuda_use_runtime(CudaCtx *cx, const char *file) {
     for (uint32_t i = 0; i < cx->n_rt; i++)
@@ -62,7 +62,8 @@ static bool check_subgraph(const IrGraph *g, Diag *d) {
 
 /* Every live node has a CUDA emitter (its own or the generic path), every stored value is a
  * static numeric tensor, subgraphs as check_subgraph says. Reports all problems at once. */
-static bool check_supported(const IrGraph *g, Diag *d) {
+bool cuda_check(const IrGraph *g, Diag *d) {
+    cuda_tables_init();
     bool ok = true;
     uint32_t n_missing = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -854,34 +855,29 @@ static bool runs_in_fp16(const IrGraph *g, const IrNode *n, void *arg) {
     return cuda_emit_table[n->op] && cuda_emit_table[n->op] != cuda_emit_generic;
 }
 
-bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, const CudaOptions *co,
-                       const char *out_dir, Diag *d) {
+bool cuda_op_native(IrOp op) {
     cuda_tables_init();
-    if (opts->embed_weights) {
-        diag_error(d, "the CUDA backend reads weights from NAME_weights.bin (--weights embed "
-                      "is for the C backend)");
-        return false;
-    }
-    /* The passes run as for C, less those whose results have no CUDA kernel yet: fused
-     * attention and elementwise chains. */
-    static const char *const no_cuda_kernel[] = {"fuse-attention", "fuse-eltwise"};
-    enum { N_NO_CUDA = sizeof no_cuda_kernel / sizeof *no_cuda_kernel };
-    const PassOptions *po = opts->passes;
-    const char *disabled[CUDA_MAX_DISABLED];
-    PassOptions popts;
-    memset(&popts, 0, sizeof popts);
-    if (po) popts = *po;
-    popts.n_disabled = 0;
-    for (unsigned i = 0; po && i < po->n_disabled && i < CUDA_MAX_DISABLED - N_NO_CUDA; i++)
-        disabled[popts.n_disabled++] = po->disabled[i];
-    for (unsigned i = 0; i < N_NO_CUDA; i++)
-        if (pass_known(no_cuda_kernel[i])) disabled[popts.n_disabled++] = no_cuda_kernel[i];
-    popts.disabled = disabled;
-    if (!pass_pipeline_run(g, &popts, PASS_STAGE_OPTIMIZE, d)) return false;
+    return op != IR_OP_UNKNOWN && cuda_emit_table[op] && cuda_emit_table[op] != cuda_emit_generic;
+}
+
+static const CudaOptions cuda_defaults = {CUDA_PREC_FP32, CUDA_CONV_AUTO};
+
+bool cuda_accepts(const CgenOptions *opts, Diag *d) {
+    if (!opts->embed_weights) return true;
+    diag_error(d, "the CUDA backend reads weights from NAME_weights.bin (--weights embed is "
+                  "for the C backend)");
+    return false;
+}
+
+bool cuda_prepare(IrGraph *g, const CgenOptions *opts, Diag *d) {
+    const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
     if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
-    if (!cgen_control_prepare(g, d)) return false;
-    if (!check_supported(g, d)) return false;
-    if (!pass_pipeline_run(g, &popts, PASS_STAGE_PLAN, d)) return false;
+    return cgen_control_prepare(g, d);
+}
+
+bool cuda_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
+    const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
+    cuda_tables_init();
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
         diag_error(d, "%s: cannot create: %s", out_dir, strerror(errno));
         return false;

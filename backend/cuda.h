@@ -65,9 +65,4 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n);
 /* Whether text uses identifier word (not as part of a longer identifier or a member). */
 bool cuda_uses_word(const char *text, const char *word);
 
-/* Writes the CUDA bundle for g into out_dir (runs the passes like cgen_write_bundle).
- * Every unsupported op is reported, all at once, before anything is written. */
-bool cuda_write_bundle(IrGraph *g, const CgenOptions *opts, const CudaOptions *co,
-                       const char *out_dir, Diag *d);
-
 #endif

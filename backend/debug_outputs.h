@@ -1,6 +1,6 @@
 /* Debug outputs: a variant of a graph whose intermediate values are also graph outputs, so
  * that a bundle compiled from it exposes every node's result (kiln validate --per-node
- * compares them with ONNX Runtime's). Works on the IR before cgen_write_bundle. */
+ * compares them with ONNX Runtime's). Works on the IR before kiln_compile_graph. */
 #ifndef KILN_BACKEND_DEBUG_OUTPUTS_H
 #define KILN_BACKEND_DEBUG_OUTPUTS_H
 

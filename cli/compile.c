@@ -1,13 +1,11 @@
-/* kiln compile: loads a model and writes a C bundle (backend/bundle.c does the work; this
- * file parses the command line and reports the memory plan). */
+/* kiln compile: loads a model and writes a bundle (the compile driver, driver/kiln.c, does
+ * the work; this file parses the command line and reports the memory plan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cgen.h"
-#include "backend/cuda.h"
-#include "passes/passes.h"
 #include "cli.h"
+#include "driver/kiln.h"
 
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda] [--dim NAME=VALUE]...\n"
@@ -140,7 +138,8 @@ int cli_compile_run(int argc, char **argv) {
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
     const char *seqs[COMPILE_MAX_SEQ_INPUTS];
     char *pass_list = NULL;
-    PassOptions popts = {disabled, 0, false, enabled, 0, NULL, stdout, seqs, 0, false};
+    PassOptions popts = {.disabled = disabled, .enabled = enabled, .dump_to = stdout,
+                         .seq_inputs = seqs};
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -230,8 +229,8 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "no output folder given (-o DIR)");
         goto usage;
     }
-    if (strcmp(target, "c") != 0 && strcmp(target, "cuda") != 0) {
-        cli_usage_error("compile", "unknown target '%s' (supported: c, cuda)", target);
+    if (!kiln_target_known(target)) {
+        cli_usage_error("compile", "unknown target '%s' (supported: %s)", target, kiln_targets());
         goto usage;
     }
     bool cuda = strcmp(target, "cuda") == 0;
@@ -266,14 +265,13 @@ int cli_compile_run(int argc, char **argv) {
         return CLI_EXIT_MODEL;
     }
     char *auto_name = name ? NULL : name_from_path(model);
+    CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
     CgenOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
-                        NULL, &popts};
+                        NULL, &popts, &co};
     uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
-    CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
-    bool ok = cuda ? cuda_write_bundle(g, &opts, &co, out_dir, &d)
-                   : cgen_write_bundle(g, &opts, out_dir, &d);
+    bool ok = kiln_compile_graph(g, target, &opts, out_dir, &d);
     diag_print(&d, stderr, model);
     if (ok) {
         printf("%s: %u nodes (%u before the passes) -> %s/%s.%s\n", model, g->n_nodes,

@@ -20,6 +20,7 @@
 #include "backend/cgen.h"
 #include "backend/debug_outputs.h"
 #include "cli.h"
+#include "driver/kiln.h"
 #include "json.h"
 #include "runtime/rt_common.h"
 
@@ -1046,7 +1047,7 @@ static int validate(ValidateOpts *o, const char *work) {
     CgenOptions copts = {.name = VALIDATE_BUNDLE, .test_main = true, .model_path = o->model};
     Diag d;
     diag_init(&d);
-    bool ok = cgen_write_bundle(g, &copts, bundle, &d);
+    bool ok = kiln_compile_graph(g, "c", &copts, bundle, &d);
     diag_print(&d, stderr, o->model);
     diag_free(&d);
     if (!ok) goto done;

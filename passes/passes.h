@@ -20,6 +20,9 @@ typedef struct PassOptions {
     const char *const *seq_inputs; /* --seq NAME=SPEC: see pass_bind_seq_inputs */
     unsigned n_seq_inputs;
     bool io_nhwc;                /* --io-layout nhwc: 4-D graph inputs/outputs are NHWC */
+    /* The target's answer to "do you run op natively?" (NULL: every op). A pass whose
+     * product the target lacks is skipped (fuse-attention without a FusedAttention kernel). */
+    bool (*op_native)(IrOp op);
 } PassOptions;
 
 enum { PASS_STAGE_OPTIMIZE = 0, PASS_STAGE_PLAN = 1 };

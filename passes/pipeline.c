@@ -1,7 +1,8 @@
 /* The pass pipeline: the flat ordered list of passes. Optional passes can be switched off
  * by name (--no-pass=NAME, --passes=LIST, --passes=none); --dump-after=NAME prints the IR
- * after a pass. Stage OPTIMIZE runs everything before the backend checks kernels; stage
- * PLAN runs the memory planner last. */
+ * after a pass. A pass that forms an op of its own (a fused pattern) runs only when the
+ * target runs that op natively (PassOptions.op_native). Stage OPTIMIZE runs everything
+ * before the backend checks kernels; stage PLAN runs the memory planner last. */
 #include <string.h>
 
 #include "passes/passes.h"
@@ -12,36 +13,38 @@ typedef struct PassEntry {
     int stage;
     bool (*run)(IrGraph *g, Diag *d);
     const char *summary;
+    IrOp forms; /* the op the pass makes that only some targets run natively (UNKNOWN: none) */
 } PassEntry;
 
 static const PassEntry pipeline[] = {
     {"lower-constants", false, PASS_STAGE_OPTIMIZE, pass_lower_constants,
-     "Constant nodes become initializers"},
+     "Constant nodes become initializers", IR_OP_UNKNOWN},
     {"lower-sequences", false, PASS_STAGE_OPTIMIZE, pass_lower_sequences,
-     "sequences and optionals become tensors known at compile time"},
+     "sequences and optionals become tensors known at compile time", IR_OP_UNKNOWN},
     {"fold", true, PASS_STAGE_OPTIMIZE, pass_fold,
-     "shape arithmetic on static shapes is computed at compile time"},
+     "shape arithmetic on static shapes is computed at compile time", IR_OP_UNKNOWN},
     {"identity", true, PASS_STAGE_OPTIMIZE, pass_remove_identity,
-     "Identity and inference Dropout are removed"},
+     "Identity and inference Dropout are removed", IR_OP_UNKNOWN},
     {"cse", true, PASS_STAGE_OPTIMIZE, pass_cse,
-     "nodes with the same op, inputs and attributes are merged"},
+     "nodes with the same op, inputs and attributes are merged", IR_OP_UNKNOWN},
     {"fold-batchnorm", true, PASS_STAGE_OPTIMIZE, pass_fold_batchnorm,
-     "BatchNormalization is folded into the Conv, ConvTranspose or Gemm weights before it"},
+     "BatchNormalization is folded into the Conv, ConvTranspose or Gemm weights before it", IR_OP_UNKNOWN},
     {"fuse-norm", true, PASS_STAGE_OPTIMIZE, pass_fuse_norm,
-     "decomposed LayerNorm and RMSNorm become one normalization node"},
+     "decomposed LayerNorm and RMSNorm become one normalization node", IR_OP_UNKNOWN},
     {"fuse-gelu", true, PASS_STAGE_OPTIMIZE, pass_fuse_gelu,
-     "the Erf and tanh forms of GELU become one Gelu node"},
+     "the Erf and tanh forms of GELU become one Gelu node", IR_OP_UNKNOWN},
     {"fuse-attention", true, PASS_STAGE_OPTIMIZE, pass_fuse_attention,
-     "MatMul, scale, mask, Softmax, MatMul become one FusedAttention, transposes absorbed"},
+     "MatMul, scale, mask, Softmax, MatMul become one FusedAttention, transposes absorbed",
+     IR_OP_FUSED_ATTENTION},
     {"fuse", true, PASS_STAGE_OPTIMIZE, pass_fuse,
-     "Conv/Gemm/MatMul + bias + residual + activation become one fused node"},
+     "Conv/Gemm/MatMul + bias + residual + activation become one fused node", IR_OP_UNKNOWN},
     {"layout", true, PASS_STAGE_OPTIMIZE, pass_layout,
-     "convolution regions are stored channels-last (NHWC); transpose pairs cancel"},
+     "convolution regions are stored channels-last (NHWC); transpose pairs cancel", IR_OP_UNKNOWN},
     {"fuse-eltwise", true, PASS_STAGE_OPTIMIZE, pass_fuse_eltwise,
-     "trees of elementwise ops become one FusedEltwise loop"},
-    {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed"},
+     "trees of elementwise ops become one FusedEltwise loop", IR_OP_FUSED_ELTWISE},
+    {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed", IR_OP_UNKNOWN},
     {"plan", false, PASS_STAGE_PLAN, pass_plan_memory_changed,
-     "every intermediate gets an arena offset"},
+     "every intermediate gets an arena offset", IR_OP_UNKNOWN},
 };
 #define N_PASSES (sizeof pipeline / sizeof pipeline[0])
 
@@ -65,7 +68,7 @@ static bool fp16_all(IrGraph *g, Diag *d) { return pass_fp16(g, NULL, NULL, d); 
 /* Passes outside the pipeline that a backend runs itself, by name for pass_run_named. */
 static const PassEntry on_request[] = {
     {"fp16", true, PASS_STAGE_OPTIMIZE, fp16_all,
-     "float32 values become float16 (the CUDA backend's --precision fp16)"},
+     "float32 values become float16 (the CUDA backend's --precision fp16)", IR_OP_UNKNOWN},
 };
 #define N_ON_REQUEST (sizeof on_request / sizeof on_request[0])
 
@@ -87,6 +90,7 @@ bool pass_run_named(IrGraph *g, const char *name, Diag *d, bool *changed) {
 
 static bool enabled(const PassOptions *o, const PassEntry *p) {
     if (!p->optional || !o) return true;
+    if (p->forms != IR_OP_UNKNOWN && o->op_native && !o->op_native(p->forms)) return false;
     for (unsigned i = 0; i < o->n_disabled; i++)
         if (strcmp(o->disabled[i], p->name) == 0) return false;
     if (o->only_listed) {

@@ -1,0 +1,42 @@
+/* The backends as targets of the compile driver (driver/kiln.c). A target says which ops it
+ * runs natively (the passes ask it before forming a pattern), readies the optimized graph
+ * for itself, checks that it can compile every node and value (reporting all problems at
+ * once), and writes the bundle of the planned graph. The driver calls them in that order,
+ * between the optimizing passes and the memory planner. */
+#ifndef KILN_BACKEND_TARGET_H
+#define KILN_BACKEND_TARGET_H
+
+#include "backend/cgen.h"
+
+typedef struct BackendTarget {
+    const char *name;           /* as --target names it: "c", "cuda" */
+    const char *bundle_source;  /* the file that holds NAME_run: "%s.c", "%s.cu" */
+    bool (*op_native)(IrOp op); /* a kernel of its own for op (not a fallback) */
+    /* before anything runs: whether the options suit the target (NULL: all do) */
+    bool (*accepts)(const CgenOptions *o, Diag *d);
+    /* after stage OPTIMIZE: target rewrites (CUDA's float16 storage) and subgraph set-up */
+    bool (*prepare)(IrGraph *g, const CgenOptions *o, Diag *d);
+    /* every node has a kernel, every stored value a static numeric type */
+    bool (*check)(const IrGraph *g, Diag *d);
+    /* after stage PLAN: the bundle's files in out_dir */
+    bool (*emit)(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+} BackendTarget;
+
+/* The target called name, or NULL. */
+const BackendTarget *backend_target(const char *name);
+/* The targets' names, comma-separated ("c, cuda"), for messages. */
+const char *backend_target_names(void);
+
+/* The C target (backend/bundle.c). */
+bool cgen_op_native(IrOp op);
+bool cgen_prepare(IrGraph *g, const CgenOptions *o, Diag *d);
+bool cgen_check(const IrGraph *g, Diag *d);
+bool cgen_emit_bundle(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+/* The CUDA target (backend/cuda.c). */
+bool cuda_op_native(IrOp op);
+bool cuda_accepts(const CgenOptions *o, Diag *d);
+bool cuda_prepare(IrGraph *g, const CgenOptions *o, Diag *d);
+bool cuda_check(const IrGraph *g, Diag *d);
+bool cuda_emit_bundle(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+
+#endif

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/cgen.h"
-#include "backend/cgen_count.h"
+#include "backend/c/cgen.h"
+#include "backend/c/cgen_count.h"
 #include "backend/target.h"
 
 static const char *const c_keywords[] = {
@@ -655,7 +655,7 @@ bool cgen_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, 
     return ok;
 }
 
-/* ---- Shared with the CUDA bundle writer (backend/cuda.c): thin exports of the helpers
+/* ---- Shared with the CUDA bundle writer (backend/cuda/cuda.c): thin exports of the helpers
  * above, so that both dialects place values and write files the same way. ---- */
 
 void cgen_bundle_assign(CgenCtx *cx, IrGraph *g) {

@@ -6,7 +6,7 @@
 #ifndef KILN_BACKEND_TARGET_H
 #define KILN_BACKEND_TARGET_H
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 typedef struct BackendTarget {
     const char *name;           /* as --target names it: "c", "cuda" */
@@ -27,12 +27,12 @@ const BackendTarget *backend_target(const char *name);
 /* The targets' names, comma-separated ("c, cuda"), for messages. */
 const char *backend_target_names(void);
 
-/* The C target (backend/bundle.c). */
+/* The C target (backend/bundle.c, backend/c/). */
 bool cgen_op_native(IrOp op);
 bool cgen_prepare(IrGraph *g, const CgenOptions *o, Diag *d);
 bool cgen_check(const IrGraph *g, Diag *d);
 bool cgen_emit_bundle(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
-/* The CUDA target (backend/cuda.c). */
+/* The CUDA target (backend/cuda/cuda.c). */
 bool cuda_op_native(IrOp op);
 bool cuda_accepts(const CgenOptions *o, Diag *d);
 bool cuda_prepare(IrGraph *g, const CgenOptions *o, Diag *d);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 #include "ir/stats.h"
 #include "json.h"
 

@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/cgen.h"
-#include "backend/debug_outputs.h"
+#include "backend/c/cgen.h"
+#include "passes/debug_outputs.h"
 #include "cli.h"
 #include "driver/kiln.h"
 #include "json.h"
@@ -1040,7 +1040,7 @@ static int validate(ValidateOpts *o, const char *work) {
     if (!g || !bundle || !manifest || !ort_path) goto done;
     uint32_t n_orig = g->n_outputs;
     if (o->per_node) {
-        cgen_expose_intermediates(g);
+        pass_expose_intermediates(g);
         nodes = record_nodes(g, &n_nodes);
         if (!nodes) goto done;
     }

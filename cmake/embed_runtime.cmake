@@ -1,7 +1,7 @@
 # Writes OUT, a C file holding the text of every runtime file (the kernels that ship inside
 # bundles), so that the kiln binary needs nothing beside itself. Run with
 # cmake -DOUT=... -DFILES="a;b" -P embed_runtime.cmake
-set(body "/* Generated from runtime/ by cmake/embed_runtime.cmake. */\n#include \"backend/cgen.h\"\n\n")
+set(body "/* Generated from runtime/ by cmake/embed_runtime.cmake. */\n#include \"backend/c/cgen.h\"\n\n")
 set(table "const CgenRuntimeFile cgen_runtime_files[] = {\n")
 set(i 0)
 string(REPLACE "|" ";" FILES "${FILES}")

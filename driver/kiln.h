@@ -6,8 +6,8 @@
 #ifndef KILN_H
 #define KILN_H
 
-#include "backend/cgen.h"
-#include "backend/cuda.h"
+#include "backend/c/cgen.h"
+#include "backend/cuda/cuda.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
 

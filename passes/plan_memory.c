@@ -11,7 +11,7 @@
  * reserves one block of its graph's arena, the size of its largest subgraph's, live while
  * the node runs, and the subgraph's offsets are then shifted into that block, so every
  * mem_offset in the model is a byte offset in the one arena. Which subgraph values need
- * space follows the C backend's control-flow emitter (backend/cgen_control.c):
+ * space follows the C backend's control-flow emitter (backend/c/cgen_control.c):
  * - intermediates always;
  * - outputs, except one written straight into the owning node's output (an If result, a
  *   Loop scan output, a Scan output along axis 0), live to the end of the subgraph;

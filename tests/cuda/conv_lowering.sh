@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # --conv of `kiln compile --target cuda` (no GPU needed): which lowering each convolution of
 # a one-conv model gets, read from the bundle (kc_igemm_nhwc calls). auto follows the rule of
-# backend/cuda_ops.c (use_implicit): implicit for fp16, one group, channels in eights, at
+# backend/cuda/cuda_ops.c (use_implicit): implicit for fp16, one group, channels in eights, at
 # most 128 output channels and at least 128 blocks of 128 rows; im2col otherwise; plain 1x1
 # convolutions never take either. usage: tests/cuda/conv_lowering.sh KILN; ends with
 # "N passed, N failed".

@@ -1,5 +1,5 @@
 /* Unit tests of control flow's memory plan (passes/plan_memory.c with subgraphs, as
- * backend/cgen_control.c relies on it): a Loop body's values get absolute offsets inside
+ * backend/c/cgen_control.c relies on it): a Loop body's values get absolute offsets inside
  * the block its node reserves, never overlap what the enclosing graph keeps live across
  * the node nor each other while live, and exactly the subgraph values the emitter fills
  * or copies from get space (carried state lives in the node's output when it has one; scan

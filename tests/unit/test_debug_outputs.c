@@ -1,9 +1,9 @@
-/* Unit tests of backend/debug_outputs.c: the graph variant of kiln validate --per-node in
+/* Unit tests of passes/debug_outputs.c: the graph variant of kiln validate --per-node in
  * which every node result with a static numeric type is also a graph output. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "backend/debug_outputs.h"
+#include "passes/debug_outputs.h"
 
 static IrGraph *parse(const char *text) {
     Diag d;
@@ -32,14 +32,14 @@ Test(debug_outputs, exposes_every_node_result_in_graph_order_once) {
                        "  output %e\n"
                        "  output %c\n"
                        "}\n");
-    uint32_t added = cgen_expose_intermediates(g);
+    uint32_t added = pass_expose_intermediates(g);
     cr_assert_eq(added, 2, "added %u outputs, wanted a and b", added);
     cr_assert_eq(g->n_outputs, 4);
     cr_assert_str_eq(output_name(g, 0), "e");
     cr_assert_str_eq(output_name(g, 1), "c");
     cr_assert_str_eq(output_name(g, 2), "a");
     cr_assert_str_eq(output_name(g, 3), "b");
-    cr_assert_eq(cgen_expose_intermediates(g), 0, "a second call adds nothing");
+    cr_assert_eq(pass_expose_intermediates(g), 0, "a second call adds nothing");
     ir_graph_free(g);
 }
 
@@ -53,9 +53,9 @@ Test(debug_outputs, skips_values_without_a_static_numeric_type) {
                        "  %b : f32[n,4] = Neg(%a)\n"
                        "  output %b\n"
                        "}\n");
-    cr_assert_eq(cgen_expose_intermediates(g), 0);
+    cr_assert_eq(pass_expose_intermediates(g), 0);
     cr_assert_eq(g->n_outputs, 1);
-    cr_assert_not(cgen_value_exposable(g, g->inputs[0]));
-    cr_assert_not(cgen_value_exposable(g, IR_NONE));
+    cr_assert_not(pass_value_exposable(g, g->inputs[0]));
+    cr_assert_not(pass_value_exposable(g, IR_NONE));
     ir_graph_free(g);
 }

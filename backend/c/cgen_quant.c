@@ -5,7 +5,7 @@
  * scales' own type, just before the kernel call. */
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 #define Q_SPATIAL 3          /* = RT_QCONV_SPATIAL */
 #define Q_MAX_CHANNELS 65536 /* per-channel multiplier arrays live on the stack of NAME_run */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cgen.h"
-#include "backend/cgen_count.h"
+#include "backend/c/cgen.h"
+#include "backend/c/cgen_count.h"
 
 #define MISC_MAX_SCRATCH 65536 /* elements of a stack scratch array in NAME_run (256 KiB f32) */
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 #define FA_RANK 4           /* the kernel's (B, H, rows, cols) */
 #define FA_MAX_ROW 16384    /* scratch row elements on the stack: 64 KiB of float */

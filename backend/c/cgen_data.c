@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cgen.h"
-#include "backend/cgen_count.h"
+#include "backend/c/cgen.h"
+#include "backend/c/cgen_count.h"
 #include "runtime/rt_data.h"
 #include "runtime/rt_index.h"
 #include "runtime/rt_resize.h"

@@ -6,7 +6,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 /* Scratch on the stack: 4 hidden states of 16384 floats; far above the hidden sizes of
  * exported sequence models, and far below the default thread stacks of hosted systems. */

@@ -6,8 +6,8 @@
  * float64 data; windows and the mel matrix write any numeric output type. */
 #include <string.h>
 
-#include "backend/cgen.h"
-#include "backend/cgen_count.h"
+#include "backend/c/cgen.h"
+#include "backend/c/cgen_count.h"
 
 #define SIG_MAX_SPATIAL 3 /* = RT_GEOM_MAX_SPATIAL */
 /* Det's LU scratch lives on the stack: 64 KiB holds a 90x90 matrix of doubles. */

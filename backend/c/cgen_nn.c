@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 #include "passes/passes.h"
 
 #define NN_SPATIAL 3 /* = RT_CONV_SPATIAL: spatial dims the runtime kernels take */

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 #include "passes/passes.h"
 
 /* ---- preparing subgraphs ---- */

@@ -6,7 +6,7 @@
 #ifndef KILN_BACKEND_CGEN_COUNT_H
 #define KILN_BACKEND_CGEN_COUNT_H
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 /* True when value v of g is an output of one of those ops that carries a run-time count:
  * output 0 of NonZero, Compress and NonMaxSuppression, outputs 0, 1 and 3 of Unique. */

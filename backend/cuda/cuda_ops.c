@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda.h"
+#include "backend/cuda/cuda.h"
 #include "passes/passes.h"
 
 #define KOP_MAX_SLOTS 16  /* operands of one elementwise kernel (the C emitter's own cap) */

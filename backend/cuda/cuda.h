@@ -6,7 +6,7 @@
 #ifndef KILN_BACKEND_CUDA_H
 #define KILN_BACKEND_CUDA_H
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 typedef enum CudaPrecision {
     CUDA_PREC_FP32 = 0, /* float32 products, no TF32 (CUBLAS_COMPUTE_32F) */

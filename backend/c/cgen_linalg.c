@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 #include "passes/passes.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 #include "passes/passes.h"
 
 #define FEL_MAX_IN CGEN_BCAST_MAX_IN /* = FusedEltwise's in_max */

@@ -3,7 +3,7 @@
  * runtime/rt_cast.h (float8, float4, packed 4- and 2-bit types included). */
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 static bool emit_cast(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = cgen_type(cx, n->inputs[0]), *ty = cgen_type(cx, n->outputs[0]);

@@ -1,9 +1,9 @@
 /* Debug outputs (see debug_outputs.h): turns intermediate values into graph outputs. The
  * bundle writer then gives each one a field of NAME_outputs, written in place by its node,
  * so the rest of the pipeline needs no special case. */
-#include "backend/debug_outputs.h"
+#include "passes/debug_outputs.h"
 
-bool cgen_value_exposable(const IrGraph *g, uint32_t v) {
+bool pass_value_exposable(const IrGraph *g, uint32_t v) {
     if (v == IR_NONE || v >= g->n_values) return false;
     const IrType *t = &g->values[v].type;
     if (t->kind != IR_TYPE_TENSOR || !ir_type_is_static(t)) return false;
@@ -17,14 +17,14 @@ static bool is_output(const IrGraph *g, uint32_t v) {
     return false;
 }
 
-uint32_t cgen_expose_intermediates(IrGraph *g) {
+uint32_t pass_expose_intermediates(IrGraph *g) {
     uint32_t added = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || n->op == IR_OP_CONSTANT) continue;
         for (uint32_t k = 0; k < n->n_outputs; k++) {
             uint32_t v = n->outputs[k];
-            if (!cgen_value_exposable(g, v) || is_output(g, v)) continue;
+            if (!pass_value_exposable(g, v) || is_output(g, v)) continue;
             ir_graph_add_output(g, v);
             n = &g->nodes[i]; /* adding an output never moves nodes, but stay safe */
             added++;

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 #define ELT_MAX_IN CGEN_BCAST_MAX_IN /* Sum/Max/... are variadic; more is refused */
 

@@ -1,8 +1,8 @@
 /* The C dialect driver: value placement (inputs, outputs, weights, arena), the body of
  * NAME_run node by node through the kernel table, and the helpers op-family emitters use.
  * bundle.c wraps the body into the bundle's files. */
-#include "backend/cgen.h"
-#include "backend/cgen_count.h"
+#include "backend/c/cgen.h"
+#include "backend/c/cgen_count.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/cgen_count.h"
-#include "backend/cuda.h"
+#include "backend/c/cgen_count.h"
+#include "backend/cuda/cuda.h"
 #include "backend/target.h"
 #include "passes/passes.h"
 

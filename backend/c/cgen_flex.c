@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cgen.h"
+#include "backend/c/cgen.h"
 
 #define FLEX_MAX_ROW_BYTES 262144 /* one row of scores lives on the stack of NAME_run */
 #define FLEX_RANK 4               /* FlexAttention's tensors are all rank 4 */

@@ -95,6 +95,25 @@ bool bundle_make_dir(const char *dir, Diag *d) {
     return false;
 }
 
+const char *bundle_ctype(IrDType t) {
+    switch (t) {
+    case IR_DTYPE_F32: return "float";
+    case IR_DTYPE_F64: return "double";
+    case IR_DTYPE_I8: return "int8_t";
+    case IR_DTYPE_I16: return "int16_t";
+    case IR_DTYPE_I32: return "int32_t";
+    case IR_DTYPE_I64: return "int64_t";
+    case IR_DTYPE_U16: return "uint16_t";
+    case IR_DTYPE_U32: return "uint32_t";
+    case IR_DTYPE_U64: return "uint64_t";
+    case IR_DTYPE_F16: return "uint16_t";  /* IEEE binary16 bits; see rt_common.h */
+    case IR_DTYPE_BF16: return "uint16_t"; /* bfloat16 bits */
+    case IR_DTYPE_C64: return "float";     /* (re, im) pairs */
+    case IR_DTYPE_C128: return "double";
+    default: return "uint8_t"; /* u8, bool, float8 bits, packed 4- and 2-bit pairs */
+    }
+}
+
 const char *bundle_fmt(BundleCtx *b, const char *fmt, ...) {
     CWriter tmp;
     cw_init(&tmp);

@@ -13,7 +13,8 @@
 #include "backend/cwriter.h"
 #include "ir/ir.h"
 
-#define BUNDLE_ALIGN 64 /* arena and weights alignment, = PASS_ARENA_ALIGN */
+#define BUNDLE_ALIGN 64       /* arena and weights alignment, = PASS_ARENA_ALIGN */
+#define BUNDLE_LINE_WIDTH 100 /* comments in generated code wrap before this column */
 
 typedef struct BundleOptions {
     const char *name;         /* bundle name: a C identifier, prefix of every symbol */
@@ -21,6 +22,7 @@ typedef struct BundleOptions {
     bool test_main;           /* also write NAME_test_main.c (reads inputs from files) */
     const char *model_path;   /* for comments and the README */
     const char *command_line; /* the kiln command that produced the bundle */
+    const char *model_sha256; /* hex SHA-256 of the model file, or NULL */
     const struct PassOptions *passes; /* which optional passes run; NULL: all */
     const struct CudaOptions *cuda;   /* --target cuda: precision, convolutions (NULL: defaults) */
 } BundleOptions;
@@ -81,5 +83,63 @@ bool bundle_write_runtime(const char *dir, const char *const *names, uint32_t n,
 bool bundle_write_weights(BundleCtx *b, const char *dir, Diag *d);
 /* Creates dir when missing. */
 bool bundle_make_dir(const char *dir, Diag *d);
+/* The C type of an element type in the API and the C-like code: "float", "int64_t",
+ * "uint16_t" (float16 and bfloat16 bits), "uint8_t" (bool, float8, packed 4-bit)... */
+const char *bundle_ctype(IrDType t);
+
+/* ---- The frame (backend/frame.c): NAME.h, README.md, CMakeLists.txt and the test main,
+ * written once for every target; a BundleDialect says where a target differs. ---- */
+
+enum {
+    BUNDLE_STATUS_ALIGN = 1u << 0, /* NAME_ERR_ALIGN: the caller hands in arena and weights */
+    BUNDLE_STATUS_CUDA = 1u << 1,  /* NAME_ERR_CUDA, _CUBLAS, _NOMEM */
+};
+
+typedef struct BundleDialect {
+    const char *label;          /* the target in titles: "" (C, the default) or "CUDA" */
+    const char *guard;          /* between NAME and _H in the include guard: "" or "_CUDA" */
+    const char *const *includes; /* more header includes ("<cuda_runtime_api.h>"), NULL-ended */
+    unsigned status;            /* BUNDLE_STATUS_* codes beyond the common ones */
+    bool count_optional;        /* a NULL FIELD_count pointer means "not wanted" */
+    const char *source;         /* "%s.c": the file holding the model's code (NAME) */
+    const char *test_main;      /* "%s_test_main.c" */
+    /* the usage comment of NAME.h (lines " * ..."), size macros after ARENA and WEIGHTS
+     * (or NULL), and the declarations after the I/O structs */
+    void (*usage)(BundleCtx *b, CWriter *h);
+    void (*sizes)(BundleCtx *b, CWriter *h);
+    void (*api)(BundleCtx *b, CWriter *h);
+    /* README: bullets after arena and weights (or NULL); ", or ..." after the CMake build */
+    void (*readme_facts)(BundleCtx *b, CWriter *m);
+    const char *build_by_hand;  /* with one %s for NAME */
+    /* CMakeLists.txt: the minimum version, lines before project() (or NULL), the languages,
+     * lines after the build type (or NULL), lines after add_library (NAME twice; or NULL) */
+    const char *cmake_version, *cmake_before_project, *cmake_languages, *cmake_after_project;
+    const char *cmake_library;
+    /* The test main: " on the GPU..." after "runs the model" (%s: NAME); its locals, the set-up
+     * before the first run (may `goto done` with status 1), one run of sample j (status 1
+     * and `goto done` on failure) and the teardown before the blocks are freed */
+    const char *test_run_note;
+    void (*test_locals)(BundleCtx *b, CWriter *c);
+    void (*test_setup)(BundleCtx *b, CWriter *c);
+    void (*test_run)(BundleCtx *b, CWriter *c);
+    void (*test_teardown)(BundleCtx *b, CWriter *c);
+} BundleDialect;
+
+void bundle_emit_header(BundleCtx *b, const BundleDialect *dl, CWriter *h);
+void bundle_emit_readme(BundleCtx *b, const BundleDialect *dl, CWriter *m);
+void bundle_emit_cmake(BundleCtx *b, const BundleDialect *dl, CWriter *m);
+void bundle_emit_test_main(BundleCtx *b, const BundleDialect *dl, CWriter *c);
+/* The usage lines on counted outputs, for a dialect's usage (nothing without one). */
+void bundle_emit_count_usage(BundleCtx *b, CWriter *h);
+/* The axis counted output v's count runs along, and the fill past it ("-1", "0"). */
+int bundle_count_axis(const IrGraph *g, uint32_t v, const char **fill);
+/* The comment before a node's code, in every target: "Op 'name': inputs -> outputs
+ * with their types", wrapped at BUNDLE_LINE_WIDTH. */
+void bundle_node_comment(BundleCtx *b, CWriter *w, const IrNode *n);
+/* The model's file name without its folders ("a model" when unknown). */
+const char *bundle_model_name(const BundleOptions *o);
+/* "digits.onnx (sha256 0123456789abcdef)": the file name and the start of its hash, for the
+ * first line of the bundle's files. */
+const char *bundle_provenance(BundleCtx *b);
 
 #endif

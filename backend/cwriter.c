@@ -99,6 +99,18 @@ void cw_close(CWriter *w, const char *suffix) {
     put(w, "\n", 1);
 }
 
+/* Writes s[0..n) inside a comment: kept closed and printable. */
+static void put_comment_text(CWriter *w, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '*' && i + 1 < n && s[i + 1] == '/') c = '+';
+        if (c == '/' && i + 1 < n && s[i + 1] == '*') c = '|'; /* -Wcomment */
+        if (c == '?' && i > 0 && s[i - 1] == '?') c = ' ';     /* no trigraphs */
+        if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';
+        put(w, &c, 1);
+    }
+}
+
 void cw_comment(CWriter *w, const char *fmt, ...) {
     CWriter tmp;
     cw_init(&tmp);
@@ -112,20 +124,36 @@ void cw_comment(CWriter *w, const char *fmt, ...) {
         size_t n = e ? (size_t)(e - s) : strlen(s);
         cw_indent(w);
         put(w, "/* ", 3);
-        for (size_t i = 0; i < n; i++) {
-            char c = s[i];
-            /* keep the comment closed and the line printable */
-            if (c == '*' && i + 1 < n && s[i + 1] == '/') c = '+';
-            if (c == '/' && i + 1 < n && s[i + 1] == '*') c = '|'; /* -Wcomment */
-            if (c == '?' && i > 0 && s[i - 1] == '?') c = ' ';     /* no trigraphs */
-            if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';
-            put(w, &c, 1);
-        }
+        put_comment_text(w, s, n);
         put(w, " */\n", 4);
         s += n;
         if (*s == '\n') s++;
     }
     cw_free(&tmp);
+}
+
+void cw_comment_wrapped(CWriter *w, int width, const char *text) {
+    int room = width - 4 * w->indent - 6; /* the opening and closing marks */
+    if (room < 20) room = 20;
+    const char *s = text;
+    bool first = true;
+    while (*s || first) {
+        size_t len = strlen(s), n = len;
+        if ((int)len > room) { /* break at the last space that fits */
+            n = (size_t)room;
+            while (n > 0 && s[n] != ' ') n--;
+            if (n == 0) n = (size_t)room; /* one long word: cut it */
+        }
+        cw_indent(w);
+        put(w, first ? "/* " : " *   ", first ? 3 : 5);
+        put_comment_text(w, s, n);
+        s += n;
+        while (*s == ' ') s++;
+        put(w, *s ? "\n" : " */\n", *s ? 1 : 4);
+        first = false;
+        room = width - 4 * w->indent - 8; /* the continuation and closing marks */
+        if (room < 20) room = 20;
+    }
 }
 
 char *cw_take(CWriter *w, size_t *len_out) {
@@ -134,4 +162,31 @@ char *cw_take(CWriter *w, size_t *len_out) {
     if (len_out) *len_out = w->len;
     memset(w, 0, sizeof *w);
     return b;
+}
+
+static bool ident_char(char c) {
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Whether text uses identifier word outside comments (not as part of a longer identifier or
+ * as a member). */
+bool cw_uses_word(const char *text, const char *word) {
+    size_t len = strlen(word);
+    bool in_comment = false;
+    for (const char *p = text; *p; p++) {
+        if (in_comment) {
+            if (p[0] == '*' && p[1] == '/') in_comment = false, p++;
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '*') {
+            in_comment = true;
+            p++;
+            continue;
+        }
+        if (strncmp(p, word, len) != 0) continue;
+        char before = p > text ? p[-1] : ' ';
+        if (!ident_char(before) && before != '.' && before != '>' && !ident_char(p[len]))
+            return true;
+    }
+    return false;
 }

@@ -36,7 +36,13 @@ void cw_open(CWriter *w, const char *fmt, ...) CW_PRINTF(2, 3);
 void cw_close(CWriter *w, const char *suffix);
 /* A comment, split on newlines; text is made safe for a C comment. */
 void cw_comment(CWriter *w, const char *fmt, ...) CW_PRINTF(2, 3);
+/* One comment holding text, broken at spaces so that no line passes width columns; lines
+ * after the first start with " *   ". */
+void cw_comment_wrapped(CWriter *w, int width, const char *text);
 /* Takes the buffer (NUL-terminated, malloc'd); the writer is reset. */
 char *cw_take(CWriter *w, size_t *len_out);
+/* Whether C text uses identifier word outside comments (not as part of a longer identifier
+ * nor as a member after '.' or '->'). */
+bool cw_uses_word(const char *text, const char *word);
 
 #endif

@@ -105,3 +105,51 @@ IrGraph *cli_load_model(const char *path, const CliDims *dims) {
     diag_free(&d);
     return g;
 }
+
+/* Appends s to *buf (growing it), single-quoted when it holds a character a shell treats
+ * specially. */
+static void append_word(char **buf, size_t *len, size_t *cap, const char *s) {
+    bool plain = s[0] != 0;
+    for (const char *p = s; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/=:+%@",
+                       *p) != NULL;
+    size_t need = *len + 4 * strlen(s) + 4;
+    if (need > *cap) {
+        *cap = need * 2;
+        char *p = realloc(*buf, *cap);
+        IR_ASSERT(p);
+        *buf = p;
+    }
+    char *o = *buf + *len;
+    if (*len) *o++ = ' ';
+    if (!plain) *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'' && !plain) { /* close, escaped quote, reopen */
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    if (!plain) *o++ = '\'';
+    *o = 0;
+    *len = (size_t)(o - *buf);
+}
+
+char *cli_command_line(const char *cmd, int argc, char **argv, const char *model) {
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    const char *base = strrchr(model, '/');
+    append_word(&buf, &len, &cap, "kiln");
+    append_word(&buf, &len, &cap, cmd);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--output=", 9) == 0) continue;
+        append_word(&buf, &len, &cap, a == model && base ? base + 1 : a);
+    }
+    return buf;
+}

@@ -57,6 +57,12 @@ typedef struct CliDims {
 bool cli_dims_add(const char *cmd, CliDims *dims, const char *spec);
 void cli_dims_free(CliDims *dims);
 
+/* The command line argv[0..argc) of subcommand cmd as a user would type it again, for a
+ * bundle's README: "kiln CMD ARGS", model given by its file name, the output folder left
+ * out (-o/--output and its value: a bundle is the same wherever it is written), arguments
+ * with shell characters single-quoted. malloc'd. */
+char *cli_command_line(const char *cmd, int argc, char **argv, const char *model);
+
 /* Loads path with shape inference and the --dim overrides; diagnostics (warnings too) go
  * to stderr prefixed with the path. NULL when the model cannot be used. */
 IrGraph *cli_load_model(const char *path, const CliDims *dims);

@@ -266,8 +266,16 @@ int cli_compile_run(int argc, char **argv) {
     }
     char *auto_name = name ? NULL : name_from_path(model);
     CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
-    BundleOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
-                        NULL, &popts, &co};
+    char sha[65];
+    char *command = cli_command_line("compile", argc, argv, model);
+    BundleOptions opts = {.name = name ? name : auto_name,
+                          .embed_weights = strcmp(weights, "embed") == 0,
+                          .test_main = test_main,
+                          .model_path = model,
+                          .model_sha256 = kiln_file_sha256(model, sha) ? sha : NULL,
+                          .command_line = command,
+                          .passes = &popts,
+                          .cuda = &co};
     uint32_t nodes_before = g->n_nodes;
     Diag d;
     diag_init(&d);
@@ -283,6 +291,7 @@ int cli_compile_run(int argc, char **argv) {
         rc = CLI_EXIT_MODEL;
     }
     diag_free(&d);
+    free(command);
     free(auto_name);
     ir_graph_free(g);
     cli_dims_free(&dims);

@@ -32,7 +32,11 @@ bool kiln_compile_file(const char *path, const OnnxLoadOptions *lo, const char *
     opts.infer_shapes = true;
     IrGraph *g = onnx_load_file(path, &opts, d);
     if (!g) return false;
-    bool ok = !diag_has_errors(d) && kiln_compile_graph(g, target, o, out_dir, d);
+    BundleOptions bo = *o;
+    char sha[65];
+    if (!bo.model_path) bo.model_path = path;
+    if (!bo.model_sha256 && kiln_file_sha256(path, sha)) bo.model_sha256 = sha;
+    bool ok = !diag_has_errors(d) && kiln_compile_graph(g, target, &bo, out_dir, d);
     ir_graph_free(g);
     return ok;
 }

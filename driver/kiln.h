@@ -23,8 +23,13 @@ bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
                         const char *out_dir, Diag *d);
 
 /* Loads the model at path (with lo's dimension overrides; shape inference always on) and
- * compiles it as kiln_compile_graph does. */
+ * compiles it as kiln_compile_graph does; o's model_path and model_sha256 are set from the
+ * file when o leaves them NULL. */
 bool kiln_compile_file(const char *path, const OnnxLoadOptions *lo, const char *target,
                        const BundleOptions *o, const char *out_dir, Diag *d);
+
+/* The SHA-256 of the file at path as 64 hex digits (and a NUL) in hex; false when the file
+ * cannot be read. A bundle names its model by file name and this hash. */
+bool kiln_file_sha256(const char *path, char hex[65]);
 
 #endif

@@ -34,25 +34,6 @@ bool cgen_op_supported(IrOp op) {
     return op != IR_OP_UNKNOWN && cgen_emit_table[op] != NULL;
 }
 
-const char *cgen_ctype(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32: return "float";
-    case IR_DTYPE_F64: return "double";
-    case IR_DTYPE_I8: return "int8_t";
-    case IR_DTYPE_I16: return "int16_t";
-    case IR_DTYPE_I32: return "int32_t";
-    case IR_DTYPE_I64: return "int64_t";
-    case IR_DTYPE_U16: return "uint16_t";
-    case IR_DTYPE_U32: return "uint32_t";
-    case IR_DTYPE_U64: return "uint64_t";
-    case IR_DTYPE_F16: return "uint16_t";  /* IEEE binary16 bits; see rt_common.h */
-    case IR_DTYPE_BF16: return "uint16_t"; /* bfloat16 bits */
-    case IR_DTYPE_C64: return "float";     /* (re, im) pairs */
-    case IR_DTYPE_C128: return "double";
-    default: return "uint8_t"; /* u8, bool, float8 bits, packed 4- and 2-bit pairs */
-    }
-}
-
 const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) {
     CWriter tmp;
     cw_init(&tmp);
@@ -75,11 +56,14 @@ const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v) {
     return val->kind == IR_VALUE_CONST ? val->tensor : NULL;
 }
 
-const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
+/* Where v lives, as a pointer expression: the scope's override, the named local of the node
+ * being emitted (when use_local), the input/output field, the weights or the arena. */
+static const char *placement(CgenCtx *cx, uint32_t v, bool use_local) {
     IR_ASSERT(v != IR_NONE);
     const IrValue *val = &cx->b.g->values[v];
-    const char *ct = cgen_ctype((IrDType)val->type.dtype);
+    const char *ct = bundle_ctype((IrDType)val->type.dtype);
     if (cx->expr && cx->expr[v]) return cx->expr[v];
+    if (use_local && cx->local && cx->local[v]) return cx->local[v];
     if (cx->b.field[v]) {
         bool is_input = val->kind == IR_VALUE_INPUT;
         return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->b.field[v]);
@@ -93,18 +77,10 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
 }
 
-void cgen_test_main_includes(CWriter *w, const char *name) {
-    cw_line(w, "#include <stdio.h>");
-    cw_line(w, "#include <stdlib.h>");
-    cw_line(w, "#include <string.h>");
-    cw_line(w, "#include \"%s.h\"", name);
-    cw_blank(w);
-    cw_line(w, "#define POISON_BYTE 0xA5 /* unwritten output elements show up as garbage */");
-    cw_blank(w);
-}
+const char *cgen_ptr(CgenCtx *cx, uint32_t v) { return placement(cx, v, true); }
 
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b) {
-    return strcmp(cgen_ptr(cx, a), cgen_ptr(cx, b)) == 0;
+    return strcmp(placement(cx, a, false), placement(cx, b, false)) == 0;
 }
 
 const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n) {
@@ -195,25 +171,201 @@ void cgen_emit_count(CgenCtx *cx, const uint32_t *vals, uint32_t n, const char *
 
 const char *cgen_type_str(CgenCtx *cx, const IrType *t) { return bundle_type_str(&cx->b, t); }
 
-static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
-    CWriter tmp;
-    cw_init(&tmp);
-    cw_raw(&tmp, "%s '%s': %s(", n->op_type, n->name, n->op_type);
-    for (uint32_t k = 0; k < n->n_inputs; k++) {
-        uint32_t v = n->inputs[k];
-        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->b.g->values[v].name,
-                    cgen_type_str(cx, &cx->b.g->values[v].type));
+/* ---- named locals ---- */
+
+/* The names handed out, bundle-wide: per (graph, value) its local's name, and every name
+ * taken, so that no two tensors (in any scope) share one. Open addressing. */
+typedef struct CgenNameSlot {
+    const IrGraph *g;
+    uint32_t v;
+    const char *name;
+} CgenNameSlot;
+
+struct CgenNames {
+    IrArena arena;
+    CgenNameSlot *by_value; /* key (g, v) */
+    const char **taken;     /* key: the name */
+    uint32_t cap, n;        /* of both tables */
+};
+
+struct CgenNames *cgen_names_new(void) {
+    struct CgenNames *t = calloc(1, sizeof *t);
+    IR_ASSERT(t);
+    return t;
+}
+
+void cgen_names_free(struct CgenNames *t) {
+    if (!t) return;
+    free(t->by_value);
+    free(t->taken);
+    ir_arena_free(&t->arena);
+    free(t);
+}
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static uint32_t hash_key(const IrGraph *g, uint32_t v) {
+    return (uint32_t)(((uintptr_t)g >> 4) * 2654435761u) ^ (v * 40503u);
+}
+
+static bool name_taken(const struct CgenNames *t, const char *name) {
+    if (!t->cap) return false;
+    for (uint32_t i = hash_str(name) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->taken[i]) return false;
+        if (strcmp(t->taken[i], name) == 0) return true;
     }
-    cw_raw(&tmp, ") -> ");
-    for (uint32_t k = 0; k < n->n_outputs; k++) {
-        uint32_t v = n->outputs[k];
-        if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->b.g->values[v].name,
-                    cgen_type_str(cx, &cx->b.g->values[v].type));
+}
+
+static void names_insert(struct CgenNames *t, const IrGraph *g, uint32_t v, const char *name);
+
+static void names_grow(struct CgenNames *t) {
+    CgenNameSlot *old = t->by_value;
+    uint32_t old_cap = t->cap;
+    t->cap = t->cap ? 2 * t->cap : 256;
+    t->by_value = calloc(t->cap, sizeof *t->by_value);
+    free(t->taken);
+    t->taken = calloc(t->cap, sizeof *t->taken);
+    IR_ASSERT(t->by_value && t->taken);
+    t->n = 0;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].name) names_insert(t, old[i].g, old[i].v, old[i].name);
+    free(old);
+}
+
+static void names_insert(struct CgenNames *t, const IrGraph *g, uint32_t v, const char *name) {
+    if (2 * (t->n + 1) > t->cap) names_grow(t);
+    uint32_t i = hash_key(g, v) & (t->cap - 1);
+    while (t->by_value[i].name) i = (i + 1) & (t->cap - 1);
+    t->by_value[i] = (CgenNameSlot){g, v, name};
+    for (i = hash_str(name) & (t->cap - 1); t->taken[i]; i = (i + 1) & (t->cap - 1)) {}
+    t->taken[i] = name;
+    t->n++;
+}
+
+/* The local's name for value v of the graph being emitted: "t_" and the ONNX name with every
+ * other character '_' (runs merged, no trailing '_'), then "_2", "_3"... when taken. The
+ * prefix keeps it apart from the names emitters use inside their blocks (x0, y, geom...). */
+static const char *local_name(CgenCtx *cx, uint32_t v) {
+    struct CgenNames *t = cx->names;
+    const IrGraph *g = cx->b.g;
+    for (uint32_t i = t->cap ? hash_key(g, v) & (t->cap - 1) : 0; t->cap && t->by_value[i].name;
+         i = (i + 1) & (t->cap - 1))
+        if (t->by_value[i].g == g && t->by_value[i].v == v) return t->by_value[i].name;
+    const char *src = g->values[v].name ? g->values[v].name : "";
+    size_t len = strlen(src);
+    if (len > CGEN_LOCAL_MAX_CHARS) src += len - CGEN_LOCAL_MAX_CHARS; /* keep the tail */
+    char *base = ir_arena_alloc(&t->arena, strlen(src) + 4);
+    size_t k = 0;
+    base[k++] = 't';
+    base[k++] = '_';
+    for (const char *p = src; *p; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (ok) base[k++] = c;
+        else if (base[k - 1] != '_') base[k++] = '_';
     }
-    cw_comment(cx->w, "%s", tmp.buf);
-    cw_free(&tmp);
+    if (k > 2 && base[k - 1] == '_') k--;
+    base[k] = 0;
+    const char *name = base;
+    for (unsigned suffix = 2; name_taken(t, name); suffix++) {
+        char *s = ir_arena_alloc(&t->arena, k + 16);
+        snprintf(s, k + 16, "%s_%u", base, suffix);
+        name = s;
+    }
+    names_insert(t, g, v, name);
+    return name;
+}
+
+/* Whether v lives in the arena or the weights (not a field, not a scope's override). */
+static bool has_local(const CgenCtx *cx, uint32_t v) {
+    if (v == IR_NONE || (cx->expr && cx->expr[v]) || cx->b.field[v]) return false;
+    return cx->b.weight_offset[v] >= 0 || cx->b.g->values[v].mem_offset >= 0;
+}
+
+/* Drops one level of indentation (4 spaces) from every line of text into w. */
+static void put_dedented(CWriter *w, const char *text) {
+    for (const char *s = text; *s;) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+        size_t skip = n >= 4 && strncmp(s, "    ", 4) == 0 ? 4 : 0;
+        cw_raw(w, "%.*s", (int)(n - skip), s + skip);
+        s += n;
+    }
+}
+
+/* Whether text (lines at indentation level `level`) is one block: "{" first, "}" last, and
+ * every line between them deeper. */
+static bool is_one_block(const char *text, int level) {
+    size_t ind = 4 * (size_t)level, len = strlen(text);
+    if (len < 2 * ind + 4 || strncmp(text + ind, "{\n", 2) != 0) return false;
+    const char *last = text + len - 2; /* the last line: indentation, "}", newline */
+    while (last > text && last[-1] != '\n') last--;
+    if ((size_t)(text + len - last) != ind + 2 || last[ind] != '}') return false;
+    for (const char *l = strchr(text, '\n') + 1; l < last; l = strchr(l, '\n') + 1)
+        if (l[0] != '\n' && strncmp(l, "    ", 4) == 0 && (size_t)strspn(l, " ") <= ind)
+            return false;
+    return true;
+}
+
+/* Node n through its emitter, its arena and weight tensors as named locals: the code is
+ * written one level deeper; the locals it uses are declared in a block around it (merged
+ * with the block the emitter opened, if its code is one), and without any the code moves
+ * back out, with no block. */
+static bool emit_with_locals(CgenCtx *cx, const IrNode *n) {
+    uint32_t ops[CGEN_MAX_NODE_LOCALS];
+    uint32_t n_ops = 0;
+    for (uint32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        uint32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        bool seen = false;
+        for (uint32_t i = 0; i < n_ops && !seen; i++) seen = ops[i] == v;
+        if (!seen && has_local(cx, v) && n_ops < CGEN_MAX_NODE_LOCALS) ops[n_ops++] = v;
+    }
+    for (uint32_t i = 0; i < n_ops; i++) cx->local[ops[i]] = local_name(cx, ops[i]);
+    CWriter body, *outer = cx->w;
+    cw_init(&body);
+    body.indent = outer->indent + 1;
+    cx->w = &body;
+    bool ok = cgen_emit_table[n->op](cx, n);
+    cx->w = outer;
+    const char *text = body.buf ? body.buf : "";
+    bool any = false;
+    for (uint32_t i = 0; i < n_ops; i++) any |= cw_uses_word(text, cx->local[ops[i]]);
+    if (any) {
+        cw_open(outer, "%s", "");
+        for (uint32_t i = 0; i < n_ops; i++) {
+            uint32_t v = ops[i];
+            if (!cw_uses_word(text, cx->local[v])) continue;
+            const IrValue *val = &cx->b.g->values[v];
+            const char *ct = bundle_ctype((IrDType)val->type.dtype);
+            bool weight = cx->b.weight_offset[v] >= 0;
+            if (weight) cx->uses_w = true;
+            else cx->uses_a = true;
+            cw_line(outer, "%s%s *%s = (%s%s *)(%s + %lld); /* %s */", weight ? "const " : "", ct,
+                    cx->local[v], weight ? "const " : "", ct, weight ? "w" : "a",
+                    (long long)(weight ? cx->b.weight_offset[v] : val->mem_offset),
+                    cgen_type_str(cx, &val->type));
+        }
+        if (is_one_block(text, body.indent)) { /* its braces go: the locals' block is its */
+            const char *inner = strchr(text, '\n') + 1;
+            size_t n_inner = strlen(inner) - (4 * (size_t)body.indent + 2);
+            char *copy = ir_arena_alloc(&cx->b.scratch, n_inner + 1);
+            memcpy(copy, inner, n_inner);
+            copy[n_inner] = 0;
+            put_dedented(outer, copy);
+        } else {
+            cw_raw(outer, "%s", text);
+        }
+        cw_close(outer, NULL);
+    } else {
+        put_dedented(outer, text);
+    }
+    for (uint32_t i = 0; i < n_ops; i++) cx->local[ops[i]] = NULL;
+    cw_free(&body);
+    return ok;
 }
 
 bool cgen_emit_nodes(CgenCtx *cx) {
@@ -222,8 +374,8 @@ bool cgen_emit_nodes(CgenCtx *cx) {
         const IrNode *n = &cx->b.g->nodes[i];
         if (n->dead) continue;
         cx->node = i;
-        emit_node_comment(cx, n);
-        ok &= cgen_emit_table[n->op](cx, n);
+        bundle_node_comment(&cx->b, cx->w, n);
+        ok &= cx->names ? emit_with_locals(cx, n) : cgen_emit_table[n->op](cx, n);
     }
     return ok;
 }

@@ -12,7 +12,10 @@
 #include "backend/cwriter.h"
 #include "ir/ir.h"
 
-#define CGEN_MAX_RUNTIME 64 /* runtime files one bundle can use */
+#define CGEN_MAX_RUNTIME 64     /* runtime files one bundle can use */
+#define CGEN_MAX_NODE_LOCALS 64 /* named tensors of one node (FusedEltwise takes 17); more keep
+                                   their raw placement */
+#define CGEN_LOCAL_MAX_CHARS 48 /* of an ONNX name in a local's name (the tail is kept) */
 
 /* The C dialect's context: the bundle (placement, options, scratch) and the body being
  * written. Control flow emits a subgraph with a copy whose b.g, b.field and
@@ -29,6 +32,12 @@ typedef struct CgenCtx {
     /* Inside a subgraph (control flow, cgen_control.c): per value id a pointer expression
      * that overrides the placement (NULL at the root). */
     const char **expr;
+    /* Named locals (the C target; NULL elsewhere): the tensors a node reads and writes in
+     * the arena or the weights appear in its code as C locals named after their ONNX
+     * values, declared at the top of the node's block; local[v] (per value id of b.g) is
+     * the name while the node is emitted. names is shared by every scope of the bundle. */
+    struct CgenNames *names;
+    const char **local;
 } CgenCtx;
 
 /* An emitter writes the code of one node; false (after a diagnostic) if it cannot. */
@@ -41,10 +50,10 @@ void cgen_tables_init(void);
 bool cgen_op_supported(IrOp op);
 
 /* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
-const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t" (f16)... */
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
-/* The opening of a test main (C and CUDA): the C headers, NAME.h and POISON_BYTE. */
-void cgen_test_main_includes(CWriter *w, const char *name);
+/* Named locals for the C target (see CgenCtx.names): made once per bundle, freed after. */
+struct CgenNames *cgen_names_new(void);
+void cgen_names_free(struct CgenNames *names);
 /* Whether a and b are the same bytes (the planner let a view share its input's block). */
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b);
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v);

@@ -198,6 +198,10 @@ static void scope_open(CgenCtx *cx, const IrGraph *sub, CgenCtx *in) {
     in->b.g = sub;
     in->b.field = field;
     in->expr = expr;
+    if (cx->names) {
+        in->local = calloc(sub->n_values + 1, sizeof *in->local);
+        IR_ASSERT(in->local);
+    }
     in->b.weight_offset = cx->b.graph_weight_offset[gi];
 }
 
@@ -211,6 +215,7 @@ static void scope_close(CgenCtx *cx, CgenCtx *in) {
     cx->uses_a = in->uses_a;
     free(in->b.field);
     free(in->expr);
+    if (in->local != cx->local) free(in->local);
 }
 
 /* Whether the planner has v, a subgraph output, written straight into the node's output. */

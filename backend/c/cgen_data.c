@@ -619,7 +619,7 @@ static bool emit_pad(CgenCtx *cx, const IrNode *n) {
         value = cgen_ptr(cx, n->inputs[2]);
     } else {
         double v = n->opset < 11 ? ir_attr_f(n, IR_ATTR_PAD_VALUE) : 0.0;
-        cw_line(cx->w, "static const %s value = %s;", cgen_ctype(dt), typed_lit(cx, dt, v));
+        cw_line(cx->w, "static const %s value = %s;", bundle_ctype(dt), typed_lit(cx, dt, v));
         value = "&value";
     }
     cw_line(cx->w, "static const int64_t in_dims[] = %s;", cgen_dims(cx, tx));
@@ -741,12 +741,12 @@ static bool emit_range(CgenCtx *cx, const IrNode *n) {
                    ": (start - limit - delta - 1) / -delta;");
         cw_line(w, "if ((count < 0 ? 0 : count) != %lld) return RT_ERR_SHAPE;", (long long)N);
         cw_line(w, "for (i = 0; i < %lld; i++) %s[i] = (%s)(start + i * delta);", (long long)N,
-                cgen_ptr(cx, y), cgen_ctype(t));
+                cgen_ptr(cx, y), bundle_ctype(t));
     } else {
         const char *store = t == IR_DTYPE_F16 ? "rt_f32_to_f16((float)(start + i * delta))"
                             : t == IR_DTYPE_BF16
                                 ? "rt_f32_to_bf16((float)(start + i * delta))"
-                                : cgen_fmt(cx, "(%s)(start + i * delta)", cgen_ctype(t));
+                                : cgen_fmt(cx, "(%s)(start + i * delta)", bundle_ctype(t));
         cw_line(w, "double start = %s, limit = %s, delta = %s, count;",
                 scalar_load(cx, n->inputs[0]), scalar_load(cx, n->inputs[1]),
                 scalar_load(cx, n->inputs[2]));

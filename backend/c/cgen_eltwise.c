@@ -86,7 +86,7 @@ static const char *compute_type(IrDType t) {
     EltClass c = elt_class(t);
     if (c == EC_F64) return "double";
     if (is_float_class(c)) return "float";
-    return cgen_ctype(t);
+    return bundle_ctype(t);
 }
 
 static const char *load(CgenCtx *cx, IrDType t, const char *name, const char *idx) {
@@ -104,7 +104,7 @@ static const char *store_wrap(CgenCtx *cx, IrDType t, const char *expr) {
     case EC_BOOL: return cgen_fmt(cx, "(uint8_t)((%s) != 0)", expr);
     case EC_F32:
     case EC_F64: return expr; /* computed in the storage type already */
-    default: return cgen_fmt(cx, "(%s)(%s)", cgen_ctype(t), expr);
+    default: return cgen_fmt(cx, "(%s)(%s)", bundle_ctype(t), expr);
     }
 }
 
@@ -139,9 +139,9 @@ static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t 
     }
     cw_open(w, "%s", "");
     for (int k = 0; k < n_in; k++)
-        cw_line(w, "const %s *x%d = %s;", cgen_ctype((IrDType)cgen_type(cx, ins[k])->dtype), k,
+        cw_line(w, "const %s *x%d = %s;", bundle_ctype((IrDType)cgen_type(cx, ins[k])->dtype), k,
                 cgen_ptr(cx, ins[k]));
-    cw_line(w, "%s *y = %s;", cgen_ctype(to), cgen_ptr(cx, out));
+    cw_line(w, "%s *y = %s;", bundle_ctype(to), cgen_ptr(cx, out));
     if (L.rank > 0) {
         cw_indent(w);
         cw_raw(w, "size_t ");
@@ -192,7 +192,7 @@ static bool unary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
         break;
     case IR_OP_SIGN: e = c == EC_UINT ? "($0 > 0)" : "(($0 > 0) - ($0 < 0))"; break;
     case IR_OP_NOT: e = "!$0"; break;
-    case IR_OP_BITWISE_NOT: e = cgen_fmt(cx, "(%s)~$0", cgen_ctype(t)); break;
+    case IR_OP_BITWISE_NOT: e = cgen_fmt(cx, "(%s)~$0", bundle_ctype(t)); break;
     case IR_OP_IS_NAN: e = "isnan($0)"; break;
     case IR_OP_IS_INF: {
         bool neg = ir_attr_i(n, IR_ATTR_IS_INF_DETECT_NEGATIVE) != 0;

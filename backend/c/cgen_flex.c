@@ -152,7 +152,7 @@ static const char *flex_value(FlexSub *fs, uint32_t v) {
                          "to the scores' shape", fs->what, val->name, cgen_type_str(cx, t));
         return NULL;
     }
-    const char *ct = cgen_ctype((IrDType)t->dtype);
+    const char *ct = bundle_ctype((IrDType)t->dtype);
     if (val->kind == IR_VALUE_CONST && val->tensor && val->tensor->data) {
         if (val->tensor->n_elems == 1) return fs->val[v] = flex_lit(cx, val->tensor, 0);
         if (fs->woff[v] < 0) {
@@ -192,7 +192,7 @@ static const char *flex_flit(FlexSub *fs, IrDType t, double v) {
 static const char *flex_node_expr(FlexSub *fs, const IrNode *n, const char **e,
                                   const IrDType *it, IrDType ot) {
     CgenCtx *cx = fs->cx;
-    const char *ct = cgen_ctype(ot);
+    const char *ct = bundle_ctype(ot);
     bool fl = flex_is_float(ot), fin = n->n_inputs > 0 && flex_is_float(it[0]);
     const char *a = n->n_inputs > 0 ? e[0] : NULL, *b = n->n_inputs > 1 ? e[1] : NULL;
     switch ((IrOp)n->op) {
@@ -365,7 +365,7 @@ static bool flex_emit_sub(CgenCtx *cx, const IrNode *owner, const char *what,
                                   n->name, n->op_type, ir_dtype_name((IrDType)ot->dtype));
             break;
         }
-        cw_line(w, "const %s x%u = %s; /* %s */", cgen_ctype((IrDType)ot->dtype), o, x,
+        cw_line(w, "const %s x%u = %s; /* %s */", bundle_ctype((IrDType)ot->dtype), o, x,
                 n->op_type);
         fs.val[o] = cgen_fmt(cx, "x%u", o);
     }
@@ -429,7 +429,7 @@ static bool emit_flex_attention(CgenCtx *cx, const IrNode *n) {
     if (!strpbrk(ss, ".en")) strcat(ss, ".0");
     const IrGraph *smod = flex_graph(cx, n, IR_ATTR_FLEX_ATTENTION_SCORE_MOD);
     const IrGraph *pmod = flex_graph(cx, n, IR_ATTR_FLEX_ATTENTION_PROB_MOD);
-    const char *asfx = at == IR_DTYPE_F64 ? "f64" : "f32", *act = cgen_ctype(at);
+    const char *asfx = at == IR_DTYPE_F64 ? "f64" : "f32", *act = bundle_ctype(at);
     const char *pq = cgen_ptr(cx, q), *pk = cgen_ptr(cx, k), *pv = cgen_ptr(cx, v);
     const char *py = cgen_ptr(cx, y);
     cgen_use_runtime(cx, "rt_flex.h");

@@ -102,7 +102,7 @@ static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
             (long long)H, (long long)Sq, (long long)Sk, (long long)D, (long long)Dv);
     cw_line(w, "    %s, %s, %s, %s, %s};", list4(cx, st[0]), list4(cx, st[1]), list4(cx, st[2]),
             list4(cx, mst), list4(cx, st[3]));
-    cw_line(w, "%s row[%lld]; /* one row of scores */", cgen_ctype(t), (long long)Sk);
+    cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
     char lit[64]; /* the scale as a C literal of the compute type */
     snprintf(lit, sizeof lit, dbl ? "%.17g" : "%.9g", scale);
     if (!strpbrk(lit, ".en")) strcat(lit, ".0");

@@ -216,7 +216,7 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
     CWriter *w = cx->w;
-    const char *ct = cgen_ctype(t), *oa, *ob, *oy;
+    const char *ct = bundle_ctype(t), *oa, *ob, *oy;
     cw_open(w, "%s", "");
     if (fused) cw_line(w, "static const RtAct act = %s;", act);
     cw_line(w, "const %s *A = %s;", ct, cgen_ptr(cx, a));
@@ -280,7 +280,7 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
-    const char *ct = cgen_ctype(t);
+    const char *ct = bundle_ctype(t);
     if (fused) {
         cw_open(cx->w, "%s", "");
         cw_line(cx->w, "static const RtAct act = %s;", act);
@@ -327,7 +327,7 @@ static bool emit_matmul_integer(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
     CWriter *w = cx->w;
-    const char *ca = cgen_ctype(t_a), *cb = cgen_ctype(t_b), *oa, *ob, *oy;
+    const char *ca = bundle_ctype(t_a), *cb = bundle_ctype(t_b), *oa, *ob, *oy;
     cw_open(w, "%s", "");
     cw_line(w, "const %s *A = %s;", ca, cgen_ptr(cx, a));
     cw_line(w, "const %s *B = %s;", cb, cgen_ptr(cx, b));
@@ -579,7 +579,7 @@ static bool emit_loss(CgenCtx *cx, const IrNode *n) {
     if (!mode) return cgen_unsupported(cx, n, "reduction '%s'", red);
     bool has_ii = ir_attr_present(n, ii_id);
     bool has_w = has_input(n, 2), has_lp = sce && n->n_outputs > 1 && n->outputs[1] != IR_NONE;
-    const char *ct = cgen_ctype(t);
+    const char *ct = bundle_ctype(t);
     cgen_use_runtime(cx, "rt_loss.h");
     cgen_call_checked(cx, "rt_loss_%s_%s(%s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %d, %s, %d)",
                       dsfx(t), tt == IR_DTYPE_I32 ? "int32" : "int64", cgen_ptr(cx, x),
@@ -663,7 +663,7 @@ static bool emit_attention(CgenCtx *cx, const IrNode *n) {
     int64_t qk_mode = ir_attr_i(n, IR_ATTR_ATTENTION_QK_MATMUL_OUTPUT_MODE);
     uint32_t outs[4] = {y, IR_NONE, IR_NONE, IR_NONE};
     for (uint32_t i = 1; i < n->n_outputs && i < 4; i++) outs[i] = n->outputs[i];
-    const char *ct = cgen_ctype(t);
+    const char *ct = bundle_ctype(t);
     cgen_use_runtime(cx, "rt_attention.h");
     CWriter *w = cx->w;
     cw_open(w, "%s", "");
@@ -815,12 +815,12 @@ static bool emit_einsum(CgenCtx *cx, const IrNode *n) {
         }
     }
     bool fl = is_float(t);
-    const char *acc_t = t == IR_DTYPE_F64 ? "double" : fl ? "float" : cgen_ctype(t);
+    const char *acc_t = t == IR_DTYPE_F64 ? "double" : fl ? "float" : bundle_ctype(t);
     CWriter *w = cx->w;
     cw_open(w, "%s", "");
     for (uint32_t k = 0; k < n->n_inputs; k++)
-        cw_line(w, "const %s *x%u = %s;", cgen_ctype(t), k, cgen_ptr(cx, n->inputs[k]));
-    cw_line(w, "%s *y = %s;", cgen_ctype(t), cgen_ptr(cx, y));
+        cw_line(w, "const %s *x%u = %s;", bundle_ctype(t), k, cgen_ptr(cx, n->inputs[k]));
+    cw_line(w, "%s *y = %s;", bundle_ctype(t), cgen_ptr(cx, y));
     if (n_out + n_sum > 0) {
         cw_indent(w);
         cw_raw(w, "size_t ");

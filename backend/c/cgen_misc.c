@@ -73,7 +73,7 @@ static const char *m_ld(CgenCtx *cx, IrDType t, const char *e) {
 static const char *m_st(CgenCtx *cx, IrDType t, const char *e) {
     if (t == IR_DTYPE_F16) return cgen_fmt(cx, "rt_f32_to_f16((float)(%s))", e);
     if (t == IR_DTYPE_BF16) return cgen_fmt(cx, "rt_f32_to_bf16((float)(%s))", e);
-    return cgen_fmt(cx, "(%s)(%s)", cgen_ctype(t), e);
+    return cgen_fmt(cx, "(%s)(%s)", bundle_ctype(t), e);
 }
 
 /* A double literal that reads back exactly. */
@@ -426,7 +426,7 @@ static bool emit_causal_conv(CgenCtx *cx, const IrNode *n) {
     if (!m_has_output(n, 1)) return cgen_unsupported(cx, n, "a missing present_state output");
     if (cgen_numel(cx, x) == 0) return true;
     cgen_use_runtime(cx, "rt_misc.h");
-    const char *ct = cgen_ctype(t);
+    const char *ct = bundle_ctype(t);
     cw_line(cx->w, "rt_causal_conv_%s(%s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %d);", sfx,
             cgen_ptr(cx, x), cgen_ptr(cx, w),
             strcmp(bias, "NULL") ? bias : cgen_fmt(cx, "(const %s *)NULL", ct),
@@ -465,7 +465,7 @@ static bool emit_deform_conv(CgenCtx *cx, const IrNode *n) {
         C % og != 0 || cgen_numel(cx, off) != tx->dims[0] * og * kh * kw * 2 * oh * ow ||
         ty->dims[1] != M)
         return cgen_unsupported(cx, n, "shapes that disagree with group/offset_group");
-    const char *ct = cgen_ctype(t), *bias = cgen_fmt(cx, "(const %s *)NULL", ct), *mask = bias;
+    const char *ct = bundle_ctype(t), *bias = cgen_fmt(cx, "(const %s *)NULL", ct), *mask = bias;
     if (m_has_input(n, 3)) {
         if (cgen_numel(cx, n->inputs[3]) != M) return cgen_unsupported(cx, n, "a bias not (M)");
         bias = cgen_ptr(cx, n->inputs[3]);
@@ -520,7 +520,7 @@ static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
     bool delta = strcmp(rule, "delta") == 0 || strcmp(rule, "gated_delta") == 0;
     if (!gating && !delta && strcmp(rule, "linear") != 0)
         return cgen_unsupported(cx, n, "update_rule '%s'", rule);
-    const char *ct = cgen_ctype(t), *null = cgen_fmt(cx, "(const %s *)NULL", ct);
+    const char *ct = bundle_ctype(t), *null = cgen_fmt(cx, "(const %s *)NULL", ct);
     const char *past = null, *decay = null, *beta = null;
     int64_t decay_w = 1, beta_w = 1;
     if (m_has_input(n, 3)) {
@@ -1158,12 +1158,12 @@ static bool emit_label_encoder(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "{");
     w->indent++;
     cw_indent(w);
-    cw_raw(w, "static const %s keys[%lld] = {", cgen_ctype(k.t), (long long)(u > 0 ? u : 1));
+    cw_raw(w, "static const %s keys[%lld] = {", bundle_ctype(k.t), (long long)(u > 0 ? u : 1));
     for (int64_t i = 0; i < u; i++)
         cw_raw(w, "%s%s", i ? ", " : "", m_label_lit(cx, k.t, keys[i].i, keys[i].f));
     cw_raw(w, "%s};\n", u > 0 ? "" : "0");
     cw_indent(w);
-    cw_raw(w, "static const %s vals[%lld] = {", cgen_ctype(v.t),
+    cw_raw(w, "static const %s vals[%lld] = {", bundle_ctype(v.t),
            (long long)(u + (nan_pos >= 0)));
     for (int64_t i = 0; i <= u; i++) {
         int64_t pos = i < u ? keys[i].pos : nan_pos;

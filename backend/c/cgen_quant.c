@@ -214,7 +214,7 @@ static bool emit_qconv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, "rt_qconv_%s%s_%s(%s, %s, %s, %s, %lld, %s, %s, %lld, %s, %s, &geom);", q_sfx(tx),
             q_sfx(tw), ql ? q_sfx(ty) : "i32", cgen_ptr(cx, x),
             xz ? cgen_fmt(cx, "(int32_t)%s[0]", xz) : "0", cgen_ptr(cx, w),
-            wz ? wz : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype(tw)), (long long)wz_step, bias,
+            wz ? wz : cgen_fmt(cx, "(const %s *)NULL", bundle_ctype(tw)), (long long)wz_step, bias,
             ql ? "mult" : "(const double *)NULL", (long long)(n_mult > 1),
             yz ? cgen_fmt(cx, "(int32_t)%s[0]", yz) : "0", cgen_ptr(cx, y));
     wr->indent--;
@@ -260,7 +260,7 @@ static bool emit_qlinear_matmul(CgenCtx *cx, const IrNode *n) {
     const char *call_fmt = "rt_qmatmul_%s%s_%s(%lld, %lld, %lld, %s%s, %s, %s%s, %s, %lld, mult, "
                            "%lld, %s, %s%s);";
     const char *azs = az ? cgen_fmt(cx, "(int32_t)%s[0]", az) : "0";
-    const char *bzs = bz ? bz : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype(tb));
+    const char *bzs = bz ? bz : cgen_fmt(cx, "(const %s *)NULL", bundle_ctype(tb));
     const char *yzs = yz ? cgen_fmt(cx, "(int32_t)%s[0]", yz) : "0";
     if (batch > 1) {
         cw_line(w, "int64_t bt;");

@@ -216,7 +216,7 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     int64_t input_forget = ids.input_forget != IR_ATTR_COUNT ? ir_attr_i(n, ids.input_forget) : 0;
     int64_t lbr = ids.lbr != IR_ATTR_COUNT ? ir_attr_i(n, ids.lbr) : 0;
 
-    const char *ct = cgen_ctype(t), *sfx = t == IR_DTYPE_F64 ? "f64" : "f32";
+    const char *ct = bundle_ctype(t), *sfx = t == IR_DTYPE_F64 ? "f64" : "f32";
     cgen_use_runtime(cx, "rt_rnn.h");
     CWriter *w = cx->w;
     cw_line(w, "{");

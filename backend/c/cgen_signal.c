@@ -102,7 +102,7 @@ static bool sig_check_shape_input(CgenCtx *cx, const IrNode *n, uint32_t v, cons
 static const char *sig_store(CgenCtx *cx, IrDType t, const char *expr) {
     if (t == IR_DTYPE_F16) return cgen_fmt(cx, "rt_f32_to_f16((float)(%s))", expr);
     if (t == IR_DTYPE_BF16) return cgen_fmt(cx, "rt_f32_to_bf16((float)(%s))", expr);
-    return cgen_fmt(cx, "(%s)(%s)", cgen_ctype(t), expr);
+    return cgen_fmt(cx, "(%s)(%s)", bundle_ctype(t), expr);
 }
 
 static bool sig_numeric_out(IrDType t) {
@@ -126,7 +126,7 @@ static bool emit_window(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_signal.h");
     CWriter *w = cx->w;
     sig_open(w);
-    cw_line(w, "%s *y = %s;", cgen_ctype(t), cgen_ptr(cx, y));
+    cw_line(w, "%s *y = %s;", bundle_ctype(t), cgen_ptr(cx, y));
     cw_line(w, "int64_t i;");
     cw_line(w, "if (%s != %lld) return RT_ERR_SHAPE;", size, (long long)len);
     cw_line(w, "for (i = 0; i < %lld; i++)", (long long)len);
@@ -222,7 +222,7 @@ static bool emit_stft(CgenCtx *cx, const IrNode *n) {
                       sfx, cgen_ptr(cx, x),
                       win != IR_NONE
                           ? cgen_ptr(cx, win)
-                          : cgen_fmt(cx, "(const %s *)NULL", cgen_ctype((IrDType)tx->dtype)),
+                          : cgen_fmt(cx, "(const %s *)NULL", bundle_ctype((IrDType)tx->dtype)),
                       (long long)wlen, cgen_ptr(cx, y), (long long)tx->dims[0],
                       (long long)tx->dims[1], (long long)tx->dims[2], (long long)ty->dims[1],
                       (long long)ty->dims[2], step, flen, ir_attr_i(n, IR_ATTR_STFT_ONESIDED) != 0);

@@ -44,6 +44,7 @@ typedef struct CudaCtx {
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
     uint32_t n_prof;     /* nodes timed by NAME_cuda_profile, in emission order */
     const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
+    const struct DevLayout *layout; /* the device allocation, once laid out */
 } CudaCtx;
 
 typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);
@@ -61,7 +62,5 @@ void cuda_use_runtime(CudaCtx *cx, const char *file);
  * For every op with a C kernel, and for nodes whose fast CUDA kernel refuses them. */
 bool cuda_emit_generic(CudaCtx *cx, const IrNode *n);
 
-/* Whether text uses identifier word (not as part of a longer identifier or a member). */
-bool cuda_uses_word(const char *text, const char *word);
 
 #endif

@@ -231,13 +231,13 @@ static bool emit_cast(CudaCtx *cx, const IrNode *n) {
     if (to == IR_DTYPE_F16) st = cgen_fmt(&cx->c, "rt_f32_to_f16((float)%s)", load);
     else if (to == IR_DTYPE_BF16) st = cgen_fmt(&cx->c, "rt_f32_to_bf16((float)%s)", load);
     else if (to == IR_DTYPE_BOOL) st = cgen_fmt(&cx->c, "(uint8_t)(%s != 0)", load);
-    else st = cgen_fmt(&cx->c, "(%s)%s", cgen_ctype(to), load);
+    else st = cgen_fmt(&cx->c, "(%s)%s", bundle_ctype(to), load);
     KMap m;
     memset(&m, 0, sizeof m);
     m.n_slots = 1;
-    snprintf(m.type[0], KOP_TYPE_CHARS, "%s", cgen_ctype(ti));
+    snprintf(m.type[0], KOP_TYPE_CHARS, "%s", bundle_ctype(ti));
     m.arg[0] = ptr(cx, x);
-    snprintf(m.out_type, KOP_TYPE_CHARS, "%s", cgen_ctype(to));
+    snprintf(m.out_type, KOP_TYPE_CHARS, "%s", bundle_ctype(to));
     m.rank = 1;
     m.dims[0] = numel(cx, y);
     m.store = cgen_fmt(&cx->c, "y[i0] = %s;", st);
@@ -1080,10 +1080,10 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
             n->name);
     cw_open(k, "static __device__ int %s_body(const unsigned char *w, unsigned char *a, "
                "const %s_inputs *in, %s_outputs *out)", name, N, N);
-    if (rc || cuda_uses_word(text, "rc")) cw_line(k, "int rc;");
+    if (rc || cw_uses_word(text, "rc")) cw_line(k, "int rc;");
     static const char *const params[] = {"w", "a", "in", "out"};
     for (size_t i = 0; i < sizeof params / sizeof *params; i++)
-        if (!cuda_uses_word(text, params[i])) cw_line(k, "(void)%s;", params[i]);
+        if (!cw_uses_word(text, params[i])) cw_line(k, "(void)%s;", params[i]);
     cw_raw(k, "%s", text);
     cw_line(k, "return KC_OK;");
     cw_close(k, NULL);

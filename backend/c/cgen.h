@@ -109,6 +109,24 @@ void cgen_register_misc(CgenEmitFn *table);
 void cgen_register_flex(CgenEmitFn *table);
 void cgen_register_fusedattn(CgenEmitFn *table);
 void cgen_register_fusedelt(CgenEmitFn *table);
+/* An elementwise node as data (cgen_eltwise.c): out = expr(ins...) under numpy
+ * broadcasting over the merged loop L; expr names operand k $k (loaded in the compute type
+ * of its element type). The C backend renders it as a loop nest, CUDA as one kernel. */
+typedef struct CgenMap {
+    uint32_t out;
+    uint32_t ins[CGEN_BCAST_MAX_IN];
+    int n_in;
+    const char *expr;
+    CgenBcastLoop L;
+} CgenMap;
+/* Whether op is elementwise in that sense (its C emitter renders a CgenMap). */
+bool cgen_eltwise_op(IrOp op);
+/* The map of node n (op: cgen_eltwise_op); false after a diagnostic (an element type or
+ * shapes the family does not handle). */
+bool cgen_eltwise_map(CgenCtx *cx, const IrNode *n, CgenMap *m);
+/* The store of map m, "y[...] = ...;", over loop variables i0, i1... and operand pointers
+ * x0, x1... and y. */
+const char *cgen_map_store(CgenCtx *cx, const CgenMap *m);
 /* The C expression of unary or binary elementwise node n (cgen_eltwise.c) in *expr, its
  * operands written $0 and $1, in the compute type of n's first input (float for f32 and
  * f16, double for f64); false after a diagnostic naming n. */

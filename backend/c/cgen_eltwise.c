@@ -1,8 +1,9 @@
-/* C backend emitters of the elementwise family: unary math, activations, arithmetic,
- * comparison, logic and bitwise ops with numpy broadcasting, variadic Sum/Mean/Max/Min,
- * Where and Clip. Emitted inline as loops specialised for the shapes and element type:
- * broadcast dimensions are merged at compile time so most ops become one flat loop.
- * float16/bfloat16 compute in float and round once on store. */
+/* The elementwise family: unary math, activations, arithmetic, comparison, logic and
+ * bitwise ops with numpy broadcasting, variadic Sum/Mean/Max/Min, Where and Clip. Each op
+ * becomes a map (CgenMap: operands, one store expression, the broadcast loop with its
+ * dimensions merged at compile time), which the C backend renders as an inline loop nest
+ * and the CUDA backend as one kernel (cuda_ops.c). float16/bfloat16 compute in float and
+ * round once on store. */
 #include <math.h>
 #include <string.h>
 
@@ -123,51 +124,66 @@ static const char *fn(CgenCtx *cx, IrDType t, const char *base) {
     return elt_class(t) == EC_F64 ? base : cgen_fmt(cx, "%sf", base);
 }
 
-/* Emits out[...] = expr over broadcast inputs; expr_fmt refers to operands as $0..$9 (loaded
- * in the compute type of their own dtype). */
-static bool emit_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t *ins, int n_in,
-                     const char *expr_tmpl) {
-    CgenBcastLoop L;
+/* The map out = expr(ins...) of node n into *m; false after a diagnostic. */
+static bool build_map(CgenCtx *cx, const IrNode *n, uint32_t out, const uint32_t *ins, int n_in,
+                      const char *expr, CgenMap *m) {
     if (n_in > ELT_MAX_IN) return cgen_unsupported(cx, n, "more than %d inputs", ELT_MAX_IN);
-    if (!cgen_bcast_loop(cx, out, ins, n_in, &L))
+    if (!cgen_bcast_loop(cx, out, ins, n_in, &m->L))
         return cgen_unsupported(cx, n, "input shapes that do not broadcast to the output");
-    CWriter *w = cx->w;
-    IrDType to = (IrDType)cgen_type(cx, out)->dtype;
-    if (cgen_numel(cx, out) == 0) {
-        cw_comment(w, "empty output: nothing to compute");
-        return true;
-    }
-    cw_open(w, "%s", "");
-    for (int k = 0; k < n_in; k++)
-        cw_line(w, "const %s *x%d = %s;", bundle_ctype((IrDType)cgen_type(cx, ins[k])->dtype), k,
-                cgen_ptr(cx, ins[k]));
-    cw_line(w, "%s *y = %s;", bundle_ctype(to), cgen_ptr(cx, out));
-    if (L.rank > 0) {
-        cw_indent(w);
-        cw_raw(w, "size_t ");
-        for (int d = 0; d < L.rank; d++) cw_raw(w, "%si%d", d ? ", " : "", d);
-        cw_raw(w, ";\n");
-    }
-    for (int d = 0; d < L.rank; d++)
-        cw_line(w, "%sfor (i%d = 0; i%d < %lld; i%d++)", "", d, d, (long long)L.dims[d], d),
-            w->indent++;
-    /* substitute $k with loads */
-    CWriter e;
+    m->out = out;
+    m->n_in = n_in;
+    for (int k = 0; k < n_in; k++) m->ins[k] = ins[k];
+    m->expr = expr;
+    return true;
+}
+
+const char *cgen_map_store(CgenCtx *cx, const CgenMap *m) {
+    IrDType to = (IrDType)cgen_type(cx, m->out)->dtype;
+    CWriter e; /* $k becomes the load of operand k */
     cw_init(&e);
-    for (const char *p = expr_tmpl; *p; p++) {
+    for (const char *p = m->expr; *p; p++) {
         if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
             int k = p[1] - '0';
             char nm[8];
             snprintf(nm, sizeof nm, "x%d", k);
-            cw_raw(&e, "%s", load(cx, (IrDType)cgen_type(cx, ins[k])->dtype, nm, cgen_bcast_index(cx, &L, k + 1)));
+            cw_raw(&e, "%s", load(cx, (IrDType)cgen_type(cx, m->ins[k])->dtype, nm,
+                                  cgen_bcast_index(cx, &m->L, k + 1)));
             p++;
         } else {
             cw_raw(&e, "%c", *p);
         }
     }
-    cw_line(w, "y[%s] = %s;", cgen_bcast_index(cx, &L, 0), store_wrap(cx, to, e.buf ? e.buf : ""));
+    const char *st = cgen_fmt(cx, "y[%s] = %s;", cgen_bcast_index(cx, &m->L, 0),
+                              store_wrap(cx, to, e.buf ? e.buf : ""));
     cw_free(&e);
-    w->indent -= L.rank;
+    return st;
+}
+
+/* The C rendering of map m: a block with operand pointers x0.., y and the merged loop nest. */
+static bool render_map(CgenCtx *cx, const CgenMap *m) {
+    CWriter *w = cx->w;
+    const CgenBcastLoop *L = &m->L;
+    if (cgen_numel(cx, m->out) == 0) {
+        cw_comment(w, "empty output: nothing to compute");
+        return true;
+    }
+    cw_open(w, "%s", "");
+    for (int k = 0; k < m->n_in; k++)
+        cw_line(w, "const %s *x%d = %s;", bundle_ctype((IrDType)cgen_type(cx, m->ins[k])->dtype), k,
+                cgen_ptr(cx, m->ins[k]));
+    cw_line(w, "%s *y = %s;", bundle_ctype((IrDType)cgen_type(cx, m->out)->dtype),
+            cgen_ptr(cx, m->out));
+    if (L->rank > 0) {
+        cw_indent(w);
+        cw_raw(w, "size_t ");
+        for (int d = 0; d < L->rank; d++) cw_raw(w, "%si%d", d ? ", " : "", d);
+        cw_raw(w, ";\n");
+    }
+    for (int d = 0; d < L->rank; d++)
+        cw_line(w, "%sfor (i%d = 0; i%d < %lld; i%d++)", "", d, d, (long long)L->dims[d], d),
+            w->indent++;
+    cw_line(w, "%s", cgen_map_store(cx, m));
+    w->indent -= L->rank;
     cw_close(w, NULL);
     return true;
 }
@@ -290,9 +306,9 @@ static bool unary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
     return true;
 }
 
-static bool emit_unary(CgenCtx *cx, const IrNode *n) {
+static bool map_unary(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     const char *e;
-    return unary_expr(cx, n, &e) && emit_map(cx, n, n->outputs[0], n->inputs, 1, e);
+    return unary_expr(cx, n, &e) && build_map(cx, n, n->outputs[0], n->inputs, 1, e, m);
 }
 
 /* ---- binary and variadic ---- */
@@ -346,19 +362,23 @@ static bool binary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
     return true;
 }
 
-static bool emit_binary(CgenCtx *cx, const IrNode *n) {
+static bool map_binary(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     const char *e;
     uint32_t ins[2] = {n->inputs[0], n->inputs[1]};
-    return binary_expr(cx, n, &e) && emit_map(cx, n, n->outputs[0], ins, 2, e);
+    return binary_expr(cx, n, &e) && build_map(cx, n, n->outputs[0], ins, 2, e, m);
 }
 
+/* The map of each elementwise op (NULL: not one). */
+typedef bool (*MapFn)(CgenCtx *cx, const IrNode *n, CgenMap *m);
+static MapFn map_table[IR_OP_COUNT];
+
 bool cgen_eltwise_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
-    if (cgen_emit_table[n->op] == emit_unary) return unary_expr(cx, n, expr);
-    if (cgen_emit_table[n->op] == emit_binary) return binary_expr(cx, n, expr);
+    if (map_table[n->op] == map_unary) return unary_expr(cx, n, expr);
+    if (map_table[n->op] == map_binary) return binary_expr(cx, n, expr);
     return cgen_unsupported(cx, n, "this op in an elementwise expression");
 }
 
-static bool emit_variadic(CgenCtx *cx, const IrNode *n) {
+static bool map_variadic(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     IrDType t = (IrDType)cgen_type(cx, n->outputs[0])->dtype;
     EltClass c = elt_class(t);
     if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
@@ -391,14 +411,14 @@ static bool emit_variadic(CgenCtx *cx, const IrNode *n) {
         cgen_use_runtime(cx, "rt_eltwise.h");
     }
     cw_free(&e);
-    return emit_map(cx, n, n->outputs[0], n->inputs, k, expr);
+    return build_map(cx, n, n->outputs[0], n->inputs, k, expr, m);
 }
 
-static bool emit_where(CgenCtx *cx, const IrNode *n) {
-    return emit_map(cx, n, n->outputs[0], n->inputs, 3, "($0 ? $1 : $2)");
+static bool map_where(CgenCtx *cx, const IrNode *n, CgenMap *m) {
+    return build_map(cx, n, n->outputs[0], n->inputs, 3, "($0 ? $1 : $2)", m);
 }
 
-static bool emit_clip(CgenCtx *cx, const IrNode *n) {
+static bool map_clip(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     IrDType t = (IrDType)cgen_type(cx, n->inputs[0])->dtype;
     bool dbl = elt_class(t) == EC_F64;
     uint32_t ins[3];
@@ -422,7 +442,22 @@ static bool emit_clip(CgenCtx *cx, const IrNode *n) {
     const char *e = "$0";
     if (lo) e = cgen_fmt(cx, "(%s < %s ? %s : %s)", e, lo, lo, e);
     if (hi) e = cgen_fmt(cx, "(%s > %s ? %s : %s)", e, hi, hi, e);
-    return emit_map(cx, n, n->outputs[0], ins, k, e);
+    return build_map(cx, n, n->outputs[0], ins, k, e, m);
+}
+
+bool cgen_eltwise_map(CgenCtx *cx, const IrNode *n, CgenMap *m) {
+    IR_ASSERT(map_table[n->op]);
+    return map_table[n->op](cx, n, m);
+}
+
+bool cgen_eltwise_op(IrOp op) {
+    cgen_tables_init();
+    return op != IR_OP_UNKNOWN && map_table[op] != NULL;
+}
+
+static bool emit_eltwise(CgenCtx *cx, const IrNode *n) {
+    CgenMap m;
+    return cgen_eltwise_map(cx, n, &m) && render_map(cx, &m);
 }
 
 void cgen_register_eltwise(CgenEmitFn *table) {
@@ -439,9 +474,12 @@ void cgen_register_eltwise(CgenEmitFn *table) {
         IR_OP_GREATER, IR_OP_GREATER_OR_EQUAL, IR_OP_LESS, IR_OP_LESS_OR_EQUAL, IR_OP_AND,
         IR_OP_OR, IR_OP_XOR, IR_OP_BITWISE_AND, IR_OP_BITWISE_OR, IR_OP_BITWISE_XOR,
         IR_OP_BIT_SHIFT, IR_OP_PRELU};
-    for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) table[unary[i]] = emit_unary;
-    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) table[binary[i]] = emit_binary;
-    table[IR_OP_SUM] = table[IR_OP_MEAN] = table[IR_OP_MAX] = table[IR_OP_MIN] = emit_variadic;
-    table[IR_OP_WHERE] = emit_where;
-    table[IR_OP_CLIP] = emit_clip;
+    for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) map_table[unary[i]] = map_unary;
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) map_table[binary[i]] = map_binary;
+    map_table[IR_OP_SUM] = map_table[IR_OP_MEAN] = map_table[IR_OP_MAX] = map_table[IR_OP_MIN] =
+        map_variadic;
+    map_table[IR_OP_WHERE] = map_where;
+    map_table[IR_OP_CLIP] = map_clip;
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        if (map_table[op]) table[op] = emit_eltwise;
 }

@@ -146,12 +146,26 @@ static void cw_truncate(CWriter *w, size_t len) {
     }
 }
 
+/* A warning that node n runs on the generic path (its C code on one device thread), with
+ * its size and why: a slow node should never go unnoticed. */
+static void warn_generic(CudaCtx *cx, const IrNode *n, const char *why) {
+    int64_t elems = 0;
+    for (uint32_t k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] != IR_NONE) elems += cgen_numel(&cx->c, n->outputs[k]);
+    diag_warning(cx->c.b.d, "node '%s' (%s, opset %d) runs as C code on one GPU thread "
+                 "(%lld output elements): %s", n->name, n->op_type, n->opset, (long long)elems,
+                 why);
+}
+
 /* Node n through its CUDA kernel; where that kernel refuses the node (a dtype, attribute or
  * non-constant input it does not handle) and the C backend has a kernel, through the generic
- * path instead, with the refusal's diagnostics dropped. */
+ * path instead, with a warning that gives the kernel's reason. */
 static bool emit_node(CudaCtx *cx, const IrNode *n) {
-    if (cuda_emit_table[n->op] == cuda_emit_generic || !cgen_emit_table[n->op])
-        return cuda_emit_table[n->op](cx, n);
+    if (cuda_emit_table[n->op] == cuda_emit_generic) {
+        warn_generic(cx, n, "no CUDA kernel for this op");
+        return cuda_emit_generic(cx, n);
+    }
+    if (!cgen_emit_table[n->op]) return cuda_emit_table[n->op](cx, n);
     size_t body_len = cx->c.w->len, kernels_len = cx->kernels->len;
     uint32_t n_kernels = cx->n_kernels;
     bool uses_status = cx->uses_status;
@@ -160,6 +174,12 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     cx->c.b.d = &quiet;
     bool ok = cuda_emit_table[n->op](cx, n);
     cx->c.b.d = d;
+    if (!ok) {
+        /* the kernel's first refusal, without its "node '...' (...): " prefix */
+        const char *why = quiet.n_msgs ? quiet.msgs[0].text : "its CUDA kernel refused it";
+        const char *cut = strstr(why, "): ");
+        warn_generic(cx, n, cut ? cut + 3 : why);
+    }
     diag_free(&quiet);
     if (ok) return true;
     cw_truncate(cx->c.w, body_len);

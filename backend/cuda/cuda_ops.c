@@ -1,8 +1,7 @@
 /* The CUDA backend's per-op emitters, registered in cuda_emit_table by op id. Elementwise
- * ops reuse the C backend's expressions: the C emitter (cgen_eltwise.c) writes its loop
- * nest into a scratch writer with placeholder operands, and its loop bounds and store
- * statement become one __global__ kernel specialised for the node (the expressions'
- * helpers have device versions in kc_common.cuh). Products go to cuBLASLt (kc_blas.cuh),
+ * ops reuse the C backend's description of them (cgen_eltwise_map: operands, merged loop
+ * and store expression), rendered as one __global__ kernel specialised for the node (the
+ * expressions' helpers have device versions in kc_common.cuh). Products go to cuBLASLt (kc_blas.cuh),
  * convolution is im2col + cuBLASLt (a direct kernel when depthwise), the rest are kc_*.cuh
  * kernels with the shapes baked in. Everything is enqueued on stream `s` of NAME_enqueue. */
 #include <stdio.h>
@@ -140,73 +139,28 @@ static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_
     cw_line(cx->c.w, "KC_LAUNCHED();");
 }
 
-static char *trim(char *s) {
-    while (*s == ' ') s++;
-    return s;
-}
-
-/* Elementwise ops: the C emitter's loop nest, turned into a kernel. */
+/* Elementwise ops: the C backend's map of the node (cgen_eltwise_map: operands, merged
+ * loop, store expression) as one kernel. */
 static bool emit_eltwise(CudaCtx *cx, const IrNode *n) {
     CgenCtx *c = &cx->c;
-    if (!c->expr) {
-        c->expr = calloc(c->b.g->n_values + 1, sizeof *c->expr);
-        IR_ASSERT(c->expr);
-    }
-    for (uint32_t k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] != IR_NONE) c->expr[n->inputs[k]] = cgen_fmt(c, "KC_IN%u", k);
-    c->expr[n->outputs[0]] = "KC_OUT";
-    CWriter tmp, *saved = c->w;
+    CgenMap map;
     uint32_t saved_rt = c->n_runtime;
-    cw_init(&tmp);
-    c->w = &tmp;
-    bool ok = cgen_emit_table[n->op](c, n);
-    c->w = saved;
+    bool ok = cgen_eltwise_map(c, n, &map);
     c->n_runtime = saved_rt; /* the C runtime files are not part of a CUDA bundle */
-    for (uint32_t k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] != IR_NONE) c->expr[n->inputs[k]] = NULL;
-    c->expr[n->outputs[0]] = NULL;
-    if (!ok) {
-        cw_free(&tmp);
-        return false;
-    }
+    if (!ok) return false;
+    if (numel(cx, map.out) == 0) return true;
     KMap m;
     memset(&m, 0, sizeof m);
-    bool empty = false, bad = false;
-    char *text = tmp.buf ? tmp.buf : (char *)"";
-    for (char *line = text; line && *line && !bad;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        char *l = trim(line);
-        char type[KOP_TYPE_CHARS];
-        int slot, in;
-        long long dim;
-        if (strncmp(l, "/* empty output", 15) == 0) {
-            empty = true;
-        } else if (sscanf(l, "const %31s *x%d = KC_IN%d;", type, &slot, &in) == 3) {
-            if (slot < 0 || slot >= KOP_MAX_SLOTS || in < 0 || (uint32_t)in >= n->n_inputs) {
-                bad = true;
-            } else {
-                snprintf(m.type[slot], KOP_TYPE_CHARS, "%s", type);
-                m.arg[slot] = ptr(cx, n->inputs[in]);
-                if (slot + 1 > m.n_slots) m.n_slots = slot + 1;
-            }
-        } else if (sscanf(l, "%31s *y = KC_OUT;", type) == 1 && strstr(l, "KC_OUT")) {
-            snprintf(m.out_type, KOP_TYPE_CHARS, "%s", type);
-        } else if (sscanf(l, "for (i%d = 0; i%*d < %lld;", &slot, &dim) == 2) {
-            if (slot != m.rank || m.rank >= IR_MAX_RANK) bad = true;
-            else m.dims[m.rank++] = dim;
-        } else if (strncmp(l, "y[", 2) == 0) {
-            m.store = cgen_fmt(c, "%s", l);
-        }
-        line = nl ? nl + 1 : NULL;
+    m.n_slots = map.n_in;
+    for (int k = 0; k < map.n_in; k++) {
+        snprintf(m.type[k], KOP_TYPE_CHARS, "%s", bundle_ctype(dtype_of(cx, map.ins[k])));
+        m.arg[k] = ptr(cx, map.ins[k]);
     }
-    cw_free(&tmp);
-    if (empty) return true;
-    for (int s = 0; s < m.n_slots && !bad; s++) bad = m.arg[s] == NULL;
-    if (bad || !m.store || !m.out_type[0])
-        return unsupported(cx, n, "this op: the C elementwise emitter wrote a form the CUDA "
-                                  "driver does not recognise");
-    emit_map_kernel(cx, n, &m, n->outputs[0]);
+    snprintf(m.out_type, KOP_TYPE_CHARS, "%s", bundle_ctype(dtype_of(cx, map.out)));
+    m.rank = map.L.rank;
+    for (int d = 0; d < m.rank; d++) m.dims[d] = map.L.dims[d];
+    m.store = cgen_map_store(c, &map);
+    emit_map_kernel(cx, n, &m, map.out);
     return true;
 }
 
@@ -1105,21 +1059,8 @@ void cuda_tables_init(void) {
     static bool ready;
     if (ready) return;
     cgen_tables_init();
-    static const IrOp eltwise[] = {
-        IR_OP_NEG, IR_OP_ABS, IR_OP_SIGN, IR_OP_NOT, IR_OP_BITWISE_NOT,
-        IR_OP_IS_NAN, IR_OP_IS_INF, IR_OP_RELU, IR_OP_EXP, IR_OP_LOG, IR_OP_SQRT,
-        IR_OP_RECIPROCAL, IR_OP_FLOOR, IR_OP_CEIL, IR_OP_ROUND, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
-        IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,
-        IR_OP_ATANH, IR_OP_TANH, IR_OP_ERF, IR_OP_SIGMOID, IR_OP_LEAKY_RELU, IR_OP_ELU,
-        IR_OP_CELU, IR_OP_SELU, IR_OP_HARD_SIGMOID, IR_OP_HARD_SWISH, IR_OP_SOFTPLUS,
-        IR_OP_SOFTSIGN, IR_OP_MISH, IR_OP_THRESHOLDED_RELU, IR_OP_SWISH, IR_OP_GELU,
-        IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV, IR_OP_POW, IR_OP_MOD, IR_OP_EQUAL,
-        IR_OP_GREATER, IR_OP_GREATER_OR_EQUAL, IR_OP_LESS, IR_OP_LESS_OR_EQUAL, IR_OP_AND,
-        IR_OP_OR, IR_OP_XOR, IR_OP_BITWISE_AND, IR_OP_BITWISE_OR, IR_OP_BITWISE_XOR,
-        IR_OP_BIT_SHIFT, IR_OP_PRELU, IR_OP_SUM, IR_OP_MEAN, IR_OP_MAX, IR_OP_MIN,
-        IR_OP_WHERE, IR_OP_CLIP};
-    for (size_t i = 0; i < sizeof eltwise / sizeof *eltwise; i++)
-        if (cgen_emit_table[eltwise[i]]) cuda_emit_table[eltwise[i]] = emit_eltwise;
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        if (cgen_eltwise_op((IrOp)op)) cuda_emit_table[op] = emit_eltwise;
     cuda_emit_table[IR_OP_CAST] = emit_cast;
     cuda_emit_table[IR_OP_RESHAPE] = emit_copy;
     cuda_emit_table[IR_OP_FLATTEN] = emit_copy;

@@ -2,6 +2,7 @@
  * kernel, strides, dilations, pads or auto_pad), Gemm and MatMul, normalizations with
  * extra outputs, recurrent layers, Attention, ROI ops, grid sampling, Col2Im,
  * depth/space rearrangements, Einsum and Det. */
+#include "geom.h"
 #include "shape.h"
 
 #include <string.h>
@@ -13,95 +14,20 @@ static IrType copy_in(const ShapeCtx *c, uint32_t i) {
     return t ? *t : shape_unknown();
 }
 
-/* ---- convolution and pooling geometry ---- */
+/* ---- convolution and pooling geometry (ir/geom.c) ---- */
 
-typedef struct ConvAttrIds {
-    IrAttrId auto_pad, dilations, kernel_shape, pads, strides, ceil_mode; /* COUNT: none */
-} ConvAttrIds;
-
-static bool conv_attr_ids(IrOp op, ConvAttrIds *ids) {
-#define IDS(OP, CEIL)                                                                     \
-    *ids = (ConvAttrIds){IR_ATTR_##OP##_AUTO_PAD, IR_ATTR_##OP##_DILATIONS,               \
-                         IR_ATTR_##OP##_KERNEL_SHAPE, IR_ATTR_##OP##_PADS,                \
-                         IR_ATTR_##OP##_STRIDES, CEIL};                                   \
-    return true
-    switch (op) {
-    case IR_OP_CONV: IDS(CONV, IR_ATTR_COUNT);
-    case IR_OP_CONV_INTEGER: IDS(CONV_INTEGER, IR_ATTR_COUNT);
-    case IR_OP_QLINEAR_CONV: IDS(QLINEAR_CONV, IR_ATTR_COUNT);
-    case IR_OP_CONV_TRANSPOSE: IDS(CONV_TRANSPOSE, IR_ATTR_COUNT);
-    case IR_OP_MAX_POOL: IDS(MAX_POOL, IR_ATTR_MAX_POOL_CEIL_MODE);
-    case IR_OP_AVERAGE_POOL: IDS(AVERAGE_POOL, IR_ATTR_AVERAGE_POOL_CEIL_MODE);
-    case IR_OP_LP_POOL: IDS(LP_POOL, IR_ATTR_LP_POOL_CEIL_MODE);
-    default: return false;
-    }
-#undef IDS
+/* The attributes of the node being inferred, for n spatial dims; false (after an error for
+ * malformed attributes) when there are none to use. */
+static bool conv_attrs(ShapeCtx *c, int n, const IrType *w, IrConvAttrs *a) {
+    const char *why;
+    if (n < 0 || n > IR_GEOM_SPATIAL) return false;
+    if (ir_conv_attrs(c->node, n, w, a, &why)) return true;
+    if (why) shape_error(c, "%s", why);
+    return false;
 }
 
-typedef struct ConvGeom {
-    int n;                          /* spatial dims */
-    int64_t k[SHAPE_MAX_SPATIAL];   /* kernel, -1 unknown */
-    int64_t s[SHAPE_MAX_SPATIAL];
-    int64_t dl[SHAPE_MAX_SPATIAL];
-    int64_t pads[2 * SHAPE_MAX_SPATIAL];
-    const char *auto_pad;
-    bool ceil_mode;
-} ConvGeom;
-
-/* Reads the geometry of a conv-like node with n spatial dims; kernel from the attribute,
- * else from w (dims 2..) when given. */
-static bool conv_geom(ShapeCtx *c, int n, const IrType *w, ConvGeom *g) {
-    ConvAttrIds ids;
-    if (!conv_attr_ids((IrOp)c->node->op, &ids) || n < 0 || n > SHAPE_MAX_SPATIAL) return false;
-    memset(g, 0, sizeof *g);
-    g->n = n;
-    uint32_t cnt;
-    const int64_t *v = ir_attr_ints(c->node, ids.kernel_shape, &cnt);
-    for (int i = 0; i < n; i++) {
-        g->k[i] = v && cnt == (uint32_t)n ? v[i]
-                  : w && w->rank == n + 2 ? w->dims[i + 2]
-                                          : -1;
-        g->s[i] = 1;
-        g->dl[i] = 1;
-    }
-    v = ir_attr_ints(c->node, ids.strides, &cnt);
-    if (v && cnt == (uint32_t)n) memcpy(g->s, v, (size_t)n * sizeof *v);
-    v = ir_attr_ints(c->node, ids.dilations, &cnt);
-    if (v && cnt == (uint32_t)n) memcpy(g->dl, v, (size_t)n * sizeof *v);
-    v = ir_attr_ints(c->node, ids.pads, &cnt);
-    if (v && cnt == (uint32_t)(2 * n)) memcpy(g->pads, v, (size_t)(2 * n) * sizeof *v);
-    g->auto_pad = ir_attr_s(c->node, ids.auto_pad);
-    g->ceil_mode = ids.ceil_mode != IR_ATTR_COUNT && ir_attr_i(c->node, ids.ceil_mode);
-    for (int i = 0; i < n; i++)
-        if (g->s[i] <= 0 || g->dl[i] <= 0) {
-            shape_error(c, "strides and dilations must be positive");
-            return false;
-        }
-    return true;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -ceil_div(-a, b); }
-
-/* Output size of spatial dim i for convolution and pooling. */
-static ShapeDim conv_out_dim(const ConvGeom *g, int i, ShapeDim in) {
-    if (in.v < 0) return shape_dim_unknown();
-    int64_t s = g->s[i];
-    if (strcmp(g->auto_pad, "SAME_UPPER") == 0 || strcmp(g->auto_pad, "SAME_LOWER") == 0)
-        return shape_dim_static(ceil_div(in.v, s));
-    if (g->k[i] < 0) return shape_dim_unknown();
-    int64_t ek = (g->k[i] - 1) * g->dl[i] + 1;
-    int64_t pb = 0, pe = 0;
-    if (strcmp(g->auto_pad, "VALID") != 0) {
-        pb = g->pads[i];
-        pe = g->pads[i + g->n];
-    }
-    int64_t span = in.v + pb + pe - ek;
-    if (span < 0) return shape_dim_static(0);
-    int64_t out = (g->ceil_mode ? ceil_div(span, s) : floor_div(span, s)) + 1;
-    /* With ceil_mode, a last window that would start inside the end padding is dropped. */
-    if (g->ceil_mode && (out - 1) * s >= in.v + pb) out--;
-    return shape_dim_static(out);
+static ShapeDim known_or_unknown(int64_t v) {
+    return v < 0 ? shape_dim_unknown() : shape_dim_static(v);
 }
 
 /* x: (N,C,D...), w: (M,C/group,k...) or NULL for pools; channels: the output channels. */
@@ -111,12 +37,13 @@ static void conv_like(ShapeCtx *c, const IrType *x, const IrType *w, ShapeDim ch
     int r = x ? x->rank : -1;
     if (r < 0 && w && w->rank >= 0) r = w->rank;
     if (r < 2) return;
-    ConvGeom g;
-    if (!conv_geom(c, r - 2, w, &g)) return;
+    IrConvAttrs a;
+    if (!conv_attrs(c, r - 2, w, &a)) return;
     out->rank = (int8_t)r;
     shape_set_dim(out, 0, shape_dim(x, 0));
     shape_set_dim(out, 1, channels);
-    for (int i = 0; i < r - 2; i++) shape_set_dim(out, i + 2, conv_out_dim(&g, i, shape_dim(x, i + 2)));
+    for (int i = 0; i < r - 2; i++)
+        shape_set_dim(out, i + 2, known_or_unknown(ir_conv_out_dim(&a, i, shape_dim(x, i + 2).v)));
 }
 
 static ShapeDim w_out_channels(const IrType *w) {
@@ -183,35 +110,14 @@ void shape_conv_transpose(ShapeCtx *c) {
     *o = shape_tensor(shape_dtype(c, 0), -1);
     int r = x ? x->rank : -1;
     if (r < 2) return;
-    ConvGeom g;
-    if (!conv_geom(c, r - 2, w, &g)) return;
-    int n = r - 2;
+    IrConvAttrs a;
+    if (!conv_attrs(c, r - 2, w, &a)) return;
     o->rank = (int8_t)r;
     shape_set_dim(o, 0, shape_dim(x, 0));
-    int64_t group = ir_attr_i(c->node, IR_ATTR_CONV_TRANSPOSE_GROUP);
     ShapeDim wc = w ? shape_dim(w, 1) : shape_dim_unknown();
-    shape_set_dim(o, 1, wc.v >= 0 ? shape_dim_static(wc.v * group) : shape_dim_unknown());
-    uint32_t n_os, n_op;
-    const int64_t *os = ir_attr_ints(c->node, IR_ATTR_CONV_TRANSPOSE_OUTPUT_SHAPE, &n_os);
-    const int64_t *op = ir_attr_ints(c->node, IR_ATTR_CONV_TRANSPOSE_OUTPUT_PADDING, &n_op);
-    for (int i = 0; i < n; i++) {
-        if (os && (n_os == (uint32_t)n || n_os == (uint32_t)r)) {
-            shape_set_dim(o, i + 2, shape_dim_static(os[n_os - (uint32_t)n + (uint32_t)i]));
-            continue;
-        }
-        ShapeDim in = shape_dim(x, i + 2);
-        if (in.v < 0 || g.k[i] < 0) continue;
-        int64_t outpad = op && n_op == (uint32_t)n ? op[i] : 0;
-        int64_t ek = (g.k[i] - 1) * g.dl[i] + 1;
-        int64_t v;
-        if (strcmp(g.auto_pad, "SAME_UPPER") == 0 || strcmp(g.auto_pad, "SAME_LOWER") == 0)
-            v = in.v * g.s[i];
-        else if (strcmp(g.auto_pad, "VALID") == 0)
-            v = g.s[i] * (in.v - 1) + outpad + ek;
-        else
-            v = g.s[i] * (in.v - 1) + outpad + ek - g.pads[i] - g.pads[i + n];
-        shape_set_dim(o, i + 2, shape_dim_static(v));
-    }
+    shape_set_dim(o, 1, wc.v >= 0 ? shape_dim_static(wc.v * a.group) : shape_dim_unknown());
+    for (int i = 0; i < r - 2; i++)
+        shape_set_dim(o, i + 2, known_or_unknown(ir_conv_out_dim(&a, i, shape_dim(x, i + 2).v)));
 }
 
 void shape_pool(ShapeCtx *c) {

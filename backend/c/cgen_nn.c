@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "ir/geom.h"
 #include "passes/passes.h"
 
 #define NN_SPATIAL 3 /* = RT_CONV_SPATIAL: spatial dims the runtime kernels take */
@@ -66,56 +67,14 @@ static int64_t nn_prod(const IrType *t, int from, int to) {
 
 /* ---- convolution and pooling geometry ---- */
 
-/* Attribute ids of a conv-like op; ceil_mode is IR_ATTR_COUNT where the op has none. */
-typedef struct NnGeomIds {
-    IrAttrId auto_pad, dilations, kernel_shape, pads, strides, ceil_mode;
-} NnGeomIds;
-
-static bool nn_geom_ids(IrOp op, NnGeomIds *ids) {
-#define IDS(OP, CEIL)                                                                              \
-    *ids = (NnGeomIds){IR_ATTR_##OP##_AUTO_PAD,     IR_ATTR_##OP##_DILATIONS,                      \
-                       IR_ATTR_##OP##_KERNEL_SHAPE, IR_ATTR_##OP##_PADS,                           \
-                       IR_ATTR_##OP##_STRIDES,      CEIL};                                         \
-    return true
-    switch (op) {
-    case IR_OP_CONV:
-        IDS(CONV, IR_ATTR_COUNT);
-    case IR_OP_CONV_TRANSPOSE:
-        IDS(CONV_TRANSPOSE, IR_ATTR_COUNT);
-    case IR_OP_FUSED_CONV:
-        IDS(FUSED_CONV, IR_ATTR_COUNT);
-    case IR_OP_MAX_POOL:
-        IDS(MAX_POOL, IR_ATTR_MAX_POOL_CEIL_MODE);
-    case IR_OP_AVERAGE_POOL:
-        IDS(AVERAGE_POOL, IR_ATTR_AVERAGE_POOL_CEIL_MODE);
-    case IR_OP_LP_POOL:
-        IDS(LP_POOL, IR_ATTR_LP_POOL_CEIL_MODE);
-    default:
-        return false;
-    }
-#undef IDS
-}
-
 /* Spatial geometry of one node, padded to NN_SPATIAL dims with leading 1s. */
 typedef struct NnGeom {
     int ns; /* spatial dims of the model's tensors */
+    int64_t group;
     int64_t in[NN_SPATIAL], out[NN_SPATIAL], k[NN_SPATIAL], s[NN_SPATIAL], d[NN_SPATIAL];
     int64_t pad[NN_SPATIAL];     /* leading pads */
     int64_t pad_end[NN_SPATIAL]; /* trailing pads as the model states them (pools) */
 } NnGeom;
-
-/* Reads an ints attribute of exactly want entries into v, keeping v's defaults when it
- * is absent; false (after a diagnostic) when it has another length. */
-static bool nn_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, int64_t *v,
-                    const char *what) {
-    uint32_t cnt;
-    const int64_t *a = ir_attr_ints(n, id, &cnt);
-    if (!a || cnt == 0) return true;
-    if (cnt != want)
-        return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
-    memcpy(v, a, want * sizeof *v);
-    return true;
-}
 
 /* Whether v is stored channels-last (passes/layout.c). */
 static bool nn_nhwc(const CgenCtx *cx, uint32_t v) {
@@ -134,75 +93,30 @@ static IrType nn_nchw_view(const IrType *t, bool weights) {
     return v;
 }
 
-/* Fills g for a conv-like node with input type tx (N,C,spatial...) and output type ty. The
- * kernel comes from kernel_shape, else from tw's dims 2.. (tw may be NULL for pools).
- * transpose: the ConvTranspose rules for auto_pad and output_shape. */
+/* Fills g for a conv-like node with input type tx (N,C,spatial...) and output type ty
+ * (ir/geom.c decodes the attributes and resolves auto_pad). The kernel comes from
+ * kernel_shape, else from tw's dims 2.. (tw may be NULL for pools). */
 static bool nn_geom_types(CgenCtx *cx, const IrNode *n, const IrType *tx, const IrType *tw,
-                          const IrType *ty, bool transpose, NnGeom *g) {
-    NnGeomIds ids;
-    if (!nn_geom_ids((IrOp)n->op, &ids)) return cgen_unsupported(cx, n, "this op as a pool");
+                          const IrType *ty, NnGeom *g) {
     int ns = tx->rank - 2;
     if (ns < 0 || ns > NN_SPATIAL || ty->rank != tx->rank)
         return cgen_unsupported(cx, n, "inputs of rank %d (spatial dims 0..%d are supported)",
                                 tx->rank, NN_SPATIAL);
-    int64_t k[NN_SPATIAL], s[NN_SPATIAL], d[NN_SPATIAL], pads[2 * NN_SPATIAL];
-    for (int i = 0; i < NN_SPATIAL; i++)
-        k[i] = -1, s[i] = 1, d[i] = 1;
-    memset(pads, 0, sizeof pads);
-    uint32_t un = (uint32_t)ns;
-    if (!nn_ints(cx, n, ids.kernel_shape, un, k, "kernel_shape") ||
-        !nn_ints(cx, n, ids.strides, un, s, "strides") ||
-        !nn_ints(cx, n, ids.dilations, un, d, "dilations") ||
-        !nn_ints(cx, n, ids.pads, 2 * un, pads, "pads"))
-        return false;
-    const char *auto_pad = ir_attr_s(n, ids.auto_pad);
-    bool same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-    bool same = same_upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-    bool valid = strcmp(auto_pad, "VALID") == 0;
-    uint32_t n_os = 0;
-    if (transpose) (void)ir_attr_ints(n, IR_ATTR_CONV_TRANSPOSE_OUTPUT_SHAPE, &n_os);
-    bool pads_given = ir_attr_present(n, ids.pads);
+    IrConvAttrs a;
+    IrConvGeom cg;
+    const char *why;
+    if (!ir_conv_attrs(n, ns, tw, &a, &why) ||
+        !ir_conv_geom(&a, tx->dims + 2, ty->dims + 2, &cg, &why))
+        return cgen_unsupported(cx, n, "%s", why);
     memset(g, 0, sizeof *g);
     g->ns = ns;
+    g->group = cg.group;
     int lead = NN_SPATIAL - ns;
-    for (int i = 0; i < NN_SPATIAL; i++) {
-        g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
-    }
+    for (int i = 0; i < NN_SPATIAL; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
     for (int i = 0; i < ns; i++) {
-        int a = lead + i;
-        int64_t kk = k[i] >= 0 ? k[i] : tw && tw->rank == tx->rank ? tw->dims[i + 2] : -1;
-        if (kk < 1 || s[i] < 1 || d[i] < 1)
-            return cgen_unsupported(cx, n, "a kernel, stride or dilation below 1");
-        g->in[a] = tx->dims[i + 2];
-        g->out[a] = ty->dims[i + 2];
-        g->k[a] = kk;
-        g->s[a] = s[i];
-        g->d[a] = d[i];
-        int64_t ek = (kk - 1) * d[i] + 1;
-        int64_t pb = pads[i], pe = pads[i + ns];
-        if (transpose) {
-            uint32_t n_op;
-            const int64_t *op = ir_attr_ints(n, IR_ATTR_CONV_TRANSPOSE_OUTPUT_PADDING, &n_op);
-            int64_t outpad = op && n_op == un ? op[i] : 0;
-            if (same || (n_os > 0 && !pads_given)) {
-                int64_t total = s[i] * (g->in[a] - 1) + outpad + ek - g->out[a];
-                if (total < 0) total = 0;
-                pb = same_upper ? total / 2 : total - total / 2;
-                pe = total - pb;
-            } else if (valid) {
-                pb = pe = 0;
-            }
-        } else if (same) {
-            int64_t total = (g->out[a] - 1) * s[i] + ek - g->in[a];
-            if (total < 0) total = 0;
-            pb = same_upper ? total / 2 : total - total / 2;
-            pe = total - pb;
-        } else if (valid) {
-            pb = pe = 0;
-        }
-        if (pb < 0 || pe < 0) return cgen_unsupported(cx, n, "negative pads");
-        g->pad[a] = pb;
-        g->pad_end[a] = pe;
+        int b = lead + i;
+        g->in[b] = cg.in[i], g->out[b] = cg.out[i], g->k[b] = cg.k[i];
+        g->s[b] = cg.s[i], g->d[b] = cg.d[i], g->pad[b] = cg.pad[i], g->pad_end[b] = cg.pad_end[i];
     }
     return true;
 }
@@ -252,9 +166,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         (nhwc && (tr || tx->rank != 4 || (tx->dtype != IR_DTYPE_F32 && tx->dtype != IR_DTYPE_F64))))
         return cgen_unsupported(cx, n, "this channels-last form (NHWC: 2-D Conv, f32/f64)");
     NnGeom g;
-    if (!nn_geom_types(cx, n, tx, tw, ty, tr, &g)) return false;
-    int64_t group = ir_attr_i(n, tr ? IR_ATTR_CONV_TRANSPOSE_GROUP
-                                 : fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
+    if (!nn_geom_types(cx, n, tx, tw, ty, &g)) return false;
+    int64_t group = g.group;
     int64_t N = tx->dims[0], C = tx->dims[1], M = ty->dims[1];
     if (group < 1 || C % group != 0 || M % group != 0 || tw->rank != tx->rank ||
         tw->dims[0] != (tr ? C : M) || tw->dims[1] != (tr ? M / group : C / group))
@@ -338,7 +251,7 @@ static bool emit_pool(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "this channels-last form (NHWC: 2-D f32/f64 max or "
                                        "average pool without indices)");
     NnGeom g;
-    if (!nn_geom_types(cx, n, tx, NULL, ty, false, &g)) return false;
+    if (!nn_geom_types(cx, n, tx, NULL, ty, &g)) return false;
     if (!ir_attr_present(n, is_max                        ? IR_ATTR_MAX_POOL_KERNEL_SHAPE
                             : n->op == IR_OP_AVERAGE_POOL ? IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE
                                                           : IR_ATTR_LP_POOL_KERNEL_SHAPE))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "ir/geom.h"
 
 #define Q_SPATIAL 3          /* = RT_QCONV_SPATIAL */
 #define Q_MAX_CHANNELS 65536 /* per-channel multiplier arrays live on the stack of NAME_run */
@@ -28,52 +29,30 @@ static bool q_static(CgenCtx *cx, const IrNode *n, uint32_t v) {
 
 /* ---- convolution geometry ---------------------------------------------------------- */
 
-typedef struct QGeomIds {
-    IrAttrId auto_pad, dilations, kernel_shape, pads, strides, group;
-} QGeomIds;
-
 typedef struct QGeom {
     int64_t n, c, m, group;
     int64_t in[Q_SPATIAL], out[Q_SPATIAL], k[Q_SPATIAL], s[Q_SPATIAL], d[Q_SPATIAL];
     int64_t pad[Q_SPATIAL];
 } QGeom;
 
-static bool q_ints(CgenCtx *cx, const IrNode *n, IrAttrId id, uint32_t want, int64_t *v,
-                   const char *what) {
-    uint32_t cnt;
-    const int64_t *a = ir_attr_ints(n, id, &cnt);
-    if (!a || cnt == 0) return true;
-    if (cnt != want)
-        return cgen_unsupported(cx, n, "%s with %u entries (want %u)", what, cnt, want);
-    memcpy(v, a, want * sizeof *v);
-    return true;
-}
-
-/* Geometry of a convolution x (N,C,spatial...) * w (M,C/group,kernel...) -> y. */
-static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint32_t x, uint32_t w,
-                        uint32_t y, QGeom *g) {
+/* Geometry of a convolution x (N,C,spatial...) * w (M,C/group,kernel...) -> y, from
+ * ir/geom.c, padded to Q_SPATIAL dims with leading 1s. */
+static bool q_conv_geom(CgenCtx *cx, const IrNode *n, uint32_t x, uint32_t w, uint32_t y,
+                        QGeom *g) {
     const IrType *tx = cgen_type(cx, x), *tw = cgen_type(cx, w), *ty = cgen_type(cx, y);
     int ns = tx->rank - 2;
     if (ns < 0 || ns > Q_SPATIAL || ty->rank != tx->rank || tw->rank != tx->rank)
         return cgen_unsupported(cx, n, "inputs of rank %d (spatial dims 0..%d are supported)",
                                 tx->rank, Q_SPATIAL);
-    int64_t k[Q_SPATIAL], s[Q_SPATIAL], d[Q_SPATIAL], pads[2 * Q_SPATIAL];
-    for (int i = 0; i < Q_SPATIAL; i++)
-        k[i] = -1, s[i] = 1, d[i] = 1;
-    memset(pads, 0, sizeof pads);
-    uint32_t un = (uint32_t)ns;
-    if (!q_ints(cx, n, ids->kernel_shape, un, k, "kernel_shape") ||
-        !q_ints(cx, n, ids->strides, un, s, "strides") ||
-        !q_ints(cx, n, ids->dilations, un, d, "dilations") ||
-        !q_ints(cx, n, ids->pads, 2 * un, pads, "pads"))
-        return false;
-    const char *auto_pad = ids->auto_pad == IR_ATTR_COUNT ? "NOTSET" : ir_attr_s(n, ids->auto_pad);
-    bool same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-    bool same = same_upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-    bool valid = strcmp(auto_pad, "VALID") == 0;
+    IrConvAttrs a;
+    IrConvGeom cg;
+    const char *why;
+    if (!ir_conv_attrs(n, ns, tw, &a, &why) ||
+        !ir_conv_geom(&a, tx->dims + 2, ty->dims + 2, &cg, &why))
+        return cgen_unsupported(cx, n, "%s", why);
     memset(g, 0, sizeof *g);
     g->n = tx->dims[0], g->c = tx->dims[1], g->m = ty->dims[1];
-    g->group = ir_attr_i(n, ids->group);
+    g->group = cg.group;
     if (g->group < 1 || g->c % g->group != 0 || g->m % g->group != 0 || tw->dims[0] != g->m ||
         tw->dims[1] != g->c / g->group)
         return cgen_unsupported(cx, n, "channel counts that disagree with group %lld",
@@ -82,24 +61,12 @@ static bool q_conv_geom(CgenCtx *cx, const IrNode *n, const QGeomIds *ids, uint3
     for (int i = 0; i < Q_SPATIAL; i++)
         g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
     for (int i = 0; i < ns; i++) {
-        int a = lead + i;
-        int64_t kk = k[i] >= 0 ? k[i] : tw->dims[i + 2];
-        if (kk != tw->dims[i + 2] || s[i] < 1 || d[i] < 1)
-            return cgen_unsupported(cx, n,
-                                    "a kernel that disagrees with the weights, or a "
-                                    "stride or dilation below 1");
-        g->in[a] = tx->dims[i + 2], g->out[a] = ty->dims[i + 2];
-        g->k[a] = kk, g->s[a] = s[i], g->d[a] = d[i];
-        int64_t pb = pads[i];
-        if (same) {
-            int64_t total = (g->out[a] - 1) * s[i] + (kk - 1) * d[i] + 1 - g->in[a];
-            if (total < 0) total = 0;
-            pb = same_upper ? total / 2 : total - total / 2;
-        } else if (valid) {
-            pb = 0;
-        }
-        if (pb < 0) return cgen_unsupported(cx, n, "negative pads");
-        g->pad[a] = pb;
+        int b = lead + i;
+        if (cg.k[i] != tw->dims[i + 2])
+            return cgen_unsupported(cx, n, "a kernel that disagrees with the weights");
+        g->in[b] = cg.in[i], g->out[b] = cg.out[i];
+        g->k[b] = cg.k[i], g->s[b] = cg.s[i], g->d[b] = cg.d[i];
+        g->pad[b] = cg.pad[i];
     }
     return true;
 }
@@ -179,16 +146,8 @@ static bool emit_qconv(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "element types %s x %s -> %s", ir_dtype_name(tx),
                                 ir_dtype_name(tw), ir_dtype_name(ty));
     if (!q_static(cx, n, x) || !q_static(cx, n, w) || !q_static(cx, n, y)) return false;
-    static const QGeomIds conv_int = {
-        IR_ATTR_CONV_INTEGER_AUTO_PAD,     IR_ATTR_CONV_INTEGER_DILATIONS,
-        IR_ATTR_CONV_INTEGER_KERNEL_SHAPE, IR_ATTR_CONV_INTEGER_PADS,
-        IR_ATTR_CONV_INTEGER_STRIDES,      IR_ATTR_CONV_INTEGER_GROUP};
-    static const QGeomIds qconv = {
-        IR_ATTR_QLINEAR_CONV_AUTO_PAD,     IR_ATTR_QLINEAR_CONV_DILATIONS,
-        IR_ATTR_QLINEAR_CONV_KERNEL_SHAPE, IR_ATTR_QLINEAR_CONV_PADS,
-        IR_ATTR_QLINEAR_CONV_STRIDES,      IR_ATTR_QLINEAR_CONV_GROUP};
     QGeom g;
-    if (!q_conv_geom(cx, n, ql ? &qconv : &conv_int, x, w, y, &g)) return false;
+    if (!q_conv_geom(cx, n, x, w, y, &g)) return false;
     const char *xz, *wz, *yz = NULL;
     int64_t xz_step, wz_step, yz_step;
     if (!q_zero_point(cx, n, ql ? 2 : 2, tx, 1, &xz, &xz_step) ||

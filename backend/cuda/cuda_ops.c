@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "ir/geom.h"
 #include "passes/passes.h"
 
 #define KOP_MAX_SLOTS 16  /* operands of one elementwise kernel (the C emitter's own cap) */
@@ -565,62 +566,40 @@ static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
 
 typedef struct Geom {
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t group;
 } Geom;
 
 /* Kernel, strides, leading pads and dilations of a 1-D or 2-D Conv/FusedConv/pool on x with
- * output y; kernel from kshape (or the attribute). */
+ * output y (ir/geom.c); kernel from kshape (the weights' spatial dims; NULL for pools: the
+ * attribute). 1-D ops use the W slot. */
 static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int64_t *kshape,
                  Geom *G) {
-    IrAttrId a_auto, a_pads, a_str, a_dil, a_ks;
-    switch ((IrOp)n->op) {
-    case IR_OP_CONV:
-        a_auto = IR_ATTR_CONV_AUTO_PAD, a_pads = IR_ATTR_CONV_PADS, a_str = IR_ATTR_CONV_STRIDES;
-        a_dil = IR_ATTR_CONV_DILATIONS, a_ks = IR_ATTR_CONV_KERNEL_SHAPE;
-        break;
-    case IR_OP_FUSED_CONV:
-        a_auto = IR_ATTR_FUSED_CONV_AUTO_PAD, a_pads = IR_ATTR_FUSED_CONV_PADS;
-        a_str = IR_ATTR_FUSED_CONV_STRIDES, a_dil = IR_ATTR_FUSED_CONV_DILATIONS;
-        a_ks = IR_ATTR_FUSED_CONV_KERNEL_SHAPE;
-        break;
-    case IR_OP_MAX_POOL:
-        a_auto = IR_ATTR_MAX_POOL_AUTO_PAD, a_pads = IR_ATTR_MAX_POOL_PADS;
-        a_str = IR_ATTR_MAX_POOL_STRIDES, a_dil = IR_ATTR_MAX_POOL_DILATIONS;
-        a_ks = IR_ATTR_MAX_POOL_KERNEL_SHAPE;
-        break;
-    default:
-        a_auto = IR_ATTR_AVERAGE_POOL_AUTO_PAD, a_pads = IR_ATTR_AVERAGE_POOL_PADS;
-        a_str = IR_ATTR_AVERAGE_POOL_STRIDES, a_dil = IR_ATTR_AVERAGE_POOL_DILATIONS;
-        a_ks = IR_ATTR_AVERAGE_POOL_KERNEL_SHAPE;
-        break;
-    }
     const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
     bool nhwc = tx->layout == IR_LAYOUT_NHWC;
     if (nhwc != (ty->layout == IR_LAYOUT_NHWC) || (nhwc && tx->rank != 4))
         return unsupported(cx, n, "mixed layouts");
     int sp = tx->rank - 2, first = nhwc ? 1 : 2; /* the first spatial dim in storage order */
     if (sp < 1 || sp > 2) return unsupported(cx, n, "spatial ranks other than 1 and 2");
-    uint32_t nk = 0, np = 0, ns = 0, nd = 0;
-    const int64_t *ks = ir_attr_ints(n, a_ks, &nk), *pads = ir_attr_ints(n, a_pads, &np);
-    const int64_t *st = ir_attr_ints(n, a_str, &ns), *dil = ir_attr_ints(n, a_dil, &nd);
-    int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, dd[2] = {1, 1};
-    const char *ap = ir_attr_s(n, a_auto);
+    int64_t in[2], out[2];
+    IrType kt = ir_type_tensor(tx->dtype, sp + 2, (int64_t[]){1, 1, 1, 1});
     for (int i = 0; i < sp; i++) {
-        int j = i + 2 - sp; /* 1-D ops use the W slot */
-        k[j] = kshape ? kshape[i] : (ks && nk == (uint32_t)sp ? ks[i] : 0);
-        if (k[j] <= 0) return unsupported(cx, n, "a missing kernel_shape");
-        if (st && ns == (uint32_t)sp) s[j] = st[i];
-        if (dil && nd == (uint32_t)sp) dd[j] = dil[i];
-        int64_t in = tx->dims[first + i], out = ty->dims[first + i];
-        if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
-            int64_t total = (out - 1) * s[j] + (k[j] - 1) * dd[j] + 1 - in;
-            if (total < 0) total = 0;
-            p[j] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-        } else if (strcmp(ap, "VALID") != 0 && pads && np == 2u * (uint32_t)sp) {
-            p[j] = pads[i];
-        }
+        in[i] = tx->dims[first + i], out[i] = ty->dims[first + i];
+        if (kshape) kt.dims[i + 2] = kshape[i];
+    }
+    IrConvAttrs a;
+    IrConvGeom cg;
+    const char *why;
+    if (!ir_conv_attrs(n, sp, kshape ? &kt : NULL, &a, &why)) return unsupported(cx, n, why);
+    for (int i = 0; i < sp && kshape; i++) a.k[i] = kshape[i]; /* the weights decide */
+    if (!ir_conv_geom(&a, in, out, &cg, &why)) return unsupported(cx, n, why);
+    int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, dd[2] = {1, 1};
+    for (int i = 0; i < sp; i++) {
+        int j = i + 2 - sp;
+        k[j] = cg.k[i], s[j] = cg.s[i], p[j] = cg.pad[i], dd[j] = cg.d[i];
     }
     G->kh = k[0], G->kw = k[1], G->sh = s[0], G->sw = s[1], G->ph = p[0], G->pw = p[1];
     G->dh = dd[0], G->dw = dd[1];
+    G->group = cg.group;
     return true;
 }
 
@@ -784,7 +763,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     bool nhwc = tx->layout == IR_LAYOUT_NHWC; /* then W is (KH,KW,C/group,M) */
     Geom G;
     if (!geom(cx, n, x, y, nhwc ? tw->dims : tw->dims + 2, &G)) return false;
-    int64_t group = ir_attr_i(n, fused ? IR_ATTR_FUSED_CONV_GROUP : IR_ATTR_CONV_GROUP);
+    int64_t group = G.group;
     int64_t N = tx->dims[0], C = channels(tx), K = channels(ty), H, W, OH, OW;
     hw(tx, &H, &W);
     hw(ty, &OH, &OW);

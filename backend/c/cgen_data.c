@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "backend/plan.h"
 #include "backend/c/cgen_count.h"
 #include "runtime/rt_data.h"
 #include "runtime/rt_index.h"
@@ -32,40 +33,11 @@ static int64_t bytes_of(const CgenCtx *cx, uint32_t v) {
     return (int64_t)ir_dtype_size_bytes(dtype_of(cx, v), cgen_numel(cx, v));
 }
 
-static void contiguous_strides(const int64_t *dims, int rank, int64_t *st) {
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= dims[d];
-    }
-}
-
 static int64_t prod(const int64_t *dims, int from, int to) {
     int64_t p = 1;
     for (int d = from; d < to; d++)
         p *= dims[d];
     return p;
-}
-
-static int64_t tensor_i64(const IrTensor *t, int64_t i) {
-    switch ((IrDType)t->dtype) {
-    case IR_DTYPE_I64:
-        return ((const int64_t *)t->data)[i];
-    case IR_DTYPE_I32:
-        return ((const int32_t *)t->data)[i];
-    case IR_DTYPE_I16:
-        return ((const int16_t *)t->data)[i];
-    case IR_DTYPE_I8:
-        return ((const int8_t *)t->data)[i];
-    case IR_DTYPE_U8:
-        return ((const uint8_t *)t->data)[i];
-    case IR_DTYPE_F32:
-        return (int64_t)((const float *)t->data)[i];
-    case IR_DTYPE_F64:
-        return (int64_t)((const double *)t->data)[i];
-    default:
-        return 0;
-    }
 }
 
 static bool is_int_dtype(IrDType t) {
@@ -84,7 +56,7 @@ static const char *i64_input(CgenCtx *cx, uint32_t v, const char *name, int64_t 
         int64_t vals[IR_MAX_RANK * 2 + 8];
         if (cnt <= (int64_t)(sizeof vals / sizeof *vals)) {
             for (int64_t i = 0; i < cnt; i++)
-                vals[i] = tensor_i64(t, i);
+                vals[i] = plan_tensor_i64(t, i);
             cw_line(cx->w, "static const int64_t %s[] = %s;", name,
                     cgen_i64_list(cx, vals, (uint32_t)cnt));
             return name;
@@ -136,53 +108,41 @@ static const char *bptr(CgenCtx *cx, uint32_t v, int64_t off_bytes, bool is_cons
                     (long long)off_bytes);
 }
 
-/* Emits y[yoff + sum i*ys] = x[xoff + sum i*xs] over dims, with unit dims dropped and
- * contiguous neighbours merged at compile time; offsets and strides count elements. */
-static void emit_copy(CgenCtx *cx, uint32_t y, int64_t yoff, uint32_t x, int64_t xoff, size_t esz,
-                      int rank, const int64_t *dims, const int64_t *ys, const int64_t *xs) {
-    int64_t D[RT_DATA_MAX_DIMS], Y[RT_DATA_MAX_DIMS], X[RT_DATA_MAX_DIMS];
-    int nd = 0;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] == 0) return;
-        if (dims[d] == 1) continue;
-        if (nd > 0 && Y[nd - 1] == ys[d] * dims[d] && X[nd - 1] == xs[d] * dims[d]) {
-            D[nd - 1] *= dims[d];
-            Y[nd - 1] = ys[d];
-            X[nd - 1] = xs[d];
-        } else {
-            D[nd] = dims[d];
-            Y[nd] = ys[d];
-            X[nd] = xs[d];
-            nd++;
-        }
-    }
-    const char *py = bptr(cx, y, yoff * (int64_t)esz, false);
-    const char *px = bptr(cx, x, xoff * (int64_t)esz, true);
-    int64_t total = nd == 0 ? 1 : D[0];
-    if (nd <= 1 && (nd == 0 || (Y[0] == 1 && X[0] == 1))) {
-        cw_line(cx->w, "memcpy(%s, %s, %lld);", py, px, (long long)(total * (int64_t)esz));
+/* Emits copy c of x into y: a memcpy when it is one run, else rt_strided_copy. */
+static void emit_plan_copy(CgenCtx *cx, uint32_t y, uint32_t x, size_t esz, const PlanCopy *c) {
+    if (c->empty) return;
+    const char *py = bptr(cx, y, c->yoff * (int64_t)esz, false);
+    const char *px = bptr(cx, x, c->xoff * (int64_t)esz, true);
+    if (plan_copy_contiguous(c)) {
+        cw_line(cx->w, "memcpy(%s, %s, %lld);", py, px,
+                (long long)(plan_copy_elems(c) * (int64_t)esz));
         return;
     }
+    int nd = c->rank;
     cgen_use_runtime(cx, "rt_data.h");
     cw_open(cx->w, "%s", "");
-    cw_line(cx->w, "static const int64_t dims[] = %s;", cgen_i64_list(cx, D, (uint32_t)nd));
-    cw_line(cx->w, "static const int64_t ys[] = %s;", cgen_i64_list(cx, Y, (uint32_t)nd));
-    cw_line(cx->w, "static const int64_t xs[] = %s;", cgen_i64_list(cx, X, (uint32_t)nd));
+    cw_line(cx->w, "static const int64_t dims[] = %s;", cgen_i64_list(cx, c->dims, (uint32_t)nd));
+    cw_line(cx->w, "static const int64_t ys[] = %s;", cgen_i64_list(cx, c->ys, (uint32_t)nd));
+    cw_line(cx->w, "static const int64_t xs[] = %s;", cgen_i64_list(cx, c->xs, (uint32_t)nd));
     cw_line(cx->w, "rt_strided_copy(%s, ys, %s, xs, dims, %d, %zu);", py, px, nd, esz);
     cw_close(cx->w, NULL);
+}
+
+/* Emits y[yoff + sum i*ys] = x[xoff + sum i*xs] over dims (offsets and strides in
+ * elements) as planned by plan_copy: a memcpy when one run, else rt_strided_copy. */
+static void emit_copy(CgenCtx *cx, uint32_t y, int64_t yoff, uint32_t x, int64_t xoff, size_t esz,
+                      int rank, const int64_t *dims, const int64_t *ys, const int64_t *xs) {
+    PlanCopy c;
+    plan_copy(&c, rank, dims, ys, yoff, xs, xoff);
+    emit_plan_copy(cx, y, x, esz, &c);
 }
 
 /* y = x permuted: x viewed as (vdims) (vrank dims, row-major), y = transpose(view, perm). */
 static void emit_permute(CgenCtx *cx, uint32_t y, uint32_t x, size_t esz, int vrank,
                          const int64_t *vdims, const int *perm) {
-    int64_t vst[RT_DATA_MAX_DIMS], od[RT_DATA_MAX_DIMS], xs[RT_DATA_MAX_DIMS], ys[RT_DATA_MAX_DIMS];
-    contiguous_strides(vdims, vrank, vst);
-    for (int i = 0; i < vrank; i++) {
-        od[i] = vdims[perm[i]];
-        xs[i] = vst[perm[i]];
-    }
-    contiguous_strides(od, vrank, ys);
-    emit_copy(cx, y, 0, x, 0, esz, vrank, od, ys, xs);
+    PlanCopy c;
+    plan_permute(&c, vrank, vdims, perm);
+    emit_plan_copy(cx, y, x, esz, &c);
 }
 
 static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
@@ -345,13 +305,13 @@ static int64_t emit_slabs(CgenCtx *cx, uint32_t whole, const uint32_t *parts, ui
     const IrType *tw = T(cx, whole);
     int R = tw->rank;
     int64_t ws[RT_MAX_RANK], off = 0;
-    contiguous_strides(tw->dims, R, ws);
+    plan_strides(tw->dims, R, ws);
     for (uint32_t k = 0; k < n_parts; k++) {
         uint32_t p = parts[k];
         if (p == IR_NONE) continue;
         const IrType *tp = T(cx, p);
         int64_t ps[RT_MAX_RANK];
-        contiguous_strides(tp->dims, R, ps);
+        plan_strides(tp->dims, R, ps);
         if (into_whole) emit_copy(cx, whole, off * ws[axis], p, 0, esz, R, tp->dims, ws, ps);
         else emit_copy(cx, p, 0, whole, off * ws[axis], esz, R, tp->dims, ps, ws);
         off += tp->dims[axis];
@@ -403,75 +363,46 @@ static bool emit_slice(CgenCtx *cx, const IrNode *n) {
     if (!need_esz(cx, n, x, &esz)) return false;
     const IrType *tx = T(cx, x), *ty = T(cx, y);
     int R = tx->rank;
-    int64_t st[RT_MAX_RANK], sp[RT_MAX_RANK];
-    if (n->opset < 10) {
-        uint32_t ns, ne, na;
-        const int64_t *s = ir_attr_ints(n, IR_ATTR_SLICE_STARTS, &ns);
-        const int64_t *e = ir_attr_ints(n, IR_ATTR_SLICE_ENDS, &ne);
-        const int64_t *a = ir_attr_ints(n, IR_ATTR_SLICE_AXES, &na);
-        if (ns != ne || (na && na != ns)) return cgen_unsupported(cx, n, "mismatched attributes");
-        if (rt_slice_params(tx->dims, R, s, e, na ? a : NULL, NULL, ns, ty->dims, st, sp) != 0)
-            return cgen_unsupported(cx, n, "slice parameters that disagree with the output shape");
-    } else {
-        bool all_const = true;
-        for (uint32_t k = 1; k < n->n_inputs; k++)
-            if (n->inputs[k] != IR_NONE && !cgen_const(cx, n->inputs[k])) all_const = false;
-        if (all_const) {
-            int64_t v[4][RT_MAX_RANK];
-            int64_t cnt[4] = {0, 0, -1, -1};
-            for (uint32_t k = 1; k < 5; k++) {
-                if (!has_input(n, k)) continue;
-                const IrTensor *t = cgen_const(cx, n->inputs[k]);
-                if (t->n_elems > R) return cgen_unsupported(cx, n, "more slice entries than axes");
-                cnt[k - 1] = t->n_elems;
-                for (int64_t i = 0; i < t->n_elems; i++)
-                    v[k - 1][i] = tensor_i64(t, i);
-            }
-            if (cnt[0] != cnt[1] || (cnt[2] >= 0 && cnt[2] != cnt[0]) ||
-                (cnt[3] >= 0 && cnt[3] != cnt[0]))
-                return cgen_unsupported(cx, n, "mismatched slice inputs");
-            if (rt_slice_params(tx->dims, R, v[0], v[1], cnt[2] >= 0 ? v[2] : NULL,
-                                cnt[3] >= 0 ? v[3] : NULL, cnt[0], ty->dims, st, sp) != 0)
-                return cgen_unsupported(cx, n,
-                                        "slice parameters that disagree with the output shape");
-        } else {
-            static const char *const names[4] = {"starts", "ends", "axes", "steps"};
-            const char *arr[4] = {NULL, NULL, "NULL", "NULL"};
-            int64_t cnt = 0;
-            cgen_use_runtime(cx, "rt_data.h");
-            cw_open(cx->w, "%s", "");
-            for (uint32_t k = 1; k < 5; k++)
-                if (has_input(n, k)) i64_input_decl(cx, n->inputs[k], names[k - 1]);
-            cw_line(cx->w, "int64_t start[%d], step[%d];", R > 0 ? R : 1, R > 0 ? R : 1);
-            cw_line(cx->w, "static const int64_t in_dims[] = %s;", cgen_dims(cx, tx));
-            cw_line(cx->w, "static const int64_t out_dims[] = %s;", cgen_dims(cx, ty));
-            for (uint32_t k = 1; k < 5; k++) {
-                if (!has_input(n, k)) continue;
-                int64_t c;
-                arr[k - 1] = i64_input(cx, n->inputs[k], names[k - 1], &c);
-                if (k == 1)
-                    cnt = c;
-                else if (c != cnt)
-                    return cgen_unsupported(cx, n, "mismatched slice inputs");
-            }
-            cgen_call_checked(cx,
-                              "rt_slice_params(in_dims, %d, %s, %s, %s, %s, %lld, out_dims, "
-                              "start, step)",
-                              R, arr[0], arr[1], arr[2], arr[3], (long long)cnt);
-            cw_line(cx->w, "rt_slice(%s, %s, %zu, in_dims, out_dims, %d, start, step);",
-                    cgen_ptr(cx, y), cgen_ptr(cx, x), esz, R);
-            cw_close(cx->w, NULL);
-            return true;
-        }
+    bool all_const = true;
+    for (uint32_t k = 1; k < n->n_inputs && n->opset >= 10; k++)
+        if (n->inputs[k] != IR_NONE && !cgen_const(cx, n->inputs[k])) all_const = false;
+    if (all_const) {
+        const IrTensor *in[5] = {NULL, NULL, NULL, NULL, NULL};
+        for (uint32_t k = 1; k < 5 && n->opset >= 10; k++)
+            if (has_input(n, k)) in[k] = cgen_const(cx, n->inputs[k]);
+        PlanCopy c;
+        const char *why;
+        if (!plan_slice(n, tx, ty, in, &c, &why)) return cgen_unsupported(cx, n, "%s", why);
+        emit_plan_copy(cx, y, x, esz, &c);
+        return true;
     }
-    int64_t xs[RT_MAX_RANK], ys[RT_MAX_RANK], xst[RT_MAX_RANK], off = 0;
-    contiguous_strides(tx->dims, R, xs);
-    contiguous_strides(ty->dims, R, ys);
-    for (int d = 0; d < R; d++) {
-        xst[d] = xs[d] * sp[d];
-        off += st[d] * xs[d];
+    /* parameters known only at run time: rt_slice_params in the bundle */
+    static const char *const names[4] = {"starts", "ends", "axes", "steps"};
+    const char *arr[4] = {NULL, NULL, "NULL", "NULL"};
+    int64_t cnt = 0;
+    cgen_use_runtime(cx, "rt_data.h");
+    cw_open(cx->w, "%s", "");
+    for (uint32_t k = 1; k < 5; k++)
+        if (has_input(n, k)) i64_input_decl(cx, n->inputs[k], names[k - 1]);
+    cw_line(cx->w, "int64_t start[%d], step[%d];", R > 0 ? R : 1, R > 0 ? R : 1);
+    cw_line(cx->w, "static const int64_t in_dims[] = %s;", cgen_dims(cx, tx));
+    cw_line(cx->w, "static const int64_t out_dims[] = %s;", cgen_dims(cx, ty));
+    for (uint32_t k = 1; k < 5; k++) {
+        if (!has_input(n, k)) continue;
+        int64_t c;
+        arr[k - 1] = i64_input(cx, n->inputs[k], names[k - 1], &c);
+        if (k == 1)
+            cnt = c;
+        else if (c != cnt)
+            return cgen_unsupported(cx, n, "mismatched slice inputs");
     }
-    emit_copy(cx, y, 0, x, off, esz, R, ty->dims, ys, xst);
+    cgen_call_checked(cx,
+                      "rt_slice_params(in_dims, %d, %s, %s, %s, %s, %lld, out_dims, "
+                      "start, step)",
+                      R, arr[0], arr[1], arr[2], arr[3], (long long)cnt);
+    cw_line(cx->w, "rt_slice(%s, %s, %zu, in_dims, out_dims, %d, start, step);",
+            cgen_ptr(cx, y), cgen_ptr(cx, x), esz, R);
+    cw_close(cx->w, NULL);
     return true;
 }
 
@@ -496,8 +427,8 @@ static bool emit_tile(CgenCtx *cx, const IrNode *n) {
     /* output viewed as (rep_0, d_0, rep_1, d_1, ...): the input repeats with stride 0 */
     int64_t dims[RT_DATA_MAX_DIMS], ys[RT_DATA_MAX_DIMS], xs[RT_DATA_MAX_DIMS];
     int64_t xst[RT_MAX_RANK], yst[RT_MAX_RANK];
-    contiguous_strides(tx->dims, R, xst);
-    contiguous_strides(ty->dims, R, yst);
+    plan_strides(tx->dims, R, xst);
+    plan_strides(ty->dims, R, yst);
     for (int d = 0; d < R; d++) {
         if (tx->dims[d] == 0) return true;
         dims[2 * d] = ty->dims[d] / tx->dims[d];
@@ -531,8 +462,8 @@ static bool emit_expand(CgenCtx *cx, const IrNode *n) {
         cw_close(cx->w, NULL);
     }
     int64_t xs[RT_MAX_RANK], ys[RT_MAX_RANK], xst[RT_MAX_RANK];
-    contiguous_strides(tx->dims, tx->rank, xst);
-    contiguous_strides(ty->dims, R, ys);
+    plan_strides(tx->dims, tx->rank, xst);
+    plan_strides(ty->dims, R, ys);
     for (int d = 0; d < R; d++) {
         int dx = d - (R - tx->rank);
         int64_t dim = dx >= 0 ? tx->dims[dx] : 1;
@@ -568,8 +499,8 @@ static bool emit_center_crop_pad(CgenCtx *cx, const IrNode *n) {
     }
     int64_t dims[RT_MAX_RANK], xs[RT_MAX_RANK], ys[RT_MAX_RANK], xoff = 0, yoff = 0;
     bool pads = false;
-    contiguous_strides(tx->dims, R, xs);
-    contiguous_strides(ty->dims, R, ys);
+    plan_strides(tx->dims, R, xs);
+    plan_strides(ty->dims, R, ys);
     for (int d = 0; d < R; d++) {
         int64_t a = tx->dims[d], b = ty->dims[d];
         dims[d] = a < b ? a : b;
@@ -770,7 +701,7 @@ static bool emit_trilu(CgenCtx *cx, const IrNode *n) {
     const char *k = "0";
     if (has_input(n, 1)) {
         const IrTensor *kt = cgen_const(cx, n->inputs[1]);
-        k = kt ? cgen_fmt(cx, "%lld", (long long)tensor_i64(kt, 0))
+        k = kt ? cgen_fmt(cx, "%lld", (long long)plan_tensor_i64(kt, 0))
                : cgen_fmt(cx, "%s[0]", cgen_ptr(cx, n->inputs[1]));
     }
     cgen_use_runtime(cx, "rt_data.h");

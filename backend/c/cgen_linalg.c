@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "backend/plan.h"
 #include "passes/passes.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -99,59 +100,8 @@ static bool norm_axis(CgenCtx *cx, const IrNode *n, int64_t axis, int rank, int 
 
 /* ---- batched matrix products --------------------------------------------------------- */
 
-/* The loop structure of a (broadcast-)batched product A @ B -> Y (MatMul semantics). */
-typedef struct MmShape {
-    int64_t M, N, K;
-    int nb; /* batch loops (size-1 output dims dropped) */
-    int64_t bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sy[IR_MAX_RANK];
-} MmShape;
-
-static bool mm_shape(CgenCtx *cx, const IrNode *n, uint32_t a, uint32_t b, uint32_t y,
-                     MmShape *s) {
-    const IrType *ta = cgen_type(cx, a), *tb = cgen_type(cx, b), *ty = cgen_type(cx, y);
-    int ra = ta->rank, rb = tb->rank;
-    if (ra < 1 || rb < 1) return cgen_unsupported(cx, n, "a rank-0 operand");
-    s->M = ra == 1 ? 1 : ta->dims[ra - 2];
-    s->K = ta->dims[ra - 1];
-    int64_t kb = rb == 1 ? tb->dims[0] : tb->dims[rb - 2];
-    s->N = rb == 1 ? 1 : tb->dims[rb - 1];
-    if (kb != s->K) return cgen_unsupported(cx, n, "inner dimensions %lld and %lld",
-                                            (long long)s->K, (long long)kb);
-    int bra = ra > 2 ? ra - 2 : 0, brb = rb > 2 ? rb - 2 : 0;
-    int ryb = ty->rank - (ra == 1 ? 0 : 1) - (rb == 1 ? 0 : 1);
-    if (ryb < 0 || ryb < bra || ryb < brb) return cgen_unsupported(cx, n, "an output rank");
-    int64_t ca = s->M * s->K, cb = s->K * s->N, cy = s->M * s->N;
-    int64_t st_a[IR_MAX_RANK], st_b[IR_MAX_RANK], st_y[IR_MAX_RANK];
-    for (int d = ryb - 1; d >= 0; d--) {
-        int da = d - (ryb - bra), db = d - (ryb - brb);
-        int64_t na = da >= 0 ? ta->dims[da] : 1, nbd = db >= 0 ? tb->dims[db] : 1;
-        int64_t out = ty->dims[d];
-        if ((na != 1 && na != out) || (nbd != 1 && nbd != out))
-            return cgen_unsupported(cx, n, "batch dimensions that do not broadcast");
-        st_a[d] = na == 1 ? 0 : ca;
-        st_b[d] = nbd == 1 ? 0 : cb;
-        st_y[d] = cy;
-        ca *= na, cb *= nbd, cy *= out;
-    }
-    s->nb = 0;
-    for (int d = 0; d < ryb; d++) {
-        if (ty->dims[d] == 1) continue;
-        s->bdim[s->nb] = ty->dims[d];
-        s->sa[s->nb] = st_a[d], s->sb[s->nb] = st_b[d], s->sy[s->nb] = st_y[d];
-        s->nb++;
-    }
-    /* B shared by every batch and A covering all of them: one product with M * batch rows. */
-    bool fold = s->nb > 0;
-    for (int d = 0; d < s->nb && fold; d++) fold = s->sb[d] == 0 && s->sa[d] == s->sy[d] / s->N * s->K;
-    if (fold) {
-        for (int d = 0; d < s->nb; d++) s->M *= s->bdim[d];
-        s->nb = 0;
-    }
-    return true;
-}
-
 /* Opens the batch loops; *oa, *ob, *oy receive the element offsets of the current batch. */
-static void mm_open(CgenCtx *cx, const MmShape *s, const char **oa, const char **ob,
+static void mm_open(CgenCtx *cx, const PlanGemm *s, const char **oa, const char **ob,
                     const char **oy) {
     CWriter *w = cx->w;
     const char *ea = "", *eb = "", *ey = "";
@@ -171,7 +121,7 @@ static void mm_open(CgenCtx *cx, const MmShape *s, const char **oa, const char *
     *oa = ea, *ob = eb, *oy = ey;
 }
 
-static void mm_close(CgenCtx *cx, const MmShape *s) { cx->w->indent -= s->nb; }
+static void mm_close(CgenCtx *cx, const PlanGemm *s) { cx->w->indent -= s->nb; }
 
 static bool mm_dtype_ok(IrDType t) {
     return is_float(t) || t == IR_DTYPE_I32 || t == IR_DTYPE_I64 || t == IR_DTYPE_U32 ||
@@ -180,19 +130,30 @@ static bool mm_dtype_ok(IrDType t) {
 
 /* The epilogue of a FusedGemm/FusedMatMul as an RtAct initializer, or NULL (after a
  * diagnostic). Fused products exist for float and double only. */
-static const char *mm_act_init(CgenCtx *cx, const IrNode *n, IrDType t, IrAttrId kind_id,
-                               IrAttrId alpha_id, IrAttrId beta_id) {
-    const char *kind = pass_act_c_name(ir_attr_s(n, kind_id));
+static const char *mm_act_init(CgenCtx *cx, const IrNode *n, IrDType t, const PlanGemm *p) {
+    const char *kind = pass_act_c_name(p->activation);
     if (!kind) {
-        cgen_unsupported(cx, n, "activation '%s'", ir_attr_s(n, kind_id));
+        cgen_unsupported(cx, n, "activation '%s'", p->activation);
         return NULL;
     }
     if (t != IR_DTYPE_F32 && t != IR_DTYPE_F64) {
         cgen_unsupported(cx, n, "a fused element type %s", ir_dtype_name(t));
         return NULL;
     }
-    return cgen_fmt(cx, "{%s, %s, %s}", kind, dlit(cx, ir_attr_f(n, alpha_id)),
-                    dlit(cx, ir_attr_f(n, beta_id)));
+    return cgen_fmt(cx, "{%s, %s, %s}", kind, dlit(cx, p->act_alpha), dlit(cx, p->act_beta));
+}
+
+/* The plan of product node n (backend/plan.c); false after a diagnostic. */
+static bool mm_plan(CgenCtx *cx, const IrNode *n, PlanGemm *p) {
+    uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    const char *why;
+    if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
+    if (has_input(n, 2) && !static_type(cx, n, n->inputs[2])) return false;
+    if (!plan_gemm(n, cgen_type(cx, a), cgen_type(cx, b),
+                   has_input(n, 2) ? cgen_type(cx, n->inputs[2]) : NULL, cgen_type(cx, y), p,
+                   &why))
+        return cgen_unsupported(cx, n, "%s", why);
+    return true;
 }
 
 /* MatMul, and FusedMatMul: act(A @ B + bias), bias (N) broadcast over rows. */
@@ -201,16 +162,12 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     IrDType t = dtype_of(cx, a);
     bool fused = n->op == IR_OP_FUSED_MAT_MUL;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    PlanGemm s;
+    if (!mm_plan(cx, n, &s)) return false;
     const char *act = NULL;
-    if (fused && !(act = mm_act_init(cx, n, t, IR_ATTR_FUSED_MAT_MUL_ACTIVATION,
-                                     IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA,
-                                     IR_ATTR_FUSED_MAT_MUL_ACT_BETA)))
-        return false;
+    if (fused && !(act = mm_act_init(cx, n, t, &s))) return false;
     bool has_bias = fused && has_input(n, 2);
-    if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
-    MmShape s;
-    if (!mm_shape(cx, n, a, b, y, &s)) return false;
-    if (has_bias && (cgen_numel(cx, n->inputs[2]) != s.N || dtype_of(cx, n->inputs[2]) != t))
+    if (has_bias && dtype_of(cx, n->inputs[2]) != t)
         return cgen_unsupported(cx, n, "a bias that is not (N) of the operands' type");
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_act.h");
@@ -244,39 +201,11 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     IrDType t = dtype_of(cx, a);
     bool fused = n->op == IR_OP_FUSED_GEMM;
-    IrAttrId id_ta = fused ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A;
-    IrAttrId id_tb = fused ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B;
-    IrAttrId id_alpha = fused ? IR_ATTR_FUSED_GEMM_ALPHA : IR_ATTR_GEMM_ALPHA;
-    IrAttrId id_beta = fused ? IR_ATTR_FUSED_GEMM_BETA : IR_ATTR_GEMM_BETA;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
+    PlanGemm p;
+    if (!mm_plan(cx, n, &p)) return false;
     const char *act = NULL;
-    if (fused && !(act = mm_act_init(cx, n, t, IR_ATTR_FUSED_GEMM_ACTIVATION,
-                                     IR_ATTR_FUSED_GEMM_ACT_ALPHA, IR_ATTR_FUSED_GEMM_ACT_BETA)))
-        return false;
-    if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
-    const IrType *ta = cgen_type(cx, a), *tb = cgen_type(cx, b);
-    if (ta->rank != 2 || tb->rank != 2) return cgen_unsupported(cx, n, "operands of rank != 2");
-    bool trans_a = ir_attr_i(n, id_ta) != 0;
-    bool trans_b = ir_attr_i(n, id_tb) != 0;
-    int64_t M = trans_a ? ta->dims[1] : ta->dims[0], K = trans_a ? ta->dims[0] : ta->dims[1];
-    int64_t N = trans_b ? tb->dims[0] : tb->dims[1], kb = trans_b ? tb->dims[1] : tb->dims[0];
-    if (kb != K) return cgen_unsupported(cx, n, "inner dimensions %lld and %lld", (long long)K,
-                                         (long long)kb);
-    int64_t a_rs = trans_a ? 1 : K, a_cs = trans_a ? M : 1;
-    int64_t b_rs = trans_b ? 1 : N, b_cs = trans_b ? K : 1;
-    int64_t c_rs = 0, c_cs = 0;
-    bool has_c = has_input(n, 2);
-    if (has_c) { /* unidirectional broadcast of C to (M, N) */
-        const IrType *tc = cgen_type(cx, n->inputs[2]);
-        if (!static_type(cx, n, n->inputs[2])) return false;
-        int64_t cm = tc->rank >= 2 ? tc->dims[tc->rank - 2] : 1;
-        int64_t cn = tc->rank >= 1 ? tc->dims[tc->rank - 1] : 1;
-        if (tc->rank > 2 || (cm != 1 && cm != M) || (cn != 1 && cn != N))
-            return cgen_unsupported(cx, n, "a C that does not broadcast to (%lld, %lld)",
-                                    (long long)M, (long long)N);
-        c_rs = cm == 1 ? 0 : cn;
-        c_cs = cn == 1 ? 0 : 1;
-    }
+    if (fused && !(act = mm_act_init(cx, n, t, &p))) return false;
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
@@ -286,12 +215,12 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "static const RtAct act = %s;", act);
     }
     cw_line(cx->w, "rt_gemm%s_%s(%lld, %lld, %lld, %s, %s, %lld, %lld, %s, %lld, %lld, %s, %s, %lld, %lld, %s%s);",
-            fused ? "_act" : "", dsfx(t), (long long)M, (long long)N, (long long)K,
-            dlit(cx, ir_attr_f(n, id_alpha)), cgen_ptr(cx, a), (long long)a_rs,
-            (long long)a_cs, cgen_ptr(cx, b), (long long)b_rs, (long long)b_cs,
-            dlit(cx, has_c ? ir_attr_f(n, id_beta) : 0.0),
-            has_c ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
-            (long long)c_rs, (long long)c_cs, cgen_ptr(cx, y), fused ? ", &act" : "");
+            fused ? "_act" : "", dsfx(t), (long long)p.M, (long long)p.N, (long long)p.K,
+            dlit(cx, p.alpha), cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs,
+            cgen_ptr(cx, b), (long long)p.b_rs, (long long)p.b_cs,
+            dlit(cx, p.has_c ? p.beta : 0.0),
+            p.has_c ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
+            (long long)p.c_rs, (long long)p.c_cs, cgen_ptr(cx, y), fused ? ", &act" : "");
     if (fused) cw_close(cx->w, NULL);
     return true;
 }
@@ -306,8 +235,10 @@ static bool emit_matmul_integer(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "element types %s x %s", ir_dtype_name(t_a),
                                 ir_dtype_name(t_b));
     if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
-    MmShape s;
-    if (!mm_shape(cx, n, a, b, y, &s)) return false;
+    PlanGemm s; /* batched as MatMul; inputs 2 and 3 are zero points, not a C */
+    const char *why;
+    if (!plan_gemm(n, cgen_type(cx, a), cgen_type(cx, b), NULL, cgen_type(cx, y), &s, &why))
+        return cgen_unsupported(cx, n, "%s", why);
     const IrType *ta = cgen_type(cx, a), *tb = cgen_type(cx, b);
     int64_t rows = ta->rank == 1 ? 1 : ta->dims[ta->rank - 2];
     const char *zp[2] = {NULL, NULL};
@@ -349,24 +280,16 @@ static bool emit_softmax(CgenCtx *cx, const IrNode *n) {
     IrDType t = dtype_of(cx, x);
     if (!is_float(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!static_type(cx, n, x)) return false;
-    IrAttrId id = n->op == IR_OP_SOFTMAX       ? IR_ATTR_SOFTMAX_AXIS
-                  : n->op == IR_OP_LOG_SOFTMAX ? IR_ATTR_LOG_SOFTMAX_AXIS
-                                               : IR_ATTR_HARDMAX_AXIS;
     const char *mode = n->op == IR_OP_SOFTMAX       ? "RT_SOFTMAX"
                        : n->op == IR_OP_LOG_SOFTMAX ? "RT_LOG_SOFTMAX"
                                                     : "RT_HARDMAX";
-    bool legacy = n->opset < 13; /* opsets 1-12 coerce the input to 2-D at axis */
-    int64_t axis = ir_attr_present(n, id) ? ir_attr_i(n, id) : (legacy ? 1 : -1);
-    const IrType *tx = cgen_type(cx, x);
-    int ax = 0;
-    if (tx->rank > 0 && !norm_axis(cx, n, axis, tx->rank, &ax)) return false;
-    int64_t outer, len, inner;
-    split_at(tx, ax, &outer, &len, &inner);
-    if (legacy) len *= inner, inner = 1;
+    PlanRows r;
+    const char *why;
+    if (!plan_softmax_rows(n, cgen_type(cx, x), &r, &why)) return cgen_unsupported(cx, n, "%s", why);
     if (cgen_numel(cx, x) == 0) return true;
     cgen_use_runtime(cx, "rt_softmax.h");
     cw_line(cx->w, "rt_softmax_%s(%s, %s, %lld, %lld, %lld, %s);", dsfx(t), cgen_ptr(cx, x),
-            cgen_ptr(cx, y), (long long)outer, (long long)len, (long long)inner, mode);
+            cgen_ptr(cx, y), (long long)r.outer, (long long)r.len, (long long)r.inner, mode);
     return true;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/plan.h"
 #include "ir/geom.h"
 #include "passes/passes.h"
 
@@ -76,19 +77,6 @@ static const char *kptr(CudaCtx *cx, uint32_t v) {
 /* An absent optional operand of element type T. */
 static const char *knull(CudaCtx *cx, const char *T) {
     return cgen_fmt(&cx->c, "(const %s *)NULL", T);
-}
-
-/* A constant integer tensor's values into v (at most max), or false. */
-static bool const_ints(CudaCtx *cx, uint32_t val, int64_t *v, uint32_t max, uint32_t *n_out) {
-    const IrTensor *t = cgen_const(&cx->c, val);
-    if (!t || t->n_elems > (int64_t)max || !t->data) return false;
-    for (int64_t i = 0; i < t->n_elems; i++) {
-        if (t->dtype == IR_DTYPE_I64) v[i] = ((const int64_t *)t->data)[i];
-        else if (t->dtype == IR_DTYPE_I32) v[i] = ((const int32_t *)t->data)[i];
-        else return false;
-    }
-    *n_out = (uint32_t)t->n_elems;
-    return true;
 }
 
 static void checked(CudaCtx *cx, const char *call) {
@@ -238,18 +226,40 @@ static void strides_of(const IrType *t, int64_t *st) {
     }
 }
 
-/* Emits a kc_strided_copy of src into dst over dims (rank r). */
-static void emit_strided(CudaCtx *cx, uint32_t src, uint32_t dst, int r, const int64_t *dims,
-                         const int64_t *sst, const int64_t *dstt, int64_t src0, int64_t dst0) {
+/* Emits copy plan p of src into dst: one cudaMemcpyAsync when it is one run, else a
+ * kc_strided_copy over its merged dims. emit_strided plans the copy over dims (rank r;
+ * strides and offsets in elements) first. */
+static void emit_copy_plan(CudaCtx *cx, uint32_t src, uint32_t dst, const PlanCopy *p) {
     CWriter *w = cx->c.w;
+    PlanCopy c = *p;
+    if (c.empty) return;
+    int esize = elem_bytes(cx, dst);
+    if (plan_copy_contiguous(&c)) {
+        const char *d = ptr(cx, dst), *sp = ptr(cx, src);
+        if (c.yoff) d = cgen_fmt(&cx->c, "(unsigned char *)%s + %lld", d, (long long)(c.yoff * esize));
+        if (c.xoff)
+            sp = cgen_fmt(&cx->c, "(const unsigned char *)%s + %lld", sp,
+                          (long long)(c.xoff * esize));
+        cw_line(w, "KC_CUDA(cudaMemcpyAsync(%s, %s, %lld, cudaMemcpyDeviceToDevice, s));", d, sp,
+                (long long)(plan_copy_elems(&c) * esize));
+        return;
+    }
     cw_open(w, "%s", "");
-    cw_line(w, "static const KcStrided p = {%d, %s, %s, %s, %lld, %lld};", r,
-            cgen_i64_list(&cx->c, dims, (uint32_t)r), cgen_i64_list(&cx->c, sst, (uint32_t)r),
-            cgen_i64_list(&cx->c, dstt, (uint32_t)r), (long long)src0, (long long)dst0);
+    cw_line(w, "static const KcStrided p = {%d, %s, %s, %s, %lld, %lld};", c.rank,
+            cgen_i64_list(&cx->c, c.dims, (uint32_t)c.rank),
+            cgen_i64_list(&cx->c, c.xs, (uint32_t)c.rank),
+            cgen_i64_list(&cx->c, c.ys, (uint32_t)c.rank), (long long)c.xoff, (long long)c.yoff);
     checked(cx, cgen_fmt(&cx->c, "kc_strided_copy(s, %s, %s, %d, &p)", ptr(cx, src),
-                         ptr(cx, dst), elem_bytes(cx, dst)));
+                         ptr(cx, dst), esize));
     cw_close(w, NULL);
     cuda_use_runtime(cx, "kc_data.cuh");
+}
+
+static void emit_strided(CudaCtx *cx, uint32_t src, uint32_t dst, int r, const int64_t *dims,
+                         const int64_t *sst, const int64_t *dstt, int64_t src0, int64_t dst0) {
+    PlanCopy c;
+    plan_copy(&c, r, dims, dstt, dst0, sst, src0);
+    emit_copy_plan(cx, src, dst, &c);
 }
 
 static bool emit_transpose(CudaCtx *cx, const IrNode *n) {
@@ -341,48 +351,17 @@ static bool emit_slice(CudaCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     if (!elem_ok(cx, n, y)) return false;
     const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
-    int r = tx->rank;
-    if (r > 8) return unsupported(cx, n, "rank above 8");
-    int64_t starts[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
-    uint32_t ns = 0, na = 0, nst = 0;
-    if (n->opset < 10) {
-        const int64_t *s = ir_attr_ints(n, IR_ATTR_SLICE_STARTS, &ns);
-        const int64_t *a = ir_attr_ints(n, IR_ATTR_SLICE_AXES, &na);
-        if (!s || ns > IR_MAX_RANK) return unsupported(cx, n, "these starts");
-        memcpy(starts, s, ns * sizeof *s);
-        if (a && na == ns) memcpy(axes, a, na * sizeof *a);
-        else na = 0;
-    } else {
-        if (!const_ints(cx, n->inputs[1], starts, IR_MAX_RANK, &ns))
-            return unsupported(cx, n, "starts that are not constant");
-        if (has_input(n, 3) && !const_ints(cx, n->inputs[3], axes, IR_MAX_RANK, &na))
-            return unsupported(cx, n, "axes that are not constant");
-        if (has_input(n, 4) && !const_ints(cx, n->inputs[4], steps, IR_MAX_RANK, &nst))
-            return unsupported(cx, n, "steps that are not constant");
+    if (tx->rank > 8) return unsupported(cx, n, "rank above 8");
+    const IrTensor *in[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (uint32_t k = 1; k < 5 && n->opset >= 10; k++) {
+        if (!has_input(n, k)) continue;
+        if (!(in[k] = cgen_const(&cx->c, n->inputs[k])))
+            return unsupported(cx, n, "slice parameters that are not constant");
     }
-    int64_t st[IR_MAX_RANK], start[IR_MAX_RANK], step[IR_MAX_RANK], sy[IR_MAX_RANK], src0 = 0;
-    for (int d = 0; d < r; d++) start[d] = 0, step[d] = 1;
-    for (uint32_t i = 0; i < ns; i++) {
-        int64_t ax = na ? axes[i] : (int64_t)i;
-        if (ax < 0) ax += r;
-        if (ax < 0 || ax >= r) return unsupported(cx, n, "an axis out of range");
-        int64_t dim = tx->dims[ax], s = starts[i], p = nst ? steps[i] : 1;
-        if (p == 0) return unsupported(cx, n, "a zero step");
-        if (s < 0) s += dim;
-        if (p > 0) s = s < 0 ? 0 : s > dim ? dim : s;
-        else s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-        start[ax] = s;
-        step[ax] = p;
-    }
-    if (numel(cx, y) == 0) return true;
-    strides_of(tx, st);
-    strides_of(ty, sy);
-    int64_t src[IR_MAX_RANK];
-    for (int d = 0; d < r; d++) {
-        src[d] = st[d] * step[d];
-        src0 += start[d] * st[d];
-    }
-    emit_strided(cx, x, y, r, ty->dims, src, sy, src0, 0);
+    PlanCopy c;
+    const char *why;
+    if (!plan_slice(n, tx, ty, in, &c, &why)) return unsupported(cx, n, why);
+    emit_copy_plan(cx, x, y, &c);
     return true;
 }
 
@@ -465,38 +444,35 @@ static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     const char *T = ktype(cx, n);
     if (!T) return false;
-    const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b);
-    int64_t M = ta->rank >= 2 ? ta->dims[ta->rank - 2] : 1, K = ta->dims[ta->rank - 1];
-    int64_t N = tb->rank >= 2 ? tb->dims[tb->rank - 1] : 1;
-    int64_t ba = 1, bb = 1;
-    for (int d = 0; d < ta->rank - 2; d++) ba *= ta->dims[d];
-    for (int d = 0; d < tb->rank - 2; d++) bb *= tb->dims[d];
-    int64_t by = numel(cx, y) / (M * N > 0 ? M * N : 1);
+    PlanGemm g;
+    const char *why;
+    bool bias = n->op == IR_OP_FUSED_MAT_MUL && has_input(n, 2);
+    if (!plan_gemm(n, cgen_type(&cx->c, a), cgen_type(&cx->c, b),
+                   bias ? cgen_type(&cx->c, n->inputs[2]) : NULL, cgen_type(&cx->c, y), &g, &why))
+        return unsupported(cx, n, why);
+    int64_t M = g.M, N = g.N, K = g.K;
     MmPlan p;
     memset(&p, 0, sizeof p);
     p.alpha = 1.0;
-    if (ba == by && bb == 1) { /* B shared: fold A's batch into its rows */
-        M *= ba;
-        p.batch = 1;
-    } else if (ba == by && bb == by) {
-        p.batch = (int)by;
-        p.sa = N * K, p.sb = M * K, p.sd = M * N;
-    } else if (ba == 1 && bb == by) {
-        p.batch = (int)by;
-        p.sa = N * K, p.sb = 0, p.sd = M * N;
-    } else {
-        return unsupported(cx, n, "batch dimensions that broadcast on both sides");
-    }
-    if (p.batch == 1) p.sa = p.sb = p.sd = 0;
-    if (n->op == IR_OP_FUSED_MAT_MUL) {
-        p.act = act_kind(ir_attr_s(n, IR_ATTR_FUSED_MAT_MUL_ACTIVATION));
-        if (!p.act) return unsupported(cx, n, "this activation");
-        p.act_alpha = ir_attr_f(n, IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA);
-        p.act_beta = ir_attr_f(n, IR_ATTR_FUSED_MAT_MUL_ACT_BETA);
-        if (has_input(n, 2)) {
-            if (numel(cx, n->inputs[2]) != N) return unsupported(cx, n, "a bias that is not (N)");
-            p.bias = ptr(cx, n->inputs[2]);
+    p.batch = 1;
+    if (g.nb > 0) { /* one strided batch: B over every batch, A over all of them or shared */
+        bool a_all = true, a_none = true, b_all = true;
+        int64_t by = 1;
+        for (int d = 0; d < g.nb; d++) {
+            a_all &= g.sa[d] != 0, a_none &= g.sa[d] == 0, b_all &= g.sb[d] != 0;
+            by *= g.bdim[d];
         }
+        if (!b_all || (!a_all && !a_none))
+            return unsupported(cx, n, "batch dimensions that broadcast on both sides");
+        p.batch = (int)by;
+        p.sa = N * K, p.sb = a_all ? M * K : 0, p.sd = M * N;
+    }
+    if (g.fused) {
+        p.act = act_kind(g.activation);
+        if (!p.act) return unsupported(cx, n, "this activation");
+        p.act_alpha = g.act_alpha;
+        p.act_beta = g.act_beta;
+        if (bias) p.bias = ptr(cx, n->inputs[2]);
     }
     if (numel(cx, y) == 0) return true;
     p.half = T[0] == '_';
@@ -512,34 +488,32 @@ static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
  * cuBLASLt bias; any other C is first broadcast into Y and accumulated with beta. */
 static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
-    bool fused = n->op == IR_OP_FUSED_GEMM;
     const char *T = ktype(cx, n);
     if (!T) return false;
-    const IrType *ta = cgen_type(&cx->c, a), *tb = cgen_type(&cx->c, b), *ty = cgen_type(&cx->c, y);
-    if (ta->rank != 2 || tb->rank != 2) return unsupported(cx, n, "operands of rank != 2");
-    int trans_a = ir_attr_i(n, fused ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A) != 0;
-    int trans_b = ir_attr_i(n, fused ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B) != 0;
-    int64_t M = trans_a ? ta->dims[1] : ta->dims[0], K = trans_a ? ta->dims[0] : ta->dims[1];
-    int64_t N = trans_b ? tb->dims[0] : tb->dims[1];
+    const IrType *ty = cgen_type(&cx->c, y);
+    PlanGemm g;
+    const char *why;
+    if (!plan_gemm(n, cgen_type(&cx->c, a), cgen_type(&cx->c, b),
+                   has_input(n, 2) ? cgen_type(&cx->c, n->inputs[2]) : NULL, ty, &g, &why))
+        return unsupported(cx, n, why);
+    int64_t M = g.M, N = g.N, K = g.K;
     MmPlan p;
     memset(&p, 0, sizeof p);
-    p.alpha = ir_attr_f(n, fused ? IR_ATTR_FUSED_GEMM_ALPHA : IR_ATTR_GEMM_ALPHA);
-    double beta = ir_attr_f(n, fused ? IR_ATTR_FUSED_GEMM_BETA : IR_ATTR_GEMM_BETA);
-    if (fused) {
-        p.act = act_kind(ir_attr_s(n, IR_ATTR_FUSED_GEMM_ACTIVATION));
+    p.alpha = g.alpha;
+    if (g.fused) {
+        p.act = act_kind(g.activation);
         if (!p.act) return unsupported(cx, n, "this activation");
-        p.act_alpha = ir_attr_f(n, IR_ATTR_FUSED_GEMM_ACT_ALPHA);
-        p.act_beta = ir_attr_f(n, IR_ATTR_FUSED_GEMM_ACT_BETA);
+        p.act_alpha = g.act_alpha;
+        p.act_beta = g.act_beta;
     }
     if (numel(cx, y) == 0) return true;
-    if (has_input(n, 2) && beta != 0.0) {
+    if (g.has_c && g.beta != 0.0) {
         uint32_t c = n->inputs[2];
         const IrType *tc = cgen_type(&cx->c, c);
-        if (numel(cx, c) == N && beta == 1.0 && (tc->rank == 1 || tc->dims[0] == 1)) {
+        if (numel(cx, c) == N && g.beta == 1.0 && (tc->rank == 1 || tc->dims[0] == 1)) {
             p.bias = ptr(cx, c);
         } else { /* broadcast C into Y, then Y = alpha A'B' + beta Y */
             int64_t sc[IR_MAX_RANK], sy[IR_MAX_RANK], src[2];
-            if (tc->rank > 2) return unsupported(cx, n, "a C of rank above 2");
             strides_of(tc, sc);
             strides_of(ty, sy);
             for (int d = 0; d < 2; d++) {
@@ -548,15 +522,15 @@ static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
             }
             emit_strided(cx, c, y, 2, ty->dims, src, sy, 0, 0);
             p.C = ptr(cx, y);
-            p.beta = beta;
+            p.beta = g.beta;
         }
     }
     p.batch = 1;
     p.half = T[0] == '_';
     p.m = N, p.n = M, p.k = K;
     /* column-major view: op(B)^T is (N,K): B stored (K,N) -> as is, ld N; (N,K) -> T, ld K */
-    p.A = ptr(cx, b), p.trans_a = trans_b, p.lda = trans_b ? K : N;
-    p.B = ptr(cx, a), p.trans_b = trans_a, p.ldb = trans_a ? M : K;
+    p.A = ptr(cx, b), p.trans_a = g.trans_b, p.lda = g.trans_b ? K : N;
+    p.B = ptr(cx, a), p.trans_b = g.trans_a, p.ldb = g.trans_a ? M : K;
     p.D = ptr(cx, y), p.ldd = N;
     emit_lt(cx, &p);
     return true;
@@ -929,17 +903,11 @@ static bool emit_softmax(CudaCtx *cx, const IrNode *n) {
     if (!T) return false;
     bool is_log = n->op == IR_OP_LOG_SOFTMAX;
     const IrType *tx = cgen_type(&cx->c, x);
-    IrAttrId id = is_log ? IR_ATTR_LOG_SOFTMAX_AXIS : IR_ATTR_SOFTMAX_AXIS;
-    /* opsets 1-12 default to axis 1 and flatten the input to 2-D there */
-    int64_t axis = ir_attr_present(n, id) ? ir_attr_i(n, id) : (n->opset < 13 ? 1 : -1);
-    if (axis < 0) axis += tx->rank;
-    if (tx->rank == 0 || axis < 0 || axis >= tx->rank) return unsupported(cx, n, "this axis");
-    int64_t outer = 1, D = 1, inner = 1;
-    for (int d = 0; d < tx->rank; d++) {
-        if (d < axis) outer *= tx->dims[d];
-        else if (n->opset < 13 || d == axis) D *= tx->dims[d]; /* before 13: flatten at axis */
-        else inner *= tx->dims[d];
-    }
+    PlanRows r;
+    const char *why;
+    if (tx->rank == 0) return unsupported(cx, n, "a scalar input");
+    if (!plan_softmax_rows(n, tx, &r, &why)) return unsupported(cx, n, why);
+    int64_t outer = r.outer, D = r.len, inner = r.inner;
     if (numel(cx, y) == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     checked(cx, cgen_fmt(&cx->c, "kc_softmax(s, %s, %s, %lld, %lld, %lld, %d)", kptr(cx, x),

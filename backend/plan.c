@@ -1,0 +1,264 @@
+/* Lowering plans shared by the targets (plan.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/plan.h"
+#include "runtime/rt_data.h"
+
+void plan_copy(PlanCopy *c, int rank, const int64_t *dims, const int64_t *ys, int64_t yoff,
+               const int64_t *xs, int64_t xoff) {
+    IR_ASSERT(rank >= 0 && rank <= PLAN_COPY_MAX_DIMS);
+    c->rank = 0;
+    c->empty = false;
+    c->yoff = yoff;
+    c->xoff = xoff;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0) c->empty = true;
+        if (dims[d] <= 1) continue;
+        int m = c->rank;
+        if (m > 0 && c->ys[m - 1] == ys[d] * dims[d] && c->xs[m - 1] == xs[d] * dims[d]) {
+            c->dims[m - 1] *= dims[d];
+            c->ys[m - 1] = ys[d];
+            c->xs[m - 1] = xs[d];
+        } else {
+            c->dims[m] = dims[d];
+            c->ys[m] = ys[d];
+            c->xs[m] = xs[d];
+            c->rank++;
+        }
+    }
+}
+
+bool plan_copy_contiguous(const PlanCopy *c) {
+    return c->rank == 0 || (c->rank == 1 && c->ys[0] == 1 && c->xs[0] == 1);
+}
+
+int64_t plan_copy_elems(const PlanCopy *c) {
+    int64_t n = 1;
+    for (int d = 0; d < c->rank; d++) n *= c->dims[d];
+    return c->empty ? 0 : n;
+}
+
+void plan_strides(const int64_t *dims, int rank, int64_t *st) {
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= dims[d];
+    }
+}
+
+void plan_permute(PlanCopy *c, int rank, const int64_t *dims, const int *perm) {
+    int64_t vst[PLAN_COPY_MAX_DIMS], od[PLAN_COPY_MAX_DIMS], xs[PLAN_COPY_MAX_DIMS];
+    int64_t ys[PLAN_COPY_MAX_DIMS];
+    plan_strides(dims, rank, vst);
+    for (int i = 0; i < rank; i++) {
+        od[i] = dims[perm[i]];
+        xs[i] = vst[perm[i]];
+    }
+    plan_strides(od, rank, ys);
+    plan_copy(c, rank, od, ys, 0, xs, 0);
+}
+
+bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char **why) {
+    IrAttrId id = n->op == IR_OP_SOFTMAX       ? IR_ATTR_SOFTMAX_AXIS
+                  : n->op == IR_OP_LOG_SOFTMAX ? IR_ATTR_LOG_SOFTMAX_AXIS
+                                               : IR_ATTR_HARDMAX_AXIS;
+    bool legacy = n->opset < 13;
+    int64_t axis = ir_attr_present(n, id) ? ir_attr_i(n, id) : (legacy ? 1 : -1);
+    int64_t a = axis < 0 ? axis + x->rank : axis;
+    r->outer = r->len = r->inner = 1;
+    if (x->rank == 0) return true;
+    if (a < 0 || a >= x->rank) {
+        *why = "an axis out of range";
+        return false;
+    }
+    for (int d = 0; d < x->rank; d++) {
+        if (d < a) r->outer *= x->dims[d];
+        else if (d == a || legacy) r->len *= x->dims[d];
+        else r->inner *= x->dims[d];
+    }
+    return true;
+}
+
+int64_t plan_tensor_i64(const IrTensor *t, int64_t i) {
+    switch ((IrDType)t->dtype) {
+    case IR_DTYPE_I64: return ((const int64_t *)t->data)[i];
+    case IR_DTYPE_I32: return ((const int32_t *)t->data)[i];
+    case IR_DTYPE_I16: return ((const int16_t *)t->data)[i];
+    case IR_DTYPE_I8: return ((const int8_t *)t->data)[i];
+    case IR_DTYPE_U8: return ((const uint8_t *)t->data)[i];
+    case IR_DTYPE_F32: return (int64_t)((const float *)t->data)[i];
+    case IR_DTYPE_F64: return (int64_t)((const double *)t->data)[i];
+    default: return 0;
+    }
+}
+
+bool plan_slice(const IrNode *n, const IrType *x, const IrType *y, const IrTensor *const in[5],
+                PlanCopy *c, const char **why) {
+    int R = x->rank;
+    int64_t v[4][RT_MAX_RANK], cnt[4] = {0, 0, -1, -1};
+    const int64_t *list[4] = {NULL, NULL, NULL, NULL};
+    if (n->opset < 10) {
+        static const IrAttrId ids[3] = {IR_ATTR_SLICE_STARTS, IR_ATTR_SLICE_ENDS,
+                                        IR_ATTR_SLICE_AXES};
+        for (int k = 0; k < 3; k++) {
+            uint32_t m;
+            list[k] = ir_attr_ints(n, ids[k], &m);
+            cnt[k] = list[k] && m ? (int64_t)m : k < 2 ? 0 : -1;
+            if (k == 2 && cnt[k] < 0) list[k] = NULL;
+        }
+        if (cnt[0] != cnt[1] || (cnt[2] >= 0 && cnt[2] != cnt[0])) {
+            *why = "mismatched attributes";
+            return false;
+        }
+    } else {
+        for (int k = 0; k < 4; k++) {
+            const IrTensor *t = in[k + 1];
+            if (!t) continue;
+            if (t->n_elems > R) {
+                *why = "more slice entries than axes";
+                return false;
+            }
+            cnt[k] = t->n_elems;
+            for (int64_t i = 0; i < t->n_elems; i++) v[k][i] = plan_tensor_i64(t, i);
+            list[k] = v[k];
+        }
+        if (cnt[0] != cnt[1] || (cnt[2] >= 0 && cnt[2] != cnt[0]) ||
+            (cnt[3] >= 0 && cnt[3] != cnt[0])) {
+            *why = "mismatched slice inputs";
+            return false;
+        }
+    }
+    int64_t st[RT_MAX_RANK], sp[RT_MAX_RANK];
+    if (rt_slice_params(x->dims, R, list[0], list[1], list[2], list[3], cnt[0], y->dims, st,
+                        sp) != 0) {
+        *why = "slice parameters that disagree with the output shape";
+        return false;
+    }
+    int64_t xs[RT_MAX_RANK], ys[RT_MAX_RANK], xst[RT_MAX_RANK], off = 0;
+    plan_strides(x->dims, R, xs);
+    plan_strides(y->dims, R, ys);
+    for (int d = 0; d < R; d++) {
+        xst[d] = xs[d] * sp[d];
+        off += st[d] * xs[d];
+    }
+    plan_copy(c, R, y->dims, ys, 0, xst, off);
+    return true;
+}
+
+/* MatMul's batch loops (numpy broadcasting over the dims before the last two). */
+static bool matmul_batches(const IrType *ta, const IrType *tb, const IrType *ty, PlanGemm *p,
+                           const char **why) {
+    int ra = ta->rank, rb = tb->rank;
+    int bra = ra > 2 ? ra - 2 : 0, brb = rb > 2 ? rb - 2 : 0;
+    int ryb = ty->rank - (ra == 1 ? 0 : 1) - (rb == 1 ? 0 : 1);
+    if (ryb < 0 || ryb < bra || ryb < brb) {
+        *why = "an output rank";
+        return false;
+    }
+    int64_t ca = p->M * p->K, cb = p->K * p->N, cy = p->M * p->N;
+    int64_t st_a[IR_MAX_RANK], st_b[IR_MAX_RANK], st_y[IR_MAX_RANK];
+    for (int d = ryb - 1; d >= 0; d--) {
+        int da = d - (ryb - bra), db = d - (ryb - brb);
+        int64_t na = da >= 0 ? ta->dims[da] : 1, nbd = db >= 0 ? tb->dims[db] : 1;
+        int64_t out = ty->dims[d];
+        if ((na != 1 && na != out) || (nbd != 1 && nbd != out)) {
+            *why = "batch dimensions that do not broadcast";
+            return false;
+        }
+        st_a[d] = na == 1 ? 0 : ca;
+        st_b[d] = nbd == 1 ? 0 : cb;
+        st_y[d] = cy;
+        ca *= na, cb *= nbd, cy *= out;
+    }
+    p->nb = 0;
+    for (int d = 0; d < ryb; d++) {
+        if (ty->dims[d] == 1) continue;
+        p->bdim[p->nb] = ty->dims[d];
+        p->sa[p->nb] = st_a[d], p->sb[p->nb] = st_b[d], p->sy[p->nb] = st_y[d];
+        p->nb++;
+    }
+    /* B shared by every batch and A covering all of them: one product with M * batch rows */
+    bool fold = p->nb > 0;
+    for (int d = 0; d < p->nb && fold; d++)
+        fold = p->sb[d] == 0 && p->sa[d] == p->sy[d] / p->N * p->K;
+    if (fold) {
+        for (int d = 0; d < p->nb; d++) p->M *= p->bdim[d];
+        p->nb = 0;
+    }
+    return true;
+}
+
+bool plan_gemm(const IrNode *n, const IrType *ta, const IrType *tb, const IrType *tc,
+               const IrType *ty, PlanGemm *p, const char **why) {
+    memset(p, 0, sizeof *p);
+    p->alpha = 1.0;
+    bool gemm = n->op == IR_OP_GEMM || n->op == IR_OP_FUSED_GEMM;
+    p->fused = n->op == IR_OP_FUSED_GEMM || n->op == IR_OP_FUSED_MAT_MUL;
+    if (p->fused) {
+        bool g = n->op == IR_OP_FUSED_GEMM;
+        p->activation = ir_attr_s(n, g ? IR_ATTR_FUSED_GEMM_ACTIVATION
+                                       : IR_ATTR_FUSED_MAT_MUL_ACTIVATION);
+        p->act_alpha = ir_attr_f(n, g ? IR_ATTR_FUSED_GEMM_ACT_ALPHA
+                                      : IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA);
+        p->act_beta = ir_attr_f(n, g ? IR_ATTR_FUSED_GEMM_ACT_BETA
+                                     : IR_ATTR_FUSED_MAT_MUL_ACT_BETA);
+    }
+    int64_t kb;
+    if (gemm) {
+        bool fg = n->op == IR_OP_FUSED_GEMM;
+        if (ta->rank != 2 || tb->rank != 2) {
+            *why = "operands of rank != 2";
+            return false;
+        }
+        p->trans_a = ir_attr_i(n, fg ? IR_ATTR_FUSED_GEMM_TRANS_A : IR_ATTR_GEMM_TRANS_A) != 0;
+        p->trans_b = ir_attr_i(n, fg ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B) != 0;
+        p->alpha = ir_attr_f(n, fg ? IR_ATTR_FUSED_GEMM_ALPHA : IR_ATTR_GEMM_ALPHA);
+        p->beta = ir_attr_f(n, fg ? IR_ATTR_FUSED_GEMM_BETA : IR_ATTR_GEMM_BETA);
+        p->M = p->trans_a ? ta->dims[1] : ta->dims[0];
+        p->K = p->trans_a ? ta->dims[0] : ta->dims[1];
+        p->N = p->trans_b ? tb->dims[0] : tb->dims[1];
+        kb = p->trans_b ? tb->dims[1] : tb->dims[0];
+    } else {
+        int ra = ta->rank, rb = tb->rank;
+        if (ra < 1 || rb < 1) {
+            *why = "a rank-0 operand";
+            return false;
+        }
+        p->M = ra == 1 ? 1 : ta->dims[ra - 2];
+        p->K = ta->dims[ra - 1];
+        kb = rb == 1 ? tb->dims[0] : tb->dims[rb - 2];
+        p->N = rb == 1 ? 1 : tb->dims[rb - 1];
+    }
+    if (kb != p->K) {
+        snprintf(p->why, sizeof p->why, "inner dimensions %lld and %lld", (long long)p->K,
+                 (long long)kb);
+        *why = p->why;
+        return false;
+    }
+    if (!gemm && !matmul_batches(ta, tb, ty, p, why)) return false;
+    p->a_rs = p->trans_a ? 1 : p->K, p->a_cs = p->trans_a ? p->M : 1;
+    p->b_rs = p->trans_b ? 1 : p->N, p->b_cs = p->trans_b ? p->K : 1;
+    if (tc && gemm) { /* unidirectional broadcast of C to (M, N) */
+        int64_t cm = tc->rank >= 2 ? tc->dims[tc->rank - 2] : 1;
+        int64_t cn = tc->rank >= 1 ? tc->dims[tc->rank - 1] : 1;
+        if (tc->rank > 2 || (cm != 1 && cm != p->M) || (cn != 1 && cn != p->N)) {
+            snprintf(p->why, sizeof p->why, "a C that does not broadcast to (%lld, %lld)",
+                     (long long)p->M, (long long)p->N);
+            *why = p->why;
+            return false;
+        }
+        p->has_c = true;
+        p->c_rs = cm == 1 ? 0 : cn;
+        p->c_cs = cn == 1 ? 0 : 1;
+    } else if (tc) { /* FusedMatMul's bias: (N) over every row */
+        if (ir_type_numel(tc) != p->N) {
+            *why = "a bias that is not (N)";
+            return false;
+        }
+        p->has_c = true;
+        p->beta = 1.0;
+        p->c_rs = 0, p->c_cs = 1;
+    }
+    return true;
+}

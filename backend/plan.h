@@ -1,0 +1,78 @@
+/* Backend-neutral lowering plans: how a node's work is laid out, worked out once from the
+ * IR and rendered by each target in its own dialect (the C loops and runtime calls of
+ * backend/c/, the kernels of backend/cuda/). */
+#ifndef KILN_BACKEND_PLAN_H
+#define KILN_BACKEND_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+#define PLAN_COPY_MAX_DIMS (2 * IR_MAX_RANK) /* dims of one strided copy (Tile takes 2R) */
+
+/* A strided copy y[yoff + sum i*ys] = x[xoff + sum i*xs] over dims, in elements, with unit
+ * dims dropped and neighbours that are one run on both sides merged. rank 0: one element;
+ * empty: nothing to copy (a dim of 0). */
+typedef struct PlanCopy {
+    int rank;
+    int64_t dims[PLAN_COPY_MAX_DIMS], ys[PLAN_COPY_MAX_DIMS], xs[PLAN_COPY_MAX_DIMS];
+    int64_t yoff, xoff;
+    bool empty;
+} PlanCopy;
+
+void plan_copy(PlanCopy *c, int rank, const int64_t *dims, const int64_t *ys, int64_t yoff,
+               const int64_t *xs, int64_t xoff);
+/* Whether the copy is one contiguous run on both sides (a memcpy of plan_copy_elems). */
+bool plan_copy_contiguous(const PlanCopy *c);
+int64_t plan_copy_elems(const PlanCopy *c);
+/* The copy of y = transpose(x viewed as dims (rank of them, row-major), perm). */
+void plan_permute(PlanCopy *c, int rank, const int64_t *dims, const int *perm);
+/* Row-major strides of dims. */
+void plan_strides(const int64_t *dims, int rank, int64_t *st);
+
+/* Element i of integer (or float) tensor t as int64. */
+int64_t plan_tensor_i64(const IrTensor *t, int64_t i);
+
+/* The copy that Slice node n makes of x into y, from its starts, ends, axes and steps: the
+ * attributes before opset 10, else inputs 1..4 given as constants in[1..4] (NULL: absent;
+ * every present input must be constant here). Start and step per axis come from the
+ * runtime's own rt_slice_params. False, with *why, for mismatched lists or parameters that
+ * disagree with y's shape. */
+bool plan_slice(const IrNode *n, const IrType *x, const IrType *y, const IrTensor *const in[5],
+                PlanCopy *c, const char **why);
+
+/* A matrix product Y = act(alpha * op(A) @ op(B) + beta * C), as MatMul (numpy batch
+ * broadcasting), FusedMatMul, Gemm and FusedGemm mean it. Batches are loops over the
+ * output's batch dims of size > 1 with each operand's element stride (0: broadcast); when B
+ * is shared and A covers every batch, the batches fold into A's rows (nb 0). Operands are
+ * addressed by row and column strides: a (M,K) at a[i*a_rs + k*a_cs], b (K,N), and C
+ * broadcast to (M,N) at c[i*c_rs + j*c_cs] (has_c; MatMul's bias is a C of (N)). */
+typedef struct PlanGemm {
+    int64_t M, N, K;
+    int nb;
+    int64_t bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sy[IR_MAX_RANK];
+    bool trans_a, trans_b;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    double alpha, beta;
+    bool has_c;
+    bool fused;             /* FusedMatMul/FusedGemm: an activation epilogue */
+    const char *activation; /* its ONNX name ("" none) */
+    double act_alpha, act_beta;
+    char why[96]; /* room for a refusal that names sizes */
+} PlanGemm;
+
+/* The plan of MatMul, FusedMatMul, Gemm or FusedGemm node n over a, b, c (NULL: none) and
+ * y. False, with *why, for shapes that do not multiply or broadcast. */
+bool plan_gemm(const IrNode *n, const IrType *a, const IrType *b, const IrType *c,
+               const IrType *y, PlanGemm *p, const char **why);
+
+/* Softmax, LogSoftmax and Hardmax over rows: the input as (outer, len, inner), reduced
+ * along len. The axis defaults to -1, or to 1 before opset 13, where the input is also
+ * flattened to 2-D at the axis (inner 1). False, with *why, for an axis out of range. */
+typedef struct PlanRows {
+    int64_t outer, len, inner;
+} PlanRows;
+bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char **why);
+
+#endif

@@ -195,130 +195,172 @@ static RepRow *row_add(CliReport *r, int pass, const char *label) {
     return row;
 }
 
-/* Matches r->cur to the graph's present nodes and makes them the current snapshot; the
- * counts go to row (which may be NULL). Returns whether anything changed. */
-static bool advance(CliReport *r, const IrGraph *g, RepRow *row, int32_t row_index) {
-    RepSnap old = r->cur, nw = snap_take(r, g);
-    uint32_t *prod = xcalloc(r, g->n_values, sizeof *prod);
-    uint32_t *to = xcalloc(r, old.n, sizeof *to);
-    uint32_t *n_from = xcalloc(r, nw.n, sizeof *n_from);
-    bool *absorbed = xcalloc(r, old.n, sizeof *absorbed);
-    uint32_t *read_start = xcalloc(r, g->n_values + 1, sizeof *read_start), *readers = NULL;
-    NameIndex ix = {0};
-    bool changed = old.n != nw.n;
-    if (r->oom || !names_build(r, &ix, &nw)) goto out;
+/* Compressed rows: for each key, the items listed under it (items[start[k]..start[k+1])). */
+typedef struct Rows {
+    uint32_t *start, *items;
+} Rows;
 
-    for (uint32_t v = 0; v < g->n_values; v++) prod[v] = IR_NONE;
-    for (uint32_t k = 0; k < nw.n; k++)
-        for (uint32_t o = 0; o < nw.nodes[k].n_outputs; o++) {
-            uint32_t v = nw.nodes[k].outputs[o];
-            if (v < g->n_values) prod[v] = k;
-        }
-    /* the old nodes' readers of each value, as compressed rows */
-    for (uint32_t j = 0; j < old.n; j++)
-        for (uint32_t i = 0; i < old.nodes[j].n_inputs; i++) {
-            uint32_t v = old.nodes[j].inputs[i];
-            if (v < g->n_values) read_start[v + 1]++;
-        }
-    for (uint32_t v = 0; v < g->n_values; v++) read_start[v + 1] += read_start[v];
-    readers = xcalloc(r, read_start[g->n_values], sizeof *readers);
-    uint32_t *fill = xcalloc(r, g->n_values, sizeof *fill);
-    if (r->oom) {
+static void rows_free(Rows *x) {
+    free(x->start);
+    free(x->items);
+}
+
+/* The old nodes that read each value (keys: value ids). */
+static bool readers_build(CliReport *r, const RepSnap *old, uint32_t n_values, Rows *x) {
+    x->start = xcalloc(r, n_values + 1, sizeof *x->start);
+    if (!x->start) return false;
+    for (uint32_t j = 0; j < old->n; j++)
+        for (uint32_t i = 0; i < old->nodes[j].n_inputs; i++)
+            if (old->nodes[j].inputs[i] < n_values) x->start[old->nodes[j].inputs[i] + 1]++;
+    for (uint32_t v = 0; v < n_values; v++) x->start[v + 1] += x->start[v];
+    x->items = xcalloc(r, x->start[n_values], sizeof *x->items);
+    uint32_t *fill = xcalloc(r, n_values, sizeof *fill);
+    if (!x->items || !fill) {
         free(fill);
-        goto out;
+        return false;
     }
-    for (uint32_t j = 0; j < old.n; j++)
-        for (uint32_t i = 0; i < old.nodes[j].n_inputs; i++) {
-            uint32_t v = old.nodes[j].inputs[i];
-            if (v < g->n_values) readers[read_start[v] + fill[v]++] = j;
+    for (uint32_t j = 0; j < old->n; j++)
+        for (uint32_t i = 0; i < old->nodes[j].n_inputs; i++) {
+            uint32_t v = old->nodes[j].inputs[i];
+            if (v < n_values) x->items[x->start[v] + fill[v]++] = j;
         }
     free(fill);
+    return true;
+}
 
-    /* continued: the node now producing one of its results, else the node of its name */
-    for (uint32_t j = 0; j < old.n; j++) {
-        const RepNode *m = &old.nodes[j];
-        to[j] = IR_NONE;
-        for (uint32_t o = 0; o < m->n_outputs && to[j] == IR_NONE; o++)
-            if (m->outputs[o] < g->n_values) to[j] = prod[m->outputs[o]];
-        if (to[j] == IR_NONE) to[j] = names_find(&ix, &nw, m->name);
+/* The old nodes each new node continues (keys: new nodes), from to[] (IR_NONE: none). */
+static bool continued_build(CliReport *r, const uint32_t *to, uint32_t n_old, uint32_t n_new,
+                            Rows *x) {
+    x->start = xcalloc(r, n_new + 1, sizeof *x->start);
+    x->items = xcalloc(r, n_old, sizeof *x->items);
+    uint32_t *fill = xcalloc(r, n_new, sizeof *fill);
+    if (!x->start || !x->items || !fill) {
+        free(fill);
+        return false;
     }
-    /* fused: a vanished node whose reader went into a node of another op (readers come
-     * later in the order, so walk backwards) */
-    for (uint32_t jj = old.n; jj-- > 0;) {
-        const RepNode *m = &old.nodes[jj];
-        if (to[jj] != IR_NONE) continue;
-        for (uint32_t o = 0; o < m->n_outputs && to[jj] == IR_NONE; o++) {
-            uint32_t v = m->outputs[o];
-            if (v >= g->n_values) continue;
-            for (uint32_t q = read_start[v]; q < read_start[v + 1]; q++) {
-                uint32_t k = readers[q];
-                if (to[k] != IR_NONE && (absorbed[k] || old.nodes[k].op != nw.nodes[to[k]].op)) {
-                    to[jj] = to[k];
-                    absorbed[jj] = true;
-                    break;
+    for (uint32_t j = 0; j < n_old; j++)
+        if (to[j] != IR_NONE) x->start[to[j] + 1]++;
+    for (uint32_t k = 0; k < n_new; k++) x->start[k + 1] += x->start[k];
+    for (uint32_t j = 0; j < n_old; j++)
+        if (to[j] != IR_NONE) x->items[x->start[to[j]] + fill[to[j]]++] = j;
+    free(fill);
+    return true;
+}
+
+/* to[j]: the new node that old node j continues, or IR_NONE (removed); absorbed[j]: j
+ * vanished into to[j] (fused). A node continues as the node now producing one of its
+ * results, else as the node of its name; a vanished node whose reader continues as a node
+ * of another op (or was itself absorbed) went into that node. */
+static bool match_nodes(CliReport *r, const RepSnap *old, const RepSnap *nw, uint32_t n_values,
+                        uint32_t *to, bool *absorbed) {
+    uint32_t *prod = xcalloc(r, n_values, sizeof *prod);
+    NameIndex ix = {0};
+    Rows readers = {0};
+    bool ok = prod && names_build(r, &ix, nw) && readers_build(r, old, n_values, &readers);
+    if (ok) {
+        for (uint32_t v = 0; v < n_values; v++) prod[v] = IR_NONE;
+        for (uint32_t k = 0; k < nw->n; k++)
+            for (uint32_t o = 0; o < nw->nodes[k].n_outputs; o++)
+                if (nw->nodes[k].outputs[o] < n_values) prod[nw->nodes[k].outputs[o]] = k;
+        for (uint32_t j = 0; j < old->n; j++) {
+            const RepNode *m = &old->nodes[j];
+            to[j] = IR_NONE;
+            for (uint32_t o = 0; o < m->n_outputs && to[j] == IR_NONE; o++)
+                if (m->outputs[o] < n_values) to[j] = prod[m->outputs[o]];
+            if (to[j] == IR_NONE) to[j] = names_find(&ix, nw, m->name);
+        }
+        /* readers come later in the order: walk backwards */
+        for (uint32_t j = old->n; j-- > 0;) {
+            const RepNode *m = &old->nodes[j];
+            for (uint32_t o = 0; o < m->n_outputs && to[j] == IR_NONE; o++) {
+                uint32_t v = m->outputs[o];
+                if (v >= n_values) continue;
+                for (uint32_t q = readers.start[v]; q < readers.start[v + 1]; q++) {
+                    uint32_t k = readers.items[q];
+                    if (to[k] != IR_NONE &&
+                        (absorbed[k] || old->nodes[k].op != nw->nodes[to[k]].op)) {
+                        to[j] = to[k];
+                        absorbed[j] = true;
+                        break;
+                    }
                 }
             }
         }
     }
-    for (uint32_t j = 0; j < old.n; j++)
-        if (to[j] != IR_NONE) n_from[to[j]]++;
-
-    /* the new nodes' origins: the union of what they continue */
-    for (uint32_t k = 0; k < nw.n; k++) {
-        uint32_t total = 0;
-        int32_t inserted = -1;
-        for (uint32_t j = 0; j < old.n; j++)
-            if (to[j] == k) {
-                total += old.nodes[j].n_origins;
-                if (old.nodes[j].inserted_by >= 0) inserted = old.nodes[j].inserted_by;
-            }
-        RepNode *m = &nw.nodes[k];
-        m->origins = xcalloc(r, total, sizeof *m->origins);
-        if (!m->origins) goto out;
-        for (uint32_t j = 0; j < old.n; j++)
-            if (to[j] == k)
-                for (uint32_t q = 0; q < old.nodes[j].n_origins; q++)
-                    m->origins[m->n_origins++] = old.nodes[j].origins[q];
-        qsort(m->origins, m->n_origins, sizeof *m->origins, cmp_u32);
-        uint32_t u = 0;
-        for (uint32_t q = 0; q < m->n_origins; q++)
-            if (!u || m->origins[u - 1] != m->origins[q]) m->origins[u++] = m->origins[q];
-        m->n_origins = u;
-        if (n_from[k] == 0) m->inserted_by = row_index;
-        else if (!m->n_origins) m->inserted_by = inserted;
-        if (n_from[k] != 1) changed = true;
-    }
-    for (uint32_t j = 0; j < old.n; j++) {
-        if (to[j] != IR_NONE && !absorbed[j]) {
-            if (old.nodes[j].op != nw.nodes[to[j]].op) changed = true;
-            continue;
-        }
-        changed = true;
-        if (!row) continue;
-        if (absorbed[j]) continue;
-        row->removed++;
-        if (row->n_listed < REPORT_MAX_LISTED) {
-            if (!row->listed) row->listed = xcalloc(r, REPORT_MAX_LISTED, sizeof *row->listed);
-            if (row->listed)
-                row->listed[row->n_listed++] = (RepRemoved){old.nodes[j].op_type, old.nodes[j].name};
-        }
-    }
-    if (row) {
-        row->before = old.n;
-        row->after = nw.n;
-        for (uint32_t k = 0; k < nw.n; k++) {
-            if (n_from[k] == 0) row->inserted++;
-            else row->fused += n_from[k] - 1;
-        }
-    }
-out:
     free(prod);
-    free(to);
-    free(n_from);
-    free(absorbed);
-    free(read_start);
-    free(readers);
     free(ix.slots);
+    rows_free(&readers);
+    return ok;
+}
+
+/* New node m's origins: the union of those of the old nodes it continues (their indices in
+ * from[0..n)); inserted by row_index when it continues none. */
+static bool inherit_origins(CliReport *r, const RepSnap *old, const uint32_t *from, uint32_t n,
+                            RepNode *m, int32_t row_index) {
+    uint32_t total = 0;
+    int32_t inserted = -1;
+    for (uint32_t q = 0; q < n; q++) {
+        total += old->nodes[from[q]].n_origins;
+        if (old->nodes[from[q]].inserted_by >= 0) inserted = old->nodes[from[q]].inserted_by;
+    }
+    m->origins = xcalloc(r, total, sizeof *m->origins);
+    if (!m->origins) return false;
+    for (uint32_t q = 0; q < n; q++)
+        for (uint32_t i = 0; i < old->nodes[from[q]].n_origins; i++)
+            m->origins[m->n_origins++] = old->nodes[from[q]].origins[i];
+    qsort(m->origins, m->n_origins, sizeof *m->origins, cmp_u32);
+    uint32_t u = 0;
+    for (uint32_t q = 0; q < m->n_origins; q++)
+        if (!u || m->origins[u - 1] != m->origins[q]) m->origins[u++] = m->origins[q];
+    m->n_origins = u;
+    if (n == 0) m->inserted_by = row_index;
+    else if (!u) m->inserted_by = inserted;
+    return true;
+}
+
+/* Counts of row: nodes before and after, fused, removed (listed), inserted. */
+static void count_row(CliReport *r, RepRow *row, const RepSnap *old, const RepSnap *nw,
+                      const uint32_t *to, const bool *absorbed, const Rows *cont) {
+    row->before = old->n;
+    row->after = nw->n;
+    for (uint32_t k = 0; k < nw->n; k++) {
+        uint32_t n = cont->start[k + 1] - cont->start[k];
+        if (n == 0) row->inserted++;
+        else row->fused += n - 1;
+    }
+    for (uint32_t j = 0; j < old->n; j++) {
+        if (to[j] != IR_NONE || absorbed[j]) continue;
+        row->removed++;
+        if (row->n_listed == REPORT_MAX_LISTED) continue;
+        if (!row->listed) row->listed = xcalloc(r, REPORT_MAX_LISTED, sizeof *row->listed);
+        if (row->listed)
+            row->listed[row->n_listed++] = (RepRemoved){old->nodes[j].op_type, old->nodes[j].name};
+    }
+}
+
+/* Matches r->cur to the graph's present nodes, which become the current snapshot; the
+ * counts go to row (NULL: none), inserted nodes are marked with row_index. Returns whether
+ * anything changed (a node removed, fused, inserted or of another op). */
+static bool advance(CliReport *r, const IrGraph *g, RepRow *row, int32_t row_index) {
+    RepSnap old = r->cur, nw = snap_take(r, g);
+    uint32_t *to = xcalloc(r, old.n, sizeof *to);
+    bool *absorbed = xcalloc(r, old.n, sizeof *absorbed);
+    Rows cont = {0};
+    bool changed = old.n != nw.n;
+    if (!r->oom && match_nodes(r, &old, &nw, g->n_values, to, absorbed) &&
+        continued_build(r, to, old.n, nw.n, &cont)) {
+        for (uint32_t k = 0; k < nw.n; k++) {
+            uint32_t n = cont.start[k + 1] - cont.start[k];
+            if (!inherit_origins(r, &old, cont.items + cont.start[k], n, &nw.nodes[k], row_index))
+                break;
+            if (n != 1 || nw.nodes[k].op != old.nodes[cont.items[cont.start[k]]].op)
+                changed = true;
+        }
+        if (row) count_row(r, row, &old, &nw, to, absorbed, &cont);
+    }
+    free(to);
+    free(absorbed);
+    rows_free(&cont);
     snap_free(&old);
     r->cur = nw;
     return changed;

@@ -13,13 +13,13 @@ typedef struct BackendTarget {
     const char *bundle_source;  /* the file that holds NAME_run: "%s.c", "%s.cu" */
     bool (*op_native)(IrOp op); /* a kernel of its own for op (not a fallback) */
     /* before anything runs: whether the options suit the target (NULL: all do) */
-    bool (*accepts)(const CgenOptions *o, Diag *d);
+    bool (*accepts)(const BundleOptions *o, Diag *d);
     /* after stage OPTIMIZE: target rewrites (CUDA's float16 storage) and subgraph set-up */
-    bool (*prepare)(IrGraph *g, const CgenOptions *o, Diag *d);
+    bool (*prepare)(IrGraph *g, const BundleOptions *o, Diag *d);
     /* every node has a kernel, every stored value a static numeric type */
     bool (*check)(const IrGraph *g, Diag *d);
     /* after stage PLAN: the bundle's files in out_dir */
-    bool (*emit)(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+    bool (*emit)(IrGraph *g, const BundleOptions *o, const char *out_dir, Diag *d);
 } BackendTarget;
 
 /* The target called name, or NULL. */
@@ -29,14 +29,14 @@ const char *backend_target_names(void);
 
 /* The C target (backend/bundle.c, backend/c/). */
 bool cgen_op_native(IrOp op);
-bool cgen_prepare(IrGraph *g, const CgenOptions *o, Diag *d);
+bool cgen_prepare(IrGraph *g, const BundleOptions *o, Diag *d);
 bool cgen_check(const IrGraph *g, Diag *d);
-bool cgen_emit_bundle(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+bool cgen_emit_bundle(IrGraph *g, const BundleOptions *o, const char *out_dir, Diag *d);
 /* The CUDA target (backend/cuda/cuda.c). */
 bool cuda_op_native(IrOp op);
-bool cuda_accepts(const CgenOptions *o, Diag *d);
-bool cuda_prepare(IrGraph *g, const CgenOptions *o, Diag *d);
+bool cuda_accepts(const BundleOptions *o, Diag *d);
+bool cuda_prepare(IrGraph *g, const BundleOptions *o, Diag *d);
 bool cuda_check(const IrGraph *g, Diag *d);
-bool cuda_emit_bundle(IrGraph *g, const CgenOptions *o, const char *out_dir, Diag *d);
+bool cuda_emit_bundle(IrGraph *g, const BundleOptions *o, const char *out_dir, Diag *d);
 
 #endif

@@ -296,7 +296,7 @@ int cli_compile_run(int argc, char **argv) {
     }
     char *auto_name = name ? NULL : name_from_path(model);
     CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
-    CgenOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
+    BundleOptions opts = {name ? name : auto_name, strcmp(weights, "embed") == 0, test_main, model,
                         NULL, &popts, &co};
     uint32_t nodes_before = g->n_nodes;
     CompileWatch watch = {.report = report ? cli_report_new(g) : NULL};

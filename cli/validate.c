@@ -1044,7 +1044,7 @@ static int validate(ValidateOpts *o, const char *work) {
         nodes = record_nodes(g, &n_nodes);
         if (!nodes) goto done;
     }
-    CgenOptions copts = {.name = VALIDATE_BUNDLE, .test_main = true, .model_path = o->model};
+    BundleOptions copts = {.name = VALIDATE_BUNDLE, .test_main = true, .model_path = o->model};
     Diag d;
     diag_init(&d);
     bool ok = kiln_compile_graph(g, "c", &copts, bundle, &d);

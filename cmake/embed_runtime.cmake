@@ -2,7 +2,7 @@
 # bundles), so that the kiln binary needs nothing beside itself. Run with
 # cmake -DOUT=... -DFILES="a;b" -P embed_runtime.cmake
 set(body "/* Generated from runtime/ by cmake/embed_runtime.cmake. */\n#include \"backend/c/cgen.h\"\n\n")
-set(table "const CgenRuntimeFile cgen_runtime_files[] = {\n")
+set(table "const BundleRuntimeFile bundle_runtime_files[] = {\n")
 set(i 0)
 string(REPLACE "|" ";" FILES "${FILES}")
 foreach(f ${FILES})
@@ -14,6 +14,6 @@ foreach(f ${FILES})
   string(APPEND table "    {\"${name}\", rt_file_${i}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-string(APPEND table "};\nconst unsigned cgen_n_runtime_files = ${i};\n")
+string(APPEND table "};\nconst unsigned bundle_n_runtime_files = ${i};\n")
 file(WRITE ${OUT}.tmp "${body}${table}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

@@ -9,7 +9,7 @@ const char *kiln_targets(void) { return backend_target_names(); }
 
 bool kiln_target_known(const char *target) { return backend_target(target) != NULL; }
 
-bool kiln_compile_graph(IrGraph *g, const char *target, const CgenOptions *o,
+bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
                         const char *out_dir, Diag *d) {
     const BackendTarget *t = backend_target(target ? target : "c");
     if (!t) {
@@ -26,7 +26,7 @@ bool kiln_compile_graph(IrGraph *g, const char *target, const CgenOptions *o,
 }
 
 bool kiln_compile_file(const char *path, const OnnxLoadOptions *lo, const char *target,
-                       const CgenOptions *o, const char *out_dir, Diag *d) {
+                       const BundleOptions *o, const char *out_dir, Diag *d) {
     OnnxLoadOptions opts = {0};
     if (lo) opts = *lo;
     opts.infer_shapes = true;

@@ -19,12 +19,12 @@ bool kiln_target_known(const char *target);
 /* Compiles a loaded graph (shapes inferred) into a bundle in out_dir for target ("c" when
  * NULL): passes, target preparation and check, memory plan, emission. False after
  * diagnostics; g is changed either way (free it after). */
-bool kiln_compile_graph(IrGraph *g, const char *target, const CgenOptions *o,
+bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
                         const char *out_dir, Diag *d);
 
 /* Loads the model at path (with lo's dimension overrides; shape inference always on) and
  * compiles it as kiln_compile_graph does. */
 bool kiln_compile_file(const char *path, const OnnxLoadOptions *lo, const char *target,
-                       const CgenOptions *o, const char *out_dir, Diag *d);
+                       const BundleOptions *o, const char *out_dir, Diag *d);
 
 #endif

@@ -60,33 +60,33 @@ const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) {
     va_start(ap, fmt);
     cw_vraw(&tmp, fmt, ap);
     va_end(ap);
-    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf ? tmp.buf : "");
+    const char *s = ir_arena_strdup(&cx->b.scratch, tmp.buf ? tmp.buf : "");
     cw_free(&tmp);
     return s;
 }
 
-const IrType *cgen_type(const CgenCtx *cx, uint32_t v) { return &cx->g->values[v].type; }
+const IrType *cgen_type(const CgenCtx *cx, uint32_t v) { return &cx->b.g->values[v].type; }
 
 int64_t cgen_numel(const CgenCtx *cx, uint32_t v) { return ir_type_numel(cgen_type(cx, v)); }
 
 const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v) {
     if (v == IR_NONE) return NULL;
-    const IrValue *val = &cx->g->values[v];
+    const IrValue *val = &cx->b.g->values[v];
     return val->kind == IR_VALUE_CONST ? val->tensor : NULL;
 }
 
 const char *cgen_ptr(CgenCtx *cx, uint32_t v) {
     IR_ASSERT(v != IR_NONE);
-    const IrValue *val = &cx->g->values[v];
+    const IrValue *val = &cx->b.g->values[v];
     const char *ct = cgen_ctype((IrDType)val->type.dtype);
     if (cx->expr && cx->expr[v]) return cx->expr[v];
-    if (cx->field[v]) {
+    if (cx->b.field[v]) {
         bool is_input = val->kind == IR_VALUE_INPUT;
-        return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->field[v]);
+        return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->b.field[v]);
     }
-    if (cx->weight_offset[v] >= 0) {
+    if (cx->b.weight_offset[v] >= 0) {
         cx->uses_w = true;
-        return cgen_fmt(cx, "((const %s *)(w + %lld))", ct, (long long)cx->weight_offset[v]);
+        return cgen_fmt(cx, "((const %s *)(w + %lld))", ct, (long long)cx->b.weight_offset[v]);
     }
     cx->uses_a = true;
     IR_ASSERT(val->mem_offset >= 0);
@@ -103,16 +103,6 @@ void cgen_test_main_includes(CWriter *w, const char *name) {
     cw_blank(w);
 }
 
-const char *cgen_upper_name(CgenCtx *cx) {
-    if (!cx->upper) {
-        char *u = ir_arena_strdup(&cx->scratch, cx->opts->name);
-        for (char *p = u; *p; p++)
-            if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
-        cx->upper = u;
-    }
-    return cx->upper;
-}
-
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b) {
     return strcmp(cgen_ptr(cx, a), cgen_ptr(cx, b)) == 0;
 }
@@ -124,7 +114,7 @@ const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) cw_raw(&tmp, "%s%lld", i ? ", " : "", (long long)v[i]);
     if (n == 0) cw_raw(&tmp, "0");
     cw_raw(&tmp, "}");
-    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
+    const char *s = ir_arena_strdup(&cx->b.scratch, tmp.buf);
     cw_free(&tmp);
     return s;
 }
@@ -133,26 +123,19 @@ const char *cgen_dims(CgenCtx *cx, const IrType *t) {
     return cgen_i64_list(cx, t->dims, t->rank > 0 ? (uint32_t)t->rank : 0);
 }
 
-/* The runtime file a name refers to, from the files embedded at build time. */
-static const CgenRuntimeFile *runtime_text(const char *name) {
-    for (unsigned i = 0; i < cgen_n_runtime_files; i++)
-        if (strcmp(cgen_runtime_files[i].name, name) == 0) return &cgen_runtime_files[i];
-    return NULL;
-}
-
 void cgen_use_runtime(CgenCtx *cx, const char *file) {
     for (uint32_t i = 0; i < cx->n_runtime; i++)
         if (strcmp(cx->runtime[i], file) == 0) return;
-    const CgenRuntimeFile *rf = runtime_text(file);
+    const BundleRuntimeFile *rf = bundle_runtime_file(file);
     IR_ASSERT(rf); /* an emitter names a runtime file that does not exist */
     /* the files it includes come first, so that the bundle holds everything it needs */
     for (const char *p = strstr(rf->text, "#include \"rt_"); p; p = strstr(p + 1, "#include \"rt_")) {
         const char *start = p + strlen("#include \""), *end = strchr(start, '"');
         if (!end || end - start >= 64) continue;
-        for (unsigned i = 0; i < cgen_n_runtime_files; i++)
-            if (strlen(cgen_runtime_files[i].name) == (size_t)(end - start) &&
-                strncmp(cgen_runtime_files[i].name, start, (size_t)(end - start)) == 0)
-                cgen_use_runtime(cx, cgen_runtime_files[i].name);
+        for (unsigned i = 0; i < bundle_n_runtime_files; i++)
+            if (strlen(bundle_runtime_files[i].name) == (size_t)(end - start) &&
+                strncmp(bundle_runtime_files[i].name, start, (size_t)(end - start)) == 0)
+                cgen_use_runtime(cx, bundle_runtime_files[i].name);
     }
     for (uint32_t i = 0; i < cx->n_runtime; i++) /* added meanwhile through an include */
         if (strcmp(cx->runtime[i], file) == 0) return;
@@ -177,35 +160,21 @@ bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    diag_error(cx->d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
+    diag_error(cx->b.d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
                n->op_type, n->opset, msg);
     return false;
 }
 
-bool cgen_has_count(const IrGraph *g, uint32_t v) {
-    if (v == IR_NONE || v >= g->n_values) return false;
-    const IrValue *val = &g->values[v];
-    if (val->kind != IR_VALUE_NODE || val->producer == IR_NONE) return false;
-    const IrNode *n = &g->nodes[val->producer];
-    switch (n->op) {
-    case IR_OP_NON_ZERO:
-    case IR_OP_COMPRESS:
-    case IR_OP_NON_MAX_SUPPRESSION: return val->result_index == 0;
-    case IR_OP_UNIQUE: return val->result_index != 2; /* inverse_indices has a fixed size */
-    default: return false;
-    }
-}
-
 void cgen_emit_count(CgenCtx *cx, const uint32_t *vals, uint32_t n, const char *count,
                      int64_t bound) {
-    const IrGraph *g = cx->g;
+    const IrGraph *g = cx->b.g;
     bool root = g->parent == NULL && cx->expr == NULL;
     uint32_t *uses = ir_use_counts(g); /* node inputs, subgraph reads and graph outputs */
     bool internal = false;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = vals[i];
         if (v == IR_NONE) continue;
-        IR_ASSERT(cgen_has_count(g, v));
+        IR_ASSERT(bundle_has_count(g, v));
         uint32_t as_output = 0; /* graph output slots of the root: the caller sees the count */
         for (uint32_t k = 0; root && k < g->n_outputs; k++) as_output += g->outputs[k] == v;
         internal |= uses[v] > as_output;
@@ -219,22 +188,12 @@ void cgen_emit_count(CgenCtx *cx, const uint32_t *vals, uint32_t n, const char *
         bool is_output = false;
         for (uint32_t k = 0; v != IR_NONE && k < g->n_outputs; k++) is_output |= g->outputs[k] == v;
         if (!is_output) continue;
-        IR_ASSERT(cx->field[v]); /* bundle.c names every node value that is a graph output */
-        cw_line(cx->w, "*out->%s_count = %s;", cx->field[v], count);
+        IR_ASSERT(cx->b.field[v]); /* bundle.c names every node value that is a graph output */
+        cw_line(cx->w, "*out->%s_count = %s;", cx->b.field[v], count);
     }
 }
 
-const char *cgen_type_str(CgenCtx *cx, const IrType *t) {
-    CWriter tmp;
-    cw_init(&tmp);
-    cw_raw(&tmp, "%s[", ir_dtype_name((IrDType)t->dtype));
-    for (int i = 0; i < t->rank; i++) cw_raw(&tmp, "%s%lld", i ? "," : "", (long long)t->dims[i]);
-    cw_raw(&tmp, "]");
-    if (t->layout == IR_LAYOUT_NHWC) cw_raw(&tmp, " NHWC"); /* dims listed in (N,H,W,C) order */
-    const char *s = ir_arena_strdup(&cx->scratch, tmp.buf);
-    cw_free(&tmp);
-    return s;
-}
+const char *cgen_type_str(CgenCtx *cx, const IrType *t) { return bundle_type_str(&cx->b, t); }
 
 static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
     CWriter tmp;
@@ -243,15 +202,15 @@ static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
     for (uint32_t k = 0; k < n->n_inputs; k++) {
         uint32_t v = n->inputs[k];
         if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
-                    cgen_type_str(cx, &cx->g->values[v].type));
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->b.g->values[v].name,
+                    cgen_type_str(cx, &cx->b.g->values[v].type));
     }
     cw_raw(&tmp, ") -> ");
     for (uint32_t k = 0; k < n->n_outputs; k++) {
         uint32_t v = n->outputs[k];
         if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->g->values[v].name,
-                    cgen_type_str(cx, &cx->g->values[v].type));
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->b.g->values[v].name,
+                    cgen_type_str(cx, &cx->b.g->values[v].type));
     }
     cw_comment(cx->w, "%s", tmp.buf);
     cw_free(&tmp);
@@ -259,8 +218,8 @@ static void emit_node_comment(CgenCtx *cx, const IrNode *n) {
 
 bool cgen_emit_nodes(CgenCtx *cx) {
     bool ok = true;
-    for (uint32_t i = 0; i < cx->g->n_nodes; i++) {
-        const IrNode *n = &cx->g->nodes[i];
+    for (uint32_t i = 0; i < cx->b.g->n_nodes; i++) {
+        const IrNode *n = &cx->b.g->nodes[i];
         if (n->dead) continue;
         cx->node = i;
         emit_node_comment(cx, n);

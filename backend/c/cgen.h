@@ -8,45 +8,27 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/bundle.h"
 #include "backend/cwriter.h"
 #include "ir/ir.h"
 
-#define CGEN_ALIGN 64        /* arena and weights alignment, = PASS_ARENA_ALIGN */
-#define CGEN_MAX_RUNTIME 64  /* runtime files one bundle can use */
+#define CGEN_MAX_RUNTIME 64 /* runtime files one bundle can use */
 
-typedef struct CgenOptions {
-    const char *name;         /* bundle name: a C identifier, prefix of every symbol */
-    bool embed_weights;       /* weights as a C array (NAME_weights.c) instead of a .bin */
-    bool test_main;           /* also write NAME_test_main.c (reads inputs from files) */
-    const char *model_path;   /* for comments and the README */
-    const char *command_line; /* the kiln command that produced the bundle */
-    const struct PassOptions *passes; /* which optional passes run; NULL: all */
-    const struct CudaOptions *cuda;   /* --target cuda: precision, convolutions (NULL: defaults) */
-} CgenOptions;
-
+/* The C dialect's context: the bundle (placement, options, scratch) and the body being
+ * written. Control flow emits a subgraph with a copy whose b.g, b.field and
+ * b.weight_offset are the subgraph's. */
 typedef struct CgenCtx {
-    const IrGraph *g;
-    const CgenOptions *opts;
-    Diag *d;
+    BundleCtx b;
     CWriter *w;          /* the body of NAME_run */
-    IrArena scratch;     /* strings handed to emitters */
     const char *runtime[CGEN_MAX_RUNTIME];
     uint32_t n_runtime;
-    int64_t *weight_offset; /* per value id: offset in the weights blob, -1 if none */
-    int64_t weights_size;
-    const char **field;  /* per value id: struct field name of graph inputs/outputs */
     uint32_t node;       /* the node being emitted */
     uint32_t n_temps;    /* counter for unique local names */
     bool uses_rc;        /* a kernel returned a status: NAME_run declares rc */
     bool uses_w, uses_a; /* the body refers to the weights / the arena */
-    /* Subgraphs (control flow, cgen_control.c): every graph of the model, root first then
-     * depth first, with the weight offsets of its constants; and, inside a subgraph, per
-     * value id a pointer expression that overrides the placement (NULL at the root). */
-    const IrGraph **graphs;
-    int64_t **graph_weight_offset;
-    uint32_t n_graphs;
+    /* Inside a subgraph (control flow, cgen_control.c): per value id a pointer expression
+     * that overrides the placement (NULL at the root). */
     const char **expr;
-    const char *upper;   /* the bundle's name in capitals, once cgen_upper_name made it */
 } CgenCtx;
 
 /* An emitter writes the code of one node; false (after a diagnostic) if it cannot. */
@@ -63,8 +45,6 @@ const char *cgen_ctype(IrDType t);              /* "float", "int64_t", "uint16_t
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
 /* The opening of a test main (C and CUDA): the C headers, NAME.h and POISON_BYTE. */
 void cgen_test_main_includes(CWriter *w, const char *name);
-/* The bundle's name in capitals, the prefix of its macros (made once, kept in cx). */
-const char *cgen_upper_name(CgenCtx *cx);
 /* Whether a and b are the same bytes (the planner let a view share its input's block). */
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b);
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v);
@@ -82,7 +62,7 @@ void cgen_call_checked(CgenCtx *cx, const char *fmt, ...) CW_PRINTF(2, 3);
 /* A diagnostic naming the node; returns false. */
 bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) CW_PRINTF(3, 4);
 
-/* "f32[1,3,224,224]" */
+/* "f32[1,3,224,224]" (bundle_type_str) */
 const char *cgen_type_str(CgenCtx *cx, const IrType *t);
 /* Emits every live node of cx->g in order, each after a comment naming it. */
 bool cgen_emit_nodes(CgenCtx *cx);
@@ -124,25 +104,5 @@ void cgen_register_fusedelt(CgenEmitFn *table);
  * operands written $0 and $1, in the compute type of n's first input (float for f32 and
  * f16, double for f64); false after a diagnostic naming n. */
 bool cgen_eltwise_expr(CgenCtx *cx, const IrNode *n, const char **expr);
-
-/* Bundle helpers exported from bundle.c for the CUDA bundle writer (backend/cuda.c). */
-/* Field names of graph inputs/outputs (cx->field) and weight offsets (cx->weight_offset,
- * cx->graphs...). cx->scratch, cx->field and cx->weight_offset must be ready. */
-void cgen_bundle_assign(CgenCtx *cx, IrGraph *g);
-/* The NAME_outputs field of output slot i. */
-const char *cgen_output_field(CgenCtx *cx, IrGraph *g, uint32_t i);
-/* Writes dir/file from a writer (taking its text) or from bytes; false after a diagnostic. */
-bool cgen_write_text(const char *dir, const char *file, CWriter *w, Diag *d);
-bool cgen_write_raw(const char *dir, const char *file, const void *data, size_t len, Diag *d);
-/* Writes NAME_weights.bin (or .c with opts->embed_weights) from cx's weight offsets. */
-bool cgen_write_weights(CgenCtx *cx, const char *dir, Diag *d);
-
-/* The runtime files, embedded at build time (gen/runtime_files.c). */
-typedef struct CgenRuntimeFile {
-    const char *name;
-    const char *text;
-} CgenRuntimeFile;
-extern const CgenRuntimeFile cgen_runtime_files[];
-extern const unsigned cgen_n_runtime_files;
 
 #endif

@@ -180,7 +180,7 @@ static int64_t value_bytes(const CgenCtx *cx, uint32_t v) {
     return (int64_t)ir_dtype_size_bytes((IrDType)t->dtype, ir_type_numel(t));
 }
 
-/* Opens the scope of subgraph sub of cx->g into *in. cx is suspended (it must not allocate)
+/* Opens the scope of subgraph sub of cx->b.g into *in. cx is suspended (it must not allocate)
  * until scope_close. */
 static void scope_open(CgenCtx *cx, const IrGraph *sub, CgenCtx *in) {
     const char **expr = calloc(sub->n_values + 1, sizeof *expr);
@@ -188,34 +188,34 @@ static void scope_open(CgenCtx *cx, const IrGraph *sub, CgenCtx *in) {
     IR_ASSERT(expr && field);
     for (uint32_t v = 0; v < sub->n_values; v++) {
         const IrValue *val = &sub->values[v];
-        if (val->kind == IR_VALUE_OUTER && val->producer < cx->g->n_values)
+        if (val->kind == IR_VALUE_OUTER && val->producer < cx->b.g->n_values)
             expr[v] = cgen_ptr(cx, val->producer);
     }
     uint32_t gi = 0;
-    while (gi < cx->n_graphs && cx->graphs[gi] != sub) gi++;
-    IR_ASSERT(gi < cx->n_graphs);
+    while (gi < cx->b.n_graphs && cx->b.graphs[gi] != sub) gi++;
+    IR_ASSERT(gi < cx->b.n_graphs);
     *in = *cx;
-    in->g = sub;
-    in->field = field;
+    in->b.g = sub;
+    in->b.field = field;
     in->expr = expr;
-    in->weight_offset = cx->graph_weight_offset[gi];
+    in->b.weight_offset = cx->b.graph_weight_offset[gi];
 }
 
 static void scope_close(CgenCtx *cx, CgenCtx *in) {
-    cx->scratch = in->scratch;
+    cx->b.scratch = in->b.scratch;
     memcpy(cx->runtime, in->runtime, sizeof cx->runtime);
     cx->n_runtime = in->n_runtime;
     cx->n_temps = in->n_temps;
     cx->uses_rc = in->uses_rc;
     cx->uses_w = in->uses_w;
     cx->uses_a = in->uses_a;
-    free(in->field);
+    free(in->b.field);
     free(in->expr);
 }
 
 /* Whether the planner has v, a subgraph output, written straight into the node's output. */
 static bool written_in_place(const CgenCtx *in, uint32_t v) {
-    const IrValue *val = &in->g->values[v];
+    const IrValue *val = &in->b.g->values[v];
     return val->kind == IR_VALUE_NODE && val->producer != IR_NONE && val->mem_offset < 0;
 }
 
@@ -255,9 +255,9 @@ static bool emit_if(CgenCtx *cx, const IrNode *n) {
     uint32_t bi[2] = {body_index(n, IR_ATTR_IF_THEN_BRANCH), body_index(n, IR_ATTR_IF_ELSE_BRANCH)};
     const IrGraph *br[2];
     for (int i = 0; i < 2; i++) {
-        if (bi[i] >= cx->g->n_subgraphs)
+        if (bi[i] >= cx->b.g->n_subgraphs)
             return cgen_unsupported(cx, n, "an If without both branches");
-        br[i] = cx->g->subgraphs[bi[i]];
+        br[i] = cx->b.g->subgraphs[bi[i]];
         if (br[i]->n_outputs != n->n_outputs)
             return cgen_unsupported(cx, n, "a branch with %u outputs for %u results",
                                     br[i]->n_outputs, n->n_outputs);
@@ -271,7 +271,7 @@ static bool emit_if(CgenCtx *cx, const IrNode *n) {
                                         cgen_type_str(cx, bt), cgen_type_str(cx, ot));
         }
     }
-    const char **dst = ir_arena_alloc(&cx->scratch, (n->n_outputs + 1) * sizeof *dst);
+    const char **dst = ir_arena_alloc(&cx->b.scratch, (n->n_outputs + 1) * sizeof *dst);
     for (uint32_t k = 0; k < n->n_outputs; k++)
         dst[k] = n->outputs[k] != IR_NONE ? cgen_ptr(cx, n->outputs[k]) : NULL;
     cw_open(cx->w, "if (%s[0])", cgen_ptr(cx, n->inputs[0]));
@@ -290,8 +290,8 @@ static bool emit_if(CgenCtx *cx, const IrNode *n) {
  * body(iter_num, cond, v...N) -> (cond, v...N, scan...K). */
 static bool emit_loop(CgenCtx *cx, const IrNode *n) {
     uint32_t bi = body_index(n, IR_ATTR_LOOP_BODY);
-    if (bi >= cx->g->n_subgraphs) return cgen_unsupported(cx, n, "a Loop without a body");
-    const IrGraph *b = cx->g->subgraphs[bi];
+    if (bi >= cx->b.g->n_subgraphs) return cgen_unsupported(cx, n, "a Loop without a body");
+    const IrGraph *b = cx->b.g->subgraphs[bi];
     uint32_t n_carried = n->n_inputs - 2;
     if (n->n_outputs < n_carried || b->n_inputs != n_carried + 2 ||
         b->n_outputs != 1 + n->n_outputs)
@@ -343,8 +343,8 @@ static bool emit_loop(CgenCtx *cx, const IrNode *n) {
     /* pointers of the enclosing graph first: cx is suspended while the body's scope is open */
     const char *mp = n->inputs[0] != IR_NONE ? cgen_ptr(cx, n->inputs[0]) : NULL;
     const char *cp = has_cond ? cgen_ptr(cx, n->inputs[1]) : NULL;
-    const char **init = ir_arena_alloc(&cx->scratch, (n_carried + 1) * sizeof *init);
-    const char **dst = ir_arena_alloc(&cx->scratch, (n->n_outputs + 1) * sizeof *dst);
+    const char **init = ir_arena_alloc(&cx->b.scratch, (n_carried + 1) * sizeof *init);
+    const char **dst = ir_arena_alloc(&cx->b.scratch, (n->n_outputs + 1) * sizeof *dst);
     for (uint32_t k = 0; k < n_carried; k++) init[k] = cgen_ptr(cx, n->inputs[2 + k]);
     for (uint32_t k = 0; k < n->n_outputs; k++)
         dst[k] = n->outputs[k] != IR_NONE ? cgen_ptr(cx, n->outputs[k]) : NULL;
@@ -416,8 +416,8 @@ typedef struct ScanSlice {
  * axis and the sequence axis next; body(states...N, slices...M) -> (states, outputs). */
 static bool emit_scan(CgenCtx *cx, const IrNode *n) {
     uint32_t bi = body_index(n, IR_ATTR_SCAN_BODY);
-    if (bi >= cx->g->n_subgraphs) return cgen_unsupported(cx, n, "a Scan without a body");
-    const IrGraph *b = cx->g->subgraphs[bi];
+    if (bi >= cx->b.g->n_subgraphs) return cgen_unsupported(cx, n, "a Scan without a body");
+    const IrGraph *b = cx->b.g->subgraphs[bi];
     bool v8 = n->opset < 9;
     uint32_t base = v8 ? 1 : 0;
     if (v8 && n->n_inputs > 0 && n->inputs[0] != IR_NONE)
@@ -443,7 +443,7 @@ static bool emit_scan(CgenCtx *cx, const IrNode *n) {
     int ax0 = v8 ? 1 : scan_axis(n, false, 0, t0->rank);
     if (ax0 < 0 || ax0 >= t0->rank) return cgen_unsupported(cx, n, "a scan axis out of range");
     int64_t batch = v8 ? t0->dims[0] : 1, len = t0->dims[ax0];
-    ScanSlice *sl = ir_arena_alloc(&cx->scratch, (n->n_outputs + m + 1) * sizeof *sl);
+    ScanSlice *sl = ir_arena_alloc(&cx->b.scratch, (n->n_outputs + m + 1) * sizeof *sl);
     ScanSlice *osl = sl + m;
     bool need_o = false;
     for (uint32_t j = 0; j < (uint32_t)m + n_scan_out; j++) {
@@ -486,8 +486,8 @@ static bool emit_scan(CgenCtx *cx, const IrNode *n) {
                 return cgen_unsupported(cx, n, "a state passed to another state slot");
     }
     /* pointers of the enclosing graph first: cx is suspended while the body's scope is open */
-    const char **init = ir_arena_alloc(&cx->scratch, (n_state + 1) * sizeof *init);
-    const char **dst = ir_arena_alloc(&cx->scratch, (n->n_outputs + 1) * sizeof *dst);
+    const char **init = ir_arena_alloc(&cx->b.scratch, (n_state + 1) * sizeof *init);
+    const char **dst = ir_arena_alloc(&cx->b.scratch, (n->n_outputs + 1) * sizeof *dst);
     for (uint32_t k = 0; k < n_state; k++) init[k] = cgen_ptr(cx, n->inputs[base + k]);
     for (uint32_t k = 0; k < n->n_outputs; k++)
         dst[k] = n->outputs[k] != IR_NONE ? cgen_ptr(cx, n->outputs[k]) : NULL;
@@ -519,7 +519,7 @@ static bool emit_scan(CgenCtx *cx, const IrNode *n) {
                                (long long)bytes);
     }
     /* pointer to the slice (or its first row when outer > 1) of a scanned tensor */
-    const char **at = ir_arena_alloc(&in.scratch, (n->n_outputs + m + 1) * sizeof *at);
+    const char **at = ir_arena_alloc(&in.b.scratch, (n->n_outputs + m + 1) * sizeof *at);
     for (uint32_t j = 0; j < (uint32_t)m + n_scan_out; j++) {
         ScanSlice *s = j < (uint32_t)m ? &sl[j] : &osl[j - (uint32_t)m];
         if (!s->base) continue;

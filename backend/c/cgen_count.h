@@ -8,12 +8,8 @@
 
 #include "backend/c/cgen.h"
 
-/* True when value v of g is an output of one of those ops that carries a run-time count:
- * output 0 of NonZero, Compress and NonMaxSuppression, outputs 0, 1 and 3 of Unique. */
-bool cgen_has_count(const IrGraph *g, uint32_t v);
-
 /* Emits what follows a counting kernel whose count is the C expression `count` and whose
- * outputs vals[0..n) (IR_NONE entries skipped, each one cgen_has_count) were compiled with
+ * outputs vals[0..n) (IR_NONE entries skipped, each one bundle_has_count) were compiled with
  * `bound` rows: "if (count != bound) return RT_ERR_SHAPE;" when a node reads any of them
  * (downstream ops see the bound and cannot skip the fill), then, for each that is an output
  * of the root graph, "*out->F_count = count;". */

@@ -164,7 +164,7 @@ static const char *flex_value(FlexSub *fs, uint32_t v) {
         return fs->val[v] = cgen_fmt(cx, "((const %s *)(w + %lld))[%s]", ct,
                                      (long long)fs->woff[v], idx);
     }
-    if (val->kind == IR_VALUE_OUTER && val->producer < cx->g->n_values)
+    if (val->kind == IR_VALUE_OUTER && val->producer < cx->b.g->n_values)
         return fs->val[v] = cgen_fmt(cx, "%s[%s]", cgen_ptr(cx, val->producer), idx);
     cgen_unsupported(cx, fs->owner, "%s value '%s' (neither a node result, a constant nor an "
                      "enclosing graph's value)", fs->what, val->name);
@@ -314,9 +314,9 @@ static bool flex_emit_sub(CgenCtx *cx, const IrNode *owner, const char *what,
                                 cgen_type_str(cx, tin), cgen_type_str(cx, tout),
                                 cgen_type_str(cx, &want));
     uint32_t gi = 0;
-    while (gi < cx->n_graphs && cx->graphs[gi] != sub) gi++;
-    IR_ASSERT(gi < cx->n_graphs);
-    FlexSub fs = {cx, owner, what, sub, cx->graph_weight_offset[gi], NULL, {0}};
+    while (gi < cx->b.n_graphs && cx->b.graphs[gi] != sub) gi++;
+    IR_ASSERT(gi < cx->b.n_graphs);
+    FlexSub fs = {cx, owner, what, sub, cx->b.graph_weight_offset[gi], NULL, {0}};
     memcpy(fs.full, full, sizeof fs.full);
     fs.val = calloc(sub->n_values + 1, sizeof *fs.val);
     bool *need = calloc(sub->n_values + 1, sizeof *need);
@@ -382,9 +382,9 @@ static bool flex_emit_sub(CgenCtx *cx, const IrNode *owner, const char *what,
 static const IrGraph *flex_graph(CgenCtx *cx, const IrNode *n, IrAttrId id) {
     const IrAttr *a = ir_node_attr(n, id);
     if (!a || !a->present || a->kind != IR_ATTR_KIND_GRAPH || a->n < 1 || !a->graphs ||
-        a->graphs[0] >= cx->g->n_subgraphs)
+        a->graphs[0] >= cx->b.g->n_subgraphs)
         return NULL;
-    return cx->g->subgraphs[a->graphs[0]];
+    return cx->b.g->subgraphs[a->graphs[0]];
 }
 
 static bool emit_flex_attention(CgenCtx *cx, const IrNode *n) {

@@ -76,7 +76,7 @@ static bool emit_fused_eltwise(CgenCtx *cx, const IrNode *n) {
         operand[k] = lit[k] ? lit[k] : cgen_fmt(cx, "x%d[%s]", k, cgen_bcast_index(cx, &L, k + 1));
     }
     const char *CT = dbl ? "double" : "float";
-    const char **body = ir_arena_alloc(&cx->scratch, n_steps * sizeof *body);
+    const char **body = ir_arena_alloc(&cx->b.scratch, n_steps * sizeof *body);
     for (uint32_t s = 0; s < n_steps; s++) {
         IrNode step;
         IrAttr slots[FEL_MAX_ATTRS];

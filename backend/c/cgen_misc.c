@@ -830,7 +830,7 @@ static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
     for (uint32_t k = 0; k < nlt; k++)
         if (ltarget[k] < 0 || ltarget[k] >= n_targets)
             return cgen_unsupported(cx, n, "leaf %u with a target out of range", k);
-    int64_t *root_leaf = ir_arena_alloc(&cx->scratch, (nr + 1) * sizeof(int64_t));
+    int64_t *root_leaf = ir_arena_alloc(&cx->b.scratch, (nr + 1) * sizeof(int64_t));
     for (uint32_t k = 0; k < nr; k++) {
         int64_t r = roots[k];
         if (r < 0 || r >= (int64_t)nn) return cgen_unsupported(cx, n, "a root out of range");
@@ -838,12 +838,12 @@ static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
         if (root_leaf[k] && r >= (int64_t)nlt) return cgen_unsupported(cx, n, "a leaf root");
     }
     /* membership sets, NaN-delimited, in the order of the member nodes */
-    int64_t *mstart = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
-    int64_t *mcount = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mstart = ir_arena_alloc(&cx->b.scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mcount = ir_arena_alloc(&cx->b.scratch, (nn + 1) * sizeof(int64_t));
     int64_t n_mem = mem ? mem->n_elems : 0, pos = 0;
-    double *members = ir_arena_alloc(&cx->scratch, (size_t)(n_mem + 1) * sizeof(double));
-    double *split_d = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(double));
-    double *weight_d = ir_arena_alloc(&cx->scratch, (nlt + 1) * sizeof(double));
+    double *members = ir_arena_alloc(&cx->b.scratch, (size_t)(n_mem + 1) * sizeof(double));
+    double *split_d = ir_arena_alloc(&cx->b.scratch, (nn + 1) * sizeof(double));
+    double *weight_d = ir_arena_alloc(&cx->b.scratch, (nlt + 1) * sizeof(double));
     for (int64_t i = 0; i < n_mem; i++)
         members[i] = m_tensor_f(mem, i);
     for (uint32_t k = 0; k < nn; k++) {
@@ -857,8 +857,8 @@ static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
     }
     for (uint32_t k = 0; k < nlt; k++)
         weight_d[k] = m_tensor_f(lw, k);
-    int64_t *mode64 = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
-    int64_t *mt64 = ir_arena_alloc(&cx->scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mode64 = ir_arena_alloc(&cx->b.scratch, (nn + 1) * sizeof(int64_t));
+    int64_t *mt64 = ir_arena_alloc(&cx->b.scratch, (nn + 1) * sizeof(int64_t));
     for (uint32_t k = 0; k < nn; k++)
         mode64[k] = mode[k], mt64[k] = mtrue ? mtrue[k] : 0;
     if (rows == 0) return true;

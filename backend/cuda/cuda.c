@@ -26,12 +26,6 @@ void cuda_use_runtime(CudaCtx *cx, const char *file) {
 
 static int64_t dev_align(int64_t x) { return (x + CUDA_DEV_ALIGN - 1) / CUDA_DEV_ALIGN * CUDA_DEV_ALIGN; }
 
-static const CgenRuntimeFile *runtime_file(const char *name) {
-    for (unsigned i = 0; i < cgen_n_runtime_files; i++)
-        if (strcmp(cgen_runtime_files[i].name, name) == 0) return &cgen_runtime_files[i];
-    return NULL;
-}
-
 /* A subgraph runs inside its control-flow node's generic kernel, as C code: every node has
  * a C kernel and every value it stores is a static numeric tensor. */
 static bool check_subgraph(const IrGraph *g, Diag *d) {
@@ -97,14 +91,14 @@ static void emit_node_comment(CudaCtx *cx, const IrNode *n) {
     cw_raw(&tmp, "%s '%s': (", n->op_type, n->name);
     for (uint32_t k = 0; k < n->n_inputs; k++) {
         uint32_t v = n->inputs[k];
-        cw_raw(&tmp, "%s%s", k ? ", " : "", v == IR_NONE ? "_" : cx->c.g->values[v].name);
+        cw_raw(&tmp, "%s%s", k ? ", " : "", v == IR_NONE ? "_" : cx->c.b.g->values[v].name);
     }
     cw_raw(&tmp, ") -> ");
     for (uint32_t k = 0; k < n->n_outputs; k++) {
         uint32_t v = n->outputs[k];
         if (v == IR_NONE) cw_raw(&tmp, "%s_", k ? ", " : "");
-        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->c.g->values[v].name,
-                    cgen_type_str(&cx->c, &cx->c.g->values[v].type));
+        else cw_raw(&tmp, "%s%s %s", k ? ", " : "", cx->c.b.g->values[v].name,
+                    cgen_type_str(&cx->c, &cx->c.b.g->values[v].type));
     }
     cw_comment(cx->c.w, "%s", tmp.buf);
     cw_free(&tmp);
@@ -127,10 +121,10 @@ static const char *const cpp_keywords[] = {
 
 static bool field_taken(CudaCtx *cx, IrGraph *g, const char *f) {
     for (uint32_t i = 0; i < g->n_inputs; i++)
-        if (strcmp(cx->c.field[g->inputs[i]], f) == 0) return true;
+        if (strcmp(cx->c.b.field[g->inputs[i]], f) == 0) return true;
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        if (cx->out_field[i] && (strcmp(cx->out_field[i], f) == 0 ||
-                                 strcmp(cgen_fmt(&cx->c, "%s_count", cx->out_field[i]), f) == 0))
+        if (cx->c.b.out_field[i] && (strcmp(cx->c.b.out_field[i], f) == 0 ||
+                                 strcmp(cgen_fmt(&cx->c, "%s_count", cx->c.b.out_field[i]), f) == 0))
             return true;
     return false;
 }
@@ -146,22 +140,20 @@ static const char *cpp_safe(CudaCtx *cx, IrGraph *g, const char *f) {
     return f;
 }
 
-/* cx->out_field from the C backend's names, then every input and output field C++-safe
- * (values written in place follow their output's field). */
+/* Every input and output field C++-safe (values written in place follow their output's
+ * field). */
 static void cpp_safe_fields(CudaCtx *cx, IrGraph *g) {
-    cx->out_field = ir_arena_alloc(&cx->c.scratch, (g->n_outputs + 1) * sizeof *cx->out_field);
-    for (uint32_t i = 0; i < g->n_outputs; i++) cx->out_field[i] = cgen_output_field(&cx->c, g, i);
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
-        cx->c.field[v] = cpp_safe(cx, g, cx->c.field[v]);
+        cx->c.b.field[v] = cpp_safe(cx, g, cx->c.b.field[v]);
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
-        const char *old = cx->out_field[i], *f = cpp_safe(cx, g, old);
+        const char *old = cx->c.b.out_field[i], *f = cpp_safe(cx, g, old);
         if (f == old) continue;
         uint32_t v = g->outputs[i];
-        const char *cur = cx->c.field[v];
-        if (g->values[v].kind == IR_VALUE_NODE && cur && strcmp(cur, old) == 0) cx->c.field[v] = f;
-        cx->out_field[i] = f;
+        const char *cur = cx->c.b.field[v];
+        if (g->values[v].kind == IR_VALUE_NODE && cur && strcmp(cur, old) == 0) cx->c.b.field[v] = f;
+        cx->c.b.out_field[i] = f;
     }
 }
 
@@ -182,11 +174,11 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     size_t body_len = cx->c.w->len, kernels_len = cx->kernels->len;
     uint32_t n_kernels = cx->n_kernels;
     bool uses_status = cx->uses_status;
-    Diag quiet, *d = cx->c.d;
+    Diag quiet, *d = cx->c.b.d;
     diag_init(&quiet);
-    cx->c.d = &quiet;
+    cx->c.b.d = &quiet;
     bool ok = cuda_emit_table[n->op](cx, n);
-    cx->c.d = d;
+    cx->c.b.d = d;
     diag_free(&quiet);
     if (ok) return true;
     cw_truncate(cx->c.w, body_len);
@@ -220,8 +212,8 @@ static const char *node_kind(CudaCtx *cx, size_t body_from, uint32_t generic_bef
 
 static bool emit_body(CudaCtx *cx, IrGraph *g) {
     bool ok = true;
-    cx->prof_name = ir_arena_alloc(&cx->c.scratch, (g->n_nodes + 1) * sizeof *cx->prof_name);
-    cx->prof_kind = ir_arena_alloc(&cx->c.scratch, (g->n_nodes + 1) * sizeof *cx->prof_kind);
+    cx->prof_name = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_name);
+    cx->prof_kind = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_kind);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead) continue;
@@ -237,8 +229,8 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) { /* outputs no node wrote in place */
         uint32_t v = g->outputs[i];
-        const char *f = cx->out_field[i];
-        if (cx->c.field[v] && strcmp(cx->c.field[v], f) == 0 && g->values[v].kind == IR_VALUE_NODE)
+        const char *f = cx->c.b.out_field[i];
+        if (cx->c.b.field[v] && strcmp(cx->c.b.field[v], f) == 0 && g->values[v].kind == IR_VALUE_NODE)
             continue;
         cw_comment(cx->c.w, "output '%s' is a copy", g->values[v].name);
         if (value_bytes(cx, v) > 0)
@@ -254,7 +246,7 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
 typedef struct DevLayout {
     int64_t col, lt_ws, status, total;
     int64_t *in, *out; /* per graph input / output slot */
-    int64_t *count;    /* per output slot with a run-time count (cgen_has_count), else -1 */
+    int64_t *count;    /* per output slot with a run-time count (bundle_has_count), else -1 */
 } DevLayout;
 
 static void dev_layout(CudaCtx *cx, IrGraph *g, DevLayout *L) {
@@ -263,8 +255,8 @@ static void dev_layout(CudaCtx *cx, IrGraph *g, DevLayout *L) {
     off += dev_align(cx->col_bytes);
     L->lt_ws = off;
     off += CUDA_LT_WORKSPACE;
-    L->in = ir_arena_alloc(&cx->c.scratch, (g->n_inputs + 1) * sizeof *L->in);
-    L->out = ir_arena_alloc(&cx->c.scratch, (g->n_outputs + 1) * sizeof *L->out);
+    L->in = ir_arena_alloc(&cx->c.b.scratch, (g->n_inputs + 1) * sizeof *L->in);
+    L->out = ir_arena_alloc(&cx->c.b.scratch, (g->n_outputs + 1) * sizeof *L->out);
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         L->in[i] = off;
         off += dev_align(value_bytes(cx, g->inputs[i]));
@@ -273,10 +265,10 @@ static void dev_layout(CudaCtx *cx, IrGraph *g, DevLayout *L) {
         L->out[i] = off;
         off += dev_align(value_bytes(cx, g->outputs[i]));
     }
-    L->count = ir_arena_alloc(&cx->c.scratch, (g->n_outputs + 1) * sizeof *L->count);
+    L->count = ir_arena_alloc(&cx->c.b.scratch, (g->n_outputs + 1) * sizeof *L->count);
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         L->count[i] = -1;
-        if (cgen_has_count(g, g->outputs[i])) {
+        if (bundle_has_count(g, g->outputs[i])) {
             L->count[i] = off;
             off += CUDA_DEV_ALIGN;
         }
@@ -286,9 +278,9 @@ static void dev_layout(CudaCtx *cx, IrGraph *g, DevLayout *L) {
 }
 
 static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L) {
-    const char *N = cx->c.opts->name, *U = cgen_upper_name(&cx->c);
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
     cw_line(h, "/* %s.h: generated by kiln %s from %s (CUDA). Do not edit.", N, KILN_VERSION,
-            cx->c.opts->model_path ? cx->c.opts->model_path : "a model");
+            cx->c.b.opts->model_path ? cx->c.b.opts->model_path : "a model");
     cw_line(h, " *");
     cw_line(h, " * Usage:");
     cw_line(h, " *   int st;");
@@ -315,7 +307,7 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
             (long long)g->arena_size_bytes);
     cw_line(h, "#define %s_DEVICE_BYTES %lld /* the whole device arena */", U, (long long)L->total);
     cw_line(h, "#define %s_WEIGHTS_SIZE %lld /* bytes of %s_weights.bin */", U,
-            (long long)cx->c.weights_size, N);
+            (long long)cx->c.b.weights_size, N);
     cw_blank(h);
     cw_line(h, "/* Status codes. */");
     cw_line(h, "#define %s_OK 0", U);
@@ -334,7 +326,7 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
         cw_line(h, "const %s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                cx->c.field[v], cgen_type_str(&cx->c, &g->values[v].type), g->values[v].name);
+                cx->c.b.field[v], cgen_type_str(&cx->c, &g->values[v].type), g->values[v].name);
     }
     if (g->n_inputs == 0) cw_line(h, "int unused; /* the model has no inputs */");
     cw_close(h, cgen_fmt(&cx->c, " %s_inputs;", N));
@@ -343,12 +335,12 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         cw_line(h, "%s *%s; /* %s '%s' */", cgen_ctype((IrDType)g->values[v].type.dtype),
-                cx->out_field[i], cgen_type_str(&cx->c, &g->values[v].type),
+                cx->c.b.out_field[i], cgen_type_str(&cx->c, &g->values[v].type),
                 g->values[v].name);
-        if (cgen_has_count(g, v))
+        if (bundle_has_count(g, v))
             cw_line(h, "int64_t *%s_count; /* its run-time count (rows up to the compiled "
                        "bound; the rest is fill); NULL: not wanted */",
-                    cx->out_field[i]);
+                    cx->c.b.out_field[i]);
     }
     cw_close(h, cgen_fmt(&cx->c, " %s_outputs;", N));
     cw_blank(h);
@@ -392,12 +384,12 @@ static void emit_header(CudaCtx *cx, IrGraph *g, CWriter *h, const DevLayout *L)
 
 /* "if (!in->a || !in->b || !out->y) return NAME_ERR_NULL;" for one side of the API. */
 static void emit_null_checks(CudaCtx *cx, IrGraph *g, CWriter *c) {
-    const char *U = cgen_upper_name(&cx->c);
+    const char *U = bundle_upper_name(&cx->c.b);
     cw_indent(c);
     cw_raw(c, "if (!ctx || !in || !out");
-    for (uint32_t i = 0; i < g->n_inputs; i++) cw_raw(c, " || !in->%s", cx->c.field[g->inputs[i]]);
+    for (uint32_t i = 0; i < g->n_inputs; i++) cw_raw(c, " || !in->%s", cx->c.b.field[g->inputs[i]]);
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_raw(c, " || !out->%s", cx->out_field[i]);
+        cw_raw(c, " || !out->%s", cx->c.b.out_field[i]);
     cw_raw(c, ") return %s_ERR_NULL;\n", U);
 }
 
@@ -407,7 +399,7 @@ static void emit_io_copies(CudaCtx *cx, IrGraph *g, CWriter *c, bool inputs, con
     uint32_t n = inputs ? g->n_inputs : g->n_outputs;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = inputs ? g->inputs[i] : g->outputs[i];
-        const char *f = inputs ? cx->c.field[v] : cx->out_field[i];
+        const char *f = inputs ? cx->c.b.field[v] : cx->c.b.out_field[i];
         if (value_bytes(cx, v) == 0) continue;
         if (inputs)
             cw_line(c, "if (in->%s != ctx->in.%s) KC_CUDA(cudaMemcpyAsync((void *)ctx->in.%s, "
@@ -419,8 +411,8 @@ static void emit_io_copies(CudaCtx *cx, IrGraph *g, CWriter *c, bool inputs, con
                     stream);
     }
     for (uint32_t i = 0; !inputs && i < n; i++) {
-        if (!cgen_has_count(g, g->outputs[i])) continue;
-        const char *f = cx->out_field[i];
+        if (!bundle_has_count(g, g->outputs[i])) continue;
+        const char *f = cx->c.b.out_field[i];
         cw_line(c, "if (out->%s_count && out->%s_count != ctx->out.%s_count) "
                    "KC_CUDA(cudaMemcpyAsync(out->%s_count, ctx->out.%s_count, sizeof(int64_t), "
                    "cudaMemcpy%s, %s));", f, f, f, f, f, kind, stream);
@@ -456,7 +448,7 @@ bool cuda_uses_word(const char *text, const char *word) {
 
 /* Host pointers: copy in, run, copy out, wait. */
 static void emit_run_host(CudaCtx *cx, IrGraph *g, CWriter *c) {
-    const char *N = cx->c.opts->name, *U = cgen_upper_name(&cx->c);
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
     cw_open(c, "int %s_cuda_run_host(%s_cuda_ctx *ctx, const %s_inputs *in, %s_outputs *out)", N,
             N, N, N);
     cw_line(c, "int rc;");
@@ -473,7 +465,7 @@ static void emit_run_host(CudaCtx *cx, IrGraph *g, CWriter *c) {
 
 /* NAME_cuda_profile and its node tables. */
 static void emit_profile(CudaCtx *cx, CWriter *c) {
-    const char *N = cx->c.opts->name, *U = cgen_upper_name(&cx->c);
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
     const char *const *tables[2] = {cx->prof_name, cx->prof_kind};
     const char *table_names[2] = {"nodes", "kinds"};
     for (int t = 0; t < 2; t++) {
@@ -508,9 +500,9 @@ static void emit_profile(CudaCtx *cx, CWriter *c) {
 }
 
 static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L) {
-    const char *N = cx->c.opts->name, *U = cgen_upper_name(&cx->c);
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
     cw_line(c, "/* %s.cu: generated by kiln %s from %s. Do not edit.", N, KILN_VERSION,
-            cx->c.opts->model_path ? cx->c.opts->model_path : "a model");
+            cx->c.b.opts->model_path ? cx->c.b.opts->model_path : "a model");
     cw_line(c, " * %u nodes; arena %lld bytes (lower bound %lld); products in %s. */", g->n_nodes,
             (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
             cx->prec == CUDA_PREC_FP16 ? "float16 storage, fp16 tensor cores with fp32 accumulation"
@@ -608,16 +600,16 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "ctx->status = (int *)(ctx->dev + %s_OFF_STATUS);", U);
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
-        cw_line(c, "ctx->in.%s = (const %s *)(ctx->dev + %lld);", cx->c.field[v],
+        cw_line(c, "ctx->in.%s = (const %s *)(ctx->dev + %lld);", cx->c.b.field[v],
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)L->in[i]);
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        cw_line(c, "ctx->out.%s = (%s *)(ctx->dev + %lld);", cx->out_field[i],
+        cw_line(c, "ctx->out.%s = (%s *)(ctx->dev + %lld);", cx->c.b.out_field[i],
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)L->out[i]);
         if (L->count[i] >= 0)
             cw_line(c, "ctx->out.%s_count = (int64_t *)(ctx->dev + %lld);",
-                    cx->out_field[i], (long long)L->count[i]);
+                    cx->c.b.out_field[i], (long long)L->count[i]);
     }
     cw_line(c, "if (cublasLtCreate(&ctx->lt) != CUBLAS_STATUS_SUCCESS) return %s_ERR_CUBLAS;", U);
     cw_line(c, "KC_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));");
@@ -686,7 +678,7 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
 
 
 static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
-    const char *N = cx->c.opts->name, *U = cgen_upper_name(&cx->c);
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
     cw_line(c, "/* %s_test_main.cu: generated by kiln. A test harness, not part of the model code:", N);
     cw_line(c, " * %s_test WEIGHTS_FILE IN_FILE... OUT_FILE... reads each input as raw little-endian", N);
     cw_line(c, " * bytes, poisons the outputs, runs the model on the GPU through %s_cuda_run_host and", N);
@@ -748,7 +740,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "if (k == 0) k = 1;");
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
-        const char *f = cx->out_field[i];
+        const char *f = cx->c.b.out_field[i];
         cw_line(c, "out.%s = (%s *)malloc(%lld + 1);", f,
                 cgen_ctype((IrDType)g->values[v].type.dtype), (long long)value_bytes(cx, v));
         cw_line(c, "if (!out.%s || !(fo[%u] = fopen(argv[arg + %u], \"wb\"))) { fprintf(stderr, "
@@ -759,11 +751,11 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_open(c, "for (size_t j = 0; j < k; j++)");
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
-        cw_line(c, "in.%s = (const %s *)(in%u + j * %lld);", cx->c.field[v],
+        cw_line(c, "in.%s = (const %s *)(in%u + j * %lld);", cx->c.b.field[v],
                 cgen_ctype((IrDType)g->values[v].type.dtype), i, (long long)value_bytes(cx, v));
     }
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "memset(out.%s, POISON_BYTE, %lld + 1);", cx->out_field[i],
+        cw_line(c, "memset(out.%s, POISON_BYTE, %lld + 1);", cx->c.b.out_field[i],
                 (long long)value_bytes(cx, g->outputs[i]));
     cw_line(c, "rc = %s_cuda_run_host(ctx, &in, &out);", N);
     cw_line(c, "if (rc != %s_OK) { fprintf(stderr, \"%s_cuda_run_host failed on sample %%lu: "
@@ -772,7 +764,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
         int64_t nb = value_bytes(cx, g->outputs[i]);
         if (nb > 0)
             cw_line(c, "if (fwrite(out.%s, 1, %lld, fo[%u]) != %lld) { fprintf(stderr, \"%%s: "
-                       "cannot write\\n\", argv[arg + %u]); return 2; }", cx->out_field[i],
+                       "cannot write\\n\", argv[arg + %u]); return 2; }", cx->c.b.out_field[i],
                     (long long)nb, i, (long long)nb, i);
     }
     cw_close(c, NULL);
@@ -785,7 +777,7 @@ static void emit_test_main(CudaCtx *cx, IrGraph *g, CWriter *c) {
 }
 
 static void emit_cmake(CudaCtx *cx, CWriter *c) {
-    const char *N = cx->c.opts->name;
+    const char *N = cx->c.b.opts->name;
     cw_line(c, "# Generated by kiln %s. Builds the model as a static CUDA library.", KILN_VERSION);
     cw_line(c, "cmake_minimum_required(VERSION 3.18)");
     cw_line(c, "if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)");
@@ -799,7 +791,7 @@ static void emit_cmake(CudaCtx *cx, CWriter *c) {
     cw_line(c, "add_library(%s STATIC %s.cu)", N, N);
     cw_line(c, "target_include_directories(%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})", N);
     cw_line(c, "target_link_libraries(%s PUBLIC CUDA::cudart CUDA::cublasLt)", N);
-    if (cx->c.opts->test_main) {
+    if (cx->c.b.opts->test_main) {
         cw_line(c, "if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/%s_test_main.cu)", N);
         cw_line(c, "  add_executable(%s_test %s_test_main.cu)", N, N);
         cw_line(c, "  target_link_libraries(%s_test PRIVATE %s)", N, N);
@@ -808,24 +800,24 @@ static void emit_cmake(CudaCtx *cx, CWriter *c) {
 }
 
 static void emit_readme(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L) {
-    const char *N = cx->c.opts->name;
+    const char *N = cx->c.b.opts->name;
     cw_line(c, "# %s (CUDA)", N);
     cw_blank(c);
     cw_line(c, "Generated by kiln %s from `%s`%s.", KILN_VERSION,
-            cx->c.opts->model_path ? cx->c.opts->model_path : "a model",
-            cx->c.opts->command_line ? cgen_fmt(&cx->c, " with `%s`", cx->c.opts->command_line)
+            cx->c.b.opts->model_path ? cx->c.b.opts->model_path : "a model",
+            cx->c.b.opts->command_line ? cgen_fmt(&cx->c, " with `%s`", cx->c.b.opts->command_line)
                                      : "");
     cw_blank(c);
     cw_line(c, "| input | type |");
     cw_line(c, "|---|---|");
     for (uint32_t i = 0; i < g->n_inputs; i++)
-        cw_line(c, "| `%s` | %s |", cx->c.field[g->inputs[i]],
+        cw_line(c, "| `%s` | %s |", cx->c.b.field[g->inputs[i]],
                 cgen_type_str(&cx->c, &g->values[g->inputs[i]].type));
     cw_blank(c);
     cw_line(c, "| output | type |");
     cw_line(c, "|---|---|");
     for (uint32_t i = 0; i < g->n_outputs; i++)
-        cw_line(c, "| `%s` | %s |", cx->out_field[i],
+        cw_line(c, "| `%s` | %s |", cx->c.b.out_field[i],
                 cgen_type_str(&cx->c, &g->values[g->outputs[i]].type));
     cw_blank(c);
     cw_line(c, "- arena: %lld bytes planned (lower bound %lld, naive sum %lld); one device "
@@ -833,7 +825,7 @@ static void emit_readme(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
             (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
             (long long)g->arena_naive_bytes, (long long)L->total);
     cw_line(c, "- weights: %lld bytes (`%s_weights.bin`), uploaded once by `%s_cuda_init`",
-            (long long)cx->c.weights_size, N, N);
+            (long long)cx->c.b.weights_size, N, N);
     cw_line(c, "- matrix products: cuBLASLt, %s",
             cx->prec == CUDA_PREC_FP16 ? "fp16 tensor cores with fp32 accumulation"
                                        : "fp32 (TF32 off)");
@@ -862,37 +854,29 @@ bool cuda_op_native(IrOp op) {
 
 static const CudaOptions cuda_defaults = {CUDA_PREC_FP32, CUDA_CONV_AUTO};
 
-bool cuda_accepts(const CgenOptions *opts, Diag *d) {
+bool cuda_accepts(const BundleOptions *opts, Diag *d) {
     if (!opts->embed_weights) return true;
     diag_error(d, "the CUDA backend reads weights from NAME_weights.bin (--weights embed is "
                   "for the C backend)");
     return false;
 }
 
-bool cuda_prepare(IrGraph *g, const CgenOptions *opts, Diag *d) {
+bool cuda_prepare(IrGraph *g, const BundleOptions *opts, Diag *d) {
     const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
     if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
     return cgen_control_prepare(g, d);
 }
 
-bool cuda_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, Diag *d) {
+bool cuda_emit_bundle(IrGraph *g, const BundleOptions *opts, const char *out_dir, Diag *d) {
     const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
     cuda_tables_init();
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-        diag_error(d, "%s: cannot create: %s", out_dir, strerror(errno));
-        return false;
-    }
+    if (!bundle_make_dir(out_dir, d)) return false;
     CudaCtx cx;
     memset(&cx, 0, sizeof cx);
     cx.prec = co->prec;
     cx.conv = co->conv;
-    cx.c.g = g;
-    cx.c.opts = opts;
-    cx.c.d = d;
-    cx.c.weight_offset = calloc(g->n_values + 1, sizeof *cx.c.weight_offset);
-    cx.c.field = calloc(g->n_values + 1, sizeof *cx.c.field);
-    IR_ASSERT(cx.c.weight_offset && cx.c.field);
-    cgen_bundle_assign(&cx.c, g);
+    bundle_ctx_init(&cx.c.b, g, opts, d);
+    bundle_place(&cx.c.b, g);
     cpp_safe_fields(&cx, g);
     cuda_use_runtime(&cx, "kc_common.cuh");
     cuda_use_runtime(&cx, "kc_blas.cuh"); /* the context holds the cuBLASLt handle */
@@ -911,21 +895,17 @@ bool cuda_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, 
         dev_layout(&cx, g, &L);
         emit_header(&cx, g, &h, &L);
         emit_source(&cx, g, &c, &L);
-        ok &= cgen_write_text(out_dir, cgen_fmt(&cx.c, "%s.h", opts->name), &h, d);
-        ok &= cgen_write_text(out_dir, cgen_fmt(&cx.c, "%s.cu", opts->name), &c, d);
-        for (uint32_t i = 0; i < cx.n_rt && ok; i++) {
-            const CgenRuntimeFile *rf = runtime_file(cx.rt[i]);
-            IR_ASSERT(rf);
-            ok &= cgen_write_raw(out_dir, rf->name, rf->text, strlen(rf->text), d);
-        }
-        ok &= cgen_write_weights(&cx.c, out_dir, d);
+        ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.h", opts->name), &h, d);
+        ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.cu", opts->name), &c, d);
+        ok = ok && bundle_write_runtime(out_dir, cx.rt, cx.n_rt, d);
+        ok &= bundle_write_weights(&cx.c.b, out_dir, d);
         emit_cmake(&cx, &m);
-        ok &= cgen_write_text(out_dir, "CMakeLists.txt", &m, d);
+        ok &= bundle_write_text(out_dir, "CMakeLists.txt", &m, d);
         emit_readme(&cx, g, &m, &L);
-        ok &= cgen_write_text(out_dir, "README.md", &m, d);
+        ok &= bundle_write_text(out_dir, "README.md", &m, d);
         if (opts->test_main) {
             emit_test_main(&cx, g, &m);
-            ok &= cgen_write_text(out_dir, cgen_fmt(&cx.c, "%s_test_main.cu", opts->name), &m, d);
+            ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s_test_main.cu", opts->name), &m, d);
         }
     }
     cw_free(&body);
@@ -933,12 +913,7 @@ bool cuda_emit_bundle(IrGraph *g, const CgenOptions *opts, const char *out_dir, 
     cw_free(&h);
     cw_free(&c);
     cw_free(&m);
-    for (uint32_t gi = 1; gi < cx.c.n_graphs; gi++) free(cx.c.graph_weight_offset[gi]);
-    free(cx.c.graph_weight_offset);
-    free(cx.c.graphs);
-    free(cx.c.weight_offset);
-    free(cx.c.field);
     free(cx.c.expr);
-    ir_arena_free(&cx.c.scratch);
+    bundle_ctx_free(&cx.c.b);
     return ok;
 }

@@ -44,7 +44,6 @@ typedef struct CudaCtx {
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
     uint32_t n_prof;     /* nodes timed by NAME_cuda_profile, in emission order */
     const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
-    const char **out_field; /* NAME_outputs field per output slot (C++-safe) */
 } CudaCtx;
 
 typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);

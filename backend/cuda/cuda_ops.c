@@ -27,7 +27,7 @@ bool cuda_op_supported(IrOp op) {
 }
 
 static bool unsupported(CudaCtx *cx, const IrNode *n, const char *what) {
-    diag_error(cx->c.d, "node '%s' (%s, opset %d): the CUDA backend does not support %s",
+    diag_error(cx->c.b.d, "node '%s' (%s, opset %d): the CUDA backend does not support %s",
                n->name, n->op_type, n->opset, what);
     return false;
 }
@@ -110,7 +110,7 @@ typedef struct KMap {
 /* Writes the kernel of m for node n and its launch. */
 static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_t out) {
     CWriter *k = cx->kernels;
-    const char *name = cgen_fmt(&cx->c, "%s_k%u", cx->c.opts->name, cx->n_kernels++);
+    const char *name = cgen_fmt(&cx->c, "%s_k%u", cx->c.b.opts->name, cx->n_kernels++);
     int64_t total = 1;
     for (int d = 0; d < m->rank; d++) total *= m->dims[d];
     cw_line(k, "/* %s '%s' */", n->op_type, n->name);
@@ -149,7 +149,7 @@ static char *trim(char *s) {
 static bool emit_eltwise(CudaCtx *cx, const IrNode *n) {
     CgenCtx *c = &cx->c;
     if (!c->expr) {
-        c->expr = calloc(c->g->n_values + 1, sizeof *c->expr);
+        c->expr = calloc(c->b.g->n_values + 1, sizeof *c->expr);
         IR_ASSERT(c->expr);
     }
     for (uint32_t k = 0; k < n->n_inputs; k++)
@@ -474,7 +474,7 @@ typedef struct MmPlan {
 
 /* The cuBLASLt compute type of a product: float16 storage accumulates in float32. */
 static const char *compute_type(CudaCtx *cx, bool half) {
-    return half ? "CUBLAS_COMPUTE_32F" : cgen_fmt(&cx->c, "%s_COMPUTE", cgen_upper_name(&cx->c));
+    return half ? "CUBLAS_COMPUTE_32F" : cgen_fmt(&cx->c, "%s_COMPUTE", bundle_upper_name(&cx->c.b));
 }
 
 static void emit_lt(CudaCtx *cx, const MmPlan *p) {
@@ -500,7 +500,7 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
             fmt_f(cx, p->act_alpha), fmt_f(cx, p->act_beta));
     if (p->half) cw_line(w, "p.half = 1;");
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p)) != KC_OK) "
-               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, p->half));
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, p->half));
     cw_close(w, NULL);
 }
 
@@ -808,7 +808,7 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     if (c->res && epilogue) cw_line(w, "m.C = r + i * %lld;", (long long)(P * c->K));
     cw_line(w, "m.D = y + i * %lld + g * %lld;", (long long)(P * c->K), (long long)Mg);
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, c->half));
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, c->half));
     cw_close(w, NULL);
     cw_close(w, NULL);
     if (!epilogue && (c->bias || c->res || strcmp(c->act, "KC_ACT_NONE") != 0))
@@ -904,7 +904,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     }
     cw_line(w, "m.D = y + i * %lld;", (long long)(K * P));
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", cgen_upper_name(&cx->c), compute_type(cx, half));
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, half));
     cw_close(w, NULL);
     if (has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",
@@ -1073,7 +1073,7 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
         cw_free(&body);
         return ok;
     }
-    const char *N = c->opts->name;
+    const char *N = c->b.opts->name;
     const char *name = cgen_fmt(c, "%s_k%u", N, cx->n_kernels++);
     CWriter *k = cx->kernels;
     cw_line(k, "/* %s '%s': the C backend's code, run by one device thread */", n->op_type,

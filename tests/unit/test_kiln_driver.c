@@ -71,7 +71,7 @@ static bool has_message(const Diag *d, const char *needle) {
 Test(kiln_driver, compiles_a_graph_into_a_c_bundle) {
     IrGraph *g = parse(chain_ir);
     char *dir = fresh_dir();
-    CgenOptions o = {.name = "m", .test_main = true};
+    BundleOptions o = {.name = "m", .test_main = true};
     Diag d;
     diag_init(&d);
     bool ok = kiln_compile_graph(g, "c", &o, dir, &d);
@@ -88,7 +88,7 @@ Test(kiln_driver, compiles_a_graph_into_a_c_bundle) {
 
 Test(kiln_driver, refuses_an_unknown_target_naming_the_known_ones) {
     IrGraph *g = parse(chain_ir);
-    CgenOptions o = {.name = "m"};
+    BundleOptions o = {.name = "m"};
     Diag d;
     diag_init(&d);
     cr_assert(!kiln_compile_graph(g, "fpga", &o, "/nonexistent", &d));
@@ -102,7 +102,7 @@ Test(kiln_driver, refuses_an_unknown_target_naming_the_known_ones) {
 Test(kiln_driver, refuses_options_the_target_cannot_honour_before_any_pass_runs) {
     IrGraph *g = parse(chain_ir);
     uint32_t nodes = g->n_nodes;
-    CgenOptions o = {.name = "m", .embed_weights = true};
+    BundleOptions o = {.name = "m", .embed_weights = true};
     Diag d;
     diag_init(&d);
     cr_assert(!kiln_compile_graph(g, "cuda", &o, "/nonexistent", &d));
@@ -134,7 +134,7 @@ Test(kiln_driver, skips_a_pass_whose_product_the_target_does_not_run_natively) {
 Test(kiln_driver, compiles_for_cuda_without_forming_patterns_cuda_lacks) {
     IrGraph *g = parse(chain_ir);
     char *dir = fresh_dir();
-    CgenOptions o = {.name = "m"};
+    BundleOptions o = {.name = "m"};
     Diag d;
     diag_init(&d);
     bool ok = kiln_compile_graph(g, "cuda", &o, dir, &d);

@@ -1,11 +1,12 @@
 /* The compile report (report.h). Two halves:
  * - following the graph through the pipeline: before and after each pass, a snapshot of
  *   the live root nodes; each node of the new snapshot is matched to the nodes of the old
- *   one it continues (the same result value, else the same name), and a node that vanished
- *   is "fused" into the node that now computes what its result fed (its reader continues
- *   as a node of another op: Conv + Add + Relu -> FusedConv), else "removed" (folded,
- *   dead, merged by CSE, an Identity bypassed). Every node carries the model nodes it was
- *   made from; a node matched to nothing was inserted by the pass (layout's transposes).
+ *   one it continues (same name and op, else the same result value, else the same name),
+ *   and a node that vanished is "fused" into the node that now computes what its result
+ *   fed (its reader continues as a node of another op: Conv + Add + Relu -> FusedConv),
+ *   else "removed" (folded, dead, merged by CSE, an Identity bypassed). Every node carries
+ *   the model nodes it was made from; a node matched to nothing was inserted by the pass
+ *   (layout's transposes).
  * - writing the page: summary, pass table, node table, memory timeline, layer errors, as
  *   HTML with inline CSS and SVG. Every string from the model is escaped (and bytes that
  *   are not UTF-8 replaced), so a hostile model name cannot add markup. */
@@ -248,9 +249,11 @@ static bool continued_build(CliReport *r, const uint32_t *to, uint32_t n_old, ui
 }
 
 /* to[j]: the new node that old node j continues, or IR_NONE (removed); absorbed[j]: j
- * vanished into to[j] (fused). A node continues as the node now producing one of its
- * results, else as the node of its name; a vanished node whose reader continues as a node
- * of another op (or was itself absorbed) went into that node. */
+ * vanished into to[j] (fused). A node continues as the node of its name and op (the layout
+ * pass's channels-last MaxPool, whose old result a new Transpose now makes), else as the
+ * node now producing one of its results (BatchNormalization folded into its Conv, Relu into
+ * a FusedConv), else as the node of its name (Conv -> FusedConv); a vanished node whose
+ * reader continues as a node of another op (or was itself absorbed) went into that node. */
 static bool match_nodes(CliReport *r, const RepSnap *old, const RepSnap *nw, uint32_t n_values,
                         uint32_t *to, bool *absorbed) {
     uint32_t *prod = xcalloc(r, n_values, sizeof *prod);
@@ -264,10 +267,11 @@ static bool match_nodes(CliReport *r, const RepSnap *old, const RepSnap *nw, uin
                 if (nw->nodes[k].outputs[o] < n_values) prod[nw->nodes[k].outputs[o]] = k;
         for (uint32_t j = 0; j < old->n; j++) {
             const RepNode *m = &old->nodes[j];
-            to[j] = IR_NONE;
+            uint32_t named = names_find(&ix, nw, m->name);
+            to[j] = named != IR_NONE && nw->nodes[named].op == m->op ? named : IR_NONE;
             for (uint32_t o = 0; o < m->n_outputs && to[j] == IR_NONE; o++)
                 if (m->outputs[o] < n_values) to[j] = prod[m->outputs[o]];
-            if (to[j] == IR_NONE) to[j] = names_find(&ix, nw, m->name);
+            if (to[j] == IR_NONE) to[j] = named;
         }
         /* readers come later in the order: walk backwards */
         for (uint32_t j = old->n; j-- > 0;) {

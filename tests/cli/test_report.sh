@@ -3,7 +3,8 @@
 # - the report of the digits model is one self-contained page (a CSP that forbids every
 #   load, no script, no address of anything), with every pass of the pipeline, node counts
 #   that add up (before - fused - removed + inserted = after), one row per compiled node,
-#   the fused convolutions made from their Conv and Relu, and a bar per arena tensor;
+#   the fused convolutions made from their Conv and Relu, the layout pass's two transposes
+#   as inserted, and a bar per arena tensor;
 # - names from a hostile model come out escaped (no markup of theirs reaches the page);
 # - the progress line shows on a terminal (script(1) gives it one), not in a pipe, not
 #   with --quiet (which also drops the summary).
@@ -83,7 +84,11 @@ assert (int(fuse[1]), int(fuse[2]), int(fuse[3])) == (7, 5, 2), f"fuse row {fuse
 assert len(nodes) - 1 == 7, f"{len(nodes) - 1} node rows, want the 7 compiled nodes"
 fused = [r for r in nodes[1:] if r[1] == "FusedConv"]
 assert len(fused) == 2 and all("Conv '" in r[7] and "Relu '" in r[7] for r in fused), fused
-assert any("inserted by layout" in r[7] for r in nodes[1:]), "no node inserted by layout"
+# the layout pass: two boundary Transposes inserted, the MaxPool kept (now channels-last)
+inserted = [r[1] for r in nodes[1:] if "inserted by layout" in r[7]]
+assert inserted == ["Transpose", "Transpose"], f"inserted by layout: {inserted}"
+assert all("as in the model" in r[7] for r in nodes[1:] if r[1] in ("MaxPool", "Gemm")), \
+    "MaxPool or Gemm not shown as the model's own node"
 # the arena tensors: every non-output result with an offset
 arena_rows = sum(1 for r in nodes[1:] if re.match(r"^[0-9,]+ \+[0-9]+", r[6]))
 assert p.rects == arena_rows, f"{p.rects} bars for {arena_rows} arena tensors"

@@ -6,12 +6,14 @@
 
 #include "cli.h"
 #include "driver/kiln.h"
+#include "progress.h"
+#include "report.h"
 
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda] [--dim NAME=VALUE]...\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
-    "                    [--io-layout nchw|nhwc]\n"
+    "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -45,6 +47,11 @@ const char cli_compile_help[] =
     "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
     "                        model states them); nhwc: channels-last fields (N,H,W,C), and\n"
     "                        no transposes at the boundary of the layout pass's region\n"
+    "  --report FILE.html    also write a report of the compile: one self-contained page\n"
+    "                        (model, passes with node counts, nodes with shapes, MACs and\n"
+    "                        arena offsets, the memory plan as a timeline)\n"
+    "  --quiet               no progress line (shown on stderr when it is a terminal) and\n"
+    "                        no summary; only diagnostics\n"
     "  --list-passes         print the pipeline in order and exit\n"
     "  -h, --help            print this help\n"
     "\n"
@@ -129,10 +136,26 @@ static int choice(const char *v, const char *const *names) {
     return -1;
 }
 
+/* What follows the pipeline (PassOptions.observe): the progress line and the report. */
+typedef struct CompileWatch {
+    CliProgress progress;
+    CliReport *report; /* NULL without --report */
+} CompileWatch;
+
+static void watch_pass(void *arg, const IrGraph *g, unsigned pass, bool after) {
+    CompileWatch *w = arg;
+    if (w->report) cli_report_observe(w->report, g, pass, after);
+    if (!after)
+        cli_progress_show(&w->progress, "pass %u/%u %s, %u nodes", pass + 1, pass_count(),
+                          pass_name(pass, NULL, NULL), g->n_nodes);
+    else if (pass + 1 == pass_count())
+        cli_progress_show(&w->progress, "writing the bundle, %u nodes", g->n_nodes);
+}
+
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
-    const char *precision = "fp32", *conv = "auto";
-    bool test_main = false;
+    const char *precision = "fp32", *conv = "auto", *report = NULL;
+    bool test_main = false, quiet = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -150,6 +173,10 @@ int cli_compile_run(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--test-main") == 0) {
             test_main = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--quiet") == 0) {
+            quiet = true;
             continue;
         }
         if (strcmp(argv[i], "--list-passes") == 0) {
@@ -174,6 +201,9 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--conv", &v)) != 0) {
             if (m < 0) goto usage;
             conv = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--report", &v)) != 0) {
+            if (m < 0) goto usage;
+            report = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
@@ -277,18 +307,28 @@ int cli_compile_run(int argc, char **argv) {
                           .passes = &popts,
                           .cuda = &co};
     uint32_t nodes_before = g->n_nodes;
+    CompileWatch watch = {.report = report ? cli_report_new(g) : NULL};
+    cli_progress_init(&watch.progress, "compile", quiet);
+    popts.observe = watch_pass;
+    popts.observe_arg = &watch;
     Diag d;
     diag_init(&d);
-    bool ok = kiln_compile_graph(g, target, &opts, out_dir, &d);
+    bool ok = (!report || watch.report) && kiln_compile_graph(g, target, &opts, out_dir, &d);
+    cli_progress_end(&watch.progress);
+    if (report && !watch.report) fprintf(stderr, "%s: error: out of memory\n", report);
     diag_print(&d, stderr, model);
-    if (ok) {
+    if (ok && watch.report) {
+        CliReportInfo info = {model, opts.name, target, out_dir, argc, argv};
+        ok = cli_report_write(watch.report, g, &info, report);
+    }
+    cli_report_free(watch.report);
+    if (!ok) rc = CLI_EXIT_MODEL;
+    if (ok && !quiet) {
         printf("%s: %u nodes (%u before the passes) -> %s/%s.%s\n", model, g->n_nodes,
                nodes_before, out_dir, opts.name, cuda ? "cu" : "c");
         printf("arena: %lld bytes (lower bound %lld, naive sum %lld)\n",
                (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
                (long long)g->arena_naive_bytes);
-    } else {
-        rc = CLI_EXIT_MODEL;
     }
     diag_free(&d);
     free(command);

@@ -23,6 +23,11 @@ typedef struct PassOptions {
     /* The target's answer to "do you run op natively?" (NULL: every op). A pass whose
      * product the target lacks is skipped (fuse-attention without a FusedAttention kernel). */
     bool (*op_native)(IrOp op);
+    /* Called before (after false) and after each pass that runs, with its index in the
+     * pipeline (pass_name): kiln compile's progress line and --report's per-pass records.
+     * NULL: nobody listens. */
+    void (*observe)(void *arg, const IrGraph *g, unsigned pass, bool after);
+    void *observe_arg;
 } PassOptions;
 
 enum { PASS_STAGE_OPTIMIZE = 0, PASS_STAGE_PLAN = 1 };

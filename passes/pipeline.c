@@ -112,9 +112,11 @@ bool pass_pipeline_run(IrGraph *g, const PassOptions *o, int stage, Diag *d) {
         bool io_nhwc = o && o->io_nhwc && p->run == pass_layout;
         if (p->stage != stage || (!enabled(o, p) && !io_nhwc)) continue;
         unsigned errors = d->n_errors;
+        if (o && o->observe) o->observe(o->observe_arg, g, i, false);
         if (io_nhwc) pass_layout_io(g, true, enabled(o, p), d);
         else p->run(g, d);
         if (d->n_errors > errors) return false;
+        if (o && o->observe) o->observe(o->observe_arg, g, i, true);
         if (o && o->dump_after && strcmp(o->dump_after, p->name) == 0 && o->dump_to)
             ir_print(o->dump_to, g, &(IrPrintOpts){.full_data = false});
     }

@@ -194,6 +194,14 @@ static int scalar_gather_axis(const IrGraph *g, const IrNode *n, int r) {
     return a >= 0 && a < r ? (int)a : -1;
 }
 
+/* t without dimension axis (what a Gather of one index leaves). */
+static IrType without_axis(const IrType *t, int axis) {
+    IrType w = *t;
+    for (int i = axis; i + 1 < t->rank; i++) w.dims[i] = t->dims[i + 1];
+    w.rank = (int8_t)(t->rank - 1);
+    return w;
+}
+
 #define CANON_MAX_GATHERS 16 /* Gathers behind one Transpose: q, k, v and a few more */
 
 /* Every reader of Transpose t's output is a scalar Gather: each reads t's input on the
@@ -213,22 +221,18 @@ static bool gathers_through_transpose(IrGraph *g, const uint32_t *uses, uint32_t
         if (a < 0 || g->nodes[rd[k]].inputs[0] != y || g->nodes[rd[k]].inputs[1] == y)
             return false;
         /* the permutation left: y's dims but a, as dims of x without perm[a] */
-        IrType w = *type_of(g, x);
+        IrType w = without_axis(type_of(g, x), (int)perm[a]);
         int64_t rest[IR_MAX_RANK];
         int j = 0;
         for (int i = 0; i < r; i++)
             if (i != a) rest[j++] = perm[i] > perm[a] ? perm[i] - 1 : perm[i];
-        memmove(&w.dims[perm[a]], &w.dims[perm[a] + 1], (size_t)(r - 1 - perm[a]) * sizeof(int64_t));
-        w.rank = (int8_t)(r - 1);
         if (!moves_only_unit_dims(&w, rest, r - 1)) return false;
     }
     for (int k = 0; k < n; k++) {
         IrNode *gn = &g->nodes[rd[k]];
         int a = scalar_gather_axis(g, gn, r);
         uint32_t z = gn->outputs[0], idx = gn->inputs[1];
-        IrType w = *type_of(g, x);
-        memmove(&w.dims[perm[a]], &w.dims[perm[a] + 1], (size_t)(r - 1 - perm[a]) * sizeof(int64_t));
-        w.rank = (int8_t)(r - 1);
+        IrType w = without_axis(type_of(g, x), (int)perm[a]);
         uint32_t wv = new_value(g, z, &w);
         const char *name = gn->name;
         int32_t opset = gn->opset;
@@ -247,7 +251,8 @@ static bool gathers_through_transpose(IrGraph *g, const uint32_t *uses, uint32_t
     return true;
 }
 
-/* ReduceMean or ReduceMax over both spatial axes of a float (N,C,H,W) tensor, keepdims: the GlobalAveragePool or GlobalMaxPool it is (the dynamo exporter writes
+/* ReduceMean or ReduceMax over both spatial axes of a float (N,C,H,W) tensor, keepdims:
+ * the GlobalAveragePool or GlobalMaxPool it is (the dynamo exporter writes
  * nn.AdaptiveAvgPool2d(1) so; the layout pass keeps pools channels-last, not reductions). */
 static IrOp global_pool_of(const IrGraph *g, const IrNode *n) {
     bool mean = n->op == IR_OP_REDUCE_MEAN;

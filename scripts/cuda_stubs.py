@@ -118,8 +118,11 @@ def main():
             by_version[ver].append(sym)
         names = sorted(v for v in by_version if v)
         if names:   # the first node also exports the unversioned symbols
-            nodes = [f"{v} {{ global: {' '.join(s + ';' for s in by_version[v] + (by_version[''] if i == 0 else []))}"
-                     f"{' local: *;' if i == 0 else ''} }};" for i, v in enumerate(names)]
+            nodes = []
+            for i, v in enumerate(names):
+                syms = by_version[v] + (by_version[""] if i == 0 else [])
+                local = " local: *;" if i == 0 else ""
+                nodes.append(f"{v} {{ global: {' '.join(s + ';' for s in syms)}{local} }};")
             script.write_text("\n".join(nodes) + "\n")
         else:
             script.write_text("{ global: *; };\n")

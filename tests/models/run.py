@@ -375,7 +375,8 @@ def run_model(m, path, a, work, absent=""):
     """One model: returns the row of the table (a dict). absent: why its exporter could not
     run (the model is then skipped)."""
     name = m["name"]
-    row = {"name": name, "exporter": exporter_of(m), "absent": False, "compiles": False, "err": None, "cos": None, "top1": None,
+    row = {"name": name, "exporter": exporter_of(m), "absent": False, "compiles": False,
+           "err": None, "cos": None, "top1": None,
            "scale": None, "arena": None, "lower": None, "t_compile": None, "t_check": None,
            "t_run": None, "t_ort": None, "ok": False, "why": "", "via": ""}
     if path is None:
@@ -473,7 +474,8 @@ def write_docs(path, cells, results, known, summary, a):
         "model (`tests/models/export_paddle.py`). The last three run in venvs that "
         "`scripts/exporters install torch|tf|paddle` makes; a model whose exporter is not "
         "installed (and not in the cache) is skipped. Others are quantized by "
-        "`tests/models/quantize.py` or committed in the repository. `kiln compile` must succeed; then the bundle, built with "
+        "`tests/models/quantize.py` or committed in the repository. `kiln compile` must "
+        "succeed; then the bundle, built with "
         f"`{a.cc} {' '.join(CFLAGS)}`, and ONNX Runtime run one seeded random input, "
         f"compared by {via}. Pass: every output element within "
         f"|kiln - ort| <= {ATOL:g} + {RTOL:g} * |ort|; models marked pass=cosine:X in "

@@ -1,6 +1,8 @@
 /* Folds an inference BatchNormalization into the Conv, ConvTranspose or Gemm that feeds it:
  * with s = scale / sqrt(var + eps), the producer's weights are scaled per output channel by
- * s and its bias becomes (b - mean) * s + beta. Only when the producer's output has no other
+ * s and its bias becomes (b - mean) * s + beta. A Mul by a constant per output channel after
+ * a Conv or ConvTranspose (a batch norm tf2onnx wrote as Mul and Add) folds the same way,
+ * with s its factors and no shift. Only when the producer's output has no other
  * reader and is no graph output, and weights, bias and the four BN parameters are f32
  * constants of the right sizes. New weights are new constants in the graph arena (the old
  * ones may be shared); arithmetic in double, rounded once to float.
@@ -144,14 +146,40 @@ static bool fold_gemm(IrGraph *g, const uint32_t *uses, uint32_t pid, const doub
     return true;
 }
 
+/* A Mul of the producer's output x by a constant that is one factor per output channel
+ * (a scalar, or of shape (M,1,..), (1,M,1,..) right-aligned against x): the factors in s,
+ * shifts 0, and the constant's input slot in *k; false otherwise. tf2onnx writes a batch
+ * norm it did not fold as Mul then Add (the Add is a bias for `fuse`). */
+static bool mul_factors(const IrGraph *g, const IrNode *n, uint32_t x, int64_t m, double *s,
+                        double *t) {
+    uint32_t c = pass_other_input(n, x);
+    const IrTensor *ct = pass_const_f32(g, c);
+    const IrType *tx = &g->values[x].type;
+    if (!ct || ct->rank > tx->rank || !ir_type_equal(&g->values[n->outputs[0]].type, tx))
+        return false;
+    for (int i = 0; i < ct->rank; i++) {
+        int axis = tx->rank - ct->rank + i;
+        if (ct->dims[i] != 1 && !(axis == 1 && ct->dims[i] == m)) return false;
+    }
+    const float *f = ct->data;
+    for (int64_t ch = 0; ch < m; ch++) {
+        s[ch] = f[ct->n_elems == 1 ? 0 : ch];
+        t[ch] = 0.0;
+    }
+    return true;
+}
+
 bool pass_fold_batchnorm(IrGraph *g, Diag *d) {
     (void)d;
     bool changed = false;
     uint32_t *uses = ir_use_counts(g);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         IrNode *n = &g->nodes[i];
-        if (n->dead || n->op != IR_OP_BATCH_NORMALIZATION || n->n_outputs < 1) continue;
+        bool mul = n->op == IR_OP_MUL;
+        if (n->dead || (n->op != IR_OP_BATCH_NORMALIZATION && !mul) || n->n_outputs < 1)
+            continue;
         uint32_t x = n->inputs[0], y = n->outputs[0];
+        if (mul && pass_const_f32(g, x)) x = n->inputs[1]; /* the constant may come first */
         if (x == IR_NONE || y == IR_NONE || bn_extra_outputs_used(n, uses)) continue;
         const IrValue *xv = &g->values[x];
         if (xv->kind != IR_VALUE_NODE || xv->producer == IR_NONE || uses[x] != 1 ||
@@ -161,13 +189,14 @@ bool pass_fold_batchnorm(IrGraph *g, Diag *d) {
         const IrNode *p = &g->nodes[pid];
         bool gemm = p->op == IR_OP_GEMM;
         if (p->op != IR_OP_CONV && p->op != IR_OP_CONV_TRANSPOSE && !gemm) continue;
+        if (mul && (gemm || g->values[x].type.rank < 3)) continue; /* convolutions only */
         const IrType *ty = &xv->type;
         if (ty->dtype != IR_DTYPE_F32 || ty->rank < 2 || ty->dims[1] < 1) continue;
         if (gemm && ty->rank != 2) continue;
         int64_t m = ty->dims[1];
         double *s = malloc((size_t)m * sizeof *s), *t = malloc((size_t)m * sizeof *t);
         IR_ASSERT(s && t);
-        bool ok = bn_factors(g, n, m, s, t) &&
+        bool ok = (mul ? mul_factors(g, n, x, m, s, t) : bn_factors(g, n, m, s, t)) &&
                   (gemm ? fold_gemm(g, uses, pid, s, t, m) : fold_conv(g, uses, pid, s, t, m));
         free(s);
         free(t);

@@ -1,5 +1,6 @@
 /* Attention fusion: MatMul(Q, K^T), a scale (Div or Mul by a scalar constant, optional), an
- * additive mask (Add of a tensor that broadcasts to the scores, optional), Softmax over the
+ * additive mask (Add of a tensor that broadcasts to the scores, optional; scales of Q or of
+ * K^T before the product join it), Softmax over the
  * last axis and MatMul(., V) become one FusedAttention (domain "kiln"), whose kernel
  * (runtime/rt_fusedattn.h) computes one row of scores at a time instead of the whole
  * (.., Sq, Sk) matrix. Transposes feeding Q, K^T and V, and one Transpose reading the
@@ -71,7 +72,7 @@ static bool fuse_at_softmax(IrGraph *g, const PassUses *u, uint32_t sm_id) {
                                                             : -1;
     if (axis < 0) axis += r;
     if (axis != r - 1 || pass_sole_reader(g, u, p) != sm_id) return false;
-    uint32_t nodes[8], n_nodes = 0;
+    uint32_t nodes[9], n_nodes = 0; /* add, scale, mm1, softmax, mm2, q/k scales, y */
     /* backwards: mask, scale, the first MatMul */
     uint32_t cur = p, mask = IR_NONE;
     uint32_t add = pass_producer(g, cur, IR_OP_ADD);
@@ -135,18 +136,23 @@ static bool fuse_at_softmax(IrGraph *g, const PassUses *u, uint32_t sm_id) {
             tv->dims[i] != ts->dims[i] || ty->dims[i] != ts->dims[i])
             return false;
     if (tv->dims[r - 2] != ts->dims[r - 1]) return false;
-    /* a scale applied to Q before the product (torch's MultiheadAttention) joins scale */
-    uint32_t qs = pass_producer(g, q, IR_OP_DIV);
-    if (qs == IR_NONE) qs = pass_producer(g, q, IR_OP_MUL);
-    if (qs != IR_NONE && pass_sole_reader(g, u, q) == mm1) {
+    /* a scale applied to Q before the product (torch's MultiheadAttention), or to K^T
+     * (the dynamo exporter's scaled_dot_product_attention scales both by the root of the
+     * scale), joins scale */
+    uint32_t *operands[2] = {&q, &kt};
+    for (int o = 0; o < 2; o++) {
+        uint32_t in = *operands[o];
+        uint32_t qs = pass_producer(g, in, IR_OP_DIV);
+        if (qs == IR_NONE) qs = pass_producer(g, in, IR_OP_MUL);
+        if (qs == IR_NONE || pass_sole_reader(g, u, in) != mm1) continue;
         const IrNode *qn = &g->nodes[qs];
         int k = -1; /* which input is the constant */
         if (pass_const_scalar(g, qn->inputs[1], &c)) k = 1;
         else if (qn->op == IR_OP_MUL && pass_const_scalar(g, qn->inputs[0], &c)) k = 0;
         if (k >= 0 && (qn->op == IR_OP_MUL || c != 0.0) &&
-            ir_type_equal(&g->values[qn->inputs[1 - k]].type, tq)) {
+            ir_type_equal(&g->values[qn->inputs[1 - k]].type, &g->values[in].type)) {
             scale *= qn->op == IR_OP_DIV ? 1.0 / c : c;
-            q = qn->inputs[1 - k];
+            *operands[o] = qn->inputs[1 - k];
             nodes[n_nodes++] = qs;
         }
     }

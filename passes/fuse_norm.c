@@ -7,7 +7,9 @@
  * Mul by gamma and (LayerNorm) Add of beta, each of X[-1:] elements or one. Reductions must
  * be ReduceMean over the last axis alone with keepdims; every intermediate is read by the
  * pattern alone; eps is a scalar constant; float32 only. The fused node takes the place of
- * the pattern's last node; a missing gamma becomes a constant of ones.
+ * the pattern's last node; a missing gamma becomes a constant of ones. tf2onnx's form,
+ * x * m + (Neg(mean) * m + beta) with m = Reciprocal(Sqrt(var + eps)) * gamma, is a
+ * LayerNorm too (fuse_tf_layer_norm).
  * requires: shapes; invalidates: uses, node ids; preserves: types, layouts, quant params. */
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +85,72 @@ static uint32_t take_affine(const IrGraph *g, const PassUses *u, uint32_t v, IrO
 }
 
 #define NORM_MAX_NODES 11 /* ReduceMean Sub Pow ReduceMean Add Sqrt Reciprocal Mul Mul Add */
+#define NORM_TF_NODES 13   /* the tf2onnx form: + Neg, and Mul Mul Add Add for the affine */
+
+static void write_norm(IrGraph *g, uint32_t last, bool layer, uint32_t x, uint32_t gamma,
+                       uint32_t beta, double eps);
+
+/* The tf2onnx (TensorFlow/Keras) LayerNorm, after the Sqrt of fuse_at_sqrt's match:
+ *   mean = ReduceMean(x); d = Sub(x, mean); var = ReduceMean(d * d)   (matched before)
+ *   m = Reciprocal(Sqrt(var + eps)) * gamma
+ *   y = x * m + (Neg(mean) * m + beta)
+ * which is (x - mean) * m + beta. recip: the Reciprocal; d's Sub must be read by the square
+ * alone. nodes holds the match so far. */
+static bool fuse_tf_layer_norm(IrGraph *g, const PassUses *u, uint32_t *nodes,
+                               uint32_t n_nodes, uint32_t d, uint32_t sq_reads,
+                               uint32_t recip, double eps, int64_t cols) {
+    const IrType *ty = &g->values[d].type;
+    uint32_t sub = pass_producer(g, d, IR_OP_SUB);
+    if (sub == IR_NONE || u->ext[d] || u->n_reads[d] != sq_reads) return false;
+    uint32_t x = g->nodes[sub].inputs[0], mean = g->nodes[sub].inputs[1];
+    uint32_t rm1 = pass_producer(g, mean, IR_OP_REDUCE_MEAN);
+    if (rm1 == IR_NONE || mean_last_axis(g, rm1) != x || u->ext[mean] || u->n_reads[mean] != 2 ||
+        !ir_type_equal(&g->values[x].type, ty))
+        return false;
+    uint32_t gamma = IR_NONE;
+    uint32_t mg = take_affine(g, u, g->nodes[recip].outputs[0], IR_OP_MUL, cols, &gamma);
+    if (mg == IR_NONE) {
+        /* take_affine wants the product to keep the operand's (1-column) type: not here */
+        mg = pass_sole_reader(g, u, g->nodes[recip].outputs[0]);
+        if (mg == IR_NONE || g->nodes[mg].op != IR_OP_MUL) return false;
+        gamma = pass_other_input(&g->nodes[mg], g->nodes[recip].outputs[0]);
+        if (gamma == IR_NONE || !per_last_axis(g, gamma, ty, cols)) return false;
+    }
+    uint32_t m = g->nodes[mg].outputs[0];
+    if (u->ext[m] || u->n_reads[m] != 2) return false;
+    /* the two readers of m: Mul(x, m) and Mul(Neg(mean), m) */
+    uint32_t mx = IR_NONE, mn = IR_NONE, neg = IR_NONE;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || n->op != IR_OP_MUL) continue;
+        uint32_t o = pass_other_input(n, m);
+        if (o == IR_NONE) continue;
+        uint32_t ng = pass_producer(g, o, IR_OP_NEG);
+        if (o == x) mx = i;
+        else if (ng != IR_NONE && g->nodes[ng].inputs[0] == mean &&
+                 pass_sole_reader(g, u, o) == i)
+            mn = i, neg = ng;
+    }
+    if (mx == IR_NONE || mn == IR_NONE) return false;
+    uint32_t beta = IR_NONE;
+    uint32_t ab = pass_sole_reader(g, u, g->nodes[mn].outputs[0]);
+    if (ab == IR_NONE || g->nodes[ab].op != IR_OP_ADD) return false;
+    beta = pass_other_input(&g->nodes[ab], g->nodes[mn].outputs[0]);
+    if (beta == IR_NONE || !per_last_axis(g, beta, ty, cols)) return false;
+    uint32_t fin = pass_sole_reader(g, u, g->nodes[mx].outputs[0]);
+    if (fin == IR_NONE || fin != pass_sole_reader(g, u, g->nodes[ab].outputs[0]) ||
+        g->nodes[fin].op != IR_OP_ADD)
+        return false;
+    uint32_t out = g->nodes[fin].outputs[0];
+    if (!ir_type_equal(&g->values[out].type, ty)) return false;
+    uint32_t all[NORM_TF_NODES + NORM_MAX_NODES], n_all = 0;
+    for (uint32_t k = 0; k < n_nodes; k++) all[n_all++] = nodes[k];
+    uint32_t more[] = {recip, rm1, sub, neg, mg, mx, mn, ab, fin};
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) all[n_all++] = more[k];
+    write_norm(g, fin, true, x, gamma, beta, eps);
+    pass_retire_match(g, all, n_all, fin, out);
+    return true;
+}
 
 static bool fuse_at_sqrt(IrGraph *g, const PassUses *u, uint32_t sq_id) {
     uint32_t nodes[NORM_MAX_NODES], n_nodes = 0;
@@ -115,9 +183,10 @@ static bool fuse_at_sqrt(IrGraph *g, const PassUses *u, uint32_t sq_id) {
     if (g->nodes[norm_id].op == IR_OP_RECIPROCAL) {
         nodes[n_nodes++] = norm_id;
         uint32_t mul = pass_sole_reader(g, u, g->nodes[norm_id].outputs[0]);
-        if (mul == IR_NONE || g->nodes[mul].op != IR_OP_MUL ||
-            pass_other_input(&g->nodes[mul], g->nodes[norm_id].outputs[0]) != d)
-            return false;
+        if (mul == IR_NONE || g->nodes[mul].op != IR_OP_MUL) return false;
+        if (pass_other_input(&g->nodes[mul], g->nodes[norm_id].outputs[0]) != d)
+            return fuse_tf_layer_norm(g, u, nodes, n_nodes - 1, d, sq_reads, norm_id, eps,
+                                      cols);
         norm_id = mul;
     } else if (g->nodes[norm_id].op != IR_OP_DIV || g->nodes[norm_id].inputs[0] != d ||
                g->nodes[norm_id].inputs[1] != s->outputs[0]) {
@@ -160,6 +229,15 @@ static bool fuse_at_sqrt(IrGraph *g, const PassUses *u, uint32_t sq_id) {
         gamma = pass_add_const_f32(g, name, 1, &cols, &ones);
         for (int64_t c = 0; c < cols; c++) ones[c] = 1.0f;
     }
+    write_norm(g, last, layer, x, gamma, beta, eps);
+    pass_retire_match(g, nodes, n_nodes, last, out);
+    return true;
+}
+
+/* Node last becomes LayerNormalization(x, gamma, beta?) or RMSNormalization(x, gamma) over
+ * the last axis. */
+static void write_norm(IrGraph *g, uint32_t last, bool layer, uint32_t x, uint32_t gamma,
+                       uint32_t beta, double eps) {
     IrOp op = layer ? IR_OP_LAYER_NORMALIZATION : IR_OP_RMSNORMALIZATION;
     const char *name = g->nodes[last].name;
     IrNode *f = pass_replace_node(g, last, op, name, layer && beta != IR_NONE ? 3 : 2, 1);
@@ -176,8 +254,6 @@ static bool fuse_at_sqrt(IrGraph *g, const PassUses *u, uint32_t sq_id) {
                                        : IR_ATTR_RMSNORMALIZATION_AXIS);
     ax->present = true;
     ax->i = -1;
-    pass_retire_match(g, nodes, n_nodes, last, out);
-    return true;
 }
 
 static bool is_sqrt(const IrNode *n) { return n->op == IR_OP_SQRT; }

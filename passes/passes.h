@@ -122,10 +122,15 @@ bool pass_fused_eltwise_step(const IrNode *f, uint32_t k, IrNode *step, IrAttr *
 bool pass_lower_constants(IrGraph *g, Diag *d);
 /* Shape arithmetic folded through partial evaluation. */
 bool pass_fold(IrGraph *g, Diag *d);
-/* Identity and inference Dropout removed. */
+/* Identity and Dropout that drops nothing (inference, or ratio 0) removed. */
 bool pass_remove_identity(IrGraph *g, Diag *d);
 /* Dead nodes removed. */
 bool pass_dce(IrGraph *g, Diag *d);
+/* Exporters' spellings of data movement brought to one form (passes/canonicalize.c):
+ * Transposes of size-1 dims become Reshapes, view chains one Reshape, Transpose pairs one
+ * Transpose, size-1 views move above Transposes and MatMuls, scalar Gathers read through
+ * Transposes, Transposes of constants fold, spatial ReduceMean/Max become global pools. */
+bool pass_canonicalize(IrGraph *g, Diag *d);
 /* Common subexpressions merged: same op, inputs and attributes -> one node. */
 bool pass_cse(IrGraph *g, Diag *d);
 /* BatchNormalization folded into the weights of the Conv, ConvTranspose or Gemm before it. */

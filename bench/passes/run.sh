@@ -48,7 +48,7 @@ sys.path.insert(0, sys.argv[1])
 import run
 models = [m for m in run.read_models(run.HERE / "models.txt") if m["name"] == sys.argv[3]]
 with contextlib.redirect_stdout(io.StringIO()):
-    paths = run.ensure_models(models, run.cache_dir(), pathlib.Path(sys.argv[2]))
+    paths, _ = run.ensure_models(models, pathlib.Path(sys.argv[2]))
 print(paths[sys.argv[3]])
 PY
 }

@@ -1,13 +1,18 @@
 #!/usr/bin/python3
-"""Exports the real-model suite's float models to ONNX (opset 17, batch 1, seeded weights).
+"""Exports the real-model suite's PyTorch models to ONNX (batch 1, seeded weights).
 
-Run with Debian's system python, which has PyTorch 1.13 and torchvision (the pinned venv has
-no torch). Nothing is downloaded: every network is built from code with seeded random
-weights and exported in eval mode. The quantized model and the digits example are added by
+Two exporters, one set of networks:
+- torchscript (the default): Debian's system python, PyTorch 1.13 and torchvision, opset 17
+  (the pinned venv has no torch);
+- dynamo: torch.onnx.export(..., dynamo=True) of PyTorch 2.x, as most users export today,
+  run by the python of the venv `scripts/exporters install torch` makes, at that exporter's
+  default opset and with its default graph optimization.
+Nothing is downloaded: every network is built from code with seeded random weights and
+exported in eval mode. The quantized model and the digits example are added by
 tests/models/run.py (it needs onnxruntime, which lives in the venv).
 
-usage: /usr/bin/python3 tests/models/export.py OUT_DIR [NAME...]   (default: all models)
-Writes OUT_DIR/NAME.onnx for each model; prints one line per model.
+usage: PYTHON tests/models/export.py [--exporter torchscript|dynamo] OUT_DIR [NAME...]
+       (default: all models). Writes OUT_DIR/NAME.onnx for each model; one line per model.
 """
 import math
 import pathlib
@@ -197,6 +202,24 @@ def _small_vit():
     return m
 
 
+class TorchEncoder(nn.Module):
+    """PyTorch's own nn.TransformerEncoder (2 post-norm layers, 4 heads, GELU MLP, dropout
+    as in training recipes) over 32 tokens of 64 features, mean-pooled to 5 classes: the
+    encoder users export as is (its attention is F.multi_head_attention_forward, and
+    scaled_dot_product_attention under the dynamo exporter)."""
+    SEQ, DIM, HEADS, LAYERS, CLASSES = 32, 64, 4, 2, 5
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(self.DIM, self.HEADS, 4 * self.DIM, dropout=0.1,
+                                           activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, self.LAYERS, enable_nested_tensor=False)
+        self.head = nn.Linear(self.DIM, self.CLASSES)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+
 class SeqClassifier(nn.Module):
     """A 2-layer LSTM or GRU over a (1, 20, 16) sequence, last step to 5 classes."""
 
@@ -233,6 +256,8 @@ MODELS = {
                  ((torch.randint(0, TinyGPT.VOCAB, (1, TinyGPT.SEQ)),), ["input_ids"])),
     "vit_tiny": (lambda: TinyViT(), _image(32)),
     "vit_torchvision": (_small_vit, _image(32)),
+    "transformer_encoder": (lambda: TorchEncoder(),
+                            ((torch.randn(1, TorchEncoder.SEQ, TorchEncoder.DIM),), ["input"])),
     "lstm_seq": (lambda: SeqClassifier(nn.LSTM), ((torch.randn(1, 20, 16),), ["input"])),
     "gru_seq": (lambda: SeqClassifier(nn.GRU), ((torch.randn(1, 20, 16),), ["input"])),
 }
@@ -258,7 +283,7 @@ def calibrate_batch_norm(model, args):
     model.eval()
 
 
-def export(name, out_dir):
+def export(name, out_dir, exporter):
     builder, (args, input_names) = MODELS[name]
     torch.manual_seed(SEED)
     model = builder()
@@ -269,25 +294,34 @@ def export(name, out_dir):
     # its composite path instead of the fused _native_multi_head_attention, which has no
     # ONNX export in torch 1.13.
     tmp = path.with_suffix(".part")   # renamed when complete: the cache never holds halves
-    torch.onnx.export(model, args, str(tmp), opset_version=OPSET, input_names=input_names,
-                      output_names=["output"], do_constant_folding=True)
+    if exporter == "dynamo":
+        # the user's call: defaults (opset, optimize=True) but one file for the cache
+        torch.onnx.export(model, args, str(tmp), dynamo=True, input_names=input_names,
+                          output_names=["output"], external_data=False)
+    else:
+        torch.onnx.export(model, args, str(tmp), opset_version=OPSET, input_names=input_names,
+                          output_names=["output"], do_constant_folding=True)
     tmp.replace(path)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"exported {name}: {n_params} parameters -> {path}")
 
 
 def main():
-    if len(sys.argv) < 2:
+    argv = sys.argv[1:]
+    exporter = "torchscript"
+    if argv[:1] == ["--exporter"] and len(argv) >= 2:
+        exporter, argv = argv[1], argv[2:]
+    if not argv or exporter not in ("torchscript", "dynamo"):
         sys.exit(__doc__)
-    out_dir = pathlib.Path(sys.argv[1])
+    out_dir = pathlib.Path(argv[0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = sys.argv[2:] or list(MODELS)
+    names = argv[1:] or list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         sys.exit(f"unknown model(s): {' '.join(unknown)}; known: {' '.join(MODELS)}")
     torch.set_num_threads(2)
     for name in names:
-        export(name, out_dir)
+        export(name, out_dir, exporter)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,12 @@ ends with "N passed, N failed, N skipped"; models of known_failures.txt count as
 Without a FILTER it also writes docs/models.md, the same table.
 
 Exports are cached outside the repository, in $KILN_MODEL_CACHE (default
-~/.cache/kiln/models), in a folder named by a hash of export.py and quantize.py: the models
-are exported again only when those scripts change.
+~/.cache/kiln/models), one folder per exporter named by a hash of its scripts (TorchScript:
+export.py and quantize.py; the others: their export script and their pinned requirements):
+the models are exported again only when those change. The exporters other than Debian's
+PyTorch 1.13 live in venvs of scripts/exporters; a model whose exporter is absent is skipped
+with the command that installs it, or installed on demand with --install-exporters (or
+KILN_INSTALL_EXPORTERS=1).
 
 The comparison is `kiln validate --inputs` on the suite's own seeded inputs (figures from its
 JSON report; top-1 per task from the outputs it keeps), or, with --own-compare, for kilns
@@ -18,7 +22,7 @@ without validate, and for models marked ort=none, this script's own: the bundle'
 built with CC at -O2 and ONNX Runtime run here.
 
 usage: run.py --kiln PATH [--work DIR] [--cc CC] [--docs PATH|--no-docs] [--own-compare]
-              [FILTER...]
+              [--install-exporters] [FILTER...]
 Run it with the pinned venv python (onnxruntime); export.py runs under /usr/bin/python3.
 """
 import argparse
@@ -86,55 +90,124 @@ def read_known(path):
     return known
 
 
-def cache_dir():
+# The exporters: a models.txt SOURCE is KIND or KIND:BASE (BASE, the exporter's name for the
+# network, defaults to the model's name). venv: the exporter venv of scripts/exporters (None:
+# Debian's python with PyTorch 1.13); hashed: the files whose hash names the cache folder.
+EXPORTERS = {
+    "export": {"venv": None, "script": "export.py", "args": [], "tag": "torchscript",
+               "hashed": ["export.py", "quantize.py"]},
+    "dynamo": {"venv": "torch", "script": "export.py", "args": ["--exporter", "dynamo"],
+               "tag": "dynamo", "hashed": ["export.py", "requirements-exporters-torch.txt"]},
+    "tf2onnx": {"venv": "tf", "script": "export_tf.py", "args": [], "tag": "tf2onnx",
+                "hashed": ["export_tf.py", "requirements-exporters-tf.txt"]},
+    "paddle2onnx": {"venv": "paddle", "script": "export_paddle.py", "args": [],
+                    "tag": "paddle2onnx",
+                    "hashed": ["export_paddle.py", "requirements-exporters-paddle.txt"]},
+}
+EXPORTERS_SCRIPT = ROOT / "scripts" / "exporters"
+
+
+def source_of(m):
+    """(exporter kind, the exporter's name of the network) of a model, or (None, None)."""
+    kind, _, base = m["source"].partition(":")
+    if kind in EXPORTERS:
+        return kind, base or m["name"]
+    if kind == "quantize":
+        return "export", base
+    return None, None
+
+
+def exporter_of(m):
+    """The tag of the exporter that wrote the model (torchscript, dynamo, ...), or "-"."""
+    kind, _ = source_of(m)
+    return EXPORTERS[kind]["tag"] if kind else "-"
+
+
+def cache_dir(kind="export"):
+    """The cache folder of one exporter: named by a hash of its scripts (and pins)."""
     h = hashlib.sha256()
-    for script in ("export.py", "quantize.py"):
-        h.update((HERE / script).read_bytes())
+    for f in EXPORTERS[kind]["hashed"]:
+        h.update(((ROOT / "scripts" / f) if f.startswith("requirements") else (HERE / f))
+                 .read_bytes())
     base = pathlib.Path(os.environ.get("KILN_MODEL_CACHE",
                                        pathlib.Path.home() / ".cache" / "kiln" / "models"))
-    return base / h.hexdigest()[:HASH_CHARS]
+    folder = h.hexdigest()[:HASH_CHARS]
+    return base / (folder if kind == "export" else f"{EXPORTERS[kind]['tag']}-{folder}")
 
 
-def ensure_models(models, cache, log):
-    """Exports (and quantizes) what the cache lacks; returns {name: path or None}."""
-    cache.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    want_export = set()
+def exporter_python(kind, install, log):
+    """The python that runs exporter kind, or None (with the reason) when its venv is absent
+    and install is off."""
+    venv = EXPORTERS[kind]["venv"]
+    if venv is None:
+        return SYSTEM_PY, ""
+    r = subprocess.run(["bash", str(EXPORTERS_SCRIPT), "python", venv], capture_output=True,
+                       text=True)
+    if r.returncode != 0 and install:
+        print(f"installing exporter '{venv}' (scripts/exporters install {venv}) ...",
+              flush=True)
+        i = subprocess.run(["bash", str(EXPORTERS_SCRIPT), "install", venv],
+                           capture_output=True, text=True)
+        (log / f"install_{venv}.log").write_text(i.stdout + i.stderr)
+        r = subprocess.run(["bash", str(EXPORTERS_SCRIPT), "python", venv],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (f"exporter '{venv}' not installed: run `scripts/exporters install "
+                      f"{venv}` (or the suite with --install-exporters)")
+    return r.stdout.strip(), ""
+
+
+def ensure_models(models, log, install=False):
+    """Exports (and quantizes) what the caches lack; returns {name: path or None} and
+    {name: why} for the models whose exporter is not installed."""
+    paths, absent = {}, {}
+    want = {}   # kind -> set of the exporter's names of networks
     for m in models:
-        src = m["source"]
-        if src == "export":
-            want_export.add(m["name"])
-        elif src.startswith("quantize:"):
-            want_export.add(src.split(":", 1)[1])
-    missing = sorted(n for n in want_export if not (cache / f"{n}.onnx").exists())
-    if missing:
-        print(f"exporting {' '.join(missing)} into {cache} ...", flush=True)
-        for name in missing:   # one process per model: one failed export spoils no other
-            r = subprocess.run([SYSTEM_PY, str(HERE / "export.py"), str(cache), name],
+        kind, base = source_of(m)
+        if kind:
+            want.setdefault(kind, set()).add(base)
+    for kind, bases in sorted(want.items()):
+        cache = cache_dir(kind)
+        cache.mkdir(parents=True, exist_ok=True)
+        missing = sorted(b for b in bases if not (cache / f"{b}.onnx").exists())
+        if not missing:
+            continue
+        py, why = exporter_python(kind, install, log)
+        if py is None:
+            for m in models:
+                if source_of(m)[0] == kind and source_of(m)[1] in missing:
+                    absent[m["name"]] = why
+            continue
+        ex = EXPORTERS[kind]
+        print(f"exporting ({ex['tag']}) {' '.join(missing)} into {cache} ...", flush=True)
+        for base in missing:   # one process per model: one failed export spoils no other
+            r = subprocess.run([py, str(HERE / ex["script"]), *ex["args"], str(cache), base],
                                capture_output=True, text=True)
-            (log / f"export_{name}.log").write_text(r.stdout + r.stderr)
+            (log / f"export_{ex['tag']}_{base}.log").write_text(r.stdout + r.stderr)
             if r.returncode != 0:
-                print(f"  export of {name} failed (see {log}/export_{name}.log)")
+                print(f"  export of {base} failed (see {log}/export_{ex['tag']}_{base}.log)")
     for m in models:
         src, name = m["source"], m["name"]
-        if src == "export":
+        kind, base = source_of(m)
+        if src.startswith("quantize:"):
+            cache = cache_dir("export")
             p = cache / f"{name}.onnx"
-        elif src.startswith("quantize:"):
-            base = cache / f"{src.split(':', 1)[1]}.onnx"
-            p = cache / f"{name}.onnx"
-            if base.exists() and not p.exists():
+            if (cache / f"{base}.onnx").exists() and not p.exists():
                 part = p.with_suffix(".part")   # renamed when complete
-                r = subprocess.run([sys.executable, str(HERE / "quantize.py"), str(base),
-                                    str(part)], capture_output=True, text=True)
+                r = subprocess.run([sys.executable, str(HERE / "quantize.py"),
+                                    str(cache / f"{base}.onnx"), str(part)],
+                                   capture_output=True, text=True)
                 (log / f"quantize_{name}.log").write_text(r.stdout + r.stderr)
                 if r.returncode == 0:
                     part.replace(p)
+        elif kind:
+            p = cache_dir(kind) / f"{base}.onnx"
         elif src.startswith("repo:"):
             p = ROOT / src.split(":", 1)[1]
         else:
             sys.exit(f"models.txt: {name}: unknown source '{src}'")
         paths[name] = p if p.exists() else None
-    return paths
+    return paths, absent
 
 
 def draw_input(rng, spec, elem_type, shape):
@@ -298,14 +371,17 @@ def check_own(m, a, bdir, feeds, refs, row):
                           f"{row['top1']} (want 100%)")
 
 
-def run_model(m, path, a, work):
-    """One model: returns the row of the table (a dict)."""
+def run_model(m, path, a, work, absent=""):
+    """One model: returns the row of the table (a dict). absent: why its exporter could not
+    run (the model is then skipped)."""
     name = m["name"]
-    row = {"name": name, "compiles": False, "err": None, "cos": None, "top1": None,
+    row = {"name": name, "exporter": exporter_of(m), "absent": False, "compiles": False,
+           "err": None, "cos": None, "top1": None,
            "scale": None, "arena": None, "lower": None, "t_compile": None, "t_check": None,
            "t_run": None, "t_ort": None, "ok": False, "why": "", "via": ""}
     if path is None:
-        row["why"] = "no model file (export failed?)"
+        row["why"] = absent or "no model file (export failed?)"
+        row["absent"] = bool(absent)
         return row
     bdir = work / name
     shutil.rmtree(bdir, ignore_errors=True)
@@ -352,18 +428,20 @@ def fmt_row(r, status):
         return none if v is None else format(v, spec)
     ratio = (f"{r['arena'] / r['lower']:.2f}" if r["arena"] is not None and r["lower"]
              else "-")
-    return [r["name"], "yes" if r["compiles"] else "no", f(r["err"], ".2e"),
+    return [r["name"], r["exporter"], "yes" if r["compiles"] else "no", f(r["err"], ".2e"),
             f(r["scale"], ".2g"), f(r["cos"], ".6f"), f(r["top1"], ".0%"), f(r["arena"], "d"),
             f(r["lower"], "d"), ratio, f(r["t_compile"], ".2f"), f(r["t_check"], ".1f"),
             f(None if r["t_run"] is None else r["t_run"] * 1e3, ".0f"),
             f(None if r["t_ort"] is None else r["t_ort"] * 1e3, ".1f"), status]
 
 
-HEAD = ["model", "compiles", "max abs err", "max abs ref", "cosine", "top-1", "arena B",
+HEAD = ["model", "exporter", "compiles", "max abs err", "max abs ref", "cosine", "top-1", "arena B",
         "lower bound B", "arena/lb", "compile s", "check s", "bundle ms", "ORT ms", "result"]
 
 
 def status_of(r, known):
+    if r.get("absent"):
+        return "skipped (exporter not installed)"
     if r["name"] in known:
         return "XPASS (remove from known_failures.txt)" if r["ok"] else "skipped (known)"
     return "pass" if r["ok"] else "FAIL"
@@ -387,10 +465,17 @@ def write_docs(path, cells, results, known, summary, a):
         "`tests/models/run.sh build/kiln` to refresh it). Models: `tests/models/models.txt`; "
         "known failures: `tests/models/known_failures.txt`.",
         "",
-        "Each model is exported by `tests/models/export.py` (PyTorch, seeded random weights, "
-        "batch norms given random scales and statistics measured on random inputs, opset 17, "
-        "batch 1) or quantized by `tests/models/quantize.py`, or is committed in the "
-        "repository. `kiln compile` must succeed; then the bundle, built with "
+        "Each model is exported with seeded random weights (batch norms given random scales "
+        "and statistics measured on random inputs, batch 1) by one of four exporters (column "
+        "exporter): `torchscript`, PyTorch 1.13's TorchScript exporter at opset 17 "
+        "(`tests/models/export.py`); `dynamo`, PyTorch 2.x's `torch.onnx.export(..., "
+        "dynamo=True)` with its defaults (the same networks, `export.py --exporter dynamo`); "
+        "`tf2onnx`, Keras models (`tests/models/export_tf.py`); `paddle2onnx`, a PaddlePaddle "
+        "model (`tests/models/export_paddle.py`). The last three run in venvs that "
+        "`scripts/exporters install torch|tf|paddle` makes; a model whose exporter is not "
+        "installed (and not in the cache) is skipped. Others are quantized by "
+        "`tests/models/quantize.py` or committed in the repository. `kiln compile` must "
+        "succeed; then the bundle, built with "
         f"`{a.cc} {' '.join(CFLAGS)}`, and ONNX Runtime run one seeded random input, "
         f"compared by {via}. Pass: every output element within "
         f"|kiln - ort| <= {ATOL:g} + {RTOL:g} * |ort|; models marked pass=cosine:X in "
@@ -411,10 +496,11 @@ def write_docs(path, cells, results, known, summary, a):
     lines += ["", f"**{summary}**", ""]
     failing = [r for r in results if not r["ok"]]
     if failing:
-        lines += ["## Failures and known failures", ""]
+        lines += ["## Failures, known failures and skipped models", ""]
         for r in failing:
             why = known.get(r["name"]) or r["why"]
-            tag = "known" if r["name"] in known else "failure"
+            tag = ("skipped" if r.get("absent") else
+                   "known" if r["name"] in known else "failure")
             lines.append(f"- `{r['name']}` ({tag}): {why}")
         lines.append("")
     lines += [f"Machine: {platform.machine()}, {os.cpu_count()} cores; compiler: "
@@ -433,6 +519,9 @@ def main():
     ap.add_argument("--known", type=pathlib.Path, default=HERE / "known_failures.txt")
     ap.add_argument("--own-compare", action="store_true",
                     help="compare with run.py's own ONNX Runtime run, not kiln validate")
+    ap.add_argument("--install-exporters", action="store_true",
+                    help="install a missing exporter venv (scripts/exporters install NAME); "
+                         "also KILN_INSTALL_EXPORTERS=1")
     ap.add_argument("filters", nargs="*")
     a = ap.parse_args()
     a.kiln = str(pathlib.Path(a.kiln).resolve())
@@ -442,16 +531,16 @@ def main():
     models = [m for m in read_models(a.models)
               if not a.filters or any(f in m["name"] for f in a.filters)]
     known = read_known(a.known)
-    cache = cache_dir()
-    work = pathlib.Path(a.work) if a.work else cache.parent / "work"
+    work = pathlib.Path(a.work) if a.work else cache_dir().parent / "work"
     work.mkdir(parents=True, exist_ok=True)
-    paths = ensure_models(models, cache, work)
+    install = a.install_exporters or os.environ.get("KILN_INSTALL_EXPORTERS") == "1"
+    paths, absent = ensure_models(models, work, install)
 
     results, cells = [], []
     n_pass = n_fail = n_skip = 0
     for m in models:
         t0 = time.perf_counter()
-        r = run_model(m, paths[m["name"]], a, work)
+        r = run_model(m, paths[m["name"]], a, work, absent.get(m["name"], ""))
         st = status_of(r, known)
         if st.startswith("skipped"):
             n_skip += 1

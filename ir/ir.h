@@ -330,6 +330,11 @@ void ir_graph_compact(IrGraph *g);
 uint32_t *ir_use_counts(const IrGraph *g);
 void ir_replace_uses(IrGraph *g, uint32_t from, uint32_t to);
 
+/* Whether node n has input k (a slot that exists and is not an absent optional). */
+static inline bool ir_has_input(const IrNode *n, uint32_t k) {
+    return k < n->n_inputs && n->inputs[k] != IR_NONE;
+}
+
 /* Attribute access on known ops: the slot (present or not) and typed getters that fall
  * back to the op table's default. */
 IrAttr *ir_node_attr(const IrNode *n, IrAttrId id);

@@ -227,13 +227,9 @@ static const int64_t *const_i64(const IrGraph *g, uint32_t v, int64_t n) {
     return t->dtype == IR_DTYPE_I64 && t->n_elems == n ? t->data : NULL;
 }
 
-static bool has_in(const IrNode *n, uint32_t k) {
-    return k < n->n_inputs && n->inputs[k] != IR_NONE;
-}
-
 /* Whether optional input k of n is absent or empty. */
 static bool absent(const IrGraph *g, const IrNode *n, uint32_t k) {
-    return !has_in(n, k) || ir_type_numel(&g->values[n->inputs[k]].type) == 0;
+    return !ir_has_input(n, k) || ir_type_numel(&g->values[n->inputs[k]].type) == 0;
 }
 
 typedef enum Role { R_NONE, R_CONV, R_POOL, R_ELT, R_CONCAT, R_PAD, R_RESIZE, R_BN } Role;
@@ -251,10 +247,10 @@ static Role role_of(const Lay *L, const IrNode *n) {
     switch (n->op) {
     case IR_OP_CONV:
     case IR_OP_FUSED_CONV: {
-        if (!act_ok(L, x) || !is_float(g, x) || !has_in(n, 1) || !is_static4(g, n->inputs[1]) ||
+        if (!act_ok(L, x) || !is_float(g, x) || !ir_has_input(n, 1) || !is_static4(g, n->inputs[1]) ||
             g->values[n->inputs[1]].type.dtype != g->values[x].type.dtype)
             return R_NONE;
-        if (n->op == IR_OP_FUSED_CONV && has_in(n, 3) && !act_ok(L, n->inputs[3])) return R_NONE;
+        if (n->op == IR_OP_FUSED_CONV && ir_has_input(n, 3) && !act_ok(L, n->inputs[3])) return R_NONE;
         /* weights computed at run time (DequantizeLinear of a QDQ model) would need a
          * transpose every run: such a conv stays NCHW */
         if (!is_const(g, n->inputs[1])) return R_NONE;
@@ -279,7 +275,7 @@ static Role role_of(const Lay *L, const IrNode *n) {
             const int64_t *p = ir_attr_ints(n, IR_ATTR_PAD_PADS, &np);
             return p && np == 2 * LAYOUT_RANK ? R_PAD : R_NONE;
         }
-        return const_i64(g, has_in(n, 1) ? n->inputs[1] : IR_NONE, 2 * LAYOUT_RANK) &&
+        return const_i64(g, ir_has_input(n, 1) ? n->inputs[1] : IR_NONE, 2 * LAYOUT_RANK) &&
                        absent(g, n, 3)
                    ? R_PAD
                    : R_NONE;
@@ -445,7 +441,7 @@ static void convert(Lay *L, uint32_t i, Role r) {
     case R_CONV:
         in[0] = get_nhwc(L, in[0]);
         in[1] = get_rsck(L, in[1]);
-        if (g->nodes[i].op == IR_OP_FUSED_CONV && has_in(&g->nodes[i], 3))
+        if (g->nodes[i].op == IR_OP_FUSED_CONV && ir_has_input(&g->nodes[i], 3))
             in[3] = get_nhwc(L, in[3]);
         break;
     case R_POOL:

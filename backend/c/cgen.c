@@ -4,7 +4,10 @@
 #include "backend/c/cgen.h"
 #include "backend/c/cgen_count.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,39 @@ const char *cgen_fmt(CgenCtx *cx, const char *fmt, ...) {
     const char *s = ir_arena_strdup(&cx->b.scratch, tmp.buf ? tmp.buf : "");
     cw_free(&tmp);
     return s;
+}
+
+const char *cgen_sfx(IrDType t) {
+    switch (t) {
+    case IR_DTYPE_F32: return "f32";
+    case IR_DTYPE_F64: return "f64";
+    case IR_DTYPE_F16: return "f16";
+    case IR_DTYPE_BF16: return "bf16";
+    case IR_DTYPE_I8: return "i8";
+    case IR_DTYPE_U8: return "u8";
+    case IR_DTYPE_I16: return "i16";
+    case IR_DTYPE_U16: return "u16";
+    case IR_DTYPE_I32: return "i32";
+    case IR_DTYPE_U32: return "u32";
+    case IR_DTYPE_I64: return "i64";
+    case IR_DTYPE_U64: return "u64";
+    case IR_DTYPE_BOOL: return "u8";
+    default: return NULL;
+    }
+}
+
+const char *cgen_float_sfx(IrDType t) {
+    bool fl = t == IR_DTYPE_F32 || t == IR_DTYPE_F64 || t == IR_DTYPE_F16 || t == IR_DTYPE_BF16;
+    return fl ? cgen_sfx(t) : NULL;
+}
+
+const char *cgen_flit(CgenCtx *cx, double v, bool dbl) {
+    if (isnan(v)) return "NAN";
+    if (isinf(v) || (!dbl && (v > FLT_MAX || v < -FLT_MAX))) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    char buf[64];
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    return cgen_fmt(cx, "%s%s", buf, dbl ? "" : "f");
 }
 
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v) { return &cx->b.g->values[v].type; }

@@ -54,6 +54,13 @@ const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v
 /* Named locals for the C target (see CgenCtx.names): made once per bundle, freed after. */
 struct CgenNames *cgen_names_new(void);
 void cgen_names_free(struct CgenNames *names);
+/* The runtime kernels' suffix of an element type ("f32", "i64", "u8" for bool...), or
+ * NULL when no kernel family takes it; cgen_float_sfx: the float types' only. */
+const char *cgen_sfx(IrDType t);
+const char *cgen_float_sfx(IrDType t);
+/* A C literal of v that reads back exactly in its type: float ("0.5f", %.9g) or double
+ * (%.17g); NAN and INFINITY (also for a float out of float's range). */
+const char *cgen_flit(CgenCtx *cx, double v, bool dbl);
 /* Whether a and b are the same bytes (the planner let a view share its input's block). */
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b);
 const IrType *cgen_type(const CgenCtx *cx, uint32_t v);

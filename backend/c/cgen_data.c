@@ -19,10 +19,6 @@ static const IrType *T(const CgenCtx *cx, uint32_t v) { return cgen_type(cx, v);
 static IrDType dtype_of(const CgenCtx *cx, uint32_t v) { return (IrDType)T(cx, v)->dtype; }
 static int rank_of(const CgenCtx *cx, uint32_t v) { return T(cx, v)->rank; }
 
-static bool has_input(const IrNode *n, uint32_t k) {
-    return k < n->n_inputs && n->inputs[k] != IR_NONE;
-}
-
 /* Element size in bytes, or 0 for types that are not whole bytes (packed 4-/2-bit, strings). */
 static size_t esz_of(const CgenCtx *cx, uint32_t v) {
     uint32_t bits = ir_dtype_bits(dtype_of(cx, v));
@@ -175,11 +171,11 @@ static bool emit_reshape_like(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "an output with another element count than the input");
     uint32_t shape_in = IR_NONE;
     int kind = -1; /* 0 squeeze, 1 unsqueeze, 2 reshape */
-    if (n->op == IR_OP_RESHAPE && n->opset >= 5 && has_input(n, 1))
+    if (n->op == IR_OP_RESHAPE && n->opset >= 5 && ir_has_input(n, 1))
         shape_in = n->inputs[1], kind = 2;
-    if (n->op == IR_OP_SQUEEZE && n->opset >= 13 && has_input(n, 1))
+    if (n->op == IR_OP_SQUEEZE && n->opset >= 13 && ir_has_input(n, 1))
         shape_in = n->inputs[1], kind = 0;
-    if (n->op == IR_OP_UNSQUEEZE && n->opset >= 13 && has_input(n, 1))
+    if (n->op == IR_OP_UNSQUEEZE && n->opset >= 13 && ir_has_input(n, 1))
         shape_in = n->inputs[1], kind = 1;
     if (shape_in != IR_NONE && cgen_const(cx, shape_in)) shape_in = IR_NONE;
     if (shape_in == IR_NONE) {
@@ -216,13 +212,13 @@ static bool emit_identity(CgenCtx *cx, const IrNode *n) {
  * for dropping with a non-zero ratio returns RT_ERR_VALUE (no random numbers here). */
 static bool emit_dropout(CgenCtx *cx, const IrNode *n) {
     bool training = false;
-    if (n->opset >= 12 && has_input(n, 2)) {
+    if (n->opset >= 12 && ir_has_input(n, 2)) {
         const IrTensor *tm = cgen_const(cx, n->inputs[2]);
         if (tm) {
             training = tm->n_elems > 0 && ((const uint8_t *)tm->data)[0] != 0;
         } else {
             const char *ratio = "0.5f";
-            if (has_input(n, 1)) {
+            if (ir_has_input(n, 1)) {
                 IrDType rt = dtype_of(cx, n->inputs[1]);
                 ratio = cgen_fmt(cx, "%s[0]", cgen_ptr(cx, n->inputs[1]));
                 if (rt == IR_DTYPE_F16) ratio = cgen_fmt(cx, "rt_f16_to_f32(%s)", ratio);
@@ -231,7 +227,7 @@ static bool emit_dropout(CgenCtx *cx, const IrNode *n) {
             cw_line(cx->w, "if (%s[0] && %s != 0) return RT_ERR_VALUE;", cgen_ptr(cx, n->inputs[2]),
                     ratio);
         }
-        if (training && has_input(n, 1)) {
+        if (training && ir_has_input(n, 1)) {
             const IrTensor *r = cgen_const(cx, n->inputs[1]);
             if (r && r->dtype == IR_DTYPE_F32 && ((const float *)r->data)[0] == 0) training = false;
         }
@@ -337,7 +333,7 @@ static bool emit_split(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = T(cx, x);
     int R = tx->rank, axis = norm_axis(ir_attr_i(n, IR_ATTR_SPLIT_AXIS), R);
     if (axis < 0 || axis >= R) return cgen_unsupported(cx, n, "axis out of range");
-    uint32_t sp = n->opset >= 13 && has_input(n, 1) ? n->inputs[1] : IR_NONE;
+    uint32_t sp = n->opset >= 13 && ir_has_input(n, 1) ? n->inputs[1] : IR_NONE;
     if (sp != IR_NONE && !cgen_const(cx, sp)) { /* sizes at run time: must be the compiled ones */
         int64_t want[IR_ARITY_VARIADIC];
         for (uint32_t k = 0; k < n->n_outputs; k++)
@@ -369,7 +365,7 @@ static bool emit_slice(CgenCtx *cx, const IrNode *n) {
     if (all_const) {
         const IrTensor *in[5] = {NULL, NULL, NULL, NULL, NULL};
         for (uint32_t k = 1; k < 5 && n->opset >= 10; k++)
-            if (has_input(n, k)) in[k] = cgen_const(cx, n->inputs[k]);
+            if (ir_has_input(n, k)) in[k] = cgen_const(cx, n->inputs[k]);
         PlanCopy c;
         const char *why;
         if (!plan_slice(n, tx, ty, in, &c, &why)) return cgen_unsupported(cx, n, "%s", why);
@@ -383,12 +379,12 @@ static bool emit_slice(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_data.h");
     cw_open(cx->w, "%s", "");
     for (uint32_t k = 1; k < 5; k++)
-        if (has_input(n, k)) i64_input_decl(cx, n->inputs[k], names[k - 1]);
+        if (ir_has_input(n, k)) i64_input_decl(cx, n->inputs[k], names[k - 1]);
     cw_line(cx->w, "int64_t start[%d], step[%d];", R > 0 ? R : 1, R > 0 ? R : 1);
     cw_line(cx->w, "static const int64_t in_dims[] = %s;", cgen_dims(cx, tx));
     cw_line(cx->w, "static const int64_t out_dims[] = %s;", cgen_dims(cx, ty));
     for (uint32_t k = 1; k < 5; k++) {
-        if (!has_input(n, k)) continue;
+        if (!ir_has_input(n, k)) continue;
         int64_t c;
         arr[k - 1] = i64_input(cx, n->inputs[k], names[k - 1], &c);
         if (k == 1)
@@ -538,15 +534,15 @@ static bool emit_pad(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "static const int64_t pads[] = %s;", cgen_i64_list(cx, p, np));
         pads = "pads";
     } else {
-        if (has_input(n, 3)) i64_input_decl(cx, n->inputs[3], "axes");
+        if (ir_has_input(n, 3)) i64_input_decl(cx, n->inputs[3], "axes");
         i64_input_decl(cx, n->inputs[1], "pads");
     }
     cw_line(cx->w, "int64_t begin[%d];", R > 0 ? R : 1);
     if (n->opset >= 11) {
         pads = i64_input(cx, n->inputs[1], "pads", &n_pads);
-        if (has_input(n, 3)) axes = i64_input(cx, n->inputs[3], "axes", &n_axes);
+        if (ir_has_input(n, 3)) axes = i64_input(cx, n->inputs[3], "axes", &n_axes);
     }
-    if (n->opset >= 11 && has_input(n, 2) && cgen_numel(cx, n->inputs[2]) > 0) {
+    if (n->opset >= 11 && ir_has_input(n, 2) && cgen_numel(cx, n->inputs[2]) > 0) {
         value = cgen_ptr(cx, n->inputs[2]);
     } else {
         double v = n->opset < 11 ? ir_attr_f(n, IR_ATTR_PAD_VALUE) : 0.0;
@@ -699,7 +695,7 @@ static bool emit_trilu(CgenCtx *cx, const IrNode *n) {
     int R = tx->rank;
     if (R < 2) return cgen_unsupported(cx, n, "inputs of rank below 2");
     const char *k = "0";
-    if (has_input(n, 1)) {
+    if (ir_has_input(n, 1)) {
         const IrTensor *kt = cgen_const(cx, n->inputs[1]);
         k = kt ? cgen_fmt(cx, "%lld", (long long)plan_tensor_i64(kt, 0))
                : cgen_fmt(cx, "%s[0]", cgen_ptr(cx, n->inputs[1]));
@@ -1019,9 +1015,9 @@ static bool emit_resize(CgenCtx *cx, const IrNode *n) {
         excl = (int)ir_attr_i(n, IR_ATTR_RESIZE_EXCLUDE_OUTSIDE);
         cubic_a = ir_attr_f(n, IR_ATTR_RESIZE_CUBIC_COEFF_A);
         extrap = ir_attr_f(n, IR_ATTR_RESIZE_EXTRAPOLATION_VALUE);
-        if (has_input(n, 1) && cgen_numel(cx, n->inputs[1]) > 0) roi_v = n->inputs[1];
-        if (has_input(n, 2) && cgen_numel(cx, n->inputs[2]) > 0) scales_v = n->inputs[2];
-        if (has_input(n, 3) && cgen_numel(cx, n->inputs[3]) > 0) sizes_v = n->inputs[3];
+        if (ir_has_input(n, 1) && cgen_numel(cx, n->inputs[1]) > 0) roi_v = n->inputs[1];
+        if (ir_has_input(n, 2) && cgen_numel(cx, n->inputs[2]) > 0) scales_v = n->inputs[2];
+        if (ir_has_input(n, 3) && cgen_numel(cx, n->inputs[3]) > 0) sizes_v = n->inputs[3];
         uint32_t na;
         const int64_t *ax = ir_attr_ints(n, IR_ATTR_RESIZE_AXES, &na);
         if (na) {

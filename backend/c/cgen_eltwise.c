@@ -109,16 +109,6 @@ static const char *store_wrap(CgenCtx *cx, IrDType t, const char *expr) {
     }
 }
 
-/* A float literal of the compute type: 0.5f, 1.0, INFINITY... */
-static const char *flit(CgenCtx *cx, double v, bool dbl) {
-    if (isnan(v)) return "NAN";
-    if (isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
-    char buf[64];
-    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s%s", buf, dbl ? "" : "f");
-}
-
 /* Math function name for the compute type: "exp" -> "expf" for float. */
 static const char *fn(CgenCtx *cx, IrDType t, const char *base) {
     return elt_class(t) == EC_F64 ? base : cgen_fmt(cx, "%sf", base);
@@ -198,7 +188,7 @@ static bool unary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
     bool fl = is_float_class(c), dbl = c == EC_F64;
     const char *CT = compute_type(t);
 #define F(name) fn(cx, t, name)
-#define L(v) flit(cx, v, dbl)
+#define L(v) cgen_flit(cx, v, dbl)
     const char *e = NULL;
     if (c == EC_NONE) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     switch ((IrOp)n->op) {
@@ -395,7 +385,7 @@ static bool map_variadic(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     }
     const char *expr;
     if (n->op == IR_OP_MEAN) {
-        expr = cgen_fmt(cx, "(%s) / %s", e.buf, flit(cx, k, c == EC_F64));
+        expr = cgen_fmt(cx, "(%s) / %s", e.buf, cgen_flit(cx, k, c == EC_F64));
     } else if (n->op == IR_OP_SUM) {
         expr = cgen_fmt(cx, "%s", e.buf);
     } else { /* Max/Min: fold pairwise; NaN propagates as in numpy */
@@ -426,8 +416,8 @@ static bool map_clip(CgenCtx *cx, const IrNode *n, CgenMap *m) {
     ins[k++] = n->inputs[0];
     const char *lo = NULL, *hi = NULL; /* NULL: no bound on that side */
     if (n->opset < 11) {
-        lo = flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MIN), dbl);
-        hi = flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MAX), dbl);
+        lo = cgen_flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MIN), dbl);
+        hi = cgen_flit(cx, ir_attr_f(n, IR_ATTR_CLIP_MAX), dbl);
     } else {
         if (n->n_inputs > 1 && n->inputs[1] != IR_NONE) {
             ins[k] = n->inputs[1];

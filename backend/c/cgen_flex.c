@@ -44,16 +44,6 @@ typedef struct FlexSub {
     int64_t full[FLEX_RANK];  /* B, Hq, L, S */
 } FlexSub;
 
-static const char *flex_sfx(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32: return "f32";
-    case IR_DTYPE_F64: return "f64";
-    case IR_DTYPE_F16: return "f16";
-    case IR_DTYPE_BF16: return "bf16";
-    default: return NULL;
-    }
-}
-
 /* A C literal of element k of a constant tensor (numeric, not 16-bit float); NULL if the
  * type has no scalar form here. */
 static const char *flex_lit(CgenCtx *cx, const IrTensor *t, int64_t k) {
@@ -181,10 +171,7 @@ static const char *flex_one(IrDType t) { return t == IR_DTYPE_F32 ? "1.0f" : "1.
 static const char *flex_zero(IrDType t) { return t == IR_DTYPE_F32 ? "0.0f" : "0.0"; }
 
 static const char *flex_flit(FlexSub *fs, IrDType t, double v) {
-    char buf[64];
-    snprintf(buf, sizeof buf, t == IR_DTYPE_F32 ? "%.9g" : "%.17g", v);
-    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
-    return cgen_fmt(fs->cx, "(%s%s)", buf, t == IR_DTYPE_F32 ? "f" : "");
+    return cgen_fmt(fs->cx, "(%s)", cgen_flit(fs->cx, v, t != IR_DTYPE_F32));
 }
 
 /* The C expression of node n's (single) result from its inputs' expressions e[k] (of types
@@ -392,7 +379,7 @@ static bool emit_flex_attention(CgenCtx *cx, const IrNode *n) {
     const IrType *tq = cgen_type(cx, q), *tk = cgen_type(cx, k), *tv = cgen_type(cx, v);
     const IrType *ty = cgen_type(cx, y);
     IrDType t = (IrDType)tq->dtype;
-    const char *sfx = flex_sfx(t);
+    const char *sfx = cgen_float_sfx(t);
     if (!sfx || tk->dtype != t || tv->dtype != t || ty->dtype != t)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (tq->rank != FLEX_RANK || tk->rank != FLEX_RANK || tv->rank != FLEX_RANK ||

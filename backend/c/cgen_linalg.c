@@ -15,45 +15,11 @@
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
-/* The runtime suffix of a dtype ("f32", "i64"...), or NULL when no kernel takes it. */
-static const char *dsfx(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32: return "f32";
-    case IR_DTYPE_F64: return "f64";
-    case IR_DTYPE_F16: return "f16";
-    case IR_DTYPE_BF16: return "bf16";
-    case IR_DTYPE_I8: return "i8";
-    case IR_DTYPE_U8: return "u8";
-    case IR_DTYPE_I16: return "i16";
-    case IR_DTYPE_U16: return "u16";
-    case IR_DTYPE_I32: return "i32";
-    case IR_DTYPE_U32: return "u32";
-    case IR_DTYPE_I64: return "i64";
-    case IR_DTYPE_U64: return "u64";
-    case IR_DTYPE_BOOL: return "u8";
-    default: return NULL;
-    }
-}
-
 static bool is_float(IrDType t) {
     return t == IR_DTYPE_F32 || t == IR_DTYPE_F64 || t == IR_DTYPE_F16 || t == IR_DTYPE_BF16;
 }
 
 static IrDType dtype_of(const CgenCtx *cx, uint32_t v) { return (IrDType)cgen_type(cx, v)->dtype; }
-
-/* A double literal that reads back exactly. */
-static const char *dlit(CgenCtx *cx, double v) {
-    if (isnan(v)) return "NAN";
-    if (isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.17g", v);
-    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s", buf);
-}
-
-static bool has_input(const IrNode *n, uint32_t k) {
-    return n->n_inputs > k && n->inputs[k] != IR_NONE;
-}
 
 /* Reads a constant integer tensor (i32 or i64) into out[max]; false if not constant/too big. */
 static bool const_ints(const CgenCtx *cx, uint32_t v, int64_t *out, uint32_t max, uint32_t *n) {
@@ -140,7 +106,8 @@ static const char *mm_act_init(CgenCtx *cx, const IrNode *n, IrDType t, const Pl
         cgen_unsupported(cx, n, "a fused element type %s", ir_dtype_name(t));
         return NULL;
     }
-    return cgen_fmt(cx, "{%s, %s, %s}", kind, dlit(cx, p->act_alpha), dlit(cx, p->act_beta));
+    return cgen_fmt(cx, "{%s, %s, %s}", kind, cgen_flit(cx, p->act_alpha, true),
+                    cgen_flit(cx, p->act_beta, true));
 }
 
 /* The plan of product node n (backend/plan.c); false after a diagnostic. */
@@ -148,9 +115,9 @@ static bool mm_plan(CgenCtx *cx, const IrNode *n, PlanGemm *p) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     const char *why;
     if (!static_type(cx, n, a) || !static_type(cx, n, b) || !static_type(cx, n, y)) return false;
-    if (has_input(n, 2) && !static_type(cx, n, n->inputs[2])) return false;
+    if (ir_has_input(n, 2) && !static_type(cx, n, n->inputs[2])) return false;
     if (!plan_gemm(n, cgen_type(cx, a), cgen_type(cx, b),
-                   has_input(n, 2) ? cgen_type(cx, n->inputs[2]) : NULL, cgen_type(cx, y), p,
+                   ir_has_input(n, 2) ? cgen_type(cx, n->inputs[2]) : NULL, cgen_type(cx, y), p,
                    &why))
         return cgen_unsupported(cx, n, "%s", why);
     return true;
@@ -166,7 +133,7 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     if (!mm_plan(cx, n, &s)) return false;
     const char *act = NULL;
     if (fused && !(act = mm_act_init(cx, n, t, &s))) return false;
-    bool has_bias = fused && has_input(n, 2);
+    bool has_bias = fused && ir_has_input(n, 2);
     if (has_bias && dtype_of(cx, n->inputs[2]) != t)
         return cgen_unsupported(cx, n, "a bias that is not (N) of the operands' type");
     if (cgen_numel(cx, y) == 0) return true;
@@ -184,12 +151,12 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     if (fused)
         cw_line(w, "rt_gemm_act_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, %s, %s, 0, 1, "
                    "Y%s, &act);",
-                dsfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
+                cgen_sfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
                 (long long)s.N, has_bias ? "1.0" : "0.0",
                 has_bias ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct), oy);
     else
         cw_line(w, "rt_gemm_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, 0.0, NULL, 0, 0, Y%s);",
-                dsfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
+                cgen_sfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
                 (long long)s.N, oy);
     mm_close(cx, &s);
     cw_close(w, NULL);
@@ -215,10 +182,10 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "static const RtAct act = %s;", act);
     }
     cw_line(cx->w, "rt_gemm%s_%s(%lld, %lld, %lld, %s, %s, %lld, %lld, %s, %lld, %lld, %s, %s, %lld, %lld, %s%s);",
-            fused ? "_act" : "", dsfx(t), (long long)p.M, (long long)p.N, (long long)p.K,
-            dlit(cx, p.alpha), cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs,
+            fused ? "_act" : "", cgen_sfx(t), (long long)p.M, (long long)p.N, (long long)p.K,
+            cgen_flit(cx, p.alpha, true), cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs,
             cgen_ptr(cx, b), (long long)p.b_rs, (long long)p.b_cs,
-            dlit(cx, p.has_c ? p.beta : 0.0),
+            cgen_flit(cx, p.has_c ? p.beta : 0.0, true),
             p.has_c ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
             (long long)p.c_rs, (long long)p.c_cs, cgen_ptr(cx, y), fused ? ", &act" : "");
     if (fused) cw_close(cx->w, NULL);
@@ -244,7 +211,7 @@ static bool emit_matmul_integer(CgenCtx *cx, const IrNode *n) {
     const char *zp[2] = {NULL, NULL};
     int64_t zstep[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
-        if (!has_input(n, 2 + (uint32_t)k)) continue;
+        if (!ir_has_input(n, 2 + (uint32_t)k)) continue;
         uint32_t z = n->inputs[2 + k];
         int64_t nz = cgen_numel(cx, z), want = k == 0 ? rows : (tb->rank == 1 ? 1 : s.N);
         if (nz != 1 && nz != want)
@@ -265,7 +232,7 @@ static bool emit_matmul_integer(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "int32_t *Y = %s;", cgen_ptr(cx, y));
     mm_open(cx, &s, &oa, &ob, &oy);
     cw_line(w, "rt_matmul_integer_%s%s(%lld, %lld, %lld, A%s, %s, %lld, B%s, %s, %lld, Y%s);",
-            dsfx(t_a), dsfx(t_b), (long long)s.M, (long long)s.N, (long long)s.K, oa,
+            cgen_sfx(t_a), cgen_sfx(t_b), (long long)s.M, (long long)s.N, (long long)s.K, oa,
             zp[0] ? zp[0] : cgen_fmt(cx, "(const %s *)NULL", ca), (long long)zstep[0], ob,
             zp[1] ? zp[1] : cgen_fmt(cx, "(const %s *)NULL", cb), (long long)zstep[1], oy);
     mm_close(cx, &s);
@@ -288,7 +255,7 @@ static bool emit_softmax(CgenCtx *cx, const IrNode *n) {
     if (!plan_softmax_rows(n, cgen_type(cx, x), &r, &why)) return cgen_unsupported(cx, n, "%s", why);
     if (cgen_numel(cx, x) == 0) return true;
     cgen_use_runtime(cx, "rt_softmax.h");
-    cw_line(cx->w, "rt_softmax_%s(%s, %s, %lld, %lld, %lld, %s);", dsfx(t), cgen_ptr(cx, x),
+    cw_line(cx->w, "rt_softmax_%s(%s, %s, %lld, %lld, %lld, %s);", cgen_sfx(t), cgen_ptr(cx, x),
             cgen_ptr(cx, y), (long long)r.outer, (long long)r.len, (long long)r.inner, mode);
     return true;
 }
@@ -338,7 +305,7 @@ static bool emit_reduce(CgenCtx *cx, const IrNode *n) {
         const int64_t *av = ir_attr_ints(n, ri->axes, &n_axes);
         if (n_axes > IR_MAX_RANK) return cgen_unsupported(cx, n, "more axes than dimensions");
         if (av) memcpy(axes, av, n_axes * sizeof *axes);
-    } else if (has_input(n, 1)) {
+    } else if (ir_has_input(n, 1)) {
         uint32_t av = n->inputs[1];
         if (!const_ints(cx, av, axes, IR_MAX_RANK, &n_axes)) {
             if (dtype_of(cx, av) != IR_DTYPE_I64 || !static_type(cx, n, av) ||
@@ -364,7 +331,7 @@ static bool emit_reduce(CgenCtx *cx, const IrNode *n) {
     cgen_call_checked(cx, "rt_reduce_plan(&plan, %d, in_dims, %s, %u, %d, %d, %d, out_dims)",
                       tx->rank, axes_expr ? axes_expr : n_axes ? "axes" : "NULL", n_axes,
                       noop, keepdims, ty->rank);
-    cw_line(w, "rt_reduce_%s_%s(&plan, %s, %s);", ri->kernel, dsfx(t), cgen_ptr(cx, x),
+    cw_line(w, "rt_reduce_%s_%s(&plan, %s, %s);", ri->kernel, cgen_sfx(t), cgen_ptr(cx, x),
             cgen_ptr(cx, y));
     cw_close(w, NULL);
     return true;
@@ -374,7 +341,7 @@ static bool emit_arg(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = dtype_of(cx, x);
     bool is_min = n->op == IR_OP_ARG_MIN;
-    if (!dsfx(t) || t == IR_DTYPE_BOOL)
+    if (!cgen_sfx(t) || t == IR_DTYPE_BOOL)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!static_type(cx, n, x)) return false;
     int64_t axis = ir_attr_i(n, is_min ? IR_ATTR_ARG_MIN_AXIS : IR_ATTR_ARG_MAX_AXIS);
@@ -387,7 +354,7 @@ static bool emit_arg(CgenCtx *cx, const IrNode *n) {
     split_at(tx, ax, &outer, &len, &inner);
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_reduce.h");
-    cw_line(cx->w, "rt_arg_%s(%s, %s, %lld, %lld, %lld, %d, %d);", dsfx(t), cgen_ptr(cx, x),
+    cw_line(cx->w, "rt_arg_%s(%s, %s, %lld, %lld, %lld, %d, %d);", cgen_sfx(t), cgen_ptr(cx, x),
             cgen_ptr(cx, y), (long long)outer, (long long)len, (long long)inner, is_min,
             last != 0);
     return true;
@@ -406,7 +373,7 @@ static bool emit_cum(CgenCtx *cx, const IrNode *n) {
     int excl = (int)ir_attr_i(n, prod ? IR_ATTR_CUM_PROD_EXCLUSIVE : IR_ATTR_CUM_SUM_EXCLUSIVE);
     int rev = (int)ir_attr_i(n, prod ? IR_ATTR_CUM_PROD_REVERSE : IR_ATTR_CUM_SUM_REVERSE);
     const IrType *tx = cgen_type(cx, x);
-    const char *kern = cgen_fmt(cx, "rt_%s_%s", prod ? "cumprod" : "cumsum", dsfx(t));
+    const char *kern = cgen_fmt(cx, "rt_%s_%s", prod ? "cumprod" : "cumsum", cgen_sfx(t));
     if (tx->rank == 0) return cgen_unsupported(cx, n, "a rank-0 input");
     if (cgen_numel(cx, x) == 0) return true;
     cgen_use_runtime(cx, "rt_scan.h");
@@ -440,7 +407,7 @@ static bool emit_cum(CgenCtx *cx, const IrNode *n) {
 static bool emit_topk(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], yv = n->outputs[0], yi = n->outputs[1];
     IrDType t = dtype_of(cx, x);
-    if (!dsfx(t) || t == IR_DTYPE_BOOL)
+    if (!cgen_sfx(t) || t == IR_DTYPE_BOOL)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!static_type(cx, n, x) || !static_type(cx, n, yv)) return false;
     const IrType *tx = cgen_type(cx, x), *ty = cgen_type(cx, yv);
@@ -455,7 +422,7 @@ static bool emit_topk(CgenCtx *cx, const IrNode *n) {
     if (n->opset >= 10) {
         int64_t kc;
         uint32_t nk;
-        if (!has_input(n, 1)) return cgen_unsupported(cx, n, "a missing k input");
+        if (!ir_has_input(n, 1)) return cgen_unsupported(cx, n, "a missing k input");
         if (const_ints(cx, n->inputs[1], &kc, 1, &nk) && nk == 1) {
             if (kc != k) return cgen_unsupported(cx, n, "k %lld with an output of %lld",
                                                  (long long)kc, (long long)k);
@@ -469,7 +436,7 @@ static bool emit_topk(CgenCtx *cx, const IrNode *n) {
     cgen_use_runtime(cx, "rt_topk.h");
     if (kexpr) cgen_call_checked(cx, "rt_topk_check_k((int64_t)%s[0], %lld)", kexpr, (long long)k);
     if (k == 0 || outer * inner == 0) return true;
-    cw_line(cx->w, "rt_topk_%s(%s, %s, %s, %lld, %lld, %lld, %lld, %d);", dsfx(t),
+    cw_line(cx->w, "rt_topk_%s(%s, %s, %s, %lld, %lld, %lld, %lld, %d);", cgen_sfx(t),
             cgen_ptr(cx, x), cgen_ptr(cx, yv), cgen_ptr(cx, yi), (long long)outer,
             (long long)len, (long long)inner, (long long)k, largest != 0);
     return true;
@@ -501,11 +468,11 @@ static bool emit_loss(CgenCtx *cx, const IrNode *n) {
                                                   : NULL;
     if (!mode) return cgen_unsupported(cx, n, "reduction '%s'", red);
     bool has_ii = ir_attr_present(n, ii_id);
-    bool has_w = has_input(n, 2), has_lp = sce && n->n_outputs > 1 && n->outputs[1] != IR_NONE;
+    bool has_w = ir_has_input(n, 2), has_lp = sce && n->n_outputs > 1 && n->outputs[1] != IR_NONE;
     const char *ct = bundle_ctype(t);
     cgen_use_runtime(cx, "rt_loss.h");
     cgen_call_checked(cx, "rt_loss_%s_%s(%s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %d, %s, %d)",
-                      dsfx(t), tt == IR_DTYPE_I32 ? "int32" : "int64", cgen_ptr(cx, x),
+                      cgen_sfx(t), tt == IR_DTYPE_I32 ? "int32" : "int64", cgen_ptr(cx, x),
                       cgen_ptr(cx, tg), has_w ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
                       cgen_ptr(cx, y), has_lp ? cgen_ptr(cx, n->outputs[1]) : cgen_fmt(cx, "(%s *)NULL", ct),
                       (long long)N, (long long)C, (long long)D,
@@ -554,7 +521,7 @@ static bool emit_attention(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "these Q/K/V head shapes");
     if (vhd > 1024) return cgen_unsupported(cx, n, "a V head size above 1024");
     int64_t past = 0;
-    bool has_pk = has_input(n, 4), has_pv = has_input(n, 5);
+    bool has_pk = ir_has_input(n, 4), has_pv = ir_has_input(n, 5);
     if (has_pk != has_pv) return cgen_unsupported(cx, n, "past_key without past_value");
     if (has_pk) {
         const IrType *tp = cgen_type(cx, n->inputs[4]), *tpv = cgen_type(cx, n->inputs[5]);
@@ -565,7 +532,7 @@ static bool emit_attention(CgenCtx *cx, const IrNode *n) {
     }
     int64_t total = past + kvs, mst[4] = {0, 0, 0, 0}, mlen = 0;
     int mask_kind = 0;
-    if (has_input(n, 3)) {
+    if (ir_has_input(n, 3)) {
         const IrType *tm = cgen_type(cx, n->inputs[3]);
         const int64_t full[4] = {B, qH, qs, total};
         mask_kind = tm->dtype == IR_DTYPE_BOOL ? 2 : 1;
@@ -597,16 +564,16 @@ static bool emit_attention(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "%s, %s, %s, %s,", cgen_i64_list(cx, qst, 3), cgen_i64_list(cx, kst, 3),
             cgen_i64_list(cx, vst, 3), cgen_i64_list(cx, yst, 3));
     cw_line(w, "%s, %lld, %d, %d, %s, %s, %d};", cgen_i64_list(cx, mst, 4), (long long)mlen,
-            mask_kind, ir_attr_i(n, IR_ATTR_ATTENTION_IS_CAUSAL) != 0, dlit(cx, scale),
-            dlit(cx, ir_attr_f(n, IR_ATTR_ATTENTION_SOFTCAP)), (int)qk_mode);
+            mask_kind, ir_attr_i(n, IR_ATTR_ATTENTION_IS_CAUSAL) != 0, cgen_flit(cx, scale, true),
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_ATTENTION_SOFTCAP), true), (int)qk_mode);
     w->indent--;
-#define OPT_IN(i) (has_input(n, i) ? cgen_ptr(cx, n->inputs[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
+#define OPT_IN(i) (ir_has_input(n, i) ? cgen_ptr(cx, n->inputs[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
 #define OPT_OUT(i) (outs[i] != IR_NONE ? cgen_ptr(cx, outs[i]) : cgen_fmt(cx, "(%s *)NULL", ct))
-    cw_line(w, "rt_attention_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", dsfx(t),
+    cw_line(w, "rt_attention_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", cgen_sfx(t),
             cgen_ptr(cx, q), cgen_ptr(cx, k), cgen_ptr(cx, v), OPT_IN(4), OPT_IN(5),
             mask_kind == 1 ? cgen_ptr(cx, n->inputs[3]) : cgen_fmt(cx, "(const %s *)NULL", ct),
             mask_kind == 2 ? cgen_ptr(cx, n->inputs[3]) : "(const uint8_t *)NULL",
-            has_input(n, 6) ? cgen_ptr(cx, n->inputs[6]) : "(const int64_t *)NULL",
+            ir_has_input(n, 6) ? cgen_ptr(cx, n->inputs[6]) : "(const int64_t *)NULL",
             cgen_ptr(cx, y), OPT_OUT(1), OPT_OUT(2), OPT_OUT(3));
 #undef OPT_IN
 #undef OPT_OUT
@@ -669,7 +636,7 @@ static bool emit_einsum(CgenCtx *cx, const IrNode *n) {
     const char *eq = ir_attr_s(n, IR_ATTR_EINSUM_EQUATION);
     uint32_t y = n->outputs[0];
     IrDType t = dtype_of(cx, y);
-    if (!dsfx(t) || t == IR_DTYPE_BOOL)
+    if (!cgen_sfx(t) || t == IR_DTYPE_BOOL)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (n->n_inputs > EIN_MAX_IN) return cgen_unsupported(cx, n, "more than %d operands", EIN_MAX_IN);
     for (uint32_t k = 0; k < n->n_inputs; k++)

@@ -14,10 +14,6 @@
 
 #define MISC_MAX_SCRATCH 65536 /* elements of a stack scratch array in NAME_run (256 KiB f32) */
 
-static bool m_has_input(const IrNode *n, uint32_t k) {
-    return n->n_inputs > k && n->inputs[k] != IR_NONE;
-}
-
 static bool m_has_output(const IrNode *n, uint32_t k) {
     return n->n_outputs > k && n->outputs[k] != IR_NONE;
 }
@@ -28,22 +24,6 @@ static bool m_static(CgenCtx *cx, const IrNode *n, uint32_t v) {
     if (!ir_type_is_static(cgen_type(cx, v)))
         return cgen_unsupported(cx, n, "a tensor of non-static shape");
     return true;
-}
-
-/* Runtime suffix of a float type, or NULL. */
-static const char *m_fsfx(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32:
-        return "f32";
-    case IR_DTYPE_F64:
-        return "f64";
-    case IR_DTYPE_F16:
-        return "f16";
-    case IR_DTYPE_BF16:
-        return "bf16";
-    default:
-        return NULL;
-    }
 }
 
 static bool m_is_int(IrDType t) {
@@ -106,7 +86,7 @@ static void m_loop_close(CgenCtx *cx) {
 static bool emit_shrink(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    if (!m_fsfx(t) && !m_is_int(t))
+    if (!cgen_float_sfx(t) && !m_is_int(t))
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x)) return false;
     double lambd = ir_attr_f(n, IR_ATTR_SHRINK_LAMBD), bias = ir_attr_f(n, IR_ATTR_SHRINK_BIAS);
@@ -124,7 +104,7 @@ static bool emit_shrink(CgenCtx *cx, const IrNode *n) {
 static bool emit_binarizer(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    if (!m_fsfx(t) && !m_is_int(t))
+    if (!cgen_float_sfx(t) && !m_is_int(t))
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x)) return false;
     double th = ir_attr_f(n, IR_ATTR_BINARIZER_THRESHOLD);
@@ -142,7 +122,7 @@ static bool emit_binarizer(CgenCtx *cx, const IrNode *n) {
 static bool emit_scaler(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    if ((!m_fsfx(t) && !m_is_int(t)) || m_dtype(cx, y) != IR_DTYPE_F32)
+    if ((!cgen_float_sfx(t) && !m_is_int(t)) || m_dtype(cx, y) != IR_DTYPE_F32)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x)) return false;
     const IrType *tx = cgen_type(cx, x);
@@ -191,9 +171,9 @@ static bool emit_optimizer(CgenCtx *cx, const IrNode *n) {
         return cgen_unsupported(cx, n, "%u outputs for %u tensors", n->n_outputs, k);
     uint32_t r = n->inputs[0], tt = n->inputs[1];
     IrDType tr = m_dtype(cx, r), tT = m_dtype(cx, tt);
-    if (!m_fsfx(tr) || !m_is_int(tT)) return cgen_unsupported(cx, n, "R or T of that type");
+    if (!cgen_float_sfx(tr) || !m_is_int(tT)) return cgen_unsupported(cx, n, "R or T of that type");
     for (uint32_t i = 2; i < n->n_inputs; i++) {
-        if (!m_fsfx(m_dtype(cx, n->inputs[i])) || !m_static(cx, n, n->inputs[i]))
+        if (!cgen_float_sfx(m_dtype(cx, n->inputs[i])) || !m_static(cx, n, n->inputs[i]))
             return cgen_unsupported(cx, n, "a non-float or non-static tensor");
         if (cgen_numel(cx, n->inputs[i]) != cgen_numel(cx, n->inputs[2 + (i - 2) % k]))
             return cgen_unsupported(cx, n, "tensors of a group that differ in size");
@@ -300,7 +280,7 @@ static bool emit_tensor_scatter(CgenCtx *cx, const IrNode *n) {
     bool circular = strcmp(mode, "circular") == 0;
     if (!circular && strcmp(mode, "linear") != 0) return cgen_unsupported(cx, n, "mode '%s'", mode);
     const char *wi = "NULL";
-    if (m_has_input(n, 2)) {
+    if (ir_has_input(n, 2)) {
         uint32_t v = n->inputs[2];
         if (m_dtype(cx, v) != IR_DTYPE_I64 || cgen_numel(cx, v) != tp->dims[0])
             return cgen_unsupported(cx, n, "write_indices that are not (batch) int64");
@@ -347,7 +327,7 @@ static bool emit_array_feature_extractor(CgenCtx *cx, const IrNode *n) {
 static bool emit_rotary(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], cs = n->inputs[1], sn = n->inputs[2], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    const char *sfx = m_fsfx(t);
+    const char *sfx = cgen_float_sfx(t);
     if (!sfx || m_dtype(cx, cs) != t || m_dtype(cx, sn) != t)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x) || !m_static(cx, n, cs) || !m_static(cx, n, sn)) return false;
@@ -373,7 +353,7 @@ static bool emit_rotary(CgenCtx *cx, const IrNode *n) {
                                 (long long)rot);
     const char *pos = "NULL";
     int64_t max_pos = 0;
-    if (m_has_input(n, 3)) {
+    if (ir_has_input(n, 3)) {
         uint32_t p = n->inputs[3];
         if (m_dtype(cx, p) != IR_DTYPE_I64 || cgen_numel(cx, p) != B * S || tc->rank != 2)
             return cgen_unsupported(cx, n, "position_ids that are not (batch, sequence) int64");
@@ -400,7 +380,7 @@ static bool emit_rotary(CgenCtx *cx, const IrNode *n) {
 static bool emit_causal_conv(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], w = n->inputs[1];
     IrDType t = m_dtype(cx, x);
-    const char *sfx = m_fsfx(t);
+    const char *sfx = cgen_float_sfx(t);
     if (!sfx || m_dtype(cx, w) != t)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x) || !m_static(cx, n, w)) return false;
@@ -413,12 +393,12 @@ static bool emit_causal_conv(CgenCtx *cx, const IrNode *n) {
     bool silu = strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0;
     if (!silu && strcmp(act, "none") != 0) return cgen_unsupported(cx, n, "activation '%s'", act);
     const char *bias = "NULL", *past = "NULL";
-    if (m_has_input(n, 2)) {
+    if (ir_has_input(n, 2)) {
         if (m_dtype(cx, n->inputs[2]) != t || cgen_numel(cx, n->inputs[2]) != C)
             return cgen_unsupported(cx, n, "a bias that is not (C)");
         bias = cgen_ptr(cx, n->inputs[2]);
     }
-    if (m_has_input(n, 3)) {
+    if (ir_has_input(n, 3)) {
         if (m_dtype(cx, n->inputs[3]) != t || cgen_numel(cx, n->inputs[3]) != B * C * (K - 1))
             return cgen_unsupported(cx, n, "a past_state that is not (B,C,K-1)");
         past = cgen_ptr(cx, n->inputs[3]);
@@ -441,7 +421,7 @@ static bool emit_causal_conv(CgenCtx *cx, const IrNode *n) {
 static bool emit_deform_conv(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], w = n->inputs[1], off = n->inputs[2], y = n->outputs[0];
     IrDType t = m_dtype(cx, x);
-    const char *sfx = m_fsfx(t);
+    const char *sfx = cgen_float_sfx(t);
     if (!sfx || t == IR_DTYPE_BF16 || m_dtype(cx, w) != t || m_dtype(cx, off) != t)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, x) || !m_static(cx, n, w) || !m_static(cx, n, off) || !m_static(cx, n, y))
@@ -466,11 +446,11 @@ static bool emit_deform_conv(CgenCtx *cx, const IrNode *n) {
         ty->dims[1] != M)
         return cgen_unsupported(cx, n, "shapes that disagree with group/offset_group");
     const char *ct = bundle_ctype(t), *bias = cgen_fmt(cx, "(const %s *)NULL", ct), *mask = bias;
-    if (m_has_input(n, 3)) {
+    if (ir_has_input(n, 3)) {
         if (cgen_numel(cx, n->inputs[3]) != M) return cgen_unsupported(cx, n, "a bias not (M)");
         bias = cgen_ptr(cx, n->inputs[3]);
     }
-    if (m_has_input(n, 4)) {
+    if (ir_has_input(n, 4)) {
         if (cgen_numel(cx, n->inputs[4]) != tx->dims[0] * og * kh * kw * oh * ow)
             return cgen_unsupported(cx, n, "a mask of another shape");
         mask = cgen_ptr(cx, n->inputs[4]);
@@ -500,7 +480,7 @@ static bool emit_deform_conv(CgenCtx *cx, const IrNode *n) {
 static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
     uint32_t q = n->inputs[0], k = n->inputs[1], v = n->inputs[2];
     IrDType t = m_dtype(cx, q);
-    const char *sfx = m_fsfx(t);
+    const char *sfx = cgen_float_sfx(t);
     if (!sfx || t == IR_DTYPE_F64 || m_dtype(cx, k) != t || m_dtype(cx, v) != t)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, q) || !m_static(cx, n, k) || !m_static(cx, n, v)) return false;
@@ -523,12 +503,12 @@ static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
     const char *ct = bundle_ctype(t), *null = cgen_fmt(cx, "(const %s *)NULL", ct);
     const char *past = null, *decay = null, *beta = null;
     int64_t decay_w = 1, beta_w = 1;
-    if (m_has_input(n, 3)) {
+    if (ir_has_input(n, 3)) {
         if (m_dtype(cx, n->inputs[3]) != t || cgen_numel(cx, n->inputs[3]) != B * hkv * dk * dv)
             return cgen_unsupported(cx, n, "a past_state that is not (B,Hkv,dk,dv)");
         past = cgen_ptr(cx, n->inputs[3]);
     }
-    if (gating != m_has_input(n, 4) || delta != m_has_input(n, 5))
+    if (gating != ir_has_input(n, 4) || delta != ir_has_input(n, 5))
         return cgen_unsupported(cx, n, "decay/beta inputs that disagree with update_rule");
     if (gating) {
         int64_t nd = cgen_numel(cx, n->inputs[4]);
@@ -569,31 +549,8 @@ static bool emit_linear_attention(CgenCtx *cx, const IrNode *n) {
 
 /* ---- Unique --------------------------------------------------------------------------- */
 
-static const char *m_unique_sfx(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32:
-        return "f32";
-    case IR_DTYPE_F64:
-        return "f64";
-    case IR_DTYPE_I8:
-        return "i8";
-    case IR_DTYPE_U8:
-        return "u8";
-    case IR_DTYPE_I16:
-        return "i16";
-    case IR_DTYPE_U16:
-        return "u16";
-    case IR_DTYPE_I32:
-        return "i32";
-    case IR_DTYPE_U32:
-        return "u32";
-    case IR_DTYPE_I64:
-        return "i64";
-    case IR_DTYPE_U64:
-        return "u64";
-    default:
-        return NULL;
-    }
+static const char *m_unique_sfx(IrDType t) { /* Unique's kernels: no 16-bit floats, no bool */
+    return t == IR_DTYPE_F16 || t == IR_DTYPE_BF16 || t == IR_DTYPE_BOOL ? NULL : cgen_sfx(t);
 }
 
 static bool emit_unique(CgenCtx *cx, const IrNode *n) {
@@ -891,7 +848,7 @@ static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "{next_true, next_false}, {leaf_true, leaf_false}, missing_true,");
     cw_line(w, "member_start, member_count, members, target, weight");
     cw_close(w, ";");
-    cgen_call_checked(cx, "rt_tree_ensemble_%s(%s, %lld, %lld, &ens, %s)", m_fsfx(t),
+    cgen_call_checked(cx, "rt_tree_ensemble_%s(%s, %lld, %lld, &ens, %s)", cgen_float_sfx(t),
                       cgen_ptr(cx, x), (long long)rows, (long long)F, cgen_ptr(cx, y));
     w->indent--;
     cw_line(w, "}");
@@ -905,7 +862,7 @@ static bool emit_tree_ensemble(CgenCtx *cx, const IrNode *n) {
 static bool emit_random(CgenCtx *cx, const IrNode *n) {
     uint32_t y = n->outputs[0];
     IrDType t = m_dtype(cx, y);
-    if (!m_fsfx(t) && !m_is_int(t) && t != IR_DTYPE_BOOL)
+    if (!cgen_float_sfx(t) && !m_is_int(t) && t != IR_DTYPE_BOOL)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
     if (!m_static(cx, n, y)) return false;
     IrAttrId seed_id;
@@ -914,7 +871,7 @@ static bool emit_random(CgenCtx *cx, const IrNode *n) {
     case IR_OP_BERNOULLI: {
         uint32_t x = n->inputs[0];
         IrDType tx = m_dtype(cx, x);
-        if (!m_fsfx(tx) || cgen_numel(cx, x) != cgen_numel(cx, y))
+        if (!cgen_float_sfx(tx) || cgen_numel(cx, x) != cgen_numel(cx, y))
             return cgen_unsupported(cx, n, "probabilities of type %s", ir_dtype_name(tx));
         seed_id = IR_ATTR_BERNOULLI_SEED;
         draw = cgen_fmt(cx, "rt_rng_uniform(&rng) < %s ? 1.0 : 0.0",

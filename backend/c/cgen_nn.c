@@ -16,38 +16,8 @@
 
 #define NN_SPATIAL 3 /* = RT_CONV_SPATIAL: spatial dims the runtime kernels take */
 
-/* Runtime name suffix of a float element type, or NULL. */
-static const char *nn_float_sfx(IrDType t) {
-    switch (t) {
-    case IR_DTYPE_F32:
-        return "f32";
-    case IR_DTYPE_F64:
-        return "f64";
-    case IR_DTYPE_F16:
-        return "f16";
-    case IR_DTYPE_BF16:
-        return "bf16";
-    default:
-        return NULL;
-    }
-}
-
-static bool nn_has_input(const IrNode *n, uint32_t i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static bool nn_has_output(const IrNode *n, uint32_t i) {
     return i < n->n_outputs && n->outputs[i] != IR_NONE;
-}
-
-/* A C literal of the accumulator type of t (double for f64, else float) that reads back
- * to v in that type. */
-static const char *nn_flit(CgenCtx *cx, IrDType t, double v) {
-    bool dbl = t == IR_DTYPE_F64;
-    char buf[64];
-    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s%s", buf, dbl ? "" : "f");
 }
 
 /* True when every input in ins (IR_NONE skipped) has element type t. */
@@ -159,7 +129,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     IrType vy = nn_nchw_view(cgen_type(cx, y), false);
     const IrType *tx = nhwc ? &vx : cgen_type(cx, x), *tw = nhwc ? &vw : cgen_type(cx, w);
     const IrType *ty = nhwc ? &vy : cgen_type(cx, y);
-    const char *sfx = nn_float_sfx((IrDType)tx->dtype);
+    const char *sfx = cgen_float_sfx((IrDType)tx->dtype);
     if (!sfx || tw->dtype != tx->dtype)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name((IrDType)tx->dtype));
     if (nhwc != nn_nhwc(cx, y) ||
@@ -176,11 +146,11 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     for (int i = 0; i < g.ns; i++)
         if (tw->dims[i + 2] != g.k[NN_SPATIAL - g.ns + i])
             return cgen_unsupported(cx, n, "kernel_shape that disagrees with the weights");
-    bool has_b = nn_has_input(n, 2);
+    bool has_b = ir_has_input(n, 2);
     if (has_b &&
         (cgen_numel(cx, n->inputs[2]) != M || cgen_type(cx, n->inputs[2])->dtype != tx->dtype))
         return cgen_unsupported(cx, n, "a bias that is not (M) of the input's type");
-    bool has_r = fused && nn_has_input(n, 3);
+    bool has_r = fused && ir_has_input(n, 3);
     if (has_r && (!ir_type_equal(cgen_type(cx, n->inputs[3]), cgen_type(cx, y))))
         return cgen_unsupported(cx, n, "a residual whose type is not the output's");
     const char *act = NULL;
@@ -233,7 +203,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
 static const char *nn_max_sfx(IrDType t) {
     if (t == IR_DTYPE_I8) return "i8";
     if (t == IR_DTYPE_U8) return "u8";
-    return nn_float_sfx(t);
+    return cgen_float_sfx(t);
 }
 
 static bool emit_pool(CgenCtx *cx, const IrNode *n) {
@@ -243,7 +213,7 @@ static bool emit_pool(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = nhwc ? &vx : cgen_type(cx, x), *ty = nhwc ? &vy : cgen_type(cx, y);
     IrDType dt = (IrDType)tx->dtype;
     bool is_max = n->op == IR_OP_MAX_POOL;
-    const char *sfx = is_max ? nn_max_sfx(dt) : nn_float_sfx(dt);
+    const char *sfx = is_max ? nn_max_sfx(dt) : cgen_float_sfx(dt);
     if (!sfx) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
     if (nhwc != nn_nhwc(cx, y) ||
         (nhwc && (n->op == IR_OP_LP_POOL || nn_has_output(n, 1) || tx->rank != 4 ||
@@ -305,7 +275,7 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = cgen_type(cx, x);
     IrDType dt = (IrDType)tx->dtype;
     bool is_max = n->op == IR_OP_GLOBAL_MAX_POOL;
-    const char *sfx = is_max ? nn_max_sfx(dt) : nn_float_sfx(dt);
+    const char *sfx = is_max ? nn_max_sfx(dt) : cgen_float_sfx(dt);
     if (!sfx) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
     if (tx->rank < 2) return cgen_unsupported(cx, n, "inputs of rank below 2");
     bool nhwc = nn_nhwc(cx, x);
@@ -341,7 +311,7 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
 static const char *nn_norm_sfx(CgenCtx *cx, const IrNode *n, int min_rank) {
     const IrType *tx = cgen_type(cx, n->inputs[0]);
     IrDType dt = (IrDType)tx->dtype;
-    const char *sfx = nn_float_sfx(dt);
+    const char *sfx = cgen_float_sfx(dt);
     if (!sfx) {
         cgen_unsupported(cx, n, "element type %s", ir_dtype_name(dt));
         return NULL;
@@ -380,7 +350,7 @@ static bool emit_batch_norm(CgenCtx *cx, const IrNode *n) {
         (nn_has_output(n, 1) || nn_has_output(n, 2) || nn_has_output(n, 3) || nn_has_output(n, 4)))
         return cgen_unsupported(cx, n, "the training outputs of opset %d", n->opset);
     cgen_use_runtime(cx, "rt_norm.h");
-    const char *eps = nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON));
+    const char *eps = cgen_flit(cx, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON), dt == IR_DTYPE_F64);
     const char *p[5];
     for (int i = 0; i < 5; i++)
         p[i] = cgen_ptr(cx, n->inputs[i]);
@@ -392,7 +362,7 @@ static bool emit_batch_norm(CgenCtx *cx, const IrNode *n) {
                 nn_has_output(n, 2) ? cgen_ptr(cx, n->outputs[2]) : "NULL");
         cw_line(cx->w, "%*s%lld, %lld, %lld, %s, %s);", (int)strlen(fn), "", (long long)N,
                 (long long)C, (long long)S, eps,
-                nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_MOMENTUM)));
+                cgen_flit(cx, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_MOMENTUM), dt == IR_DTYPE_F64));
     } else {
         cw_line(cx->w, "rt_batchnorm_%s(%s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %s);", sfx, p[0],
                 p[1], p[2], p[3], p[4], cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C,
@@ -411,7 +381,7 @@ static bool emit_instance_norm(CgenCtx *cx, const IrNode *n) {
     cw_line(cx->w, "rt_instancenorm_%s(%s, %s, %s, %s, %lld, %lld, %lld, %s);", sfx,
             cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
             cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C, (long long)S,
-            nn_flit(cx, (IrDType)tx->dtype, ir_attr_f(n, IR_ATTR_INSTANCE_NORMALIZATION_EPSILON)));
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_INSTANCE_NORMALIZATION_EPSILON), (IrDType)tx->dtype == IR_DTYPE_F64));
     return true;
 }
 
@@ -432,7 +402,7 @@ static bool emit_group_norm(CgenCtx *cx, const IrNode *n) {
             cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
             cgen_ptr(cx, n->outputs[0]), (long long)N, (long long)C, (long long)S, (long long)G,
             per_channel ? 1 : 0,
-            nn_flit(cx, (IrDType)tx->dtype, ir_attr_f(n, IR_ATTR_GROUP_NORMALIZATION_EPSILON)));
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_GROUP_NORMALIZATION_EPSILON), (IrDType)tx->dtype == IR_DTYPE_F64));
     return true;
 }
 
@@ -466,16 +436,16 @@ static bool emit_layer_norm(CgenCtx *cx, const IrNode *n) {
     if (rms) {
         cw_line(cx->w, "rt_rmsnorm_%s(%s, %s, %s, %lld, %lld, %lld, %s);", sfx,
                 cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->outputs[0]),
-                (long long)rows, (long long)cols, (long long)step[0], nn_flit(cx, dt, eps));
+                (long long)rows, (long long)cols, (long long)step[0], cgen_flit(cx, eps, dt == IR_DTYPE_F64));
         return true;
     }
     const char *fn = cgen_fmt(cx, "rt_layernorm_%s(", sfx);
     cw_line(cx->w, "%s%s, %s, %s, %s, %s, %s,", fn, cgen_ptr(cx, n->inputs[0]),
-            cgen_ptr(cx, n->inputs[1]), nn_has_input(n, 2) ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+            cgen_ptr(cx, n->inputs[1]), ir_has_input(n, 2) ? cgen_ptr(cx, n->inputs[2]) : "NULL",
             cgen_ptr(cx, n->outputs[0]), nn_has_output(n, 1) ? cgen_ptr(cx, n->outputs[1]) : "NULL",
             nn_has_output(n, 2) ? cgen_ptr(cx, n->outputs[2]) : "NULL");
     cw_line(cx->w, "%*s%lld, %lld, %lld, %lld, %s);", (int)strlen(fn), "", (long long)rows,
-            (long long)cols, (long long)step[0], (long long)step[1], nn_flit(cx, dt, eps));
+            (long long)cols, (long long)step[0], (long long)step[1], cgen_flit(cx, eps, dt == IR_DTYPE_F64));
     return true;
 }
 
@@ -490,9 +460,9 @@ static bool emit_lrn(CgenCtx *cx, const IrNode *n) {
     cw_line(cx->w, "rt_lrn_%s(%s, %s, %lld, %lld, %lld, %lld, %s, %s, %s);", sfx,
             cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->outputs[0]), (long long)tx->dims[0],
             (long long)tx->dims[1], (long long)nn_prod(tx, 2, tx->rank), (long long)size,
-            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_ALPHA)),
-            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_BETA)),
-            nn_flit(cx, dt, ir_attr_f(n, IR_ATTR_LRN_BIAS)));
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_LRN_ALPHA), dt == IR_DTYPE_F64),
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_LRN_BETA), dt == IR_DTYPE_F64),
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_LRN_BIAS), dt == IR_DTYPE_F64));
     return true;
 }
 
@@ -535,7 +505,7 @@ static bool emit_mvn(CgenCtx *cx, const IrNode *n) {
     cw_line(cx->w, "static const int64_t dims[] = %s;", cgen_dims(cx, tx));
     cw_line(cx->w, "rt_mvn_%s(%s, %s, %d, dims, 0x%xu, %s);", sfx, cgen_ptr(cx, n->inputs[0]),
             cgen_ptr(cx, n->outputs[0]), tx->rank, mask,
-            nn_flit(cx, (IrDType)tx->dtype, NN_MVN_EPSILON));
+            cgen_flit(cx, NN_MVN_EPSILON, (IrDType)tx->dtype == IR_DTYPE_F64));
     cw_close(cx->w, NULL);
     return true;
 }

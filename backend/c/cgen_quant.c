@@ -11,10 +11,6 @@
 #define Q_SPATIAL 3          /* = RT_QCONV_SPATIAL */
 #define Q_MAX_CHANNELS 65536 /* per-channel multiplier arrays live on the stack of NAME_run */
 
-static bool q_has_input(const IrNode *n, uint32_t k) {
-    return n->n_inputs > k && n->inputs[k] != IR_NONE;
-}
-
 static IrDType q_dtype(const CgenCtx *cx, uint32_t v) { return (IrDType)cgen_type(cx, v)->dtype; }
 
 static bool q_is_8bit(IrDType t) { return t == IR_DTYPE_U8 || t == IR_DTYPE_I8; }
@@ -89,7 +85,7 @@ static void q_emit_geom(CgenCtx *cx, const QGeom *g) {
 static bool q_zero_point(CgenCtx *cx, const IrNode *n, uint32_t k, IrDType want, int64_t per,
                          const char **ptr, int64_t *step) {
     *ptr = NULL, *step = 0;
-    if (!q_has_input(n, k)) return true;
+    if (!ir_has_input(n, k)) return true;
     uint32_t z = n->inputs[k];
     int64_t nz = cgen_numel(cx, z);
     if (q_dtype(cx, z) != want || (nz != 1 && nz != per))
@@ -155,7 +151,7 @@ static bool emit_qconv(CgenCtx *cx, const IrNode *n) {
         return false;
     if (ql && !q_zero_point(cx, n, 7, ty, 1, &yz, &yz_step)) return false;
     const char *bias = "NULL";
-    if (ql && q_has_input(n, 8)) {
+    if (ql && ir_has_input(n, 8)) {
         uint32_t b = n->inputs[8];
         if (q_dtype(cx, b) != IR_DTYPE_I32 || cgen_numel(cx, b) != g.m)
             return cgen_unsupported(cx, n, "a bias that is not (M) int32");

@@ -90,17 +90,6 @@ static const RnnActInfo *rnn_act_find(const IrStr *s) {
     return NULL;
 }
 
-static const char *rnn_flit(CgenCtx *cx, double v) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.9g", v);
-    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%sf", buf);
-}
-
-static bool rnn_has_in(const IrNode *n, uint32_t i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static bool rnn_has_out(const IrNode *n, uint32_t i) {
     return i < n->n_outputs && n->outputs[i] != IR_NONE;
 }
@@ -186,7 +175,7 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     }
     uint32_t in[8], out[3];
     for (uint32_t i = 0; i < 8; i++)
-        in[i] = rnn_has_in(n, i) ? n->inputs[i] : IR_NONE;
+        in[i] = ir_has_input(n, i) ? n->inputs[i] : IR_NONE;
     for (uint32_t i = 0; i < 3; i++)
         out[i] = rnn_has_out(n, i) ? n->outputs[i] : IR_NONE;
     if (ids.kind != 2) in[RNN_IN_C0] = in[RNN_IN_P] = out[RNN_OUT_Y_C] = IR_NONE;
@@ -233,14 +222,14 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
         cw_indent(w);
         cw_raw(w, "{");
         for (int k = 0; k < ids.n_acts; k++)
-            cw_raw(w, "%s{%s, %s, %s}", k ? ", " : "", act[d][k]->code, rnn_flit(cx, alpha[d][k]),
-                   rnn_flit(cx, beta[d][k]));
+            cw_raw(w, "%s{%s, %s, %s}", k ? ", " : "", act[d][k]->code, cgen_flit(cx, alpha[d][k], false),
+                   cgen_flit(cx, beta[d][k], false));
         cw_raw(w, "}%s\n", d + 1 < n_dir ? "," : "");
     }
     w->indent--;
     cw_line(w, "},");
     cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d",
-            has_clip ? 1 : 0, rnn_flit(cx, clip), input_forget != 0, lbr != 0);
+            has_clip ? 1 : 0, cgen_flit(cx, clip, false), input_forget != 0, lbr != 0);
     w->indent--;
     cw_line(w, "};");
     cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld) */", ct, (long long)(RNN_SCRATCH_STATES * H),

@@ -20,8 +20,9 @@ static bool sig_has_in(const IrNode *n, uint32_t i) {
 static IrDType sig_dtype(const CgenCtx *cx, uint32_t v) { return (IrDType)cgen_type(cx, v)->dtype; }
 
 /* Runtime suffix of a float element type the kernels take, or NULL. */
+/* The signal kernels take float32 and float64. */
 static const char *sig_sfx(IrDType t) {
-    return t == IR_DTYPE_F32 ? "f32" : t == IR_DTYPE_F64 ? "f64" : NULL;
+    return t == IR_DTYPE_F32 || t == IR_DTYPE_F64 ? cgen_sfx(t) : NULL;
 }
 
 static bool sig_static(CgenCtx *cx, const IrNode *n) {
@@ -61,13 +62,6 @@ static const char *sig_float0(CgenCtx *cx, const IrNode *n, uint32_t v, const ch
     if (t == IR_DTYPE_BF16) return cgen_fmt(cx, "rt_bf16_to_f32(%s[0])", cgen_ptr(cx, v));
     cgen_unsupported(cx, n, "a %s of type %s", what, ir_dtype_name(t));
     return NULL;
-}
-
-static const char *sig_flit(CgenCtx *cx, double v) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.17g", v);
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s", buf);
 }
 
 static void sig_open(CWriter *w) {
@@ -347,7 +341,7 @@ static bool emit_roi_align(CgenCtx *cx, const IrNode *n) {
                       (long long)tx->dims[3], (long long)tr->dims[0], (long long)ty->dims[2],
                       (long long)ty->dims[3],
                       (long long)ir_attr_i(n, IR_ATTR_ROI_ALIGN_SAMPLING_RATIO),
-                      sig_flit(cx, ir_attr_f(n, IR_ATTR_ROI_ALIGN_SPATIAL_SCALE)), half ? 1 : 0,
+                      cgen_flit(cx, ir_attr_f(n, IR_ATTR_ROI_ALIGN_SPATIAL_SCALE), true), half ? 1 : 0,
                       max_mode ? 1 : 0);
     return true;
 }
@@ -371,7 +365,7 @@ static bool emit_max_roi_pool(CgenCtx *cx, const IrNode *n) {
                       (long long)tx->dims[0], (long long)tx->dims[1], (long long)tx->dims[2],
                       (long long)tx->dims[3], (long long)tr->dims[0], (long long)ty->dims[2],
                       (long long)ty->dims[3],
-                      sig_flit(cx, ir_attr_f(n, IR_ATTR_MAX_ROI_POOL_SPATIAL_SCALE)));
+                      cgen_flit(cx, ir_attr_f(n, IR_ATTR_MAX_ROI_POOL_SPATIAL_SCALE), true));
     return true;
 }
 

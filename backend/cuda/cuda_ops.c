@@ -33,23 +33,9 @@ static bool unsupported(CudaCtx *cx, const IrNode *n, const char *what) {
     return false;
 }
 
-static bool has_input(const IrNode *n, uint32_t i) {
-    return i < n->n_inputs && n->inputs[i] != IR_NONE;
-}
-
 static IrDType dtype_of(CudaCtx *cx, uint32_t v) { return (IrDType)cgen_type(&cx->c, v)->dtype; }
 static int64_t numel(CudaCtx *cx, uint32_t v) { return cgen_numel(&cx->c, v); }
 static const char *ptr(CudaCtx *cx, uint32_t v) { return cgen_ptr(&cx->c, v); }
-/* A float literal: "0.5f", "1.0f", "INFINITY"... */
-static const char *fmt_f(CudaCtx *cx, double v) {
-    if (v != v) return "NAN";
-    if (v > 3.4e38 || v < -3.4e38) return v > 0 ? "INFINITY" : "(-INFINITY)";
-    char buf[48];
-    snprintf(buf, sizeof buf, "%.9g", v);
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
-    return cgen_fmt(&cx->c, "%sf", buf);
-}
-
 /* The element type of the kc_* kernels for n: "float" when its float operands are all
  * float32, "__half" when all float16 (--precision fp16), else NULL (and a diagnostic). */
 static const char *ktype(CudaCtx *cx, const IrNode *n) {
@@ -354,7 +340,7 @@ static bool emit_slice(CudaCtx *cx, const IrNode *n) {
     if (tx->rank > 8) return unsupported(cx, n, "rank above 8");
     const IrTensor *in[5] = {NULL, NULL, NULL, NULL, NULL};
     for (uint32_t k = 1; k < 5 && n->opset >= 10; k++) {
-        if (!has_input(n, k)) continue;
+        if (!ir_has_input(n, k)) continue;
         if (!(in[k] = cgen_const(&cx->c, n->inputs[k])))
             return unsupported(cx, n, "slice parameters that are not constant");
     }
@@ -428,10 +414,10 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
             (long long)p->ldd);
     cw_line(w, "p.sa = %lld; p.sb = %lld; p.sd = %lld; p.batch = %d;", (long long)p->sa,
             (long long)p->sb, (long long)p->sd, p->batch);
-    cw_line(w, "p.alpha = %s; p.beta = %s;", fmt_f(cx, p->alpha), fmt_f(cx, p->beta));
+    cw_line(w, "p.alpha = %s; p.beta = %s;", cgen_flit(&cx->c, p->alpha, false), cgen_flit(&cx->c, p->beta, false));
     if (p->bias) cw_line(w, "p.bias = %s;", p->bias);
     cw_line(w, "p.act = %s; p.act_alpha = %s; p.act_beta = %s;", p->act ? p->act : "KC_ACT_NONE",
-            fmt_f(cx, p->act_alpha), fmt_f(cx, p->act_beta));
+            cgen_flit(&cx->c, p->act_alpha, false), cgen_flit(&cx->c, p->act_beta, false));
     if (p->half) cw_line(w, "p.half = 1;");
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p)) != KC_OK) "
                "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, p->half));
@@ -446,7 +432,7 @@ static bool emit_matmul(CudaCtx *cx, const IrNode *n) {
     if (!T) return false;
     PlanGemm g;
     const char *why;
-    bool bias = n->op == IR_OP_FUSED_MAT_MUL && has_input(n, 2);
+    bool bias = n->op == IR_OP_FUSED_MAT_MUL && ir_has_input(n, 2);
     if (!plan_gemm(n, cgen_type(&cx->c, a), cgen_type(&cx->c, b),
                    bias ? cgen_type(&cx->c, n->inputs[2]) : NULL, cgen_type(&cx->c, y), &g, &why))
         return unsupported(cx, n, why);
@@ -494,7 +480,7 @@ static bool emit_gemm(CudaCtx *cx, const IrNode *n) {
     PlanGemm g;
     const char *why;
     if (!plan_gemm(n, cgen_type(&cx->c, a), cgen_type(&cx->c, b),
-                   has_input(n, 2) ? cgen_type(&cx->c, n->inputs[2]) : NULL, ty, &g, &why))
+                   ir_has_input(n, 2) ? cgen_type(&cx->c, n->inputs[2]) : NULL, ty, &g, &why))
         return unsupported(cx, n, why);
     int64_t M = g.M, N = g.N, K = g.K;
     MmPlan p;
@@ -631,7 +617,7 @@ static bool emit_conv_kernel(CudaCtx *cx, const ConvNhwc *c, const char *params,
     checked(cx, cgen_fmt(&cx->c, "%s(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, %s, %s)", fn,
                          kptr(cx, c->x), kptr(cx, c->wt), c->bias ? c->bias : knull(cx, T),
                          c->res ? c->res : knull(cx, T), kptr(cx, c->y), (long long)c->N,
-                         (long long)extra, c->act, fmt_f(cx, c->al), fmt_f(cx, c->be)));
+                         (long long)extra, c->act, cgen_flit(&cx->c, c->al, false), cgen_flit(&cx->c, c->be, false)));
     cw_close(w, NULL);
     return true;
 }
@@ -694,8 +680,8 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     if (epilogue) {
         if (c->bias) cw_line(w, "m.bias = %s;", c->bias);
         if (c->res) cw_line(w, "m.beta = 1.0f; /* the residual, as C */");
-        cw_line(w, "m.act = %s; m.act_alpha = %s; m.act_beta = %s;", c->act, fmt_f(cx, c->al),
-                fmt_f(cx, c->be));
+        cw_line(w, "m.act = %s; m.act_alpha = %s; m.act_beta = %s;", c->act, cgen_flit(&cx->c, c->al, false),
+                cgen_flit(&cx->c, c->be, false));
     }
     if (c->half) cw_line(w, "m.half = 1;");
     cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)c->N, (long long)chunk);
@@ -722,7 +708,7 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, 1, %lld, %s, %s, %s)",
                              c->bias ? c->bias : knull(cx, T), c->res ? c->res : knull(cx, T),
                              (long long)c->K, (long long)numel(cx, c->y), c->act,
-                             fmt_f(cx, c->al), fmt_f(cx, c->be)));
+                             cgen_flit(&cx->c, c->al, false), cgen_flit(&cx->c, c->be, false)));
     cw_close(w, NULL);
     return true;
 }
@@ -750,8 +736,8 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
         al = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA);
         be = ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA);
     }
-    const char *bias = has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T);
-    const char *res = fused && has_input(n, 3) ? kptr(cx, n->inputs[3]) : knull(cx, T);
+    const char *bias = ir_has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T);
+    const char *res = fused && ir_has_input(n, 3) ? kptr(cx, n->inputs[3]) : knull(cx, T);
     bool half = T[0] == '_';
     int64_t esize = half ? 2 : 4;
     if (numel(cx, y) == 0) return true;
@@ -759,7 +745,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     CWriter *w = cx->c.w;
     if (nhwc) {
         ConvNhwc cv = {T, half, esize, x, wt, y, N, C, K, H, W, OH, OW, group, act, al, be,
-                       has_input(n, 2) ? bias : NULL, fused && has_input(n, 3) ? res : NULL};
+                       ir_has_input(n, 2) ? bias : NULL, fused && ir_has_input(n, 3) ? res : NULL};
         return emit_conv_nhwc(cx, &G, &cv);
     }
     if (group == C && tw->dims[1] == 1) { /* depthwise: direct */
@@ -767,7 +753,7 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
         cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
         checked(cx, cgen_fmt(&cx->c, "kc_dwconv(s, %s, %s, %s, %s, %s, &p, %lld, %lld, %s, %s, %s)",
                              kptr(cx, x), kptr(cx, wt), bias, res, kptr(cx, y), (long long)N,
-                             (long long)(K / C), act, fmt_f(cx, al), fmt_f(cx, be)));
+                             (long long)(K / C), act, cgen_flit(&cx->c, al, false), cgen_flit(&cx->c, be, false)));
         cw_close(w, NULL);
         return true;
     }
@@ -813,10 +799,10 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
                "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, half));
     cw_close(w, NULL);
-    if (has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && has_input(n, 3)))
+    if (ir_has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && ir_has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",
                              bias, res, (long long)K, (long long)P, (long long)numel(cx, y), act,
-                             fmt_f(cx, al), fmt_f(cx, be)));
+                             cgen_flit(&cx->c, al, false), cgen_flit(&cx->c, be, false)));
     cw_close(w, NULL);
     return true;
 }
@@ -885,14 +871,14 @@ static bool emit_batchnorm(CudaCtx *cx, const IrNode *n) {
     int64_t C = tx->rank > 1 ? tx->dims[1] : 1, total = numel(cx, x);
     int64_t NC = tx->dims[0] * C, HW = NC != 0 ? total / NC : 0;
     for (uint32_t k = 1; k < 5; k++)
-        if (!has_input(n, k) || numel(cx, n->inputs[k]) != C)
+        if (!ir_has_input(n, k) || numel(cx, n->inputs[k]) != C)
             return unsupported(cx, n, "parameters that are not (C)");
     if (total == 0) return true;
     cuda_use_runtime(cx, "kc_nn.cuh");
     checked(cx, cgen_fmt(&cx->c, "kc_batchnorm(s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld)",
                          kptr(cx, x), kptr(cx, y), kptr(cx, n->inputs[1]), kptr(cx, n->inputs[2]),
                          kptr(cx, n->inputs[3]), kptr(cx, n->inputs[4]),
-                         fmt_f(cx, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON)),
+                         cgen_flit(&cx->c, ir_attr_f(n, IR_ATTR_BATCH_NORMALIZATION_EPSILON), false),
                          (long long)C, (long long)HW, (long long)total));
     return true;
 }
@@ -928,8 +914,8 @@ static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
         if (d < axis) rows *= tx->dims[d];
         else D *= tx->dims[d];
     }
-    if (!has_input(n, 1) || numel(cx, n->inputs[1]) != D ||
-        (has_input(n, 2) && numel(cx, n->inputs[2]) != D))
+    if (!ir_has_input(n, 1) || numel(cx, n->inputs[1]) != D ||
+        (ir_has_input(n, 2) && numel(cx, n->inputs[2]) != D))
         return unsupported(cx, n, "a scale or bias that is not the normalized shape");
     const char *none = cgen_fmt(&cx->c, "(%s *)NULL", T);
     const char *mean = n->n_outputs > 1 && n->outputs[1] != IR_NONE ? kptr(cx, n->outputs[1])
@@ -940,9 +926,9 @@ static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
     cuda_use_runtime(cx, "kc_nn.cuh");
     checked(cx, cgen_fmt(&cx->c, "kc_layernorm(s, %s, %s, %s, %s, %s, %s, %lld, %lld, %s)",
                          kptr(cx, x), kptr(cx, n->inputs[1]),
-                         has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T),
+                         ir_has_input(n, 2) ? kptr(cx, n->inputs[2]) : knull(cx, T),
                          kptr(cx, y), mean, inv, (long long)rows, (long long)D,
-                         fmt_f(cx, ir_attr_f(n, IR_ATTR_LAYER_NORMALIZATION_EPSILON))));
+                         cgen_flit(&cx->c, ir_attr_f(n, IR_ATTR_LAYER_NORMALIZATION_EPSILON), false)));
     return true;
 }
 

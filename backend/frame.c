@@ -339,7 +339,7 @@ void bundle_emit_test_main(BundleCtx *b, const BundleDialect *dl, CWriter *c) {
     cw_line(c, "if (k == 0) k = 1;");
     for (uint32_t i = 0; i < n_out; i++) {
         uint32_t v = g->outputs[i];
-        cw_line(c, "out.%s = (%s *)aligned_block(%lld + 1, &blocks[nb++]);", b->out_field[i],
+        cw_line(c, "out.%s = (%s *)(void *)aligned_block(%lld + 1, &blocks[nb++]);", b->out_field[i],
                 bundle_ctype((IrDType)g->values[v].type.dtype), (long long)value_bytes(g, v));
         cw_line(c, "if (!(fo[%u] = fopen(argv[arg + %u], \"wb\"))) { fprintf(stderr, \"%%s: "
                    "cannot write\\n\", argv[arg + %u]); goto done; }", i, i, i);
@@ -351,7 +351,7 @@ void bundle_emit_test_main(BundleCtx *b, const BundleDialect *dl, CWriter *c) {
     cw_open(c, "for (j = 0; j < k; j++)");
     for (uint32_t i = 0; i < n_in; i++) {
         uint32_t v = g->inputs[i];
-        cw_line(c, "in.%s = (const %s *)(data[%u] + j * %lld);", b->field[v],
+        cw_line(c, "in.%s = (const %s *)(const void *)(data[%u] + j * %lld);", b->field[v],
                 bundle_ctype((IrDType)g->values[v].type.dtype), i, (long long)value_bytes(g, v));
     }
     for (uint32_t i = 0; i < n_out; i++)

@@ -1,6 +1,8 @@
 /* Graph construction and access: values, nodes, subgraphs, symbols, opsets, attributes.
  * Arrays grow inside the graph's arena (the old block is left behind; growth doubles, so
  * the waste is bounded by the final size). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,4 +251,20 @@ IrTensor *ir_tensor_new(IrArena *a, IrDType dtype, int rank, const int64_t *dims
         t->data = ir_arena_alloc(a, t->size_bytes ? t->size_bytes : 1);
     }
     return t;
+}
+
+void ir_node_diag(Diag *d, DiagLevel level, const IrNode *n, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *op = n->op_type ? n->op_type : ir_op_name((IrOp)n->op);
+    const char *dom = n->domain && n->domain[0] ? n->domain : "";
+    char full[1280];
+    snprintf(full, sizeof full, "node '%s' (%s%s%s, opset %d)%s", n->name ? n->name : "", dom,
+             dom[0] ? "." : "", op, n->opset, msg);
+    if (level == DIAG_ERROR) diag_error(d, "%s", full);
+    else if (level == DIAG_WARNING) diag_warning(d, "%s", full);
+    else diag_note(d, "%s", full);
 }

@@ -335,6 +335,15 @@ static inline bool ir_has_input(const IrNode *n, uint32_t k) {
     return k < n->n_inputs && n->inputs[k] != IR_NONE;
 }
 
+/* A diagnostic about node n in the one form every layer names a node: "node 'NAME' (Op,
+ * opset N)" with Op as domain.Op outside the default domain, then fmt, which carries its
+ * own separator (": does not support...", " in subgraph..."). */
+void ir_node_diag(Diag *d, DiagLevel level, const IrNode *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* Attribute access on known ops: the slot (present or not) and typed getters that fall
  * back to the op table's default. */
 IrAttr *ir_node_attr(const IrNode *n, IrAttrId id);
@@ -346,6 +355,9 @@ const char *ir_attr_s(const IrNode *n, IrAttrId id);
 const int64_t *ir_attr_ints(const IrNode *n, IrAttrId id, uint32_t *n_out);
 
 /* Type helpers. */
+static inline bool ir_type_is_container(const IrType *t) {
+    return t->kind == IR_TYPE_SEQUENCE || t->kind == IR_TYPE_OPTIONAL;
+}
 IrType ir_type_tensor(IrDType dtype, int rank, const int64_t *dims);
 bool ir_type_is_static(const IrType *t); /* tensor with every dim known */
 int64_t ir_type_numel(const IrType *t);  /* -1 when not static */

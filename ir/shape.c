@@ -229,8 +229,7 @@ void shape_error(ShapeCtx *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    diag_error(c->d, "node '%s' (%s, opset %d): %s", c->node->name, c->node->op_type,
-               (int)c->node->opset, msg);
+    ir_node_diag(c->d, DIAG_ERROR, c->node, ": %s", msg);
     c->failed = true;
 }
 

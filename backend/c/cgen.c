@@ -93,27 +93,42 @@ const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v) {
 }
 
 /* Where v lives, as a pointer expression: the scope's override, the named local of the node
- * being emitted (when use_local), the input/output field, the weights or the arena. */
-static const char *placement(CgenCtx *cx, uint32_t v, bool use_local) {
+ * being emitted (when use_local), the input/output field, the weights or the arena. ct:
+ * the element type to point to (NULL: v's own; another one casts where v is not raw
+ * weights or arena bytes). */
+static const char *placement_as(CgenCtx *cx, uint32_t v, bool use_local, const char *as) {
     IR_ASSERT(v != IR_NONE);
     const IrValue *val = &cx->b.g->values[v];
-    const char *ct = bundle_ctype((IrDType)val->type.dtype);
-    if (cx->expr && cx->expr[v]) return cx->expr[v];
-    if (use_local && cx->local && cx->local[v]) return cx->local[v];
-    if (cx->b.field[v]) {
-        bool is_input = val->kind == IR_VALUE_INPUT;
-        return cgen_fmt(cx, "%s->%s", is_input ? "in" : "out", cx->b.field[v]);
-    }
+    const char *ct = as ? as : bundle_ctype((IrDType)val->type.dtype);
+    const char *e = NULL;
+    if (cx->expr && cx->expr[v]) e = cx->expr[v];
+    else if (use_local && cx->local && cx->local[v]) e = cx->local[v];
+    else if (cx->b.field[v])
+        e = cgen_fmt(cx, "%s->%s", val->kind == IR_VALUE_INPUT ? "in" : "out", cx->b.field[v]);
+    if (e) return as ? cgen_fmt(cx, "((%s%s *)%s)", val->kind == IR_VALUE_CONST ? "const " : "",
+                                ct, e) : e;
+    /* the C target goes through void *: the arena and the weights are BUNDLE_ALIGN-aligned
+     * bytes, and clang's -Wcast-align reads a direct cast from unsigned char * as a doubt */
+    const char *via = cx->names ? "(void *)" : "", *cvia = cx->names ? "(const void *)" : "";
     if (cx->b.weight_offset[v] >= 0) {
         cx->uses_w = true;
-        return cgen_fmt(cx, "((const %s *)(w + %lld))", ct, (long long)cx->b.weight_offset[v]);
+        return cgen_fmt(cx, "((const %s *)%s(w + %lld))", ct, cvia,
+                        (long long)cx->b.weight_offset[v]);
     }
     cx->uses_a = true;
     IR_ASSERT(val->mem_offset >= 0);
-    return cgen_fmt(cx, "((%s *)(a + %lld))", ct, (long long)val->mem_offset);
+    return cgen_fmt(cx, "((%s *)%s(a + %lld))", ct, via, (long long)val->mem_offset);
+}
+
+static const char *placement(CgenCtx *cx, uint32_t v, bool use_local) {
+    return placement_as(cx, v, use_local, NULL);
 }
 
 const char *cgen_ptr(CgenCtx *cx, uint32_t v) { return placement(cx, v, true); }
+
+const char *cgen_ptr_as(CgenCtx *cx, uint32_t v, const char *ctype) {
+    return placement_as(cx, v, true, ctype);
+}
 
 bool cgen_same_storage(CgenCtx *cx, uint32_t a, uint32_t b) {
     return strcmp(placement(cx, a, false), placement(cx, b, false)) == 0;
@@ -172,8 +187,7 @@ bool cgen_unsupported(CgenCtx *cx, const IrNode *n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    diag_error(cx->b.d, "node '%s' (%s, opset %d): the C backend does not support %s", n->name,
-               n->op_type, n->opset, msg);
+    ir_node_diag(cx->b.d, DIAG_ERROR, n, ": the C backend does not support %s", msg);
     return false;
 }
 
@@ -380,8 +394,9 @@ static bool emit_with_locals(CgenCtx *cx, const IrNode *n) {
             bool weight = cx->b.weight_offset[v] >= 0;
             if (weight) cx->uses_w = true;
             else cx->uses_a = true;
-            cw_line(outer, "%s%s *%s = (%s%s *)(%s + %lld); /* %s */", weight ? "const " : "", ct,
-                    cx->local[v], weight ? "const " : "", ct, weight ? "w" : "a",
+            cw_line(outer, "%s%s *%s = (%s%s *)(%svoid *)(%s + %lld); /* %s */",
+                    weight ? "const " : "", ct, cx->local[v], weight ? "const " : "", ct,
+                    weight ? "const " : "", weight ? "w" : "a",
                     (long long)(weight ? cx->b.weight_offset[v] : val->mem_offset),
                     cgen_type_str(cx, &val->type));
         }

@@ -51,6 +51,8 @@ bool cgen_op_supported(IrOp op);
 
 /* Helpers for emitters. Strings returned live in cx->scratch until the bundle is done. */
 const char *cgen_ptr(CgenCtx *cx, uint32_t v);  /* typed pointer expression to v's data */
+/* The same, pointing to elements of C type ctype (CUDA's __half for float16 bits). */
+const char *cgen_ptr_as(CgenCtx *cx, uint32_t v, const char *ctype);
 /* Named locals for the C target (see CgenCtx.names): made once per bundle, freed after. */
 struct CgenNames *cgen_names_new(void);
 void cgen_names_free(struct CgenNames *names);

@@ -32,8 +32,7 @@ bool cgen_check(const IrGraph *g, Diag *d) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || cgen_op_supported((IrOp)n->op)) continue;
-        diag_error(d, "node '%s' (%s%s%s, opset %d): no C kernel for this op", n->name,
-                   n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type, n->opset);
+        ir_node_diag(d, DIAG_ERROR, n, ": no C kernel for this op");
         ok = false;
     }
     for (uint32_t v = 0; v < g->n_values; v++) {

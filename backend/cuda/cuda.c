@@ -33,8 +33,7 @@ static bool check_subgraph(const IrGraph *g, Diag *d) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || cgen_op_supported((IrOp)n->op)) continue;
-        diag_error(d, "node '%s' (%s, opset %d) in subgraph '%s': no C kernel for this op",
-                   n->name, n->op_type, n->opset, g->name);
+        ir_node_diag(d, DIAG_ERROR, n, " in subgraph '%s': no C kernel for this op", g->name);
         ok = false;
     }
     for (uint32_t v = 0; v < g->n_values; v++) {
@@ -63,8 +62,7 @@ bool cuda_check(const IrGraph *g, Diag *d) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || cuda_op_supported((IrOp)n->op)) continue;
-        diag_error(d, "node '%s' (%s%s%s, opset %d): no CUDA kernel for this op", n->name,
-                   n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type, n->opset);
+        ir_node_diag(d, DIAG_ERROR, n, ": no CUDA kernel for this op");
         n_missing++;
         ok = false;
     }
@@ -152,9 +150,8 @@ static void warn_generic(CudaCtx *cx, const IrNode *n, const char *why) {
     int64_t elems = 0;
     for (uint32_t k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] != IR_NONE) elems += cgen_numel(&cx->c, n->outputs[k]);
-    diag_warning(cx->c.b.d, "node '%s' (%s, opset %d) runs as C code on one GPU thread "
-                 "(%lld output elements): %s", n->name, n->op_type, n->opset, (long long)elems,
-                 why);
+    ir_node_diag(cx->c.b.d, DIAG_WARNING, n, " runs as C code on one GPU thread (%lld output "
+                 "elements): %s", (long long)elems, why);
 }
 
 /* Node n through its CUDA kernel; where that kernel refuses the node (a dtype, attribute or
@@ -488,18 +485,27 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "/* Enqueues every node on s: once inside the capture of %s_cuda_init (prof NULL),", N);
     cw_line(c, " * and by %s_cuda_profile with an event pair per node in prof. */", N);
     cw_line(c, "#define KC_PROF(i) do { if (prof) KC_CUDA(cudaEventRecord(prof[i], s)); } while (0)");
-    cw_open(c, "static int %s_enqueue(%s_cuda_ctx *ctx, cudaStream_t s, cudaEvent_t *prof)", N, N);
     const char *body = cx->c.w->buf ? cx->c.w->buf : "";
     /* locals only where the body uses them (nvcc warns about unused ones) */
-    if (cw_uses_word(body, "w")) cw_line(c, "const unsigned char *w = ctx->weights;");
-    if (cw_uses_word(body, "a")) cw_line(c, "unsigned char *a = ctx->dev;");
-    if (cw_uses_word(body, "in")) cw_line(c, "const %s_inputs *in = &ctx->in;", N);
-    if (cw_uses_word(body, "out")) cw_line(c, "%s_outputs *out = &ctx->out;", N);
-    if (cw_uses_word(body, "col")) cw_line(c, "unsigned char *col = ctx->dev + %s_OFF_COL;", U);
-    if (cw_uses_word(body, "lt_ws")) cw_line(c, "void *lt_ws = ctx->dev + %s_OFF_LT_WS;", U);
-    if (cw_uses_word(body, "status") || cx->uses_status) cw_line(c, "int *status = ctx->status;");
-    if (cw_uses_word(body, "rc")) cw_line(c, "int rc;");
-    cw_line(c, "(void)ctx;");
+    CWriter locals;
+    cw_init(&locals);
+    locals.indent = 1;
+    if (cw_uses_word(body, "w")) cw_line(&locals, "const unsigned char *w = ctx->weights;");
+    if (cw_uses_word(body, "a")) cw_line(&locals, "unsigned char *a = ctx->dev;");
+    if (cw_uses_word(body, "in")) cw_line(&locals, "const %s_inputs *in = &ctx->in;", N);
+    if (cw_uses_word(body, "out")) cw_line(&locals, "%s_outputs *out = &ctx->out;", N);
+    if (cw_uses_word(body, "col"))
+        cw_line(&locals, "unsigned char *col = ctx->dev + %s_OFF_COL;", U);
+    if (cw_uses_word(body, "lt_ws")) cw_line(&locals, "void *lt_ws = ctx->dev + %s_OFF_LT_WS;", U);
+    if (cw_uses_word(body, "status") || cx->uses_status)
+        cw_line(&locals, "int *status = ctx->status;");
+    if (cw_uses_word(body, "rc")) cw_line(&locals, "int rc;");
+    /* ctx unnamed when nothing reads it (C++), rather than (void)-cast */
+    bool ctx_used = locals.len > 0 || cw_uses_word(body, "ctx");
+    cw_open(c, "static int %s_enqueue(%s_cuda_ctx *%s, cudaStream_t s, cudaEvent_t *prof)", N, N,
+            ctx_used ? "ctx" : "");
+    if (locals.len) cw_raw(c, "%s", locals.buf);
+    cw_free(&locals);
     if (cx->uses_status) cw_line(c, "KC_CUDA(cudaMemsetAsync(status, 0, sizeof(int), s));");
     cw_blank(c);
     cw_raw(c, "%s", body);

@@ -28,8 +28,7 @@ bool cuda_op_supported(IrOp op) {
 }
 
 static bool unsupported(CudaCtx *cx, const IrNode *n, const char *what) {
-    diag_error(cx->c.b.d, "node '%s' (%s, opset %d): the CUDA backend does not support %s",
-               n->name, n->op_type, n->opset, what);
+    ir_node_diag(cx->c.b.d, DIAG_ERROR, n, ": the CUDA backend does not support %s", what);
     return false;
 }
 
@@ -57,7 +56,7 @@ static const char *ktype(CudaCtx *cx, const IrNode *n) {
  * expressions); const is cast away, the kernels' parameters put it back. */
 static const char *kptr(CudaCtx *cx, uint32_t v) {
     if (dtype_of(cx, v) != IR_DTYPE_F16) return ptr(cx, v);
-    return cgen_fmt(&cx->c, "((__half *)%s)", ptr(cx, v));
+    return cgen_ptr_as(&cx->c, v, "__half");
 }
 
 /* An absent optional operand of element type T. */
@@ -565,8 +564,9 @@ static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int
 
 static const char *conv_params(CudaCtx *cx, int64_t C, int64_t H, int64_t W, const Geom *G,
                                int64_t OH, int64_t OW) {
-    return cgen_fmt(&cx->c, "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-                            "%lld, %lld}", (long long)C, (long long)H, (long long)W,
+    return cgen_fmt(&cx->c, "{.C = %lld, .H = %lld, .W = %lld, .R = %lld, .S = %lld, .OH = %lld, "
+                            ".OW = %lld, .sh = %lld, .sw = %lld, .ph = %lld, .pw = %lld, "
+                            ".dh = %lld, .dw = %lld}", (long long)C, (long long)H, (long long)W,
                     (long long)G->kh, (long long)G->kw, (long long)OH, (long long)OW,
                     (long long)G->sh, (long long)G->sw, (long long)G->ph, (long long)G->pw,
                     (long long)G->dh, (long long)G->dw);
@@ -661,15 +661,15 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     }
     bool epilogue = groups == 1; /* grouped: plain products, then one bias/residual/act pass */
     int64_t chunk = conv_chunk(cx, direct ? 0 : P * CRS * c->esize, c->N, true);
+    bool chunks = c->N > chunk, grouped = groups > 1; /* loops only where they turn */
     cuda_use_runtime(cx, "kc_blas.cuh");
     cw_open(w, "%s", "");
-    cw_line(w, "static const KcConv2d p = %s;", params);
+    if (!direct) cw_line(w, "static const KcConv2d p = %s;", params);
     cw_line(w, "const %s *x = %s;", T, kptr(cx, c->x));
     cw_line(w, "const %s *wt = %s;", T, kptr(cx, c->wt));
     cw_line(w, "%s *y = %s;", T, kptr(cx, c->y));
     if (c->res && epilogue) cw_line(w, "const %s *r = %s;", T, c->res);
     cw_line(w, "KcMatmul m;");
-    cw_line(w, "(void)p;");
     cw_line(w, "memset(&m, 0, sizeof m);");
     /* column-major, per group g: D_g (Mg, rows) = W_g (Mg, CRSg) B_g (CRSg, rows), B = col or
      * X, both (rows, CRS) row-major with group g's columns a block; W_g, D_g column blocks */
@@ -684,26 +684,36 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
                 cgen_flit(&cx->c, c->be, false));
     }
     if (c->half) cw_line(w, "m.half = 1;");
-    cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)c->N, (long long)chunk);
-    cw_line(w, "int64_t nb = %lld - i < %lld ? %lld - i : %lld;", (long long)c->N,
-            (long long)chunk, (long long)c->N, (long long)chunk);
-    cw_line(w, "m.n = nb * %lld;", (long long)P);
+    const char *nb = "nb", *xi = "x", *yi = "y", *ri = "r";
+    if (chunks) {
+        cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)c->N, (long long)chunk);
+        cw_line(w, "int64_t nb = %lld - i < %lld ? %lld - i : %lld;", (long long)c->N,
+                (long long)chunk, (long long)c->N, (long long)chunk);
+        xi = cgen_fmt(&cx->c, "x + i * %lld", (long long)(c->H * c->W * c->C));
+        yi = cgen_fmt(&cx->c, "y + i * %lld", (long long)(P * c->K));
+        ri = cgen_fmt(&cx->c, "r + i * %lld", (long long)(P * c->K));
+        cw_line(w, "m.n = nb * %lld;", (long long)P);
+    } else {
+        nb = cgen_fmt(&cx->c, "%lld", (long long)c->N);
+        cw_line(w, "m.n = %lld;", (long long)(c->N * P));
+    }
     if (!direct)
-        checked(cx, cgen_fmt(&cx->c, "kc_im2col_nhwc(s, x + i * %lld, (%s *)col, &p, nb, %lld)",
-                             (long long)(c->H * c->W * c->C), T, (long long)groups));
-    cw_open(w, "for (int64_t g = 0; g < %lld; g++)", (long long)groups);
-    cw_line(w, "m.A = wt + g * %lld;", (long long)Mg);
+        checked(cx, cgen_fmt(&cx->c, "kc_im2col_nhwc(s, %s, (%s *)col, &p, %s, %lld)", xi, T, nb,
+                             (long long)groups));
+    if (grouped) cw_open(w, "for (int64_t g = 0; g < %lld; g++)", (long long)groups);
+    const char *gm = grouped ? cgen_fmt(&cx->c, " + g * %lld", (long long)Mg) : "";
+    cw_line(w, "m.A = wt%s;", gm);
     if (direct)
-        cw_line(w, "m.B = x + i * %lld + g * %lld;", (long long)(c->H * c->W * c->C),
-                (long long)Cg);
+        cw_line(w, "m.B = %s%s;", xi, grouped ? cgen_fmt(&cx->c, " + g * %lld", (long long)Cg) : "");
     else
-        cw_line(w, "m.B = (const %s *)col + g * %lld;", T, (long long)CRSg);
-    if (c->res && epilogue) cw_line(w, "m.C = r + i * %lld;", (long long)(P * c->K));
-    cw_line(w, "m.D = y + i * %lld + g * %lld;", (long long)(P * c->K), (long long)Mg);
+        cw_line(w, "m.B = (const %s *)col%s;", T,
+                grouped ? cgen_fmt(&cx->c, " + g * %lld", (long long)CRSg) : "");
+    if (c->res && epilogue) cw_line(w, "m.C = %s;", ri);
+    cw_line(w, "m.D = %s%s;", yi, gm);
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
                "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, c->half));
-    cw_close(w, NULL);
-    cw_close(w, NULL);
+    if (grouped) cw_close(w, NULL);
+    if (chunks) cw_close(w, NULL);
     if (!epilogue && (c->bias || c->res || strcmp(c->act, "KC_ACT_NONE") != 0))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, 1, %lld, %s, %s, %s)",
                              c->bias ? c->bias : knull(cx, T), c->res ? c->res : knull(cx, T),
@@ -763,13 +773,13 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     /* Images per product: one group -> a strided batch of images sharing the weights (stride
      * 0), as many as fit the im2col budget; grouped -> one image, a batch of groups. */
     int64_t chunk = conv_chunk(cx, direct ? 0 : C * G.kh * G.kw * P * esize, N, group == 1);
+    bool chunks = N > chunk; /* the image loop only where it turns */
     cuda_use_runtime(cx, "kc_blas.cuh");
     cw_open(w, "%s", "");
-    cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
+    if (!direct) cw_line(w, "static const KcConv2d p = %s;", conv_params(cx, C, H, W, &G, OH, OW));
     cw_line(w, "const %s *x = %s;", T, kptr(cx, x));
     cw_line(w, "%s *y = %s;", T, kptr(cx, y));
     cw_line(w, "KcMatmul m;");
-    cw_line(w, "(void)p;");
     cw_line(w, "memset(&m, 0, sizeof m);");
     /* per image and group: y (Kg, P) = W_g (Kg, CRS) @ col_g (CRS, P), row-major; as
      * column-major: y^T (P, Kg) = col_g^T (P, CRS) W_g^T (CRS, Kg) */
@@ -784,21 +794,30 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
                 (long long)(Kg * CRS), (long long)(Kg * P), (long long)group);
     cw_line(w, "m.alpha = 1.0f;");
     if (half) cw_line(w, "m.half = 1;");
-    cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)N, (long long)chunk);
-    if (group == 1)
-        cw_line(w, "m.batch = (int)(%lld - i < %lld ? %lld - i : %lld);", (long long)N,
-                (long long)chunk, (long long)N, (long long)chunk);
+    const char *xi = "x", *yi = "y";
+    if (chunks) {
+        cw_open(w, "for (int64_t i = 0; i < %lld; i += %lld)", (long long)N, (long long)chunk);
+        xi = cgen_fmt(&cx->c, "x + i * %lld", (long long)(C * H * W));
+        yi = cgen_fmt(&cx->c, "y + i * %lld", (long long)(K * P));
+    }
+    if (group == 1) {
+        if (chunks)
+            cw_line(w, "m.batch = (int)(%lld - i < %lld ? %lld - i : %lld);", (long long)N,
+                    (long long)chunk, (long long)N, (long long)chunk);
+        else
+            cw_line(w, "m.batch = %lld;", (long long)N);
+    }
     if (direct) {
-        cw_line(w, "m.A = x + i * %lld;", (long long)(C * H * W));
+        cw_line(w, "m.A = %s;", xi);
     } else {
-        checked(cx, cgen_fmt(&cx->c, "kc_im2col(s, x + i * %lld, (%s *)col, &p, %s)",
-                             (long long)(C * H * W), T, group == 1 ? "m.batch" : "1"));
+        checked(cx, cgen_fmt(&cx->c, "kc_im2col(s, %s, (%s *)col, &p, %s)", xi, T,
+                             group == 1 ? "m.batch" : "1"));
         cw_line(w, "m.A = col;");
     }
-    cw_line(w, "m.D = y + i * %lld;", (long long)(K * P));
+    cw_line(w, "m.D = %s;", yi);
     cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
                "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, half));
-    cw_close(w, NULL);
+    if (chunks) cw_close(w, NULL);
     if (ir_has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && ir_has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",
                              bias, res, (long long)K, (long long)P, (long long)numel(cx, y), act,
@@ -965,12 +984,13 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     CWriter *k = cx->kernels;
     cw_line(k, "/* %s '%s': the C backend's code, run by one device thread */", n->op_type,
             n->name);
-    cw_open(k, "static __device__ int %s_body(const unsigned char *w, unsigned char *a, "
-               "const %s_inputs *in, %s_outputs *out)", name, N, N);
+    /* parameters the body does not use stay unnamed (C++), rather than (void)-cast */
+#define PARAM(nm) (cw_uses_word(text, nm) ? nm : "")
+    cw_open(k, "static __device__ int %s_body(const unsigned char *%s, unsigned char *%s, "
+               "const %s_inputs *%s, %s_outputs *%s)", name, PARAM("w"), PARAM("a"), N,
+            PARAM("in"), N, PARAM("out"));
+#undef PARAM
     if (rc || cw_uses_word(text, "rc")) cw_line(k, "int rc;");
-    static const char *const params[] = {"w", "a", "in", "out"};
-    for (size_t i = 0; i < sizeof params / sizeof *params; i++)
-        if (!cw_uses_word(text, params[i])) cw_line(k, "(void)%s;", params[i]);
     cw_raw(k, "%s", text);
     cw_line(k, "return KC_OK;");
     cw_close(k, NULL);

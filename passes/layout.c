@@ -55,19 +55,6 @@ typedef struct Lay {
     bool changed;
 } Lay;
 
-static const char *unique_name(IrGraph *g, const char *base, const char *suffix) {
-    char name[256];
-    snprintf(name, sizeof name, "%s%s", base ? base : "v", suffix);
-    for (int k = 1; k < 1000; k++) {
-        bool taken = false;
-        for (uint32_t v = 0; v < g->n_values && !taken; v++)
-            taken = g->values[v].name && strcmp(g->values[v].name, name) == 0;
-        if (!taken) break;
-        snprintf(name, sizeof name, "%s%s.%d", base ? base : "v", suffix, k);
-    }
-    return ir_arena_strdup(g->arena, name);
-}
-
 /* t's dims permuted by perm (dims[i] = t.dims[perm[i]]), with layout. */
 static IrType permuted_type(const IrType *t, const int64_t *perm, IrLayout layout) {
     IrType r = *t;
@@ -166,7 +153,7 @@ static uint32_t permute_const(Lay *L, uint32_t v, const int64_t *perm, bool stri
         g->values[v].type = ty;
         return v;
     }
-    const char *name = unique_name(g, g->values[v].name, suffix);
+    const char *name = pass_unique_name(g, g->values[v].name, suffix);
     nt->name = name;
     uint32_t nv = ir_value_add(g, name, &ty, IR_VALUE_CONST);
     g->values[nv].tensor = nt;
@@ -183,7 +170,7 @@ static uint32_t get_nhwc(Lay *L, uint32_t v) {
         r = permute_const(L, v, to_nhwc, false, IR_LAYOUT_NHWC, ".nhwc");
     } else {
         IrType ty = permuted_type(&g->values[v].type, to_nhwc, IR_LAYOUT_NHWC);
-        r = add_transpose(L, v, to_nhwc, &ty, unique_name(g, g->values[v].name, ".nhwc"));
+        r = add_transpose(L, v, to_nhwc, &ty, pass_unique_name(g, g->values[v].name, ".nhwc"));
     }
     if (v < L->n_orig) L->nhwc[v] = r;
     return r;
@@ -209,7 +196,7 @@ static uint32_t get_rsck(Lay *L, uint32_t w) {
         L->rsck[w] = permute_const(L, w, to_rsck, false, IR_LAYOUT_PLAIN, ".rsck");
     } else {
         IrType ty = permuted_type(&g->values[w].type, to_rsck, IR_LAYOUT_PLAIN);
-        L->rsck[w] = add_transpose(L, w, to_rsck, &ty, unique_name(g, g->values[w].name, ".rsck"));
+        L->rsck[w] = add_transpose(L, w, to_rsck, &ty, pass_unique_name(g, g->values[w].name, ".rsck"));
     }
     return L->rsck[w];
 }
@@ -351,7 +338,7 @@ static uint32_t permute_list(Lay *L, uint32_t v, int halves) {
         g->values[v].tensor = nt;
         return v;
     }
-    const char *name = unique_name(g, g->values[v].name, ".nhwc");
+    const char *name = pass_unique_name(g, g->values[v].name, ".nhwc");
     nt->name = name;
     uint32_t nv = ir_value_add(g, name, &g->values[v].type, IR_VALUE_CONST);
     g->values[nv].tensor = nt;
@@ -366,8 +353,8 @@ static void nhwc_output(Lay *L, uint32_t node, uint32_t v) {
     IrType ty = permuted_type(&g->values[v].type, to_nhwc, IR_LAYOUT_NHWC);
     const char *orig = g->values[v].name;
     bool keep = pass_is_graph_output(g, v);
-    const char *nchw_name = keep ? orig : unique_name(g, orig, ".nchw");
-    const char *nhwc_name = keep ? unique_name(g, orig, ".nhwc") : orig;
+    const char *nchw_name = keep ? orig : pass_unique_name(g, orig, ".nchw");
+    const char *nhwc_name = keep ? pass_unique_name(g, orig, ".nhwc") : orig;
     g->values[v].name = nchw_name;
     uint32_t nv = ir_value_add(g, nhwc_name, &ty, IR_VALUE_NODE);
     g->values[nv].quant = g->values[v].quant;
@@ -403,8 +390,8 @@ static void convert_bn(Lay *L, uint32_t i) {
     char base[256];
     snprintf(base, sizeof base, "%s", bn.name && bn.name[0] ? bn.name : "bn");
     float *sd, *td;
-    uint32_t sv = pass_add_const_f32(g, unique_name(g, base, ".scale"), 1, &c, &sd);
-    uint32_t tv = pass_add_const_f32(g, unique_name(g, base, ".shift"), 1, &c, &td);
+    uint32_t sv = pass_add_const_f32(g, pass_unique_name(g, base, ".scale"), 1, &c, &sd);
+    uint32_t tv = pass_add_const_f32(g, pass_unique_name(g, base, ".shift"), 1, &c, &td);
     for (int64_t k = 0; k < c; k++) {
         double s = scale[k] / sqrt((double)var[k] + eps);
         sd[k] = (float)s;
@@ -412,8 +399,8 @@ static void convert_bn(Lay *L, uint32_t i) {
     }
     uint32_t y = bn.outputs[0];
     IrType ty = permuted_type(&g->values[y].type, to_nhwc, IR_LAYOUT_NHWC);
-    uint32_t mid = ir_value_add(g, unique_name(g, base, ".scaled"), &ty, IR_VALUE_NODE);
-    uint32_t mul = ir_node_add(g, IR_OP_MUL, unique_name(g, base, ".mul"), 2, 1, 0);
+    uint32_t mid = ir_value_add(g, pass_unique_name(g, base, ".scaled"), &ty, IR_VALUE_NODE);
+    uint32_t mul = ir_node_add(g, IR_OP_MUL, pass_unique_name(g, base, ".mul"), 2, 1, 0);
     g->nodes[mul].opset = (int32_t)ir_graph_opset(g, "");
     g->nodes[mul].inputs[0] = x;
     g->nodes[mul].inputs[1] = sv;
@@ -489,7 +476,7 @@ static void io_inputs(Lay *L) {
         if (!is_static4(g, v) || g->values[v].tensor) continue;
         IrType ty = permuted_type(&g->values[v].type, to_nhwc, IR_LAYOUT_NHWC);
         const char *orig = g->values[v].name;
-        g->values[v].name = unique_name(g, orig, ".nchw");
+        g->values[v].name = pass_unique_name(g, orig, ".nchw");
         uint32_t nv = ir_value_add(g, orig, &ty, IR_VALUE_INPUT);
         g->values[nv].producer = IR_NONE;
         g->values[nv].quant = g->values[v].quant;
@@ -509,7 +496,7 @@ static void io_outputs(Lay *L) {
         uint32_t nv = get_nhwc(L, v);
         if (nv == v || g->values[nv].kind == IR_VALUE_INPUT) continue;
         const char *orig = g->values[v].name;
-        g->values[v].name = unique_name(g, orig, ".nchw");
+        g->values[v].name = pass_unique_name(g, orig, ".nchw");
         if (g->values[nv].tensor) g->values[nv].tensor->name = orig;
         g->values[nv].name = orig;
         for (uint32_t j = k; j < g->n_outputs; j++)
@@ -617,7 +604,7 @@ static bool cancel_pairs(IrGraph *g) {
             ir_replace_uses(g, z, x);
             if (out) {
                 const char *name = g->values[z].name;
-                g->values[z].name = unique_name(g, name, ".dead");
+                g->values[z].name = pass_unique_name(g, name, ".dead");
                 g->values[x].name = name;
                 for (uint32_t k = 0; k < g->n_outputs; k++)
                     if (g->outputs[k] == z) g->outputs[k] = x;

@@ -5,14 +5,14 @@
  * unrolled, and sequence or optional graph inputs and outputs become one tensor per element
  * (NAME_0, NAME_1...). What cannot be resolved at compile time is refused, naming the node.
  * requires: nothing; invalidates: node ids, uses; preserves: layouts, quant params. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes/passes.h"
 
 #define LOWER_MAX_UNROLL 1024  /* copies of an unrolled body: code grows with each one */
-#define LOWER_MAX_ELEMS 65536  /* elements of one sequence kept at compile time */
-#define LOWER_NAME_TRIES 100000 /* suffixes tried to make a value name unique */
 
 /* ---- the compile-time picture of a container value -------------------------------- */
 
@@ -56,66 +56,28 @@ static void box_set(Lower *L, uint32_t v, Box b) {
     L->box[v] = b;
 }
 
-static bool refuse(Lower *L, uint32_t node, const char *fmt, const char *detail) {
-    const IrNode *n = &L->g->nodes[node];
+static bool refuse(Lower *L, uint32_t node, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static bool refuse(Lower *L, uint32_t node, const char *fmt, ...) {
     char why[256];
-    snprintf(why, sizeof why, fmt, detail ? detail : "");
-    diag_error(L->d, "node '%s' (%s, opset %d): %s", n->name, n->op_type, n->opset, why);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    ir_node_diag(L->d, DIAG_ERROR, &L->g->nodes[node], ": %s", why);
     L->failed = true;
     return false;
 }
 
-static bool is_container_type(const IrType *t) {
-    return t->kind == IR_TYPE_SEQUENCE || t->kind == IR_TYPE_OPTIONAL;
-}
-
 /* ---- small builders ---------------------------------------------------------------- */
 
-static bool name_taken(const IrGraph *g, const char *name) {
-    for (uint32_t v = 0; v < g->n_values; v++)
-        if (g->values[v].name && strcmp(g->values[v].name, name) == 0) return true;
-    return false;
-}
-
 /* base, or base_K with the smallest K that makes it unique in g */
-static const char *fresh_name(IrGraph *g, const char *base) {
-    if (!name_taken(g, base)) return base;
-    size_t len = strlen(base) + 24;
-    char *buf = ir_arena_alloc(g->arena, len);
-    for (uint32_t k = 1; k < LOWER_NAME_TRIES; k++) {
-        snprintf(buf, len, "%s_%u", base, k);
-        if (!name_taken(g, buf)) return buf;
-    }
-    return base;
-}
+static const char *fresh_name(IrGraph *g, const char *base) { return pass_fresh_name(g, base, '_'); }
 
-static const char *indexed_name(IrGraph *g, const char *base, uint32_t k) {
-    size_t len = strlen(base) + 24;
-    char *buf = ir_arena_alloc(g->arena, len);
-    snprintf(buf, len, "%s_%u", base, k);
-    return fresh_name(g, buf);
-}
 
-static int32_t default_opset(const IrGraph *g) {
-    return (int32_t)ir_graph_opset(ir_graph_root(g), "");
-}
-
-static IrType type_untyped_tensor(uint8_t dtype) {
-    IrType t;
-    memset(&t, 0, sizeof t);
-    t.kind = IR_TYPE_TENSOR;
-    t.dtype = dtype;
-    t.rank = -1;
-    for (int i = 0; i < IR_MAX_RANK; i++) t.dims[i] = IR_DIM_UNKNOWN;
-    return t;
-}
-
-/* A type for a copy of t: t itself when it is fully known, else a tensor of t's dtype that
- * shape inference fills in (symbolic dims of a body mean one thing per copy). */
-static IrType copy_type(const IrType *t) {
-    if (t->kind != IR_TYPE_TENSOR || ir_type_is_static(t)) return *t;
-    return type_untyped_tensor(t->dtype);
-}
 
 static uint32_t add_const(Lower *L, const char *base, IrTensor *t) {
     IrGraph *g = L->g;
@@ -145,29 +107,22 @@ static void make_const(IrGraph *g, uint32_t v, IrTensor *t) {
 /* A new node of g at the end of its arrays (placed by emit), with the model's opset. */
 static uint32_t new_node(Lower *L, IrOp op, const char *name, uint32_t n_in, uint32_t n_out) {
     uint32_t id = ir_node_add(L->g, op, name, n_in, n_out, 0);
-    L->g->nodes[id].opset = default_opset(L->g);
+    L->g->nodes[id].opset = pass_default_opset(L->g);
     return id;
-}
-
-static void set_out(IrGraph *g, uint32_t node, uint32_t k, uint32_t v) {
-    g->nodes[node].outputs[k] = v;
-    g->values[v].kind = IR_VALUE_NODE;
-    g->values[v].producer = node;
-    g->values[v].result_index = k;
 }
 
 /* out = Identity(x), emitted now. */
 static void emit_identity(Lower *L, const char *name, uint32_t x, uint32_t out) {
     uint32_t id = new_node(L, IR_OP_IDENTITY, name, 1, 1);
     L->g->nodes[id].inputs[0] = x;
-    set_out(L->g, id, 0, out);
+    pass_set_output(L->g, id, 0, out);
     pass_order_push(&L->order, id);
 }
 
 /* A fresh value that holds the result of copying x (Identity), named name. */
 static uint32_t emit_copy(Lower *L, const char *name, uint32_t x) {
     IrGraph *g = L->g;
-    IrType t = copy_type(&g->values[x].type);
+    IrType t = pass_copy_type(&g->values[x].type);
     uint32_t out = ir_value_add(g, fresh_name(g, name), &t, IR_VALUE_NODE);
     emit_identity(L, name, x, out);
     return out;
@@ -217,7 +172,7 @@ static bool lower_graph(IrGraph *g, Diag *d, bool root);
 /* Whether g (or a graph below it) has a sequence or optional value. */
 static bool graph_has_containers(const IrGraph *g) {
     for (uint32_t v = 0; v < g->n_values; v++)
-        if (is_container_type(&g->values[v].type)) return true;
+        if (ir_type_is_container(&g->values[v].type)) return true;
     for (uint32_t s = 0; s < g->n_subgraphs; s++)
         if (graph_has_containers(g->subgraphs[s])) return true;
     return false;
@@ -227,11 +182,11 @@ static bool node_has_containers(const Lower *L, const IrNode *n) {
     for (uint32_t i = 0; i < n->n_inputs; i++) {
         uint32_t v = n->inputs[i];
         if (v == IR_NONE) continue;
-        if (box_of(L, v)->kind != BOX_NONE || is_container_type(&L->g->values[v].type))
+        if (box_of(L, v)->kind != BOX_NONE || ir_type_is_container(&L->g->values[v].type))
             return true;
     }
     for (uint32_t i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i] != IR_NONE && is_container_type(&L->g->values[n->outputs[i]].type))
+        if (n->outputs[i] != IR_NONE && ir_type_is_container(&L->g->values[n->outputs[i]].type))
             return true;
     return false;
 }
@@ -261,15 +216,15 @@ static bool position(Lower *L, uint32_t id, uint32_t k, uint32_t n, bool insert,
     int64_t p;
     if (k >= node->n_inputs || node->inputs[k] == IR_NONE) {
         *pos = insert ? n : n - 1;
-        if (!insert && n == 0) return refuse(L, id, "erasing from an empty sequence%s", NULL);
+        if (!insert && n == 0) return refuse(L, id, "erasing from an empty sequence");
         return true;
     }
     if (!const_int(L->g, node->inputs[k], &p))
         return refuse(L, id, "the position is not a constant: the element count and shapes "
-                             "of a sequence must be known at compile time%s", NULL);
+                             "of a sequence must be known at compile time");
     int64_t hi = insert ? (int64_t)n : (int64_t)n - 1;
     if (p < 0) p += n;
-    if (p < 0 || p > hi) return refuse(L, id, "position out of range%s", NULL);
+    if (p < 0 || p > hi) return refuse(L, id, "position out of range");
     *pos = (uint32_t)p;
     return true;
 }
@@ -287,11 +242,11 @@ static void lower_seq_insert_erase(Lower *L, uint32_t id, bool insert) {
     if (!position(L, id, insert ? 2 : 1, s->n, insert, &pos)) return;
     if (insert && (n->n_inputs < 2 || n->inputs[1] == IR_NONE ||
                    box_of(L, n->inputs[1])->kind != BOX_NONE)) {
-        refuse(L, id, "the inserted value is not a tensor%s", NULL);
+        refuse(L, id, "the inserted value is not a tensor");
         return;
     }
-    if (insert && s->n + 1 > LOWER_MAX_ELEMS) {
-        refuse(L, id, "sequence too long%s", NULL);
+    if (insert && s->n + 1 > PASS_MAX_SEQ_ELEMS) {
+        refuse(L, id, "sequence too long");
         return;
     }
     uint32_t m = insert ? s->n + 1 : s->n - 1;
@@ -310,7 +265,7 @@ static void lower_seq_at(Lower *L, uint32_t id) {
     uint32_t pos;
     if (!s) return;
     if (s->n == 0) {
-        refuse(L, id, "the sequence is empty%s", NULL);
+        refuse(L, id, "the sequence is empty");
         return;
     }
     if (!position(L, id, 1, s->n, false, &pos)) return;
@@ -324,7 +279,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
     uint32_t x = n->inputs[0];
     const IrType *tx = &g->values[x].type;
     if (box_of(L, x)->kind != BOX_NONE || !ir_type_is_static(tx)) {
-        refuse(L, id, "the input is not a tensor of static shape%s", NULL);
+        refuse(L, id, "the input is not a tensor of static shape");
         return;
     }
     int rank = tx->rank;
@@ -332,7 +287,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
     bool keepdims = ir_attr_i(n, IR_ATTR_SPLIT_TO_SEQUENCE_KEEPDIMS) != 0;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) {
-        refuse(L, id, "axis out of range%s", NULL);
+        refuse(L, id, "axis out of range");
         return;
     }
     int64_t dim = tx->dims[axis];
@@ -349,7 +304,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
         if (!t || !t->data || (t->dtype != IR_DTYPE_I64 && t->dtype != IR_DTYPE_I32) ||
             t->rank > 1) {
             refuse(L, id, "'split' is not a constant: the element count and shapes of the "
-                          "sequence must be known at compile time%s", NULL);
+                          "sequence must be known at compile time");
             return;
         }
         int64_t *vals = ir_arena_alloc(g->arena, (size_t)(t->n_elems ? t->n_elems : 1) * 8);
@@ -364,7 +319,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
         if (t->rank == 0) {
             int64_t step = vals[0];
             if (step <= 0) {
-                refuse(L, id, "'split' must be positive%s", NULL);
+                refuse(L, id, "'split' must be positive");
                 return;
             }
             count = (dim + step - 1) / step;
@@ -380,13 +335,13 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
                 sum += sizes[i];
             }
             if (negative || sum != dim) {
-                refuse(L, id, "'split' does not add up to the axis length%s", NULL);
+                refuse(L, id, "'split' does not add up to the axis length");
                 return;
             }
         }
     }
-    if (count <= 0 || count > LOWER_MAX_ELEMS) {
-        refuse(L, id, "cannot split into this many parts%s", NULL);
+    if (count <= 0 || count > PASS_MAX_SEQ_ELEMS) {
+        refuse(L, id, "cannot split into this many parts");
         return;
     }
     int32_t opset = n->opset;
@@ -416,8 +371,8 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
         IrType t = *tx;
         t.dims[axis] = sizes[i];
         t.syms[axis] = 0;
-        uint32_t v = ir_value_add(g, indexed_name(g, base, (uint32_t)i), &t, IR_VALUE_NODE);
-        set_out(g, sid, (uint32_t)i, v);
+        uint32_t v = ir_value_add(g, pass_indexed_name(g, base, (uint32_t)i), &t, IR_VALUE_NODE);
+        pass_set_output(g, sid, (uint32_t)i, v);
         e[i] = v;
     }
     pass_order_push(&L->order, sid);
@@ -425,7 +380,7 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
         int64_t ax = axis;
         uint32_t axes = opset >= 13 ? add_const_i64(L, "squeeze_axes", 1, &ax, 1) : IR_NONE;
         for (int64_t i = 0; i < count; i++) {
-            uint32_t q = new_node(L, IR_OP_SQUEEZE, indexed_name(g, "squeeze", (uint32_t)i),
+            uint32_t q = new_node(L, IR_OP_SQUEEZE, pass_indexed_name(g, "squeeze", (uint32_t)i),
                                   opset >= 13 ? 2 : 1, 1);
             IrNode *qn = &g->nodes[q];
             qn->opset = opset;
@@ -444,8 +399,8 @@ static void lower_split_to_seq(Lower *L, uint32_t id) {
                 t.syms[r] = t.syms[r + 1];
             }
             t.rank--;
-            uint32_t v = ir_value_add(g, indexed_name(g, base, (uint32_t)i), &t, IR_VALUE_NODE);
-            set_out(g, q, 0, v);
+            uint32_t v = ir_value_add(g, pass_indexed_name(g, base, (uint32_t)i), &t, IR_VALUE_NODE);
+            pass_set_output(g, q, 0, v);
             pass_order_push(&L->order, q);
             e[i] = v;
         }
@@ -464,7 +419,7 @@ static void emit_concat(Lower *L, uint32_t id, const uint32_t *xs, uint32_t n_x,
     if (new_axis) {
         uint32_t axes = opset >= 13 ? add_const_i64(L, "unsqueeze_axes", 1, &axis, 1) : IR_NONE;
         for (uint32_t i = 0; i < n_x; i++) {
-            uint32_t u = new_node(L, IR_OP_UNSQUEEZE, indexed_name(g, "unsqueeze", i),
+            uint32_t u = new_node(L, IR_OP_UNSQUEEZE, pass_indexed_name(g, "unsqueeze", i),
                                   opset >= 13 ? 2 : 1, 1);
             IrNode *un = &g->nodes[u];
             un->opset = opset;
@@ -477,10 +432,10 @@ static void emit_concat(Lower *L, uint32_t id, const uint32_t *xs, uint32_t n_x,
                 a->n = 1;
                 a->ints = ir_arena_memdup(g->arena, &axis, sizeof axis);
             }
-            IrType t = type_untyped_tensor(g->values[xs[i]].type.dtype);
-            uint32_t v = ir_value_add(g, indexed_name(g, g->values[out].name, i), &t,
+            IrType t = pass_untyped_tensor(g->values[xs[i]].type.dtype);
+            uint32_t v = ir_value_add(g, pass_indexed_name(g, g->values[out].name, i), &t,
                                       IR_VALUE_NODE);
-            set_out(g, u, 0, v);
+            pass_set_output(g, u, 0, v);
             pass_order_push(&L->order, u);
             ins[i] = v;
         }
@@ -491,7 +446,7 @@ static void emit_concat(Lower *L, uint32_t id, const uint32_t *xs, uint32_t n_x,
     ir_node_attr(cn, IR_ATTR_CONCAT_AXIS)->present = true;
     ir_node_attr(cn, IR_ATTR_CONCAT_AXIS)->i = axis;
     memcpy(cn->inputs, ins, n_x * sizeof *ins);
-    set_out(g, c, 0, out);
+    pass_set_output(g, c, 0, out);
     pass_order_push(&L->order, c);
 }
 
@@ -499,7 +454,7 @@ static void lower_concat_from_seq(Lower *L, uint32_t id) {
     const Box *s = seq_input(L, id, 0);
     if (!s) return;
     if (s->n == 0) {
-        refuse(L, id, "the sequence is empty%s", NULL);
+        refuse(L, id, "the sequence is empty");
         return;
     }
     IrNode *n = &L->g->nodes[id];
@@ -508,59 +463,19 @@ static void lower_concat_from_seq(Lower *L, uint32_t id) {
     emit_concat(L, id, s->elems, s->n, axis, new_axis, n->outputs[0]);
 }
 
-/* Maps value v of body b (inlined into L->g, b's parent) to its value in L->g. */
-static uint32_t mapped(Lower *L, const IrGraph *b, uint32_t *map, uint32_t v) {
-    if (v == IR_NONE) return IR_NONE;
-    if (map[v] != IR_NONE) return map[v];
-    const IrValue *val = &b->values[v];
-    if (val->kind == IR_VALUE_OUTER) map[v] = val->producer;
-    else if (val->kind == IR_VALUE_CONST && val->tensor) map[v] = add_const(L, val->name, val->tensor);
-    return map[v];
+/* Lowers each copy pass_inline_body makes. */
+static bool lower_copy(void *arg, uint32_t id) {
+    Lower *L = arg;
+    lower_node(L, id);
+    return !L->failed;
 }
 
-/* Copies the nodes of body b into L->g (its parent) after the node being lowered, reading
- * through map (b value id -> g value id, filled in as the copies are made), and lowers each
- * copy. Names get the suffix _<iter>. */
+/* Inlines body b after node `at` (passes/inline.c), lowering each copy; a body the inliner
+ * refuses refuses the node. */
 static bool inline_body(Lower *L, uint32_t at, const IrGraph *b, uint32_t *map, uint32_t iter) {
-    IrGraph *g = L->g;
-    for (uint32_t i = 0; i < b->n_nodes; i++) {
-        const IrNode *src = &b->nodes[i];
-        if (src->dead) continue;
-        for (uint32_t k = 0; k < src->n_attrs; k++)
-            if (src->attrs[k].present && (src->attrs[k].kind == IR_ATTR_KIND_GRAPH ||
-                                          src->attrs[k].kind == IR_ATTR_KIND_GRAPHS))
-                return refuse(L, at, "its body has a node with a subgraph (%s): not unrolled",
-                              src->op_type);
-        const char *name = indexed_name(g, src->name[0] ? src->name : src->op_type, iter);
-        uint32_t id = ir_node_add(g, (IrOp)src->op, name, src->n_inputs, src->n_outputs,
-                                  src->n_attrs);
-        IrNode *n = &g->nodes[id];
-        n->op_type = src->op_type;
-        n->domain = src->domain;
-        n->opset = src->opset;
-        n->n_attrs = src->n_attrs;
-        n->attrs = ir_arena_memdup(g->arena, src->attrs,
-                                   (src->n_attrs ? src->n_attrs : 1) * sizeof *src->attrs);
-        for (uint32_t k = 0; k < src->n_inputs; k++) {
-            uint32_t v = mapped(L, b, map, src->inputs[k]);
-            if (src->inputs[k] != IR_NONE && v == IR_NONE)
-                return refuse(L, at, "its body reads a value it does not define (%s)",
-                              b->values[src->inputs[k]].name);
-            g->nodes[id].inputs[k] = v;
-        }
-        for (uint32_t k = 0; k < src->n_outputs; k++) {
-            uint32_t bv = src->outputs[k];
-            if (bv == IR_NONE) continue;
-            IrType t = copy_type(&b->values[bv].type);
-            uint32_t v = ir_value_add(g, indexed_name(g, b->values[bv].name, iter), &t,
-                                      IR_VALUE_NODE);
-            set_out(g, id, k, v);
-            map[bv] = v;
-        }
-        lower_node(L, id);
-        if (L->failed) return false;
-    }
-    return true;
+    char why[256];
+    if (pass_inline_body(L->g, b, map, iter, lower_copy, L, why, sizeof why)) return true;
+    return L->failed ? false : refuse(L, at, "%s", why);
 }
 
 static void lower_seq_map(Lower *L, uint32_t id) {
@@ -570,18 +485,18 @@ static void lower_seq_map(Lower *L, uint32_t id) {
     if (!s0) return;
     const IrNode *n = &g->nodes[id];
     if (!b || b->n_inputs != n->n_inputs || b->n_outputs != n->n_outputs) {
-        refuse(L, id, "the body's inputs or outputs do not match the node's%s", NULL);
+        refuse(L, id, "the body's inputs or outputs do not match the node's");
         return;
     }
     uint32_t count = s0->n, n_in = n->n_inputs, n_out = n->n_outputs;
     for (uint32_t j = 0; j < n_in; j++) {
         const Box *bj = box_of(L, g->nodes[id].inputs[j]);
         if (bj->kind == BOX_SEQ && bj->n != count) {
-            refuse(L, id, "its sequences have different lengths%s", NULL);
+            refuse(L, id, "its sequences have different lengths");
             return;
         }
         if (bj->kind == BOX_OPT) {
-            refuse(L, id, "an optional input%s", NULL);
+            refuse(L, id, "an optional input");
             return;
         }
     }
@@ -598,9 +513,9 @@ static void lower_seq_map(Lower *L, uint32_t id) {
         }
         if (!inline_body(L, id, b, map, i)) break;
         for (uint32_t k = 0; k < n_out; k++) {
-            uint32_t v = mapped(L, b, map, b->outputs[k]);
+            uint32_t v = pass_inline_value(L->g, b, map, b->outputs[k]);
             if (v == IR_NONE || box_of(L, v)->kind != BOX_NONE) {
-                refuse(L, id, "a body output is not a tensor%s", NULL);
+                refuse(L, id, "a body output is not a tensor");
                 break;
             }
             outs[k][i] = v;
@@ -635,29 +550,29 @@ static void lower_loop(Lower *L, uint32_t id) {
     int64_t trips, cond = 1;
     if (!b || b->n_inputs < 2 || b->n_outputs < 1 || n->n_inputs < 2 ||
         b->n_inputs != n->n_inputs || b->n_outputs < b->n_inputs - 1) {
-        refuse(L, id, "malformed Loop%s", NULL);
+        refuse(L, id, "malformed Loop");
         return;
     }
     if (n->inputs[0] == IR_NONE || !const_int(g, n->inputs[0], &trips)) {
         refuse(L, id, "the trip count is not a constant: a loop over sequences is unrolled at "
-                      "compile time, so its trip count must be known%s", NULL);
+                      "compile time, so its trip count must be known");
         return;
     }
     if (n->inputs[1] != IR_NONE && !const_int(g, n->inputs[1], &cond)) {
-        refuse(L, id, "the loop condition is not a constant%s", NULL);
+        refuse(L, id, "the loop condition is not a constant");
         return;
     }
     int64_t bcond;
     if (!cond_passes_through(b, b->outputs[0], b->inputs[1]) &&
         !(const_int(b, b->outputs[0], &bcond) && bcond)) {
         refuse(L, id, "the body's condition is computed: the trip count of a loop over "
-                      "sequences must be known at compile time%s", NULL);
+                      "sequences must be known at compile time");
         return;
     }
     if (!cond) trips = 0;
     if (trips < 0) trips = 0;
     if (trips > LOWER_MAX_UNROLL) {
-        refuse(L, id, "too many iterations to unroll%s", NULL);
+        refuse(L, id, "too many iterations to unroll");
         return;
     }
     uint32_t n_carried = n->n_inputs - 2, n_scan = b->n_outputs - 1 - n_carried;
@@ -680,11 +595,11 @@ static void lower_loop(Lower *L, uint32_t id) {
         for (uint32_t k = 0; k < n_carried; k++) map[b->inputs[2 + k]] = state[k];
         if (!inline_body(L, id, b, map, (uint32_t)i)) break;
         for (uint32_t k = 0; k < n_carried; k++)
-            state[k] = mapped(L, b, map, b->outputs[1 + k]);
+            state[k] = pass_inline_value(L->g, b, map, b->outputs[1 + k]);
         for (uint32_t j = 0; j < n_scan; j++) {
-            uint32_t v = mapped(L, b, map, b->outputs[1 + n_carried + j]);
+            uint32_t v = pass_inline_value(L->g, b, map, b->outputs[1 + n_carried + j]);
             if (box_of(L, v)->kind != BOX_NONE) {
-                refuse(L, id, "a scan output is not a tensor%s", NULL);
+                refuse(L, id, "a scan output is not a tensor");
                 break;
             }
             scans[j][i] = v;
@@ -701,7 +616,7 @@ static void lower_loop(Lower *L, uint32_t id) {
         uint32_t out = g->nodes[id].outputs[n_carried + j];
         if (out == IR_NONE) continue;
         if (trips == 0) {
-            refuse(L, id, "a scan output of a loop that runs zero times%s", NULL);
+            refuse(L, id, "a scan output of a loop that runs zero times");
             break;
         }
         emit_concat(L, id, scans[j], (uint32_t)trips, 0, true, out);
@@ -744,7 +659,7 @@ static void lower_if(Lower *L, uint32_t id) {
     const IrAttr *ea = ir_node_attr(n, IR_ATTR_IF_ELSE_BRANCH);
     if (!ta->present || !ea->present || ta->graphs[0] >= g->n_subgraphs ||
         ea->graphs[0] >= g->n_subgraphs) {
-        refuse(L, id, "malformed If%s", NULL);
+        refuse(L, id, "malformed If");
         return;
     }
     Branch br[2];
@@ -755,7 +670,7 @@ static void lower_if(Lower *L, uint32_t id) {
         br[k].L.g = br[k].g;
         br[k].L.d = L->d;
         if (br[k].g->n_outputs != g->nodes[id].n_outputs) {
-            refuse(L, id, "a branch has the wrong number of outputs%s", NULL);
+            refuse(L, id, "a branch has the wrong number of outputs");
             return;
         }
         for (uint32_t v = 0; v < br[k].g->n_values; v++) {
@@ -805,8 +720,8 @@ static void lower_if(Lower *L, uint32_t id) {
             const uint32_t *src = a->elems;
             uint32_t *e = elems_alloc(g, m);
             for (uint32_t j = 0; j < m; j++) {
-                IrType t = copy_type(&br[0].g->values[src[j]].type);
-                e[j] = ir_value_add(g, indexed_name(g, g->values[old].name, j), &t,
+                IrType t = pass_copy_type(&br[0].g->values[src[j]].type);
+                e[j] = ir_value_add(g, pass_indexed_name(g, g->values[old].name, j), &t,
                                     IR_VALUE_NODE);
                 outs[at++] = e[j];
             }
@@ -821,7 +736,7 @@ static void lower_if(Lower *L, uint32_t id) {
         IrNode *nn = &g->nodes[id];
         nn->outputs = outs;
         nn->n_outputs = total;
-        for (uint32_t j = 0; j < total; j++) set_out(g, id, j, outs[j]);
+        for (uint32_t j = 0; j < total; j++) pass_set_output(g, id, j, outs[j]);
         pass_order_push(&L->order, id);
     } else {
         L->failed = true;
@@ -857,9 +772,9 @@ static void lower_subgraphs_in_place(Lower *L, uint32_t id) {
             if (!graph_has_containers(sub)) continue;
             bool io = reads_outer_container(L, sub);
             for (uint32_t i = 0; i < sub->n_inputs; i++)
-                io |= is_container_type(&sub->values[sub->inputs[i]].type);
+                io |= ir_type_is_container(&sub->values[sub->inputs[i]].type);
             for (uint32_t i = 0; i < sub->n_outputs; i++)
-                io |= is_container_type(&sub->values[sub->outputs[i]].type);
+                io |= ir_type_is_container(&sub->values[sub->outputs[i]].type);
             if (io) {
                 refuse(L, id, "its subgraph '%s' takes or returns a sequence or optional",
                        sub->name);
@@ -888,7 +803,7 @@ static void lower_node(Lower *L, uint32_t id) {
         const IrGraph *b = node_subgraph(g, n, IR_ATTR_LOOP_BODY);
         bool unroll = node_has_containers(L, n) || (b && reads_outer_container(L, b));
         for (uint32_t i = 0; b && i < b->n_outputs; i++)
-            unroll |= is_container_type(&b->values[b->outputs[i]].type);
+            unroll |= ir_type_is_container(&b->values[b->outputs[i]].type);
         if (unroll) {
             lower_loop(L, id);
             return;
@@ -904,7 +819,7 @@ static void lower_node(Lower *L, uint32_t id) {
     case IR_OP_SEQUENCE_CONSTRUCT:
         for (uint32_t i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] == IR_NONE || box_of(L, n->inputs[i])->kind != BOX_NONE) {
-                refuse(L, id, "an input is not a tensor%s", NULL);
+                refuse(L, id, "an input is not a tensor");
                 return;
             }
         box_set(L, n->outputs[0],
@@ -933,7 +848,7 @@ static void lower_node(Lower *L, uint32_t id) {
         if (x != IR_NONE) {
             const Box *bx = box_of(L, x);
             if (bx->kind == BOX_OPT) {
-                refuse(L, id, "an optional of an optional%s", NULL);
+                refuse(L, id, "an optional of an optional");
                 return;
             }
             b.inner_seq = bx->kind == BOX_SEQ;
@@ -946,8 +861,8 @@ static void lower_node(Lower *L, uint32_t id) {
     case IR_OP_OPTIONAL_HAS_ELEMENT: {
         uint32_t x = n->n_inputs > 0 ? n->inputs[0] : IR_NONE;
         const Box *bx = box_of(L, x);
-        if (x != IR_NONE && bx->kind == BOX_NONE && is_container_type(&g->values[x].type)) {
-            refuse(L, id, "the input is not known at compile time%s", NULL);
+        if (x != IR_NONE && bx->kind == BOX_NONE && ir_type_is_container(&g->values[x].type)) {
+            refuse(L, id, "the input is not known at compile time");
             return;
         }
         IrTensor *t = ir_tensor_new(g->arena, IR_DTYPE_BOOL, 0, NULL);
@@ -961,8 +876,8 @@ static void lower_node(Lower *L, uint32_t id) {
         const Box *bx = box_of(L, x);
         uint32_t out = n->outputs[0];
         if (bx->kind == BOX_NONE) {
-            if (is_container_type(&g->values[x].type)) {
-                refuse(L, id, "the input is not known at compile time%s", NULL);
+            if (ir_type_is_container(&g->values[x].type)) {
+                refuse(L, id, "the input is not known at compile time");
                 return;
             }
             if (op == IR_OP_IDENTITY) pass_order_push(&L->order, id);
@@ -974,7 +889,7 @@ static void lower_node(Lower *L, uint32_t id) {
             return;
         }
         if (!bx->present) {
-            refuse(L, id, "the optional is empty%s", NULL);
+            refuse(L, id, "the optional is empty");
             return;
         }
         if (bx->inner_seq) box_set(L, out, seq_box(bx->elems, bx->n));
@@ -986,7 +901,7 @@ static void lower_node(Lower *L, uint32_t id) {
     }
     if (node_has_containers(L, n)) {
         refuse(L, id, "this op cannot take or make a sequence or optional in a static "
-                      "bundle%s", NULL);
+                      "bundle");
         return;
     }
     lower_subgraphs_in_place(L, id);
@@ -1038,7 +953,7 @@ static void flatten_outputs(Lower *L) {
             if (b->kind == BOX_OPT && !b->inner_seq) {
                 /* the tensor takes the optional's name */
                 claim_name(g, base);
-                IrType t = copy_type(&g->values[e].type);
+                IrType t = pass_copy_type(&g->values[e].type);
                 out = ir_value_add(g, base, &t, IR_VALUE_NODE);
                 emit_identity(L, base, e, out);
             } else {
@@ -1113,7 +1028,7 @@ static bool check_inputs(Lower *L) {
     IrGraph *g = L->g;
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         const IrValue *v = &g->values[g->inputs[i]];
-        if (!is_container_type(&v->type)) continue;
+        if (!ir_type_is_container(&v->type)) continue;
         bool opt = v->type.kind == IR_TYPE_OPTIONAL;
         diag_error(L->d, "graph input '%s' is %s of unknown length: give its element shapes "
                          "with --seq %s=[d,...][d,...]%s%s%s", v->name,
@@ -1153,223 +1068,4 @@ bool pass_lower_sequences(IrGraph *g, Diag *d) {
     if (!lower_graph(g, d, true)) return false;
     ir_infer_shapes(g, d);
     return true;
-}
-
-/* ---- binding sequence and optional graph inputs ------------------------------------- */
-
-/* Parses SPEC of "NAME=SPEC" into element shapes: "[d,...][d,...]" (one group per element,
- * "[]" a scalar), a count N (of elem's static shape) or "none" (*absent). */
-static bool parse_spec(IrGraph *g, const char *spec, const IrType *elem, IrType **types,
-                       uint32_t *n, bool *absent, Diag *d, const char *name) {
-    *absent = false;
-    *n = 0;
-    if (strcmp(spec, "none") == 0) {
-        *absent = true;
-        return true;
-    }
-    if (spec[0] >= '0' && spec[0] <= '9') {
-        char *end;
-        unsigned long c = strtoul(spec, &end, 10);
-        if (*end || c > LOWER_MAX_ELEMS) {
-            diag_error(d, "--seq %s=%s: not a count", name, spec);
-            return false;
-        }
-        if (c && (!elem || !ir_type_is_static(elem))) {
-            diag_error(d, "--seq %s=%s: the declared element type has no static shape; give "
-                          "the shapes: --seq %s=[d,...][d,...]", name, spec, name);
-            return false;
-        }
-        *types = ir_arena_alloc(g->arena, (c ? c : 1) * sizeof **types);
-        for (unsigned long i = 0; i < c; i++) (*types)[i] = *elem;
-        *n = (uint32_t)c;
-        return true;
-    }
-    uint32_t cap = 0;
-    for (const char *p = spec; *p; p++) cap += *p == '[';
-    *types = ir_arena_alloc(g->arena, (cap ? cap : 1) * sizeof **types);
-    const char *p = spec;
-    while (*p) {
-        if (*p != '[' || *n >= LOWER_MAX_ELEMS) goto bad;
-        p++;
-        int64_t dims[IR_MAX_RANK];
-        int rank = 0;
-        while (*p && *p != ']') {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (end == p || v < 0 || rank == IR_MAX_RANK) goto bad;
-            dims[rank++] = v;
-            p = end;
-            if (*p == ',') p++;
-            else if (*p != ']') goto bad;
-        }
-        if (*p != ']') goto bad;
-        p++;
-        (*types)[(*n)++] = ir_type_tensor((IrDType)elem->dtype, rank, dims);
-    }
-    return true;
-bad:
-    diag_error(d, "--seq %s=%s: expected element shapes like [2,3][4], a count, or none", name,
-               spec);
-    return false;
-}
-
-/* Adds one tensor graph input per element type, named base_K; returns their ids. */
-static uint32_t *add_elem_inputs(IrGraph *g, const char *base, const IrType *types, uint32_t n,
-                                 uint32_t **inputs, uint32_t *n_inputs) {
-    uint32_t *e = elems_alloc(g, n);
-    for (uint32_t k = 0; k < n; k++) {
-        e[k] = ir_value_add(g, indexed_name(g, base, k), &types[k], IR_VALUE_INPUT);
-        (*inputs)[(*n_inputs)++] = e[k];
-    }
-    return e;
-}
-
-/* out = SequenceConstruct(e...) (or SequenceEmpty), appended to g. */
-static void add_construct(IrGraph *g, const char *name, const uint32_t *e, uint32_t n,
-                          uint8_t dtype, uint32_t out) {
-    uint32_t id = ir_node_add(g, n ? IR_OP_SEQUENCE_CONSTRUCT : IR_OP_SEQUENCE_EMPTY, name, n,
-                              1, 0);
-    g->nodes[id].opset = default_opset(g);
-    if (n) memcpy(g->nodes[id].inputs, e, n * sizeof *e);
-    else {
-        ir_node_attr(&g->nodes[id], IR_ATTR_SEQUENCE_EMPTY_DTYPE)->present = true;
-        ir_node_attr(&g->nodes[id], IR_ATTR_SEQUENCE_EMPTY_DTYPE)->i = dtype;
-    }
-    set_out(g, id, 0, out);
-}
-
-/* Moves the nodes from index first on to the front of g's node list. */
-static void rotate_to_front(IrGraph *g, uint32_t first) {
-    uint32_t k = g->n_nodes - first;
-    if (!k || !first) return;
-    IrNode *tmp = malloc(k * sizeof *tmp);
-    IR_ASSERT(tmp);
-    memcpy(tmp, g->nodes + first, k * sizeof *tmp);
-    memmove(g->nodes + k, g->nodes, first * sizeof *tmp);
-    memcpy(g->nodes, tmp, k * sizeof *tmp);
-    free(tmp);
-    for (uint32_t v = 0; v < g->n_values; v++) {
-        IrValue *val = &g->values[v];
-        if (val->kind == IR_VALUE_NODE && val->producer != IR_NONE)
-            val->producer = val->producer >= first ? val->producer - first : val->producer + k;
-    }
-}
-
-bool pass_bind_seq_inputs(IrGraph *g, const char *const *specs, unsigned n_specs, Diag *d) {
-    bool ok = true, any = false;
-    for (uint32_t i = 0; i < g->n_inputs; i++)
-        any |= is_container_type(&g->values[g->inputs[i]].type);
-    if (!any && !n_specs) return true;
-    for (unsigned s = 0; s < n_specs; s++) {
-        const char *eq = strchr(specs[s], '=');
-        size_t len = eq ? (size_t)(eq - specs[s]) : strlen(specs[s]);
-        bool found = false;
-        for (uint32_t i = 0; i < g->n_inputs && !found; i++) {
-            const IrValue *v = &g->values[g->inputs[i]];
-            found = strlen(v->name) == len && strncmp(v->name, specs[s], len) == 0 &&
-                    is_container_type(&v->type);
-        }
-        if (!eq || !found) {
-            diag_error(d, "--seq %s: expected NAME=SPEC naming a sequence or optional graph "
-                          "input", specs[s]);
-            ok = false;
-        }
-    }
-    if (!ok) return false;
-    uint32_t first_new = g->n_nodes, n_old = g->n_inputs, n_new = 0;
-    uint32_t *old = malloc((n_old ? n_old : 1) * sizeof *old);
-    IR_ASSERT(old);
-    memcpy(old, g->inputs, n_old * sizeof *old);
-    uint32_t cap = n_old + 1;
-    for (unsigned s = 0; s < n_specs; s++)
-        for (const char *p = specs[s]; *p; p++) cap += *p == '[' || (*p >= '0' && *p <= '9');
-    for (unsigned s = 0; s < n_specs; s++) {
-        const char *eq = strchr(specs[s], '=');
-        unsigned long c = strtoul(eq + 1, NULL, 10);
-        if (c <= LOWER_MAX_ELEMS) cap += (uint32_t)c;
-    }
-    uint32_t *inputs = malloc(cap * sizeof *inputs);
-    IR_ASSERT(inputs);
-    for (uint32_t i = 0; i < n_old && ok; i++) {
-        uint32_t v = old[i];
-        IrType vt = g->values[v].type;
-        if (!is_container_type(&vt)) {
-            inputs[n_new++] = v;
-            continue;
-        }
-        const char *name = g->values[v].name, *spec = NULL;
-        for (unsigned s = 0; s < n_specs; s++)
-            if (strncmp(specs[s], name, strlen(name)) == 0 && specs[s][strlen(name)] == '=')
-                spec = specs[s] + strlen(name) + 1;
-        const IrType *elem = vt.elem;
-        bool opt = vt.kind == IR_TYPE_OPTIONAL;
-        const IrType *inner = opt && elem && elem->kind == IR_TYPE_SEQUENCE ? elem->elem : elem;
-        bool seq = !opt || (elem && elem->kind == IR_TYPE_SEQUENCE);
-        if (!spec && seq) { /* left for pass_lower_sequences to refuse */
-            inputs[n_new++] = v;
-            continue;
-        }
-        if (!inner || inner->kind != IR_TYPE_TENSOR || inner->dtype == IR_DTYPE_UNDEF) {
-            diag_error(d, "graph input '%s': its element type is not a tensor type", name);
-            ok = false;
-            break;
-        }
-        IrType *types = NULL;
-        uint32_t n = 0;
-        bool absent = false;
-        if (spec && !parse_spec(g, spec, inner, &types, &n, &absent, d, name)) {
-            ok = false;
-            break;
-        }
-        if (absent && !opt) {
-            diag_error(d, "--seq %s=none: '%s' is a sequence, not an optional", name, name);
-            ok = false;
-            break;
-        }
-        g->values[v].kind = IR_VALUE_NODE;
-        g->values[v].producer = IR_NONE;
-        if (absent) {
-            uint32_t id = ir_node_add(g, IR_OP_OPTIONAL, name, 0, 1, 0);
-            g->nodes[id].opset = default_opset(g);
-            set_out(g, id, 0, v);
-            continue;
-        }
-        if (!seq) { /* a present optional tensor: the input keeps the name */
-            if (spec && n != 1) {
-                diag_error(d, "--seq %s=%s: an optional tensor has one element", name, spec);
-                ok = false;
-                break;
-            }
-            IrType t = spec ? types[0] : *inner;
-            const char *keep = name;
-            g->values[v].name = fresh_name(g, "optional");
-            uint32_t x = ir_value_add(g, keep, &t, IR_VALUE_INPUT);
-            inputs[n_new++] = x;
-            uint32_t id = ir_node_add(g, IR_OP_OPTIONAL, keep, 1, 1, 0);
-            g->nodes[id].opset = default_opset(g);
-            g->nodes[id].inputs[0] = x;
-            set_out(g, id, 0, v);
-            continue;
-        }
-        uint32_t *e = add_elem_inputs(g, name, types, n, &inputs, &n_new);
-        if (!opt) {
-            add_construct(g, name, e, n, inner->dtype, v);
-            continue;
-        }
-        IrType st = *elem;
-        uint32_t sv = ir_value_add(g, fresh_name(g, "sequence"), &st, IR_VALUE_NODE);
-        add_construct(g, name, e, n, inner->dtype, sv);
-        uint32_t id = ir_node_add(g, IR_OP_OPTIONAL, name, 1, 1, 0);
-        g->nodes[id].opset = default_opset(g);
-        g->nodes[id].inputs[0] = sv;
-        set_out(g, id, 0, v);
-    }
-    if (ok) {
-        g->n_inputs = 0;
-        for (uint32_t i = 0; i < n_new; i++) ir_graph_add_input(g, inputs[i]);
-        rotate_to_front(g, first_new);
-    }
-    free(old);
-    free(inputs);
-    return ok;
 }

@@ -6,6 +6,7 @@
 #include "ir/ir.h"
 
 #define PASS_ARENA_ALIGN 64 /* a cache line; also what AVX-512 and NEON loads like */
+#define PASS_MAX_SEQ_ELEMS 65536 /* elements of one sequence kept at compile time */
 
 /* Which optional passes run and where IR dumps go (the --no-pass, --passes and
  * --dump-after switches). */
@@ -59,7 +60,19 @@ uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_
  * returned in *data, and the value id to read. */
 uint32_t pass_rewrite_const_f32(IrGraph *g, uint32_t v, bool exclusive, const char *suffix,
                                 int rank, const int64_t *dims, float **data);
-/* base + suffix, or base + suffix + ".N", whichever no value of g is named yet (arena copy). */
+/* name, or name + sep + N with the smallest N >= 1, whichever no value of g is named yet
+ * (arena copy). */
+const char *pass_fresh_name(IrGraph *g, const char *name, char sep);
+/* base_k made fresh with '_' (the names of unrolled copies and sequence elements). */
+const char *pass_indexed_name(IrGraph *g, const char *base, uint32_t k);
+/* A tensor of dtype whose rank and dims shape inference fills in. */
+IrType pass_untyped_tensor(uint8_t dtype);
+/* A type for a copy of a value of type t: t itself when fully known, else an untyped tensor
+ * of t's dtype (symbolic dims of a body mean one thing per copy). */
+IrType pass_copy_type(const IrType *t);
+/* The opset of the default domain the model imports: what a node a pass creates gets. */
+int32_t pass_default_opset(const IrGraph *g);
+/* base + suffix made fresh with '.' (pass_fresh_name). */
 const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix);
 /* Replaces node `slot` with a fresh node of op (attribute slots from the op table, inputs
  * and outputs IR_NONE), keeping its place in the node order; returns the node. The old
@@ -79,6 +92,20 @@ void pass_order_push(PassOrder *o, uint32_t id);
 void pass_reorder_nodes(IrGraph *g, const uint32_t *order, uint32_t n_order);
 /* Sets output k of node id to value v (v's producer follows). */
 void pass_set_output(IrGraph *g, uint32_t id, uint32_t k, uint32_t v);
+
+/* The subgraph inliner (passes/inline.c): copies the live nodes of body b into g (b's
+ * parent), appended to g's nodes for the caller to place, reading through map (b value id
+ * -> g value id, IR_NONE until known; OUTER values map to what they read, constants become
+ * constants of g, outputs to their copies as they are made). Copies are named NAME_iter.
+ * each(arg, id) runs on every copy in order (NULL: none) and may stop the inlining. False,
+ * with a reason in why (when not from each), for a body node with a subgraph or a read of a
+ * value the body does not define. */
+bool pass_inline_body(IrGraph *g, const IrGraph *b, uint32_t *map, uint32_t iter,
+                      bool (*each)(void *arg, uint32_t id), void *arg, char *why,
+                      size_t why_len);
+/* Value v of body b as the inlining maps it into g (made on first use for OUTER values and
+ * constants); IR_NONE for a value not yet copied. */
+uint32_t pass_inline_value(IrGraph *g, const IrGraph *b, uint32_t *map, uint32_t v);
 
 /* Pattern matching (passes/pattern.c), for the fuse-* passes. Per value: how many input
  * slots of live nodes read it, one such node, and whether a graph output or a subgraph

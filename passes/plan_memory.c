@@ -285,12 +285,11 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
         if (numel < 0) {
             if (val->kind == IR_VALUE_NODE) {
                 const IrNode *n = &g->nodes[val->producer];
-                diag_error(d, "node '%s' (%s, opset %d): output '%s' has no static shape; "
-                           "fix symbolic dimensions with --dim NAME=VALUE",
-                           n->name, n->op_type, n->opset, val->name);
+                ir_node_diag(d, DIAG_ERROR, n, ": output '%s' has no static shape; fix symbolic "
+                             "dimensions with --dim NAME=VALUE", val->name);
             } else {
-                diag_error(d, "node '%s' (%s, opset %d): subgraph input '%s' has no static "
-                           "shape", owner->name, owner->op_type, owner->opset, val->name);
+                ir_node_diag(d, DIAG_ERROR, owner, ": subgraph input '%s' has no static shape",
+                             val->name);
             }
             ok = false;
             continue;

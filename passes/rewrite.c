@@ -8,7 +8,8 @@
 
 #include "passes/passes.h"
 
-#define REWRITE_NAME_TRIES 1000 /* suffixes tried before giving up on a unique name */
+#define REWRITE_NAME_TRIES 100000 /* suffixes tried before giving up on a unique name (loop
+                                     unrolling names up to one per iteration) */
 
 bool pass_is_graph_output(const IrGraph *g, uint32_t v) {
     for (uint32_t i = 0; i < g->n_outputs; i++)
@@ -30,22 +31,54 @@ static bool name_taken(const IrGraph *g, const char *name) {
     return false;
 }
 
+const char *pass_fresh_name(IrGraph *g, const char *name, char sep) {
+    if (!name_taken(g, name)) return ir_arena_strdup(g->arena, name);
+    size_t len = strlen(name) + 24;
+    char *buf = ir_arena_alloc(g->arena, len);
+    for (unsigned k = 1; k < REWRITE_NAME_TRIES; k++) {
+        snprintf(buf, len, "%s%c%u", name, sep, k);
+        if (!name_taken(g, buf)) return buf;
+    }
+    return buf;
+}
+
+const char *pass_indexed_name(IrGraph *g, const char *base, uint32_t k) {
+    size_t len = strlen(base) + 24;
+    char *buf = ir_arena_alloc(g->arena, len);
+    snprintf(buf, len, "%s_%u", base, k);
+    return pass_fresh_name(g, buf, '_');
+}
+
+IrType pass_untyped_tensor(uint8_t dtype) {
+    IrType t;
+    memset(&t, 0, sizeof t);
+    t.kind = IR_TYPE_TENSOR;
+    t.dtype = dtype;
+    t.rank = -1;
+    for (int i = 0; i < IR_MAX_RANK; i++) t.dims[i] = IR_DIM_UNKNOWN;
+    return t;
+}
+
+IrType pass_copy_type(const IrType *t) {
+    if (t->kind != IR_TYPE_TENSOR || ir_type_is_static(t)) return *t;
+    return pass_untyped_tensor(t->dtype);
+}
+
+int32_t pass_default_opset(const IrGraph *g) {
+    return (int32_t)ir_graph_opset(ir_graph_root(g), "");
+}
+
 const char *pass_unique_name(IrGraph *g, const char *base, const char *suffix) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", base ? base : "v", suffix);
-    for (int k = 1; name_taken(g, name) && k < REWRITE_NAME_TRIES; k++)
-        snprintf(name, sizeof name, "%s%s.%d", base ? base : "v", suffix, k);
-    return ir_arena_strdup(g->arena, name);
+    return pass_fresh_name(g, name, '.');
 }
 
 uint32_t pass_add_const_f32(IrGraph *g, const char *base, int rank, const int64_t *dims,
                             float **data) {
-    char name[256];
-    snprintf(name, sizeof name, "%s", base);
-    for (int k = 1; name_taken(g, name) && k < REWRITE_NAME_TRIES; k++)
-        snprintf(name, sizeof name, "%s.%d", base, k);
+    const char *name = pass_fresh_name(g, base, '.');
     IrTensor *t = ir_tensor_new(g->arena, IR_DTYPE_F32, rank, dims);
-    t->name = ir_arena_strdup(g->arena, name);
+    t->name = name;
     IrType ty = ir_type_tensor(IR_DTYPE_F32, rank, dims);
     uint32_t v = ir_value_add(g, name, &ty, IR_VALUE_CONST);
     g->values[v].tensor = t;

@@ -9,39 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Ops without an entry keep their declared types. */
+/* The inference of each op. An elementwise op (OPF_ELTWISE in ops.def) without an entry
+ * keeps its input's type (shape_same) or, broadcasting (OPF_BCAST), the broadcast of its
+ * inputs' (shape_bcast): only the elementwise ops that differ are listed. Other ops without
+ * an entry keep their declared types. */
 static const ShapeFn shape_table[IR_OP_COUNT] = {
-    /* unary, same type */
-    [IR_OP_ABS] = shape_same, [IR_OP_ACOS] = shape_same, [IR_OP_ACOSH] = shape_same,
-    [IR_OP_ASIN] = shape_same, [IR_OP_ASINH] = shape_same, [IR_OP_ATAN] = shape_same,
-    [IR_OP_ATANH] = shape_same, [IR_OP_BITWISE_NOT] = shape_same, [IR_OP_CEIL] = shape_same,
-    [IR_OP_CELU] = shape_same, [IR_OP_CLIP] = shape_same, [IR_OP_COS] = shape_same,
-    [IR_OP_COSH] = shape_same, [IR_OP_CUM_PROD] = shape_same, [IR_OP_CUM_SUM] = shape_same,
-    [IR_OP_ELU] = shape_same, [IR_OP_ERF] = shape_same, [IR_OP_EXP] = shape_same,
-    [IR_OP_FLOOR] = shape_same, [IR_OP_GELU] = shape_same, [IR_OP_HARD_SIGMOID] = shape_same,
-    [IR_OP_HARD_SWISH] = shape_same, [IR_OP_HARDMAX] = shape_same,
-    [IR_OP_LEAKY_RELU] = shape_same, [IR_OP_LOG] = shape_same,
-    [IR_OP_LOG_SOFTMAX] = shape_same, [IR_OP_MISH] = shape_same, [IR_OP_NEG] = shape_same,
-    [IR_OP_NOT] = shape_same, [IR_OP_RECIPROCAL] = shape_same, [IR_OP_RELU] = shape_same,
-    [IR_OP_ROUND] = shape_same, [IR_OP_SELU] = shape_same, [IR_OP_SHRINK] = shape_same,
-    [IR_OP_SIGMOID] = shape_same, [IR_OP_SIGN] = shape_same, [IR_OP_SIN] = shape_same,
-    [IR_OP_SINH] = shape_same, [IR_OP_SOFTMAX] = shape_same, [IR_OP_SOFTPLUS] = shape_same,
-    [IR_OP_SOFTSIGN] = shape_same, [IR_OP_SQRT] = shape_same, [IR_OP_SWISH] = shape_same,
-    [IR_OP_TAN] = shape_same, [IR_OP_TANH] = shape_same,
-    [IR_OP_THRESHOLDED_RELU] = shape_same, [IR_OP_TRILU] = shape_same,
-    [IR_OP_LRN] = shape_same, [IR_OP_LP_NORMALIZATION] = shape_same,
+    /* same type as the first input */
+    [IR_OP_CUM_PROD] = shape_same, [IR_OP_CUM_SUM] = shape_same, [IR_OP_HARDMAX] = shape_same,
+    [IR_OP_LOG_SOFTMAX] = shape_same, [IR_OP_SHRINK] = shape_same, [IR_OP_SOFTMAX] = shape_same,
+    [IR_OP_TRILU] = shape_same, [IR_OP_LRN] = shape_same, [IR_OP_LP_NORMALIZATION] = shape_same,
     [IR_OP_MEAN_VARIANCE_NORMALIZATION] = shape_same,
     [IR_OP_INSTANCE_NORMALIZATION] = shape_same, [IR_OP_GROUP_NORMALIZATION] = shape_same,
     [IR_OP_RMSNORMALIZATION] = shape_same, [IR_OP_REVERSE_SEQUENCE] = shape_same,
     [IR_OP_SCATTER] = shape_same, [IR_OP_SCATTER_ELEMENTS] = shape_same,
     [IR_OP_SCATTER_ND] = shape_same, [IR_OP_TENSOR_SCATTER] = shape_same,
     [IR_OP_ROTARY_EMBEDDING] = shape_same, [IR_OP_BINARIZER] = shape_same,
-    [IR_OP_PRELU] = shape_bcast,
-    /* broadcasting binary and variadic */
-    [IR_OP_ADD] = shape_bcast, [IR_OP_SUB] = shape_bcast, [IR_OP_MUL] = shape_bcast,
-    [IR_OP_DIV] = shape_bcast, [IR_OP_POW] = shape_bcast, [IR_OP_MOD] = shape_bcast,
-    [IR_OP_BIT_SHIFT] = shape_bcast, [IR_OP_BITWISE_AND] = shape_bcast,
-    [IR_OP_BITWISE_OR] = shape_bcast, [IR_OP_BITWISE_XOR] = shape_bcast,
+    /* elementwise with a result of another type, and variadic */
     [IR_OP_AND] = shape_bcast_bool, [IR_OP_OR] = shape_bcast_bool,
     [IR_OP_XOR] = shape_bcast_bool, [IR_OP_EQUAL] = shape_bcast_bool,
     [IR_OP_GREATER] = shape_bcast_bool, [IR_OP_GREATER_OR_EQUAL] = shape_bcast_bool,
@@ -499,6 +482,8 @@ static void infer_node(ShapeGraphState *st, uint32_t id, Diag *d, bool *ok) {
     IrGraph *g = st->g;
     const IrNode *n = &g->nodes[id];
     ShapeFn fn = n->op < IR_OP_COUNT ? shape_table[n->op] : NULL;
+    if (!fn && n->op < IR_OP_COUNT && ir_op_has((IrOp)n->op, OPF_ELTWISE))
+        fn = ir_op_has((IrOp)n->op, OPF_BCAST) ? shape_bcast : shape_same;
     if (!fn || n->n_outputs == 0) return;
     IrType *out = malloc(n->n_outputs * sizeof *out);
     IrTensor **known = calloc(n->n_outputs, sizeof *known);

@@ -37,53 +37,11 @@ const char *pass_act_c_name(const char *activation) {
     return NULL;
 }
 
-/* Readers of every value by live nodes, as lists (CSR); a node reading a value twice is
- * listed twice. ext: whether anything else (graph output, subgraph) reads it. */
-typedef struct Readers {
-    uint32_t *start; /* per value: first entry in node; start[v + 1] ends it */
-    uint32_t *node;
-    bool *ext;
-} Readers;
-
-static void readers_build(const IrGraph *g, Readers *r) {
-    uint32_t nv = g->n_values;
-    r->start = calloc(nv + 2, sizeof *r->start);
-    r->ext = calloc(nv + 1, sizeof *r->ext);
-    IR_ASSERT(r->start && r->ext);
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
-        for (uint32_t k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] != IR_NONE) r->start[n->inputs[k] + 2]++;
-    }
-    for (uint32_t v = 0; v < nv; v++) r->start[v + 2] += r->start[v + 1];
-    r->node = malloc((r->start[nv + 1] + 1) * sizeof *r->node);
-    IR_ASSERT(r->node);
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
-        for (uint32_t k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] != IR_NONE) r->node[r->start[n->inputs[k] + 1]++] = i;
-    }
-    uint32_t *uses = ir_use_counts(g);
-    for (uint32_t v = 0; v < nv; v++)
-        r->ext[v] = uses[v] != r->start[v + 1] - r->start[v] || pass_is_graph_output(g, v);
-    free(uses);
-}
-
-static void readers_free(Readers *r) {
-    free(r->start);
-    free(r->node);
-    free(r->ext);
-}
-
-/* The only reader of v, or IR_NONE; IR_NONE too when that reader was already folded into
- * an earlier chain (dead) or replaced by a fused node. */
-static uint32_t sole_reader(const IrGraph *g, const Readers *r, uint32_t v) {
-    if (r->ext[v] || r->start[v + 1] - r->start[v] != 1) return IR_NONE;
-    uint32_t id = r->node[r->start[v]];
-    const IrNode *n = &g->nodes[id];
-    return n->dead || ir_op_info((IrOp)n->op)->domain[0] ? IR_NONE : id;
+/* The node that alone reads v (pass_sole_reader), unless it is a fused node already: a
+ * reader an earlier chain replaced takes no second epilogue. */
+static uint32_t sole_reader(const IrGraph *g, const PassUses *u, uint32_t v) {
+    uint32_t id = pass_sole_reader(g, u, v);
+    return id != IR_NONE && ir_op_info((IrOp)g->nodes[id].op)->domain[0] ? IR_NONE : id;
 }
 
 /* The fused epilogue being collected. */
@@ -105,14 +63,6 @@ static void chain_add(Chain *ch, uint32_t id, uint32_t out) {
     ch->out = out;
 }
 
-/* The other input of a two-input node n next to value v, or IR_NONE. */
-static uint32_t other_input(const IrNode *n, uint32_t v) {
-    if (n->n_inputs != 2) return IR_NONE;
-    if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
-    if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
-    return IR_NONE;
-}
-
 /* Whether constant c is a bias along axis `axis` (m elements) of a rank-`rank` output:
  * right-aligned, every other dimension 1. */
 static bool per_channel(const IrTensor *c, int rank, int axis, int64_t m) {
@@ -127,12 +77,12 @@ static bool per_channel(const IrTensor *c, int rank, int axis, int64_t m) {
 
 /* Recognizes an activation node reading chain->out alone: Relu, Clip (constant bounds),
  * LeakyRelu, Sigmoid (or x * Sigmoid(x)), HardSigmoid, HardSwish, Gelu. */
-static bool take_activation(const IrGraph *g, const Readers *r, Chain *ch) {
+static bool take_activation(const IrGraph *g, const PassUses *r, Chain *ch) {
     uint32_t v = ch->out;
     if (r->ext[v]) return false;
-    uint32_t cnt = r->start[v + 1] - r->start[v];
+    uint32_t cnt = r->n_reads[v];
     if (cnt == 2) { /* SiLU: Sigmoid(v) and Mul(v, Sigmoid(v)) */
-        uint32_t a = r->node[r->start[v]], b = r->node[r->start[v] + 1];
+        uint32_t a = r->node[r->first[v]], b = r->node[r->first[v] + 1];
         if (g->nodes[a].op != IR_OP_SIGMOID) {
             uint32_t t = a;
             a = b;
@@ -141,7 +91,7 @@ static bool take_activation(const IrGraph *g, const Readers *r, Chain *ch) {
         const IrNode *sg = &g->nodes[a], *mul = &g->nodes[b];
         if (sg->op != IR_OP_SIGMOID || mul->op != IR_OP_MUL || sg->dead || mul->dead) return false;
         uint32_t s = sg->outputs[0];
-        if (sole_reader(g, r, s) != b || other_input(mul, v) != s) return false;
+        if (sole_reader(g, r, s) != b || pass_other_input(mul, v) != s) return false;
         chain_add(ch, a, s);
         chain_add(ch, b, mul->outputs[0]);
         ch->act = "SiLU";
@@ -153,6 +103,7 @@ static bool take_activation(const IrGraph *g, const Readers *r, Chain *ch) {
     if (n->n_outputs < 1 || n->inputs[0] != v) return false;
     float alpha = 0.0f, beta = 0.0f;
     const char *act = NULL;
+    if (!ir_op_has((IrOp)n->op, OPF_ACT)) return false; /* the ops below, per ops.def */
     switch (n->op) {
     case IR_OP_RELU:
         act = "Relu";
@@ -209,7 +160,7 @@ static bool take_activation(const IrGraph *g, const Readers *r, Chain *ch) {
 
 /* Follows producer node pid through bias (when allowed), residual (when wanted) and
  * activation. */
-static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axis, int64_t m,
+static void collect(const IrGraph *g, const PassUses *r, uint32_t pid, int ch_axis, int64_t m,
                     bool allow_bias, bool want_residual, Chain *ch) {
     memset(ch, 0, sizeof *ch);
     ch->bias = ch->residual = IR_NONE;
@@ -217,7 +168,7 @@ static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axi
     const IrType *ty = &g->values[ch->out].type;
     uint32_t id = sole_reader(g, r, ch->out);
     if (allow_bias && id != IR_NONE && g->nodes[id].op == IR_OP_ADD) { /* bias */
-        uint32_t c = other_input(&g->nodes[id], ch->out);
+        uint32_t c = pass_other_input(&g->nodes[id], ch->out);
         const IrTensor *t = c != IR_NONE ? pass_const_f32(g, c) : NULL;
         if (t && per_channel(t, ty->rank, ch_axis, m) &&
             ir_type_equal(&g->values[g->nodes[id].outputs[0]].type, ty)) {
@@ -227,7 +178,7 @@ static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axi
     }
     id = sole_reader(g, r, ch->out);
     if (want_residual && id != IR_NONE && g->nodes[id].op == IR_OP_ADD) {
-        uint32_t o = other_input(&g->nodes[id], ch->out);
+        uint32_t o = pass_other_input(&g->nodes[id], ch->out);
         if (o != IR_NONE && ir_type_equal(&g->values[o].type, ty) &&
             ir_type_equal(&g->values[g->nodes[id].outputs[0]].type, ty)) {
             ch->residual = o;
@@ -239,7 +190,7 @@ static void collect(const IrGraph *g, const Readers *r, uint32_t pid, int ch_axi
 
 /* The fused bias: the chain's constant `add`, plus the producer's own bias `own` (a
  * constant, or IR_NONE). own is rewritten in place when the producer is its only reader. */
-static uint32_t merged_bias(IrGraph *g, const Readers *r, uint32_t own, uint32_t add,
+static uint32_t merged_bias(IrGraph *g, const PassUses *r, uint32_t own, uint32_t add,
                             int64_t m, const char *base) {
     if (add == IR_NONE) return own;
     if (own == IR_NONE && g->values[add].tensor->rank == 1) return add;
@@ -248,7 +199,7 @@ static uint32_t merged_bias(IrGraph *g, const Readers *r, uint32_t own, uint32_t
     float *nb;
     uint32_t v;
     if (own != IR_NONE) {
-        v = pass_rewrite_const_f32(g, own, !r->ext[own] && r->start[own + 1] - r->start[own] == 1,
+        v = pass_rewrite_const_f32(g, own, !r->ext[own] && r->n_reads[own] == 1,
                                    ".fused", 1, &m, &nb);
     } else {
         char name[256];
@@ -293,7 +244,7 @@ static void copy_attr(IrNode *n, IrAttrId to, const IrNode *src, IrAttrId from) 
     a->name = name;
 }
 
-static bool fuse_conv(IrGraph *g, const Readers *r, uint32_t pid) {
+static bool fuse_conv(IrGraph *g, const PassUses *r, uint32_t pid) {
     const IrNode *p = &g->nodes[pid];
     const IrType *ty = &g->values[p->outputs[0]].type;
     if (ty->rank < 3 || ty->dims[1] < 1) return false;
@@ -335,7 +286,7 @@ static bool fuse_conv(IrGraph *g, const Readers *r, uint32_t pid) {
     return true;
 }
 
-static bool fuse_gemm(IrGraph *g, const Readers *r, uint32_t pid) {
+static bool fuse_gemm(IrGraph *g, const PassUses *r, uint32_t pid) {
     const IrNode *p = &g->nodes[pid];
     const IrType *ty = &g->values[p->outputs[0]].type;
     bool has_c = p->n_inputs > 2 && p->inputs[2] != IR_NONE;
@@ -379,7 +330,7 @@ static bool fuse_gemm(IrGraph *g, const Readers *r, uint32_t pid) {
     return true;
 }
 
-static bool fuse_matmul(IrGraph *g, const Readers *r, uint32_t pid) {
+static bool fuse_matmul(IrGraph *g, const PassUses *r, uint32_t pid) {
     const IrNode *p = &g->nodes[pid];
     const IrType *ty = &g->values[p->outputs[0]].type;
     const IrType *tb = &g->values[p->inputs[1]].type;
@@ -408,20 +359,21 @@ static bool fuse_matmul(IrGraph *g, const Readers *r, uint32_t pid) {
 bool pass_fuse(IrGraph *g, Diag *d) {
     (void)d;
     bool changed = false;
-    Readers r;
-    readers_build(g, &r);
+    PassUses r;
+    pass_uses_build(g, &r);
     uint32_t n_nodes = g->n_nodes; /* nodes added by rewriting are dead shells */
     for (uint32_t i = 0; i < n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || n->n_outputs != 1 || n->outputs[0] == IR_NONE) continue;
         if (g->values[n->outputs[0]].type.dtype != IR_DTYPE_F32) continue;
+        if (!ir_op_has((IrOp)n->op, OPF_TAKES_ACT)) continue; /* Conv, Gemm, MatMul */
         bool did = false;
         if (n->op == IR_OP_CONV) did = fuse_conv(g, &r, i);
         else if (n->op == IR_OP_GEMM) did = fuse_gemm(g, &r, i);
         else if (n->op == IR_OP_MAT_MUL) did = fuse_matmul(g, &r, i);
         changed |= did;
     }
-    readers_free(&r);
+    pass_uses_free(&r);
     if (changed) ir_graph_compact(g);
     return changed;
 }

@@ -115,6 +115,9 @@ typedef struct PassUses {
     uint32_t *n_reads;
     uint32_t *reader;
     bool *ext;
+    /* every reader: node[first[v] .. first[v] + n_reads[v]), in node order (a node reading
+     * v twice is there twice) */
+    uint32_t *first, *node;
 } PassUses;
 void pass_uses_build(const IrGraph *g, PassUses *u);
 void pass_uses_free(PassUses *u);

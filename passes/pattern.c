@@ -17,7 +17,8 @@ void pass_uses_build(const IrGraph *g, PassUses *u) {
     u->n_reads = calloc(nv, sizeof *u->n_reads);
     u->reader = malloc(nv * sizeof *u->reader);
     u->ext = calloc(nv, sizeof *u->ext);
-    IR_ASSERT(u->n_reads && u->reader && u->ext);
+    u->first = calloc(nv + 1, sizeof *u->first);
+    IR_ASSERT(u->n_reads && u->reader && u->ext && u->first);
     for (uint32_t v = 0; v < nv; v++) u->reader[v] = IR_NONE;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
@@ -29,6 +30,19 @@ void pass_uses_build(const IrGraph *g, PassUses *u) {
             u->reader[v] = i;
         }
     }
+    for (uint32_t v = 0; v < nv; v++) u->first[v + 1] = u->first[v] + u->n_reads[v];
+    u->node = malloc((u->first[nv] + 1) * sizeof *u->node);
+    uint32_t *fill = calloc(nv, sizeof *fill);
+    IR_ASSERT(u->node && fill);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            uint32_t v = n->inputs[k];
+            if (v != IR_NONE) u->node[u->first[v] + fill[v]++] = i;
+        }
+    }
+    free(fill);
     uint32_t *uses = ir_use_counts(g);
     for (uint32_t v = 0; v < g->n_values; v++) u->ext[v] = uses[v] != u->n_reads[v];
     free(uses);
@@ -38,6 +52,8 @@ void pass_uses_free(PassUses *u) {
     free(u->n_reads);
     free(u->reader);
     free(u->ext);
+    free(u->first);
+    free(u->node);
     memset(u, 0, sizeof *u);
 }
 

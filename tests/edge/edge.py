@@ -32,7 +32,10 @@ def suite_model(name, out_dir):
     m = models[0]
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = suite.ensure_models([m], suite.cache_dir(), out)[name]
+    paths, absent = suite.ensure_models([m], out)
+    if name in absent:
+        sys.exit(f"{name}: {absent[name]}")
+    path = paths.get(name)
     if path is None:
         sys.exit(f"{name}: export failed (logs in {out})")
     import onnx

@@ -11,6 +11,7 @@
 
 #include "backend/cgen_count.h"
 #include "backend/cuda.h"
+#include "ir/open_dims.h"
 #include "passes/passes.h"
 
 #define CUDA_DEV_ALIGN 256          /* cudaMalloc's own alignment; regions keep it */
@@ -63,7 +64,8 @@ static bool check_subgraph(const IrGraph *g, Diag *d) {
 /* Every live node has a CUDA emitter (its own or the generic path), every stored value is a
  * static numeric tensor, subgraphs as check_subgraph says. Reports all problems at once. */
 static bool check_supported(const IrGraph *g, Diag *d) {
-    bool ok = true;
+    bool open = ir_report_open_dims(g, d) > 0; /* one error for all the open input dims */
+    bool ok = !open;
     uint32_t n_missing = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
@@ -80,6 +82,7 @@ static bool check_supported(const IrGraph *g, Diag *d) {
         const IrValue *val = &g->values[v];
         if (val->kind == IR_VALUE_NODE && val->producer == IR_NONE) continue;
         if (val->kind == IR_VALUE_CONST) continue;
+        if (open && val->type.kind == IR_TYPE_TENSOR) continue; /* reported above */
         if (val->type.kind != IR_TYPE_TENSOR || !ir_type_is_static(&val->type) ||
             val->type.dtype == IR_DTYPE_STRING || val->type.dtype == IR_DTYPE_UNDEF) {
             diag_error(d, "value '%s' is not a tensor of static shape and numeric type (fix "

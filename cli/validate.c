@@ -1003,7 +1003,7 @@ static bool write_json(const ValidateOpts *o, const char *ort, const IrGraph *g,
 static IrGraph *load_model(ValidateOpts *o) {
     Diag d;
     diag_init(&d);
-    OnnxLoadOptions lo = {o->dims.items, o->dims.n, true};
+    OnnxLoadOptions lo = cli_load_options(&o->dims, NULL);
     IrGraph *g = onnx_load_file(o->model, &lo, &d); /* quiet: the load below speaks */
     bool usable = g && !diag_has_errors(&d);
     diag_free(&d);
@@ -1024,7 +1024,7 @@ static IrGraph *load_model(ValidateOpts *o) {
         }
     }
     if (g) ir_graph_free(g);
-    return cli_load_model(o->model, &o->dims);
+    return cli_load_model("validate", o->model, &o->dims, NULL);
 }
 
 /* Everything after the arguments: returns the exit code. */

@@ -655,8 +655,8 @@ static IrGraph *load_quiet(const ValidateOpts *o, const CliDims *extra) {
     CliDims all = o->dims;
     OnnxDimOverride *items = calloc(o->dims.n + extra->n + 1, sizeof *items);
     if (!items) return NULL;
-    memcpy(items, o->dims.items, o->dims.n * sizeof *items);
-    memcpy(items + o->dims.n, extra->items, extra->n * sizeof *items);
+    if (o->dims.n) memcpy(items, o->dims.items, o->dims.n * sizeof *items);
+    if (extra->n) memcpy(items + o->dims.n, extra->items, extra->n * sizeof *items);
     all.items = items;
     all.n = o->dims.n + extra->n;
     Diag d;

@@ -1,10 +1,11 @@
-/* Argument helpers shared by the subcommands: usage errors, flags with values, --dim
- * parsing, and loading a model with its diagnostics printed. */
+/* Argument helpers shared by the subcommands: usage errors, flags with values, --dim and
+ * --shape parsing, and loading a model with its diagnostics printed. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -83,17 +84,128 @@ bool cli_dims_add(const char *cmd, CliDims *dims, const char *spec) {
     return true;
 }
 
+#define CLI_SHAPE_SPEC_MAX 4096 /* one --shape argument; longer is a mistake */
+
+/* Parses the dims "1x3x48x192" (decimal, >= 0, 'x' between) of --shape item into s. */
+static bool parse_dims(const char *cmd, const char *item, const char *text, OnnxShapeOverride *s) {
+    s->rank = 0;
+    const char *p = text;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (p[0] < '0' || p[0] > '9' || errno == ERANGE || (*end && *end != 'x' && *end != 'X')) {
+            cli_usage_error(cmd, "--shape %s: the dims must be decimal integers >= 0 joined by "
+                            "'x', as in x=1x3x224x224", item);
+            return false;
+        }
+        if (s->rank == IR_MAX_RANK) {
+            cli_usage_error(cmd, "--shape %s: more than %d dims", item, IR_MAX_RANK);
+            return false;
+        }
+        s->dims[s->rank++] = (int64_t)v;
+        if (!*end) return true;
+        p = end + 1;
+    }
+}
+
+static bool add_one_shape(const char *cmd, CliDims *dims, const char *item) {
+    /* INPUT=DIMS, or INPUT:DIMS (trtexec); the last separator counts, since input names
+     * may hold either (tf2onnx writes "input_1:0") */
+    const char *sep = strrchr(item, '=');
+    if (!sep) sep = strrchr(item, ':');
+    if (!sep || sep == item || !sep[1]) {
+        cli_usage_error(cmd, "--shape wants INPUT=DIMS (as in x=1x3x224x224), got '%s'", item);
+        return false;
+    }
+    size_t name_len = (size_t)(sep - item);
+    OnnxShapeOverride s;
+    memset(&s, 0, sizeof s);
+    if (!parse_dims(cmd, item, sep + 1, &s)) return false;
+    for (uint32_t i = 0; i < dims->n_shapes; i++)
+        if (strlen(dims->shapes[i].input) == name_len &&
+            strncmp(dims->shapes[i].input, item, name_len) == 0) {
+            cli_usage_error(cmd, "--shape %.*s given twice", (int)name_len, item);
+            return false;
+        }
+    if (dims->n_shapes == dims->cap_shapes) {
+        uint32_t cap = dims->cap_shapes ? dims->cap_shapes * 2 : 4;
+        OnnxShapeOverride *p = realloc(dims->shapes, cap * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "%s: out of memory\n", cmd);
+            return false;
+        }
+        dims->shapes = p;
+        dims->cap_shapes = cap;
+    }
+    s.input = strndup(item, name_len);
+    if (!s.input) {
+        fprintf(stderr, "%s: out of memory\n", cmd);
+        return false;
+    }
+    dims->shapes[dims->n_shapes++] = s;
+    return true;
+}
+
+bool cli_shape_add(const char *cmd, CliDims *dims, const char *spec) {
+    if (strlen(spec) > CLI_SHAPE_SPEC_MAX) {
+        cli_usage_error(cmd, "--shape: argument longer than %d characters", CLI_SHAPE_SPEC_MAX);
+        return false;
+    }
+    char buf[CLI_SHAPE_SPEC_MAX + 1];
+    strcpy(buf, spec);
+    char *save = NULL;
+    bool any = false;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        if (!add_one_shape(cmd, dims, item)) return false;
+        any = true;
+    }
+    if (!any) cli_usage_error(cmd, "--shape wants INPUT=DIMS (as in x=1x3x224x224)");
+    return any;
+}
+
 void cli_dims_free(CliDims *dims) {
     for (uint32_t i = 0; i < dims->n; i++)
         free((char *)dims->items[i].name);
     free(dims->items);
+    for (uint32_t i = 0; i < dims->n_shapes; i++)
+        free((char *)dims->shapes[i].input);
+    free(dims->shapes);
     *dims = (CliDims){0};
 }
 
-IrGraph *cli_load_model(const char *path, const CliDims *dims) {
+bool cli_mkdir_parents(const char *path) {
+    char *p = strdup(path);
+    bool ok = p != NULL;
+    /* every '/' after the first character ends a parent: make it, in order */
+    for (char *s = p ? strchr(p + 1, '/') : NULL; ok && s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        struct stat st;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "kiln: error: cannot create %s: %s\n", p, strerror(errno));
+            ok = false;
+        } else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "kiln: error: %s is not a folder\n", p);
+            ok = false;
+        }
+        *s = '/';
+    }
+    free(p);
+    return ok;
+}
+
+OnnxLoadOptions cli_load_options(const CliDims *dims, uint32_t *n_override_errors) {
+    OnnxLoadOptions o = {.dims = dims->items, .n_dims = dims->n, .infer_shapes = true,
+                         .shapes = dims->shapes, .n_shapes = dims->n_shapes,
+                         .n_override_errors = n_override_errors};
+    return o;
+}
+
+IrGraph *cli_load_model(const char *cmd, const char *path, const CliDims *dims, int *rc) {
     Diag d;
     diag_init(&d);
-    OnnxLoadOptions opts = {dims->items, dims->n, true};
+    uint32_t bad = 0;
+    OnnxLoadOptions opts = cli_load_options(dims, &bad);
     IrGraph *g = onnx_load_file(path, &opts, &d);
     diag_print(&d, stderr, path);
     if (g && diag_has_errors(&d)) {
@@ -102,6 +214,8 @@ IrGraph *cli_load_model(const char *path, const CliDims *dims) {
     }
     if (!g && !diag_has_errors(&d))
         fprintf(stderr, "%s: error: the model could not be loaded\n", path);
+    if (!g && bad) fprintf(stderr, "Try 'kiln help %s'.\n", cmd);
+    if (rc && !g) *rc = bad ? CLI_EXIT_USAGE : CLI_EXIT_MODEL;
     diag_free(&d);
     return g;
 }

@@ -46,15 +46,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *flag,
                    const char **value);
 
-/* The --dim overrides given so far (names are copies). */
+/* The --dim and --shape overrides given so far (names are copies). */
 typedef struct CliDims {
     OnnxDimOverride *items;
     uint32_t n, cap;
+    OnnxShapeOverride *shapes;
+    uint32_t n_shapes, cap_shapes;
 } CliDims;
 
 /* Parses "NAME=VALUE" (VALUE a decimal integer >= 0) into dims. False, with a usage error
  * printed, when malformed or when NAME was given before. */
 bool cli_dims_add(const char *cmd, CliDims *dims, const char *spec);
+/* Parses --shape's "INPUT=1x3x48x192" (also trtexec's "INPUT:1x3x48x192", and several
+ * inputs as a comma list "a=1x3,b=1x7") into dims. False, with a usage error printed, when
+ * malformed or when an input was given before. */
+bool cli_shape_add(const char *cmd, CliDims *dims, const char *spec);
 void cli_dims_free(CliDims *dims);
 
 /* The command line argv[0..argc) of subcommand cmd as a user would type it again, for a
@@ -63,8 +69,17 @@ void cli_dims_free(CliDims *dims);
  * with shell characters single-quoted. malloc'd. */
 char *cli_command_line(const char *cmd, int argc, char **argv, const char *model);
 
-/* Loads path with shape inference and the --dim overrides; diagnostics (warnings too) go
- * to stderr prefixed with the path. NULL when the model cannot be used. */
-IrGraph *cli_load_model(const char *path, const CliDims *dims);
+/* Loads path with shape inference and the --dim/--shape overrides; diagnostics (warnings
+ * too) go to stderr prefixed with the path. NULL when the model cannot be used; *rc then
+ * says why: CLI_EXIT_USAGE when an override does not fit the model (an input or symbol it
+ * lacks, a rank or fixed dim that differs: with a hint for cmd), else CLI_EXIT_MODEL. */
+IrGraph *cli_load_model(const char *cmd, const char *path, const CliDims *dims, int *rc);
+
+/* The load options of dims: its --dim and --shape overrides, shape inference on. */
+OnnxLoadOptions cli_load_options(const CliDims *dims, uint32_t *n_override_errors);
+
+/* Creates the parent folders of path (not path itself), as mkdir -p does; false, with an
+ * error on stderr, when one cannot be made. */
+bool cli_mkdir_parents(const char *path);
 
 #endif

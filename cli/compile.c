@@ -10,7 +10,9 @@
 #include "report.h"
 
 const char cli_compile_help[] =
-    "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda] [--dim NAME=VALUE]...\n"
+    "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda]\n"
+    "                    [--precision fp32|fp16] [--conv auto|im2col|implicit]\n"
+    "                    [--dim NAME=VALUE]... [--shape INPUT=DIMS]...\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
@@ -22,7 +24,7 @@ const char cli_compile_help[] =
     "lower bound (the most bytes live at once) and the naive sum of all intermediates.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR      the bundle's folder (created if missing)\n"
+    "  -o, --output DIR      the bundle's folder (created if missing, with its parents)\n"
     "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
     "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
@@ -33,6 +35,9 @@ const char cli_compile_help[] =
     "                        of 8; other convolutions stay im2col); auto (default) picks per\n"
     "                        convolution by its shape\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
+    "  --shape INPUT=DIMS    give input INPUT the shape DIMS, as in x=1x3x224x224 (also\n"
+    "                        x:1x3x224x224): its symbolic and unnamed dims take those\n"
+    "                        values (repeatable; a comma list a=..,b=.. gives several)\n"
     "  --seq NAME=SPEC       the elements of sequence or optional input NAME, which become\n"
     "                        fields NAME_0, NAME_1...: shapes [d,..][d,..] (one group per\n"
     "                        element), a count N of the declared shape, or none (an absent\n"
@@ -234,6 +239,8 @@ int cli_compile_run(int argc, char **argv) {
             popts.io_nhwc = strcmp(v, "nhwc") == 0;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--dim", &v)) != 0) {
             if (m < 0 || !cli_dims_add("compile", &dims, v)) goto usage;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--shape", &v)) != 0) {
+            if (m < 0 || !cli_shape_add("compile", &dims, v)) goto usage;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--seq", &v)) != 0) {
             if (m < 0) goto usage;
             if (popts.n_seq_inputs == COMPILE_MAX_SEQ_INPUTS) {
@@ -289,9 +296,16 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "--name '%s' is not a C identifier", name);
         goto usage;
     }
-    IrGraph *g = cli_load_model(model, &dims);
+    IrGraph *g = cli_load_model("compile", model, &dims, &rc);
     if (!g) {
         cli_dims_free(&dims);
+        free(pass_list);
+        return rc;
+    }
+    if (!cli_mkdir_parents(out_dir)) {
+        ir_graph_free(g);
+        cli_dims_free(&dims);
+        free(pass_list);
         return CLI_EXIT_MODEL;
     }
     char *auto_name = name ? NULL : name_from_path(model);

@@ -12,11 +12,10 @@
 #include "json.h"
 
 #define TYPE_TEXT_MAX 512 /* longest type text printed; longer ones end in "..." */
-#define MACS_TEXT_MAX 512
 #define NAME_COLUMN_MAX 24 /* names longer than this do not widen the column */
 
 const char cli_inspect_help[] =
-    "usage: kiln inspect [--json | --ir] [--dim NAME=VALUE]... MODEL\n"
+    "usage: kiln inspect [--json | --ir] [--dim NAME=VALUE]... [--shape INPUT=DIMS]... MODEL\n"
     "\n"
     "Loads MODEL (an .onnx file), infers shapes and prints the model header, the inputs and\n"
     "outputs with their types, a histogram of ops, the parameter count, an estimate of the\n"
@@ -26,6 +25,9 @@ const char cli_inspect_help[] =
     "  --json            print the same as one JSON object (schema in docs/cli.md)\n"
     "  --ir              print the Kiln IR text after loading and shape inference\n"
     "  --dim NAME=VALUE  fix the symbolic dimension NAME to VALUE (repeatable)\n"
+    "  --shape INPUT=DIMS  give input INPUT the shape DIMS, as in x=1x3x224x224: its\n"
+    "                    symbolic and unnamed dims take those values (repeatable; a comma\n"
+    "                    list a=..,b=.. gives several)\n"
     "  -h, --help        print this help\n"
     "\n"
     "exit status: 0 ok, 1 bad or unsupported model, 2 usage error.\n";
@@ -226,11 +228,12 @@ static void print_text(FILE *out, const char *path, const IrGraph *g, const IrSt
     print_human(out, (double)s->param_bytes, iec, 1024.0);
     fputc('\n', out);
 
-    char macs[MACS_TEXT_MAX];
     int64_t total;
     fputs("macs: ", out);
     if (s->macs.n_terms || !s->macs.n_unknown_nodes) {
-        print_clean(out, ir_macs_format(g, &s->macs, macs, sizeof macs));
+        char *macs = ir_macs_format(g, &s->macs);
+        print_clean(out, macs ? macs : "(out of memory)");
+        free(macs);
         if (macs_total(&s->macs, &total)) print_human(out, (double)total, si, 1000.0);
         if (s->macs.n_unknown_nodes) fputs(" + ", out);
     }
@@ -355,7 +358,6 @@ static void print_json(FILE *out, const char *path, const IrGraph *g, const IrSt
     cli_json_uint(&j, s->n_param_tensors);
     cli_json_object_end(&j);
 
-    char macs[MACS_TEXT_MAX];
     int64_t total;
     cli_json_key(&j, "macs");
     cli_json_object_begin(&j, false);
@@ -365,7 +367,9 @@ static void print_json(FILE *out, const char *path, const IrGraph *g, const IrSt
     else
         cli_json_null(&j);
     cli_json_key(&j, "expr");
-    cli_json_string(&j, ir_macs_format(g, &s->macs, macs, sizeof macs));
+    char *macs = ir_macs_format(g, &s->macs);
+    cli_json_string(&j, macs ? macs : "(out of memory)");
+    free(macs);
     cli_json_key(&j, "terms");
     cli_json_array_begin(&j, false);
     for (uint32_t i = 0; i < s->macs.n_terms; i++) {
@@ -422,6 +426,11 @@ int cli_inspect_run(int argc, char **argv) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
+        } else if ((got = cli_flag_value(cmd, argc, argv, &i, "--shape", &value)) != 0) {
+            if (got < 0 || !cli_shape_add(cmd, &dims, value)) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
         } else {
             rc = cli_usage_error(cmd, "unknown option '%s'", arg);
             goto done;
@@ -436,11 +445,8 @@ int cli_inspect_run(int argc, char **argv) {
         goto done;
     }
 
-    IrGraph *g = cli_load_model(model, &dims);
-    if (!g) {
-        rc = CLI_EXIT_MODEL;
-        goto done;
-    }
+    IrGraph *g = cli_load_model(cmd, model, &dims, &rc);
+    if (!g) goto done;
     if (ir) {
         ir_print(stdout, g, &(IrPrintOpts){.full_data = false});
     } else {

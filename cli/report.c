@@ -21,7 +21,6 @@
 
 #define REPORT_MAX_LISTED 200   /* removed nodes listed per pass; the rest are counted */
 #define REPORT_TYPE_TEXT 256    /* longest type text; longer ones end in "..." */
-#define REPORT_MACS_TEXT 128
 #define TL_WIDTH 960            /* the timeline's plot area, px (fits a laptop screen) */
 #define TL_HEIGHT 360
 #define TL_LEFT 80              /* room for the byte labels */
@@ -491,6 +490,13 @@ static void put(FILE *f, const char *s) {
     }
 }
 
+/* m as ir_macs_format writes it, escaped ("?" when out of memory). */
+static void put_macs(FILE *f, const IrGraph *g, const IrMacs *m) {
+    char *text = ir_macs_format(g, m);
+    put(f, text ? text : "?");
+    free(text);
+}
+
 static const char *type_text(const IrGraph *g, const IrType *t, char *buf, size_t size) {
     if (t->kind != IR_TYPE_TENSOR || t->rank < 0)
         return t->kind == IR_TYPE_TENSOR ? "tensor of unknown rank" : "not a tensor";
@@ -541,7 +547,7 @@ static const char css[] =
 
 static void section_summary(FILE *f, const CliReport *r, const IrGraph *g,
                             const CliReportInfo *info, const IrStats *s) {
-    char num[32], num2[32], type[REPORT_TYPE_TEXT], macs[REPORT_MACS_TEXT];
+    char num[32], num2[32], type[REPORT_TYPE_TEXT];
     fputs("<h2>Model</h2><table class=\"sum\">\n<tr><td>model</td><td class=\"mono\">", f);
     put(f, info->model);
     fputs("</td></tr>\n<tr><td>producer</td><td>", f);
@@ -575,7 +581,7 @@ static void section_summary(FILE *f, const CliReport *r, const IrGraph *g,
     /* the model's count: fused ops have none of their own (ir/stats.c) */
     const IrMacs *mc = r->have_loaded ? &r->loaded.macs : &s->macs;
     fputs("<tr><td>MACs</td><td>", f);
-    put(f, ir_macs_format(g, mc, macs, sizeof macs));
+    put_macs(f, g, mc);
     if (mc->n_unknown_nodes) fprintf(f, " + unknown for %u nodes", mc->n_unknown_nodes);
     fprintf(f, "</td></tr>\n<tr><td>arena</td><td>%s bytes (lower bound %s",
             grouped(g->arena_size_bytes, num, sizeof num),
@@ -696,7 +702,7 @@ static int origins_macs(const CliReport *r, const RepNode *m, IrMacTerm *term) {
 }
 
 static void section_nodes(FILE *f, const CliReport *r, const IrGraph *g) {
-    char type[REPORT_TYPE_TEXT], num[32], macs[REPORT_MACS_TEXT];
+    char type[REPORT_TYPE_TEXT], num[32];
     fputs("<h2>Nodes</h2>\n<p>The compiled graph in execution order. <i>arena</i>: the byte "
           "offset of each result in the arena and its size; <i>output</i>: written straight "
           "into the caller's buffer. <i>made from</i>: the model's nodes this node computes.</p>"
@@ -736,7 +742,7 @@ static void section_nodes(FILE *f, const CliReport *r, const IrGraph *g) {
             fputs(grouped(term.coeff, num, sizeof num), f);
         } else if (known > 0) {
             IrMacs one = {&term, 1, 0};
-            put(f, ir_macs_format(g, &one, macs, sizeof macs));
+            put_macs(f, g, &one);
         } else if (known < 0) {
             fputs("?", f);
         }

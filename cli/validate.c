@@ -1,9 +1,11 @@
 /* kiln validate: compiles a model to a C bundle in a scratch folder, builds it with the
  * system C compiler, runs it and ONNX Runtime (scripts/kiln_ort.py, carried inside the
- * binary) on the same inputs, and compares the outputs: max abs/rel error, cosine
- * similarity, top-1/top-5 agreement for class scores, pass/fail against atol + rtol*|ort|.
- * With --per-node every intermediate value is compared too, and the first node that
- * diverges is named. docs/validate.md describes the command. */
+ * binary) on the same inputs, one sample or many, and compares the outputs
+ * (cli/validate_figures.c: errors, the failing elements, top-1/top-5 agreement, warnings
+ * when a comparison proves little). With --per-node every intermediate value is compared
+ * too, and the nodes are ranked by how much each grows the error. Open input dims without
+ * a value get defaults that a warning names, large enough that no tensor is empty.
+ * docs/validate.md describes the command. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,84 +23,65 @@
 #include "passes/debug_outputs.h"
 #include "cli.h"
 #include "driver/kiln.h"
+#include "ir/open_dims.h"
 #include "json.h"
-#include "runtime/rt_common.h"
+#include "npy.h"
+#include "validate.h"
 
 extern char **environ;
 extern const char cli_validate_script[]; /* scripts/kiln_ort.py, gen/validate_script.c */
 
 const char cli_validate_help[] =
-    "usage: kiln validate MODEL [--target c] [--inputs DIR | --seed N] [--dist uniform|normal]\n"
-    "                     [--rtol X] [--atol Y] [--per-node] [--json FILE]\n"
-    "                     [--dim NAME=VALUE]... [--keep DIR] [--cc CC]\n"
+    "usage: kiln validate MODEL [--target c] [--inputs PATH | --seed N] [--samples N]\n"
+    "                     [--dist uniform|normal] [--rtol X] [--atol Y] [--per-node]\n"
+    "                     [--json FILE] [--outputs DIR] [--dim NAME=VALUE]...\n"
+    "                     [--shape INPUT=DIMS]... [--keep DIR] [--cc CC]\n"
     "\n"
     "Compiles MODEL to a C bundle, builds it with the system C compiler, runs it and ONNX\n"
-    "Runtime on the same inputs and compares every output: max abs error, max rel error,\n"
-    "cosine similarity, top-1/top-5 agreement for class scores. An element passes when\n"
+    "Runtime on the same inputs (one sample or many) and compares every output: max abs\n"
+    "error, max rel error, cosine similarity, top-1/top-5 agreement for class scores, the\n"
+    "elements out of tolerance with the worst of them. An element passes when\n"
     "|kiln - ort| <= atol + rtol * |ort|. docs/validate.md has the details.\n"
     "\n"
     "options:\n"
     "  --target c            the backend to validate (only c for now)\n"
-    "  --inputs DIR          the inputs: DIR/NAME.npy or .pb (ONNX TensorProto), or\n"
-    "                        DIR/input_K.pb / input_K.npy for the K-th input\n"
+    "  --inputs PATH         the inputs: a folder with NAME.npy or .pb (ONNX TensorProto)\n"
+    "                        or input_K.npy/.pb files; a folder of such folders (one\n"
+    "                        sample each); or one .npz (an array per input) or .npy (one\n"
+    "                        input) holding the samples along a first batch axis\n"
     "  --seed N              random inputs from seed N (default 0): floats uniform in\n"
     "                        [-1, 1) (or normal), integers in [0, 4), bools 50/50\n"
+    "  --samples N           random inputs: N samples (default 1)\n"
     "  --dist uniform|normal the distribution of random float inputs (default uniform)\n"
     "  --rtol X, --atol Y    the tolerance (default rtol 1e-3, atol 1e-4)\n"
-    "  --per-node            also compare every intermediate value; name the first node\n"
-    "                        whose output diverges, with its inputs' errors\n"
+    "  --per-node            also compare every intermediate value; rank the nodes by how\n"
+    "                        much each grows the error, name the first that diverges and\n"
+    "                        the likely cause\n"
     "  --json FILE           write every figure as JSON to FILE (- for stdout)\n"
+    "  --outputs DIR         write the bundle's outputs to DIR/NAME.npy (several samples:\n"
+    "                        along a new first axis)\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
-    "  --keep DIR            work in DIR and keep it (bundle, inputs, outputs)\n"
+    "  --shape INPUT=DIMS    give input INPUT the shape DIMS, as in x=1x3x224x224\n"
+    "                        (repeatable); open dims left without a value get defaults\n"
+    "                        that a warning names\n"
+    "  --keep DIR            work in DIR (created, with its parents) and keep it\n"
     "  --cc CC               the C compiler (default cc); built with -O2 -std=c99\n"
     "  -h, --help            print this help\n"
     "\n"
     "ONNX Runtime is run by $KILN_PYTHON, else ~/.cache/kiln/venv/bin/python, else python3.\n"
-    "exit status: 0 every output within tolerance, 1 an output is not (or the model, the\n"
-    "build or ONNX Runtime failed), 2 usage error (including unusable --inputs files).\n";
+    "exit status: 0 every output within tolerance on every sample, 1 an output is not (or\n"
+    "the model, the build or ONNX Runtime failed), 2 usage error (including unusable\n"
+    "--inputs files, and --dim/--shape the model cannot take).\n";
 
 #define VALIDATE_BUNDLE "model"      /* the bundle's name: symbols model_run, ... */
 #define VALIDATE_RTOL 1e-3           /* the ONNX backend tests' rtol */
 #define VALIDATE_ATOL 1e-4           /* looser than ONNX's 1e-7: whole models sum long chains */
-#define VALIDATE_TOP_K 5             /* the second agreement figure: top-5 class sets */
 #define VALIDATE_LOG_LINES 20        /* compiler output lines shown when a build fails */
 #define VALIDATE_PY_EXIT_USAGE 2     /* kiln_ort.py's status for unusable inputs */
-#define VALIDATE_MSG_MAX 400         /* a reason for not comparing a value (one line) */
-
-typedef struct ValidateOpts {
-    const char *model, *inputs_dir, *json_path, *keep_dir, *cc, *dist;
-    int64_t seed;
-    double rtol, atol;
-    bool per_node;
-    CliDims dims;
-} ValidateOpts;
-
-/* The comparison of one value: kiln's bundle against ONNX Runtime. */
-typedef struct Stats {
-    char error[VALIDATE_MSG_MAX]; /* set when there is nothing to compare: why */
-    int64_t n, n_bad;     /* elements; elements outside the tolerance */
-    double max_abs, max_rel, cosine;
-    int64_t worst;        /* index of the largest |kiln - ort| */
-    double worst_kiln, worst_ort;
-    bool classifier;      /* looks like class scores: top-k figures below */
-    int64_t rows, top1, topk;
-    bool has_topk;        /* more than VALIDATE_TOP_K classes */
-    bool pass;
-} Stats;
-
-/* One compared value: a graph output of the (possibly widened) bundle. */
-typedef struct Compared {
-    uint32_t value;
-    Stats st;
-} Compared;
-
-/* A node as it was before the bundle writer folded and compacted the graph. */
-typedef struct NodeRec {
-    const char *name, *op_type, *domain;
-    int32_t opset;
-    uint32_t *inputs, n_inputs;
-    uint32_t *outputs, n_outputs;
-} NodeRec;
+#define VALIDATE_MAX_SAMPLES 1000000 /* --samples and the samples a file may hold */
+#define VALIDATE_DIM_START 32        /* open dims past axis 0 start here: the total stride of
+                                        most CNNs, so their maps stay at least 1x1 */
+#define VALIDATE_DIM_MAX 4096        /* ... and double until no tensor is empty, up to this */
 
 /* ---- files and processes ----------------------------------------------------------- */
 
@@ -213,276 +196,7 @@ static void show_log(const char *log, int max_lines) {
     free(text);
 }
 
-/* ---- values and their data ---------------------------------------------------------- */
-
-static void type_text(char *buf, size_t cap, const IrType *t) {
-    size_t k = (size_t)snprintf(buf, cap, "%s[", ir_dtype_name((IrDType)t->dtype));
-    for (int i = 0; i < t->rank && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)t->dims[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-}
-
-static bool is_float_dtype(IrDType t) {
-    return t == IR_DTYPE_F32 || t == IR_DTYPE_F64 || t == IR_DTYPE_F16 || t == IR_DTYPE_BF16;
-}
-
-/* Element i of raw little-endian data of type t, as a double. */
-static double element(const unsigned char *p, IrDType t, int64_t i) {
-    switch (t) {
-    case IR_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case IR_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case IR_DTYPE_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return rt_f16_to_f32(v); }
-    case IR_DTYPE_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return rt_bf16_to_f32(v); }
-    case IR_DTYPE_I8: return (int8_t)p[i];
-    case IR_DTYPE_U8: return p[i];
-    case IR_DTYPE_BOOL: return p[i] != 0;
-    case IR_DTYPE_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case IR_DTYPE_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case IR_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case IR_DTYPE_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case IR_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    case IR_DTYPE_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    default: return NAN;
-    }
-}
-
-static bool comparable_dtype(IrDType t) {
-    return is_float_dtype(t) || t == IR_DTYPE_I8 || t == IR_DTYPE_U8 || t == IR_DTYPE_BOOL ||
-           t == IR_DTYPE_I16 || t == IR_DTYPE_U16 || t == IR_DTYPE_I32 || t == IR_DTYPE_U32 ||
-           t == IR_DTYPE_I64 || t == IR_DTYPE_U64;
-}
-
-/* Class scores: a float tensor of rank >= 2 whose dims after the first are all 1 but one,
- * and that one is >= 2: [N, C], [N, C, 1, 1], [N, 1, C]. Rows are the first dim. */
-static bool classifier_shape(const IrType *t, int64_t *rows, int64_t *classes) {
-    if (!is_float_dtype((IrDType)t->dtype) || t->rank < 2) return false;
-    int64_t c = 1;
-    int wide = 0;
-    for (int i = 1; i < t->rank; i++)
-        if (t->dims[i] > 1) {
-            wide++;
-            c = t->dims[i];
-        }
-    if (wide != 1 || c < 2 || t->dims[0] < 1) return false;
-    *rows = t->dims[0];
-    *classes = c;
-    return true;
-}
-
-/* The indices of the k largest of row[0..c) into top (ties: the lower index first). */
-static void top_k(const double *row, int64_t c, int k, int64_t *top) {
-    int n = 0;
-    for (int64_t i = 0; i < c; i++) {
-        if (isnan(row[i])) continue;
-        int at = n;
-        while (at > 0 && row[i] > row[top[at - 1]]) at--;
-        if (at >= k) continue;
-        for (int j = (n < k ? n : k - 1); j > at; j--) top[j] = top[j - 1];
-        top[at] = i;
-        if (n < k) n++;
-    }
-    for (; n < k; n++) top[n] = -1;
-}
-
-static bool same_set(const int64_t *a, const int64_t *b, int k) {
-    for (int i = 0; i < k; i++) {
-        bool found = false;
-        for (int j = 0; j < k && !found; j++) found = a[i] == b[j];
-        if (!found) return false;
-    }
-    return true;
-}
-
-/* Compares kiln's data ra with the reference rb, both of the given type; scores: compute
- * the top-k figures when the shape looks like class scores (graph outputs only). */
-static void compare(const IrType *type, const unsigned char *ra, const unsigned char *rb,
-                    double rtol, double atol, bool scores, Stats *st) {
-    IrDType t = (IrDType)type->dtype;
-    int64_t n = ir_type_numel(type);
-    double dot = 0, na = 0, nb = 0;
-    st->n = n;
-    st->worst = -1;
-    double *a = malloc((size_t)(n ? n : 1) * sizeof *a);
-    double *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-    if (!a || !b) {
-        snprintf(st->error, sizeof st->error, "out of memory");
-        free(a);
-        free(b);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        a[i] = element(ra, t, i);
-        b[i] = element(rb, t, i);
-        /* NaN matches NaN and an infinity the same infinity; otherwise they are errors of
-         * infinite size. */
-        double err;
-        bool ok;
-        if (isnan(a[i]) || isnan(b[i])) {
-            ok = isnan(a[i]) && isnan(b[i]);
-            err = ok ? 0 : INFINITY;
-        } else if (a[i] == b[i]) {
-            ok = true;
-            err = 0;
-        } else if (isinf(a[i]) || isinf(b[i])) {
-            ok = false;
-            err = INFINITY;
-        } else {
-            err = fabs(a[i] - b[i]);
-            ok = err <= atol + rtol * fabs(b[i]);
-        }
-        st->n_bad += !ok;
-        if (st->worst < 0 || err > st->max_abs) {
-            st->max_abs = err;
-            st->worst = i;
-        }
-        if (b[i] != 0 && !isnan(b[i]) && err > 0) {
-            double rel = isinf(b[i]) ? INFINITY : err / fabs(b[i]);
-            if (rel > st->max_rel) st->max_rel = rel;
-        }
-        if (isfinite(a[i]) && isfinite(b[i])) {
-            dot += a[i] * b[i];
-            na += a[i] * a[i];
-            nb += b[i] * b[i];
-        }
-    }
-    if (na == 0 && nb == 0) st->cosine = 1;
-    else if (na == 0 || nb == 0) st->cosine = 0;
-    else st->cosine = dot / (sqrt(na) * sqrt(nb));
-    if (st->worst >= 0) {
-        st->worst_kiln = a[st->worst];
-        st->worst_ort = b[st->worst];
-    }
-    int64_t classes;
-    if (scores && classifier_shape(type, &st->rows, &classes)) {
-        st->classifier = true;
-        st->has_topk = classes > VALIDATE_TOP_K;
-        for (int64_t r = 0; r < st->rows; r++) {
-            int64_t ta[VALIDATE_TOP_K], tb[VALIDATE_TOP_K];
-            int k = st->has_topk ? VALIDATE_TOP_K : 1;
-            top_k(a + r * classes, classes, k, ta);
-            top_k(b + r * classes, classes, k, tb);
-            st->top1 += ta[0] == tb[0];
-            st->topk += st->has_topk && same_set(ta, tb, k);
-        }
-    }
-    st->pass = st->n_bad == 0;
-    free(a);
-    free(b);
-}
-
-/* Reads kiln's and ORT's files of compared value k and fills its stats. */
-static void compare_files(const char *work, const IrGraph *g, uint32_t k, const ValidateOpts *o,
-                          bool scores, Stats *st) {
-    const IrType *type = &g->values[g->outputs[k]].type;
-    char *out = fmt_alloc("%s/out_%u.bin", work, k), *ref = fmt_alloc("%s/ref_%u.bin", work, k);
-    char *err = fmt_alloc("%s/ref_%u.bin.err", work, k);
-    size_t la = 0, lb = 0;
-    char *a = NULL, *b = NULL, *msg = NULL;
-    size_t want = ir_dtype_size_bytes((IrDType)type->dtype, ir_type_numel(type));
-    if (!out || !ref || !err) {
-        snprintf(st->error, sizeof st->error, "out of memory");
-    } else if ((msg = read_all(err, NULL)) != NULL) {
-        msg[strcspn(msg, "\n")] = 0;
-        snprintf(st->error, sizeof st->error, "%s", msg);
-    } else if (!comparable_dtype((IrDType)type->dtype)) {
-        snprintf(st->error, sizeof st->error, "validate cannot compare %s data",
-                 ir_dtype_name((IrDType)type->dtype));
-    } else if (!(a = read_all(out, &la)) || la != want) {
-        snprintf(st->error, sizeof st->error, "the bundle's output file is missing or short");
-    } else if (!(b = read_all(ref, &lb)) || lb != want) {
-        snprintf(st->error, sizeof st->error, "ONNX Runtime's output file is missing or short");
-    } else {
-        compare(type, (unsigned char *)a, (unsigned char *)b, o->rtol, o->atol, scores, st);
-    }
-    free(msg);
-    free(a);
-    free(b);
-    free(out);
-    free(ref);
-    free(err);
-}
-
-/* ---- the report ---------------------------------------------------------------------- */
-
-static void print_index(FILE *f, const IrType *t, int64_t flat) {
-    int64_t idx[IR_MAX_RANK];
-    for (int i = t->rank - 1; i >= 0; i--) {
-        int64_t d = t->dims[i] > 0 ? t->dims[i] : 1;
-        idx[i] = flat % d;
-        flat /= d;
-    }
-    fputc('[', f);
-    for (int i = 0; i < t->rank; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)idx[i]);
-    fputc(']', f);
-}
-
-static void print_stats(FILE *f, const IrType *t, const Stats *st) {
-    if (st->error[0]) {
-        fprintf(f, "not compared: %s", st->error);
-        return;
-    }
-    fprintf(f, "max abs %.3g, max rel %.3g, cosine %.7f", st->max_abs, st->max_rel, st->cosine);
-    if (st->classifier) {
-        fprintf(f, ", top-1 %lld/%lld", (long long)st->top1, (long long)st->rows);
-        if (st->has_topk)
-            fprintf(f, ", top-%d %lld/%lld", VALIDATE_TOP_K, (long long)st->topk,
-                    (long long)st->rows);
-    }
-    if (!st->pass && st->worst >= 0) {
-        fprintf(f, "; %lld of %lld elements out of tolerance, worst at ", (long long)st->n_bad,
-                (long long)st->n);
-        print_index(f, t, st->worst);
-        fprintf(f, ": kiln %.9g, ort %.9g", st->worst_kiln, st->worst_ort);
-    }
-}
-
-static void json_double(CliJson *j, const char *key, double v) {
-    cli_json_key(j, key);
-    cli_json_double(j, v);
-}
-
-static void json_dims(CliJson *j, const IrType *t) {
-    cli_json_array_begin(j, true);
-    for (int i = 0; i < t->rank; i++) cli_json_int(j, t->dims[i]);
-    cli_json_array_end(j);
-}
-
-static void json_stats(CliJson *j, const IrGraph *g, uint32_t v, const Stats *st) {
-    cli_json_key(j, "name");
-    cli_json_string(j, g->values[v].name);
-    cli_json_key(j, "dtype");
-    cli_json_string(j, ir_dtype_name((IrDType)g->values[v].type.dtype));
-    cli_json_key(j, "shape");
-    json_dims(j, &g->values[v].type);
-    cli_json_key(j, "pass");
-    cli_json_bool(j, !st->error[0] && st->pass);
-    if (st->error[0]) {
-        cli_json_key(j, "error");
-        cli_json_string(j, st->error);
-        return;
-    }
-    cli_json_key(j, "elements");
-    cli_json_int(j, st->n);
-    cli_json_key(j, "out_of_tolerance");
-    cli_json_int(j, st->n_bad);
-    json_double(j, "max_abs", st->max_abs);
-    json_double(j, "max_rel", st->max_rel);
-    json_double(j, "cosine", st->cosine);
-    if (st->classifier) {
-        cli_json_key(j, "rows");
-        cli_json_int(j, st->rows);
-        json_double(j, "top1", (double)st->top1 / (double)st->rows);
-        if (st->has_topk) json_double(j, "top5", (double)st->topk / (double)st->rows);
-    }
-    if (st->worst >= 0 && st->max_abs > 0) {
-        cli_json_key(j, "worst_index");
-        cli_json_int(j, st->worst);
-        json_double(j, "worst_kiln", st->worst_kiln);
-        json_double(j, "worst_ort", st->worst_ort);
-    }
-}
-
-/* ---- the command ------------------------------------------------------------------- */
+/* ---- options ---------------------------------------------------------------------------- */
 
 static int parse_double(const char *flag, const char *s, double *out) {
     char *end = NULL;
@@ -494,8 +208,20 @@ static int parse_double(const char *flag, const char *s, double *out) {
     return 0;
 }
 
+static int parse_count(const char *flag, const char *s, int64_t lo, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end || errno == ERANGE || v < lo ||
+        v > VALIDATE_MAX_SAMPLES * 1000LL)
+        return cli_usage_error("validate", "%s wants an integer >= %lld, got '%s'", flag,
+                               (long long)lo, s);
+    *out = v;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
-    const char *target = "c", *seed = NULL, *rtol = NULL, *atol = NULL;
+    const char *target = "c", *seed = NULL, *rtol = NULL, *atol = NULL, *samples = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -510,10 +236,13 @@ static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
             target = v;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--inputs", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
-            o->inputs_dir = v;
+            o->inputs_path = v;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--seed", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
             seed = v;
+        } else if ((m = cli_flag_value("validate", argc, argv, &i, "--samples", &v)) != 0) {
+            if (m < 0) return CLI_EXIT_USAGE;
+            samples = v;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--dist", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
             o->dist = v;
@@ -526,6 +255,9 @@ static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--json", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
             o->json_path = v;
+        } else if ((m = cli_flag_value("validate", argc, argv, &i, "--outputs", &v)) != 0) {
+            if (m < 0) return CLI_EXIT_USAGE;
+            o->outputs_dir = v;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--keep", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
             o->keep_dir = v;
@@ -534,6 +266,8 @@ static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
             o->cc = v;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--dim", &v)) != 0) {
             if (m < 0 || !cli_dims_add("validate", &o->dims, v)) return CLI_EXIT_USAGE;
+        } else if ((m = cli_flag_value("validate", argc, argv, &i, "--shape", &v)) != 0) {
+            if (m < 0 || !cli_shape_add("validate", &o->dims, v)) return CLI_EXIT_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("validate", "unknown option '%s'", argv[i]);
         } else if (!o->model) {
@@ -547,34 +281,41 @@ static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
         return cli_usage_error("validate", "unknown target '%s' (supported: c)", target);
     if (strcmp(o->dist, "uniform") != 0 && strcmp(o->dist, "normal") != 0)
         return cli_usage_error("validate", "--dist takes uniform or normal, not '%s'", o->dist);
-    if (seed && o->inputs_dir)
+    if (seed && o->inputs_path)
         return cli_usage_error("validate", "--seed and --inputs exclude each other");
-    if (seed) {
-        char *end = NULL;
-        errno = 0;
-        long long s = strtoll(seed, &end, 10);
-        if (seed[0] < '0' || seed[0] > '9' || *end || errno == ERANGE)
-            return cli_usage_error("validate", "--seed wants an integer >= 0, got '%s'", seed);
-        o->seed = s;
-    }
+    if (samples && o->inputs_path)
+        return cli_usage_error("validate", "--samples is for random inputs; --inputs gives "
+                                           "its own samples");
+    if (seed && parse_count("--seed", seed, 0, &o->seed)) return CLI_EXIT_USAGE;
+    if (samples && parse_count("--samples", samples, 1, &o->samples)) return CLI_EXIT_USAGE;
+    if (o->samples > VALIDATE_MAX_SAMPLES)
+        return cli_usage_error("validate", "--samples: at most %d", VALIDATE_MAX_SAMPLES);
     if (rtol && parse_double("--rtol", rtol, &o->rtol)) return CLI_EXIT_USAGE;
     if (atol && parse_double("--atol", atol, &o->atol)) return CLI_EXIT_USAGE;
     if (!o->cc[0] || strchr(o->cc, ' '))
         return cli_usage_error("validate", "--cc wants one program name, got '%s'", o->cc);
     struct stat sb;
-    if (o->inputs_dir && (stat(o->inputs_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        return cli_usage_error("validate", "--inputs %s: not a folder", o->inputs_dir);
+    if (o->inputs_path) {
+        size_t len = strlen(o->inputs_path);
+        bool file = len > 4 && (strcmp(o->inputs_path + len - 4, ".npz") == 0 ||
+                                strcmp(o->inputs_path + len - 4, ".npy") == 0);
+        if (stat(o->inputs_path, &sb) != 0 || (file ? !S_ISREG(sb.st_mode) : !S_ISDIR(sb.st_mode)))
+            return cli_usage_error("validate", "--inputs %s: not a folder, .npz or .npy file",
+                                   o->inputs_path);
+    }
     return 0;
 }
 
+/* ---- the model, the bundle, the runs ------------------------------------------------------ */
+
 /* Records the nodes (graph order) before the bundle writer folds constants. */
-static NodeRec *record_nodes(const IrGraph *g, uint32_t *n_out) {
-    NodeRec *r = calloc(g->n_nodes + 1, sizeof *r);
+static ValidateNode *record_nodes(const IrGraph *g, uint32_t *n_out) {
+    ValidateNode *r = calloc(g->n_nodes + 1, sizeof *r);
     uint32_t n = 0;
     for (uint32_t i = 0; r && i < g->n_nodes; i++) {
         const IrNode *nd = &g->nodes[i];
         if (nd->dead || nd->op == IR_OP_CONSTANT) continue;
-        NodeRec *x = &r[n++];
+        ValidateNode *x = &r[n++];
         x->name = nd->name;
         x->op_type = nd->op_type;
         x->domain = nd->domain;
@@ -588,6 +329,12 @@ static NodeRec *record_nodes(const IrGraph *g, uint32_t *n_out) {
     }
     *n_out = n;
     return r;
+}
+
+static void json_dims(CliJson *j, const IrType *t) {
+    cli_json_array_begin(j, true);
+    for (int i = 0; i < t->rank; i++) cli_json_int(j, t->dims[i]);
+    cli_json_array_end(j);
 }
 
 static void write_manifest_value(CliJson *j, const IrGraph *g, uint32_t v, const char *file,
@@ -620,11 +367,13 @@ static bool write_manifest(const char *path, const char *work, const IrGraph *g,
     cli_json_string(&j, o->model);
     cli_json_key(&j, "work");
     cli_json_string(&j, work);
-    cli_json_key(&j, "inputs_dir");
-    if (o->inputs_dir) cli_json_string(&j, o->inputs_dir);
+    cli_json_key(&j, "inputs_path");
+    if (o->inputs_path) cli_json_string(&j, o->inputs_path);
     else cli_json_null(&j);
     cli_json_key(&j, "seed");
     cli_json_int(&j, o->seed);
+    cli_json_key(&j, "samples");
+    cli_json_int(&j, o->samples);
     cli_json_key(&j, "dist");
     cli_json_string(&j, o->dist);
     char file[32];
@@ -736,21 +485,28 @@ static const char *status_meaning(int st) {
     }
 }
 
-/* Runs the test program: weights, inputs, outputs as files. */
-static bool run_bundle(const char *exe, const char *bundle, const char *work, const IrGraph *g) {
+/* Where sample k of n keeps its files (as kiln_ort.py): the work folder for one sample,
+ * work/sample_K for several. malloc'd. */
+static char *sample_dir(const char *work, int64_t k, int64_t n) {
+    return n == 1 ? fmt_alloc("%s", work) : fmt_alloc("%s/sample_%lld", work, (long long)k);
+}
+
+/* Runs the test program on sample k: weights, inputs, outputs as files in its folder. */
+static bool run_bundle(const char *exe, const char *bundle, const char *dir, const IrGraph *g,
+                       int64_t k, int64_t n_samples) {
     uint32_t n = 2 + g->n_inputs + g->n_outputs;
     char **argv = calloc(n + 1, sizeof *argv);
     bool ok = argv != NULL;
-    uint32_t k = 0;
+    uint32_t a = 0;
     if (ok) {
-        argv[k++] = (char *)exe;
-        argv[k++] = fmt_alloc("%s/%s_weights.bin", bundle, VALIDATE_BUNDLE);
-        for (uint32_t i = 0; i < g->n_inputs; i++) argv[k++] = fmt_alloc("%s/in_%u.bin", work, i);
+        argv[a++] = (char *)exe;
+        argv[a++] = fmt_alloc("%s/%s_weights.bin", bundle, VALIDATE_BUNDLE);
+        for (uint32_t i = 0; i < g->n_inputs; i++) argv[a++] = fmt_alloc("%s/in_%u.bin", dir, i);
         for (uint32_t i = 0; i < g->n_outputs; i++)
-            argv[k++] = fmt_alloc("%s/out_%u.bin", work, i);
-        for (uint32_t i = 1; i < k; i++) ok &= argv[i] != NULL;
+            argv[a++] = fmt_alloc("%s/out_%u.bin", dir, i);
+        for (uint32_t i = 1; i < a; i++) ok &= argv[i] != NULL;
     }
-    char *log = path_join(work, "run.log");
+    char *log = path_join(dir, "run.log");
     if (ok && log) {
         int st = run_process(argv, log);
         char *text = read_all(log, NULL);
@@ -758,12 +514,14 @@ static bool run_bundle(const char *exe, const char *bundle, const char *work, co
         if (st != 0) {
             const char *status = text ? strstr(text, "status ") : NULL;
             int code = status ? atoi(status + 7) : 0;
+            char on[48] = "";
+            if (n_samples > 1) snprintf(on, sizeof on, " on sample %lld", (long long)k);
             if (st == 1 && code > 0)
-                fprintf(stderr, "kiln validate: error: the compiled model failed: status %d "
-                        "(%s)\n", code, status_meaning(code));
+                fprintf(stderr, "kiln validate: error: the compiled model failed%s: status %d "
+                        "(%s)\n", on, code, status_meaning(code));
             else
                 fprintf(stderr, "kiln validate: error: the compiled model's test program "
-                        "failed (exit %d%s%s)\n", st, text && text[0] ? ": " : "",
+                        "failed%s (exit %d%s%s)\n", on, st, text && text[0] ? ": " : "",
                         text ? text : "");
             ok = false;
         }
@@ -771,273 +529,242 @@ static bool run_bundle(const char *exe, const char *bundle, const char *work, co
     } else {
         ok = false;
     }
-    for (uint32_t i = 1; argv && i < k; i++) free(argv[i]);
+    for (uint32_t i = 1; argv && i < a; i++) free(argv[i]);
     free(argv);
     free(log);
     return ok;
 }
 
-/* The report of outputs; returns how many failed. */
-static uint32_t report_outputs(FILE *out, const IrGraph *g, const Compared *cmp,
-                               uint32_t n) {
-    uint32_t failed = 0;
-    char type[128];
-    for (uint32_t i = 0; i < n; i++) {
-        const Stats *st = &cmp[i].st;
-        const IrValue *val = &g->values[cmp[i].value];
-        bool pass = !st->error[0] && st->pass;
-        failed += !pass;
-        type_text(type, sizeof type, &val->type);
-        fprintf(out, "%s output '%s' %s: ", pass ? "PASS" : "FAIL", val->name, type);
-        print_stats(out, &val->type, st);
-        fprintf(out, "\n");
-    }
-    return failed;
+static bool comparable_dtype(IrDType t) {
+    return t == IR_DTYPE_F32 || t == IR_DTYPE_F64 || t == IR_DTYPE_F16 || t == IR_DTYPE_BF16 ||
+           t == IR_DTYPE_I8 || t == IR_DTYPE_U8 || t == IR_DTYPE_BOOL || t == IR_DTYPE_I16 ||
+           t == IR_DTYPE_U16 || t == IR_DTYPE_I32 || t == IR_DTYPE_U32 || t == IR_DTYPE_I64 ||
+           t == IR_DTYPE_U64;
 }
 
-static int find_compared(const Compared *cmp, uint32_t n, uint32_t v) {
-    for (uint32_t i = 0; i < n; i++)
-        if (cmp[i].value == v) return (int)i;
-    return -1;
-}
-
-static void describe_input(FILE *f, const IrGraph *g, const Compared *cmp, uint32_t n_cmp,
-                           uint32_t v) {
-    const IrValue *val = &g->values[v];
-    int k = find_compared(cmp, n_cmp, v);
-    fprintf(f, "    input '%s': ", val->name);
-    if (k >= 0) {
-        fprintf(f, "%s", !cmp[k].st.error[0] && cmp[k].st.pass ? "within tolerance, " : "");
-        print_stats(f, &val->type, &cmp[k].st);
-    } else if (val->kind == IR_VALUE_INPUT) {
-        fprintf(f, "a graph input (the same data on both sides)");
-    } else if (val->kind == IR_VALUE_CONST) {
-        fprintf(f, "a constant of the model");
+/* Reads kiln's and ORT's files of compared value k for sample s and adds them to f. */
+static void compare_files(const char *work, const char *dir, const IrGraph *g, uint32_t k,
+                          int64_t s, const ValidateOpts *o, bool scores, ValidateFigures *f) {
+    if (f->error[0]) return; /* nothing to compare on the first sample: nor on the rest */
+    const IrType *type = &g->values[g->outputs[k]].type;
+    char *out = fmt_alloc("%s/out_%u.bin", dir, k), *ref = fmt_alloc("%s/ref_%u.bin", dir, k);
+    char *err = fmt_alloc("%s/ref_%u.bin.err", work, k);
+    size_t la = 0, lb = 0;
+    char *a = NULL, *b = NULL, *msg = NULL;
+    size_t want = ir_dtype_size_bytes((IrDType)type->dtype, ir_type_numel(type));
+    if (!out || !ref || !err) {
+        snprintf(f->error, sizeof f->error, "out of memory");
+    } else if ((msg = read_all(err, NULL)) != NULL) {
+        msg[strcspn(msg, "\n")] = 0;
+        snprintf(f->error, sizeof f->error, "%s", msg);
+    } else if (!comparable_dtype((IrDType)type->dtype)) {
+        snprintf(f->error, sizeof f->error, "validate cannot compare %s data",
+                 ir_dtype_name((IrDType)type->dtype));
+    } else if (!(a = read_all(out, &la)) || la != want) {
+        snprintf(f->error, sizeof f->error, "the bundle's output file is missing or short");
+    } else if (!(b = read_all(ref, &lb)) || lb != want) {
+        snprintf(f->error, sizeof f->error, "ONNX Runtime's output file is missing or short");
     } else {
-        fprintf(f, "not compared (no static numeric type)");
+        validate_compare(type, (unsigned char *)a, (unsigned char *)b, s, o, scores, f);
     }
-    fprintf(f, "\n");
+    free(msg);
+    free(a);
+    free(b);
+    free(out);
+    free(ref);
+    free(err);
 }
 
-/* The per-node report; returns the index of the first diverging node, or -1. */
-static int report_nodes(FILE *out, const IrGraph *g, const NodeRec *nodes, uint32_t n_nodes,
-                        const Compared *cmp, uint32_t n_cmp) {
-    int first = -1;
-    char type[128];
-    fprintf(out, "\nper node (graph order):\n");
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        const NodeRec *nd = &nodes[i];
-        bool any = false;
-        for (uint32_t o = 0; o < nd->n_outputs; o++) {
-            int k = nd->outputs[o] == IR_NONE ? -1 : find_compared(cmp, n_cmp, nd->outputs[o]);
-            if (k < 0) continue;
-            const Stats *st = &cmp[k].st;
-            const IrValue *val = &g->values[nd->outputs[o]];
-            type_text(type, sizeof type, &val->type);
-            const char *verdict = st->error[0] ? "??  " : st->pass ? "ok  " : "DIFF";
-            fprintf(out, "%s node %u %s%s%s%s -> '%s' %s: ", verdict, i, nd->op_type,
-                   nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "", val->name, type);
-            print_stats(out, &val->type, st);
-            fprintf(out, "\n");
-            if (!st->error[0] && !st->pass && first < 0) first = (int)i;
-            any = true;
-        }
-        if (!any)
-            fprintf(out, "--   node %u %s%s%s%s: no output with a static numeric type to compare\n",
-                   i, nd->op_type, nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
-    }
-    if (first < 0) {
-        fprintf(out, "no node diverges beyond the tolerance\n");
-        return -1;
-    }
-    const NodeRec *nd = &nodes[first];
-    fprintf(out, "\nfirst divergence: node %d%s%s%s (%s%s%s, opset %d)\n", first,
-           nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "",
-           nd->domain[0] ? nd->domain : "", nd->domain[0] ? "." : "", nd->op_type, nd->opset);
-    for (uint32_t o = 0; o < nd->n_outputs; o++) {
-        int k = nd->outputs[o] == IR_NONE ? -1 : find_compared(cmp, n_cmp, nd->outputs[o]);
-        if (k < 0) continue;
-        fprintf(out, "    output '%s': ", g->values[nd->outputs[o]].name);
-        print_stats(out, &g->values[nd->outputs[o]].type, &cmp[k].st);
-        fprintf(out, "\n");
-    }
-    for (uint32_t i = 0; i < nd->n_inputs; i++)
-        if (nd->inputs[i] != IR_NONE) describe_input(out, g, cmp, n_cmp, nd->inputs[i]);
-    return first;
+/* The samples kiln_ort.py wrote (samples.txt: the count, then a label a line), or -1. */
+static int64_t read_samples(const char *work) {
+    char *path = path_join(work, "samples.txt");
+    char *text = path ? read_all(path, NULL) : NULL;
+    long long n = text ? atoll(text) : -1;
+    free(text);
+    free(path);
+    return n >= 1 && n <= VALIDATE_MAX_SAMPLES ? n : -1;
 }
 
-/* A value next to a node: its figures when compared, else what it is. */
-static void json_value_of(CliJson *j, const IrGraph *g, const Compared *cmp, uint32_t n_cmp,
-                          uint32_t v) {
-    cli_json_object_begin(j, false);
-    int k = find_compared(cmp, n_cmp, v);
-    if (k >= 0) {
-        json_stats(j, g, v, &cmp[k].st);
-    } else {
-        cli_json_key(j, "name");
-        cli_json_string(j, g->values[v].name);
-        cli_json_key(j, "kind");
-        cli_json_string(j, g->values[v].kind == IR_VALUE_INPUT   ? "graph input"
-                           : g->values[v].kind == IR_VALUE_CONST ? "constant"
-                                                                 : "not compared");
-    }
-    cli_json_object_end(j);
-}
-
-static bool write_json(const ValidateOpts *o, const char *ort, const IrGraph *g,
-                       const Compared *cmp, uint32_t n_cmp, uint32_t n_orig,
-                       const NodeRec *nodes, uint32_t n_nodes, int first, bool pass) {
-    bool to_stdout = strcmp(o->json_path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(o->json_path, "wb");
-    if (!f) {
-        fprintf(stderr, "kiln validate: error: %s: %s\n", o->json_path, strerror(errno));
+/* --outputs DIR: each graph output of the model as DIR/NAME.npy, the samples along a new
+ * first axis when there are several. */
+static bool write_outputs(const ValidateOpts *o, const char *work, const IrGraph *g,
+                          uint32_t n_orig, int64_t n_samples) {
+    bool ok = true;
+    if (!cli_mkdir_parents(o->outputs_dir) ||
+        (mkdir(o->outputs_dir, 0777) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "kiln validate: error: cannot create %s\n", o->outputs_dir);
         return false;
     }
-    CliJson j;
-    cli_json_init(&j, f);
-    cli_json_object_begin(&j, false);
-    cli_json_key(&j, "model");
-    cli_json_string(&j, o->model);
-    cli_json_key(&j, "target");
-    cli_json_string(&j, "c");
-    cli_json_key(&j, "reference");
-    cli_json_string(&j, ort);
-    cli_json_key(&j, "inputs");
-    if (o->inputs_dir) {
-        cli_json_string(&j, o->inputs_dir);
-    } else {
-        cli_json_object_begin(&j, true);
-        cli_json_key(&j, "seed");
-        cli_json_int(&j, o->seed);
-        cli_json_key(&j, "dist");
-        cli_json_string(&j, o->dist);
-        cli_json_object_end(&j);
+    for (uint32_t i = 0; i < n_orig && ok; i++) {
+        const IrValue *val = &g->values[g->outputs[i]];
+        IrDType t = (IrDType)val->type.dtype;
+        if (!cli_npy_descr(t)) {
+            fprintf(stderr, "kiln validate: warning: output '%s' is %s, which .npy cannot "
+                    "hold: not written\n", val->name, ir_dtype_name(t));
+            continue;
+        }
+        int64_t dims[IR_MAX_RANK + 1];
+        int rank = 0;
+        if (n_samples > 1) dims[rank++] = n_samples;
+        for (int d = 0; d < val->type.rank; d++) dims[rank++] = val->type.dims[d];
+        /* the file name: the output's name with characters a path cannot hold made _ */
+        char *name = fmt_alloc("%s", val->name);
+        for (char *c = name; c && *c; c++)
+            if (*c == '/' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
+        char *path = name ? fmt_alloc("%s/%s.npy", o->outputs_dir,
+                                      name[0] && strcmp(name, ".") && strcmp(name, "..")
+                                          ? name : "output") : NULL;
+        FILE *f = path ? fopen(path, "wb") : NULL;
+        ok = f && cli_npy_header(f, t, rank, dims);
+        size_t bytes = ir_dtype_size_bytes(t, ir_type_numel(&val->type));
+        for (int64_t s = 0; ok && s < n_samples; s++) {
+            char *dir = sample_dir(work, s, n_samples);
+            char *file = dir ? fmt_alloc("%s/out_%u.bin", dir, i) : NULL;
+            size_t len = 0;
+            char *data = file ? read_all(file, &len) : NULL;
+            ok = data && len == bytes && fwrite(data, 1, bytes, f) == bytes;
+            free(data);
+            free(file);
+            free(dir);
+        }
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) fprintf(stderr, "kiln validate: error: cannot write %s\n", path ? path : "");
+        free(path);
+        free(name);
     }
-    json_double(&j, "rtol", o->rtol);
-    json_double(&j, "atol", o->atol);
-    cli_json_key(&j, "pass");
-    cli_json_bool(&j, pass);
-    cli_json_key(&j, "outputs");
-    cli_json_array_begin(&j, false);
-    for (uint32_t i = 0; i < n_orig; i++) {
-        cli_json_object_begin(&j, false);
-        json_stats(&j, g, cmp[i].value, &cmp[i].st);
-        cli_json_object_end(&j);
-    }
-    cli_json_array_end(&j);
-    if (o->per_node) {
-        cli_json_key(&j, "nodes");
-        cli_json_array_begin(&j, false);
-        for (uint32_t i = 0; i < n_nodes; i++) {
-            cli_json_object_begin(&j, false);
-            cli_json_key(&j, "index");
-            cli_json_uint(&j, i);
-            cli_json_key(&j, "name");
-            cli_json_string(&j, nodes[i].name);
-            cli_json_key(&j, "op");
-            cli_json_string(&j, nodes[i].op_type);
-            cli_json_key(&j, "opset");
-            cli_json_int(&j, nodes[i].opset);
-            cli_json_key(&j, "outputs");
-            cli_json_array_begin(&j, false);
-            for (uint32_t k = 0; k < nodes[i].n_outputs; k++) {
-                uint32_t v = nodes[i].outputs[k];
-                int c = v == IR_NONE ? -1 : find_compared(cmp, n_cmp, v);
-                if (c < 0) continue;
-                cli_json_object_begin(&j, false);
-                json_stats(&j, g, v, &cmp[c].st);
-                cli_json_object_end(&j);
+    return ok;
+}
+
+/* ---- open dims --------------------------------------------------------------------------- */
+
+/* Node outputs with a zero dim: tensors that are empty. */
+static uint32_t count_empty(const IrGraph *g) {
+    uint32_t n = 0;
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        const IrType *t = &g->values[v].type;
+        if (g->values[v].kind != IR_VALUE_NODE || t->kind != IR_TYPE_TENSOR) continue;
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] == 0) {
+                n++;
+                break;
             }
-            cli_json_array_end(&j);
-            cli_json_key(&j, "inputs");
-            cli_json_array_begin(&j, true);
-            for (uint32_t k = 0; k < nodes[i].n_inputs; k++)
-                if (nodes[i].inputs[k] != IR_NONE)
-                    cli_json_string(&j, g->values[nodes[i].inputs[k]].name);
-            cli_json_array_end(&j);
-            cli_json_object_end(&j);
-        }
-        cli_json_array_end(&j);
-        cli_json_key(&j, "first_divergence");
-        if (first < 0) {
-            cli_json_null(&j);
-        } else {
-            const NodeRec *nd = &nodes[first];
-            cli_json_object_begin(&j, false);
-            cli_json_key(&j, "index");
-            cli_json_int(&j, first);
-            cli_json_key(&j, "name");
-            cli_json_string(&j, nd->name);
-            cli_json_key(&j, "op");
-            cli_json_string(&j, nd->op_type);
-            cli_json_key(&j, "domain");
-            cli_json_string(&j, nd->domain);
-            cli_json_key(&j, "opset");
-            cli_json_int(&j, nd->opset);
-            cli_json_key(&j, "outputs");
-            cli_json_array_begin(&j, false);
-            for (uint32_t k = 0; k < nd->n_outputs; k++)
-                if (nd->outputs[k] != IR_NONE &&
-                    find_compared(cmp, n_cmp, nd->outputs[k]) >= 0)
-                    json_value_of(&j, g, cmp, n_cmp, nd->outputs[k]);
-            cli_json_array_end(&j);
-            cli_json_key(&j, "inputs");
-            cli_json_array_begin(&j, false);
-            for (uint32_t k = 0; k < nd->n_inputs; k++)
-                if (nd->inputs[k] != IR_NONE) json_value_of(&j, g, cmp, n_cmp, nd->inputs[k]);
-            cli_json_array_end(&j);
-            cli_json_object_end(&j);
-        }
     }
-    cli_json_object_end(&j);
-    cli_json_finish(&j);
-    if (to_stdout) return fflush(stdout) == 0;
-    if (fclose(f) != 0) {
-        fprintf(stderr, "kiln validate: error: cannot write %s\n", o->json_path);
-        return false;
-    }
-    return true;
+    return n;
 }
 
-/* Loads the model. Symbolic dimensions of the inputs that no --dim fixes are set to 1 (a
- * batch of one; validation needs some value and the user can choose another). */
-static IrGraph *load_model(ValidateOpts *o) {
+/* Loads the model with o->dims plus extra (quiet); the graph, or NULL. */
+static IrGraph *load_quiet(const ValidateOpts *o, const CliDims *extra) {
+    CliDims all = o->dims;
+    OnnxDimOverride *items = calloc(o->dims.n + extra->n + 1, sizeof *items);
+    if (!items) return NULL;
+    if (o->dims.n) memcpy(items, o->dims.items, o->dims.n * sizeof *items);
+    if (extra->n) memcpy(items + o->dims.n, extra->items, extra->n * sizeof *items);
+    all.items = items;
+    all.n = o->dims.n + extra->n;
     Diag d;
     diag_init(&d);
-    OnnxLoadOptions lo = {o->dims.items, o->dims.n, true};
-    IrGraph *g = onnx_load_file(o->model, &lo, &d); /* quiet: the load below speaks */
-    bool usable = g && !diag_has_errors(&d);
+    OnnxLoadOptions lo = cli_load_options(&all, NULL);
+    IrGraph *g = onnx_load_file(o->model, &lo, &d);
+    if (g && diag_has_errors(&d)) {
+        ir_graph_free(g);
+        g = NULL;
+    }
     diag_free(&d);
-    for (uint32_t i = 0; usable && i < g->n_inputs; i++) {
-        const IrType *t = &g->values[g->inputs[i]].type;
-        for (int k = 0; t->kind == IR_TYPE_TENSOR && k < t->rank; k++) {
-            const char *sym = t->dims[k] < 0 && t->syms[k] ? ir_graph_sym_name(g, t->syms[k])
-                                                           : NULL;
-            if (!sym || strchr(sym, '=')) continue;
-            bool given = false;
-            for (uint32_t j = 0; j < o->dims.n && !given; j++)
-                given = strcmp(o->dims.items[j].name, sym) == 0;
-            char *spec = given ? NULL : fmt_alloc("%s=1", sym);
-            if (spec && cli_dims_add("validate", &o->dims, spec))
-                fprintf(stderr, "kiln validate: note: symbolic dimension '%s' set to 1 (choose "
-                        "with --dim %s=N)\n", sym, sym);
+    free(items);
+    return g;
+}
+
+/* Open dims of the inputs that nothing fixed get defaults, named by a warning: 1 for a
+ * batch (a dim only ever at axis 0), and for the rest the smallest power of two from
+ * VALIDATE_DIM_START up for which no tensor of the model is empty (a 1x1 image under a
+ * stride-2 MaxPool leaves an empty map; an image must be as large as the model's strides
+ * and pools need). Nothing when the model cannot load (the loud load that follows says
+ * why). */
+static void choose_defaults(ValidateOpts *o) {
+    CliDims none = {0};
+    IrGraph *g = load_quiet(o, &none);
+    if (!g) return;
+    IrOpenDim *v;
+    uint32_t n = ir_open_dims(g, &v);
+    if (n == 0) {
+        ir_graph_free(g);
+        return;
+    }
+    /* one entry per symbol: a batch when every appearance is at axis 0 */
+    const char **names = calloc(n, sizeof *names);
+    bool *batch = calloc(n, sizeof *batch);
+    uint32_t n_names = 0;
+    for (uint32_t i = 0; names && batch && i < n; i++) {
+        const char *name = ir_graph_sym_name(g, v[i].sym);
+        uint32_t k = 0;
+        while (k < n_names && strcmp(names[k], name) != 0) k++;
+        if (k == n_names) {
+            names[n_names] = name;
+            batch[n_names++] = true;
+        }
+        batch[k] &= v[i].axis == 0;
+    }
+    /* the rest: the smallest power of two that leaves no tensor empty */
+    int64_t chosen = VALIDATE_DIM_START, best = -1;
+    uint32_t best_empty = UINT32_MAX;
+    bool any_spatial = false;
+    for (uint32_t k = 0; k < n_names; k++) any_spatial |= !batch[k];
+    for (int64_t size = VALIDATE_DIM_START; any_spatial && size <= VALIDATE_DIM_MAX; size *= 2) {
+        CliDims extra = {0};
+        char *spec;
+        bool ok = true;
+        for (uint32_t k = 0; k < n_names && ok; k++) {
+            spec = fmt_alloc("%s=%lld", names[k], batch[k] ? 1LL : (long long)size);
+            ok = spec && cli_dims_add("validate", &extra, spec);
             free(spec);
         }
+        IrGraph *h = ok ? load_quiet(o, &extra) : NULL;
+        uint32_t empty = h ? count_empty(h) : UINT32_MAX;
+        if (h && empty < best_empty) {
+            best_empty = empty;
+            best = size;
+        }
+        if (h) ir_graph_free(h);
+        cli_dims_free(&extra);
+        if (empty == 0) break;
     }
-    if (g) ir_graph_free(g);
-    return cli_load_model(o->model, &o->dims);
+    if (best > 0) chosen = best;
+    fprintf(stderr, "kiln validate: warning: %u open dim%s of the inputs set to defaults "
+            "(choose with --dim or --shape):", n_names, n_names == 1 ? "" : "s");
+    for (uint32_t k = 0; k < n_names; k++) {
+        long long value = batch[k] ? 1 : (long long)chosen;
+        char *spec = fmt_alloc("%s=%lld", names[k], value);
+        if (spec && cli_dims_add("validate", &o->dims, spec))
+            fprintf(stderr, "%s %s", k ? "," : "", spec);
+        free(spec);
+    }
+    if (any_spatial)
+        fprintf(stderr, " (1 for a batch; %lld: the smallest power of two from %d %s)",
+                (long long)chosen, VALIDATE_DIM_START,
+                best_empty == 0 ? "that leaves no tensor of the model empty"
+                                : "that leaves the fewest tensors empty");
+    fprintf(stderr, "\n");
+    free(names);
+    free(batch);
+    free(v);
+    ir_graph_free(g);
 }
+
+/* ---- the command ------------------------------------------------------------------------- */
 
 /* Everything after the arguments: returns the exit code. */
 static int validate(ValidateOpts *o, const char *work) {
     int rc = CLI_EXIT_MODEL;
-    NodeRec *nodes = NULL;
+    ValidateNode *nodes = NULL;
     uint32_t n_nodes = 0;
-    Compared *cmp = NULL;
+    ValidateFigures *fig = NULL;
     char *bundle = path_join(work, "bundle"), *manifest = path_join(work, "manifest.json");
     char *exe = NULL, *ort = NULL, *ort_path = path_join(work, "ort.txt");
-    IrGraph *g = load_model(o);
+    IrGraph *g = NULL;
+    choose_defaults(o); /* when the model cannot load, the load below says why */
+    g = cli_load_model("validate", o->model, &o->dims, &rc);
     if (!g || !bundle || !manifest || !ort_path) goto done;
+    rc = CLI_EXIT_MODEL;
     uint32_t n_orig = g->n_outputs;
     if (o->per_node) {
         pass_expose_intermediates(g);
@@ -1059,44 +786,56 @@ static int validate(ValidateOpts *o, const char *work) {
     rc = run_reference(work, manifest);
     if (rc != CLI_EXIT_OK) goto done;
     rc = CLI_EXIT_MODEL;
-    if (!run_bundle(exe, bundle, work, g)) goto done;
+    int64_t n_samples = read_samples(work);
+    if (n_samples < 1) {
+        fprintf(stderr, "kiln validate: error: the ONNX Runtime run wrote no samples.txt\n");
+        goto done;
+    }
+    fig = calloc(g->n_outputs + 1, sizeof *fig);
+    if (!fig) goto done;
+    for (uint32_t i = 0; i < g->n_outputs; i++) validate_figures_init(&fig[i]);
+    for (int64_t s = 0; s < n_samples; s++) {
+        char *dir = sample_dir(work, s, n_samples);
+        bool ran = dir && run_bundle(exe, bundle, dir, g, s, n_samples);
+        for (uint32_t i = 0; ran && i < g->n_outputs; i++)
+            compare_files(work, dir, g, i, s, o, i < n_orig, &fig[i]);
+        free(dir);
+        if (!ran) goto done;
+    }
+    if (o->outputs_dir && !write_outputs(o, work, g, n_orig, n_samples)) goto done;
 
     ort = read_all(ort_path, NULL);
     if (ort) ort[strcspn(ort, "\n")] = 0;
-    cmp = calloc(g->n_outputs + 1, sizeof *cmp);
-    if (!cmp) goto done;
-    for (uint32_t i = 0; i < g->n_outputs; i++) {
-        cmp[i].value = g->outputs[i];
-        compare_files(work, g, i, o, i < n_orig, &cmp[i].st);
-    }
+    ValidateRun run = {o, g, ort ? ort : "onnxruntime", g->n_outputs, n_orig, g->outputs, fig,
+                       nodes, n_nodes, n_samples, -1, -1};
+    if (o->per_node) validate_rank_nodes(&run);
     /* With --json - stdout carries the JSON alone; the report goes to stderr. */
     FILE *out = o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout;
-    fprintf(out, "kiln validate: %s, kiln C bundle against %s\n", o->model,
-            ort ? ort : "onnxruntime");
-    if (o->inputs_dir)
-        fprintf(out, "inputs: from %s\n", o->inputs_dir);
+    fprintf(out, "kiln validate: %s, kiln C bundle against %s\n", o->model, run.reference);
+    if (o->inputs_path)
+        fprintf(out, "inputs: from %s (%lld sample%s)\n", o->inputs_path, (long long)n_samples,
+                n_samples == 1 ? "" : "s");
+    else if (n_samples > 1)
+        fprintf(out, "inputs: random, seed %lld, %lld samples: floats %s, integers in [0, 4), "
+                "bools 50/50\n", (long long)o->seed, (long long)n_samples,
+                strcmp(o->dist, "normal") == 0 ? "normal (0, 1)" : "uniform in [-1, 1)");
     else
         fprintf(out, "inputs: random, seed %lld: floats %s, integers in [0, 4), bools 50/50\n",
-               (long long)o->seed,
-               strcmp(o->dist, "normal") == 0 ? "normal (0, 1)" : "uniform in [-1, 1)");
+                (long long)o->seed,
+                strcmp(o->dist, "normal") == 0 ? "normal (0, 1)" : "uniform in [-1, 1)");
     fprintf(out, "tolerance: |kiln - ort| <= %g + %g * |ort|\n", o->atol, o->rtol);
-    uint32_t failed = report_outputs(out, g, cmp, n_orig);
-    int first = -1;
-    if (o->per_node) first = report_nodes(out, g, nodes, n_nodes, cmp, g->n_outputs);
+    uint32_t failed = validate_report(out, &run);
     if (failed) fprintf(out, "\nFAIL: %u of %u outputs out of tolerance\n", failed, n_orig);
     else fprintf(out, "\nPASS: %u of %u outputs within tolerance\n", n_orig, n_orig);
     rc = failed ? CLI_EXIT_MODEL : CLI_EXIT_OK;
-    if (o->json_path &&
-        !write_json(o, ort ? ort : "onnxruntime", g, cmp, g->n_outputs, n_orig, nodes, n_nodes,
-                    first, failed == 0))
-        rc = CLI_EXIT_MODEL;
+    if (o->json_path && !validate_write_json(&run, failed == 0)) rc = CLI_EXIT_MODEL;
 done:
     for (uint32_t i = 0; nodes && i < n_nodes; i++) {
         free(nodes[i].inputs);
         free(nodes[i].outputs);
     }
     free(nodes);
-    free(cmp);
+    free(fig);
     free(exe);
     free(ort);
     free(ort_path);
@@ -1112,6 +851,7 @@ int cli_validate_run(int argc, char **argv) {
     o.atol = VALIDATE_ATOL;
     o.cc = "cc";
     o.dist = "uniform";
+    o.samples = 1;
     bool help = false;
     int rc = parse_args(argc, argv, &o, &help);
     if (help) fputs(cli_validate_help, stdout);
@@ -1121,7 +861,7 @@ int cli_validate_run(int argc, char **argv) {
     }
     char *work = NULL;
     if (o.keep_dir) {
-        if (mkdir(o.keep_dir, 0777) != 0 && errno != EEXIST) {
+        if (!cli_mkdir_parents(o.keep_dir) || (mkdir(o.keep_dir, 0777) != 0 && errno != EEXIST)) {
             fprintf(stderr, "kiln validate: error: cannot create %s: %s\n", o.keep_dir,
                     strerror(errno));
             cli_dims_free(&o.dims);

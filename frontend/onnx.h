@@ -18,14 +18,30 @@
                                                    a few bytes of input could ask for far more */
 
 typedef struct OnnxDimOverride {
-    const char *name; /* a symbolic dimension (dim_param) */
+    const char *name; /* a symbolic dimension (dim_param), or an open input axis "x[2]"
+                         (ir/open_dims.h: graph inputs' dims without value or name, -1
+                         included, load as symbols named after the input and the axis) */
     int64_t value;
 } OnnxDimOverride;
+
+/* The whole shape of one graph input (--shape x=1x3x48x192): its rank and every dim must
+ * agree with the model's fixed dims; its symbolic dims take these values everywhere. */
+typedef struct OnnxShapeOverride {
+    const char *input;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+} OnnxShapeOverride;
 
 typedef struct OnnxLoadOptions {
     const OnnxDimOverride *dims; /* --dim NAME=VALUE */
     uint32_t n_dims;
     bool infer_shapes;           /* run ir_infer_shapes after loading (default on in kiln) */
+    const OnnxShapeOverride *shapes; /* --shape INPUT=DxDx... */
+    uint32_t n_shapes;
+    /* Out, may be NULL: the number of overrides that do not fit the model (a name it lacks,
+     * a rank or a fixed dim that differs, two values for one symbol), each also an error
+     * in the diagnostics. Lets a command tell a bad option from a bad model. */
+    uint32_t *n_override_errors;
 } OnnxLoadOptions;
 
 /* Loads path; external data is read relative to its folder. NULL on error (in d). */

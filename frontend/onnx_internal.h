@@ -39,6 +39,7 @@ typedef struct OnnxCtx {
     const Onnx__ModelProto *model;
     uint64_t n_inlined_nodes; /* bounded by ONNX_MAX_INLINED_NODES */
     OnnxNameMap prefixes;     /* inlining prefixes handed out, to keep them unique */
+    struct OnnxDims *dims;    /* the dimension overrides, resolved (onnx_dims.c) */
 } OnnxCtx;
 
 /* ---- onnx_inline.c: nodes flattened, with model-local functions inlined ---- */
@@ -90,6 +91,22 @@ IrTensor *onnx_sparse_convert(OnnxCtx *c, const Onnx__SparseTensorProto *sp, con
 /* Converts a TypeProto (NULL: unknown type). Symbolic dims go to the root's symbols or are
  * replaced by opts->dims. */
 bool onnx_type_convert(OnnxCtx *c, const Onnx__TypeProto *tp, IrType *out, const char *what);
+
+/* ---- onnx_dims.c: --dim and --shape overrides, open input axes ---- */
+
+/* Resolves the options' overrides against the main graph's inputs: each shape override's
+ * input must exist with that rank and those fixed dims; its symbolic dims become bindings
+ * beside the --dim ones (one value per symbol). False, with errors, when one does not fit. */
+bool onnx_dims_prepare(OnnxCtx *c, const Onnx__GraphProto *gp);
+/* The value bound to symbol name, if any (and marks the binding used). */
+bool onnx_dims_bound(OnnxCtx *c, const char *name, int64_t *value);
+/* For main-graph input k (type t, already converted): applies its shape override to the
+ * axes without a name, and names each axis still open "INPUT[AXIS]". False (an error) when
+ * the shape grows past ONNX_MAX_ELEMS. */
+bool onnx_dims_input(OnnxCtx *c, uint32_t k, const char *name, IrType *t);
+/* After loading: an error for every --dim the model never used (its name is no symbol of
+ * the model). False when there was one. */
+bool onnx_dims_finish(OnnxCtx *c, const IrGraph *g);
 
 /* ---- onnx_extdata.c ---- */
 

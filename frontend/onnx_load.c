@@ -501,6 +501,7 @@ static bool convert_graph(OnnxCtx *c, const Onnx__GraphProto *gp, IrGraph *g, Sc
         }
         IrType ty;
         if (!onnx_type_convert(c, gp->input[i]->type, &ty, what)) goto out;
+        if (g == c->root && !onnx_dims_input(c, (uint32_t)i, name, &ty)) goto out;
         uint32_t v = ir_value_add(g, name, &ty, IR_VALUE_INPUT);
         uint32_t ii;
         if (onnx_namemap_get(&inits, name, &ii)) {
@@ -634,7 +635,9 @@ IrGraph *onnx_load_buffer(const uint8_t *buf, size_t len, const char *base_dir,
     for (size_t i = 0; i < m->n_opset_import; i++)
         ir_graph_set_opset(g, str_or_empty(m->opset_import[i]->domain),
                            m->opset_import[i]->has_version ? m->opset_import[i]->version : 0);
-    bool ok = convert_graph(&c, m->graph, g, NULL, NULL, NULL);
+    bool ok = onnx_dims_prepare(&c, m->graph);
+    if (ok) ok = convert_graph(&c, m->graph, g, NULL, NULL, NULL);
+    if (ok) ok = onnx_dims_finish(&c, g);
     if (ok) ok = ir_verify(g, d);
     if (ok && opts && opts->infer_shapes) ok = ir_infer_shapes(g, d);
     onnx_namemap_free(&c.prefixes);

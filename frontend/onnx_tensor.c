@@ -354,23 +354,13 @@ static bool shape_convert(OnnxCtx *c, const Onnx__TensorShapeProto *sh, IrType *
         t->dims[i] = IR_DIM_UNKNOWN;
         t->syms[i] = 0;
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (dim->dim_value < 0) {
-                diag_error(c->d, "%s: dimension %zu is negative (%lld)", what, i,
-                           (long long)dim->dim_value);
-                return false;
-            }
-            t->dims[i] = dim->dim_value;
+            /* a negative value (-1) is how exporters write "unknown": an open dim */
+            if (dim->dim_value >= 0) t->dims[i] = dim->dim_value;
         } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    dim->dim_param && dim->dim_param[0]) {
-            bool fixed = false;
-            if (c->opts)
-                for (uint32_t k = 0; k < c->opts->n_dims; k++)
-                    if (strcmp(c->opts->dims[k].name, dim->dim_param) == 0) {
-                        t->dims[i] = c->opts->dims[k].value;
-                        fixed = true;
-                        break;
-                    }
-            if (!fixed) t->syms[i] = ir_graph_sym(c->root, dim->dim_param);
+            int64_t value;
+            if (onnx_dims_bound(c, dim->dim_param, &value)) t->dims[i] = value;
+            else t->syms[i] = ir_graph_sym(c->root, dim->dim_param);
         }
         int64_t v = t->dims[i];
         if (v > 0 && known > ONNX_MAX_ELEMS / v) {

@@ -4,6 +4,8 @@
  * are not counted, as in most published model tables. */
 #include "stats.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,40 +242,74 @@ static bool macs_add(IrMacs *m, const IrMacTerm *t, uint32_t *cap) {
     return true;
 }
 
-char *ir_macs_format(const IrGraph *g, const IrMacs *m, char *buf, size_t size) {
-    size_t used = 0;
-    if (size == 0) return buf;
-    buf[0] = '\0';
-#define APPEND(...)                                                                                \
-    do {                                                                                           \
-        if (used < size) {                                                                         \
-            int k_ = snprintf(buf + used, size - used, __VA_ARGS__);                               \
-            if (k_ > 0) used += (size_t)k_;                                                        \
-        }                                                                                          \
-    } while (0)
+/* A growable string for ir_macs_format. */
+typedef struct MacsText {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} MacsText;
+
+static void text_add(MacsText *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0 || t->oom) return;
+    if (t->len + (size_t)k + 1 > t->cap) {
+        size_t cap = (t->cap ? t->cap * 2 : 64) + (size_t)k;
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->oom = true;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)k;
+}
+
+/* A symbol name that is an expression itself ("s0 + 1", "2*s1", as exporters name derived
+ * dims) must be bracketed to be a factor; names, "x[2]" and "a.b:0" need no brackets. */
+static bool needs_brackets(const char *name) {
+    if (!name[0]) return true;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              strchr("_.:[]", *c)))
+            return true;
+    return false;
+}
+
+char *ir_macs_format(const IrGraph *g, const IrMacs *m) {
+    MacsText t = {0};
     uint32_t shown = 0;
     for (uint32_t i = 0; i < m->n_terms; i++) {
-        const IrMacTerm *t = &m->terms[i];
-        if (t->coeff == 0) continue;
-        APPEND("%s", shown++ ? " + " : "");
+        const IrMacTerm *term = &m->terms[i];
+        if (term->coeff == 0) continue;
+        text_add(&t, "%s", shown++ ? " + " : "");
         bool need_star = false;
-        if (t->coeff != 1 || t->n_syms == 0) {
-            APPEND("%lld", (long long)t->coeff);
+        if (term->coeff != 1 || term->n_syms == 0) {
+            text_add(&t, "%lld", (long long)term->coeff);
             need_star = true;
         }
-        for (uint32_t s = 0; s < t->n_syms;) {
+        for (uint32_t s = 0; s < term->n_syms;) {
             uint32_t power = 1;
-            while (s + power < t->n_syms && t->syms[s + power] == t->syms[s])
-                power++;
-            APPEND("%s%s", need_star ? "*" : "", ir_graph_sym_name(g, t->syms[s]));
-            if (power > 1) APPEND("^%u", power);
+            while (s + power < term->n_syms && term->syms[s + power] == term->syms[s]) power++;
+            const char *name = ir_graph_sym_name(g, term->syms[s]);
+            text_add(&t, needs_brackets(name) ? "%s(%s)" : "%s%s", need_star ? "*" : "", name);
+            if (power > 1) text_add(&t, "^%u", power);
             need_star = true;
             s += power;
         }
     }
-    if (!shown) APPEND("0");
-#undef APPEND
-    return buf;
+    if (!shown) text_add(&t, "0");
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
 }
 
 /* ---- the walk ---- */

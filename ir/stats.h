@@ -76,8 +76,9 @@ int ir_node_macs(const IrGraph *g, const IrNode *n, IrMacTerm *term);
  * unknown, the rank is unknown or the product overflows. */
 bool ir_type_numel_term(const IrType *t, IrMacTerm *term);
 
-/* Formats m as "23200*batch + 512" into buf ("0" when empty); NULL-terminated, truncated
- * to size. The unknown part is not written. Returns buf. */
-char *ir_macs_format(const IrGraph *g, const IrMacs *m, char *buf, size_t size);
+/* m as a formula, "23200*batch + 512" ("0" when empty; a symbol named by an expression is
+ * bracketed, "64*(s0 + 1)"), whole: malloc'd, for the caller to free; NULL when out of
+ * memory. The unknown part is not written. */
+char *ir_macs_format(const IrGraph *g, const IrMacs *m);
 
 #endif

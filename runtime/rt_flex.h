@@ -9,6 +9,7 @@
 #define KILN_RT_FLEX_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 /* Load T as its compute type C (float for f16/bf16/f32, double for f64) and store back. */
 #define RT_FLEX_LD_F32(v) ((float)(v))
@@ -20,18 +21,21 @@
 #define RT_FLEX_LD_BF16(v) rt_bf16_to_f32(v)
 #define RT_FLEX_ST_BF16(v) rt_f32_to_bf16((float)(v))
 
-/* Softmax over one row of n scores in place (max-subtracted; a row of -inf gives NaN, as
- * the reference's exp(-inf - -inf) does). */
+/* Softmax over one row of n scores in place (max-subtracted, the exp-sum through rt_sum.h;
+ * a row of -inf gives NaN, as the reference's exp(-inf - -inf) does). */
 #define RT_FLEX_SOFTMAX_DEFINE(ASFX, A, EXP)                                                    \
     RT_API void rt_flex_softmax_##ASFX(A *row, int64_t n) {                                     \
-        A mx = row[0], sum = 0;                                                                 \
+        A mx = row[0], sum;                                                                     \
+        RtSum##ASFX acc;                                                                        \
         int64_t j;                                                                              \
         for (j = 1; j < n; j++)                                                                 \
             if (row[j] > mx) mx = row[j];                                                       \
+        rt_sum_init_##ASFX(&acc);                                                               \
         for (j = 0; j < n; j++) {                                                               \
             row[j] = EXP(row[j] - mx);                                                          \
-            sum += row[j];                                                                      \
+            rt_sum_add_##ASFX(&acc, row[j]);                                                    \
         }                                                                                       \
+        sum = rt_sum_total_##ASFX(&acc);                                                        \
         for (j = 0; j < n; j++) row[j] = row[j] / sum;                                          \
     }
 

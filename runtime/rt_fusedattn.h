@@ -2,11 +2,13 @@
  * one query row at a time: the row's scores go to a caller-provided scratch row of Sk
  * elements (the bundle puts it on the stack), so the (Sq, Sk) score matrix never exists.
  * Every operand is read through element strides, which is how the Transposes around the
- * pattern were absorbed. The softmax subtracts the row maximum, like rt_softmax.h. C99. */
+ * pattern were absorbed. The softmax subtracts the row maximum and sums through rt_sum.h,
+ * like rt_softmax.h. C99. */
 #ifndef KILN_RT_FUSEDATTN_H
 #define KILN_RT_FUSEDATTN_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 /* Shapes and element strides of the logical operands, batch and head first:
  * q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), mask (B,H,Sq,Sk) (stride 0 on broadcast
@@ -31,7 +33,8 @@ typedef struct RtFusedAttn {
                 for (i = 0; i < p->sq; i++) {                                                  \
                     const T *qr = qb + i * p->q_st[2];                                         \
                     T *yr = yb + i * p->y_st[2];                                               \
-                    T mx = 0, sum = 0, inv;                                                    \
+                    T mx = 0, inv;                                                             \
+                    RtSum##SFX sum;                                                            \
                     for (j = 0; j < p->sk; j++) {                                              \
                         const T *kr = kb + j * p->k_st[2];                                     \
                         T s = 0;                                                               \
@@ -44,11 +47,12 @@ typedef struct RtFusedAttn {
                         row[j] = s;                                                            \
                         if (j == 0 || s > mx) mx = s;                                          \
                     }                                                                          \
+                    rt_sum_init_##SFX(&sum);                                                   \
                     for (j = 0; j < p->sk; j++) {                                              \
                         row[j] = EXP(row[j] - mx);                                             \
-                        sum += row[j];                                                         \
+                        rt_sum_add_##SFX(&sum, row[j]);                                        \
                     }                                                                          \
-                    inv = 1 / sum;                                                             \
+                    inv = 1 / rt_sum_total_##SFX(&sum);                                        \
                     for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] = 0;                        \
                     for (j = 0; j < p->sk; j++) {                                              \
                         const T *vr = vb + j * p->v_st[2];                                     \

@@ -2,28 +2,33 @@
  * running statistics), InstanceNormalization, GroupNormalization, LayerNormalization (with
  * the Mean/InvStdDev outputs), RMSNormalization, LRN, LpNormalization and
  * MeanVarianceNormalization. Statistics are two-pass (mean, then squared deviations) in the
- * accumulator type: float for float/float16/bfloat16, double for double. C99. */
+ * accumulator type: float for float/float16/bfloat16, double for double, each sum through
+ * rt_sum.h so that its error does not grow with the number of elements normalized. C99. */
 #ifndef KILN_RT_NORM_H
 #define KILN_RT_NORM_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 #define RT_NORM_MAX_RANK RT_MAX_RANK
 
-#define RT_NORM_DEFINE(SFX, T, ACC, LOAD, STORE, SQRT, POW, FABS)                             \
+#define RT_NORM_DEFINE(SFX, T, ACC, ASFX, LOAD, STORE, SQRT, POW, FABS)                       \
     /* Mean and (biased) variance of n elements x[0], x[step], ... */                         \
     RT_API void rt_norm_stats_##SFX(const T *x, int64_t n, int64_t step, ACC *mean,           \
                                     ACC *var) {                                               \
-        ACC sum = 0, sq = 0, mu;                                                              \
+        RtSum##ASFX sum, sq;                                                                  \
+        ACC mu;                                                                               \
         int64_t i;                                                                            \
-        for (i = 0; i < n; i++) sum += LOAD(x[i * step]);                                     \
-        mu = n > 0 ? sum / (ACC)n : (ACC)0;                                                   \
+        rt_sum_init_##ASFX(&sum);                                                             \
+        rt_sum_init_##ASFX(&sq);                                                              \
+        for (i = 0; i < n; i++) rt_sum_add_##ASFX(&sum, LOAD(x[i * step]));                   \
+        mu = n > 0 ? rt_sum_total_##ASFX(&sum) / (ACC)n : (ACC)0;                             \
         for (i = 0; i < n; i++) {                                                             \
             const ACC dv = LOAD(x[i * step]) - mu;                                            \
-            sq += dv * dv;                                                                    \
+            rt_sum_add_##ASFX(&sq, dv * dv);                                                  \
         }                                                                                     \
         *mean = mu;                                                                           \
-        *var = n > 0 ? sq / (ACC)n : (ACC)0;                                                  \
+        *var = n > 0 ? rt_sum_total_##ASFX(&sq) / (ACC)n : (ACC)0;                            \
     }                                                                                         \
                                                                                               \
     /* x, y: (N,C,S); scale, bias, mean, var: (C) */                                          \
@@ -49,17 +54,20 @@
                                          int64_t s, ACC eps, ACC momentum) {                  \
         int64_t b, ch, i;                                                                     \
         for (ch = 0; ch < c; ch++) {                                                          \
-            ACC sum = 0, sq = 0, mu, var, k, off;                                             \
+            RtSum##ASFX sum, sq;                                                              \
+            ACC mu, var, k, off;                                                              \
             const int64_t cnt = n * s;                                                        \
+            rt_sum_init_##ASFX(&sum);                                                         \
+            rt_sum_init_##ASFX(&sq);                                                          \
             for (b = 0; b < n; b++)                                                           \
-                for (i = 0; i < s; i++) sum += LOAD(x[(b * c + ch) * s + i]);                 \
-            mu = cnt > 0 ? sum / (ACC)cnt : (ACC)0;                                           \
+                for (i = 0; i < s; i++) rt_sum_add_##ASFX(&sum, LOAD(x[(b * c + ch) * s + i])); \
+            mu = cnt > 0 ? rt_sum_total_##ASFX(&sum) / (ACC)cnt : (ACC)0;                     \
             for (b = 0; b < n; b++)                                                           \
                 for (i = 0; i < s; i++) {                                                     \
                     const ACC dv = LOAD(x[(b * c + ch) * s + i]) - mu;                        \
-                    sq += dv * dv;                                                            \
+                    rt_sum_add_##ASFX(&sq, dv * dv);                                          \
                 }                                                                             \
-            var = cnt > 0 ? sq / (ACC)cnt : (ACC)0;                                           \
+            var = cnt > 0 ? rt_sum_total_##ASFX(&sq) / (ACC)cnt : (ACC)0;                     \
             k = LOAD(scale[ch]) / SQRT(var + eps);                                            \
             off = LOAD(bias[ch]) - mu * k;                                                    \
             for (b = 0; b < n; b++)                                                           \
@@ -141,9 +149,11 @@
         for (r = 0; r < rows; r++) {                                                          \
             const T *xp = x + r * cols;                                                       \
             T *yp = y + r * cols;                                                             \
-            ACC sq = 0, inv;                                                                  \
-            for (j = 0; j < cols; j++) sq += LOAD(xp[j]) * LOAD(xp[j]);                       \
-            inv = 1 / SQRT(sq / (ACC)(cols > 0 ? cols : 1) + eps);                            \
+            RtSum##ASFX sq;                                                                   \
+            ACC inv;                                                                          \
+            rt_sum_init_##ASFX(&sq);                                                          \
+            for (j = 0; j < cols; j++) rt_sum_add_##ASFX(&sq, LOAD(xp[j]) * LOAD(xp[j]));     \
+            inv = 1 / SQRT(rt_sum_total_##ASFX(&sq) / (ACC)(cols > 0 ? cols : 1) + eps);      \
             for (j = 0; j < cols; j++)                                                        \
                 yp[j] = STORE(LOAD(xp[j]) * inv * LOAD(scale[j * scale_step]));               \
         }                                                                                     \
@@ -179,11 +189,14 @@
             for (in = 0; in < inner; in++) {                                                  \
                 const T *xp = x + o * len * inner + in;                                       \
                 T *yp = y + o * len * inner + in;                                             \
-                ACC norm = 0;                                                                 \
+                RtSum##ASFX acc;                                                              \
+                ACC norm;                                                                     \
+                rt_sum_init_##ASFX(&acc);                                                     \
                 for (j = 0; j < len; j++) {                                                   \
                     const ACC v = LOAD(xp[j * inner]);                                        \
-                    norm += p == 1 ? FABS(v) : v * v;                                         \
+                    rt_sum_add_##ASFX(&acc, p == 1 ? FABS(v) : v * v);                        \
                 }                                                                             \
+                norm = rt_sum_total_##ASFX(&acc);                                             \
                 if (p != 1) norm = SQRT(norm);                                                \
                 for (j = 0; j < len; j++)                                                     \
                     yp[j * inner] = STORE(norm == 0 ? (ACC)0 : LOAD(xp[j * inner]) / norm);   \
@@ -208,18 +221,21 @@
         }                                                                                     \
         for (gi = 0; gi < n_keep; gi++) {                                                     \
             int64_t base = 0, rem = gi;                                                       \
-            ACC sum = 0, sq = 0, mu, sd;                                                      \
+            RtSum##ASFX sum, sq;                                                              \
+            ACC mu, sd;                                                                       \
+            rt_sum_init_##ASFX(&sum);                                                         \
+            rt_sum_init_##ASFX(&sq);                                                          \
             for (a = nk - 1; a >= 0; a--) base += (rem % kd[a]) * ks[a], rem /= kd[a];        \
             for (ri = 0; ri < n_red; ri++) {                                                  \
                 int64_t off = base, r2 = ri;                                                  \
                 ACC v;                                                                        \
                 for (a = nr - 1; a >= 0; a--) off += (r2 % rd[a]) * rs[a], r2 /= rd[a];       \
                 v = LOAD(x[off]);                                                             \
-                sum += v;                                                                     \
-                sq += v * v;                                                                  \
+                rt_sum_add_##ASFX(&sum, v);                                                   \
+                rt_sum_add_##ASFX(&sq, v * v);                                                \
             }                                                                                 \
-            mu = sum / (ACC)n_red;                                                            \
-            sd = sq / (ACC)n_red - mu * mu;                                                   \
+            mu = rt_sum_total_##ASFX(&sum) / (ACC)n_red;                                      \
+            sd = rt_sum_total_##ASFX(&sq) / (ACC)n_red - mu * mu;                             \
             sd = SQRT(sd > 0 ? sd : (ACC)0) + eps;                                            \
             for (ri = 0; ri < n_red; ri++) {                                                  \
                 int64_t off = base, r2 = ri;                                                  \
@@ -230,10 +246,10 @@
     }
 
 #define RT_NORM_ID(v) (v)
-RT_NORM_DEFINE(f32, float, float, RT_NORM_ID, RT_NORM_ID, sqrtf, powf, fabsf)
-RT_NORM_DEFINE(f64, double, double, RT_NORM_ID, RT_NORM_ID, sqrt, pow, fabs)
-RT_NORM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, sqrtf, powf, fabsf)
-RT_NORM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, sqrtf, powf, fabsf)
+RT_NORM_DEFINE(f32, float, float, f32, RT_NORM_ID, RT_NORM_ID, sqrtf, powf, fabsf)
+RT_NORM_DEFINE(f64, double, double, f64, RT_NORM_ID, RT_NORM_ID, sqrt, pow, fabs)
+RT_NORM_DEFINE(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, sqrtf, powf, fabsf)
+RT_NORM_DEFINE(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, sqrtf, powf, fabsf)
 #undef RT_NORM_ID
 #undef RT_NORM_DEFINE
 

@@ -3,11 +3,14 @@
  * geometry (auto_pad, ceil_mode) is resolved at compile time into RtPoolGeom. Windows are
  * clipped to the input: padding never contributes a value, only (AveragePool with
  * count_include_pad) a count. 16-bit floats compute in float. Channels-last (NHWC) forms of
- * the max, average and global pools serve passes/layout.c. C99. */
+ * the max, average and global pools serve passes/layout.c. Every sum goes through rt_sum.h
+ * (its error does not grow with the window or the map); an average over no element is NaN
+ * (0/0, as numpy's and ONNX Runtime's mean of an empty set), so no output goes unwritten. C99. */
 #ifndef KILN_RT_POOL_H
 #define KILN_RT_POOL_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 #define RT_POOL_SPATIAL 3 /* (D,H,W): 1D and 2D pools use leading sizes of 1 */
 
@@ -61,8 +64,9 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
 /* Input coordinates of tap (t0,t1,t2) of the window at (o0,o1,o2). */
 #define RT_POOL_I(g, a, o, t) ((o) * (g)->s[a] - (g)->pad[a] + (t) * (g)->d[a])
 
-/* MaxPool for element type T compared as CT. */
-#define RT_POOL_DEFINE_MAX(SFX, T, CT, LOAD)                                                  \
+/* MaxPool for element type T compared as CT; LOWEST (raw T) is the max of nothing: -inf, or
+ * the type's smallest value (ReduceMax's rule for an empty set). */
+#define RT_POOL_DEFINE_MAX(SFX, T, CT, LOAD, LOWEST)                                          \
     /* x: (NC,D,H,W), y: (NC,OD,OH,OW), idx: (NC,OD,OH,OW) or NULL: flat input indices,       \
      * row-major (storage_order 0) or column-major over the spatial dims (1). */              \
     RT_API void rt_maxpool_##SFX(const T *x, T *y, int64_t *idx, const RtPoolGeom *g,         \
@@ -99,13 +103,19 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (NC,S), y: (NC) */                                                                  \
+    /* x: (NC,S), y: (NC); an empty map (S = 0) gives LOWEST */                               \
     RT_API void rt_global_maxpool_##SFX(const T *x, T *y, int64_t nc, int64_t size) {         \
         int64_t c, i;                                                                         \
         for (c = 0; c < nc; c++) {                                                            \
             const T *xp = x + c * size;                                                       \
-            T best_raw = xp[0];                                                               \
-            CT best = LOAD(xp[0]);                                                            \
+            T best_raw = LOWEST;                                                              \
+            CT best;                                                                          \
+            if (size == 0) {                                                                  \
+                y[c] = best_raw;                                                              \
+                continue;                                                                     \
+            }                                                                                 \
+            best_raw = xp[0];                                                                 \
+            best = LOAD(xp[0]);                                                               \
             for (i = 1; i < size; i++) {                                                      \
                 const CT v = LOAD(xp[i]);                                                     \
                 if (v > best) best = v, best_raw = xp[i];                                     \
@@ -114,8 +124,8 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         }                                                                                     \
     }
 
-/* AveragePool, LpPool and the global average/Lp pools, accumulating in ACC. */
-#define RT_POOL_DEFINE_AVG(SFX, T, ACC, LOAD, STORE, POW, SQRT, FABS)                         \
+/* AveragePool, LpPool and the global average/Lp pools, summing in RtSumASFX (type ACC). */
+#define RT_POOL_DEFINE_AVG(SFX, T, ACC, ASFX, LOAD, STORE, POW, SQRT, FABS)                   \
     /* x: (NC,D,H,W), y: (NC,OD,OH,OW) */                                                     \
     RT_API void rt_avgpool_##SFX(const T *x, T *y, const RtPoolGeom *g,                       \
                                  int count_include_pad) {                                     \
@@ -125,19 +135,20 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
             const T *xp = x + c * isz;                                                        \
             RT_POOL_FOR_WINDOWS(g, {                                                          \
                 int64_t t0, t1, t2, cnt;                                                      \
-                ACC sum = 0;                                                                  \
+                RtSum##ASFX sum;                                                              \
+                rt_sum_init_##ASFX(&sum);                                                     \
                 for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
                     const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
                     for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
                         const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
                         const T *row = xp + (i0 * g->in[1] + i1) * g->in[2];                  \
                         for (t2 = lo[2]; t2 < hi[2]; t2++)                                    \
-                            sum += LOAD(row[RT_POOL_I(g, 2, o2, t2)]);                        \
+                            rt_sum_add_##ASFX(&sum, LOAD(row[RT_POOL_I(g, 2, o2, t2)]));      \
                     }                                                                         \
                 }                                                                             \
                 cnt = count_include_pad ? np[0] * np[1] * np[2]                               \
                                         : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); \
-                *y++ = STORE(cnt > 0 ? sum / (ACC)cnt : (ACC)0);                              \
+                *y++ = STORE(cnt > 0 ? rt_sum_total_##ASFX(&sum) / (ACC)cnt : (ACC)0);        \
             });                                                                               \
         }                                                                                     \
     }                                                                                         \
@@ -150,8 +161,10 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
             const T *xp = x + c * isz;                                                        \
             RT_POOL_FOR_WINDOWS(g, {                                                          \
                 int64_t t0, t1, t2;                                                           \
-                ACC sum = 0;                                                                  \
+                RtSum##ASFX acc;                                                              \
+                ACC sum;                                                                      \
                 (void)np;                                                                     \
+                rt_sum_init_##ASFX(&acc);                                                     \
                 for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
                     const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
                     for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
@@ -159,23 +172,26 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
                         const T *row = xp + (i0 * g->in[1] + i1) * g->in[2];                  \
                         for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
                             const ACC v = FABS(LOAD(row[RT_POOL_I(g, 2, o2, t2)]));           \
-                            sum += p == 2 ? v * v : p == 1 ? v : POW(v, (ACC)p);              \
+                            rt_sum_add_##ASFX(&acc, p == 2 ? v * v : p == 1 ? v               \
+                                                                   : POW(v, (ACC)p));         \
                         }                                                                     \
                     }                                                                         \
                 }                                                                             \
+                sum = rt_sum_total_##ASFX(&acc);                                              \
                 *y++ = STORE(p == 2 ? SQRT(sum) : p == 1 ? sum : POW(sum, (ACC)1 / (ACC)p));  \
             });                                                                               \
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (NC,S), y: (NC) */                                                                  \
+    /* x: (NC,S), y: (NC); an empty map (S = 0) gives NaN */                                  \
     RT_API void rt_global_avgpool_##SFX(const T *x, T *y, int64_t nc, int64_t size) {         \
         int64_t c, i;                                                                         \
         for (c = 0; c < nc; c++) {                                                            \
             const T *xp = x + c * size;                                                       \
-            ACC sum = 0;                                                                      \
-            for (i = 0; i < size; i++) sum += LOAD(xp[i]);                                    \
-            y[c] = STORE(sum / (ACC)size);                                                    \
+            RtSum##ASFX sum;                                                                  \
+            rt_sum_init_##ASFX(&sum);                                                         \
+            for (i = 0; i < size; i++) rt_sum_add_##ASFX(&sum, LOAD(xp[i]));                  \
+            y[c] = STORE(rt_sum_total_##ASFX(&sum) / (ACC)size);                              \
         }                                                                                     \
     }                                                                                         \
                                                                                               \
@@ -185,18 +201,22 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         int64_t c, i;                                                                         \
         for (c = 0; c < nc; c++) {                                                            \
             const T *xp = x + c * size;                                                       \
-            ACC sum = 0;                                                                      \
+            RtSum##ASFX acc;                                                                  \
+            ACC sum;                                                                          \
+            rt_sum_init_##ASFX(&acc);                                                         \
             for (i = 0; i < size; i++) {                                                      \
                 const ACC v = FABS(LOAD(xp[i]));                                              \
-                sum += p == 2 ? v * v : p == 1 ? v : POW(v, (ACC)p);                          \
+                rt_sum_add_##ASFX(&acc, p == 2 ? v * v : p == 1 ? v : POW(v, (ACC)p));        \
             }                                                                                 \
+            sum = rt_sum_total_##ASFX(&acc);                                                  \
             y[c] = STORE(p == 2 ? SQRT(sum) : p == 1 ? sum : POW(sum, (ACC)1 / (ACC)p));      \
         }                                                                                     \
     }
 
 /* Channels-last pools (the values passes/layout.c stores NHWC), float and double: the
  * geometry's nc is the batch, c the channels; every window reduces C contiguous values at a
- * time, in the same tap order as the NCHW kernels, so the results are bit-identical. */
+ * time (RT_SUM_LANES of them side by side for the sums), in the same tap order and with the
+ * same blocked sums as the NCHW kernels, so the results are bit-identical. */
 #define RT_POOL_DEFINE_NHWC(SFX, T)                                                           \
     /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C); a window with no tap inside the input gives 0 */    \
     RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {      \
@@ -240,19 +260,24 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         for (n = 0; n < g->nc; n++) {                                                         \
             const T *xn = x + n * isz * c;                                                    \
             RT_POOL_FOR_WINDOWS(g, {                                                          \
-                int64_t t0, t1, t2, cnt;                                                      \
-                for (k = 0; k < c; k++) y[k] = 0;                                             \
-                for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
-                    const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
-                    for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
-                        const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                           \
-                        for (t2 = lo[2]; t2 < hi[2]; t2++) {                                  \
-                            const int64_t i2 = RT_POOL_I(g, 2, o2, t2);                       \
-                            const T *restrict xr =                                            \
-                                xn + ((i0 * g->in[1] + i1) * g->in[2] + i2) * c;              \
-                            for (k = 0; k < c; k++) y[k] += xr[k];                            \
+                int64_t t0, t1, t2, cnt, k0;                                                  \
+                for (k0 = 0; k0 < c; k0 += RT_SUM_LANES) {                                    \
+                    const int w = (int)(c - k0 < RT_SUM_LANES ? c - k0 : RT_SUM_LANES);       \
+                    RtSumLanes##SFX sum;                                                      \
+                    rt_sum_lanes_init_##SFX(&sum);                                            \
+                    for (t0 = lo[0]; t0 < hi[0]; t0++) {                                      \
+                        const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                           \
+                        for (t1 = lo[1]; t1 < hi[1]; t1++) {                                  \
+                            const int64_t i1 = RT_POOL_I(g, 1, o1, t1);                       \
+                            for (t2 = lo[2]; t2 < hi[2]; t2++) {                              \
+                                const int64_t i2 = RT_POOL_I(g, 2, o2, t2);                   \
+                                rt_sum_lanes_add_##SFX(                                       \
+                                    &sum, xn + ((i0 * g->in[1] + i1) * g->in[2] + i2) * c + k0, \
+                                    w);                                                       \
+                            }                                                                 \
                         }                                                                     \
                     }                                                                         \
+                    rt_sum_lanes_total_##SFX(&sum, y + k0, w);                                \
                 }                                                                             \
                 cnt = count_include_pad ? np[0] * np[1] * np[2]                               \
                                         : (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); \
@@ -269,14 +294,12 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         for (n = 0; n < n_batch; n++) {                                                       \
             const T *xn = x + n * size * c;                                                   \
             T *restrict yn = y + n * c;                                                       \
-            if (is_max) {                                                                     \
-                for (k = 0; k < c; k++) yn[k] = xn[k];                                        \
+            if (is_max) { /* an empty map (size 0) gives -inf, as ReduceMax */               \
+                for (k = 0; k < c; k++) yn[k] = size ? xn[k] : (T)-INFINITY;                  \
                 for (i = 1; i < size; i++)                                                    \
                     for (k = 0; k < c; k++) yn[k] = xn[i * c + k] > yn[k] ? xn[i * c + k] : yn[k]; \
-            } else {                                                                          \
-                for (k = 0; k < c; k++) yn[k] = 0;                                            \
-                for (i = 0; i < size; i++)                                                    \
-                    for (k = 0; k < c; k++) yn[k] += xn[i * c + k];                           \
+            } else { /* an empty map (size 0) gives NaN, as the NCHW kernel */               \
+                rt_sum_rows_##SFX(xn, size, c, c, yn);                                        \
                 for (k = 0; k < c; k++) yn[k] = yn[k] / (T)size;                              \
             }                                                                                 \
         }                                                                                     \
@@ -287,16 +310,17 @@ RT_POOL_DEFINE_NHWC(f64, double)
 #undef RT_POOL_DEFINE_NHWC
 
 #define RT_POOL_ID(v) (v)
-RT_POOL_DEFINE_MAX(f32, float, float, RT_POOL_ID)
-RT_POOL_DEFINE_MAX(f64, double, double, RT_POOL_ID)
-RT_POOL_DEFINE_MAX(f16, uint16_t, float, rt_f16_to_f32)
-RT_POOL_DEFINE_MAX(bf16, uint16_t, float, rt_bf16_to_f32)
-RT_POOL_DEFINE_MAX(i8, int8_t, int8_t, RT_POOL_ID)
-RT_POOL_DEFINE_MAX(u8, uint8_t, uint8_t, RT_POOL_ID)
-RT_POOL_DEFINE_AVG(f32, float, float, RT_POOL_ID, RT_POOL_ID, powf, sqrtf, fabsf)
-RT_POOL_DEFINE_AVG(f64, double, double, RT_POOL_ID, RT_POOL_ID, pow, sqrt, fabs)
-RT_POOL_DEFINE_AVG(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, powf, sqrtf, fabsf)
-RT_POOL_DEFINE_AVG(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, powf, sqrtf, fabsf)
+RT_POOL_DEFINE_MAX(f32, float, float, RT_POOL_ID, -INFINITY)
+RT_POOL_DEFINE_MAX(f64, double, double, RT_POOL_ID, -INFINITY)
+RT_POOL_DEFINE_MAX(f16, uint16_t, float, rt_f16_to_f32, 0xfc00u) /* -inf */
+RT_POOL_DEFINE_MAX(bf16, uint16_t, float, rt_bf16_to_f32, 0xff80u) /* -inf */
+RT_POOL_DEFINE_MAX(i8, int8_t, int8_t, RT_POOL_ID, INT8_MIN)
+RT_POOL_DEFINE_MAX(u8, uint8_t, uint8_t, RT_POOL_ID, 0)
+RT_POOL_DEFINE_AVG(f32, float, float, f32, RT_POOL_ID, RT_POOL_ID, powf, sqrtf, fabsf)
+RT_POOL_DEFINE_AVG(f64, double, double, f64, RT_POOL_ID, RT_POOL_ID, pow, sqrt, fabs)
+RT_POOL_DEFINE_AVG(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, powf, sqrtf, fabsf)
+RT_POOL_DEFINE_AVG(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, powf, sqrtf,
+                   fabsf)
 #undef RT_POOL_ID
 #undef RT_POOL_DEFINE_MAX
 #undef RT_POOL_DEFINE_AVG

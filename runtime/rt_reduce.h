@@ -2,11 +2,15 @@
  * time from the axes (an attribute, a constant or a graph input alike): adjacent dimensions of
  * the same kind (kept or reduced) are merged, then every output element folds its reduced
  * elements, the innermost reduced group as a strided loop. The plan also checks the axes
- * against the compiled output shape. f16/bf16 accumulate in float, small ints in 64 bits. */
+ * against the compiled output shape. f16/bf16 accumulate in float, small ints in 64 bits.
+ * Float sums (Sum, Mean, L1, L2, LogSum, SumSquare, the exp-sum of LogSumExp) go through
+ * rt_sum.h, so their error does not grow with the number of reduced elements. An empty
+ * reduction gives the ONNX values: Sum 0, Mean NaN (0/0), Max -inf, Min +inf, Prod 1. */
 #ifndef KILN_RT_REDUCE_H
 #define KILN_RT_REDUCE_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 typedef struct RtReducePlan {
     int n_keep, n_red; /* merged groups of kept and of reduced dims, in input order */
@@ -112,8 +116,35 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
         }                                                                                      \
     }
 
+/* Defines rt_reduce_NAME(p, x, y) for the sums: y = FIN(total of TERM(v)), the total kept
+ * by an RtSumASFX accumulator (FIN may use cnt, the number of reduced elements). */
+#define RT_REDUCE_SUM_DEFINE(NAME, T, ACC, ASFX, LD, ST, TERM, FIN)                            \
+    RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
+        int64_t o, r, j, cnt = p->n_red_elems;                                                 \
+        if (p->copy) {                                                                         \
+            for (o = 0; o < p->n_out; o++) y[o] = x[o];                                        \
+            return;                                                                            \
+        }                                                                                      \
+        for (o = 0; o < p->n_out; o++) {                                                       \
+            const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
+            RtSum##ASFX s;                                                                     \
+            ACC acc;                                                                           \
+            rt_sum_init_##ASFX(&s);                                                            \
+            for (r = 0; r < p->red_outer_n; r++) {                                             \
+                const T *xr = xo + rt_reduce_red_offset(p, r);                                 \
+                for (j = 0; j < p->red_inner_n; j++) {                                         \
+                    ACC v = LD(xr[j * p->red_inner_stride]);                                   \
+                    rt_sum_add_##ASFX(&s, TERM);                                               \
+                }                                                                              \
+            }                                                                                  \
+            acc = rt_sum_total_##ASFX(&s);                                                     \
+            (void)cnt;                                                                         \
+            y[o] = ST(FIN);                                                                    \
+        }                                                                                      \
+    }
+
 /* log(sum(exp(v))) with the maximum subtracted first (two passes). */
-#define RT_REDUCE_LSE_DEFINE(NAME, T, ACC, LD, ST, EXP, LOG)                                   \
+#define RT_REDUCE_LSE_DEFINE(NAME, T, ACC, ASFX, LD, ST, EXP, LOG)                             \
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j;                                                                       \
         if (p->copy) {                                                                         \
@@ -122,7 +153,8 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
         }                                                                                      \
         for (o = 0; o < p->n_out; o++) {                                                       \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
-            ACC mx = -INFINITY, acc = 0;                                                       \
+            ACC mx = -INFINITY;                                                                \
+            RtSum##ASFX s;                                                                     \
             for (r = 0; r < p->red_outer_n; r++) {                                             \
                 const T *xr = xo + rt_reduce_red_offset(p, r);                                 \
                 for (j = 0; j < p->red_inner_n; j++) {                                         \
@@ -134,29 +166,30 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
                 y[o] = ST(mx);                                                                 \
                 continue;                                                                      \
             }                                                                                  \
+            rt_sum_init_##ASFX(&s);                                                            \
             for (r = 0; r < p->red_outer_n; r++) {                                             \
                 const T *xr = xo + rt_reduce_red_offset(p, r);                                 \
                 for (j = 0; j < p->red_inner_n; j++)                                           \
-                    acc += EXP(LD(xr[j * p->red_inner_stride]) - mx);                          \
+                    rt_sum_add_##ASFX(&s, EXP(LD(xr[j * p->red_inner_stride]) - mx));          \
             }                                                                                  \
-            y[o] = ST(LOG(acc) + mx);                                                          \
+            y[o] = ST(LOG(rt_sum_total_##ASFX(&s)) + mx);                                      \
         }                                                                                      \
     }
 
 #define RT_RED_ID(v) (v)
 
-/* Every Reduce* op for a floating type. */
-#define RT_REDUCE_FLOAT_OPS(S, T, ACC, LD, ST, SQRT, LOG, EXP, FABS)                           \
-    RT_REDUCE_DEFINE(sum_##S, T, ACC, LD, ST, 0, acc += v, acc)                                \
-    RT_REDUCE_DEFINE(mean_##S, T, ACC, LD, ST, 0, acc += v, acc / (ACC)cnt)                    \
+/* Every Reduce* op for a floating type; sums accumulate in RtSumASFX (ACC's type). */
+#define RT_REDUCE_FLOAT_OPS(S, T, ACC, ASFX, LD, ST, SQRT, LOG, EXP, FABS)                     \
+    RT_REDUCE_SUM_DEFINE(sum_##S, T, ACC, ASFX, LD, ST, v, acc)                                \
+    RT_REDUCE_SUM_DEFINE(mean_##S, T, ACC, ASFX, LD, ST, v, acc / (ACC)cnt)                    \
     RT_REDUCE_DEFINE(max_##S, T, ACC, LD, ST, -INFINITY, if (v > acc || v != v) acc = v, acc)  \
     RT_REDUCE_DEFINE(min_##S, T, ACC, LD, ST, INFINITY, if (v < acc || v != v) acc = v, acc)   \
     RT_REDUCE_DEFINE(prod_##S, T, ACC, LD, ST, 1, acc *= v, acc)                               \
-    RT_REDUCE_DEFINE(l1_##S, T, ACC, LD, ST, 0, acc += FABS(v), acc)                           \
-    RT_REDUCE_DEFINE(l2_##S, T, ACC, LD, ST, 0, acc += v * v, SQRT(acc))                       \
-    RT_REDUCE_DEFINE(log_sum_##S, T, ACC, LD, ST, 0, acc += v, LOG(acc))                       \
-    RT_REDUCE_DEFINE(sum_square_##S, T, ACC, LD, ST, 0, acc += v * v, acc)                     \
-    RT_REDUCE_LSE_DEFINE(log_sum_exp_##S, T, ACC, LD, ST, EXP, LOG)
+    RT_REDUCE_SUM_DEFINE(l1_##S, T, ACC, ASFX, LD, ST, FABS(v), acc)                           \
+    RT_REDUCE_SUM_DEFINE(l2_##S, T, ACC, ASFX, LD, ST, v * v, SQRT(acc))                       \
+    RT_REDUCE_SUM_DEFINE(log_sum_##S, T, ACC, ASFX, LD, ST, v, LOG(acc))                       \
+    RT_REDUCE_SUM_DEFINE(sum_square_##S, T, ACC, ASFX, LD, ST, v * v, acc)                     \
+    RT_REDUCE_LSE_DEFINE(log_sum_exp_##S, T, ACC, ASFX, LD, ST, EXP, LOG)
 
 /* The Reduce* ops of an integer type, accumulated in 64 bits. */
 #define RT_REDUCE_INT_OPS(S, T, ACC, TMIN, TMAX, ABS)                                             \
@@ -168,11 +201,12 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_REDUCE_DEFINE(l1_##S, T, ACC, (ACC), (T), 0, acc += ABS(v), acc)                          \
     RT_REDUCE_DEFINE(sum_square_##S, T, ACC, (ACC), (T), 0, acc += v * v, acc)
 
-RT_REDUCE_FLOAT_OPS(f32, float, float, RT_RED_ID, RT_RED_ID, sqrtf, logf, expf, fabsf)
-RT_REDUCE_FLOAT_OPS(f64, double, double, RT_RED_ID, RT_RED_ID, sqrt, log, exp, fabs)
-RT_REDUCE_FLOAT_OPS(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, sqrtf, logf, expf, fabsf)
-RT_REDUCE_FLOAT_OPS(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, sqrtf, logf, expf,
+RT_REDUCE_FLOAT_OPS(f32, float, float, f32, RT_RED_ID, RT_RED_ID, sqrtf, logf, expf, fabsf)
+RT_REDUCE_FLOAT_OPS(f64, double, double, f64, RT_RED_ID, RT_RED_ID, sqrt, log, exp, fabs)
+RT_REDUCE_FLOAT_OPS(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, sqrtf, logf, expf,
                     fabsf)
+RT_REDUCE_FLOAT_OPS(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, sqrtf, logf,
+                    expf, fabsf)
 #define RT_RED_ABS(v) ((v) < 0 ? -(v) : (v))
 RT_REDUCE_INT_OPS(i8, int8_t, int64_t, INT8_MIN, INT8_MAX, RT_RED_ABS)
 RT_REDUCE_INT_OPS(u8, uint8_t, uint64_t, 0, UINT8_MAX, RT_RED_ID)

@@ -1,11 +1,13 @@
 /* rt_softmax.h: Softmax, LogSoftmax and Hardmax along one axis. The tensor is seen as
  * (outer, n, inner) with the axis in the middle (opset < 13 models coerce to 2-D, which is
- * inner = 1 and n = the product of the trailing dims). Max-subtracted for stability;
- * f16/bf16 compute in float. C99. */
+ * inner = 1 and n = the product of the trailing dims). Max-subtracted for stability; the
+ * exp-sum through rt_sum.h, so its error does not grow with n; f16/bf16 compute in float.
+ * C99. */
 #ifndef KILN_RT_SOFTMAX_H
 #define KILN_RT_SOFTMAX_H
 
 #include "rt_common.h"
+#include "rt_sum.h"
 
 #define RT_SOFTMAX 0
 #define RT_LOG_SOFTMAX 1
@@ -14,7 +16,7 @@
 #define RT_SM_ID(v) (v)
 
 /* Defines rt_softmax_SFX(x, y, outer, n, inner, mode); x, y: (outer, n, inner). */
-#define RT_SOFTMAX_DEFINE(SFX, T, ACC, LD, ST, EXP, LOG)                                      \
+#define RT_SOFTMAX_DEFINE(SFX, T, ACC, ASFX, LD, ST, EXP, LOG)                                \
     RT_API void rt_softmax_##SFX(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,    \
                                  int mode) {                                                   \
         int64_t o, i, k;                                                                       \
@@ -23,7 +25,8 @@
             for (i = 0; i < inner; i++) {                                                      \
                 const T *xs = x + o * n * inner + i;                                           \
                 T *ys = y + o * n * inner + i;                                                 \
-                ACC mx = LD(xs[0]), sum = 0;                                                   \
+                ACC mx = LD(xs[0]), sum;                                                       \
+                RtSum##ASFX acc;                                                               \
                 int64_t arg = 0;                                                               \
                 for (k = 1; k < n; k++) {                                                      \
                     ACC v = LD(xs[k * inner]);                                                 \
@@ -33,7 +36,9 @@
                     for (k = 0; k < n; k++) ys[k * inner] = ST((ACC)(k == arg));               \
                     continue;                                                                  \
                 }                                                                              \
-                for (k = 0; k < n; k++) sum += EXP(LD(xs[k * inner]) - mx);                    \
+                rt_sum_init_##ASFX(&acc);                                                      \
+                for (k = 0; k < n; k++) rt_sum_add_##ASFX(&acc, EXP(LD(xs[k * inner]) - mx));  \
+                sum = rt_sum_total_##ASFX(&acc);                                               \
                 if (mode == RT_LOG_SOFTMAX) {                                                  \
                     ACC ls = LOG(sum);                                                         \
                     for (k = 0; k < n; k++) ys[k * inner] = ST(LD(xs[k * inner]) - mx - ls);   \
@@ -45,9 +50,9 @@
             }                                                                                  \
     }
 
-RT_SOFTMAX_DEFINE(f32, float, float, RT_SM_ID, RT_SM_ID, expf, logf)
-RT_SOFTMAX_DEFINE(f64, double, double, RT_SM_ID, RT_SM_ID, exp, log)
-RT_SOFTMAX_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, expf, logf)
-RT_SOFTMAX_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, expf, logf)
+RT_SOFTMAX_DEFINE(f32, float, float, f32, RT_SM_ID, RT_SM_ID, expf, logf)
+RT_SOFTMAX_DEFINE(f64, double, double, f64, RT_SM_ID, RT_SM_ID, exp, log)
+RT_SOFTMAX_DEFINE(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, expf, logf)
+RT_SOFTMAX_DEFINE(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, expf, logf)
 
 #endif

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('onnx',))
 from onnx import defs
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")

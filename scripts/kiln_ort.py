@@ -4,12 +4,16 @@ the compiled bundle computes. The kiln binary carries this text and runs it with
 pinned venv's Python; it is not meant to be run by hand (docs/validate.md).
 
 usage: kiln_ort.py MANIFEST.json
-MANIFEST (written by cli/validate.c): model path, seed, distribution, inputs folder or
-null, and the bundle's inputs and outputs (name, ONNX dtype number, static dims, the file
-to write). Writes each input file, each reference output file (or FILE.err, one line, when
-ONNX Runtime has no such value or gives another type or shape) and ort.txt (the version).
-Exit status: 0 ok, 1 ONNX Runtime missing or cannot run the model, 2 unusable inputs.
-Every failure is one line on stderr; no traceback reaches the user.
+MANIFEST (written by cli/validate.c): model path, seed, distribution, the number of random
+samples, the inputs path or null, and the bundle's inputs and outputs (name, ONNX dtype
+number, static dims, the file to write). The inputs path is a folder of one sample's files,
+a folder of sample folders (as ONNX's test_data_set_K), or one .npz/.npy whose arrays hold
+the samples along a leading batch axis. Writes samples.txt (the number of samples, then one
+label a line) and, for each sample, in the work folder (one sample) or in its sample_K/
+folder (several), each input file and each reference output file; FILE.err (one line, in
+the work folder) when ONNX Runtime has no such value or gives another type or shape; and
+ort.txt (the version). Exit status: 0 ok, 1 ONNX Runtime missing or cannot run the model,
+2 unusable inputs. Every failure is one line on stderr; no traceback reaches the user.
 """
 import json
 import os
@@ -111,6 +115,103 @@ def check_input(np, spec, arr, where):
                       (spec["name"], where, list(arr.shape), list(shape)), EXIT_USAGE)
 
 
+def split_batch(spec, arr, where):
+    """The samples of input spec in arr: arr itself when it has the compiled shape, else the
+    slices of a leading batch axis: [K] + shape (a new axis), or K * shape[0] rows along the
+    first axis (a batch-1 model fed [K, 3, 224, 224])."""
+    shape = tuple(spec["dims"])
+    if tuple(arr.shape) == shape:
+        return [arr]
+    if arr.ndim == len(shape) + 1 and tuple(arr.shape[1:]) == shape and arr.shape[0] > 0:
+        return [arr[i] for i in range(arr.shape[0])]
+    if (arr.ndim == len(shape) and len(shape) > 0 and shape[0] > 0 and arr.shape[0] > 0 and
+            tuple(arr.shape[1:]) == shape[1:] and arr.shape[0] % shape[0] == 0):
+        n = shape[0]
+        return [arr[i * n:(i + 1) * n] for i in range(arr.shape[0] // n)]
+    raise Failure("input '%s': %s has shape %s, neither the compiled %s nor a batch of them "
+                  "along a first axis" % (spec["name"], where, list(arr.shape), list(shape)),
+                  EXIT_USAGE)
+
+
+def array_of(arrays, k, spec, n_free):
+    """Input spec's array among arrays (by name, sanitized name, input_K, or the only array
+    when the model has one input to feed), or None."""
+    for key in (spec["name"], safe_name(spec["name"]), "input_%d" % k):
+        if key in arrays:
+            return arrays[key]
+    if n_free == 1 and len(arrays) == 1:
+        return next(iter(arrays.values()))
+    return None
+
+
+def folder_has_inputs(folder, specs):
+    names = set(os.listdir(folder))
+    for k, spec in enumerate(specs):
+        for base in (spec["name"], safe_name(spec["name"]), "input_%d" % k):
+            if base + ".npy" in names or base + ".pb" in names:
+                return True
+    return False
+
+
+def load_samples(np, numpy_helper, onnx, path, specs, inits):
+    """[(label, {name: (array, where)})] from the --inputs path (see the usage above)."""
+    free = [s for s in specs if s["name"] not in inits]
+    if os.path.isdir(path):
+        subs = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
+        if folder_has_inputs(path, specs) or not subs:
+            folders = [(path, path)]
+        else:
+            folders = [(d, os.path.join(path, d)) for d in subs]
+        samples = []
+        for label, folder in folders:
+            feed = {}
+            for k, spec in enumerate(specs):
+                try:
+                    feed[spec["name"]] = load_user_input(np, numpy_helper, onnx, folder, k, spec)
+                except Failure:
+                    if spec["name"] not in inits:
+                        raise
+            samples.append((label, feed))
+        return samples
+    try:
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {key: z[key] for key in z.files}
+        else:
+            arrays = {"": np.load(path, allow_pickle=False)}
+    except Exception as e:
+        raise Failure("cannot read %s: %s" % (path, one_line(e)), EXIT_USAGE)
+    if not path.endswith(".npz") and len(free) != 1:
+        raise Failure("%s: one .npy feeds a model with one input; this one takes %d (give an "
+                      ".npz with an array per input)" % (path, len(free)), EXIT_USAGE)
+    batches = {}
+    for k, spec in enumerate(specs):
+        arr = array_of(arrays, k, spec, len(free))
+        if arr is None:
+            if spec["name"] in inits:
+                continue
+            raise Failure("input '%s': %s has no array of that name (it has %s)" %
+                          (spec["name"], path, ", ".join(sorted(arrays)) or "none"), EXIT_USAGE)
+        batches[spec["name"]] = split_batch(spec, arr, path)
+    counts = sorted({len(b) for b in batches.values()})
+    if len(counts) > 1:
+        raise Failure("%s: the inputs hold different numbers of samples (%s)" % (
+            path, ", ".join("'%s' %d" % (n, len(b)) for n, b in batches.items())), EXIT_USAGE)
+    n = counts[0] if counts else 1
+    base = os.path.basename(path)
+    return [("%s[%d]" % (base, i), {name: (b[i], "%s[%d]" % (path, i))
+                                    for name, b in batches.items()}) for i in range(n)]
+
+
+def sample_dir(work, i, n):
+    """Where sample i of n keeps its files: the work folder for one, sample_I/ for several."""
+    if n == 1:
+        return work
+    d = os.path.join(work, "sample_%d" % i)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def write_raw(np, path, arr):
     with open(path, "wb") as f:
         f.write(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes())
@@ -167,23 +268,34 @@ def run(manifest_path):
         raise Failure("onnx cannot load %s: %s" % (man["model"], one_line(e)))
     inits = {t.name: t for t in model.graph.initializer}
 
-    rng = np.random.default_rng(man["seed"])
-    feeds = {}
-    for k, spec in enumerate(man["inputs"]):
-        if man["inputs_dir"] is not None:
-            try:
-                arr, where = load_user_input(np, numpy_helper, onnx, man["inputs_dir"], k, spec)
-            except Failure:
-                if spec["name"] not in inits:
-                    raise
+    specs = man["inputs"]
+    if man["inputs_path"] is not None:
+        samples = load_samples(np, numpy_helper, onnx, man["inputs_path"], specs, inits)
+    else:
+        rng = np.random.default_rng(man["seed"])
+        samples = []
+        for i in range(man["samples"]):
+            feed = {s["name"]: (random_input(np, rng, s, man["dist"]), "random data")
+                    for s in specs if s["name"] not in inits}  # weights keep their values
+            samples.append(("seed %d, sample %d" % (man["seed"], i), feed))
+    n = len(samples)
+    feeds_all = []
+    for i, (label, feed) in enumerate(samples):
+        d = sample_dir(work, i, n)
+        feeds = {}
+        for spec in specs:
+            if spec["name"] in feed:
+                arr, where = feed[spec["name"]]
+            else:
                 arr, where = numpy_helper.to_array(inits[spec["name"]]), "its initializer"
-        elif spec["name"] in inits:  # an overridable weight: keep the model's value
-            arr, where = numpy_helper.to_array(inits[spec["name"]]), "its initializer"
-        else:
-            arr, where = random_input(np, rng, spec, man["dist"]), "random data"
-        check_input(np, spec, arr, where)
-        feeds[spec["name"]] = arr
-        write_raw(np, os.path.join(work, spec["file"]), arr)
+            check_input(np, spec, arr, where)
+            feeds[spec["name"]] = arr
+            write_raw(np, os.path.join(d, spec["file"]), arr)
+        feeds_all.append(feeds)
+    with open(os.path.join(work, "samples.txt"), "w") as f:
+        f.write("%d\n" % n)
+        for label, _ in samples:
+            f.write(re.sub(r"[\r\n]", " ", label) + "\n")
 
     extra = [(o["name"], o["dtype"]) for o in man["outputs"] if o["extra"]]
     missing = add_outputs(onnx, model, extra) if extra else set()
@@ -197,35 +309,40 @@ def run(manifest_path):
     except Exception as e:
         raise Failure("ONNX Runtime cannot load %s: %s" % (man["model"], one_line(e)))
     ort_inputs = {i.name for i in sess.get_inputs()}
-    feeds = {k: v for k, v in feeds.items() if k in ort_inputs}
     have = {o.name for o in sess.get_outputs()}
     names = [o["name"] for o in man["outputs"] if o["name"] in have]
-    try:
-        results = dict(zip(names, sess.run(names, feeds)))
-    except Exception as e:
-        raise Failure("ONNX Runtime cannot run %s: %s" % (man["model"], one_line(e)))
-
-    for spec in man["outputs"]:
-        path = os.path.join(work, spec["file"])
-        name = spec["name"]
-        err = None
-        if name not in results:
-            err = ("not a value of the ONNX graph" if name in missing
-                   else "ONNX Runtime gives no such output")
-        else:
-            arr = np.asarray(results[name])
-            want = numpy_dtype(np, spec["dtype"])
-            if want is None:
-                err = "validate cannot compare %s" % dtype_label(np, spec["dtype"])
-            elif arr.dtype != want:
-                err = "ONNX Runtime gives %s, kiln %s" % (arr.dtype, want)
-            elif tuple(arr.shape) != tuple(spec["dims"]):
-                err = "ONNX Runtime gives shape %s, kiln %s" % (list(arr.shape), spec["dims"])
-        if err is not None:
-            with open(path + ".err", "w") as f:
-                f.write(err + "\n")
-        else:
-            write_raw(np, path, arr)
+    errors = {}
+    for i, feeds in enumerate(feeds_all):
+        try:
+            results = dict(zip(names, sess.run(names, {k: v for k, v in feeds.items()
+                                                       if k in ort_inputs})))
+        except Exception as e:
+            raise Failure("ONNX Runtime cannot run %s%s: %s" % (
+                man["model"], " on sample %d" % i if n > 1 else "", one_line(e)))
+        d = sample_dir(work, i, n)
+        for spec in man["outputs"]:
+            name = spec["name"]
+            err = None
+            if name not in results:
+                err = ("not a value of the ONNX graph" if name in missing
+                       else "ONNX Runtime gives no such output")
+            else:
+                arr = np.asarray(results[name])
+                want = numpy_dtype(np, spec["dtype"])
+                if want is None:
+                    err = "validate cannot compare %s" % dtype_label(np, spec["dtype"])
+                elif arr.dtype != want:
+                    err = "ONNX Runtime gives %s, kiln %s" % (arr.dtype, want)
+                elif tuple(arr.shape) != tuple(spec["dims"]):
+                    err = "ONNX Runtime gives shape %s, kiln %s" % (list(arr.shape),
+                                                                   spec["dims"])
+            if err is not None:
+                errors.setdefault(spec["file"], err)
+            else:
+                write_raw(np, os.path.join(d, spec["file"]), arr)
+    for file, err in errors.items():
+        with open(os.path.join(work, file + ".err"), "w") as f:
+            f.write(err + "\n")
     return 0
 
 

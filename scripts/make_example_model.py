@@ -10,6 +10,8 @@ usage: make_example_model.py [--output PATH]   (default: examples/models/tinycnn
 import argparse
 import pathlib
 
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('numpy', 'onnx'))
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper

@@ -7,6 +7,7 @@
 #include "backend/c/cgen.h"
 #include "backend/c/cgen_count.h"
 #include "backend/target.h"
+#include "ir/open_dims.h"
 
 static const char *type_kind_phrase(IrTypeKind k) {
     switch (k) {
@@ -28,7 +29,9 @@ bool cgen_prepare(IrGraph *g, const BundleOptions *o, Diag *d) {
 /* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a
  * static numeric tensor (values seen from an enclosing graph are checked there). */
 bool cgen_check(const IrGraph *g, Diag *d) {
-    bool ok = true;
+    /* open input dims: one error naming each and its flag, not one per value they leave open */
+    bool open = !g->parent && ir_report_open_dims(g, d) > 0;
+    bool ok = !open;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || cgen_op_supported((IrOp)n->op)) continue;
@@ -43,6 +46,7 @@ bool cgen_check(const IrGraph *g, Diag *d) {
             val->type.dtype == IR_DTYPE_STRING || val->type.dtype == IR_DTYPE_UNDEF) {
             bool io = val->kind == IR_VALUE_INPUT;
             for (uint32_t k = 0; k < g->n_outputs; k++) io |= g->outputs[k] == v;
+            if (open && val->type.kind == IR_TYPE_TENSOR) continue; /* reported above */
             if (io || val->kind == IR_VALUE_NODE) {
                 const char *in_sub = g->parent ? " (in subgraph '" : "";
                 const char *sub_name = g->parent ? g->name : "";

@@ -286,7 +286,7 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
                                        "average)");
     int64_t ch = nhwc ? tx->dims[3] : tx->dims[1];
     int64_t nc = tx->dims[0] * ch, size = cgen_numel(cx, x) / (nc > 0 ? nc : 1);
-    if (nc == 0 || size == 0) return true; /* nothing to compute */
+    if (nc == 0) return true; /* nothing to compute; an empty map still gives NaN or -inf */
     cgen_use_runtime(cx, "rt_pool.h");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
     if (nhwc) {

@@ -12,6 +12,7 @@
 #include "backend/c/cgen_count.h"
 #include "backend/cuda/cuda.h"
 #include "backend/target.h"
+#include "ir/open_dims.h"
 #include "passes/passes.h"
 
 #define CUDA_DEV_ALIGN 256          /* cudaMalloc's own alignment; regions keep it */
@@ -57,7 +58,8 @@ static bool check_subgraph(const IrGraph *g, Diag *d) {
  * static numeric tensor, subgraphs as check_subgraph says. Reports all problems at once. */
 bool cuda_check(const IrGraph *g, Diag *d) {
     cuda_tables_init();
-    bool ok = true;
+    bool open = ir_report_open_dims(g, d) > 0; /* one error for all the open input dims */
+    bool ok = !open;
     uint32_t n_missing = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
@@ -73,6 +75,7 @@ bool cuda_check(const IrGraph *g, Diag *d) {
         const IrValue *val = &g->values[v];
         if (val->kind == IR_VALUE_NODE && val->producer == IR_NONE) continue;
         if (val->kind == IR_VALUE_CONST) continue;
+        if (open && val->type.kind == IR_TYPE_TENSOR) continue; /* reported above */
         if (val->type.kind != IR_TYPE_TENSOR || !ir_type_is_static(&val->type) ||
             val->type.dtype == IR_DTYPE_STRING || val->type.dtype == IR_DTYPE_UNDEF) {
             diag_error(d, "value '%s' is not a tensor of static shape and numeric type (fix "

@@ -3,7 +3,13 @@
  * (the product itself is cuBLASLt's, kc_blas.cuh), direct depthwise convolution with its
  * bias and activation, max/average pooling, global average pooling, inference batch
  * normalization, softmax and layer normalization (one warp per row). 2-D spatial shapes;
- * a 1-D op is passed as H = 1. Shapes are baked in by the emitter. */
+ * a 1-D op is passed as H = 1. Shapes are baked in by the emitter.
+ * Sums (average pools, means, the softmax's exp-sum, layer-norm statistics) accumulate in
+ * double, per thread and across the warp: a float that adds a 160x160 map one value at a
+ * time loses up to 25600 ulps, a double's error stays below one float ulp for any length
+ * these kernels meet. It is cheap here: these kernels move 4 (or 2) bytes per add, and even
+ * GPUs with 1/64-rate double units (GeForce, Jetson) add doubles faster than memory feeds
+ * them. An average over nothing (an empty map) is NaN, as rt_pool.h gives. */
 #ifndef KILN_KC_NN_CUH
 #define KILN_KC_NN_CUH
 
@@ -157,7 +163,8 @@ __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_m
         I i = (I)i64;
         I c = i % p.C, pix = i / p.C, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
         I n = pix / (p.OW * p.OH);
-        float acc = is_max ? -INFINITY : 0.0f;
+        float acc = -INFINITY;
+        double sum = 0;
         I cnt = 0, cnt_pad = 0;
         for (I rr = 0; rr < p.R; rr++) {
             I ih = oh * p.sh - p.ph + rr * p.dh;
@@ -167,11 +174,11 @@ __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_m
                 if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
                 float v = (float)x[((n * p.H + ih) * p.W + iw) * p.C + c];
                 if (is_max) acc = (v > acc || v != v) ? v : acc;
-                else acc += v;
+                else sum += v;
                 cnt++;
             }
         }
-        if (!is_max) acc = acc / (float)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+        if (!is_max) acc = (float)(sum / (double)(count_pad ? cnt_pad : (cnt ? cnt : 1)));
         y[i] = (T)acc;
     }
 }
@@ -197,9 +204,9 @@ template <typename T>
 __global__ void kc_global_avg_nhwc_kernel(const T *x, T *y, int64_t N, int64_t HW, int64_t C) {
     KC_FOR(i, N * C) {
         int64_t c = i % C, n = i / C;
-        float acc = 0.0f;
+        double acc = 0;
         for (int64_t j = 0; j < HW; j++) acc += (float)x[(n * HW + j) * C + c];
-        y[i] = (T)(acc / (float)HW);
+        y[i] = (T)(float)(acc / (double)HW); /* HW = 0: NaN */
     }
 }
 
@@ -259,7 +266,8 @@ __global__ void kc_pool_kernel(const T *x, T *y, KcConv2d p, int64_t NC, int is_
     KC_FOR(i, total) {
         int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
         const T *xc = x + nc * p.H * p.W;
-        float acc = is_max ? -INFINITY : 0.0f;
+        float acc = -INFINITY;
+        double sum = 0;
         int64_t cnt = 0, cnt_pad = 0;
         for (int64_t rr = 0; rr < p.R; rr++) {
             int64_t ih = oh * p.sh - p.ph + rr * p.dh;
@@ -271,11 +279,11 @@ __global__ void kc_pool_kernel(const T *x, T *y, KcConv2d p, int64_t NC, int is_
                 if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
                 float v = (float)xc[ih * p.W + iw];
                 if (is_max) acc = (v > acc || v != v) ? v : acc;
-                else acc += v;
+                else sum += v;
                 cnt++;
             }
         }
-        if (!is_max) acc = acc / (float)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+        if (!is_max) acc = (float)(sum / (double)(count_pad ? cnt_pad : (cnt ? cnt : 1)));
         y[i] = (T)acc;
     }
 }
@@ -290,7 +298,7 @@ static inline int kc_pool(cudaStream_t s, const T *x, T *y, const KcConv2d *p, i
     return KC_OK;
 }
 
-static __device__ __forceinline__ float kc_warp_sum(float v) {
+static __device__ __forceinline__ double kc_warp_sum(double v) {
     for (int o = KC_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -307,10 +315,10 @@ __global__ void kc_row_mean_kernel(const T *x, T *y, int64_t rows, int64_t HW) {
     int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
     int lane = threadIdx.x % KC_WARP;
     if (row >= rows) return;
-    float acc = 0.0f;
+    double acc = 0;
     for (int64_t j = lane; j < HW; j += KC_WARP) acc += (float)x[row * HW + j];
     acc = kc_warp_sum(acc);
-    if (lane == 0) y[row] = (T)(acc / (float)HW);
+    if (lane == 0) y[row] = (T)(float)(acc / (double)HW); /* HW = 0: NaN */
 }
 
 static inline unsigned kc_row_blocks(int64_t rows) {
@@ -357,11 +365,12 @@ __global__ void kc_softmax_kernel(const T *x, T *y, int64_t lines, int64_t D, in
     int lane = threadIdx.x % KC_WARP;
     if (line >= lines) return;
     int64_t base = (line / inner) * D * inner + line % inner;
-    float mx = -INFINITY, sum = 0.0f;
+    float mx = -INFINITY;
+    double acc = 0;
     for (int64_t j = lane; j < D; j += KC_WARP) mx = fmaxf(mx, (float)x[base + j * inner]);
     mx = kc_warp_max(mx);
-    for (int64_t j = lane; j < D; j += KC_WARP) sum += expf((float)x[base + j * inner] - mx);
-    sum = kc_warp_sum(sum);
+    for (int64_t j = lane; j < D; j += KC_WARP) acc += expf((float)x[base + j * inner] - mx);
+    float sum = (float)kc_warp_sum(acc);
     float lsum = logf(sum);
     for (int64_t j = lane; j < D; j += KC_WARP) {
         float v = (float)x[base + j * inner] - mx;
@@ -389,14 +398,14 @@ __global__ void kc_layernorm_kernel(const T *x, const T *scale, const T *bias, T
     int lane = threadIdx.x % KC_WARP;
     if (row >= rows) return;
     const T *xr = x + row * D;
-    float sum = 0.0f, sq = 0.0f;
+    double sum = 0, sq = 0;
     for (int64_t j = lane; j < D; j += KC_WARP) sum += (float)xr[j];
-    float mean = kc_warp_sum(sum) / (float)D;
+    float mean = (float)(kc_warp_sum(sum) / (double)D);
     for (int64_t j = lane; j < D; j += KC_WARP) {
         float d = (float)xr[j] - mean;
         sq += d * d;
     }
-    float inv = rsqrtf(kc_warp_sum(sq) / (float)D + eps);
+    float inv = rsqrtf((float)(kc_warp_sum(sq) / (double)D) + eps);
     for (int64_t j = lane; j < D; j += KC_WARP) {
         float v = ((float)xr[j] - mean) * inv * (float)scale[j];
         y[row * D + j] = (T)(bias ? v + (float)bias[j] : v);

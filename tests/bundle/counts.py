@@ -21,6 +21,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('numpy', 'onnx', 'onnxruntime'))
 import numpy as np
 import onnx
 import onnxruntime as ort

@@ -20,7 +20,7 @@ n_fail=0
 # CFLAGS of the strict builds; the sanitizer builds add SAN_FLAGS.
 STRICT="-std=c99 -Wall -Wextra -Werror -pedantic"
 SAN_FLAGS="-O2 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"  # the test mains keep their buffers
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"  # LeakSanitizer on: mains free all
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 pass() { echo "ok   $*"; n_pass=$((n_pass + 1)); }

@@ -12,6 +12,10 @@ usage: make_models.py OUT_DIR
 import pathlib
 import sys
 
+import os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('numpy', 'onnx'))
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper

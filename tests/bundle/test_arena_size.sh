@@ -49,7 +49,7 @@ static void *exact(size_t n) {
 int main(int argc, char **argv) {
     eltwise_inputs in;
     eltwise_outputs out;
-    unsigned char *w = exact(ELTWISE_WEIGHTS_SIZE);
+    unsigned char *w = exact(ELTWISE_WEIGHTS_SIZE), *arena = exact(ELTWISE_ARENA_SIZE);
     float *x = exact(48 * 4), *y = exact(24 * 4);
     size_t i;
     FILE *f;
@@ -65,8 +65,15 @@ int main(int argc, char **argv) {
     out.out_f = exact(48 * 4);
     out.out_i = exact(48 * 4);
     out.m = exact(48 * 4);
-    rc = eltwise_run(&in, &out, w, exact(ELTWISE_ARENA_SIZE));
+    rc = eltwise_run(&in, &out, w, arena);
     printf("eltwise_run in an arena of exactly %d bytes: status %d\n", ELTWISE_ARENA_SIZE, rc);
+    free(w);
+    free(arena);
+    free(x);
+    free(y);
+    free(out.out_f);
+    free(out.out_i);
+    free(out.m);
     return rc != ELTWISE_OK;
 }
 CEOF

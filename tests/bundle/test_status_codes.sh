@@ -99,6 +99,15 @@ int main(int argc, char **argv) {
     expect("weights off by 1 byte", st_run(&in, &out, wmis, arena), ST_ERR_ALIGN, &out, 1);
     expect("aligned arguments", st_run(&in, &out, weights, arena), ST_OK, &out, 0);
     printf("status codes: %d failed\n", failures);
+    free(weights);
+    free(wmis - 1);
+    free(arena);
+    free(amis - 8);
+    free(x);
+    free(y);
+    free(out.out_f);
+    free(out.out_i);
+    free(out.m);
     return failures != 0;
 }
 CEOF

@@ -40,6 +40,17 @@ for m in "${models[@]}"; do
     [ -f "$m" ] || continue
     jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }" "$m:fp16i:${ARCHS%% *}")
 done
+# --dim NAME=1 for each open dim of a model's inputs (kiln refuses a --dim the model lacks)
+open_dims() {
+    "$KILN" inspect --json "$1" 2>/dev/null | "$PY" -c '
+import json, sys
+names = []
+for v in json.load(sys.stdin)["inputs"]:
+    for d in v.get("shape") or []:
+        if isinstance(d, str) and d not in names:
+            names.append(d)
+print(" ".join("--dim %s=1" % n for n in names))'
+}
 for job in "${jobs[@]}"; do
     m=${job%%:*} rest=${job#*:}
     prec=${rest%%:*} archs=${rest#*:}
@@ -49,8 +60,17 @@ for job in "${jobs[@]}"; do
     [ "$prec" = fp16i ] && prec=fp16 conv=implicit
     out="$WORK/bundles/$tag"
     rm -rf "$out"
-    if ! "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --precision "$prec" \
-            --conv "$conv" --test-main --dim batch=1 >"$WORK/$tag.kiln.log" 2>&1; then
+    read -r -a dims <<<"$(open_dims "$m")"
+    st=0
+    "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --precision "$prec" \
+        --conv "$conv" --test-main "${dims[@]}" >"$WORK/$tag.kiln.log" 2>&1 || st=$?
+    if [ "$st" -eq 2 ]; then   # a usage error is this script's, not the backend's
+        failed=$((failed + 1))
+        echo "FAIL $tag: kiln compile usage error:"
+        sed 's/^/    /' "$WORK/$tag.kiln.log" | head -3
+        continue
+    fi
+    if [ "$st" -ne 0 ]; then
         [ "$conv" = implicit ] && continue   # refused: already reported for fp16
         refused=$((refused + 1))
         echo "REFUSED $tag: $(grep -c 'no CUDA kernel for this op' "$WORK/$tag.kiln.log") node(s) without a CUDA kernel:" \

@@ -9,6 +9,10 @@ usage: quantize.py FLOAT.onnx OUT.onnx
 """
 import sys
 
+import os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('numpy', 'onnx', 'onnxruntime'))
 import numpy as np
 import onnx
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,

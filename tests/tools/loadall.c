@@ -56,7 +56,7 @@ static Stats stats;
 static void load_one(const char *path, unsigned *passed, unsigned *failed) {
     Diag d;
     diag_init(&d);
-    OnnxLoadOptions opts = {NULL, 0, false};
+    OnnxLoadOptions opts = {.infer_shapes = false};
     IrGraph *g = onnx_load_file(path, &opts, &d);
     const char *bad = g ? check_graph(g, &stats) : NULL;
     if (g && !diag_has_errors(&d) && !bad) {

@@ -69,7 +69,7 @@ static void count_less(const char *op) {
 static void check_one(const char *path) {
     Diag d;
     diag_init(&d);
-    OnnxLoadOptions opts = {NULL, 0, false};
+    OnnxLoadOptions opts = {.infer_shapes = false};
     IrGraph *g = onnx_load_file(path, &opts, &d);
     if (!g) {
         printf("FAIL %s: does not load\n", path);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "ir/open_dims.h"
 
 #define FIXTURES KILN_SOURCE_DIR "/tests/data/frontend/"
 #define TEST_MAX_PATH 512
@@ -122,7 +123,7 @@ Test(onnx_load, reads_a_conv_net_with_raw_and_typed_initializers) {
 
 Test(onnx_load, fixes_symbolic_dims_from_the_options) {
     OnnxDimOverride dims[] = {{"batch", 8}};
-    OnnxLoadOptions opts = {dims, 1, false};
+    OnnxLoadOptions opts = {.dims = dims, .n_dims = 1, .infer_shapes = false};
     IrGraph *g = load("conv_net.onnx", &opts);
     cr_assert(g);
     const IrValue *x = &g->values[g->inputs[0]];
@@ -130,6 +131,85 @@ Test(onnx_load, fixes_symbolic_dims_from_the_options) {
     cr_assert_eq(x->type.syms[0], 0);
     cr_assert_eq(g->values[g->outputs[0]].type.dims[0], 8);
     ir_graph_free(g);
+}
+
+/* open_dims.onnx: x [-1, 3, (empty), w], m [w, 2]. */
+Test(onnx_load, loads_negative_and_unnamed_input_dims_as_open_symbols) {
+    IrGraph *g = load("open_dims.onnx", NULL);
+    cr_assert(g, "%s", diag.n_msgs ? diag.msgs[0].text : "");
+    const IrType *x = &g->values[g->inputs[0]].type;
+    cr_assert_eq(x->rank, 4);
+    cr_assert(x->dims[0] < 0 && x->dims[2] < 0 && x->dims[3] < 0);
+    cr_assert_str_eq(ir_graph_sym_name(g, x->syms[0]), "x[0]");
+    cr_assert_eq(x->dims[1], 3);
+    cr_assert_str_eq(ir_graph_sym_name(g, x->syms[2]), "x[2]");
+    cr_assert_str_eq(ir_graph_sym_name(g, x->syms[3]), "w");
+    IrOpenDim *open;
+    cr_assert_eq(ir_open_dims(g, &open), 4); /* x: axes 0, 2, 3; m: axis 0 */
+    cr_assert(!open[0].named && !open[1].named && open[2].named && open[3].named);
+    cr_assert_eq(open[3].input, 1);
+    free(open);
+    Diag d;
+    diag_init(&d);
+    cr_assert_eq(ir_report_open_dims(g, &d), 4);
+    cr_assert_eq(d.n_errors, 1); /* one error for them all */
+    cr_assert(strstr(d.msgs[0].text, "--dim w=N"), "%s", d.msgs[0].text);
+    cr_assert(strstr(d.msgs[0].text, "--shape x=D0x3xD2xD3"), "%s", d.msgs[0].text);
+    diag_free(&d);
+    ir_graph_free(g);
+}
+
+Test(onnx_load, a_shape_override_fixes_open_axes_and_binds_the_inputs_symbols) {
+    OnnxShapeOverride shapes[] = {{"x", 4, {2, 3, 5, 7}}};
+    uint32_t bad = 0;
+    OnnxLoadOptions opts = {.infer_shapes = true, .shapes = shapes, .n_shapes = 1,
+                            .n_override_errors = &bad};
+    IrGraph *g = load("open_dims.onnx", &opts);
+    cr_assert(g, "%s", diag.n_msgs ? diag.msgs[0].text : "");
+    const IrType *x = &g->values[g->inputs[0]].type, *m = &g->values[g->inputs[1]].type;
+    cr_assert(x->dims[0] == 2 && x->dims[1] == 3 && x->dims[2] == 5 && x->dims[3] == 7);
+    cr_assert(m->dims[0] == 7 && m->dims[1] == 2, "w is bound for m too");
+    cr_assert(ir_type_is_static(&g->values[g->outputs[0]].type));
+    cr_assert_eq(bad, 0);
+    ir_graph_free(g);
+}
+
+Test(onnx_load, a_dim_override_fixes_an_open_axis_by_its_name) {
+    OnnxDimOverride dims[] = {{"x[2]", 9}, {"w", 4}};
+    OnnxLoadOptions opts = {.dims = dims, .n_dims = 2};
+    IrGraph *g = load("open_dims.onnx", &opts);
+    cr_assert(g, "%s", diag.n_msgs ? diag.msgs[0].text : "");
+    const IrType *x = &g->values[g->inputs[0]].type;
+    cr_assert(x->dims[0] < 0 && x->dims[2] == 9 && x->dims[3] == 4);
+    ir_graph_free(g);
+}
+
+/* Each override the model cannot take is an error, counted apart from model errors. */
+Test(onnx_load, refuses_overrides_the_model_cannot_take) {
+    static const struct {
+        OnnxDimOverride dim;
+        OnnxShapeOverride shape;
+        const char *says;
+    } cases[] = {
+        {{"nope", 1}, {NULL, 0, {0}}, "dimension 'nope' is not a symbolic dimension"},
+        {{NULL, 0}, {"q", 1, {1}}, "the model has no input 'q' (its inputs: 'x', 'm')"},
+        {{NULL, 0}, {"x", 3, {1, 3, 5}}, "input 'x' has rank 4, the shape gives 3 dims"},
+        {{NULL, 0}, {"x", 4, {1, 4, 5, 6}}, "axis 1 of input 'x' is 3 in the model"},
+        {{"w", 6}, {"x", 4, {1, 3, 5, 7}}, "set to 6 by a dimension override; this shape says 7"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint32_t bad = 0;
+        OnnxLoadOptions opts = {.dims = &cases[i].dim, .n_dims = cases[i].dim.name != NULL,
+                                .shapes = &cases[i].shape,
+                                .n_shapes = cases[i].shape.input != NULL,
+                                .n_override_errors = &bad};
+        diag_free(&diag);
+        diag_init(&diag);
+        IrGraph *g = load("open_dims.onnx", &opts);
+        cr_assert_null(g, "case %zu loaded", i);
+        cr_assert_eq(bad, 1, "case %zu: %u override errors", i, bad);
+        cr_assert(diag_says(cases[i].says), "case %zu: %s", i, diag.n_msgs ? diag.msgs[0].text : "");
+    }
 }
 
 Test(onnx_load, sorts_nodes_and_keeps_unknown_ops_by_name) {

@@ -162,8 +162,22 @@ def bad_models():
     one("huge", [helper.make_node("Add", ["X", "H"], ["Y"], name="n")], [huge])
 
 
+def open_dims():
+    """Open input dims as exporters write them: x [-1, 3, (no value, no name), "w"] (a
+    paddle-style -1, an empty dim, a symbol) and m ["w", 2]; a value_info with -1 too."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, None, "w"])
+    x.type.tensor_type.shape.dim[2].Clear()
+    m = helper.make_tensor_value_info("m", TensorProto.FLOAT, ["w", 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 3, -1, -1])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu"),
+                           helper.make_node("Neg", ["m"], ["n"], name="neg")], "open", [x, m],
+                          [y, helper.make_tensor_value_info("n", TensorProto.FLOAT, ["w", 2])])
+    save(helper.make_model(g, opset_imports=OPSET), "open_dims.onnx")
+
+
 def main():
     conv_net()
+    open_dims()
     unsorted_and_unknown()
     if_outer()
     local_function()

@@ -70,12 +70,42 @@ def one_seed(args):
     if status == "fail":
         sig = harness.failure_signature(res)
         out["signature"] = sorted("%s:%s" % p for p in sig)
-        if opts["reduce"]:
+        out["kind"] = failure_kind(res)
+        if opts["reduce"] and reduce_wanted(opts, out["kind"]):
             out.update(reduce_failure(model, seed, sig, opts, work, cuda, sanitize))
     if status in ("ok", "refused", "invalid"):
         shutil.rmtree(work, ignore_errors=True)
     out["seconds"] = time.time() - t0
     return out
+
+
+def failure_kind(res):
+    """A coarse key of a failure (configurations, kinds, the message without numbers and
+    names), so a campaign reduces the first few failures of each kind only."""
+    import re
+    parts = []
+    for name, o in sorted(res.items()):
+        if o.kind in ("ok",):
+            continue
+        text = re.sub(r"'[^']*'", "'*'", o.detail)
+        text = re.sub(r"[-+]?\d[\d.e+-]*", "#", text)
+        parts.append("%s %s %s" % (name, o.kind, text[:80]))
+    return " | ".join(parts)
+
+
+def reduce_wanted(opts, kind):
+    """Whether this worker reduces another failure of this kind (--reduce-per-kind)."""
+    path = os.path.join(opts["work"], "kinds.txt")
+    try:
+        with open(path) as f:
+            seen = f.read().splitlines().count(kind)
+    except OSError:
+        seen = 0
+    if seen >= opts["reduce_per_kind"]:
+        return False
+    with open(path, "a") as f:
+        f.write(kind + "\n")
+    return True
 
 
 def reduce_failure(model, seed, sig, opts, work, cuda, sanitize):
@@ -153,6 +183,8 @@ def main():
                     help="build the C bundle with ASan+UBSan every Nth seed")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
     ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--reduce-per-kind", type=int, default=2,
+                    help="reduce at most this many failures of one kind")
     ap.add_argument("--replay", action="store_true")
     ap.add_argument("--one", default=None)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "difftest"))
@@ -165,8 +197,11 @@ def main():
         a.cuda_every = 0
     opts = {"kiln": kiln, "work": os.path.abspath(a.work), "cuda_every": a.cuda_every,
             "sanitize_every": a.sanitize_every, "nvcc": a.nvcc, "reduce": not a.no_reduce,
+            "reduce_per_kind": a.reduce_per_kind,
             "failures": os.path.abspath(a.failures or os.path.join(a.work, "failures"))}
     os.makedirs(opts["work"], exist_ok=True)
+    if os.path.exists(os.path.join(opts["work"], "kinds.txt")):
+        os.remove(os.path.join(opts["work"], "kinds.txt"))
     logf = open(a.log, "a") if a.log else None
 
     def log(line):

@@ -131,7 +131,7 @@ bool cgen_eltwise_expr(CgenCtx *cx, const IrNode *n, const char **expr);
  * cx->graphs...). cx->scratch, cx->field and cx->weight_offset must be ready. */
 void cgen_bundle_assign(CgenCtx *cx, IrGraph *g);
 /* The NAME_outputs field of output slot i. */
-const char *cgen_output_field(CgenCtx *cx, IrGraph *g, uint32_t i);
+const char **cgen_output_fields(CgenCtx *cx, IrGraph *g); /* per output slot, in order */
 /* Writes dir/file from a writer (taking its text) or from bytes; false after a diagnostic. */
 bool cgen_write_text(const char *dir, const char *file, CWriter *w, Diag *d);
 bool cgen_write_raw(const char *dir, const char *file, const void *data, size_t len, Diag *d);

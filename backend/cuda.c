@@ -149,7 +149,8 @@ static const char *cpp_safe(CudaCtx *cx, IrGraph *g, const char *f) {
  * (values written in place follow their output's field). */
 static void cpp_safe_fields(CudaCtx *cx, IrGraph *g) {
     cx->out_field = ir_arena_alloc(&cx->c.scratch, (g->n_outputs + 1) * sizeof *cx->out_field);
-    for (uint32_t i = 0; i < g->n_outputs; i++) cx->out_field[i] = cgen_output_field(&cx->c, g, i);
+    const char **out_fields = cgen_output_fields(&cx->c, g); /* once: naming is O(n) */
+    for (uint32_t i = 0; i < g->n_outputs; i++) cx->out_field[i] = out_fields[i];
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
         cx->c.field[v] = cpp_safe(cx, g, cx->c.field[v]);

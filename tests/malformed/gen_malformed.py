@@ -516,8 +516,7 @@ NEST_DEPTH_MAX_OK = 19          # the deepest If nesting within ONNX_MAX_NESTING
 
 # cases that wait for their fix (each fix's commit takes its cases out of this set)
 RESOURCE_PENDING = {
-    "res_nodes_1e6", "res_sparse_dense_2gb", "res_call_bomb_2e25",
-    "res_split_1e5_outputs_compiles"}
+    "res_nodes_1e6", "res_sparse_dense_2gb", "res_call_bomb_2e25"}
 
 
 def relu_chain_bytes(n):

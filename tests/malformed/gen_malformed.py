@@ -514,11 +514,6 @@ CALL_BOMB_LEVELS = 25           # f_k calls f_(k-1) twice: 2^25 nodes after inli
 NEST_DEPTH_MAX_OK = 19          # the deepest If nesting within ONNX_MAX_NESTING messages
 
 
-# cases that wait for their fix (each fix's commit takes its cases out of this set)
-RESOURCE_PENDING = {
-    "res_nodes_1e6", "res_sparse_dense_2gb", "res_call_bomb_2e25"}
-
-
 def relu_chain_bytes(n):
     """X (1,4) -> Relu -> ... -> Y, n nodes, written as bytes (fast for a million)."""
     parts = [f_len(GRAPH_NODE, raw_node("Relu", ["X" if i == 0 else "v%d" % (i - 1)],
@@ -545,8 +540,6 @@ def resource_cases(s):
     f32 = lambda a, n: numpy_helper.from_array(np.array(a, np.float32), n)  # noqa: E731
 
     def bomb(name, model, expect="error", time_s=30, mem_mb=512):
-        if name in RESOURCE_PENDING:
-            return
         s.add(name, model, expect, tool="compile", time_s=time_s, mem_mb=mem_mb)
 
     bomb("res_nodes_1e6", relu_chain_bytes(RESOURCE_NODES))

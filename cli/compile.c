@@ -1,5 +1,6 @@
 /* kiln compile: loads a model and writes a C bundle (backend/bundle.c does the work; this
- * file parses the command line and reports the memory plan). */
+ * file parses the command line and reports the memory plan). The output folder is written
+ * atomically (cli/outdir.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@ const char cli_compile_help[] =
     "lower bound (the most bytes live at once) and the naive sum of all intermediates.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR      the bundle's folder (created if missing)\n"
+    "  -o, --output DIR      the bundle's folder: written whole or not at all (created if\n"
+    "                        missing; an existing one is replaced on success, when it is\n"
+    "                        empty or a Kiln bundle)\n"
     "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
     "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
@@ -272,8 +275,14 @@ int cli_compile_run(int argc, char **argv) {
     Diag d;
     diag_init(&d);
     CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
-    bool ok = cuda ? cuda_write_bundle(g, &opts, &co, out_dir, &d)
-                   : cgen_write_bundle(g, &opts, out_dir, &d);
+    /* the bundle goes into a sibling folder and takes DIR's place only once complete */
+    CliOutDir od;
+    bool ok = cli_outdir_begin(out_dir, &od, &d);
+    if (ok)
+        ok = cuda ? cuda_write_bundle(g, &opts, &co, od.tmp, &d)
+                  : cgen_write_bundle(g, &opts, od.tmp, &d);
+    if (ok) ok = cli_outdir_commit(&od, &d);
+    cli_outdir_end(&od);
     diag_print(&d, stderr, model);
     if (ok) {
         printf("%s: %u nodes (%u before the passes) -> %s/%s.%s\n", model, g->n_nodes,

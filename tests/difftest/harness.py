@@ -133,8 +133,9 @@ def run_ort(model, feeds, extra_outputs=()):
 
 
 def read_signature(header):
-    """[(name, dtype code, dims)] of the inputs and outputs, from the bundle header's
-    field comments."""
+    """[(name, dtype code, dims, nhwc)] of the inputs and outputs, from the bundle header's
+    field comments (nhwc: a 4-D field stored channels-last, --io-layout nhwc; its dims are
+    (N,H,W,C))."""
     sig = {"inputs": [], "outputs": []}
     part = None
     with open(header) as f:
@@ -146,10 +147,10 @@ def read_signature(header):
             elif line.startswith("}"):
                 part = None
             elif part:
-                m = re.search(r"/\* (\w+)\[([0-9,]*)\](?: NHWC)? '(.*)' \*/", line)
+                m = re.search(r"/\* (\w+)\[([0-9,]*)\]( NHWC)? '(.*)' \*/", line)
                 if m:
                     dims = [int(x) for x in m.group(2).split(",")] if m.group(2) else []
-                    sig[part].append((m.group(3), DTYPES[m.group(1)], dims))
+                    sig[part].append((m.group(4), DTYPES[m.group(1)], dims, bool(m.group(3))))
     return sig
 
 
@@ -256,9 +257,12 @@ def poison_arena(test_main):
     return True
 
 
-def run_c_bundle(out_dir, feeds, cc=CC_VARIANTS[0], sanitize=False):
+def run_c_bundle(out_dir, feeds, cc=CC_VARIANTS[0], sanitize=False, io_nhwc=False):
     """Builds the bundle in out_dir with cc (compiler, [flags]) and runs it on feeds:
-    ({name: array}, None) or (None, Outcome)."""
+    ({name: array}, None) or (None, Outcome). io_nhwc: compiled with --io-layout nhwc, so
+    the fields tagged NHWC hold the model's (N,C,H,W) tensors transposed. (Without it a
+    field may be tagged NHWC too, when the model's own Transposes made the layout pass take
+    the tensor as channels-last as it stands: its dims are the model's.)"""
     poison_arena(os.path.join(out_dir, "m_test_main.c"))
     exe = os.path.join(out_dir, "m_test")
     cc, opt = cc
@@ -272,10 +276,10 @@ def run_c_bundle(out_dir, feeds, cc=CC_VARIANTS[0], sanitize=False):
                                                      if first else "exit %s" % rc))
     sig = read_signature(os.path.join(out_dir, "m.h"))
     in_files, out_files = [], []
-    for k, (name, code, dims) in enumerate(sig["inputs"]):
+    for k, (name, code, dims, nhwc) in enumerate(sig["inputs"]):
         if name not in feeds:
             return None, Outcome("run", "bundle input '%s' is no graph input" % name)
-        arr = feeds[name]
+        arr = np.transpose(feeds[name], (0, 2, 3, 1)) if nhwc and io_nhwc else feeds[name]
         if list(arr.shape) != dims or NP_OF[code] != arr.dtype:
             return None, Outcome("run", "bundle input '%s' is %s%s, the model's %s%s" % (
                 name, NP_OF[code].__name__, dims, arr.dtype, list(arr.shape)))
@@ -295,12 +299,14 @@ def run_c_bundle(out_dir, feeds, cc=CC_VARIANTS[0], sanitize=False):
                     err.strip().splitlines()[0] if err.strip() else "")
         return None, Outcome("run", "%s: %s" % (why, line.strip()[:200]))
     outs = {}
-    for (name, code, dims), path in zip(sig["outputs"], out_files):
+    for (name, code, dims, nhwc), path in zip(sig["outputs"], out_files):
         data = np.fromfile(path, dtype=NP_OF[code])
         if data.size != int(np.prod(dims)):
             return None, Outcome("run", "output '%s': %d elements written, %d expected" % (
                 name, data.size, int(np.prod(dims))))
         outs[name] = data.reshape(dims)
+        if nhwc and io_nhwc:
+            outs[name] = np.ascontiguousarray(np.transpose(outs[name], (0, 3, 1, 2)))
     return outs, None
 
 
@@ -322,7 +328,7 @@ def check_c(kiln, model_path, work, feeds, ref, args, cc=CC_VARIANTS[0], sanitiz
     o = kiln_compile(kiln, model_path, out_dir, args, env=env)
     if o:
         return o
-    outs, o = run_c_bundle(out_dir, feeds, cc, sanitize)
+    outs, o = run_c_bundle(out_dir, feeds, cc, sanitize, "--io-layout" in args)
     if o:
         return o
     why = compare_all(ref, outs, half, extra)
@@ -348,6 +354,9 @@ def check_cuda(kiln, model_path, work, precision, nvcc="nvcc", arch="90", env=No
 
 
 CONFIGS = (("passes", []), ("nopasses", ["--passes=none"]))
+# a third configuration for some seeds: 4-D inputs and outputs channels-last (the layout
+# pass's boundary rewrite); the harness transposes the feeds and the results
+NHWC_IO = ("nhwc_io", ["--io-layout", "nhwc"])
 
 
 def check_model(model, kiln, work, seed=0, feeds=None, cuda=False, cc=None, sanitize=False,

@@ -60,8 +60,11 @@ def one_seed(args):
     cuda = opts["cuda_every"] > 0 and seed % opts["cuda_every"] == 0
     sanitize = opts["sanitize_every"] > 0 and seed % opts["sanitize_every"] == 1 % max(
         1, opts["sanitize_every"])
+    configs = harness.CONFIGS + ((harness.NHWC_IO,) if opts["nhwc_every"] and
+                                 seed % opts["nhwc_every"] == 2 % opts["nhwc_every"] else ())
+    opts = dict(opts, configs=configs)
     status, res = harness.check_model(model, opts["kiln"], work, seed=seed, cuda=cuda,
-                                      sanitize=sanitize, nvcc=opts["nvcc"])
+                                      sanitize=sanitize, nvcc=opts["nvcc"], configs=configs)
     out["status"] = status
     out["cuda"] = cuda
     out["detail"] = describe(res)
@@ -114,12 +117,13 @@ def reduce_failure(model, seed, sig, opts, work, cuda, sanitize):
 
     def oracle(m, f):
         status, res = harness.check_model(m, opts["kiln"], rwork, seed=seed, feeds=f, cuda=cuda,
-                                          sanitize=sanitize, nvcc=opts["nvcc"])
+                                          sanitize=sanitize, nvcc=opts["nvcc"],
+                                          configs=opts["configs"])
         return status == "fail" and sig <= harness.failure_signature(res)
     r = reducer.Reducer(model, feeds, oracle)
     small, sfeeds = r.run()
     status, res = harness.check_model(small, opts["kiln"], rwork, seed=seed, feeds=sfeeds,
-                                      cuda=cuda,
+                                      cuda=cuda, configs=opts["configs"],
                                       sanitize=sanitize, nvcc=opts["nvcc"])
     os.makedirs(opts["failures"], exist_ok=True)
     base = os.path.join(opts["failures"], "seed%d" % seed)
@@ -179,6 +183,8 @@ def main():
     ap.add_argument("--first", type=int, default=0, help="first seed of a --minutes run")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("KILN_JOBS", "2")))
     ap.add_argument("--cuda-every", type=int, default=0, help="CUDA bundles every Nth seed")
+    ap.add_argument("--nhwc-every", type=int, default=0,
+                    help="also compile every Nth seed with --io-layout nhwc")
     ap.add_argument("--sanitize-every", type=int, default=0,
                     help="build the C bundle with ASan+UBSan every Nth seed")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
@@ -197,7 +203,7 @@ def main():
         a.cuda_every = 0
     opts = {"kiln": kiln, "work": os.path.abspath(a.work), "cuda_every": a.cuda_every,
             "sanitize_every": a.sanitize_every, "nvcc": a.nvcc, "reduce": not a.no_reduce,
-            "reduce_per_kind": a.reduce_per_kind,
+            "reduce_per_kind": a.reduce_per_kind, "nhwc_every": a.nhwc_every,
             "failures": os.path.abspath(a.failures or os.path.join(a.work, "failures"))}
     os.makedirs(opts["work"], exist_ok=True)
     if os.path.exists(os.path.join(opts["work"], "kinds.txt")):

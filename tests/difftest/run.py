@@ -13,7 +13,8 @@ A seed passes when every configuration (C bundle with the passes on, and with
 refuses the model in every C configuration alike (an unsupported op: counted, not failed).
 A failing seed is reduced to a small model written to the failures folder as
 seed<N>.onnx, .npz (its inputs) and .txt (what failed). --replay runs every model under
-tests/difftest/regressions (on its stored inputs and on fresh ones); each must pass.
+tests/difftest/regressions (on its stored inputs and on fresh ones, built the way its
+failure showed: metadata "cc" and "sanitize"); each must pass.
 Ends with "N passed, N failed"; exits 1 on any failure.
 """
 import argparse
@@ -122,6 +123,13 @@ def reduce_failure(model, seed, sig, opts, work, cuda, sanitize):
         return status == "fail" and sig <= harness.failure_signature(res)
     r = reducer.Reducer(model, feeds, oracle)
     small, sfeeds = r.run()
+    # how the bundles were built, for --replay
+    meta = harness.metadata(small)
+    meta["cc"] = seed % len(harness.CC_VARIANTS)
+    meta["sanitize"] = bool(sanitize)
+    for e in small.metadata_props:
+        if e.key == "difftest":
+            e.value = json.dumps(meta, sort_keys=True)
     status, res = harness.check_model(small, opts["kiln"], rwork, seed=seed, feeds=sfeeds,
                                       cuda=cuda, configs=opts["configs"],
                                       sanitize=sanitize, nvcc=opts["nvcc"])
@@ -153,9 +161,12 @@ def replay_one(args):
             feed_sets.append(("stored inputs", {k: z[k] for k in z.files}))
     seed = sum(name.encode()) + 1
     feed_sets.append(("fresh inputs", harness.draw_inputs(model, seed)))
+    meta = harness.metadata(model)
+    cc = harness.CC_VARIANTS[meta["cc"]] if "cc" in meta else None
     for what, feeds in feed_sets:
-        status, res = harness.check_model(model, opts["kiln"], work, feeds=feeds,
-                                          cuda=opts["cuda_every"] > 0, nvcc=opts["nvcc"])
+        status, res = harness.check_model(model, opts["kiln"], work, seed=seed, feeds=feeds,
+                                          cuda=opts["cuda_every"] > 0, nvcc=opts["nvcc"],
+                                          cc=cc, sanitize=meta.get("sanitize", False))
         if status not in ("ok",):
             return {"name": name, "status": "fail",
                     "detail": "%s: %s (%s)" % (what, status, describe(res))}

@@ -16,9 +16,68 @@ static const char *const c_keywords[] = {
     "typedef", "union", "unsigned", "void", "volatile", "while", "in", "out", "w", "a", "rc",
     NULL};
 
-/* A C identifier from an ONNX name, unique among taken[0..n_taken). */
-static const char *sanitize(IrArena *ar, const char *name, const char **taken,
-                            uint32_t n_taken) {
+/* The names given in one namespace (struct fields): an open-addressing hash set, each name
+ * keeping the next suffix to try after it, so that n names that clash cost O(n) lookups
+ * instead of O(n^2) (or O(n^3)) string comparisons. Strings are borrowed (arena). */
+typedef struct NameSet {
+    const char **key;  /* NULL: an empty slot */
+    uint32_t *next;    /* per slot: the next suffix for names built on this one */
+    uint32_t cap, n;
+} NameSet;
+
+#define NAMESET_FNV_SEED 2166136261u
+#define NAMESET_FNV_PRIME 16777619u
+
+static uint32_t nameset_slot(const NameSet *t, const char *s) {
+    uint32_t h = NAMESET_FNV_SEED;
+    for (const char *p = s; *p; p++) h = (h ^ (uint8_t)*p) * NAMESET_FNV_PRIME;
+    uint32_t i = h & (t->cap - 1);
+    while (t->key[i] && strcmp(t->key[i], s) != 0) i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+static void nameset_init(NameSet *t, uint32_t expect) {
+    t->cap = 16;
+    while (t->cap < 2 * expect + 16) t->cap *= 2;
+    t->key = calloc(t->cap, sizeof *t->key);
+    t->next = calloc(t->cap, sizeof *t->next);
+    IR_ASSERT(t->key && t->next);
+    t->n = 0;
+}
+
+static void nameset_free(NameSet *t) {
+    free(t->key);
+    free(t->next);
+}
+
+static bool name_taken(const NameSet *t, const char *s) { return t->key[nameset_slot(t, s)]; }
+
+static void name_take(NameSet *t, const char *s) {
+    if (2 * (t->n + 1) > t->cap) { /* grow: rehash every key */
+        NameSet big;
+        nameset_init(&big, t->cap);
+        for (uint32_t i = 0; i < t->cap; i++)
+            if (t->key[i]) {
+                uint32_t j = nameset_slot(&big, t->key[i]);
+                big.key[j] = t->key[i];
+                big.next[j] = t->next[i];
+                big.n++;
+            }
+        nameset_free(t);
+        *t = big;
+    }
+    uint32_t i = nameset_slot(t, s);
+    if (!t->key[i]) {
+        t->key[i] = s;
+        t->next[i] = 2;
+        t->n++;
+    }
+}
+
+/* A C identifier from an ONNX name, unique among the taken names: the name with other
+ * characters as '_', then base_2, base_3... (the first one free; names are never given
+ * back, so the search for a base resumes where it last stopped). */
+static const char *sanitize(IrArena *ar, const char *name, NameSet *taken) {
     size_t len = strlen(name);
     char *s = ir_arena_alloc(ar, len + 16);
     size_t k = 0;
@@ -34,13 +93,16 @@ static const char *sanitize(IrArena *ar, const char *name, const char **taken,
             s[k++] = '_';
             s[k] = 0;
         }
-    char *base = ir_arena_strdup(ar, s);
-    for (unsigned suffix = 2;; suffix++) {
-        bool clash = false;
-        for (uint32_t i = 0; i < n_taken && !clash; i++) clash = strcmp(taken[i], s) == 0;
-        if (!clash) return s;
-        s = ir_arena_alloc(ar, strlen(base) + 16);
-        sprintf(s, "%s_%u", base, suffix);
+    uint32_t b = nameset_slot(taken, s);
+    if (!taken->key[b]) return s;
+    const char *base = taken->key[b];
+    for (uint32_t suffix = taken->next[b];; suffix++) {
+        char *t = ir_arena_alloc(ar, strlen(base) + 16);
+        sprintf(t, "%s_%u", base, suffix);
+        if (!name_taken(taken, t)) {
+            taken->next[nameset_slot(taken, base)] = suffix + 1;
+            return t;
+        }
     }
 }
 
@@ -162,52 +224,40 @@ bool bundle_has_count(const IrGraph *g, uint32_t v) {
     }
 }
 
-static bool name_taken(const char *const *taken, uint32_t n, const char *s) {
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(taken[i], s) == 0) return true;
-    return false;
-}
-
 /* The struct field of each output slot, in order: outputs have their own namespace, struct
  * NAME_outputs. A slot with a run-time count (bundle_has_count) also owns the field
  * FIELD_count, which the counting kernel's code writes: no other field may take that name, so
  * such a slot moves on to FIELD_2... while FIELD_count is taken. */
 static const char **output_names(BundleCtx *b, const IrGraph *g) {
     const char **names = ir_arena_alloc(&b->scratch, (g->n_outputs + 1) * sizeof *names);
-    uint32_t cap = 2 * g->n_outputs + 2, n_taken = 0;
-    const char **taken = malloc(cap * sizeof *taken);
-    IR_ASSERT(taken);
+    NameSet taken;
+    nameset_init(&taken, 2 * g->n_outputs);
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t v = g->outputs[i];
         bool counted = bundle_has_count(g, v);
         for (;;) {
-            if (n_taken + 2 > cap) {
-                cap *= 2;
-                taken = realloc(taken, cap * sizeof *taken);
-                IR_ASSERT(taken);
-            }
-            const char *f = sanitize(&b->scratch, g->values[v].name, taken, n_taken);
-            taken[n_taken++] = f; /* taken either way: a refused name stays refused */
+            const char *f = sanitize(&b->scratch, g->values[v].name, &taken);
+            name_take(&taken, f); /* taken either way: a refused name stays refused */
             const char *fc = counted ? bundle_fmt(b, "%s_count", f) : NULL;
-            if (fc && name_taken(taken, n_taken, fc)) continue;
-            if (fc) taken[n_taken++] = fc;
+            if (fc && name_taken(&taken, fc)) continue;
+            if (fc) name_take(&taken, fc);
             names[i] = f;
             break;
         }
     }
-    free(taken);
+    nameset_free(&taken);
     return names;
 }
 
 static void assign_fields(BundleCtx *b, const IrGraph *g, const char **outf) {
-    const char **taken = ir_arena_alloc(&b->scratch, (g->n_inputs + g->n_outputs + 1) *
-                                                          sizeof *taken);
-    uint32_t n_taken = 0;
+    NameSet taken;
+    nameset_init(&taken, g->n_inputs);
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         uint32_t v = g->inputs[i];
-        b->field[v] = sanitize(&b->scratch, g->values[v].name, taken, n_taken);
-        taken[n_taken++] = b->field[v];
+        b->field[v] = sanitize(&b->scratch, g->values[v].name, &taken);
+        name_take(&taken, b->field[v]);
     }
+    nameset_free(&taken);
     /* A value produced by a node and listed as an output is written in place; inputs,
      * constants and repeats are copied. */
     for (uint32_t i = 0; i < g->n_outputs; i++) {

@@ -82,4 +82,18 @@ OnnxLoadOptions cli_load_options(const CliDims *dims, uint32_t *n_override_error
  * error on stderr, when one cannot be made. */
 bool cli_mkdir_parents(const char *path);
 
+/* The output folder of kiln compile, written atomically (cli/outdir.c): begin checks that
+ * DIR may be replaced and names the hidden sibling the bundle is written into (tmp);
+ * commit renames it into place (the old bundle, if any, goes only then); end removes what
+ * is left of tmp (after an error) and frees. */
+typedef struct CliOutDir {
+    char *target; /* DIR without trailing slashes */
+    char *tmp;    /* where the writer puts the bundle; NULL once committed */
+    bool existed; /* DIR was there at begin (empty, or a Kiln bundle) */
+} CliOutDir;
+
+bool cli_outdir_begin(const char *dir, CliOutDir *o, Diag *d);
+bool cli_outdir_commit(CliOutDir *o, Diag *d);
+void cli_outdir_end(CliOutDir *o);
+
 #endif

@@ -1,5 +1,6 @@
 /* kiln compile: loads a model and writes a bundle (the compile driver, driver/kiln.c, does
- * the work; this file parses the command line and reports the memory plan). */
+ * the work; this file parses the command line and reports the memory plan). The output
+ * folder is written atomically (cli/outdir.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,9 @@ const char cli_compile_help[] =
     "lower bound (the most bytes live at once) and the naive sum of all intermediates.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR      the bundle's folder (created if missing, with its parents)\n"
+    "  -o, --output DIR      the bundle's folder: written whole or not at all (created if\n"
+    "                        missing, with its parents; an existing one is replaced on\n"
+    "                        success, when it is empty or a Kiln bundle)\n"
     "  --name NAME           a C identifier prefixing every symbol (default: from MODEL)\n"
     "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
@@ -327,7 +330,12 @@ int cli_compile_run(int argc, char **argv) {
     popts.observe_arg = &watch;
     Diag d;
     diag_init(&d);
-    bool ok = (!report || watch.report) && kiln_compile_graph(g, target, &opts, out_dir, &d);
+    /* the bundle goes into a sibling folder and takes DIR's place only once complete */
+    CliOutDir od = {0};
+    bool ok = (!report || watch.report) && cli_outdir_begin(out_dir, &od, &d);
+    if (ok) ok = kiln_compile_graph(g, target, &opts, od.tmp, &d);
+    if (ok) ok = cli_outdir_commit(&od, &d);
+    cli_outdir_end(&od);
     cli_progress_end(&watch.progress);
     if (report && !watch.report) fprintf(stderr, "%s: error: out of memory\n", report);
     diag_print(&d, stderr, model);

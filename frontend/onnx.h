@@ -13,9 +13,16 @@
 #define ONNX_MAX_ELEMS (1LL << 40)   /* elements of one tensor */
 #define ONNX_MAX_FILE_BYTES (1LL << 34)
 #define ONNX_MAX_INLINE_DEPTH 32        /* nested model-local function calls */
-#define ONNX_MAX_INLINED_NODES (1u << 22) /* nodes after inlining: stops call bombs */
+#define ONNX_MAX_INLINED_NODES (1u << 18) /* nodes after inlining: stops call bombs (at 2^22,
+                                             a 2^25 bomb took 76 s and 6 GB to refuse) */
+#define ONNX_MAX_NODES (1u << 18) /* nodes in the file, all graphs and functions: 4-10 times
+                                     the largest exported models; 10^6 Relu nodes took 1.3 GB
+                                     to load and 21 s to compile */
 #define ONNX_MAX_SPARSE_DENSE_BYTES (1LL << 31) /* densified sparse tensor: a 2 GiB cap, since
                                                    a few bytes of input could ask for far more */
+#define ONNX_MAX_SPARSE_EXPANSION 256 /* and at most this many dense bytes per stored byte
+                                         (values and indices; 99.9 % sparse weights pass)... */
+#define ONNX_SPARSE_DENSE_FREE_BYTES (1LL << 20) /* ...above 1 MiB: 17 bytes asked for 2 GiB */
 
 typedef struct OnnxDimOverride {
     const char *name; /* a symbolic dimension (dim_param), or an open input axis "x[2]"

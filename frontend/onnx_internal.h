@@ -10,8 +10,9 @@
 /* ---- onnx_wire.c ---- */
 
 /* Walks the wire format of buf as a message of type desc and refuses (false, with a
- * diagnostic) nesting deeper than max_depth, truncated fields, groups and wrong wire types
- * of message fields. Runs before protobuf-c's recursive unpack. */
+ * diagnostic) nesting deeper than max_depth, truncated fields, groups, wrong wire types
+ * of message fields, strings holding NUL and more than ONNX_MAX_NODES nodes. Runs before
+ * protobuf-c's recursive unpack. */
 bool onnx_wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                      int max_depth, Diag *d);
 

@@ -306,6 +306,16 @@ IrTensor *onnx_sparse_convert(OnnxCtx *c, const Onnx__SparseTensorProto *sp, con
                    (long long)nnz, rank);
         return NULL;
     }
+    /* the dense form may be larger than what the file stores, but not without bound: a
+     * few bytes of indices must not ask for gigabytes */
+    int64_t dense = dt == IR_DTYPE_STRING ? n * (int64_t)sizeof(IrStr)
+                                          : (int64_t)ir_dtype_size_bytes(dt, n);
+    int64_t stored = (int64_t)vals->size_bytes + (idx ? (int64_t)idx->size_bytes : 0);
+    if (dense > ONNX_SPARSE_DENSE_FREE_BYTES && dense / ONNX_MAX_SPARSE_EXPANSION > stored) {
+        diag_error(c->d, "%s: dense form of %lld bytes from %lld stored, more than %d times",
+                   what, (long long)dense, (long long)stored, ONNX_MAX_SPARSE_EXPANSION);
+        return NULL;
+    }
     IrTensor *t = ir_tensor_new(c->root->arena, dt, rank, sp->dims);
     t->name = vals->name;
     if (dt == IR_DTYPE_STRING)

@@ -5,7 +5,9 @@
  * truncated fields, groups and message fields sent with a non-length wire type. It also
  * refuses string fields that hold a NUL byte: protobuf-c hands strings on as C strings, so
  * "Conv\0junk" would read as "Conv" and "\0" as an absent name. doc_string is exempt (Kiln
- * never reads it, and a NUL there changes nothing). */
+ * never reads it, and a NUL there changes nothing). And it counts the NodeProto messages
+ * (in every graph and function) against ONNX_MAX_NODES, before protobuf-c spends a
+ * kilobyte or more of memory on each. */
 #include <string.h>
 
 #include "frontend/onnx_internal.h"
@@ -35,8 +37,16 @@ static bool read_varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *o
     return false;
 }
 
+typedef struct WireCtx {
+    int max_depth;
+    uint64_t n_nodes; /* NodeProto messages seen */
+    Diag *d;
+} WireCtx;
+
 static bool walk(const uint8_t *buf, size_t len, const ProtobufCMessageDescriptor *desc, int depth,
-                 int max_depth, Diag *d) {
+                 WireCtx *w) {
+    Diag *d = w->d;
+    int max_depth = w->max_depth;
     if (depth > max_depth) {
         diag_error(d, "model is nested deeper than %d messages (at %s)", max_depth, desc->name);
         return false;
@@ -99,8 +109,13 @@ static bool walk(const uint8_t *buf, size_t len, const ProtobufCMessageDescripto
             return false;
         }
         if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor) {
-            if (!walk(buf + pos, (size_t)skip, f->descriptor, depth + 1, max_depth, d))
+            if (f->descriptor == &onnx__node_proto__descriptor &&
+                ++w->n_nodes > ONNX_MAX_NODES) {
+                diag_error(d, "model has more than %u nodes (at byte %zu of a %s)",
+                           ONNX_MAX_NODES, pos, desc->name);
                 return false;
+            }
+            if (!walk(buf + pos, (size_t)skip, f->descriptor, depth + 1, w)) return false;
         }
         pos += (size_t)skip;
     }
@@ -109,5 +124,6 @@ static bool walk(const uint8_t *buf, size_t len, const ProtobufCMessageDescripto
 
 bool onnx_wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                      int max_depth, Diag *d) {
-    return walk(buf, len, desc, 0, max_depth, d);
+    WireCtx w = {max_depth, 0, d};
+    return walk(buf, len, desc, 0, &w);
 }

@@ -478,6 +478,21 @@ IrGraph *shape_infer_subgraph(ShapeCtx *c, uint32_t sub, const IrType *in_types,
     return s;
 }
 
+/* Whether the static dims of t multiply to more than SHAPE_MAX_ELEMS (symbolic and unknown
+ * dims count as 1: a later --dim is checked when inference runs again). */
+static bool too_many_elems(const IrType *t) {
+    if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return false;
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] == 0) return false;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) continue;
+        if (t->dims[i] > SHAPE_MAX_ELEMS / n) return true;
+        n *= t->dims[i];
+    }
+    return false;
+}
+
 static void infer_node(ShapeGraphState *st, uint32_t id, Diag *d, bool *ok) {
     IrGraph *g = st->g;
     const IrNode *n = &g->nodes[id];
@@ -492,6 +507,14 @@ static void infer_node(ShapeGraphState *st, uint32_t id, Diag *d, bool *ok) {
     ShapeCtx c = {g, d, st, id, n, out, known, n->n_outputs, false};
     fn(&c);
     if (!c.failed && ir_op_has((IrOp)n->op, OPF_ELTWISE)) shape_eval_eltwise(&c);
+    for (uint32_t k = 0; k < n->n_outputs && !c.failed; k++)
+        if (too_many_elems(&out[k])) {
+            char t[256];
+            uint32_t v = n->outputs[k];
+            shape_error(&c, "output '%s' would be %s: more than %lld elements",
+                        v < g->n_values && g->values[v].name ? g->values[v].name : "",
+                        ir_shape_type_str(g, &out[k], t, sizeof t), (long long)SHAPE_MAX_ELEMS);
+        }
     if (c.failed) *ok = false;
     for (uint32_t k = 0; k < n->n_outputs; k++) {
         uint32_t v = n->outputs[k];

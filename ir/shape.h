@@ -12,6 +12,10 @@
 #define SHAPE_MAX_CONST_ELEMS 4096
 /* Largest tensor that partial evaluation (Shape -> Gather -> Concat...) produces. */
 #define SHAPE_MAX_KNOWN_ELEMS 64
+/* Most elements of one inferred tensor: the frontend's cap on graph inputs and initializers
+ * (ONNX_MAX_ELEMS). A bigger shape (Expand, ConstantOfShape, Pad, Tile, ConvTranspose...
+ * of hostile constants) is refused, so that no element or byte count overflows int64. */
+#define SHAPE_MAX_ELEMS (1LL << 40)
 
 /* One dimension: a static size (v >= 0), else a symbol (sym > 0) or unknown. */
 typedef struct ShapeDim {

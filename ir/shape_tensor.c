@@ -312,11 +312,15 @@ void shape_split(ShapeCtx *c) {
             for (uint32_t i = 0; i < k; i++) shape_set_dim(&c->out[i], axis, shape_dim_unknown());
             return;
         }
+        /* equal parts, the last one smaller; k may exceed sizes' room (a node may have more
+         * outputs than IR_ARITY_VARIADIC), so no array */
         int64_t chunk = (d.v + k - 1) / k;
         for (uint32_t i = 0; i < k; i++) {
             int64_t left = d.v - chunk * i;
-            sizes[i] = left < chunk ? (left > 0 ? left : 0) : chunk;
+            int64_t size = left < chunk ? (left > 0 ? left : 0) : chunk;
+            shape_set_dim(&c->out[i], axis, shape_dim_static(size));
         }
+        return;
     }
     for (uint32_t i = 0; i < k; i++) shape_set_dim(&c->out[i], axis, shape_dim_static(sizes[i]));
 }

@@ -99,6 +99,7 @@ typedef struct FeTree {
     uint32_t steps[FE_MAX_STEPS]; /* node ids, operands before their readers */
     int64_t args[2 * FE_MAX_STEPS];
     uint32_t n_steps;
+    uint32_t open; /* nodes being walked whose steps come when their operands are done */
 } FeTree;
 
 /* The operand index of value v in the tree: an input (added if new), or -1 when full. */
@@ -111,20 +112,25 @@ static int64_t leaf(FeTree *t, uint32_t v) {
 }
 
 /* Adds node id (and the members under it) as steps; returns the operand encoding of its
- * result (FE_MAX_INPUTS + step), or -1 when the tree is full. Inputs are numbered after
- * the walk, so step results are encoded with an offset of FE_MAX_INPUTS until then. */
+ * result (FE_MAX_INPUTS + step), or -1 when the inputs are full. A member joins only while
+ * the steps taken and the nodes still open fit FE_MAX_STEPS, so a longer chain is cut
+ * (the rest is read as an input) and the walk never goes deeper than FE_MAX_STEPS. Inputs
+ * are numbered after the walk, so step results are encoded with an offset of
+ * FE_MAX_INPUTS until then. */
 static int64_t walk(const IrGraph *g, const PassUses *u, const IrType *ty, uint32_t id,
                     FeTree *t) {
     const IrNode *n = &g->nodes[id];
     int64_t a[2] = {-1, -1};
+    t->open++;
     for (uint32_t i = 0; i < n->n_inputs; i++) {
         uint32_t v = n->inputs[i], m = member(g, u, v, ty);
-        /* a member needs room for itself and the rest of this node */
-        if (m != IR_NONE && t->n_steps + 2 <= FE_MAX_STEPS) a[i] = walk(g, u, ty, m, t);
+        /* a member needs room for itself and every open node */
+        if (m != IR_NONE && t->n_steps + t->open + 1 <= FE_MAX_STEPS) a[i] = walk(g, u, ty, m, t);
         else a[i] = leaf(t, v);
         if (a[i] < 0) return -1;
     }
-    if (t->n_steps == FE_MAX_STEPS) return -1;
+    t->open--;
+    IR_ASSERT(t->n_steps < FE_MAX_STEPS);
     t->steps[t->n_steps] = id;
     t->args[2 * t->n_steps] = a[0];
     t->args[2 * t->n_steps + 1] = a[1];

@@ -531,6 +531,15 @@ static bool read_by_layout_op(const IrGraph *g, uint32_t v, uint32_t except) {
     return false;
 }
 
+/* Whether v is written by a node whose emitter reads the tag of its output (an OPF_LAYOUT
+ * op writes the layout its own inputs and rewrite chose): then v's tag cannot change after
+ * the fact. Graph inputs, constants and other ops' results are bytes whatever the tag. */
+static bool layout_fixed_by_producer(const IrGraph *g, uint32_t v) {
+    const IrValue *val = &g->values[v];
+    return val->kind == IR_VALUE_NODE && val->producer != IR_NONE &&
+           ir_op_has((IrOp)g->nodes[val->producer].op, OPF_LAYOUT);
+}
+
 /* Whether Transpose node t keeps the bytes in order (it moves only dimensions of size 1). */
 static bool moves_only_ones(const IrGraph *g, const IrNode *t) {
     const IrType *tx = &g->values[t->inputs[0]].type;
@@ -569,7 +578,8 @@ static bool skip_byte_transposes(IrGraph *g) {
 
 /* Transpose(P) then Transpose(P^-1): the second's readers read the first's input (which
  * takes the second's place and name where that was a graph output). The layout tags must
- * agree, or not matter to the readers (then the input takes the tag the readers expect).
+ * agree, or not matter to the readers nor to the input's producer (then the input takes
+ * the tag the readers expect).
  * Unread Transposes go. */
 static bool cancel_pairs(IrGraph *g) {
     bool changed = false, again = true;
@@ -598,7 +608,9 @@ static bool cancel_pairs(IrGraph *g) {
             if (!identity) continue;
             uint8_t lx = g->values[x].type.layout, lz = g->values[z].type.layout;
             if (lx != lz && read_by_layout_op(g, z, IR_NONE)) {
-                if (read_by_layout_op(g, x, j) || pass_is_graph_output(g, x)) continue;
+                if (read_by_layout_op(g, x, j) || pass_is_graph_output(g, x) ||
+                    layout_fixed_by_producer(g, x))
+                    continue;
                 g->values[x].type.layout = lz;
             }
             ir_replace_uses(g, z, x);

@@ -199,16 +199,22 @@ static int64_t value_bytes(const IrGraph *g, uint32_t v) {
                : (int64_t)ir_dtype_size_bytes((IrDType)t->dtype, numel);
 }
 
+/* pass_value_in_arena with the graph outputs marked in is_out (per value id): O(1). */
+static bool in_arena(const IrGraph *g, const bool *is_out, uint32_t v) {
+    const IrValue *val = &g->values[v];
+    return val->kind == IR_VALUE_NODE && val->producer != IR_NONE && !is_out[v];
+}
+
 /* root[v]: the value whose block v shares (v itself unless v is the output of a view op
  * whose input is in the arena too), and last[root] widened to the group's last use. */
-static void view_groups(const IrGraph *g, uint32_t *root, uint32_t *last) {
+static void view_groups(const IrGraph *g, const bool *is_out, uint32_t *root, uint32_t *last) {
     for (uint32_t v = 0; v < g->n_values; v++) root[v] = v;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || !is_view((IrOp)n->op) || n->n_inputs < 1 || n->n_outputs < 1) continue;
         uint32_t x = n->inputs[0], y = n->outputs[0];
-        if (x == IR_NONE || y == IR_NONE || !pass_value_in_arena(g, x) ||
-            !pass_value_in_arena(g, y) || value_bytes(g, x) < 0 ||
+        if (x == IR_NONE || y == IR_NONE || !in_arena(g, is_out, x) ||
+            !in_arena(g, is_out, y) || value_bytes(g, x) < 0 ||
             value_bytes(g, x) != value_bytes(g, y))
             continue;
         root[y] = root[x];
@@ -218,6 +224,79 @@ static void view_groups(const IrGraph *g, uint32_t *root, uint32_t *last) {
         if (r == v) continue;
         if (last[r] == IR_NONE || last[r] < lv) last[r] = lv;
     }
+}
+
+/* ---- the placed items, indexed by time ----
+ * A segment tree over node indices: each placed item is listed at the O(log T) tree nodes
+ * that make up its lifetime, so the items live during [first, last] are found by visiting
+ * the tree nodes that meet that range, instead of by scanning every earlier item (which
+ * made planning quadratic: minutes for 10^5 nodes). The plans are the same. */
+typedef struct PlanIndex {
+    uint32_t size;     /* leaves: a power of two covering every time point */
+    uint32_t *head;    /* per tree node: first entry, IR_NONE: none */
+    uint32_t *next;    /* per entry */
+    uint32_t *item;    /* per entry */
+    uint32_t n_entries, cap;
+    uint32_t *seen;    /* per item: the last query that reported it */
+} PlanIndex;
+
+static void index_init(PlanIndex *x, uint32_t n_times, uint32_t n_items) {
+    x->size = 1;
+    while (x->size < n_times) x->size *= 2;
+    uint32_t levels = 1;
+    for (uint32_t s = x->size; s > 1; s /= 2) levels++;
+    x->cap = (n_items ? n_items : 1) * 2 * levels;
+    x->head = malloc(2 * (size_t)x->size * sizeof *x->head);
+    x->next = malloc((size_t)x->cap * sizeof *x->next);
+    x->item = malloc((size_t)x->cap * sizeof *x->item);
+    x->seen = malloc((n_items ? n_items : 1) * sizeof *x->seen);
+    IR_ASSERT(x->head && x->next && x->item && x->seen);
+    for (uint32_t i = 0; i < 2 * x->size; i++) x->head[i] = IR_NONE;
+    for (uint32_t i = 0; i < n_items; i++) x->seen[i] = IR_NONE;
+    x->n_entries = 0;
+}
+
+static void index_free(PlanIndex *x) {
+    free(x->head);
+    free(x->next);
+    free(x->item);
+    free(x->seen);
+}
+
+/* Lists item a at the tree nodes (node covers [lo, hi]) that make up [first, last]. */
+static void index_add(PlanIndex *x, uint32_t node, uint32_t lo, uint32_t hi, uint32_t first,
+                      uint32_t last, uint32_t a) {
+    if (last < lo || hi < first) return;
+    if (first <= lo && hi <= last) {
+        IR_ASSERT(x->n_entries < x->cap);
+        x->item[x->n_entries] = a;
+        x->next[x->n_entries] = x->head[node];
+        x->head[node] = x->n_entries++;
+        return;
+    }
+    uint32_t mid = lo + (hi - lo) / 2;
+    index_add(x, 2 * node, lo, mid, first, last, a);
+    index_add(x, 2 * node + 1, mid + 1, hi, first, last, a);
+}
+
+/* Appends to busy the arena ranges of the items live at some time in [first, last]
+ * (reported once each, for query q); returns the new count. */
+static uint32_t index_busy(PlanIndex *x, uint32_t node, uint32_t lo, uint32_t hi,
+                           uint32_t first, uint32_t last, uint32_t q, const PlanItem *items,
+                           int64_t *busy, uint32_t n_busy) {
+    if (last < lo || hi < first) return n_busy;
+    for (uint32_t e = x->head[node]; e != IR_NONE; e = x->next[e]) {
+        uint32_t b = x->item[e];
+        if (x->seen[b] == q) continue;
+        x->seen[b] = q;
+        busy[2 * n_busy] = items[b].offset;
+        busy[2 * n_busy + 1] = items[b].offset + items[b].size_bytes;
+        n_busy++;
+    }
+    if (lo == hi) return n_busy;
+    uint32_t mid = lo + (hi - lo) / 2;
+    n_busy = index_busy(x, 2 * node, lo, mid, first, last, q, items, busy, n_busy);
+    return index_busy(x, 2 * node + 1, mid + 1, hi, first, last, q, items, busy, n_busy);
 }
 
 static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, Diag *d,
@@ -243,8 +322,12 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
                 if (n->attrs[k].graphs[s] < g->n_subgraphs)
                     mark_outer_uses(g, g->subgraphs[n->attrs[k].graphs[s]], i, last);
     }
+    bool *is_out = calloc(g->n_values ? g->n_values : 1, sizeof *is_out);
+    IR_ASSERT(is_out);
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] < g->n_values) is_out[g->outputs[k]] = true;
     for (uint32_t v = 0; v < g->n_values; v++) root[v] = v;
-    if (!owner) view_groups(g, root, last);
+    if (!owner) view_groups(g, is_out, root, last);
     uint32_t n_items = 0;
     bool ok = true;
     int64_t naive = 0;
@@ -256,19 +339,16 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
             continue;
         }
         if (!owner) {
-            if (!pass_value_in_arena(g, v)) continue;
+            if (!in_arena(g, is_out, v)) continue;
             first = val->producer;
             lastv = last[v] == IR_NONE ? val->producer : last[v];
         } else if (val->kind == IR_VALUE_NODE && val->producer != IR_NONE) {
-            bool is_out = false, direct = false;
-            for (uint32_t k = 0; k < g->n_outputs; k++)
-                if (g->outputs[k] == v) {
-                    is_out = true;
-                    direct = output_direct(parent, owner, g, k);
-                }
+            bool direct = false;
+            for (uint32_t k = 0; is_out[v] && k < g->n_outputs; k++)
+                if (g->outputs[k] == v) direct = output_direct(parent, owner, g, k);
             if (direct) continue;
             first = val->producer;
-            lastv = is_out ? end : last[v] == IR_NONE ? val->producer : last[v];
+            lastv = is_out[v] ? end : last[v] == IR_NONE ? val->producer : last[v];
         } else if (val->kind == IR_VALUE_INPUT) {
             bool needs = false;
             for (uint32_t k = 0; k < g->n_inputs; k++)
@@ -320,14 +400,12 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
     int64_t arena = 0, lower = 0;
     if (ok) {
         qsort(items, n_items, sizeof *items, cmp_items);
+        uint32_t n_times = g->n_nodes + 1; /* first and last lie in [0, n_nodes] */
+        PlanIndex index;
+        index_init(&index, n_times, n_items);
         for (uint32_t a = 0; a < n_items; a++) {
-            uint32_t n_busy = 0;
-            for (uint32_t b = 0; b < a; b++) {
-                if (items[b].last < items[a].first || items[a].last < items[b].first) continue;
-                busy[2 * n_busy] = items[b].offset;
-                busy[2 * n_busy + 1] = busy[2 * n_busy] + items[b].size_bytes;
-                n_busy++;
-            }
+            uint32_t n_busy = index_busy(&index, 1, 0, index.size - 1, items[a].first,
+                                         items[a].last, a, items, busy, 0);
             qsort(busy, n_busy, 2 * sizeof *busy, cmp_offsets);
             int64_t off = 0;
             for (uint32_t b = 0; b < n_busy; b++) {
@@ -337,7 +415,9 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
             items[a].offset = off;
             if (items[a].value != IR_NONE) g->values[items[a].value].mem_offset = off;
             if (off + items[a].size_bytes > arena) arena = off + items[a].size_bytes;
+            index_add(&index, 1, 0, index.size - 1, items[a].first, items[a].last, a);
         }
+        index_free(&index);
         for (uint32_t v = 0; v < g->n_values; v++)
             if (root[v] != v) g->values[v].mem_offset = g->values[root[v]].mem_offset;
         /* move each node's subgraphs into its block */
@@ -349,12 +429,21 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
                     if (n->attrs[k].graphs[s] < g->n_subgraphs)
                         shift_offsets(g->subgraphs[n->attrs[k].graphs[s]], items[a].offset);
         }
-        for (uint32_t t = 0; t < g->n_nodes + (owner ? 1u : 0u); t++) {
-            int64_t live = 0;
-            for (uint32_t a = 0; a < n_items; a++)
-                if (items[a].first <= t && t <= items[a].last) live += items[a].lower_bytes;
+        /* the lower bound: the most bytes live at one node, by a sweep over the lifetimes */
+        uint32_t n_t = g->n_nodes + (owner ? 1u : 0u);
+        int64_t *delta = calloc((size_t)n_t + 2, sizeof *delta);
+        IR_ASSERT(delta);
+        for (uint32_t a = 0; a < n_items; a++) {
+            if (items[a].first >= n_t) continue;
+            delta[items[a].first] += items[a].lower_bytes;
+            delta[(items[a].last < n_t ? items[a].last : n_t - 1) + 1] -= items[a].lower_bytes;
+        }
+        int64_t live = 0;
+        for (uint32_t t = 0; t < n_t; t++) {
+            live += delta[t];
             if (live > lower) lower = live;
         }
+        free(delta);
     }
     g->arena_size_bytes = arena;
     g->arena_lower_bound_bytes = lower;
@@ -362,6 +451,7 @@ static bool plan_graph(IrGraph *g, const IrGraph *parent, const IrNode *owner, D
     out->arena = arena;
     out->lower = lower;
     out->naive = naive;
+    free(is_out);
     free(last);
     free(root);
     free(items);

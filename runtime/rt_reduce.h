@@ -32,6 +32,9 @@ RT_API int rt_reduce_plan(RtReducePlan *p, int rank, const int64_t *dims, const 
     int64_t stride[RT_MAX_RANK], s = 1;
     int d, r = 0, prev = -1;
     int64_t k;
+    /* every entry defined, the unused groups too: gcc -O1 with the sanitizers otherwise
+     * warns (-Wmaybe-uninitialized, an error under -Werror) in the kernels' offset loops */
+    memset(p, 0, sizeof *p);
     if (rank < 0 || rank > RT_MAX_RANK) return RT_ERR_SHAPE;
     for (d = 0; d < rank; d++) red[d] = n_axes == 0 && !noop_empty;
     for (k = 0; k < n_axes; k++) {

@@ -1,9 +1,16 @@
-"""Writes the malformed-model suite: hostile ONNX files, each a named case, for the loader.
+"""Writes the malformed-model suite: hostile ONNX files, each a named case, for the loader
+and (the resource cases) for the whole compiler.
 
 Built from one small valid model (Conv + Relu + Add with a 2x3x3x3 weight) by two means:
 the onnx package for structural faults (cycles, bad names, bad attributes, bad tensors) and
 raw protobuf byte surgery for wire-level faults (truncation, wrong wire types, huge lengths,
 nesting bombs). Two positive controls (a valid model, valid external data) must load.
+Resource cases (resource_cases) are bombs for `kiln compile`: a million nodes, an
+initializer claiming 4 GB it does not hold, a sparse tensor asking for 2 GB, a function
+call bomb, the deepest nesting the loader takes, shapes of 10^9 and 2^93 elements, 10^5
+outputs or inputs, 10^6 attribute entries; each states the time and peak memory it may
+take (the runner enforces both), valid ones among them must compile. They are written here
+at test time (the biggest is 26 MB), never committed.
 Usage: gen_malformed.py OUT_DIR  (writes OUT_DIR/<case>/model.onnx and OUT_DIR/manifest.tsv)
 """
 import os
@@ -274,22 +281,32 @@ def external_model(location=None, offset=None, length=None):
 # ---- the cases ----------------------------------------------------------------------------
 
 
+class Case(tuple):
+    """(name, path, expect) with the tool that reads it ("inspect", or "compile" for the
+    resource cases) and its bounds (seconds, MiB of peak memory; None: the runner's)."""
+    def __new__(cls, name, path, expect, tool="inspect", time_s=None, mem_mb=None):
+        c = super().__new__(cls, (name, path, expect))
+        c.tool, c.time_s, c.mem_mb = tool, time_s, mem_mb
+        return c
+
+
 class Suite:
     def __init__(self, out_dir):
         self.out_dir = out_dir
-        self.cases = []  # (name, model path relative to out_dir, expect "error" or "ok")
+        self.cases = []  # Case: name, model path relative to out_dir, expect "error" or "ok"
 
     def case_dir(self, name):
         d = os.path.join(self.out_dir, name)
         os.makedirs(d, exist_ok=True)
         return d
 
-    def add(self, name, model, expect="error"):
+    def add(self, name, model, expect="error", tool="inspect", time_s=None, mem_mb=None):
         data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
         path = os.path.join(self.case_dir(name), "model.onnx")
         with open(path, "wb") as f:
             f.write(data)
-        self.cases.append((name, os.path.join(name, "model.onnx"), expect))
+        self.cases.append(Case(name, os.path.join(name, "model.onnx"), expect, tool, time_s,
+                               mem_mb))
         return os.path.dirname(path)
 
 
@@ -489,6 +506,133 @@ def external_cases(s):
     with_file("ext_location_with_nul", external_model("w.bin\0../x", 0, W_BYTES))
 
 
+# ---- resource limits: bombs for the whole compiler --------------------------------------
+
+RESOURCE_NODES = 10 ** 6        # over the loader's cap (ONNX_MAX_NODES, 2^18)
+RESOURCE_CHAIN = 100000         # under it: a long chain must compile in bounded time
+RESOURCE_FANOUT = 100000        # outputs of one Split, inputs of one Sum
+RESOURCE_ATTR_INTS = 10 ** 6    # entries of one attribute
+CALL_BOMB_LEVELS = 25           # f_k calls f_(k-1) twice: 2^25 nodes after inlining
+NEST_DEPTH_MAX_OK = 19          # the deepest If nesting within ONNX_MAX_NESTING messages
+
+
+def relu_chain_bytes(n):
+    """X (1,4) -> Relu -> ... -> Y, n nodes, written as bytes (fast for a million)."""
+    parts = [f_len(GRAPH_NODE, raw_node("Relu", ["X" if i == 0 else "v%d" % (i - 1)],
+                                        ["v%d" % i if i < n - 1 else "Y"])) for i in range(n)]
+    return raw_model(b"".join(parts) + f_len(GRAPH_NAME, "chain")
+                     + f_len(GRAPH_INPUT, raw_value_info("X", dims=[1, 4]))
+                     + f_len(GRAPH_OUTPUT, raw_value_info("Y", dims=[1, 4])))
+
+
+def tiny_model(nodes, inputs, outputs, inits=(), sparse=(), functions=(), opset=OPSET):
+    graph = helper.make_graph(nodes, "bomb", inputs, outputs, initializer=list(inits),
+                              sparse_initializer=list(sparse))
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("local", 1)]
+                                                   if functions else [])
+    model = helper.make_model(graph, opset_imports=opsets, functions=list(functions),
+                              producer_name="kiln-malformed")
+    model.ir_version = IR_VERSION
+    return model
+
+
+def resource_cases(s):
+    vi = helper.make_tensor_value_info
+    i64 = lambda a, n: numpy_helper.from_array(np.array(a, np.int64), n)  # noqa: E731
+    f32 = lambda a, n: numpy_helper.from_array(np.array(a, np.float32), n)  # noqa: E731
+
+    def bomb(name, model, expect="error", time_s=30, mem_mb=512):
+        s.add(name, model, expect, tool="compile", time_s=time_s, mem_mb=mem_mb)
+
+    bomb("res_nodes_1e6", relu_chain_bytes(RESOURCE_NODES))
+    bomb("res_chain_1e5_compiles", relu_chain_bytes(RESOURCE_CHAIN), "ok", 60, 2048)
+    # an initializer claiming 4 GB: no data, 16 bytes of data, an external file of 16 bytes
+    w = onnx.TensorProto()
+    w.name, w.data_type = "W", TensorProto.FLOAT
+    w.dims.extend([1 << 30])
+    x = [vi("X", TensorProto.FLOAT, [1])]
+    y = [vi("Y", TensorProto.FLOAT, None)]
+    add = [helper.make_node("Add", ["X", "W"], ["Y"], name="add")]
+    bomb("res_init_claims_4gb_no_data", tiny_model(add, x, y, [w]), time_s=10, mem_mb=256)
+    w16 = onnx.TensorProto()
+    w16.CopyFrom(w)
+    w16.raw_data = b"\0" * 16
+    bomb("res_init_claims_4gb_16_bytes", tiny_model(add, x, y, [w16]), time_s=10, mem_mb=256)
+    wx = onnx.TensorProto()
+    wx.CopyFrom(w)
+    wx.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", str(4 << 30))):
+        e = wx.external_data.add()
+        e.key, e.value = k, v
+    d = s.case_dir("res_init_claims_4gb_external")
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.write(b"\0" * 16)
+    bomb("res_init_claims_4gb_external", tiny_model(add, x, y, [wx]), time_s=10, mem_mb=256)
+    sp = helper.make_sparse_tensor(f32([1.0], "W"), i64([0], "W_i"), [1 << 29])
+    bomb("res_sparse_dense_2gb", tiny_model([helper.make_node("Relu", ["W"], ["Y"])], [], y,
+                                            sparse=[sp]), time_s=10, mem_mb=256)
+    fs = [helper.make_function("local", "f0", ["x"], ["y"], [helper.make_node("Relu", ["x"], ["y"])],
+                               [helper.make_opsetid("", OPSET)])]
+    for k in range(1, CALL_BOMB_LEVELS + 1):
+        fs.append(helper.make_function(
+            "local", "f%d" % k, ["x"], ["y"],
+            [helper.make_node("f%d" % (k - 1), ["x"], ["a"], domain="local"),
+             helper.make_node("f%d" % (k - 1), ["a"], ["y"], domain="local")],
+            [helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)]))
+    bomb("res_call_bomb_2e25", tiny_model(
+        [helper.make_node("f%d" % CALL_BOMB_LEVELS, ["X"], ["Y"], domain="local")],
+        [vi("X", TensorProto.FLOAT, [4])], [vi("Y", TensorProto.FLOAT, [4])], functions=fs),
+        time_s=30, mem_mb=1024)
+    bomb("res_nesting_if_19_compiles", nested_if(NEST_DEPTH_MAX_OK), "ok", 30, 512)
+    # shapes: 10^9 elements compile (nothing is allocated at compile time), 2^93 do not
+    big = [vi("X", TensorProto.FLOAT, [1000, 1000, 1000])]
+    bomb("res_shape_1e9_compiles", tiny_model([helper.make_node("Relu", ["X"], ["Y"])], big,
+                                              [vi("Y", TensorProto.FLOAT, [1000, 1000, 1000])]),
+         "ok", 30, 256)
+    bomb("res_const_of_shape_1e10_compiles", tiny_model(
+        [helper.make_node("ConstantOfShape", ["S"], ["C"], value=f32([1.0], "v")),
+         helper.make_node("Add", ["X", "C"], ["Y"])], x, y, [i64([100000, 100000], "S")]),
+        "ok", 30, 256)
+    bomb("res_expand_2e93_elements", tiny_model(
+        [helper.make_node("Expand", ["C", "S"], ["Y"])], [], y,
+        [f32([1.0], "C"), i64([1 << 31] * 3, "S")]), time_s=10, mem_mb=256)
+    bomb("res_const_of_shape_2e64_elements", tiny_model(
+        [helper.make_node("ConstantOfShape", ["S"], ["Y"], value=f32([1.0], "v"))], [], y,
+        [i64([1 << 62, 4], "S")]), time_s=10, mem_mb=256)
+    bomb("res_pad_2e63_elements", tiny_model(
+        [helper.make_node("Pad", ["C", "P"], ["Y"])], [], y,
+        [f32([1.0], "C"), i64([0, (1 << 63) - 2], "P")]), time_s=10, mem_mb=256)
+    bomb("res_conv_transpose_stride_2e40", tiny_model(
+        [helper.make_node("ConvTranspose", ["X", "W"], ["Y"], strides=[1 << 40, 1 << 40])],
+        [vi("X", TensorProto.FLOAT, [1, 1, 4, 4])], y, [f32(np.ones((1, 1, 1, 1)), "W")]),
+        time_s=10, mem_mb=256)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]), helper.make_node("Relu", ["v"], ["vo"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []),
+                 vi("v", TensorProto.FLOAT, [2])],
+        [vi("co", TensorProto.BOOL, []), vi("vo", TensorProto.FLOAT, [2])])
+    bomb("res_loop_1e9_trips_compiles", tiny_model(
+        [helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body)],
+        [vi("X", TensorProto.FLOAT, [2])], [vi("Y", TensorProto.FLOAT, [2])],
+        [i64(10 ** 9, "M")]), "ok", 30, 256)
+    bomb("res_split_to_sequence_1e6", tiny_model(
+        [helper.make_node("SplitToSequence", ["X", "one"], ["S"], axis=0),
+         helper.make_node("ConcatFromSequence", ["S"], ["Y"], axis=0)],
+        [vi("X", TensorProto.FLOAT, [10 ** 6])], y, [i64(1, "one")]), time_s=30, mem_mb=512)
+    n = RESOURCE_FANOUT
+    bomb("res_split_1e5_outputs_compiles", tiny_model(
+        [helper.make_node("Split", ["X"], ["y%d" % i for i in range(n)], axis=0)],
+        [vi("X", TensorProto.FLOAT, [n])], [vi("y%d" % i, TensorProto.FLOAT, None)
+                                            for i in range(n)]), "ok", 30, 2048)
+    bomb("res_sum_of_1e5_inputs", tiny_model(
+        [helper.make_node("Sum", ["x%d" % i for i in range(n)], ["Y"])],
+        [vi("x%d" % i, TensorProto.FLOAT, [1]) for i in range(n)],
+        [vi("Y", TensorProto.FLOAT, [1])]), time_s=20, mem_mb=2048)
+    bomb("res_attr_1e6_ints", tiny_model(
+        [helper.make_node("Transpose", ["X"], ["Y"], perm=list(range(RESOURCE_ATTR_INTS)))],
+        [vi("X", TensorProto.FLOAT, [2, 3])], y), time_s=30, mem_mb=512)
+
+
 def generate(out_dir):
     """Writes every case under out_dir (emptied first); returns [(name, path, expect)]."""
     if os.path.isdir(out_dir):
@@ -501,10 +645,12 @@ def generate(out_dir):
     tensor_cases(s)
     graph_cases(s)
     external_cases(s)
+    resource_cases(s)
     with open(os.path.join(out_dir, "manifest.tsv"), "w") as f:
-        for name, path, expect in s.cases:
-            f.write(f"{name}\t{path}\t{expect}\n")
-    return [(n, os.path.join(out_dir, p), e) for n, p, e in s.cases]
+        for c in s.cases:
+            f.write(f"{c[0]}\t{c[1]}\t{c[2]}\t{c.tool}\n")
+    return [Case(c[0], os.path.join(out_dir, c[1]), c[2], c.tool, c.time_s, c.mem_mb)
+            for c in s.cases]
 
 
 if __name__ == "__main__":

@@ -186,8 +186,8 @@ def perturbed(feeds, seed):
     for k, v in feeds.items():
         if v.dtype.kind == "f":
             ulp = np.spacing(np.abs(v).astype(v.dtype))
-            out[k] = (v + ulp * rng.integers(-NOISE_ULPS, NOISE_ULPS + 1, size=v.shape)
-                      ).astype(v.dtype)
+            out[k] = np.asarray(v + ulp * rng.integers(-NOISE_ULPS, NOISE_ULPS + 1, size=v.shape)
+                                ).astype(v.dtype)  # asarray: a 0-d input stays an array
         else:
             out[k] = v
     return out

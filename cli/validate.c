@@ -26,6 +26,7 @@
 #include "ir/open_dims.h"
 #include "json.h"
 #include "npy.h"
+#include "progress.h"
 #include "validate.h"
 
 extern char **environ;
@@ -35,7 +36,7 @@ const char cli_validate_help[] =
     "usage: kiln validate MODEL [--target c] [--inputs PATH | --seed N] [--samples N]\n"
     "                     [--dist uniform|normal] [--rtol X] [--atol Y] [--per-node]\n"
     "                     [--json FILE] [--outputs DIR] [--dim NAME=VALUE]...\n"
-    "                     [--shape INPUT=DIMS]... [--keep DIR] [--cc CC]\n"
+    "                     [--shape INPUT=DIMS]... [--keep DIR] [--cc CC] [--quiet]\n"
     "\n"
     "Compiles MODEL to a C bundle, builds it with the system C compiler, runs it and ONNX\n"
     "Runtime on the same inputs (one sample or many) and compares every output: max abs\n"
@@ -66,6 +67,7 @@ const char cli_validate_help[] =
     "                        that a warning names\n"
     "  --keep DIR            work in DIR (created, with its parents) and keep it\n"
     "  --cc CC               the C compiler (default cc); built with -O2 -std=c99\n"
+    "  --quiet               no progress line (shown only when stderr is a terminal)\n"
     "  -h, --help            print this help\n"
     "\n"
     "ONNX Runtime is run by $KILN_PYTHON, else ~/.cache/kiln/venv/bin/python, else python3.\n"
@@ -159,9 +161,7 @@ static char *read_all(const char *path, size_t *len) {
     return buf;
 }
 
-/* Runs argv (looked up in PATH) with stdout and stderr sent to log (NULL: inherited).
- * Returns the exit status, 128 + signal, or -1 (errno set) when it could not start. */
-static int run_process(char *const argv[], const char *log) {
+static int run_process_raw(char *const argv[], const char *log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (log) {
@@ -180,6 +180,22 @@ static int run_process(char *const argv[], const char *log) {
         if (errno != EINTR) return -1;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* The progress line of the running validation (NULL: none): erased before an error. */
+static CliProgress *validate_progress;
+
+static void progress_pause(void) {
+    if (validate_progress) cli_progress_end(validate_progress);
+}
+
+/* Runs argv (looked up in PATH) with stdout and stderr sent to log (NULL: inherited).
+ * Returns the exit status, 128 + signal, or -1 (errno set) when it could not start; the
+ * progress line is erased when it did not succeed, for the caller's error. */
+static int run_process(char *const argv[], const char *log) {
+    int st = run_process_raw(argv, log);
+    if (st != 0) progress_pause();
+    return st;
 }
 
 /* Prints up to max_lines of a log file, indented. */
@@ -231,6 +247,8 @@ static int parse_args(int argc, char **argv, ValidateOpts *o, bool *help) {
         }
         if (strcmp(argv[i], "--per-node") == 0) {
             o->per_node = true;
+        } else if (strcmp(argv[i], "--quiet") == 0) {
+            o->quiet = true;
         } else if ((m = cli_flag_value("validate", argc, argv, &i, "--target", &v)) != 0) {
             if (m < 0) return CLI_EXIT_USAGE;
             target = v;
@@ -414,6 +432,7 @@ static int run_reference(const char *work, const char *manifest) {
     const char *py = find_python();
     int rc = CLI_EXIT_MODEL;
     if (!script || !log || !write_text(script, cli_validate_script)) {
+        progress_pause();
         fprintf(stderr, "kiln validate: error: cannot write %s\n", work);
         goto done;
     }
@@ -755,6 +774,9 @@ static void choose_defaults(ValidateOpts *o) {
 /* Everything after the arguments: returns the exit code. */
 static int validate(ValidateOpts *o, const char *work) {
     int rc = CLI_EXIT_MODEL;
+    CliProgress progress;
+    cli_progress_init(&progress, "validate", o->quiet);
+    validate_progress = &progress;
     ValidateNode *nodes = NULL;
     uint32_t n_nodes = 0;
     ValidateFigures *fig = NULL;
@@ -774,7 +796,9 @@ static int validate(ValidateOpts *o, const char *work) {
     BundleOptions copts = {.name = VALIDATE_BUNDLE, .test_main = true, .model_path = o->model};
     Diag d;
     diag_init(&d);
+    cli_progress_show(&progress, "compiling the model");
     bool ok = kiln_compile_graph(g, "c", &copts, bundle, &d);
+    cli_progress_end(&progress);
     diag_print(&d, stderr, o->model);
     diag_free(&d);
     if (!ok) goto done;
@@ -782,8 +806,13 @@ static int validate(ValidateOpts *o, const char *work) {
         fprintf(stderr, "kiln validate: error: cannot write %s\n", manifest);
         goto done;
     }
-    if (!build_bundle(bundle, work, o->cc, &exe)) goto done;
+    cli_progress_show(&progress, "building the bundle with %s", o->cc);
+    bool built = build_bundle(bundle, work, o->cc, &exe);
+    cli_progress_end(&progress);
+    if (!built) goto done;
+    cli_progress_show(&progress, "ONNX Runtime on the inputs");
     rc = run_reference(work, manifest);
+    cli_progress_end(&progress);
     if (rc != CLI_EXIT_OK) goto done;
     rc = CLI_EXIT_MODEL;
     int64_t n_samples = read_samples(work);
@@ -796,12 +825,16 @@ static int validate(ValidateOpts *o, const char *work) {
     for (uint32_t i = 0; i < g->n_outputs; i++) validate_figures_init(&fig[i]);
     for (int64_t s = 0; s < n_samples; s++) {
         char *dir = sample_dir(work, s, n_samples);
+        cli_progress_show(&progress, "the bundle on sample %lld of %lld", (long long)s + 1,
+                          (long long)n_samples);
         bool ran = dir && run_bundle(exe, bundle, dir, g, s, n_samples);
+        if (!ran) cli_progress_end(&progress);
         for (uint32_t i = 0; ran && i < g->n_outputs; i++)
             compare_files(work, dir, g, i, s, o, i < n_orig, &fig[i]);
         free(dir);
         if (!ran) goto done;
     }
+    cli_progress_end(&progress);
     if (o->outputs_dir && !write_outputs(o, work, g, n_orig, n_samples)) goto done;
 
     ort = read_all(ort_path, NULL);
@@ -842,6 +875,8 @@ done:
     free(bundle);
     free(manifest);
     if (g) ir_graph_free(g);
+    cli_progress_end(&progress);
+    validate_progress = NULL;
     return rc;
 }
 

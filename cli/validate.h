@@ -20,6 +20,7 @@ typedef struct ValidateOpts {
     int64_t seed, samples; /* random inputs: seed, and how many samples */
     double rtol, atol;
     bool per_node;
+    bool quiet;      /* --quiet: no progress line on a terminal */
     CliDims dims;
 } ValidateOpts;
 

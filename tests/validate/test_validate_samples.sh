@@ -144,4 +144,23 @@ PYEOF
 else
     fail "per-node JSON"
 fi
+# Progress over many samples: on a terminal only (script(1) gives kiln one), never with
+# --quiet, never in a pipe; the report itself is unchanged.
+if command -v script >/dev/null; then
+    script -qec "$KILN validate $M/chain.onnx --samples 4" "$TMP/tty.log" >/dev/null 2>&1
+    grep -q "kiln validate: the bundle on sample 4 of 4" "$TMP/tty.log" &&
+        grep -q "^PASS" "$TMP/tty.log" &&
+        pass "a terminal gets a progress line naming the sample" ||
+        { fail "no progress line on a terminal"; head -c 400 "$TMP/tty.log" | cat -v; }
+    script -qec "$KILN validate $M/chain.onnx --samples 4 --quiet" "$TMP/quiet.log" >/dev/null 2>&1
+    ! grep -q "kiln validate: the bundle on" "$TMP/quiet.log" && grep -q "^PASS" "$TMP/quiet.log" &&
+        pass "--quiet on a terminal: no progress line, the report as always" ||
+        { fail "--quiet still showed progress"; head -c 400 "$TMP/quiet.log" | cat -v; }
+else
+    fail "script(1) not found (util-linux): cannot give kiln a terminal"
+fi
+"$KILN" validate "$M/chain.onnx" --samples 4 >/dev/null 2>"$TMP/pipe.err"
+! grep -q "kiln validate: the bundle on" "$TMP/pipe.err" &&
+    pass "stderr that is no terminal gets no progress" ||
+    { fail "progress written to a pipe"; head -c 300 "$TMP/pipe.err" | cat -v; }
 finish

@@ -141,12 +141,14 @@ const BundleRuntimeFile *bundle_runtime_file(const char *name) {
     return NULL;
 }
 
-bool bundle_write_runtime(const char *dir, const char *const *names, uint32_t n, Diag *d) {
+bool bundle_write_runtime(const char *dir, const char *const *names, uint32_t n,
+                          char *const *texts, Diag *d) {
     bool ok = true;
     for (uint32_t i = 0; i < n && ok; i++) {
         const BundleRuntimeFile *rf = bundle_runtime_file(names[i]);
         IR_ASSERT(rf);
-        ok &= write_file(dir, rf->name, rf->text, strlen(rf->text), d);
+        const char *text = texts ? texts[i] : rf->text;
+        ok &= write_file(dir, rf->name, text, strlen(text), d);
     }
     return ok;
 }

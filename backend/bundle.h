@@ -77,8 +77,17 @@ const BundleRuntimeFile *bundle_runtime_file(const char *name);
 /* Writing into the bundle's folder dir; false after a diagnostic. */
 bool bundle_write_text(const char *dir, const char *file, CWriter *w, Diag *d); /* takes w's text */
 bool bundle_write_raw(const char *dir, const char *file, const void *data, size_t len, Diag *d);
-/* The runtime files names[0..n) as they are. */
-bool bundle_write_runtime(const char *dir, const char *const *names, uint32_t n, Diag *d);
+/* The runtime files names[0..n): as they are (texts NULL), or texts[i] for file i. */
+bool bundle_write_runtime(const char *dir, const char *const *names, uint32_t n,
+                          char *const *texts, Diag *d);
+/* The parts of the runtime files names[0..n) that the bundle's own text (roots[0..n_roots),
+ * NULL entries skipped) reaches: per file its kept top-level items in order
+ * (backend/runtime_select.c). malloc'd texts in a malloc'd array; free each and the array. */
+char **bundle_runtime_select(const char *const *names, uint32_t n, const char *const *roots,
+                             uint32_t n_roots);
+/* How many items runtime text cuts into, 0 when it does not read as the cut expects or the
+ * items do not tile it exactly (for tests: every runtime file must cut cleanly). */
+uint32_t bundle_runtime_items(const char *text);
 /* NAME_weights.bin (or NAME_weights.c with opts->embed_weights) from b's weight offsets. */
 bool bundle_write_weights(BundleCtx *b, const char *dir, Diag *d);
 /* Creates dir when missing. */

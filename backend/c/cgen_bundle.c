@@ -238,9 +238,14 @@ bool cgen_emit_bundle(IrGraph *g, const BundleOptions *opts, const char *out_dir
     if (ok) {
         bundle_emit_header(&cx.b, &c_dialect, &h);
         emit_source(&cx, g, &c, body.buf ? body.buf : "", outf);
+        /* only the runtime code that NAME.h and NAME.c reach (the test main reads NAME.h) */
+        const char *roots[] = {h.buf, c.buf};
+        char **rt = bundle_runtime_select(cx.runtime, cx.n_runtime, roots, 2);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx, "%s.h", opts->name), &h, d);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx, "%s.c", opts->name), &c, d);
-        ok = ok && bundle_write_runtime(out_dir, cx.runtime, cx.n_runtime, d);
+        ok = ok && bundle_write_runtime(out_dir, cx.runtime, cx.n_runtime, rt, d);
+        for (uint32_t i = 0; i < cx.n_runtime; i++) free(rt[i]);
+        free(rt);
         ok &= bundle_write_weights(&cx.b, out_dir, d);
         CWriter m;
         cw_init(&m);

@@ -750,7 +750,7 @@ bool cuda_emit_bundle(IrGraph *g, const BundleOptions *opts, const char *out_dir
         emit_source(&cx, g, &c, &L);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.h", opts->name), &h, d);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.cu", opts->name), &c, d);
-        ok = ok && bundle_write_runtime(out_dir, cx.rt, cx.n_rt, d);
+        ok = ok && bundle_write_runtime(out_dir, cx.rt, cx.n_rt, NULL, d);
         ok &= bundle_write_weights(&cx.c.b, out_dir, d);
         bundle_emit_cmake(&cx.c.b, &cuda_dialect, &m);
         ok &= bundle_write_text(out_dir, "CMakeLists.txt", &m, d);

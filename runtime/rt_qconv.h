@@ -1,0 +1,245 @@
+/* rt_qconv.h: int8 convolution (NHWC, 2-D) and matrix product over packed weights, on the
+ * microkernel of rt_qgemm.h. A convolution is an indirect GEMM: for each tile of
+ * RT_QGEMM_MR output pixels, a table of row pointers per kernel tap (a tap in the padding
+ * points at a row of input zero points, so the zero-point correction folded into the bias
+ * at compile time holds at the borders), then the panels of output channels. Channel
+ * counts that are not a multiple of 4 (an RGB first layer) copy the tile's rows into a
+ * small buffer padded to 4. Depthwise convolutions (one channel per group) take their own
+ * loop along channels. C99; no allocation (buffers on the stack, bounded below). */
+#ifndef KILN_RT_QCONV_H
+#define KILN_RT_QCONV_H
+
+#include "rt_qgemm.h"
+
+#define RT_QCONV_MAX_C 4096     /* input channels of one convolution (the padding row) */
+#define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
+#define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
+
+typedef struct RtQConv2d {
+    int64_t n, h, w, c;            /* input (N,H,W,C) */
+    int64_t oh, ow, m;             /* output (N,OH,OW,M) */
+    int64_t kh, kw, sh, sw, dh, dw; /* kernel, strides, dilations */
+    int64_t ph, pw;                /* leading pads */
+    int64_t group;
+    int64_t c4; /* blocks of 4 channels per tap: ceil(C/group / 4) */
+    int64_t np; /* panels of RT_QGEMM_NR output channels per group */
+} RtQConv2d;
+
+/* colsum[j] of the packed weights (the trailer, read bytewise: the blob is untyped) */
+RT_API void rt_qcolsum(const int8_t *trailer, int64_t n0, int n, int32_t *out) {
+    int j;
+    for (j = 0; j < n; j++) memcpy(&out[j], trailer + (n0 + j) * 4, 4);
+}
+
+/* One row tile against every panel of one group: rows' pointers per tap in a (taps x MR),
+ * panels at wp (k4 blocks each), columns nbase.. nbase+mg of the output rows y[i*ystride]
+ * (residual rows r[i*ystride] or NULL). */
+RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
+                            const int8_t *wp, const int8_t *colsum, int64_t np, int64_t mg,
+                            int64_t nbase, const RtQRequant *q, const uint8_t *r, uint8_t *y,
+                            int64_t ystride) {
+    int32_t acc[RT_QGEMM_MR * RT_QGEMM_NT];
+    int32_t cs[RT_QGEMM_NT];
+    int64_t k4 = taps * c4, pp;
+    int i, j;
+    for (pp = 0; pp < np; pp += 2) {
+        int nv = np - pp >= 2 ? 2 : 1;
+        int64_t n0 = pp * RT_QGEMM_NR;
+        int ncols = (int)(mg - n0 < RT_QGEMM_NT ? mg - n0 : RT_QGEMM_NT);
+        for (i = 0; i < mr; i++)
+            for (j = 0; j < RT_QGEMM_NT; j++)
+                acc[i * RT_QGEMM_NT + j] = j < ncols ? q->bias[nbase + n0 + j] : 0;
+        rt_qgemm_tile(mr, nv, taps, c4, a, wp + pp * k4 * RT_QGEMM_KB, k4 * RT_QGEMM_KB, acc);
+#if defined(RT_QGEMM_NEON)
+        rt_qcolsum(colsum, n0, ncols, cs);
+        rt_qgemm_colsum_fix(mr, ncols, cs, acc);
+#else
+        (void)colsum;
+        (void)cs;
+#endif
+        for (i = 0; i < mr; i++)
+            rt_qrequant_row(acc + i * RT_QGEMM_NT, nbase + n0, ncols, q,
+                            r ? r + i * ystride + nbase + n0 : NULL, y + i * ystride + nbase + n0);
+    }
+}
+
+/* y = requant(conv(x - x_zp, w) + bias [+ residual]): x (N,H,W,C), wp packed (rt_qgemm.h),
+ * r (N,OH,OW,M) or NULL, y (N,OH,OW,M). */
+RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *wp,
+                       const RtQRequant *q, const uint8_t *r, uint8_t *y) {
+    const uint8_t *ptr[RT_QCONV_MAX_TAPS * RT_QGEMM_MR];
+    uint8_t padrow[RT_QCONV_MAX_C + 4];
+    uint8_t copy[RT_QCONV_COPY_MAX];
+    int64_t cg = g->c / g->group, mg = g->m / g->group, taps = g->kh * g->kw;
+    int64_t k4 = taps * g->c4, P = g->oh * g->ow;
+    const int8_t *trailer = wp + g->group * g->np * k4 * RT_QGEMM_KB;
+    int copying = cg % 4 != 0;
+    int64_t b, p0, gi, t;
+    int i;
+    memset(padrow, x_zp, sizeof padrow);
+    for (b = 0; b < g->n; b++)
+        for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
+            int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
+            for (gi = 0; gi < g->group; gi++) {
+                for (i = 0; i < mr; i++) {
+                    int64_t oy = (p0 + i) / g->ow, ox = (p0 + i) % g->ow, ky, kx;
+                    for (ky = 0, t = 0; ky < g->kh; ky++)
+                        for (kx = 0; kx < g->kw; kx++, t++) {
+                            int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                            int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                            const uint8_t *src =
+                                iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
+                                    ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
+                                    : padrow;
+                            if (copying) {
+                                uint8_t *dst = copy + (i * taps + t) * g->c4 * 4;
+                                memset(dst, x_zp, (size_t)(g->c4 * 4));
+                                memcpy(dst, src, (size_t)cg);
+                                src = dst;
+                            }
+                            ptr[t * RT_QGEMM_MR + i] = src;
+                        }
+                }
+                rt_qgemm_panels(mr, ptr, taps, g->c4, wp + gi * g->np * k4 * RT_QGEMM_KB,
+                                trailer + gi * g->np * RT_QGEMM_NR * 4, g->np, mg, gi * mg, q,
+                                r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m,
+                                g->m);
+            }
+        }
+}
+
+/* y = requant(a @ w^T + bias): a (rows, K) uint8, wp packed with one tap of c4 blocks
+ * (K <= c4*4), y (rows, N). */
+RT_API void rt_qgemm_rows(int64_t rows, int64_t K, int64_t c4, int64_t np, int64_t N,
+                          const uint8_t *a, int32_t a_zp, const int8_t *wp, const RtQRequant *q,
+                          uint8_t *y) {
+    const uint8_t *ptr[RT_QGEMM_MR];
+    uint8_t copy[RT_QCONV_COPY_MAX];
+    const int8_t *trailer = wp + np * c4 * RT_QGEMM_KB;
+    int copying = K % 4 != 0;
+    int64_t r0;
+    int i;
+    for (r0 = 0; r0 < rows; r0 += RT_QGEMM_MR) {
+        int mr = (int)(rows - r0 < RT_QGEMM_MR ? rows - r0 : RT_QGEMM_MR);
+        for (i = 0; i < mr; i++) {
+            const uint8_t *src = a + (r0 + i) * K;
+            if (copying) {
+                uint8_t *dst = copy + i * c4 * 4;
+                memset(dst, a_zp, (size_t)(c4 * 4));
+                memcpy(dst, src, (size_t)K);
+                src = dst;
+            }
+            ptr[i] = src;
+        }
+        rt_qgemm_panels(mr, ptr, 1, c4, wp, trailer, np, N, 0, q, NULL, y + r0 * N, N);
+    }
+}
+
+/* Depthwise: y[.., c] = requant(sum_taps (x - x_zp)[.., c] * w[t][c] + bias[c]) with w
+ * (KH*KW, C) int8 (backend/qplan.c lays it so), r residual or NULL. */
+RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *w,
+                         const RtQRequant *q, const uint8_t *r, uint8_t *y) {
+    int32_t acc[RT_QCONV_MAX_C];
+    uint8_t padrow[RT_QCONV_MAX_C];
+    int64_t C = g->c, b, oy, ox, ky, kx, c;
+    memset(padrow, x_zp, (size_t)C);
+    for (b = 0; b < g->n; b++)
+        for (oy = 0; oy < g->oh; oy++)
+            for (ox = 0; ox < g->ow; ox++) {
+                int64_t o = ((b * g->oh + oy) * g->ow + ox) * C;
+                const int8_t *wt = w;
+                for (c = 0; c < C; c++) acc[c] = q->bias[c];
+                for (ky = 0; ky < g->kh; ky++)
+                    for (kx = 0; kx < g->kw; kx++, wt += C) {
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                        int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                        const uint8_t *src = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
+                                                 ? x + ((b * g->h + iy) * g->w + ix) * C
+                                                 : padrow;
+                        c = 0;
+#if defined(RT_QGEMM_AVX512)
+                        for (; c + 16 <= C; c += 16) {
+                            __m512i xv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + c)));
+                            __m512i wv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(wt + c)));
+                            __m512i av = _mm512_loadu_si512((const void *)(acc + c));
+                            _mm512_storeu_si512((void *)(acc + c), _mm512_add_epi32(av, _mm512_mullo_epi32(xv, wv)));
+                        }
+#endif
+                        for (; c < C; c++) acc[c] += (int32_t)src[c] * (int32_t)wt[c];
+                    }
+                rt_qrequant_row(acc, 0, C, q, r ? r + o : NULL, y + o);
+            }
+}
+
+/* ---- elementwise, table and pools ---- */
+
+/* y = clamp(y_zp + round(((a - a_zp) * ma + (b - b_zp) * mb) / 2^shift)): QAdd of equal
+ * shapes; ma, mb below 2^31. */
+RT_API void rt_qadd(int64_t n, const uint8_t *a, int32_t a_zp, int32_t ma, const uint8_t *b,
+                    int32_t b_zp, int32_t mb, int shift, int32_t y_zp, int32_t lo, int32_t hi,
+                    uint8_t *y) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        int64_t t = (int64_t)((int32_t)a[i] - a_zp) * ma + (int64_t)((int32_t)b[i] - b_zp) * mb;
+        int64_t v = rt_qround_shift(t, shift) + y_zp;
+        y[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+
+/* y = clamp(y_zp + round((a - a_zp) * (b - b_zp) * m / 2^shift)): QMul of equal shapes. */
+RT_API void rt_qmul(int64_t n, const uint8_t *a, int32_t a_zp, const uint8_t *b, int32_t b_zp,
+                    int32_t m, int shift, int32_t y_zp, uint8_t *y) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        int64_t t = (int64_t)((int32_t)a[i] - a_zp) * ((int32_t)b[i] - b_zp) * m;
+        int64_t v = rt_qround_shift(t, shift) + y_zp;
+        y[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+}
+
+/* y = table[x]: any per-tensor function of one uint8 value, tabulated at compile time. */
+RT_API void rt_qlut(int64_t n, const uint8_t *x, const uint8_t *table, uint8_t *y) {
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = table[x[i]];
+}
+
+/* Max pooling, NHWC, on the quantized values (same scale and zero point in and out);
+ * padding never wins. */
+RT_API void rt_qmaxpool2d(const RtQConv2d *g, const uint8_t *x, uint8_t *y) {
+    int64_t C = g->c, b, oy, ox, ky, kx, c;
+    for (b = 0; b < g->n; b++)
+        for (oy = 0; oy < g->oh; oy++)
+            for (ox = 0; ox < g->ow; ox++) {
+                uint8_t *o = y + ((b * g->oh + oy) * g->ow + ox) * C;
+                memset(o, 0, (size_t)C);
+                for (ky = 0; ky < g->kh; ky++)
+                    for (kx = 0; kx < g->kw; kx++) {
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                        int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                        const uint8_t *s;
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) continue;
+                        s = x + ((b * g->h + iy) * g->w + ix) * C;
+                        for (c = 0; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];
+                    }
+            }
+}
+
+/* Global average pooling, NHWC (N,H,W,C) -> (N,1,1,C): y = clamp(y_zp + round((sum -
+ * HW*x_zp) * m / 2^shift)) with m/2^shift = x_scale / (HW * y_scale). */
+RT_API void rt_qgavgpool(int64_t n, int64_t hw, int64_t C, const uint8_t *x, int32_t x_zp,
+                         int32_t m, int shift, int32_t y_zp, uint8_t *y) {
+    int32_t acc[RT_QCONV_MAX_C];
+    int64_t b, p, c;
+    for (b = 0; b < n; b++) {
+        for (c = 0; c < C; c++) acc[c] = 0;
+        for (p = 0; p < hw; p++)
+            for (c = 0; c < C; c++) acc[c] += x[(b * hw + p) * C + c];
+        for (c = 0; c < C; c++) {
+            int64_t t = ((int64_t)acc[c] - hw * x_zp) * m;
+            int64_t v = rt_qround_shift(t, shift) + y_zp;
+            y[b * C + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+}
+
+#endif

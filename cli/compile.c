@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "driver/kiln.h"
+#include "driver/qparams.h"
 #include "progress.h"
 #include "report.h"
 
@@ -17,6 +18,7 @@ const char cli_compile_help[] =
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
+    "                    [--int8 MODEL.qparams]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -52,6 +54,10 @@ const char cli_compile_help[] =
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
     "  --dump-after=NAME     print the IR text after pass NAME to stdout\n"
+    "  --int8 FILE.qparams   run the tensors FILE names in int8 (docs/int8.md): Conv,\n"
+    "                        Gemm, MatMul, Add, Mul, pooling, Concat and activations\n"
+    "                        whose inputs and outputs have parameters become int8\n"
+    "                        kernels (C target); the others stay float\n"
     "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
     "                        model states them); nhwc: channels-last fields (N,H,W,C), and\n"
     "                        no transposes at the boundary of the layout pass's region\n"
@@ -162,7 +168,7 @@ static void watch_pass(void *arg, const IrGraph *g, unsigned pass, bool after) {
 
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
-    const char *precision = "fp32", *conv = "auto", *report = NULL;
+    const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     bool test_main = false, quiet = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
@@ -209,6 +215,9 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--conv", &v)) != 0) {
             if (m < 0) goto usage;
             conv = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--int8", &v)) != 0) {
+            if (m < 0) goto usage;
+            qparams = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--report", &v)) != 0) {
             if (m < 0) goto usage;
             report = v;
@@ -304,6 +313,25 @@ int cli_compile_run(int argc, char **argv) {
         cli_dims_free(&dims);
         free(pass_list);
         return rc;
+    }
+    if (qparams) {
+        if (cuda) {
+            cli_usage_error("compile", "--int8 is for --target c (the CUDA int8 path is not built yet)");
+            ir_graph_free(g);
+            goto usage;
+        }
+        char qsha[65];
+        Diag qd;
+        diag_init(&qd);
+        bool qok = qparams_apply_file(g, qparams, kiln_file_sha256(model, qsha) ? qsha : NULL, &qd);
+        diag_print(&qd, stderr, NULL);
+        diag_free(&qd);
+        if (!qok) {
+            ir_graph_free(g);
+            cli_dims_free(&dims);
+            free(pass_list);
+            return CLI_EXIT_MODEL;
+        }
     }
     if (!cli_mkdir_parents(out_dir)) {
         ir_graph_free(g);

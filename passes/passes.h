@@ -183,6 +183,11 @@ bool pass_fuse(IrGraph *g, Diag *d);
  * false does only that boundary rewrite. */
 bool pass_layout(IrGraph *g, Diag *d);
 bool pass_layout_io(IrGraph *g, bool io_nhwc, bool propagate, Diag *d);
+/* Float nodes whose values carry quantization parameters -> int8 kernels (passes/quantize.c):
+ * QConv, QGemm, QAdd, QMul, QLut, QMaxPool, QGlobalAveragePool; uint8 twins of the values,
+ * QuantizeLinear/DequantizeLinear where float ops meet them. requires: layout; invalidates:
+ * uses, node ids. */
+bool pass_quantize(IrGraph *g, Diag *d);
 /* Trees of float elementwise ops with single readers and one output shape -> FusedEltwise. */
 bool pass_fuse_eltwise(IrGraph *g, Diag *d);
 /* Sequences and optionals lowered to tensors at compile time (passes/lower_sequences.c):

@@ -43,6 +43,9 @@ static const PassEntry pipeline[] = {
      "Conv/Gemm/MatMul + bias + residual + activation become one fused node", IR_OP_UNKNOWN},
     {"layout", true, PASS_STAGE_OPTIMIZE, pass_layout,
      "convolution regions are stored channels-last (NHWC); transpose pairs cancel", IR_OP_UNKNOWN},
+    {"quantize", true, PASS_STAGE_OPTIMIZE, pass_quantize,
+     "values with quantization parameters run on int8 kernels (QConv, QGemm...), Q/DQ at "
+     "the edges of float ops", IR_OP_QCONV},
     {"fuse-eltwise", true, PASS_STAGE_OPTIMIZE, pass_fuse_eltwise,
      "trees of elementwise ops become one FusedEltwise loop", IR_OP_FUSED_ELTWISE},
     {"dce", true, PASS_STAGE_OPTIMIZE, pass_dce, "nodes whose results nobody reads are removed", IR_OP_UNKNOWN},

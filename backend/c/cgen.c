@@ -24,6 +24,7 @@ void cgen_tables_init(void) {
     cgen_register_rnn(cgen_emit_table);
     cgen_register_signal(cgen_emit_table);
     cgen_register_quant(cgen_emit_table);
+    cgen_register_qint8(cgen_emit_table);
     cgen_register_misc(cgen_emit_table);
     cgen_register_flex(cgen_emit_table);
     cgen_register_fusedattn(cgen_emit_table);

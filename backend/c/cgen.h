@@ -114,6 +114,7 @@ void cgen_register_control(CgenEmitFn *table);
  * initial values. */
 bool cgen_control_prepare(IrGraph *g, Diag *d);
 void cgen_register_quant(CgenEmitFn *table);
+void cgen_register_qint8(CgenEmitFn *table); /* the quantize pass's int8 kernels */
 void cgen_register_misc(CgenEmitFn *table);
 void cgen_register_flex(CgenEmitFn *table);
 void cgen_register_fusedattn(CgenEmitFn *table);

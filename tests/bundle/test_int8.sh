@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# kiln compile --int8 (issue 13): a small CNN (a strided 3x3 convolution from 3 channels, a
+# residual block, max pooling, a depthwise convolution, global average pooling, Gemm) with
+# per-tensor parameters from min/max ranges over random inputs (the ranges come from ONNX
+# Runtime here: `kiln calibrate` is not built yet) compiles to the int8 kernels; the bundle
+# builds under $STRICT with gcc and clang, for the portable path, AVX2 and -march=native;
+# all builds write the same bytes on fresh inputs, which agree with the float model (cosine
+# >= 0.995, top-1 equal on >= 90% of 64 inputs); bad .qparams files fail with one error and
+# leave no folder.
+# Usage: test_int8.sh PATH/TO/kiln
+. "$(dirname "$0")/lib.bash"
+
+W="$TMP/int8"
+mkdir -p "$W"
+if ! "$PY" - "$W" >"$TMP/make.log" 2>&1 <<'PYEOF'; then
+import sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, TensorProto, numpy_helper
+w = sys.argv[1]
+rng = np.random.default_rng(13)
+inits, nodes = [], []
+def const(name, a):
+    inits.append(numpy_helper.from_array(np.asarray(a, np.float32), name))
+    return name
+def conv(x, y, cin, cout, k, stride=1, group=1, relu=True):
+    wn = const(y + "_w", rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5)
+    bn = const(y + "_b", rng.standard_normal(cout) * 0.1)
+    out = y + "_c" if relu else y
+    nodes.append(helper.make_node("Conv", [x, wn, bn], [out], name=y + "_conv", kernel_shape=[k, k],
+                                  pads=[k // 2] * 4, strides=[stride] * 2, group=group))
+    if relu:
+        nodes.append(helper.make_node("Relu", [out], [y], name=y + "_relu"))
+    return y
+conv("x", "c1", 3, 20, 3, stride=2)
+conv("c1", "c2", 20, 20, 3)
+conv("c2", "c3", 20, 20, 3, relu=False)
+nodes.append(helper.make_node("Add", ["c3", "c1"], ["s"], name="res_add"))
+nodes.append(helper.make_node("Relu", ["s"], ["r"], name="res_relu"))
+nodes.append(helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+conv("p", "d", 20, 20, 3, group=20)
+conv("d", "e", 20, 36, 1)
+nodes.append(helper.make_node("GlobalAveragePool", ["e"], ["g"], name="gap"))
+nodes.append(helper.make_node("Flatten", ["g"], ["f"], name="flat"))
+const("fc_w", rng.standard_normal((36, 10)) * 0.3)
+const("fc_b", rng.standard_normal(10) * 0.1)
+nodes.append(helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], name="fc"))
+graph = helper.make_graph(nodes, "int8cnn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 15])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.save(model, f"{w}/cnn.onnx")
+# min/max of every computed tensor over 32 random inputs (the test's stand-in calibrator)
+probe = onnx.ModelProto()
+probe.CopyFrom(model)
+names = ["x"] + [o for n in nodes for o in n.output]
+del probe.graph.output[:]
+for n in names:
+    probe.graph.output.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, None))
+sess = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+lo = {n: 0.0 for n in names}
+hi = {n: 0.0 for n in names}
+for _ in range(32):
+    outs = sess.run(None, {"x": rng.standard_normal((1, 3, 17, 15)).astype(np.float32)})
+    for n, o in zip(names, outs):
+        lo[n], hi[n] = min(lo[n], float(o.min())), max(hi[n], float(o.max()))
+with open(f"{w}/cnn.qparams", "w") as f:
+    f.write("kiln-qparams 1\n# min/max over 32 random inputs\n")
+    for n in names:
+        s = (hi[n] - lo[n]) / 255.0 or 1.0
+        z = int(np.clip(round(-lo[n] / s), 0, 255))
+        f.write(f"tensor {n} scale={s!r} zero_point={z}\n")
+PYEOF
+    fail "the test model and its .qparams are made"
+    sed 's/^/    /' "$TMP/make.log" | tail -n 20
+    finish
+fi
+pass "the test model and its .qparams are made"
+
+B="$W/bundle"
+if "$KILN" compile "$W/cnn.onnx" -o "$B" --test-main --int8 "$W/cnn.qparams" --dump-after=quantize \
+    >"$W/ir.txt" 2>"$TMP/compile.log"; then
+    pass "kiln compile --int8 compiles the CNN"
+else
+    fail "kiln compile --int8 compiles the CNN"
+    sed 's/^/    /' "$TMP/compile.log" | tail -n 20
+    finish
+fi
+# every convolution, the pool, the average and the Gemm run in int8; one quantize at the input
+n_q=$(grep -cE '= (QConv|QMaxPool|QGlobalAveragePool|QGemm)\(' "$W/ir.txt")
+n_float=$(grep -cE '= (FusedConv|Conv|Gemm|MaxPool|GlobalAveragePool)\(' "$W/ir.txt")
+n_quantize=$(grep -c '= QuantizeLinear(' "$W/ir.txt")
+if [ "$n_q" -eq 8 ] && [ "$n_float" -eq 0 ] && [ "$n_quantize" -eq 1 ]; then
+    pass "the quantize pass lowers 5 convolutions, the pools and the Gemm with one QuantizeLinear"
+else
+    fail "the quantize pass lowers 5 convolutions, the pools and the Gemm with one QuantizeLinear (int8 $n_q, float $n_float, quantize $n_quantize)"
+fi
+
+exes=()
+build() { # NAME CC FLAGS...
+    local name="$1" cc="$2"
+    shift 2
+    check "$name: $cc $STRICT -O2 $* builds the int8 bundle" \
+        $cc $STRICT -O2 "$@" -I"$B" "$B/cnn.c" "$B/cnn_test_main.c" -o "$W/$name" -lm
+    [ -x "$W/$name" ] && exes+=("$W/$name")
+}
+build portable gcc -DRT_QGEMM_PORTABLE
+build portable-clang clang -DRT_QGEMM_PORTABLE
+build avx2 gcc -mavx2
+grep -q avx512_vnni /proc/cpuinfo && build avx512vnni gcc -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512vnni
+build native gcc -march=native
+build native-clang clang -march=native
+build sanitized gcc $SAN_FLAGS -march=native
+
+check "all builds write the same bytes, and agree with the float model" "$PY" - "$W" "$B/cnn_weights.bin" "${exes[@]}" <<'PYEOF'
+import os, subprocess, sys
+import numpy as np
+import onnxruntime as ort
+w, weights, exes = sys.argv[1], sys.argv[2], sys.argv[3:]
+seed = int.from_bytes(os.urandom(4), "little")
+rng = np.random.default_rng(seed)
+sess = ort.InferenceSession(f"{w}/cnn.onnx", providers=["CPUExecutionProvider"])
+print(f"seed {seed}, builds: {[os.path.basename(e) for e in exes]}")
+cos, top, n = [], 0, 64
+for i in range(n):
+    x = rng.standard_normal((1, 3, 17, 15)).astype(np.float32)
+    x.tofile(f"{w}/x.bin")
+    outs = []
+    for e in exes:
+        if os.path.exists(f"{w}/y.bin"):
+            os.remove(f"{w}/y.bin")
+        subprocess.run([e, weights, f"{w}/x.bin", f"{w}/y.bin"], check=True)
+        outs.append(open(f"{w}/y.bin", "rb").read())
+    for e, o in zip(exes, outs):
+        if o != outs[0]:
+            sys.exit(f"input {i}: {os.path.basename(e)} differs from {os.path.basename(exes[0])}")
+    got = np.frombuffer(outs[0], np.float32)
+    (ref,) = sess.run(None, {"x": x})
+    ref = ref.ravel()
+    cos.append(float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30)))
+    top += int(got.argmax() == ref.argmax())
+print(f"cosine min {min(cos):.5f} mean {np.mean(cos):.5f}, top-1 agreement {top}/{n}")
+sys.exit(0 if min(cos) >= 0.995 and top >= 0.9 * n else 1)
+PYEOF
+
+# bad .qparams: one error naming the file and the tensor, exit 1, no folder
+bad() { # DESCRIPTION EXPECTED-TEXT then the file's lines on stdin
+    local what="$1" want="$2" f="$W/bad.qparams" rc=0
+    cat >"$f"
+    rm -rf "$W/badout"
+    "$KILN" compile "$W/cnn.onnx" -o "$W/badout" --int8 "$f" >"$TMP/bad.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -e "$W/badout" ] && grep -q -- "$want" "$TMP/bad.log" &&
+        [ "$(grep -c error "$TMP/bad.log")" -eq 1 ]; then
+        pass "$what"
+    else
+        fail "$what (exit $rc)"
+        sed 's/^/    /' "$TMP/bad.log" | head -n 5
+    fi
+}
+bad "a tensor the model lacks is named" "bad.qparams:2: tensor 'nope' is not in the model" <<'EOF'
+kiln-qparams 1
+tensor nope scale=0.1 zero_point=0
+EOF
+bad "a zero point outside 0..255 is refused" "tensor 'c1': zero_point '300'" <<'EOF'
+kiln-qparams 1
+tensor c1 scale=0.1 zero_point=300
+EOF
+bad "a zero or NaN scale is refused" "tensor 'c1': scale 'nan'" <<'EOF'
+kiln-qparams 1
+tensor c1 scale=nan zero_point=0
+EOF
+bad "a weight is not a tensor to calibrate" "tensor 'fc_w' is not a computed float32 tensor" <<'EOF'
+kiln-qparams 1
+tensor fc_w scale=0.1 zero_point=0
+EOF
+bad "a file made for another model is refused" "made for another model" <<'EOF'
+kiln-qparams 1
+model 0000000000000000000000000000000000000000000000000000000000000000
+tensor c1 scale=0.1 zero_point=0
+EOF
+bad "another format or version is refused" "version 2" <<'EOF'
+kiln-qparams 2
+EOF
+bad "an empty file is refused" "bad.qparams: empty" </dev/null
+finish

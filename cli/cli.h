@@ -31,6 +31,8 @@ int cli_compile_run(int argc, char **argv);
 extern const char cli_compile_help[];
 int cli_validate_run(int argc, char **argv);
 extern const char cli_validate_help[];
+int cli_calibrate_run(int argc, char **argv);
+extern const char cli_calibrate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns
  * CLI_EXIT_USAGE. */

@@ -18,6 +18,8 @@ static const CliCommand commands[] = {
     {"compile", cli_compile_run, "compile a model into a standalone C bundle", cli_compile_help},
     {"validate", cli_validate_run, "compare a compiled model with ONNX Runtime",
      cli_validate_help},
+    {"calibrate", cli_calibrate_run, "measure activation ranges for kiln compile --int8",
+     cli_calibrate_help},
     {"help", help_run, "show the help of kiln or of one command", help_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

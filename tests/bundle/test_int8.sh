@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # kiln compile --int8 (issue 13): a small CNN (a strided 3x3 convolution from 3 channels, a
 # residual block, max pooling, a depthwise convolution, global average pooling, Gemm) with
-# per-tensor parameters from min/max ranges over random inputs (the ranges come from ONNX
-# Runtime here: `kiln calibrate` is not built yet) compiles to the int8 kernels; the bundle
+# per-tensor parameters from kiln calibrate (each method, 32 random samples) compiles to the
+# int8 kernels; the bundle
 # builds under $STRICT with gcc and clang, for the portable path, AVX2 and -march=native;
 # all builds write the same bytes on fresh inputs, which agree with the float model (cosine
-# >= 0.995, top-1 equal on >= 90% of 64 inputs); bad .qparams files fail with one error and
-# leave no folder.
+# >= 0.995, 0.97 for entropy, top-1 equal on >= 90% of 64 inputs); bad .qparams files and
+# bad calibration samples fail with one error naming the file, exit 1, and leave no output.
 # Usage: test_int8.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
 
@@ -52,32 +52,24 @@ graph = helper.make_graph(nodes, "int8cnn",
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.save(model, f"{w}/cnn.onnx")
-# min/max of every computed tensor over 32 random inputs (the test's stand-in calibrator)
-probe = onnx.ModelProto()
-probe.CopyFrom(model)
-names = ["x"] + [o for n in nodes for o in n.output]
-del probe.graph.output[:]
-for n in names:
-    probe.graph.output.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, None))
-sess = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
-lo = {n: 0.0 for n in names}
-hi = {n: 0.0 for n in names}
-for _ in range(32):
-    outs = sess.run(None, {"x": rng.standard_normal((1, 3, 17, 15)).astype(np.float32)})
-    for n, o in zip(names, outs):
-        lo[n], hi[n] = min(lo[n], float(o.min())), max(hi[n], float(o.max()))
-with open(f"{w}/cnn.qparams", "w") as f:
-    f.write("kiln-qparams 1\n# min/max over 32 random inputs\n")
-    for n in names:
-        s = (hi[n] - lo[n]) / 255.0 or 1.0
-        z = int(np.clip(round(-lo[n] / s), 0, 255))
-        f.write(f"tensor {n} scale={s!r} zero_point={z}\n")
+# the calibration set: 32 samples, one .npy each
+import os
+os.makedirs(f"{w}/data", exist_ok=True)
+for i in range(32):
+    np.save(f"{w}/data/s{i:03d}.npy", rng.standard_normal((1, 3, 17, 15)).astype(np.float32))
 PYEOF
-    fail "the test model and its .qparams are made"
+    fail "the test model and its calibration set are made"
     sed 's/^/    /' "$TMP/make.log" | tail -n 20
     finish
 fi
-pass "the test model and its .qparams are made"
+pass "the test model and its calibration set are made"
+for m in minmax percentile:99.9 entropy mse; do
+    check "kiln calibrate --method $m writes a .qparams" \
+        "$KILN" calibrate "$W/cnn.onnx" --data "$W/data" --method $m -o "$W/cnn.${m%%:*}.qparams"
+done
+cp "$W/cnn.minmax.qparams" "$W/cnn.qparams"
+check "kiln calibrate is deterministic" \
+    bash -c "'$KILN' calibrate '$W/cnn.onnx' --data '$W/data' --method entropy -o '$W/again.qparams' && cmp '$W/again.qparams' '$W/cnn.entropy.qparams'"
 
 B="$W/bundle"
 if "$KILN" compile "$W/cnn.onnx" -o "$B" --test-main --int8 "$W/cnn.qparams" --dump-after=quantize \
@@ -114,11 +106,11 @@ build native gcc -march=native
 build native-clang clang -march=native
 build sanitized gcc $SAN_FLAGS -march=native
 
-check "all builds write the same bytes, and agree with the float model" "$PY" - "$W" "$B/cnn_weights.bin" "${exes[@]}" <<'PYEOF'
+cat >"$W/agree.py" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np
 import onnxruntime as ort
-w, weights, exes = sys.argv[1], sys.argv[2], sys.argv[3:]
+min_cos, w, weights, exes = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 seed = int.from_bytes(os.urandom(4), "little")
 rng = np.random.default_rng(seed)
 sess = ort.InferenceSession(f"{w}/cnn.onnx", providers=["CPUExecutionProvider"])
@@ -142,8 +134,20 @@ for i in range(n):
     cos.append(float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30)))
     top += int(got.argmax() == ref.argmax())
 print(f"cosine min {min(cos):.5f} mean {np.mean(cos):.5f}, top-1 agreement {top}/{n}")
-sys.exit(0 if min(cos) >= 0.995 and top >= 0.9 * n else 1)
+sys.exit(0 if min(cos) >= min_cos and top >= 0.9 * n else 1)
 PYEOF
+check "all builds write the same bytes, and agree with the float model (minmax)" \
+    "$PY" "$W/agree.py" 0.995 "$W" "$B/cnn_weights.bin" "${exes[@]}"
+for mc in percentile:0.995 entropy:0.97 mse:0.995; do # entropy clips the most
+    m="${mc%%:*}"
+    Bm="$W/bundle-$m"
+    if "$KILN" compile "$W/cnn.onnx" -o "$Bm" --test-main --int8 "$W/cnn.$m.qparams" --quiet &&
+        gcc $STRICT -O2 -march=native -I"$Bm" "$Bm/cnn.c" "$Bm/cnn_test_main.c" -o "$W/native-$m" -lm; then
+        check "the $m bundle agrees with the float model" "$PY" "$W/agree.py" "${mc#*:}" "$W" "$Bm/cnn_weights.bin" "$W/native-$m"
+    else
+        fail "the $m .qparams compiles and builds"
+    fi
+done
 
 # bad .qparams: one error naming the file and the tensor, exit 1, no folder
 bad() { # DESCRIPTION EXPECTED-TEXT then the file's lines on stdin
@@ -184,4 +188,28 @@ bad "another format or version is refused" "version 2" <<'EOF'
 kiln-qparams 2
 EOF
 bad "an empty file is refused" "bad.qparams: empty" </dev/null
+# bad calibration samples: one error naming the sample and the input, exit 1, no file
+badcal() { # DESCRIPTION EXPECTED-TEXT PYTHON-EXPR-OF-THE-ARRAY (or "none": an empty set)
+    local what="$1" want="$2" expr="$3" rc=0
+    rm -rf "$W/bad" "$W/bad.qparams"
+    mkdir -p "$W/bad"
+    cp "$W/data/s000.npy" "$W/bad/a.npy"
+    if [ "$expr" = none ]; then
+        rm "$W/bad/a.npy"
+    else
+        "$PY" -c "import numpy as np; x = np.zeros((1, 3, 17, 15), np.float32); np.save('$W/bad/b.npy', $expr)"
+    fi
+    "$KILN" calibrate "$W/cnn.onnx" --data "$W/bad" -o "$W/bad.qparams" >"$TMP/bad.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -e "$W/bad.qparams" ] && grep -q -- "$want" "$TMP/bad.log" &&
+        [ "$(grep -c error "$TMP/bad.log")" -eq 1 ]; then
+        pass "$what"
+    else
+        fail "$what (exit $rc)"
+        sed 's/^/    /' "$TMP/bad.log" | head -n 5
+    fi
+}
+badcal "a sample of the wrong shape is named" "b.npy: input 'x': shape (1, 3, 15, 17), the input wants (1, 3, 17, 15)" "x.reshape(1, 3, 15, 17)"
+badcal "a sample of the wrong dtype is named" "b.npy: input 'x': not float32" "x.astype(np.float64)"
+badcal "a NaN in a sample is named" "b.npy: input 'x': element 7 is NaN" "np.where(np.arange(x.size).reshape(x.shape) == 7, np.nan, x).astype(np.float32)"
+badcal "an empty calibration set is refused" "no .npy samples" none
 finish

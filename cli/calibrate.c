@@ -1,0 +1,490 @@
+/* kiln calibrate: the activation ranges of a model over a calibration set, written as a
+ * .qparams file for `kiln compile --int8` (docs/int8.md). No Python and no ONNX Runtime:
+ * Kiln compiles the float model itself, every intermediate exposed as an output
+ * (passes/debug_outputs.h), builds it with the system C compiler, and runs it on each
+ * sample; the statistics stream (driver/qrange.h), two passes over the samples for the
+ * histogram methods. A sample is one .npy file (float32, C order, the input's shape) for a
+ * model with one float input. Errors name the file and the tensor; the .qparams appears
+ * only when everything succeeded. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "driver/kiln.h"
+#include "driver/qrange.h"
+#include "passes/debug_outputs.h"
+#include "progress.h"
+
+extern char **environ;
+
+const char cli_calibrate_help[] =
+    "usage: kiln calibrate MODEL --data DIR -o FILE.qparams\n"
+    "                      [--method minmax|percentile[:P]|entropy|mse] [--samples N]\n"
+    "                      [--cc CC] [--dim NAME=VALUE]... [--shape INPUT=DIMS]... [--quiet]\n"
+    "\n"
+    "Runs MODEL (float) on the samples in DIR and writes the quantization parameters of\n"
+    "its input and every computed float tensor to FILE.qparams, for kiln compile --int8.\n"
+    "Kiln runs the model itself: it compiles it with every intermediate exposed and builds\n"
+    "that with the C compiler. A sample is one .npy file (float32, the input's shape) of a\n"
+    "model with one float input; files are taken in name order.\n"
+    "\n"
+    "options:\n"
+    "  --data DIR            the calibration samples\n"
+    "  -o, --output FILE     the .qparams file (written only on success)\n"
+    "  --method M            minmax (default), percentile[:P] (each tail cut at 100-P %,\n"
+    "                        default 99.99), entropy (least KL divergence, as TensorRT),\n"
+    "                        mse (least squared quantization error)\n"
+    "  --samples N           use the first N samples only\n"
+    "  --cc CC               the C compiler (default cc)\n"
+    "  --dim, --shape        as for kiln compile\n"
+    "  --quiet               no progress line\n";
+
+#define CAL_MAX_RANK 32
+
+typedef struct Cal {
+    const char *model, *data, *out, *cc;
+    QRangeMethod method;
+    double percentile;
+    int64_t max_samples;
+    char work[64];
+    char **samples;
+    int64_t n_samples;
+    /* the compiled program's outputs: names, element counts, which are calibrated */
+    uint32_t n_out;
+    char **out_name;
+    int64_t *out_numel;
+    bool *tracked;
+    QRange *ranges; /* per output */
+    QRange in_range;
+    const char *in_name;
+    int64_t in_numel;
+    int in_rank;
+    int64_t in_dims[CAL_MAX_RANK];
+    CliProgress progress;
+} Cal;
+
+static char *fmt(const char *f, const char *a, const char *b) {
+    size_t n = strlen(f) + strlen(a) + (b ? strlen(b) : 0) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, f, a, b ? b : "");
+    return s;
+}
+
+static int run(char *const argv[], const char *log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void remove_work(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char *p = fmt("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (p && lstat(p, &st) == 0) {
+            if (S_ISDIR(st.st_mode)) remove_work(p);
+            else remove(p);
+        }
+        free(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .npy files of DIR, in name order. */
+static bool list_samples(Cal *c) {
+    DIR *d = opendir(c->data);
+    if (!d) {
+        fprintf(stderr, "kiln calibrate: error: %s: cannot read the folder: %s\n", c->data,
+                strerror(errno));
+        return false;
+    }
+    int64_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
+        if (c->n_samples == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **p = realloc(c->samples, (size_t)cap * sizeof *p);
+            if (!p) break;
+            c->samples = p;
+        }
+        c->samples[c->n_samples++] = fmt("%s/%s", c->data, e->d_name);
+    }
+    closedir(d);
+    if (c->n_samples == 0) {
+        fprintf(stderr, "kiln calibrate: error: %s: no .npy samples in the folder\n", c->data);
+        return false;
+    }
+    qsort(c->samples, (size_t)c->n_samples, sizeof *c->samples, cmp_str);
+    while (c->max_samples > 0 && c->n_samples > c->max_samples) free(c->samples[--c->n_samples]);
+    return true;
+}
+
+/* Reads sample path as float32 data of the input's shape into x (in_numel floats). */
+static bool read_npy(const Cal *c, const char *path, float *x) {
+    FILE *f = fopen(path, "rb");
+    unsigned char pre[12];
+    char *header = NULL;
+    bool ok = false;
+    const char *why = "not a .npy file";
+    if (!f) {
+        fprintf(stderr, "kiln calibrate: error: %s: cannot read: %s\n", path, strerror(errno));
+        return false;
+    }
+    if (fread(pre, 1, 10, f) == 10 && memcmp(pre, "\x93NUMPY", 6) == 0) {
+        size_t hlen = pre[8] | (size_t)pre[9] << 8;
+        if (pre[6] >= 2) { /* version 2 and 3: a 4-byte length */
+            if (fread(pre + 10, 1, 2, f) == 2)
+                hlen = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        }
+        header = hlen < (1u << 20) ? calloc(hlen + 1, 1) : NULL;
+        if (header && fread(header, 1, hlen, f) == hlen) {
+            const char *descr = strstr(header, "'descr':"), *shape = strstr(header, "'shape':");
+            const char *fo = strstr(header, "'fortran_order':");
+            if (!descr || !shape || !fo) {
+                why = "a .npy header without descr, fortran_order or shape";
+            } else if (!strstr(descr, "'<f4'")) {
+                why = "not float32 ('<f4') data";
+            } else if (strncmp(fo + 16 + strspn(fo + 16, " "), "False", 5) != 0) {
+                why = "Fortran-ordered data";
+            } else {
+                const char *p = strchr(shape, '(');
+                int64_t dims[CAL_MAX_RANK];
+                int rank = 0;
+                while (p && *p && *p != ')' && rank < CAL_MAX_RANK) {
+                    p++;
+                    p += strspn(p, " ");
+                    if (*p == ')') break;
+                    dims[rank++] = strtoll(p, (char **)&p, 10);
+                    p += strspn(p, " ");
+                }
+                bool same = rank == c->in_rank;
+                for (int i = 0; same && i < rank; i++) same = dims[i] == c->in_dims[i];
+                if (!same) {
+                    static char msg[256];
+                    int len = snprintf(msg, sizeof msg, "shape (");
+                    for (int i = 0; i < rank && len < 200; i++)
+                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)dims[i]);
+                    len += snprintf(msg + len, sizeof msg - (size_t)len, "), the input wants (");
+                    for (int i = 0; i < c->in_rank && len < 240; i++)
+                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)c->in_dims[i]);
+                    snprintf(msg + len, sizeof msg - (size_t)len, ")");
+                    why = msg;
+                } else if (fread(x, sizeof *x, (size_t)c->in_numel, f) != (size_t)c->in_numel) {
+                    why = "fewer values than its shape says";
+                } else {
+                    ok = true;
+                    for (int64_t i = 0; i < c->in_numel && ok; i++)
+                        if (!isfinite(x[i])) {
+                            static char msg[96];
+                            snprintf(msg, sizeof msg, "element %lld is %s", (long long)i,
+                                     isnan(x[i]) ? "NaN" : "infinite");
+                            why = msg, ok = false;
+                        }
+                }
+            }
+        }
+    }
+    fclose(f);
+    free(header);
+    if (!ok)
+        fprintf(stderr, "kiln calibrate: error: %s: input '%s': %s\n", path, c->in_name, why);
+    return ok;
+}
+
+/* Runs the program on sample k and feeds the outputs to the ranges (pass 1 or 2). */
+static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf, bool hist) {
+    char *in = fmt("%s/in.bin%s", c->work, NULL), *log = fmt("%s/run.log%s", c->work, NULL);
+    bool ok = in && log && read_npy(c, c->samples[k], x);
+    if (ok) {
+        if (hist) qrange_add_hist(&c->in_range, x, c->in_numel);
+        else qrange_add_minmax(&c->in_range, x, c->in_numel);
+        FILE *f = fopen(in, "wb");
+        ok = f && fwrite(x, sizeof *x, (size_t)c->in_numel, f) == (size_t)c->in_numel;
+        if (f) ok &= fclose(f) == 0;
+    }
+    char **argv = calloc(c->n_out + 4, sizeof *argv);
+    uint32_t a = 0;
+    if (ok && argv) {
+        argv[a++] = (char *)exe;
+        argv[a++] = fmt("%s/bundle/calib_weights.bin%s", c->work, NULL);
+        argv[a++] = fmt("%s%s", in, NULL);
+        for (uint32_t o = 0; o < c->n_out; o++) {
+            char num[32];
+            snprintf(num, sizeof num, "%u", o);
+            argv[a++] = fmt("%s/out_%s.bin", c->work, num);
+        }
+        int st = run(argv, log);
+        if (st != 0) {
+            fprintf(stderr, "kiln calibrate: error: %s: the compiled model failed on this sample "
+                    "(exit %d)\n", c->samples[k], st);
+            ok = false;
+        }
+        for (uint32_t o = 0; ok && o < c->n_out; o++) {
+            if (!c->tracked[o]) continue;
+            FILE *f = fopen(argv[3 + o], "rb");
+            ok = f && fread(buf, sizeof *buf, (size_t)c->out_numel[o], f) == (size_t)c->out_numel[o];
+            if (f) fclose(f);
+            if (!ok) {
+                fprintf(stderr, "kiln calibrate: error: tensor '%s': the program's output is short\n",
+                        c->out_name[o]);
+                break;
+            }
+            if (hist) qrange_add_hist(&c->ranges[o], buf, c->out_numel[o]);
+            else qrange_add_minmax(&c->ranges[o], buf, c->out_numel[o]);
+        }
+    } else {
+        ok = false;
+    }
+    for (uint32_t i = 1; argv && i < a; i++) free(argv[i]);
+    free(argv);
+    free(in);
+    free(log);
+    return ok;
+}
+
+/* Compiles g (every intermediate exposed) into work/bundle and builds it. */
+static bool build(Cal *c, IrGraph *g, char **exe) {
+    uint32_t n_model_out = g->n_outputs;
+    pass_expose_intermediates(g);
+    (void)n_model_out;
+    c->n_out = g->n_outputs;
+    c->out_name = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_name);
+    c->out_numel = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_numel);
+    c->tracked = calloc(c->n_out ? c->n_out : 1, 1);
+    c->ranges = malloc((c->n_out ? c->n_out : 1) * sizeof *c->ranges);
+    if (!c->out_name || !c->out_numel || !c->tracked || !c->ranges) return false;
+    for (uint32_t o = 0; o < c->n_out; o++) {
+        const IrValue *v = &g->values[g->outputs[o]];
+        c->out_name[o] = fmt("%s%s", v->name ? v->name : "", NULL);
+        c->out_numel[o] = ir_type_numel(&v->type);
+        c->tracked[o] = v->type.dtype == IR_DTYPE_F32 && v->name && !strpbrk(v->name, " \t\n");
+        qrange_init(&c->ranges[o]);
+    }
+    char *bundle = fmt("%s/bundle%s", c->work, NULL);
+    BundleOptions bo = {.name = "calib", .test_main = true, .model_path = c->model};
+    Diag d;
+    diag_init(&d);
+    cli_progress_show(&c->progress, "compiling the float model");
+    bool ok = bundle && kiln_compile_graph(g, "c", &bo, bundle, &d);
+    cli_progress_end(&c->progress);
+    diag_print(&d, stderr, c->model);
+    diag_free(&d);
+    if (!ok) {
+        free(bundle);
+        return false;
+    }
+    char *src = fmt("%s/calib.c%s", bundle, NULL), *main_src = fmt("%s/calib_test_main.c%s", bundle, NULL);
+    char *log = fmt("%s/cc.log%s", c->work, NULL);
+    *exe = fmt("%s/calib_test%s", bundle, NULL);
+    cli_progress_show(&c->progress, "building it with %s", c->cc);
+    char *argv[] = {(char *)c->cc, "-O2", "-std=c99", "-o", *exe, src, main_src, "-lm", NULL};
+    int st = src && main_src && log && *exe ? run(argv, log) : -1;
+    cli_progress_end(&c->progress);
+    if (st != 0)
+        fprintf(stderr, "kiln calibrate: error: '%s' could not build the float model (exit %d)\n",
+                c->cc, st);
+    free(src);
+    free(main_src);
+    free(log);
+    free(bundle);
+    return st == 0;
+}
+
+static bool write_qparams(const Cal *c, const char *sha) {
+    char *tmp = fmt("%s.tmp%s", c->out, NULL);
+    FILE *f = tmp ? fopen(tmp, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "kiln calibrate: error: %s: cannot write: %s\n", c->out, strerror(errno));
+        free(tmp);
+        return false;
+    }
+    static const char *const names[] = {"minmax", "percentile", "entropy", "mse"};
+    fprintf(f, "kiln-qparams 1\n");
+    if (sha) fprintf(f, "model %s\n", sha);
+    fprintf(f, "# kiln calibrate, method %s", names[c->method]);
+    if (c->method == QRANGE_PERCENTILE) fprintf(f, ":%g", c->percentile);
+    fprintf(f, ", %lld samples; per tensor: scale, uint8 zero point\n", (long long)c->n_samples);
+    float s;
+    int32_t z;
+    /* the input first, then the computed tensors in graph order */
+    if (!strpbrk(c->in_name, " \t\n")) {
+        qrange_params(&c->in_range, c->method, c->percentile, &s, &z);
+        fprintf(f, "tensor %s scale=%.9g zero_point=%d\n", c->in_name, (double)s, (int)z);
+    }
+    for (uint32_t o = 0; o < c->n_out; o++) {
+        if (!c->tracked[o]) continue;
+        bool dup = false;
+        for (uint32_t p = 0; p < o && !dup; p++) dup = c->tracked[p] && strcmp(c->out_name[p], c->out_name[o]) == 0;
+        if (dup) continue;
+        qrange_params(&c->ranges[o], c->method, c->percentile, &s, &z);
+        fprintf(f, "tensor %s scale=%.9g zero_point=%d\n", c->out_name[o], (double)s, (int)z);
+    }
+    bool ok = fclose(f) == 0 && rename(tmp, c->out) == 0;
+    if (!ok) {
+        fprintf(stderr, "kiln calibrate: error: %s: cannot write: %s\n", c->out, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    return ok;
+}
+
+int cli_calibrate_run(int argc, char **argv) {
+    Cal c = {.cc = "cc", .method = QRANGE_MINMAX, .percentile = 99.99};
+    CliDims dims = {0};
+    bool quiet = false;
+    const char *method = NULL;
+    int rc = CLI_EXIT_MODEL;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int m;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(cli_calibrate_help, stdout);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--quiet") == 0) {
+            quiet = true;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "-o", &v)) != 0 ||
+                   (m = cli_flag_value("calibrate", argc, argv, &i, "--output", &v)) != 0) {
+            if (m < 0) goto usage;
+            c.out = v;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--data", &v)) != 0) {
+            if (m < 0) goto usage;
+            c.data = v;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--method", &v)) != 0) {
+            if (m < 0) goto usage;
+            method = v;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--cc", &v)) != 0) {
+            if (m < 0) goto usage;
+            c.cc = v;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--samples", &v)) != 0) {
+            char *end;
+            if (m < 0) goto usage;
+            c.max_samples = strtoll(v, &end, 10);
+            if (*end || c.max_samples < 1) {
+                cli_usage_error("calibrate", "--samples wants a positive count, not '%s'", v);
+                goto usage;
+            }
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--dim", &v)) != 0) {
+            if (m < 0 || !cli_dims_add("calibrate", &dims, v)) goto usage;
+        } else if ((m = cli_flag_value("calibrate", argc, argv, &i, "--shape", &v)) != 0) {
+            if (m < 0 || !cli_shape_add("calibrate", &dims, v)) goto usage;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_usage_error("calibrate", "unknown option '%s'", argv[i]);
+            goto usage;
+        } else if (!c.model) {
+            c.model = argv[i];
+        } else {
+            cli_usage_error("calibrate", "more than one model given ('%s')", argv[i]);
+            goto usage;
+        }
+    }
+    if (!c.model || !c.data || !c.out) {
+        cli_usage_error("calibrate", "%s", !c.model ? "no MODEL given" : !c.data ? "no --data DIR given"
+                                                                     : "no output file given (-o FILE.qparams)");
+        goto usage;
+    }
+    if (method && !qrange_parse_method(method, &c.method, &c.percentile)) {
+        cli_usage_error("calibrate", "--method takes minmax, percentile[:P] (50 < P <= 100), "
+                        "entropy or mse, not '%s'", method);
+        goto usage;
+    }
+    IrGraph *g = cli_load_model("calibrate", c.model, &dims, &rc);
+    cli_dims_free(&dims);
+    if (!g) return rc;
+    rc = CLI_EXIT_MODEL;
+    char *exe = NULL;
+    float *x = NULL, *buf = NULL;
+    cli_progress_init(&c.progress, "calibrate", quiet);
+    qrange_init(&c.in_range);
+    if (g->n_inputs != 1 || g->values[g->inputs[0]].type.dtype != IR_DTYPE_F32 ||
+        !ir_type_is_static(&g->values[g->inputs[0]].type) ||
+        g->values[g->inputs[0]].type.rank > CAL_MAX_RANK) {
+        fprintf(stderr, "kiln calibrate: error: %s: calibrating needs one float32 input of a "
+                "static shape (this model has %u inputs; --shape fixes open dims)\n", c.model,
+                g->n_inputs);
+        goto done;
+    }
+    const IrValue *in = &g->values[g->inputs[0]];
+    c.in_name = in->name;
+    c.in_rank = in->type.rank;
+    for (int i = 0; i < c.in_rank; i++) c.in_dims[i] = in->type.dims[i];
+    c.in_numel = ir_type_numel(&in->type);
+    if (!list_samples(&c)) goto done;
+    snprintf(c.work, sizeof c.work, "/tmp/kiln-calibrate-XXXXXX");
+    if (!mkdtemp(c.work)) {
+        fprintf(stderr, "kiln calibrate: error: cannot make a work folder: %s\n", strerror(errno));
+        c.work[0] = 0;
+        goto done;
+    }
+    if (!build(&c, g, &exe)) goto done;
+    int64_t biggest = c.in_numel;
+    for (uint32_t o = 0; o < c.n_out; o++)
+        if (c.out_numel[o] > biggest) biggest = c.out_numel[o];
+    x = malloc((size_t)c.in_numel * sizeof *x);
+    buf = malloc((size_t)biggest * sizeof *buf);
+    if (!x || !buf) goto done;
+    bool hist = qrange_needs_hist(c.method);
+    for (int pass = 0; pass < (hist ? 2 : 1); pass++) {
+        if (pass == 1)
+            for (uint32_t o = 0; o < c.n_out; o++) qrange_begin_hist(&c.ranges[o]);
+        if (pass == 1) qrange_begin_hist(&c.in_range);
+        for (int64_t k = 0; k < c.n_samples; k++) {
+            cli_progress_show(&c.progress, "%s sample %lld of %lld", pass ? "histograms," : "ranges,",
+                              (long long)k + 1, (long long)c.n_samples);
+            if (!run_sample(&c, exe, k, x, buf, pass == 1)) {
+                cli_progress_end(&c.progress);
+                goto done;
+            }
+        }
+    }
+    cli_progress_end(&c.progress);
+    char sha[65];
+    if (write_qparams(&c, kiln_file_sha256(c.model, sha) ? sha : NULL)) {
+        rc = CLI_EXIT_OK;
+        if (!quiet)
+            printf("%s: %lld samples -> %s\n", c.model, (long long)c.n_samples, c.out);
+    }
+done:
+    cli_progress_end(&c.progress);
+    if (c.work[0]) remove_work(c.work);
+    for (int64_t k = 0; k < c.n_samples; k++) free(c.samples[k]);
+    for (uint32_t o = 0; c.out_name && o < c.n_out; o++) free(c.out_name[o]);
+    free(c.samples), free(c.out_name), free(c.out_numel), free(c.tracked), free(c.ranges);
+    free(exe), free(x), free(buf);
+    ir_graph_free(g);
+    return rc;
+usage:
+    cli_dims_free(&dims);
+    return CLI_EXIT_USAGE;
+}

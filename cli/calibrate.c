@@ -72,10 +72,19 @@ typedef struct Cal {
     CliProgress progress;
 } Cal;
 
-static char *fmt(const char *f, const char *a, const char *b) {
-    size_t n = strlen(f) + strlen(a) + (b ? strlen(b) : 0) + 1;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, f, a, b ? b : "");
+/* a then b, malloc'd (NULL when out of memory) */
+static char *cat(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = malloc(na + nb + 1);
+    if (s) memcpy(s, a, na), memcpy(s + na, b, nb + 1);
+    return s;
+}
+
+/* dir/name, malloc'd */
+static char *join(const char *dir, const char *name) {
+    size_t nd = strlen(dir), nn = strlen(name);
+    char *s = malloc(nd + nn + 2);
+    if (s) memcpy(s, dir, nd), s[nd] = '/', memcpy(s + nd + 1, name, nn + 1);
     return s;
 }
 
@@ -103,7 +112,7 @@ static void remove_work(const char *dir) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char *p = fmt("%s/%s", dir, e->d_name);
+        char *p = join(dir, e->d_name);
         struct stat st;
         if (p && lstat(p, &st) == 0) {
             if (S_ISDIR(st.st_mode)) remove_work(p);
@@ -138,7 +147,7 @@ static bool list_samples(Cal *c) {
             if (!p) break;
             c->samples = p;
         }
-        c->samples[c->n_samples++] = fmt("%s/%s", c->data, e->d_name);
+        c->samples[c->n_samples++] = join(c->data, e->d_name);
     }
     closedir(d);
     if (c->n_samples == 0) {
@@ -224,7 +233,7 @@ static bool read_npy(const Cal *c, const char *path, float *x) {
 
 /* Runs the program on sample k and feeds the outputs to the ranges (pass 1 or 2). */
 static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf, bool hist) {
-    char *in = fmt("%s/in.bin%s", c->work, NULL), *log = fmt("%s/run.log%s", c->work, NULL);
+    char *in = join(c->work, "in.bin"), *log = join(c->work, "run.log");
     bool ok = in && log && read_npy(c, c->samples[k], x);
     if (ok) {
         if (hist) qrange_add_hist(&c->in_range, x, c->in_numel);
@@ -237,12 +246,12 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
     uint32_t a = 0;
     if (ok && argv) {
         argv[a++] = (char *)exe;
-        argv[a++] = fmt("%s/bundle/calib_weights.bin%s", c->work, NULL);
-        argv[a++] = fmt("%s%s", in, NULL);
+        argv[a++] = join(c->work, "bundle/calib_weights.bin");
+        argv[a++] = cat(in, "");
         for (uint32_t o = 0; o < c->n_out; o++) {
-            char num[32];
-            snprintf(num, sizeof num, "%u", o);
-            argv[a++] = fmt("%s/out_%s.bin", c->work, num);
+            char file[32];
+            snprintf(file, sizeof file, "out_%u.bin", o);
+            argv[a++] = join(c->work, file);
         }
         int st = run(argv, log);
         if (st != 0) {
@@ -275,9 +284,7 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
 
 /* Compiles g (every intermediate exposed) into work/bundle and builds it. */
 static bool build(Cal *c, IrGraph *g, char **exe) {
-    uint32_t n_model_out = g->n_outputs;
     pass_expose_intermediates(g);
-    (void)n_model_out;
     c->n_out = g->n_outputs;
     c->out_name = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_name);
     c->out_numel = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_numel);
@@ -286,12 +293,12 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
     if (!c->out_name || !c->out_numel || !c->tracked || !c->ranges) return false;
     for (uint32_t o = 0; o < c->n_out; o++) {
         const IrValue *v = &g->values[g->outputs[o]];
-        c->out_name[o] = fmt("%s%s", v->name ? v->name : "", NULL);
+        c->out_name[o] = cat(v->name ? v->name : "", "");
         c->out_numel[o] = ir_type_numel(&v->type);
         c->tracked[o] = v->type.dtype == IR_DTYPE_F32 && v->name && !strpbrk(v->name, " \t\n");
         qrange_init(&c->ranges[o]);
     }
-    char *bundle = fmt("%s/bundle%s", c->work, NULL);
+    char *bundle = join(c->work, "bundle");
     BundleOptions bo = {.name = "calib", .test_main = true, .model_path = c->model};
     Diag d;
     diag_init(&d);
@@ -304,9 +311,9 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
         free(bundle);
         return false;
     }
-    char *src = fmt("%s/calib.c%s", bundle, NULL), *main_src = fmt("%s/calib_test_main.c%s", bundle, NULL);
-    char *log = fmt("%s/cc.log%s", c->work, NULL);
-    *exe = fmt("%s/calib_test%s", bundle, NULL);
+    char *src = join(bundle, "calib.c"), *main_src = join(bundle, "calib_test_main.c");
+    char *log = join(c->work, "cc.log");
+    *exe = join(bundle, "calib_test");
     cli_progress_show(&c->progress, "building it with %s", c->cc);
     char *argv[] = {(char *)c->cc, "-O2", "-std=c99", "-o", *exe, src, main_src, "-lm", NULL};
     int st = src && main_src && log && *exe ? run(argv, log) : -1;
@@ -322,7 +329,7 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
 }
 
 static bool write_qparams(const Cal *c, const char *sha) {
-    char *tmp = fmt("%s.tmp%s", c->out, NULL);
+    char *tmp = cat(c->out, ".tmp");
     FILE *f = tmp ? fopen(tmp, "w") : NULL;
     if (!f) {
         fprintf(stderr, "kiln calibrate: error: %s: cannot write: %s\n", c->out, strerror(errno));

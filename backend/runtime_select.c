@@ -448,6 +448,7 @@ static int name_cmp(const void *a, const void *b) {
 /* Keeps every item that defines an identifier of text[0..len), and what those reach. */
 static void reach(RtScan *s, const char *text, size_t len, uint32_t **stack, uint32_t *n_stack,
                   uint32_t *cap_stack) {
+    if (s->n_names == 0) return; /* nothing to find (and bsearch takes no NULL array) */
     for (const char *p = text, *end = text + len; p < end;) {
         if (!is_id0(*p) || (p > text && is_id(p[-1]))) {
             p++;
@@ -499,7 +500,7 @@ char **bundle_runtime_select(const char *const *names, uint32_t n, const char *c
                         s.items[i].macro + s.items[i].macro_len + 1, 0);
             if (s.n_names == before) s.items[i].always = true; /* defines nothing we can see */
         }
-        qsort(s.names, s.n_names, sizeof *s.names, name_cmp);
+        if (s.n_names > 1) qsort(s.names, s.n_names, sizeof *s.names, name_cmp);
         for (uint32_t i = 0; i < s.n_items; i++)
             if (s.items[i].always) {
                 s.items[i].keep = true;

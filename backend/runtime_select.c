@@ -4,7 +4,8 @@
  * code reaches it, directly or through kept items. Identifiers are matched as text, so a
  * name in a comment or a string also keeps its item: the cut errs on the side of keeping.
  * An item whose names cannot be told (an anonymous enum, a statement form the scanner does
- * not know) is always kept. Items keep their order and their leading comments. */
+ * not know) is always kept. Items keep their order and their leading comments. Files that
+ * are not C runtime files (CUDA's kc_*.cuh) ship whole, and what they name is reached. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -447,6 +448,7 @@ static int name_cmp(const void *a, const void *b) {
 /* Keeps every item that defines an identifier of text[0..len), and what those reach. */
 static void reach(RtScan *s, const char *text, size_t len, uint32_t **stack, uint32_t *n_stack,
                   uint32_t *cap_stack) {
+    if (s->n_names == 0) return; /* nothing to find (and bsearch takes no NULL array) */
     for (const char *p = text, *end = text + len; p < end;) {
         if (!is_id0(*p) || (p > text && is_id(p[-1]))) {
             p++;
@@ -483,8 +485,10 @@ char **bundle_runtime_select(const char *const *names, uint32_t n, const char *c
     IR_ASSERT(first && out);
     bool ok = true;
     for (uint32_t f = 0; f < n && ok; f++) {
+        const char *text = bundle_runtime_file(names[f])->text;
         first[f] = s.n_items;
-        ok = scan_file(&s, bundle_runtime_file(names[f])->text);
+        if (strncmp(names[f], "rt_", 3) == 0) ok = scan_file(&s, text);
+        else new_item(&s, text, text + strlen(text), true); /* CUDA's kc_*.cuh: whole */
     }
     first[n] = s.n_items;
     uint32_t *stack = NULL, n_stack = 0, cap_stack = 0;
@@ -496,7 +500,7 @@ char **bundle_runtime_select(const char *const *names, uint32_t n, const char *c
                         s.items[i].macro + s.items[i].macro_len + 1, 0);
             if (s.n_names == before) s.items[i].always = true; /* defines nothing we can see */
         }
-        qsort(s.names, s.n_names, sizeof *s.names, name_cmp);
+        if (s.n_names > 1) qsort(s.names, s.n_names, sizeof *s.names, name_cmp);
         for (uint32_t i = 0; i < s.n_items; i++)
             if (s.items[i].always) {
                 s.items[i].keep = true;

@@ -22,6 +22,13 @@ typedef struct RtAttn {
 } RtAttn;
 
 #define RT_ATTN_ID(v) (v)
+/* The kernels compute in double: loads widen, stores narrow, both spelled out. */
+#define RT_ATTN_LD_F32(v) ((double)(v))
+#define RT_ATTN_ST_F32(v) ((float)(v))
+#define RT_ATTN_LD_F16(v) ((double)rt_f16_to_f32(v))
+#define RT_ATTN_ST_F16(v) rt_f32_to_f16((float)(v))
+#define RT_ATTN_LD_BF16(v) ((double)rt_bf16_to_f32(v))
+#define RT_ATTN_ST_BF16(v) rt_f32_to_bf16((float)(v))
 
 /* Defines rt_attention_SFX. q: (B, q_seq, q_heads*head) or (B, q_heads, q_seq, head), k/v
  * likewise with kv_heads (strides in p); past_k: (B, kv_heads, past, head) or NULL, past_v
@@ -44,12 +51,12 @@ typedef struct RtAttn {
         if (qk && p->qk_mode <= 1) qk[qk_at] = ST(s);                                          \
         if (p->mask_kind) {                                                                    \
             int64_t m = b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] + j * p->m_st[3];     \
-            if (j >= p->m_len) bias = -INFINITY;                                               \
+            if (j >= p->m_len) bias = -(double)INFINITY;                                       \
             else if (p->mask_kind == 1) bias = LD(mask_f[m]);                                  \
-            else if (!mask_b[m]) bias = -INFINITY;                                             \
+            else if (!mask_b[m]) bias = -(double)INFINITY;                                     \
         }                                                                                      \
-        if (p->causal && j > i + p->past) bias += -INFINITY;                                   \
-        if (nonpad && j >= nonpad[b]) bias += -INFINITY;                                       \
+        if (p->causal && j > i + p->past) bias += -(double)INFINITY;                           \
+        if (nonpad && j >= nonpad[b]) bias += -(double)INFINITY;                               \
         s += bias;                                                                             \
         if (qk && p->qk_mode == 2) qk[qk_at] = ST(s);                                          \
         return s;                                                                              \
@@ -83,7 +90,7 @@ typedef struct RtAttn {
                 for (i = 0; i < p->q_seq; i++) {                                               \
                     int64_t kh = h / (p->q_heads / p->kv_heads);                               \
                     int64_t row = ((b * p->q_heads + h) * p->q_seq + i) * total;               \
-                    double mx = -INFINITY, sum = 0;                                            \
+                    double mx = -(double)INFINITY, sum = 0;                                    \
                     T *yr = y + b * p->y_st[0] + h * p->y_st[1] + i * p->y_st[2];              \
                     for (j = 0; j < total; j++) {                                              \
                         double s = rt_attn_score_##SFX(p, q, k, past_k, mask_f, mask_b,        \
@@ -105,7 +112,7 @@ typedef struct RtAttn {
                     for (d = 0; d < p->v_head; d++) yr[d] = ST(acc[d] / sum);                  \
                     if (qk && p->qk_mode == 3)                                                 \
                         for (j = 0; j < total; j++)                                            \
-                            qk[row + j] = ST((exp(rt_attn_score_##SFX(                  \
+                            qk[row + j] = ST((exp(rt_attn_score_##SFX(                         \
                                                              p, q, k, past_k, mask_f, mask_b,  \
                                                              nonpad, b, h, i, j, NULL, 0) -    \
                                                          mx) /                                 \
@@ -113,9 +120,9 @@ typedef struct RtAttn {
                 }                                                                              \
     }
 
-RT_ATTENTION_DEFINE(f32, float, RT_ATTN_ID, RT_ATTN_ID)
+RT_ATTENTION_DEFINE(f32, float, RT_ATTN_LD_F32, RT_ATTN_ST_F32)
 RT_ATTENTION_DEFINE(f64, double, RT_ATTN_ID, RT_ATTN_ID)
-RT_ATTENTION_DEFINE(f16, uint16_t, rt_f16_to_f32, rt_f32_to_f16)
-RT_ATTENTION_DEFINE(bf16, uint16_t, rt_bf16_to_f32, rt_f32_to_bf16)
+RT_ATTENTION_DEFINE(f16, uint16_t, RT_ATTN_LD_F16, RT_ATTN_ST_F16)
+RT_ATTENTION_DEFINE(bf16, uint16_t, RT_ATTN_LD_BF16, RT_ATTN_ST_BF16)
 
 #endif

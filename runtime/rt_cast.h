@@ -43,10 +43,10 @@ RT_API double rt_minifloat_decode(const RtMinifloat *f, unsigned code) {
     unsigned e = (code >> f->mbits) & ((1u << f->ebits) - 1u);
     unsigned m = code & ((1u << f->mbits) - 1u);
     double v;
-    if (f->fnuz && code == 0x80u) return NAN;
+    if (f->fnuz && code == 0x80u) return (double)NAN;
     if (!f->fnuz && f->has_nan && e == (1u << f->ebits) - 1u) {
-        if (f->has_inf) return m == 0 ? (sign ? -INFINITY : INFINITY) : NAN;
-        if (m == (1u << f->mbits) - 1u) return NAN; /* E4M3FN: only S.1111.111 */
+        if (f->has_inf) return m == 0 ? (sign ? -(double)INFINITY : (double)INFINITY) : (double)NAN;
+        if (m == (1u << f->mbits) - 1u) return (double)NAN; /* E4M3FN: only S.1111.111 */
     }
     if (e == 0) v = ldexp((double)m, 1 - f->bias - f->mbits);
     else v = ldexp(1.0 + ldexp((double)m, -f->mbits), (int)e - f->bias);
@@ -107,7 +107,7 @@ RT_API unsigned rt_e8m0_encode(float x, int saturate, int round_mode) {
 }
 
 RT_API double rt_e8m0_decode(unsigned code) {
-    return code == 0xffu ? NAN : ldexp(1.0, (int)code - 127);
+    return code == 0xffu ? (double)NAN : ldexp(1.0, (int)code - 127);
 }
 
 /* float -> integer as numpy does on x86-64: truncation; NaN and out of range give INT64_MIN. */
@@ -136,10 +136,10 @@ RT_API void rt_subbyte_set(uint8_t *p, size_t i, unsigned bits, unsigned v) {
  * which go through rt_load_i64. */
 RT_API double rt_load_f64(const void *x, int dt, size_t i) {
     switch (dt) {
-    case RT_DT_F32: return ((const float *)x)[i];
+    case RT_DT_F32: return (double)((const float *)x)[i];
     case RT_DT_F64: return ((const double *)x)[i];
-    case RT_DT_F16: return rt_f16_to_f32(((const uint16_t *)x)[i]);
-    case RT_DT_BF16: return rt_bf16_to_f32(((const uint16_t *)x)[i]);
+    case RT_DT_F16: return (double)rt_f16_to_f32(((const uint16_t *)x)[i]);
+    case RT_DT_BF16: return (double)rt_bf16_to_f32(((const uint16_t *)x)[i]);
     case RT_DT_F8E4M3FN: case RT_DT_F8E4M3FNUZ: case RT_DT_F8E5M2: case RT_DT_F8E5M2FNUZ:
         return rt_minifloat_decode(rt_minifloat(dt), ((const uint8_t *)x)[i]);
     case RT_DT_F4E2M1: return rt_minifloat_decode(rt_minifloat(dt), rt_subbyte_get((const uint8_t *)x, i, 4));
@@ -165,7 +165,10 @@ RT_API int64_t rt_load_i64(const void *x, int dt, size_t i) {
     switch (dt) {
     case RT_DT_U64: return (int64_t)((const uint64_t *)x)[i];
     case RT_DT_I64: return ((const int64_t *)x)[i];
-    default: return (int64_t)rt_load_f64(x, dt, i);
+    default: {
+        double v = rt_load_f64(x, dt, i); /* narrow types: exact in a double */
+        return (int64_t)v;
+    }
     }
 }
 
@@ -258,7 +261,8 @@ RT_API void rt_quantize(const void *x, int xt, const void *scale, int st, const 
             if (zp) v += rt_load_f64(zp, yt, s);
             rt_store_f64(y, yt, i, v, saturate, RT_ROUND_NEAREST);
         } else {
-            v = nearbyint(v) + (zp ? (double)rt_load_i64(zp, yt, s) : 0.0);
+            int64_t z = zp ? rt_load_i64(zp, yt, s) : 0;
+            v = nearbyint(v) + (double)z;
             v = v < lo ? lo : v > hi ? hi : v;
             rt_store_i64(y, yt, i, (int64_t)v);
         }

@@ -43,6 +43,26 @@ RT_API void *rt_memmove(void *dst, const void *src, size_t n) {
 
 #define RT_MAX_RANK 8
 
+/* A double rounded to an integer, without casting a function call's result
+ * (-Wbad-function-cast); exact for float and double arguments. round: halves away from 0;
+ * rint: halves to even, as nearbyint. */
+RT_API int64_t rt_floor_i64(double x) {
+    const double f = floor(x);
+    return (int64_t)f;
+}
+RT_API int64_t rt_ceil_i64(double x) {
+    const double f = ceil(x);
+    return (int64_t)f;
+}
+RT_API int64_t rt_round_i64(double x) {
+    const double f = round(x);
+    return (int64_t)f;
+}
+RT_API int64_t rt_rint_i64(double x) {
+    const double f = nearbyint(x);
+    return (int64_t)f;
+}
+
 /* Element type codes, numbered as ONNX's TensorProto.DataType (the only definition: kernels
  * that move or convert elements of any type take one of these). */
 enum {

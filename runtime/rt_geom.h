@@ -30,11 +30,15 @@ RT_API double rt_gs_reflect(double v, double lo, double hi) {
     int64_t k;
     if (rng <= 0) return lo;
     if (v < lo) {
-        dx = lo - v, k = (int64_t)(dx / rng), r = dx - (double)k * rng;
+        dx = lo - v;
+        k = (int64_t)(dx / rng);
+        r = dx - (double)k * rng;
         return k % 2 == 0 ? lo + r : hi - r;
     }
     if (v > hi) {
-        dx = v - hi, k = (int64_t)(dx / rng), r = dx - (double)k * rng;
+        dx = v - hi;
+        k = (int64_t)(dx / rng);
+        r = dx - (double)k * rng;
         return k % 2 == 0 ? hi - r : lo + r;
     }
     return v;
@@ -44,7 +48,10 @@ RT_API double rt_gs_reflect(double v, double lo, double hi) {
 RT_API int64_t rt_gs_index(int64_t i, int64_t d, int padding, double lo, double hi) {
     if (padding == RT_GS_ZEROS) return i >= 0 && i < d ? i : -1;
     if (padding == RT_GS_BORDER) return i < 0 ? 0 : i >= d ? d - 1 : i;
-    i = (int64_t)rt_gs_reflect((double)i, lo, hi);
+    {
+        const double r = rt_gs_reflect((double)i, lo, hi);
+        i = (int64_t)r; /* toward zero */
+    }
     return i < 0 ? 0 : i >= d ? d - 1 : i;
 }
 
@@ -86,19 +93,20 @@ RT_API void rt_gs_cubic(double t, double *w) {
                                          : ((v + 1) * (ACC)d - 1) / 2;                             \
                     lo = p->align_corners ? 0 : (ACC)-0.5;                                         \
                     hi = p->align_corners ? (ACC)(d - 1) : (ACC)d - (ACC)0.5;                      \
-                    if (p->mode == RT_GS_NEAREST) v = (ACC)rint(v);                                \
+                    if (p->mode == RT_GS_NEAREST) v = (ACC)rint((double)v);                        \
                     if (v < lo || v > hi) {                                                        \
                         if (p->padding == RT_GS_BORDER)                                            \
-                            v = v < 0 ? 0 : v > d - 1 ? (ACC)(d - 1) : v;                          \
+                            v = v < 0 ? 0 : v > (ACC)(d - 1) ? (ACC)(d - 1) : v;                   \
                         else if (p->padding == RT_GS_REFLECTION)                                   \
-                            v = (ACC)rt_gs_reflect(v, lo, hi);                                     \
+                            v = (ACC)rt_gs_reflect((double)v, (double)lo, (double)hi);             \
                     }                                                                              \
                     if (p->mode == RT_GS_NEAREST) {                                                \
                         ntap = 1;                                                                  \
-                        idx[k][0] = rt_gs_index((int64_t)v, d, p->padding, lo, hi);                \
+                        idx[k][0] = rt_gs_index((int64_t)v, d, p->padding, (double)lo,             \
+                                               (double)hi);                                        \
                         wt[k][0] = 1;                                                              \
                     } else {                                                                       \
-                        ACC fl = (ACC)floor(v);                                                    \
+                        ACC fl = (ACC)floor((double)v);                                            \
                         base = (int64_t)fl;                                                        \
                         if (p->mode == RT_GS_LINEAR) {                                             \
                             ntap = 2;                                                              \
@@ -108,7 +116,8 @@ RT_API void rt_gs_cubic(double t, double *w) {
                             rt_gs_cubic((double)(v - fl), wt[k]);                                  \
                         }                                                                          \
                         for (t = 0; t < ntap; t++)                                                 \
-                            idx[k][t] = rt_gs_index(base + t, d, p->padding, lo, hi);              \
+                            idx[k][t] = rt_gs_index(base + t, d, p->padding, (double)lo,           \
+                                                        (double)hi);                               \
                     }                                                                              \
                     combos *= ntap;                                                                \
                 }                                                                                  \
@@ -176,8 +185,8 @@ RT_API void rt_gs_cubic(double t, double *w) {
             const T *xb = x + bidx[r] * C * H * W;                                                 \
             if (!half_pixel) rw = rw > 1 ? rw : 1, rh = rh > 1 ? rh : 1;                           \
             bh = rh / (ACC)oh, bw = rw / (ACC)ow;                                                  \
-            gh = sampling > 0 ? sampling : (int64_t)ceil(rh / (ACC)oh);                            \
-            gw = sampling > 0 ? sampling : (int64_t)ceil(rw / (ACC)ow);                            \
+            gh = sampling > 0 ? sampling : rt_ceil_i64((double)(rh / (ACC)oh));                    \
+            gw = sampling > 0 ? sampling : rt_ceil_i64((double)(rw / (ACC)ow));                    \
             cnt = gh * gw > 1 ? gh * gw : 1;                                                       \
             for (ph = 0; ph < oh; ph++)                                                            \
                 for (pw = 0; pw < ow; pw++) {                                                      \
@@ -241,10 +250,10 @@ RT_API void rt_gs_cubic(double t, double *w) {
         for (r = 0; r < R; r++) {                                                                  \
             const T *rr = rois + r * 5;                                                            \
             int64_t b = (int64_t)rr[0];                                                            \
-            int64_t sw = (int64_t)round((ACC)rr[1] * scale),                                       \
-                    sh = (int64_t)round((ACC)rr[2] * scale);                                       \
-            int64_t ew = (int64_t)round((ACC)rr[3] * scale),                                       \
-                    eh = (int64_t)round((ACC)rr[4] * scale);                                       \
+            int64_t sw = rt_round_i64((double)((ACC)rr[1] * scale)),                               \
+                    sh = rt_round_i64((double)((ACC)rr[2] * scale));                               \
+            int64_t ew = rt_round_i64((double)((ACC)rr[3] * scale)),                               \
+                    eh = rt_round_i64((double)((ACC)rr[4] * scale));                               \
             int64_t rh = eh - sh + 1 > 1 ? eh - sh + 1 : 1,                                        \
                     rw = ew - sw + 1 > 1 ? ew - sw + 1 : 1;                                        \
             ACC bh = (ACC)rh / (ACC)ph_n, bw = (ACC)rw / (ACC)pw_n;                                \
@@ -252,10 +261,10 @@ RT_API void rt_gs_cubic(double t, double *w) {
                 const T *xc = x + (b * C + c) * H * W;                                             \
                 for (ph = 0; ph < ph_n; ph++)                                                      \
                     for (pw = 0; pw < pw_n; pw++) {                                                \
-                        int64_t hs = (int64_t)floor((ACC)ph * bh) + sh;                            \
-                        int64_t he = (int64_t)ceil((ACC)(ph + 1) * bh) + sh;                       \
-                        int64_t ws = (int64_t)floor((ACC)pw * bw) + sw;                            \
-                        int64_t we = (int64_t)ceil((ACC)(pw + 1) * bw) + sw;                       \
+                        int64_t hs = rt_floor_i64((double)((ACC)ph * bh)) + sh;                    \
+                        int64_t he = rt_ceil_i64((double)((ACC)(ph + 1) * bh)) + sh;               \
+                        int64_t ws = rt_floor_i64((double)((ACC)pw * bw)) + sw;                    \
+                        int64_t we = rt_ceil_i64((double)((ACC)(pw + 1) * bw)) + sw;               \
                         ACC m = 0;                                                                 \
                         int any = 0;                                                               \
                         hs = hs < 0 ? 0 : hs > H ? H : hs, he = he < 0 ? 0 : he > H ? H : he;      \
@@ -360,19 +369,30 @@ RT_GEOM_DEFINE(f64, double, double)
 RT_API int rt_nms_suppress(const float *a, const float *b, int center, float thr) {
     float ay0, ay1, ax0, ax1, by0, by1, bx0, bx1, ih, iw, inter, area_a, area_b, uni;
     if (center) {
-        ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
-        bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+        ax0 = a[0] - a[2] / 2;
+        ax1 = a[0] + a[2] / 2;
+        ay0 = a[1] - a[3] / 2;
+        ay1 = a[1] + a[3] / 2;
+        bx0 = b[0] - b[2] / 2;
+        bx1 = b[0] + b[2] / 2;
+        by0 = b[1] - b[3] / 2;
+        by1 = b[1] + b[3] / 2;
     } else {
-        ay0 = a[0] < a[2] ? a[0] : a[2], ay1 = a[0] < a[2] ? a[2] : a[0];
-        ax0 = a[1] < a[3] ? a[1] : a[3], ax1 = a[1] < a[3] ? a[3] : a[1];
-        by0 = b[0] < b[2] ? b[0] : b[2], by1 = b[0] < b[2] ? b[2] : b[0];
-        bx0 = b[1] < b[3] ? b[1] : b[3], bx1 = b[1] < b[3] ? b[3] : b[1];
+        ay0 = a[0] < a[2] ? a[0] : a[2];
+        ay1 = a[0] < a[2] ? a[2] : a[0];
+        ax0 = a[1] < a[3] ? a[1] : a[3];
+        ax1 = a[1] < a[3] ? a[3] : a[1];
+        by0 = b[0] < b[2] ? b[0] : b[2];
+        by1 = b[0] < b[2] ? b[2] : b[0];
+        bx0 = b[1] < b[3] ? b[1] : b[3];
+        bx1 = b[1] < b[3] ? b[3] : b[1];
     }
     iw = (ax1 < bx1 ? ax1 : bx1) - (ax0 > bx0 ? ax0 : bx0);
     ih = (ay1 < by1 ? ay1 : by1) - (ay0 > by0 ? ay0 : by0);
     if (iw <= 0 || ih <= 0) return 0;
     inter = iw * ih;
-    area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
+    area_a = (ax1 - ax0) * (ay1 - ay0);
+    area_b = (bx1 - bx0) * (by1 - by0);
     uni = area_a + area_b - inter;
     if (area_a <= 0 || area_b <= 0 || uni <= 0) return 0;
     return inter / uni > thr;
@@ -405,13 +425,16 @@ RT_API int rt_nms(const float *boxes, const float *scores, int64_t *sel, int64_t
                     if (best < 0 || s > sc[best]) best = i;
                 }
                 if (best < 0) break;
-                cur = best, cur_s = sc[best];
+                cur = best;
+                cur_s = sc[best];
                 for (k = start; k < count; k++)
                     if (rt_nms_suppress(bx + sel[k * 3 + 2] * 4, bx + best * 4, center, iou_thr))
                         break;
                 if (k < count) continue;
                 if (count >= cap) return RT_ERR_SHAPE;
-                sel[count * 3] = b, sel[count * 3 + 1] = c, sel[count * 3 + 2] = best;
+                sel[count * 3] = b;
+                sel[count * 3 + 1] = c;
+                sel[count * 3 + 2] = best;
                 count++;
             }
         }

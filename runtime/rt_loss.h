@@ -54,6 +54,7 @@
         return RT_OK;                                                                          \
     }
 
+#define RT_LOSS_F32_LD(v) ((double)(v)) /* the loss sums in double */
 #define RT_LOSS_F32_ST(v) ((float)(v))
 #define RT_LOSS_F16_LD(v) ((double)rt_f16_to_f32(v))
 #define RT_LOSS_F16_ST(v) rt_f32_to_f16((float)(v))
@@ -64,7 +65,7 @@
     RT_LOSS_DEFINE(SFX, T, LD, ST, int32)                                                      \
     RT_LOSS_DEFINE(SFX, T, LD, ST, int64)
 
-RT_LOSS_TARGETS(f32, float, RT_LOSS_ID, RT_LOSS_F32_ST)
+RT_LOSS_TARGETS(f32, float, RT_LOSS_F32_LD, RT_LOSS_F32_ST)
 RT_LOSS_TARGETS(f64, double, RT_LOSS_ID, RT_LOSS_ID)
 RT_LOSS_TARGETS(f16, uint16_t, RT_LOSS_F16_LD, RT_LOSS_F16_ST)
 RT_LOSS_TARGETS(bf16, uint16_t, RT_LOSS_BF16_LD, RT_LOSS_BF16_ST)

@@ -19,37 +19,56 @@
 
 #define RT_MM_ID(v) (v)
 
-/* Defines rt_gemm_SFX: y = alpha * A @ B + beta * C for one matrix, and rt_gemm_act_SFX:
- * y = act(alpha * A @ B + beta * C), the activation applied to each tile as it is stored.
- * a: (M,K), element (i,k) at a[i*a_rs + k*a_cs]; b: (K,N), element (k,j) at b[k*b_rs + j*b_cs];
- * c: broadcast to (M,N), element (i,j) at c[i*c_rs + j*c_cs], or NULL; y: (M,N) row-major.
+/* Defines RtGemmSFX and rt_gemm_SFX(&g): y = act(alpha * A @ B + beta * C) for one
+ * matrix, the activation applied to each tile as it is stored. Callers name the fields
+ * (designated initializers; what they leave out is 0 or NULL):
+ *   m, n, k: the sizes; alpha, beta: the scales (in SC, the scale type: float for float
+ *   kernels, so that they do no double arithmetic; beta unused without c);
+ *   a: (M,K), element (i,k) at a[i*a_rs + k*a_cs]; b: (K,N), element (k,j) at b[k*b_rs +
+ *   j*b_cs]; c: broadcast to (M,N), element (i,j) at c[i*c_rs + j*c_cs], or NULL;
+ *   y: (M,N) row-major; act: the activation, or NULL.
  * T is the storage type, ACC the accumulator type, LD/ST convert between them; ACTROW(y, n,
  * act) applies an activation to a stored row (a no-op for types without fused kernels). */
-#define RT_GEMM_DEFINE(SFX, T, ACC, LD, ST, ACTROW)                                            \
+#define RT_GEMM_DEFINE(SFX, T, ACC, SC, LD, ST, ACTROW)                                        \
+    typedef struct RtGemm##SFX {                                                               \
+        int64_t m, n, k;                                                                       \
+        SC alpha, beta;                                                                        \
+        const T *a;                                                                            \
+        int64_t a_rs, a_cs;                                                                    \
+        const T *b;                                                                            \
+        int64_t b_rs, b_cs;                                                                    \
+        const T *c;                                                                            \
+        int64_t c_rs, c_cs;                                                                    \
+        T *y;                                                                                  \
+        const RtAct *act;                                                                      \
+    } RtGemm##SFX;                                                                             \
     RT_API void rt_gemm_##SFX##_epilogue(int64_t M, int64_t N, int64_t i0, int64_t j0,         \
                                          int64_t rows, int64_t cols,                           \
-                                         const ACC acc[RT_MM_ROWS][RT_MM_COLS], double alpha,  \
-                                         double beta, const T *c, int64_t c_rs, int64_t c_cs,  \
+                                         const ACC acc[RT_MM_ROWS][RT_MM_COLS], SC alpha,      \
+                                         SC beta, const T *c, int64_t c_rs, int64_t c_cs,      \
                                          T *y, const RtAct *act) {                             \
         int64_t r, j;                                                                          \
         (void)M;                                                                               \
         for (r = 0; r < rows; r++) {                                                           \
             T *yr = y + (i0 + r) * N + j0;                                                     \
             for (j = 0; j < cols; j++) {                                                       \
-                ACC v = alpha == 1.0 ? acc[r][j] : (ACC)(alpha * acc[r][j]);                   \
+                ACC v = alpha == (SC)1 ? acc[r][j] : (ACC)(alpha * (SC)acc[r][j]);             \
                 if (c) {                                                                       \
                     ACC cv = LD(c[(i0 + r) * c_rs + (j0 + j) * c_cs]);                         \
-                    v += beta == 1.0 ? cv : (ACC)(beta * cv);                                  \
+                    v += beta == (SC)1 ? cv : (ACC)(beta * (SC)cv);                            \
                 }                                                                              \
                 yr[j] = ST(v);                                                                 \
             }                                                                                  \
             if (act) ACTROW(yr, cols, act);                                                    \
         }                                                                                      \
     }                                                                                          \
-    RT_API void rt_gemm_act_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,   \
-                                  int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,        \
-                                  int64_t b_cs, double beta, const T *c, int64_t c_rs,         \
-                                  int64_t c_cs, T *y, const RtAct *act) {                      \
+    RT_API void rt_gemm_##SFX(const RtGemm##SFX *g) {                                          \
+        const int64_t M = g->m, N = g->n, K = g->k, a_rs = g->a_rs, a_cs = g->a_cs;            \
+        const int64_t b_rs = g->b_rs, b_cs = g->b_cs, c_rs = g->c_rs, c_cs = g->c_cs;          \
+        const T *a = g->a, *b = g->b, *c = g->c;                                               \
+        const SC alpha = g->alpha, beta = g->beta;                                             \
+        T *y = g->y;                                                                           \
+        const RtAct *act = g->act;                                                             \
         ACC acc[RT_MM_ROWS][RT_MM_COLS];                                                       \
         int64_t i0, j0, k, r, j;                                                               \
         for (i0 = 0; i0 < M; i0 += RT_MM_ROWS) {                                               \
@@ -99,13 +118,6 @@
                                          c_cs, y, act);                                        \
             }                                                                                  \
         }                                                                                      \
-    }                                                                                          \
-    RT_API void rt_gemm_##SFX(int64_t M, int64_t N, int64_t K, double alpha, const T *a,       \
-                              int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,            \
-                              int64_t b_cs, double beta, const T *c, int64_t c_rs,             \
-                              int64_t c_cs, T *y) {                                            \
-        rt_gemm_act_##SFX(M, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs, y,  \
-                          (const RtAct *)0);                                                   \
     }
 
 #define RT_MM_ST_F32(v) (v)
@@ -118,15 +130,16 @@
 #define RT_MM_ACT_F64(y, n, act) rt_act_row_f64(y, (const double *)0, n, act)
 #define RT_MM_ACT_NONE(y, n, act) ((void)(y), (void)(n), (void)(act))
 
-RT_GEMM_DEFINE(f32, float, float, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F32)
-RT_GEMM_DEFINE(f64, double, double, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F64)
-RT_GEMM_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16, RT_MM_ACT_NONE)
-RT_GEMM_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16, RT_MM_ACT_NONE)
-/* Integer products wrap modulo 2^bits as ONNX Runtime's do: accumulate unsigned. */
-RT_GEMM_DEFINE(i32, int32_t, uint32_t, (uint32_t), RT_MM_ST_I32, RT_MM_ACT_NONE)
-RT_GEMM_DEFINE(i64, int64_t, uint64_t, (uint64_t), RT_MM_ST_I64, RT_MM_ACT_NONE)
-RT_GEMM_DEFINE(u32, uint32_t, uint32_t, RT_MM_ID, RT_MM_ST_U32, RT_MM_ACT_NONE)
-RT_GEMM_DEFINE(u64, uint64_t, uint64_t, RT_MM_ID, RT_MM_ST_U64, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(f32, float, float, float, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F32)
+RT_GEMM_DEFINE(f64, double, double, double, RT_MM_ID, RT_MM_ID, RT_MM_ACT_F64)
+RT_GEMM_DEFINE(f16, uint16_t, float, float, rt_f16_to_f32, rt_f32_to_f16, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(bf16, uint16_t, float, float, rt_bf16_to_f32, rt_f32_to_bf16, RT_MM_ACT_NONE)
+/* Integer products wrap modulo 2^bits as ONNX Runtime's do: accumulate unsigned; a Gemm's
+ * float scales apply in double. */
+RT_GEMM_DEFINE(i32, int32_t, uint32_t, double, (uint32_t), RT_MM_ST_I32, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(i64, int64_t, uint64_t, double, (uint64_t), RT_MM_ST_I64, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(u32, uint32_t, uint32_t, double, RT_MM_ID, RT_MM_ST_U32, RT_MM_ACT_NONE)
+RT_GEMM_DEFINE(u64, uint64_t, uint64_t, double, RT_MM_ID, RT_MM_ST_U64, RT_MM_ACT_NONE)
 
 /* Defines rt_matmul_integer_SFX: y = (A - a_zp) @ (B - b_zp) in int32 for one matrix.
  * a: (M,K) row-major, a_zp: per row (a_zp_step 1) or one value (step 0), or NULL;
@@ -143,7 +156,7 @@ RT_GEMM_DEFINE(u64, uint64_t, uint64_t, RT_MM_ID, RT_MM_ST_U64, RT_MM_ACT_NONE)
             for (j = 0; j < N; j++) yr[j] = 0;                                                 \
             for (k = 0; k < K; k++) {                                                          \
                 int32_t av = (int32_t)a[i * K + k] - za;                                       \
-                const TB *bk = b + k * N;                                              \
+                const TB *bk = b + k * N;                                                      \
                 if (b_zp)                                                                      \
                     for (j = 0; j < N; j++)                                                    \
                         yr[j] += av * ((int32_t)bk[j] - (int32_t)b_zp[j * b_zp_step]);         \

@@ -89,8 +89,8 @@ RT_API int rt_gather_last(const uint8_t *x, const int64_t *idx, int64_t n_idx, u
                     for (i = 0; i < half; i++) {                                                \
                         int64_t i1 = interleaved ? 2 * i : i;                                   \
                         int64_t i2 = interleaved ? 2 * i + 1 : i + half;                        \
-                        float x1 = LD(xr[i1]), x2 = LD(xr[i2]);                                 \
-                        float cv = LD(c[i]), sv = LD(sn[i]);                                    \
+                        float x1 = (float)LD(xr[i1]), x2 = (float)LD(xr[i2]);                   \
+                        float cv = (float)LD(c[i]), sv = (float)LD(sn[i]);                      \
                         yr[i1] = ST(cv * x1 - sv * x2);                                         \
                         yr[i2] = ST(sv * x1 + cv * x2);                                         \
                     }                                                                           \
@@ -125,14 +125,14 @@ RT_ROTARY_DEFINE(bf16, uint16_t, RT_MISC_LD_BF16, RT_MISC_ST_BF16)
                 T *yr = y + (b * C + c) * L;                                                    \
                 T *qr = present + (b * C + c) * P;                                              \
                 for (t = 0; t < L; t++) {                                                       \
-                    float acc = bias ? LD(bias[c]) : 0.0f;                                      \
+                    float acc = bias ? (float)LD(bias[c]) : 0.0f;                               \
                     for (k = 0; k < K; k++) {                                                   \
                         int64_t p = t + k; /* index into padded */                              \
-                        float v = p >= P ? LD(xr[p - P]) : pr ? LD(pr[p]) : 0.0f;               \
-                        acc += LD(wr[k]) * v;                                                   \
+                        float v = p >= P ? (float)LD(xr[p - P]) : pr ? (float)LD(pr[p]) : 0.0f; \
+                        acc += (float)LD(wr[k]) * v;                                            \
                     }                                                                           \
                     if (silu) {                                                                 \
-                        float r = LD(ST(acc)); /* the reference rounds before the SiLU */       \
+                        float r = (float)LD(ST(acc)); /* rounded before the SiLU, as the reference */ \
                         acc = r / (1.0f + expf(-r));                                            \
                     }                                                                           \
                     yr[t] = ST(acc);                                                            \
@@ -173,8 +173,8 @@ typedef struct RtDeformGeom {
             }                                                                                   \
         return acc;                                                                             \
     }                                                                                           \
-    /* x: (N,C,IH,IW), w: (M,C/group,KH,KW), offset: (N,offset_group*KH*KW*2,OH,OW) as       \
-     * (dh, dw) pairs per tap, bias: (M) or NULL, mask: (N,offset_group*KH*KW,OH,OW) or NULL, \
+    /* x: (N,C,IH,IW), w: (M,C/group,KH,KW), offset: (N,offset_group*KH*KW*2,OH,OW) as          \
+     * (dh, dw) pairs per tap, bias: (M) or NULL, mask: (N,offset_group*KH*KW,OH,OW) or NULL,   \
      * y: (N,M,OH,OW). */                                                                       \
     RT_API void rt_deform_conv_##SFX(const T *x, const T *w, const T *offset, const T *bias,    \
                                      const T *mask, T *y, const RtDeformGeom *g) {              \

@@ -219,7 +219,7 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
  * same blocked sums as the NCHW kernels, so the results are bit-identical. */
 #define RT_POOL_DEFINE_NHWC(SFX, T)                                                           \
     /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C); a window with no tap inside the input gives 0 */    \
-    RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {      \
+    RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {     \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         int64_t n, k;                                                                         \
         for (n = 0; n < g->nc; n++) {                                                         \
@@ -253,7 +253,7 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
     }                                                                                         \
                                                                                               \
     /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C) */                                                   \
-    RT_API void rt_avgpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c,        \
+    RT_API void rt_avgpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c,       \
                                       int count_include_pad) {                                \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         int64_t n, k;                                                                         \
@@ -288,17 +288,17 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
     }                                                                                         \
                                                                                               \
     /* x: (N,S,C), y: (N,C); is_max: GlobalMaxPool, else GlobalAveragePool */                 \
-    RT_API void rt_global_pool_nhwc_##SFX(const T *x, T *y, int64_t n_batch, int64_t size,     \
+    RT_API void rt_global_pool_nhwc_##SFX(const T *x, T *y, int64_t n_batch, int64_t size,    \
                                           int64_t c, int is_max) {                            \
         int64_t n, i, k;                                                                      \
         for (n = 0; n < n_batch; n++) {                                                       \
             const T *xn = x + n * size * c;                                                   \
             T *restrict yn = y + n * c;                                                       \
-            if (is_max) { /* an empty map (size 0) gives -inf, as ReduceMax */               \
+            if (is_max) { /* an empty map (size 0) gives -inf, as ReduceMax */                \
                 for (k = 0; k < c; k++) yn[k] = size ? xn[k] : (T)-INFINITY;                  \
                 for (i = 1; i < size; i++)                                                    \
                     for (k = 0; k < c; k++) yn[k] = xn[i * c + k] > yn[k] ? xn[i * c + k] : yn[k]; \
-            } else { /* an empty map (size 0) gives NaN, as the NCHW kernel */               \
+            } else { /* an empty map (size 0) gives NaN, as the NCHW kernel */                \
                 rt_sum_rows_##SFX(xn, size, c, c, yn);                                        \
                 for (k = 0; k < c; k++) yn[k] = yn[k] / (T)size;                              \
             }                                                                                 \
@@ -311,7 +311,7 @@ RT_POOL_DEFINE_NHWC(f64, double)
 
 #define RT_POOL_ID(v) (v)
 RT_POOL_DEFINE_MAX(f32, float, float, RT_POOL_ID, -INFINITY)
-RT_POOL_DEFINE_MAX(f64, double, double, RT_POOL_ID, -INFINITY)
+RT_POOL_DEFINE_MAX(f64, double, double, RT_POOL_ID, -(double)INFINITY)
 RT_POOL_DEFINE_MAX(f16, uint16_t, float, rt_f16_to_f32, 0xfc00u) /* -inf */
 RT_POOL_DEFINE_MAX(bf16, uint16_t, float, rt_bf16_to_f32, 0xff80u) /* -inf */
 RT_POOL_DEFINE_MAX(i8, int8_t, int8_t, RT_POOL_ID, INT8_MIN)

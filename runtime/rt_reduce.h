@@ -49,7 +49,10 @@ RT_API int rt_reduce_plan(RtReducePlan *p, int rank, const int64_t *dims, const 
         r++;
     }
     if (r != out_rank) return RT_ERR_SHAPE;
-    for (d = rank - 1; d >= 0; d--) stride[d] = s, s *= dims[d];
+    for (d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= dims[d];
+    }
     p->n_keep = p->n_red = 0;
     p->n_out = p->n_red_elems = 1;
     for (d = 0; d < rank; d++) {
@@ -62,9 +65,13 @@ RT_API int rt_reduce_plan(RtReducePlan *p, int rank, const int64_t *dims, const 
             *gd *= dims[d];
             *gs = stride[d];
         } else if (red[d]) {
-            p->red_dim[p->n_red] = dims[d], p->red_stride[p->n_red] = stride[d], p->n_red++;
+            p->red_dim[p->n_red] = dims[d];
+            p->red_stride[p->n_red] = stride[d];
+            p->n_red++;
         } else {
-            p->keep_dim[p->n_keep] = dims[d], p->keep_stride[p->n_keep] = stride[d], p->n_keep++;
+            p->keep_dim[p->n_keep] = dims[d];
+            p->keep_stride[p->n_keep] = stride[d];
+            p->n_keep++;
         }
         prev = red[d];
     }
@@ -156,7 +163,7 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
         }                                                                                      \
         for (o = 0; o < p->n_out; o++) {                                                       \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
-            ACC mx = -INFINITY;                                                                \
+            ACC mx = -(ACC)INFINITY;                                                           \
             RtSum##ASFX s;                                                                     \
             for (r = 0; r < p->red_outer_n; r++) {                                             \
                 const T *xr = xo + rt_reduce_red_offset(p, r);                                 \
@@ -165,7 +172,7 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
                     if (v > mx) mx = v;                                                        \
                 }                                                                              \
             }                                                                                  \
-            if (mx == -INFINITY || mx == INFINITY || mx != mx) {                               \
+            if (mx == -(ACC)INFINITY || mx == (ACC)INFINITY || mx != mx) {                     \
                 y[o] = ST(mx);                                                                 \
                 continue;                                                                      \
             }                                                                                  \
@@ -185,8 +192,8 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
 #define RT_REDUCE_FLOAT_OPS(S, T, ACC, ASFX, LD, ST, SQRT, LOG, EXP, FABS)                     \
     RT_REDUCE_SUM_DEFINE(sum_##S, T, ACC, ASFX, LD, ST, v, acc)                                \
     RT_REDUCE_SUM_DEFINE(mean_##S, T, ACC, ASFX, LD, ST, v, acc / (ACC)cnt)                    \
-    RT_REDUCE_DEFINE(max_##S, T, ACC, LD, ST, -INFINITY, if (v > acc || v != v) acc = v, acc)  \
-    RT_REDUCE_DEFINE(min_##S, T, ACC, LD, ST, INFINITY, if (v < acc || v != v) acc = v, acc)   \
+    RT_REDUCE_DEFINE(max_##S, T, ACC, LD, ST, -(ACC)INFINITY, if (v > acc || v != v) acc = v, acc) \
+    RT_REDUCE_DEFINE(min_##S, T, ACC, LD, ST, (ACC)INFINITY, if (v < acc || v != v) acc = v, acc) \
     RT_REDUCE_DEFINE(prod_##S, T, ACC, LD, ST, 1, acc *= v, acc)                               \
     RT_REDUCE_SUM_DEFINE(l1_##S, T, ACC, ASFX, LD, ST, FABS(v), acc)                           \
     RT_REDUCE_SUM_DEFINE(l2_##S, T, ACC, ASFX, LD, ST, v * v, SQRT(acc))                       \
@@ -195,13 +202,13 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_REDUCE_LSE_DEFINE(log_sum_exp_##S, T, ACC, ASFX, LD, ST, EXP, LOG)
 
 /* The Reduce* ops of an integer type, accumulated in 64 bits. */
-#define RT_REDUCE_INT_OPS(S, T, ACC, TMIN, TMAX, ABS)                                             \
+#define RT_REDUCE_INT_OPS(S, T, ACC, TMIN, TMAX, ABS)                                          \
     RT_REDUCE_DEFINE(sum_##S, T, ACC, (ACC), (T), 0, acc += v, acc)                            \
     RT_REDUCE_DEFINE(mean_##S, T, ACC, (ACC), (T), 0, acc += v, cnt ? acc / (ACC)cnt : 0)      \
     RT_REDUCE_DEFINE(max_##S, T, ACC, (ACC), (T), TMIN, if (v > acc) acc = v, acc)             \
     RT_REDUCE_DEFINE(min_##S, T, ACC, (ACC), (T), TMAX, if (v < acc) acc = v, acc)             \
     RT_REDUCE_DEFINE(prod_##S, T, ACC, (ACC), (T), 1, acc *= v, acc)                           \
-    RT_REDUCE_DEFINE(l1_##S, T, ACC, (ACC), (T), 0, acc += ABS(v), acc)                          \
+    RT_REDUCE_DEFINE(l1_##S, T, ACC, (ACC), (T), 0, acc += ABS(v), acc)                        \
     RT_REDUCE_DEFINE(sum_square_##S, T, ACC, (ACC), (T), 0, acc += v * v, acc)
 
 RT_REDUCE_FLOAT_OPS(f32, float, float, f32, RT_RED_ID, RT_RED_ID, sqrtf, logf, expf, fabsf)

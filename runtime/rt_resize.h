@@ -66,7 +66,7 @@ RT_API int rt_resize_prepare(RtResize *p, const int64_t *axes, int64_t n, const 
             p->roi[p->rank + a] = roi[n + i];
         }
         if (scales) {
-            p->scale[a] = scales[i];
+            p->scale[a] = (double)scales[i];
             if (!(scales[i] > 0)) return RT_ERR_VALUE;
         } else {
             double s;
@@ -83,7 +83,7 @@ RT_API int rt_resize_prepare(RtResize *p, const int64_t *axes, int64_t n, const 
         int64_t want = p->in_dims[d];
         if (listed[d]) {
             if (scales) {
-                want = (int64_t)floor(p->scale[d] * (double)p->in_dims[d]);
+                want = rt_floor_i64(p->scale[d] * (double)p->in_dims[d]);
             } else if (policy != RT_KEEP_STRETCH) {
                 p->scale[d] = common;
                 want = (int64_t)(common * (double)p->in_dims[d] + 0.5);
@@ -130,7 +130,7 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
         x = ((double)o + 0.5) / s - 0.5;
         break;
     }
-    xf = (int64_t)floor(x);
+    xf = rt_floor_i64(x);
     r = x == (double)xf ? 1.0 : x - (double)xf;
     sc = s < 1.0 ? s : 1.0;
     if (p->mode == RT_RESIZE_NEAREST) {
@@ -148,7 +148,7 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
         }
     } else if (p->mode == RT_RESIZE_LINEAR) {
         if (p->antialias) {
-            int64_t st = (int64_t)floor(-1 / sc) + 1;
+            int64_t st = rt_floor_i64(-1 / sc) + 1;
             n = (int)(2 - 2 * st);
             if (n > RT_RESIZE_MAX_TAPS) return -1;
             for (k = 0; k < n; k++) {
@@ -161,7 +161,7 @@ RT_API int rt_resize_taps(const RtResize *p, int d, int64_t o, int64_t *idx, dou
             wt[1] = r;
         }
     } else if (p->antialias) {
-        int64_t st = (int64_t)floor(-2 / sc) + 1;
+        int64_t st = rt_floor_i64(-2 / sc) + 1;
         n = (int)(2 - 2 * st);
         if (n > RT_RESIZE_MAX_TAPS) return -1;
         for (k = 0; k < n; k++) {
@@ -206,13 +206,13 @@ RT_API int rt_resize_axis_identity(const RtResize *p, int d) {
 RT_API double rt_resize_load(const void *x, int dt, int64_t i) {
     switch (dt) {
     case 1:
-        return ((const float *)x)[i];
+        return (double)((const float *)x)[i];
     case 11:
         return ((const double *)x)[i];
     case 10:
-        return rt_f16_to_f32(((const uint16_t *)x)[i]);
+        return (double)rt_f16_to_f32(((const uint16_t *)x)[i]);
     case 16:
-        return rt_bf16_to_f32(((const uint16_t *)x)[i]);
+        return (double)rt_bf16_to_f32(((const uint16_t *)x)[i]);
     case 2:
         return ((const uint8_t *)x)[i];
     case 3:
@@ -224,9 +224,11 @@ RT_API double rt_resize_load(const void *x, int dt, int64_t i) {
     }
 }
 
-RT_API double rt_resize_clamp(double v, double lo, double hi) {
+/* v rounded to even and clamped to [lo, hi], as an integer. */
+RT_API int64_t rt_resize_clamp(double v, double lo, double hi) {
     v = nearbyint(v);
-    return v < lo ? lo : (v > hi ? hi : v);
+    v = v < lo ? lo : (v > hi ? hi : v);
+    return (int64_t)v;
 }
 
 RT_API void rt_resize_store(void *y, int dt, int64_t i, double v) {
@@ -253,7 +255,7 @@ RT_API void rt_resize_store(void *y, int dt, int64_t i, double v) {
         ((int32_t *)y)[i] = (int32_t)rt_resize_clamp(v, -2147483648.0, 2147483647.0);
         break;
     default:
-        ((int64_t *)y)[i] = (int64_t)nearbyint(v);
+        ((int64_t *)y)[i] = rt_rint_i64(v);
         break;
     }
 }

@@ -128,7 +128,7 @@ RT_API double rt_window_value(int kind, int64_t i, int64_t size, int periodic) {
             for (j = 0; j < 3; j++) {                                                              \
                 double hz = (double)(i + j) * (double)step + (double)lo_mel;                       \
                 hz = 700 * (pow(10, hz / 2595) - 1);                                               \
-                f[j] = (int64_t)floor((double)(dft_length + 1) * hz / (double)sample_rate);        \
+                f[j] = rt_floor_i64((double)(dft_length + 1) * hz / (double)sample_rate);          \
                 if (f[j] < 0 || f[j] >= rows) return RT_ERR_VALUE;                                 \
             }                                                                                      \
             if (f[1] == f[0])                                                                      \

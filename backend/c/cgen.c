@@ -75,8 +75,10 @@ const char *cgen_float_sfx(IrDType t) {
 }
 
 const char *cgen_flit(CgenCtx *cx, double v, bool dbl) {
-    if (isnan(v)) return "NAN";
-    if (isinf(v) || (!dbl && (v > FLT_MAX || v < -FLT_MAX))) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    /* math.h's NAN and INFINITY are floats: a double literal casts them (-Wdouble-promotion) */
+    if (isnan(v)) return dbl ? "(double)NAN" : "NAN";
+    if (isinf(v) || (!dbl && (v > FLT_MAX || v < -FLT_MAX)))
+        return v > 0 ? (dbl ? "(double)INFINITY" : "INFINITY") : (dbl ? "(-(double)INFINITY)" : "(-INFINITY)");
     char buf[64];
     snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
     if (!strpbrk(buf, ".e")) strcat(buf, ".0");

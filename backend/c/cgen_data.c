@@ -670,10 +670,10 @@ static bool emit_range(CgenCtx *cx, const IrNode *n) {
         cw_line(w, "for (i = 0; i < %lld; i++) %s[i] = (%s)(start + i * delta);", (long long)N,
                 cgen_ptr(cx, y), bundle_ctype(t));
     } else {
-        const char *store = t == IR_DTYPE_F16 ? "rt_f32_to_f16((float)(start + i * delta))"
+        const char *store = t == IR_DTYPE_F16 ? "rt_f32_to_f16((float)(start + (double)i * delta))"
                             : t == IR_DTYPE_BF16
-                                ? "rt_f32_to_bf16((float)(start + i * delta))"
-                                : cgen_fmt(cx, "(%s)(start + i * delta)", bundle_ctype(t));
+                                ? "rt_f32_to_bf16((float)(start + (double)i * delta))"
+                                : cgen_fmt(cx, "(%s)(start + (double)i * delta)", bundle_ctype(t));
         cw_line(w, "double start = %s, limit = %s, delta = %s, count;",
                 scalar_load(cx, n->inputs[0]), scalar_load(cx, n->inputs[1]),
                 scalar_load(cx, n->inputs[2]));

@@ -318,9 +318,14 @@ static bool binary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
         e = fl ? "$0 / $1" : c == EC_INT ? "($1 == 0 ? 0 : ($1 == -1 ? 0 - $0 : $0 / $1))"
                                          : "($1 == 0 ? 0 : $0 / $1)";
         break;
-    case IR_OP_POW:
-        e = fl && dbl ? "pow($0, $1)" : fl ? "powf($0, $1)" : "pow((double)$0, (double)$1)";
+    case IR_OP_POW: { /* an integer exponent converts explicitly (int32 does not fit a float) */
+        EltClass ce = elt_class((IrDType)cgen_type(cx, n->inputs[1])->dtype);
+        bool int_exp = ce == EC_INT || ce == EC_UINT;
+        e = fl && dbl ? (int_exp ? "pow($0, (double)$1)" : "pow($0, $1)")
+            : fl      ? (int_exp ? "powf($0, (float)$1)" : "powf($0, $1)")
+                      : "pow((double)$0, (double)$1)";
         break;
+    }
     case IR_OP_MOD:
         if (fl) e = dbl ? "fmod($0, $1)" : "fmodf($0, $1)";
         else if (ir_attr_i(n, IR_ATTR_MOD_FMOD)) e = "($1 == 0 ? 0 : $0 % $1)";
@@ -392,10 +397,12 @@ static bool map_variadic(CgenCtx *cx, const IrNode *n, CgenMap *m) {
         bool mx = n->op == IR_OP_MAX;
         const char *acc = "$0";
         for (int i = 1; i < k; i++) {
-            if (is_float_class(c))
-                acc = cgen_fmt(cx, "rt_nan_%s(%s, $%d)", mx ? "max" : "min", acc, i);
-            else
-                acc = cgen_fmt(cx, "rt_%s_i(%s, $%d)", mx ? "max" : "min", acc, i);
+            if (is_float_class(c)) /* float for f32, f16 and bf16 (computed in float) */
+                acc = cgen_fmt(cx, "rt_nan_%s%s(%s, $%d)", mx ? "max" : "min",
+                               c == EC_F64 ? "" : "f", acc, i);
+            else /* unsigned apart: uint64 does not fit int64 */
+                acc = cgen_fmt(cx, "rt_%s_%s(%s, $%d)", mx ? "max" : "min",
+                               c == EC_UINT ? "u" : "i", acc, i);
         }
         expr = acc;
         cgen_use_runtime(cx, "rt_eltwise.h");

@@ -151,7 +151,7 @@ static const char *flex_value(FlexSub *fs, uint32_t v) {
             return NULL;
         }
         cx->uses_w = true;
-        return fs->val[v] = cgen_fmt(cx, "((const %s *)(w + %lld))[%s]", ct,
+        return fs->val[v] = cgen_fmt(cx, "((const %s *)(const void *)(w + %lld))[%s]", ct,
                                      (long long)fs->woff[v], idx);
     }
     if (val->kind == IR_VALUE_OUTER && val->producer < cx->b.g->n_values)

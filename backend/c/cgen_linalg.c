@@ -123,6 +123,12 @@ static bool mm_plan(CgenCtx *cx, const IrNode *n, PlanGemm *p) {
     return true;
 }
 
+/* A scale of RtGemmSFX (its SC type: float for the float kernels, double otherwise). */
+static const char *gemm_scale(CgenCtx *cx, IrDType t, double v) {
+    bool fl = t == IR_DTYPE_F32 || t == IR_DTYPE_F16 || t == IR_DTYPE_BF16;
+    return cgen_flit(cx, v, !fl);
+}
+
 /* MatMul, and FusedMatMul: act(A @ B + bias), bias (N) broadcast over rows. */
 static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
@@ -148,16 +154,14 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "%s *Y = %s;", ct, cgen_ptr(cx, y));
     mm_open(cx, &s, &oa, &ob, &oy);
     /* A: (M,K) row-major; B: (K,N) row-major (a 1-D B is (K,1)) */
-    if (fused)
-        cw_line(w, "rt_gemm_act_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, %s, %s, 0, 1, "
-                   "Y%s, &act);",
-                cgen_sfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
-                (long long)s.N, has_bias ? "1.0" : "0.0",
-                has_bias ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct), oy);
-    else
-        cw_line(w, "rt_gemm_%s(%lld, %lld, %lld, 1.0, A%s, %lld, 1, B%s, %lld, 1, 0.0, NULL, 0, 0, Y%s);",
-                cgen_sfx(t), (long long)s.M, (long long)s.N, (long long)s.K, oa, (long long)s.K, ob,
-                (long long)s.N, oy);
+    const char *sfx = cgen_sfx(t), *one = gemm_scale(cx, t, 1.0);
+    cw_line(w, "rt_gemm_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,", sfx,
+            sfx, (long long)s.M, (long long)s.N, (long long)s.K, one);
+    cw_line(w, "    .a = A%s, .a_rs = %lld, .a_cs = 1, .b = B%s, .b_rs = %lld, .b_cs = 1,", oa,
+            (long long)s.K, ob, (long long)s.N);
+    if (has_bias) /* the bias: (N), broadcast over rows */
+        cw_line(w, "    .beta = %s, .c = %s, .c_rs = 0, .c_cs = 1,", one, cgen_ptr(cx, n->inputs[2]));
+    cw_line(w, "    .y = Y%s%s});", oy, fused ? ", .act = &act" : "");
     mm_close(cx, &s);
     cw_close(w, NULL);
     return true;
@@ -176,18 +180,21 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
     if (cgen_numel(cx, y) == 0) return true;
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_matmul.h");
-    const char *ct = bundle_ctype(t);
     if (fused) {
         cw_open(cx->w, "%s", "");
         cw_line(cx->w, "static const RtAct act = %s;", act);
     }
-    cw_line(cx->w, "rt_gemm%s_%s(%lld, %lld, %lld, %s, %s, %lld, %lld, %s, %lld, %lld, %s, %s, %lld, %lld, %s%s);",
-            fused ? "_act" : "", cgen_sfx(t), (long long)p.M, (long long)p.N, (long long)p.K,
-            cgen_flit(cx, p.alpha, true), cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs,
-            cgen_ptr(cx, b), (long long)p.b_rs, (long long)p.b_cs,
-            cgen_flit(cx, p.has_c ? p.beta : 0.0, true),
-            p.has_c ? cgen_ptr(cx, n->inputs[2]) : cgen_fmt(cx, "(const %s *)NULL", ct),
-            (long long)p.c_rs, (long long)p.c_cs, cgen_ptr(cx, y), fused ? ", &act" : "");
+    const char *sfx = cgen_sfx(t);
+    cw_line(cx->w, "rt_gemm_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,",
+            sfx, sfx, (long long)p.M, (long long)p.N, (long long)p.K, gemm_scale(cx, t, p.alpha));
+    cw_line(cx->w, "    .a = %s, .a_rs = %lld, .a_cs = %lld, .b = %s, .b_rs = %lld, .b_cs = %lld,",
+            cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs, cgen_ptr(cx, b),
+            (long long)p.b_rs, (long long)p.b_cs);
+    if (p.has_c)
+        cw_line(cx->w, "    .beta = %s, .c = %s, .c_rs = %lld, .c_cs = %lld,",
+                gemm_scale(cx, t, p.beta), cgen_ptr(cx, n->inputs[2]), (long long)p.c_rs,
+                (long long)p.c_cs);
+    cw_line(cx->w, "    .y = %s%s});", cgen_ptr(cx, y), fused ? ", .act = &act" : "");
     if (fused) cw_close(cx->w, NULL);
     return true;
 }

@@ -57,14 +57,7 @@ static const char *m_st(CgenCtx *cx, IrDType t, const char *e) {
 }
 
 /* A double literal that reads back exactly. */
-static const char *m_dlit(CgenCtx *cx, double v) {
-    if (isnan(v)) return "NAN";
-    if (isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.17g", v);
-    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
-    return cgen_fmt(cx, "%s", buf);
-}
+static const char *m_dlit(CgenCtx *cx, double v) { return cgen_flit(cx, v, true); }
 
 /* Opens "{ int64_t i; for (i = 0; i < n; i++) {"; closed by m_loop_close. */
 static void m_loop_open(CgenCtx *cx, int64_t n) {

@@ -80,8 +80,16 @@ static __device__ __forceinline__ double rt_nan_max(double a, double b) {
 static __device__ __forceinline__ double rt_nan_min(double a, double b) {
     return (a != a || b != b) ? (double)NAN : (a < b ? a : b);
 }
+static __device__ __forceinline__ float rt_nan_maxf(float a, float b) {
+    return (a != a || b != b) ? NAN : (a > b ? a : b);
+}
+static __device__ __forceinline__ float rt_nan_minf(float a, float b) {
+    return (a != a || b != b) ? NAN : (a < b ? a : b);
+}
 static __device__ __forceinline__ int64_t rt_max_i(int64_t a, int64_t b) { return a > b ? a : b; }
 static __device__ __forceinline__ int64_t rt_min_i(int64_t a, int64_t b) { return a < b ? a : b; }
+static __device__ __forceinline__ uint64_t rt_max_u(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static __device__ __forceinline__ uint64_t rt_min_u(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #endif
 
 /* The activation epilogues of FusedConv/FusedGemm/FusedMatMul (kinds as RtActKind of

@@ -1,7 +1,7 @@
 /* Unit tests of the fused epilogues (runtime/rt_act.h) and the fused kernels that use them
- * (rt_conv_fused_f32, rt_gemm_act_f32): every activation against a naive formula written
- * here, and the fused kernels against the plain kernel followed by a reference epilogue, on
- * fresh random inputs with outputs poisoned before the run. */
+ * (rt_conv_fused_f32, rt_gemm_f32 with an activation): every activation against a naive
+ * formula written here, and the fused kernels against the plain kernel followed by a
+ * reference epilogue, on fresh random inputs with outputs poisoned before the run. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -104,10 +104,15 @@ Test(rt_gemm_act, equals_gemm_then_activation_across_tile_edges) {
     fill(b, K * N);
     fill(c, N);
     poison(plain, M * N);
-    rt_gemm_f32(M, N, K, 0.5, a, K, 1, b, N, 1, 1.0, c, 0, 1, plain);
+    RtGemmf32 g = {.m = M, .n = N, .k = K, .alpha = 0.5f, .a = a, .a_rs = K, .a_cs = 1,
+                   .b = b, .b_rs = N, .b_cs = 1, .beta = 1, .c = c, .c_rs = 0, .c_cs = 1,
+                   .y = plain};
+    rt_gemm_f32(&g);
     for (size_t k = 0; k < N_ACTS; k++) {
         poison(y, M * N);
-        rt_gemm_act_f32(M, N, K, 0.5, a, K, 1, b, N, 1, 1.0, c, 0, 1, y, &all_acts[k]);
+        g.y = y;
+        g.act = &all_acts[k];
+        rt_gemm_f32(&g);
         for (int i = 0; i < M * N; i++)
             expect_close(y[i], ref_act(plain[i], &all_acts[k]), "gemm", all_acts[k].kind, i);
     }

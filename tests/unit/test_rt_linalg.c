@@ -63,8 +63,11 @@ Test(rt_gemm, matches_naive_product_for_all_transposes_and_bias_shapes) {
                         ref[i * N + j] = alpha * s + (cs ? beta * c[i * c_rs + j * c_cs] : 0);
                     }
                 poison(y, M * N);
-                rt_gemm_f32(M, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, cs ? c : NULL,
-                            c_rs, c_cs, y);
+                rt_gemm_f32(&(const RtGemmf32){.m = M, .n = N, .k = K, .alpha = (float)alpha,
+                                               .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b,
+                                               .b_rs = b_rs, .b_cs = b_cs, .beta = (float)beta,
+                                               .c = cs ? c : NULL, .c_rs = c_rs, .c_cs = c_cs,
+                                               .y = y});
                 expect_close(y, ref, M * N);
             }
     free(a), free(b), free(c), free(y), free(ref);
@@ -84,7 +87,8 @@ Test(rt_gemm, computes_f16_products_in_float) {
             ref[i * N + j] = s;
         }
     memset(y, 0xff, sizeof y); /* NaN bits */
-    rt_gemm_f16(M, N, K, 1.0, a, K, 1, b, N, 1, 0.0, NULL, 0, 0, y);
+    rt_gemm_f16(&(const RtGemmf16){.m = M, .n = N, .k = K, .alpha = 1, .a = a, .a_rs = K,
+                                   .a_cs = 1, .b = b, .b_rs = N, .b_cs = 1, .y = y});
     for (int i = 0; i < M * N; i++) {
         yf[i] = rt_f16_to_f32(y[i]);
         cr_assert(fabs(yf[i] - ref[i]) <= 4e-3 * (1 + fabs(ref[i])), "element %d", i);
@@ -97,7 +101,8 @@ Test(rt_gemm, integer_products_are_exact) {
     for (int i = 0; i < M * K; i++) a[i] = irand(-1000, 1000);
     for (int i = 0; i < K * N; i++) b[i] = irand(-1000, 1000);
     for (int i = 0; i < M * N; i++) y[i] = INT64_MIN;
-    rt_gemm_i64(M, N, K, 1.0, a, K, 1, b, N, 1, 0.0, NULL, 0, 0, y);
+    rt_gemm_i64(&(const RtGemmi64){.m = M, .n = N, .k = K, .alpha = 1, .a = a, .a_rs = K,
+                                   .a_cs = 1, .b = b, .b_rs = N, .b_cs = 1, .y = y});
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             int64_t s = 0;

@@ -106,6 +106,10 @@ build native gcc -march=native
 build native-clang clang -march=native
 build sanitized gcc $SAN_FLAGS -march=native
 
+check "the int8 bundle is clang -Weverything clean (docs/bundle.md's exceptions), AVX-512 path too" \
+    bash -c "for f in '' -march=native; do clang -std=c99 -fsyntax-only -Weverything -Werror \
+        -Wno-declaration-after-statement -Wno-padded -Wno-unused-function -Wno-unused-macros \
+        -Wno-float-equal \$f -I'$B' '$B/cnn.c' '$B/cnn_test_main.c' || exit 1; done"
 cat >"$W/agree.py" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np

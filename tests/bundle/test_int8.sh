@@ -2,9 +2,9 @@
 # kiln compile --int8 (issue 13): a small CNN (a strided 3x3 convolution from 3 channels, a
 # residual block, max pooling, a depthwise convolution, global average pooling, Gemm) with
 # per-tensor parameters from kiln calibrate (each method, 32 random samples) compiles to the
-# int8 kernels; the bundle
-# builds under $STRICT with gcc and clang, for the portable path, AVX2 and -march=native;
-# all builds write the same bytes on fresh inputs, which agree with the float model (cosine
+# int8 kernels; the bundle builds under $STRICT with gcc and clang, for the portable path,
+# AVX2, AVX-512 VNNI, -march=native and AArch64 NEON sdot (run under qemu-aarch64); all
+# builds write the same bytes on fresh inputs, which agree with the float model (cosine
 # >= 0.995, 0.97 for entropy, top-1 equal on >= 90% of 64 inputs); bad .qparams files and
 # bad calibration samples fail with one error naming the file, exit 1, and leave no output.
 # Usage: test_int8.sh PATH/TO/kiln
@@ -105,6 +105,17 @@ grep -q avx512_vnni /proc/cpuinfo && build avx512vnni gcc -mavx2 -mavx512f -mavx
 build native gcc -march=native
 build native-clang clang -march=native
 build sanitized gcc $SAN_FLAGS -march=native
+# AArch64 with the dot product (NEON sdot path), run under qemu-user
+if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null; then
+    check "neon-sdot: aarch64-linux-gnu-gcc $STRICT -O2 -march=armv8.2-a+dotprod builds the int8 bundle" \
+        aarch64-linux-gnu-gcc $STRICT -O2 -static -march=armv8.2-a+dotprod -I"$B" "$B/cnn.c" \
+        "$B/cnn_test_main.c" -o "$W/neon-sdot.bin" -lm
+    printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$@"\n' "$W/neon-sdot.bin" >"$W/neon-sdot"
+    chmod +x "$W/neon-sdot"
+    [ -x "$W/neon-sdot.bin" ] && exes+=("$W/neon-sdot")
+else
+    fail "aarch64-linux-gnu-gcc and qemu-aarch64 are installed (scripts/setup installs them)"
+fi
 
 check "the int8 bundle is clang -Weverything clean (docs/bundle.md's exceptions), AVX-512 path too" \
     bash -c "for f in '' -march=native; do clang -std=c99 -fsyntax-only -Weverything -Werror \

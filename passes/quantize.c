@@ -577,8 +577,46 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
     pass_set_output(g, i, 0, yq);
 }
 
+/* One note naming the ops that stay float although a value they read or write has
+ * parameters (no int8 kernel, or a neighbour without parameters), with their counts. */
+static void note_float(const Qz *Q, Diag *d) {
+    const IrGraph *g = Q->g;
+    char list[512];
+    size_t len = 0;
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        bool seen_before = false, touches = false;
+        if (n->dead || Q->kind[i] != K_FLOAT) continue;
+        for (uint32_t k = 0; k < n->n_inputs && !touches; k++) touches = act_q(g, n->inputs[k], NULL, NULL);
+        for (uint32_t k = 0; k < n->n_outputs && !touches; k++) touches = act_q(g, n->outputs[k], NULL, NULL);
+        if (!touches) continue;
+        total++;
+        for (uint32_t j = 0; j < i && !seen_before; j++) {
+            const IrNode *m = &g->nodes[j];
+            if (m->dead || Q->kind[j] != K_FLOAT || m->op != n->op) continue;
+            for (uint32_t k = 0; k < m->n_inputs && !seen_before; k++) seen_before = act_q(g, m->inputs[k], NULL, NULL);
+            for (uint32_t k = 0; k < m->n_outputs && !seen_before; k++) seen_before = act_q(g, m->outputs[k], NULL, NULL);
+        }
+        if (seen_before || len + 64 > sizeof list) continue;
+        uint32_t count = 0;
+        for (uint32_t j = i; j < g->n_nodes; j++) {
+            const IrNode *m = &g->nodes[j];
+            bool t = false;
+            if (m->dead || Q->kind[j] != K_FLOAT || m->op != n->op) continue;
+            for (uint32_t k = 0; k < m->n_inputs && !t; k++) t = act_q(g, m->inputs[k], NULL, NULL);
+            for (uint32_t k = 0; k < m->n_outputs && !t; k++) t = act_q(g, m->outputs[k], NULL, NULL);
+            count += t;
+        }
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s x%u", len ? ", " : "",
+                                ir_op_name((IrOp)n->op), count);
+    }
+    if (total)
+        diag_note(d, "int8: %u node%s float (no int8 kernel for them, or a neighbour without "
+                  "parameters): %s", total, total == 1 ? " stays" : "s stay", list);
+}
+
 bool pass_quantize(IrGraph *g, Diag *d) {
-    (void)d;
     bool any = false;
     for (uint32_t v = 0; v < g->n_values && !any; v++) any = act_q(g, v, NULL, NULL);
     if (!any || g->n_subgraphs) return false;
@@ -593,6 +631,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
     /* decide, in order (views and max pools pass their input's parameters on) */
     for (uint32_t i = 0; i < n_nodes; i++)
         if (!g->nodes[i].dead) Q.kind[i] = (uint8_t)decide(&Q, i);
+    note_float(&Q, d);
     for (uint32_t i = 0; i < n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead) continue;

@@ -90,6 +90,21 @@ else
     fail "the quantize pass lowers 5 convolutions, the pools and the Gemm with one QuantizeLinear (int8 $n_q, float $n_float, quantize $n_quantize)"
 fi
 
+if grep -q "stay float" "$TMP/compile.log"; then
+    fail "kiln compile --int8 names no float node when every tensor has parameters"
+else
+    pass "kiln compile --int8 names no float node when every tensor has parameters"
+fi
+# a hand edit takes effect: without the average pool's parameters it and the Flatten stay float
+grep -v '^tensor g ' "$W/cnn.qparams" >"$W/edited.qparams"
+if "$KILN" compile "$W/cnn.onnx" -o "$W/edited" --int8 "$W/edited.qparams" >"$TMP/edited.log" 2>&1 &&
+    grep -q "int8: 2 nodes stay float .*: GlobalAveragePool x1, Flatten x1" "$TMP/edited.log"; then
+    pass "a hand-edited .qparams takes effect, and kiln compile names the ops left float"
+else
+    fail "a hand-edited .qparams takes effect, and kiln compile names the ops left float"
+    sed 's/^/    /' "$TMP/edited.log" | head -n 5
+fi
+
 exes=()
 build() { # NAME CC FLAGS...
     local name="$1" cc="$2"

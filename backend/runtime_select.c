@@ -4,7 +4,8 @@
  * code reaches it, directly or through kept items. Identifiers are matched as text, so a
  * name in a comment or a string also keeps its item: the cut errs on the side of keeping.
  * An item whose names cannot be told (an anonymous enum, a statement form the scanner does
- * not know) is always kept. Items keep their order and their leading comments. */
+ * not know) is always kept. Items keep their order and their leading comments. Files that
+ * are not C runtime files (CUDA's kc_*.cuh) ship whole, and what they name is reached. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -483,8 +484,10 @@ char **bundle_runtime_select(const char *const *names, uint32_t n, const char *c
     IR_ASSERT(first && out);
     bool ok = true;
     for (uint32_t f = 0; f < n && ok; f++) {
+        const char *text = bundle_runtime_file(names[f])->text;
         first[f] = s.n_items;
-        ok = scan_file(&s, bundle_runtime_file(names[f])->text);
+        if (strncmp(names[f], "rt_", 3) == 0) ok = scan_file(&s, text);
+        else new_item(&s, text, text + strlen(text), true); /* CUDA's kc_*.cuh: whole */
     }
     first[n] = s.n_items;
     uint32_t *stack = NULL, n_stack = 0, cap_stack = 0;

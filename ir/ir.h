@@ -188,7 +188,6 @@ typedef enum IrOpFlag {
     OPF_BCAST = 1u << 1,     /* numpy-style multidirectional broadcasting */
     OPF_COMMUT = 1u << 2,    /* inputs commute */
     OPF_LAYOUT = 1u << 3,    /* result depends on which axis is the channel */
-    OPF_QUANT = 1u << 4,     /* has an int8 kernel form */
     OPF_ACT = 1u << 5,       /* an activation pass_fuse takes into a producer's epilogue */
     OPF_TAKES_ACT = 1u << 6, /* a producer pass_fuse gives a bias/residual/act epilogue */
     OPF_SUBGRAPH = 1u << 7,  /* carries graph attributes */

@@ -748,9 +748,14 @@ bool cuda_emit_bundle(IrGraph *g, const BundleOptions *opts, const char *out_dir
         cx.layout = &L;
         bundle_emit_header(&cx.c.b, &cuda_dialect, &h);
         emit_source(&cx, g, &c, &L);
+        /* the C runtime files the generic path includes: what the bundle's text reaches */
+        const char *roots[] = {h.buf, c.buf};
+        char **rt = bundle_runtime_select(cx.rt, cx.n_rt, roots, 2);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.h", opts->name), &h, d);
         ok &= bundle_write_text(out_dir, cgen_fmt(&cx.c, "%s.cu", opts->name), &c, d);
-        ok = ok && bundle_write_runtime(out_dir, cx.rt, cx.n_rt, NULL, d);
+        ok = ok && bundle_write_runtime(out_dir, cx.rt, cx.n_rt, rt, d);
+        for (uint32_t i = 0; i < cx.n_rt; i++) free(rt[i]);
+        free(rt);
         ok &= bundle_write_weights(&cx.c.b, out_dir, d);
         bundle_emit_cmake(&cx.c.b, &cuda_dialect, &m);
         ok &= bundle_write_text(out_dir, "CMakeLists.txt", &m, d);

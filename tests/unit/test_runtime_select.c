@@ -61,3 +61,13 @@ Test(runtime_select, nothing_used_leaves_the_guards_and_includes) {
     cr_expect(strstr(out[1], "RT_API") == NULL, "no kernels: %s", out[1]);
     free_texts(out, 2);
 }
+
+Test(runtime_select, cuda_files_ship_whole_and_what_they_name_is_kept) {
+    const char *names[] = {"rt_common.h", "rt_eltwise.h", "kc_common.cuh"};
+    const char *roots[] = {"int main(void) { return 0; }"};
+    char **out = bundle_runtime_select(names, 3, roots, 1);
+    cr_assert_not_null(out);
+    cr_expect_str_eq(out[2], bundle_runtime_file("kc_common.cuh")->text, "kc_common.cuh whole");
+    cr_expect(strstr(out[1], "rt_nan_maxf") != NULL, "the C helpers kc_common.cuh names");
+    free_texts(out, 3);
+}

@@ -99,16 +99,49 @@ static inline void kc_im2col_nhwc_launch(cudaStream_t s, const void *x, void *co
             (const V *)x, (V *)col, kc_geom<int64_t>(&q), n, groups);
 }
 
+/* kc_im2col_nhwc_kernel for few channels per group (fewer than a 16-byte vector holds: a
+ * network's first convolution on 3 colour channels): one thread per (output pixel, group,
+ * r, s) copies the group's Cg channels of one input pixel, so that the index arithmetic is
+ * done once per Cg elements instead of once per element; consecutive threads write
+ * consecutive runs of the row. */
+template <typename T, typename I>
+__global__ void kc_im2col_nhwc_few_kernel(const T *x, T *col, KcGeom<I> p, I n, I G) {
+    I Cg = p.C / G, RS = p.R * p.S, RSG = RS * G, total = n * p.OH * p.OW * RSG;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I j = i % RSG, g = j / RS, rs = j % RS, s = rs % p.S, r = rs / p.S;
+        I row = i / RSG, ow = row % p.OW, oh = (row / p.OW) % p.OH;
+        I img = row / (p.OW * p.OH);
+        I ih = oh * p.sh - p.ph + r * p.dh, iw = ow * p.sw - p.pw + s * p.dw;
+        T *dst = col + row * RSG * Cg + (g * RS + rs) * Cg;
+        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) {
+            const T *src = x + ((img * p.H + ih) * p.W + iw) * p.C + g * Cg;
+            for (I c = 0; c < Cg; c++) dst[c] = src[c];
+        } else {
+            for (I c = 0; c < Cg; c++) dst[c] = T();
+        }
+    }
+}
+
 template <typename T>
 static inline int kc_im2col_nhwc(cudaStream_t s, const T *x, T *col, const KcConv2d *p,
                                  int64_t n, int64_t groups) {
     const int64_t per = 16 / (int64_t)sizeof(T); /* elements of T in a 16-byte vector */
     int64_t total = n * p->OH * p->OW * p->R * p->S * p->C;
     if (total <= 0) return KC_OK;
-    if ((p->C / groups) % per == 0 && ((uintptr_t)x | (uintptr_t)col) % 16 == 0)
+    if ((p->C / groups) % per == 0 && ((uintptr_t)x | (uintptr_t)col) % 16 == 0) {
         kc_im2col_nhwc_launch<uint4>(s, x, col, p, n, groups, per);
-    else
+    } else if (p->C / groups < per) {
+        int64_t runs = total / (p->C / groups);
+        if (kc_small(total) && kc_small(n * p->H * p->W * p->C))
+            kc_im2col_nhwc_few_kernel<T, int32_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
+                x, col, kc_geom<int32_t>(p), (int32_t)n, (int32_t)groups);
+        else
+            kc_im2col_nhwc_few_kernel<T, int64_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
+                x, col, kc_geom<int64_t>(p), n, groups);
+    } else {
         kc_im2col_nhwc_launch<T>(s, x, col, p, n, groups, 1);
+    }
     KC_LAUNCHED();
     return KC_OK;
 }

@@ -1,7 +1,8 @@
 /* kc_nn.cuh: neural-network kernels of CUDA bundles, float32 or float16 storage (T; the
  * arithmetic is float32 either way): im2col for convolution
  * (the product itself is cuBLASLt's, kc_blas.cuh), direct depthwise convolution with its
- * bias and activation, max/average pooling, global average pooling, inference batch
+ * bias and activation, max/average pooling (channels-last: 16-byte vectors of channels per
+ * thread where the channels allow), global average pooling, inference batch
  * normalization, softmax and layer normalization (one warp per row). 2-D spatial shapes;
  * a 1-D op is passed as H = 1. Shapes are baked in by the emitter.
  * Sums (average pools, means, the softmax's exp-sum, layer-norm statistics) accumulate in
@@ -98,16 +99,49 @@ static inline void kc_im2col_nhwc_launch(cudaStream_t s, const void *x, void *co
             (const V *)x, (V *)col, kc_geom<int64_t>(&q), n, groups);
 }
 
+/* kc_im2col_nhwc_kernel for few channels per group (fewer than a 16-byte vector holds: a
+ * network's first convolution on 3 colour channels): one thread per (output pixel, group,
+ * r, s) copies the group's Cg channels of one input pixel, so that the index arithmetic is
+ * done once per Cg elements instead of once per element; consecutive threads write
+ * consecutive runs of the row. */
+template <typename T, typename I>
+__global__ void kc_im2col_nhwc_few_kernel(const T *x, T *col, KcGeom<I> p, I n, I G) {
+    I Cg = p.C / G, RS = p.R * p.S, RSG = RS * G, total = n * p.OH * p.OW * RSG;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I j = i % RSG, g = j / RS, rs = j % RS, s = rs % p.S, r = rs / p.S;
+        I row = i / RSG, ow = row % p.OW, oh = (row / p.OW) % p.OH;
+        I img = row / (p.OW * p.OH);
+        I ih = oh * p.sh - p.ph + r * p.dh, iw = ow * p.sw - p.pw + s * p.dw;
+        T *dst = col + row * RSG * Cg + (g * RS + rs) * Cg;
+        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) {
+            const T *src = x + ((img * p.H + ih) * p.W + iw) * p.C + g * Cg;
+            for (I c = 0; c < Cg; c++) dst[c] = src[c];
+        } else {
+            for (I c = 0; c < Cg; c++) dst[c] = T();
+        }
+    }
+}
+
 template <typename T>
 static inline int kc_im2col_nhwc(cudaStream_t s, const T *x, T *col, const KcConv2d *p,
                                  int64_t n, int64_t groups) {
     const int64_t per = 16 / (int64_t)sizeof(T); /* elements of T in a 16-byte vector */
     int64_t total = n * p->OH * p->OW * p->R * p->S * p->C;
     if (total <= 0) return KC_OK;
-    if ((p->C / groups) % per == 0 && ((uintptr_t)x | (uintptr_t)col) % 16 == 0)
+    if ((p->C / groups) % per == 0 && ((uintptr_t)x | (uintptr_t)col) % 16 == 0) {
         kc_im2col_nhwc_launch<uint4>(s, x, col, p, n, groups, per);
-    else
+    } else if (p->C / groups < per) {
+        int64_t runs = total / (p->C / groups);
+        if (kc_small(total) && kc_small(n * p->H * p->W * p->C))
+            kc_im2col_nhwc_few_kernel<T, int32_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
+                x, col, kc_geom<int32_t>(p), (int32_t)n, (int32_t)groups);
+        else
+            kc_im2col_nhwc_few_kernel<T, int64_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
+                x, col, kc_geom<int64_t>(p), n, groups);
+    } else {
         kc_im2col_nhwc_launch<T>(s, x, col, p, n, groups, 1);
+    }
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -138,13 +172,104 @@ __global__ void kc_dwconv_nhwc_kernel(const T *x, const T *w, const T *b, const 
     }
 }
 
+/* 16 bytes of T: the vector the channel-vectorized NHWC kernels move per load (8 float16
+ * or 4 float32 channels of one pixel). */
+template <typename T>
+struct __align__(16) KcVec {
+    T e[16 / sizeof(T)];
+};
+
+/* Whether the channel-vectorized NHWC kernels take these pointers (NULL passes) and c
+ * channels: whole 16-byte vectors, every pointer on a 16-byte boundary. */
+template <typename T>
+static inline int kc_vec_ok(int64_t c, const void *a, const void *b, const void *d,
+                            const void *e, const void *f) {
+    const int64_t per = 16 / (int64_t)sizeof(T);
+    return 16 % sizeof(T) == 0 && c % per == 0 &&
+           ((uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e | (uintptr_t)f) % 16 == 0;
+}
+
+/* Depthwise NHWC (multiplier 1), vectorized over channels: one thread computes one output
+ * pixel's V = 16/sizeof(T) consecutive channels with 16-byte loads of input, weights, bias
+ * and residual and one 16-byte store; float32 accumulation and the same epilogue as
+ * kc_dwconv_nhwc_kernel. Consecutive threads take consecutive channel vectors, then pixels
+ * (coalesced). KR/KS: the kernel's height and width when fixed at compile time (3x3,
+ * unrolled), 0 when read from p. */
+template <typename T, typename I, int KR, int KS>
+__global__ void kc_dwconv_nhwc_vec_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
+                                          KcGeom<I> p, I N, int act, float al, float be) {
+    enum { V = 16 / sizeof(T) };
+    typedef KcVec<T> Vec;
+    const I CV = p.C / V, total = N * p.OH * p.OW * CV;
+    const I R = KR ? (I)KR : p.R, S = KS ? (I)KS : p.S;
+    const Vec *xv = (const Vec *)x, *wv = (const Vec *)w;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I cv = i % CV, pix = i / CV, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
+        I n = pix / (p.OW * p.OH);
+        float acc[V];
+        if (b) {
+            Vec bb = ((const Vec *)b)[cv];
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] = (float)bb.e[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] = 0.0f;
+        }
+        const I ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
+#pragma unroll
+        for (I rr = 0; rr < R; rr++) {
+            I ih = ih0 + rr * p.dh;
+            if (ih < 0 || ih >= p.H) continue;
+            const Vec *xrow = xv + (n * p.H + ih) * p.W * CV + cv;
+#pragma unroll
+            for (I ss = 0; ss < S; ss++) {
+                I iw = iw0 + ss * p.dw;
+                if (iw < 0 || iw >= p.W) continue;
+                Vec a = xrow[iw * CV], k = wv[(rr * S + ss) * CV + cv];
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[j] += (float)a.e[j] * (float)k.e[j];
+            }
+        }
+        if (r) {
+            Vec rv = ((const Vec *)r)[i];
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] += (float)rv.e[j];
+        }
+        Vec o;
+#pragma unroll
+        for (int j = 0; j < V; j++) o.e[j] = (T)kc_act(acc[j], act, al, be);
+        ((Vec *)y)[i] = o;
+    }
+}
+
+/* One launch of the vectorized depthwise kernel in index type I (3x3 unrolled). */
+template <typename T, typename I>
+static inline void kc_dwconv_nhwc_vec_launch(cudaStream_t s, const T *x, const T *w,
+                                             const T *b, const T *r, T *y, const KcConv2d *p,
+                                             int64_t N, int act, float al, float be) {
+    int64_t total = N * p->OH * p->OW * (p->C / (int64_t)(16 / sizeof(T)));
+    if (p->R == 3 && p->S == 3)
+        kc_dwconv_nhwc_vec_kernel<T, I, 3, 3><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    else
+        kc_dwconv_nhwc_vec_kernel<T, I, 0, 0><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+}
+
+/* Depthwise NHWC: the vectorized kernel where the multiplier is 1 and the channels come in
+ * aligned 16-byte vectors, else one thread per output. */
 template <typename T>
 static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T *b,
                                  const T *r, T *y, const KcConv2d *p, int64_t N, int64_t mult,
                                  int act, float al, float be) {
     int64_t total = N * p->C * mult * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    if (kc_small(total) && kc_small(N * p->H * p->W * p->C))
+    int small = kc_small(total) && kc_small(N * p->H * p->W * p->C);
+    if (mult == 1 && kc_vec_ok<T>(p->C, x, w, b, r, y)) {
+        if (small) kc_dwconv_nhwc_vec_launch<T, int32_t>(s, x, w, b, r, y, p, N, act, al, be);
+        else kc_dwconv_nhwc_vec_launch<T, int64_t>(s, x, w, b, r, y, p, N, act, al, be);
+    } else if (small)
         kc_dwconv_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
             x, w, b, r, y, kc_geom<int32_t>(p), (int32_t)N, (int32_t)mult, act, al, be);
     else
@@ -183,12 +308,70 @@ __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_m
     }
 }
 
+/* Pooling NHWC vectorized over channels (as kc_dwconv_nhwc_vec_kernel): one thread, one
+ * output pixel's 16-byte vector of channels; the window rules and sums of
+ * kc_pool_nhwc_kernel, per channel. */
+template <typename T, typename I>
+__global__ void kc_pool_nhwc_vec_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,
+                                        int count_pad) {
+    enum { V = 16 / sizeof(T) };
+    typedef KcVec<T> Vec;
+    const I CV = p.C / V, total = N * p.OH * p.OW * CV;
+    const Vec *xv = (const Vec *)x;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I cv = i % CV, pix = i / CV, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
+        I n = pix / (p.OW * p.OH);
+        float mx[V];
+        double sum[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) mx[j] = -INFINITY, sum[j] = 0;
+        I cnt = 0, cnt_pad = 0;
+        for (I rr = 0; rr < p.R; rr++) {
+            I ih = oh * p.sh - p.ph + rr * p.dh;
+            for (I ss = 0; ss < p.S; ss++) {
+                I iw = ow * p.sw - p.pw + ss * p.dw;
+                if (ih < p.H + p.ph && iw < p.W + p.pw) cnt_pad++;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                Vec a = xv[((n * p.H + ih) * p.W + iw) * CV + cv];
+                if (is_max) {
+#pragma unroll
+                    for (int j = 0; j < V; j++) {
+                        float v = (float)a.e[j];
+                        mx[j] = (v > mx[j] || v != v) ? v : mx[j];
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < V; j++) sum[j] += (float)a.e[j];
+                }
+                cnt++;
+            }
+        }
+        Vec o;
+        double div = (double)(count_pad ? cnt_pad : (cnt ? cnt : 1));
+#pragma unroll
+        for (int j = 0; j < V; j++) o.e[j] = (T)(is_max ? mx[j] : (float)(sum[j] / div));
+        ((Vec *)y)[i] = o;
+    }
+}
+
+/* Pooling NHWC: vectorized over channels where they come in aligned 16-byte vectors, else
+ * one thread per output. */
 template <typename T>
 static inline int kc_pool_nhwc(cudaStream_t s, const T *x, T *y, const KcConv2d *p, int64_t N,
                                int is_max, int count_pad) {
     int64_t total = N * p->OH * p->OW * p->C;
     if (total <= 0) return KC_OK;
-    if (kc_small(total) && kc_small(N * p->H * p->W * p->C))
+    int small = kc_small(total) && kc_small(N * p->H * p->W * p->C);
+    if (kc_vec_ok<T>(p->C, x, y, NULL, NULL, NULL)) {
+        int64_t vt = total / (int64_t)(16 / sizeof(T));
+        if (small)
+            kc_pool_nhwc_vec_kernel<T, int32_t><<<kc_grid(vt), KC_THREADS, 0, s>>>(
+                x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
+        else
+            kc_pool_nhwc_vec_kernel<T, int64_t><<<kc_grid(vt), KC_THREADS, 0, s>>>(
+                x, y, kc_geom<int64_t>(p), N, is_max, count_pad);
+    } else if (small)
         kc_pool_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
             x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
     else

@@ -83,7 +83,9 @@ def main():
     # dilated 3x3, a strided 1x1 (im2col, not the direct path), SAME_UPPER padding, groups
     # with a 3x3 kernel, depthwise with multiplier 2, residual + ReLU in the epilogue, ReLU6
     # (Clip: a pass after the product) and HardSwish, both pools and a global average; a
-    # last 3x2 convolution with uneven pads and strides and a partial channel tile (40)
+    # last 3x2 convolution with uneven pads and strides and a partial channel tile (40);
+    # depthwise with multiplier 1 over 16 channels (kc_nn.cuh's channel-vectorized kernel):
+    # 3x3 with bias and ReLU6, 5x5 strided with SiLU
     nodes = [
         helper.make_node("Conv", ["x", "v1", "c1b"], ["a1"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Relu", ["a1"], ["a1r"]),
@@ -104,14 +106,22 @@ def main():
         helper.make_node("Conv", ["a5", "v6", "c6b"], ["a6"], pads=[1, 0, 2, 1],
                          strides=[1, 2]),
         helper.make_node("Sigmoid", ["a6"], ["q3"]),
+        helper.make_node("Conv", ["a4h", "v7", "c7b"], ["a7"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["a7", "lo0", "hi6"], ["a7c"]),
+        helper.make_node("Conv", ["a7c", "v8"], ["a8"], group=16, pads=[2, 2, 2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Sigmoid", ["a8"], ["a8s"]),
+        helper.make_node("Mul", ["a8", "a8s"], ["q4"]),
     ]
     save(out, "cuda_convs", nodes, [f32("x", [2, 4, 19, 19])],
-         [f32("q1", [2, 24, 2, 2]), f32("gq", [2, 16, 1, 1]), f32("q3", [2, 40, 4, 2])],
+         [f32("q1", [2, 24, 2, 2]), f32("gq", [2, 16, 1, 1]), f32("q3", [2, 40, 4, 2]),
+          f32("q4", [2, 16, 3, 3])],
          [init("v1", r(8, 4, 3, 3) * 0.3), init("c1b", r(8)), init("v2", r(8, 8, 3, 3) * 0.2),
           init("v3", r(8, 2, 3, 3) * 0.3), init("c3b", r(8)), init("lo0", np.float32(0)),
           init("hi6", np.float32(6)), init("v4", r(16, 1, 3, 3) * 0.3),
           init("v5", r(24, 16, 1, 1) * 0.3), init("c5b", r(24)),
-          init("v6", r(40, 24, 3, 2) * 0.2), init("c6b", r(40))])
+          init("v6", r(40, 24, 3, 2) * 0.2), init("c6b", r(40)),
+          init("v7", r(16, 1, 3, 3) * 0.5), init("c7b", r(16)), init("v8", r(16, 1, 5, 5) * 0.3)])
 
     nodes = [
         helper.make_node("Gather", ["emb", "ids"], ["h"], axis=0),

@@ -72,8 +72,10 @@ done
 #    soft-double helpers (__aeabi_d*, __aeabi_f2d, __aeabi_[u]l2d, __aeabi_[u]i2d) and the
 #    double libm functions among the object's undefined symbols. The models and node tests
 #    here are float-only; docs/bundle.md lists the kernels that still compute in double.
+#    The toolchain comes with the edge step's packages (kiln_setup_edge in scripts/setup):
+#    without it this section is skipped with a note.
 if ! command -v arm-none-eabi-gcc >/dev/null || ! command -v arm-none-eabi-nm >/dev/null; then
-    fail "arm-none-eabi-gcc not found (scripts/setup test installs gcc-arm-none-eabi)"
+    echo "skip Cortex-M4F double check: arm-none-eabi-gcc not installed (kiln_setup_edge)"
     finish
 fi
 M4F="-mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mthumb -mfloat-abi=hard -O2 -std=c99"

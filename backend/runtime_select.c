@@ -4,8 +4,9 @@
  * code reaches it, directly or through kept items. Identifiers are matched as text, so a
  * name in a comment or a string also keeps its item: the cut errs on the side of keeping.
  * An item whose names cannot be told (an anonymous enum, a statement form the scanner does
- * not know) is always kept. Items keep their order and their leading comments. Files that
- * are not C runtime files (CUDA's kc_*.cuh) ship whole, and what they name is reached. */
+ * not know) is always kept. Items keep their order and their leading comments. CUDA's
+ * kc_*.cuh files cut the same way: a template's `template <...>` line belongs to the item it
+ * introduces, and every overload or specialization of a reached name is kept. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,11 +111,18 @@ static const char *directive_word(const char *p, const char *end, size_t *n) {
 
 static bool word_is(const char *w, size_t n, const char *s) { return strlen(s) == n && strncmp(w, s, n) == 0; }
 
+/* Whether w (n chars) is the keyword of an anonymous tag: `enum {`, `struct {` name nothing. */
+static bool is_tag_keyword(const char *w, size_t n) {
+    return word_is(w, n, "enum") || word_is(w, n, "struct") || word_is(w, n, "union") ||
+           word_is(w, n, "class");
+}
+
 /* Names a span of code may define: identifiers right before a '(' at brace depth 0 (function
  * names; macro names of instantiations, harmless), the last identifier before a ';' at depth
- * 0 (typedef names, declarations), identifiers before '[' or '=' at depth 0 (tables), and
- * #define names; outside parentheses (parameters define nothing). Over-approximated on
- * purpose. */
+ * 0 (typedef names, declarations), identifiers before '[' or '=' at depth 0 (tables), the
+ * identifier before a '{' at depth 0 (a struct, union or enum tag, also behind an attribute:
+ * `struct __align__(16) KcVec {`), and #define names; outside parentheses (parameters define
+ * nothing). Over-approximated on purpose. */
 static void scan_defs(RtScan *s, const char *p, const char *end, uint32_t item) {
     int depth = 0, parens = 0;
     const char *last_id = NULL;
@@ -150,7 +158,9 @@ static void scan_defs(RtScan *s, const char *p, const char *end, uint32_t item) 
             p = e;
             continue;
         }
-        if (depth == 0 && parens == 0 && last_id && (c == '(' || c == ';' || c == '[' || c == '='))
+        bool tag = c == '{' && last_id && !is_tag_keyword(last_id, last_len);
+        if (depth == 0 && parens == 0 && last_id &&
+            (c == '(' || c == ';' || c == '[' || c == '=' || tag))
             add_name(s, last_id, last_len, item);
         if (c == '{') depth++;
         if (c == '}') depth--;
@@ -234,7 +244,8 @@ static bool scan_file(RtScan *s, const char *text) {
             const char *e = directive_end(t, end);
             bool opens = word_is(w, n, "if") || word_is(w, n, "ifdef") || word_is(w, n, "ifndef");
             if (opens && !guard_seen && word_is(w, n, "ifndef") &&
-                strncmp(w + n, " KILN_RT_", 9) == 0) { /* the include guard and its #define */
+                (strncmp(w + n, " KILN_RT_", 9) == 0 || strncmp(w + n, " KILN_KC_", 9) == 0)) {
+                /* the include guard and its #define */
                 guard_seen = true;
                 guard_depth = 1;
                 e = directive_end(e, end);
@@ -445,7 +456,17 @@ static int name_cmp(const void *a, const void *b) {
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Keeps every item that defines an identifier of text[0..len), and what those reach. */
+/* Whether an identifier that ends at e is the stem of a runtime file's name: `.h` or `.cuh`
+ * follows, and no identifier character after it (an #include line, a file's own header
+ * comment "rt_cast.h: ..."). */
+static bool is_file_name(const char *e, const char *end) {
+    size_t n = (size_t)(end - e);
+    if (n >= 2 && strncmp(e, ".h", 2) == 0) return n == 2 || !is_id(e[2]);
+    return n >= 4 && strncmp(e, ".cuh", 4) == 0 && (n == 4 || !is_id(e[4]));
+}
+
+/* Keeps every item that defines an identifier of text[0..len), and what those reach, but
+ * not the stem of an included file's name. */
 static void reach(RtScan *s, const char *text, size_t len, uint32_t **stack, uint32_t *n_stack,
                   uint32_t *cap_stack) {
     if (s->n_names == 0) return; /* nothing to find (and bsearch takes no NULL array) */
@@ -456,6 +477,10 @@ static void reach(RtScan *s, const char *text, size_t len, uint32_t **stack, uin
         }
         const char *e = p;
         while (e < end && is_id(*e)) e++;
+        if (is_file_name(e, end)) { /* "rt_cast.h" names a file, not rt_cast */
+            p = e;
+            continue;
+        }
         RtName key = {p, (size_t)(e - p), 0};
         RtName *hit = bsearch(&key, s->names, s->n_names, sizeof *s->names, name_cmp);
         if (hit) {
@@ -485,10 +510,8 @@ char **bundle_runtime_select(const char *const *names, uint32_t n, const char *c
     IR_ASSERT(first && out);
     bool ok = true;
     for (uint32_t f = 0; f < n && ok; f++) {
-        const char *text = bundle_runtime_file(names[f])->text;
         first[f] = s.n_items;
-        if (strncmp(names[f], "rt_", 3) == 0) ok = scan_file(&s, text);
-        else new_item(&s, text, text + strlen(text), true); /* CUDA's kc_*.cuh: whole */
+        ok = scan_file(&s, bundle_runtime_file(names[f])->text);
     }
     first[n] = s.n_items;
     uint32_t *stack = NULL, n_stack = 0, cap_stack = 0;

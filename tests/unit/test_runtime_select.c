@@ -14,7 +14,6 @@ static void free_texts(char **t, uint32_t n) {
 Test(runtime_select, every_runtime_file_cuts_into_items_that_tile_its_text) {
     for (unsigned i = 0; i < bundle_n_runtime_files; i++) {
         const char *name = bundle_runtime_files[i].name;
-        if (strncmp(name, "rt_", 3) != 0) continue; /* the C runtime (the CUDA files ship whole) */
         uint32_t n = bundle_runtime_items(bundle_runtime_files[i].text);
         cr_expect_geq(n, 3, "%s: %u items (the guard, its #endif and at least one more)", name, n);
     }
@@ -62,12 +61,29 @@ Test(runtime_select, nothing_used_leaves_the_guards_and_includes) {
     free_texts(out, 2);
 }
 
-Test(runtime_select, cuda_files_ship_whole_and_what_they_name_is_kept) {
-    const char *names[] = {"rt_common.h", "rt_eltwise.h", "kc_common.cuh"};
-    const char *roots[] = {"int main(void) { return 0; }"};
-    char **out = bundle_runtime_select(names, 3, roots, 1);
+Test(runtime_select, a_cuda_bundle_gets_the_kernel_templates_it_launches_and_not_the_others) {
+    const char *names[] = {"kc_common.cuh", "kc_nn.cuh"};
+    const char *roots[] = {"kc_softmax_kernel<float><<<g, b, 0, s>>>(x, y, 4, 10, 1, 0);"};
+    char **out = bundle_runtime_select(names, 2, roots, 1);
     cr_assert_not_null(out);
-    cr_expect_str_eq(out[2], bundle_runtime_file("kc_common.cuh")->text, "kc_common.cuh whole");
-    cr_expect(strstr(out[1], "rt_nan_maxf") != NULL, "the C helpers kc_common.cuh names");
-    free_texts(out, 3);
+    cr_expect(strstr(out[1], "#ifndef KILN_KC_NN_CUH") != NULL, "the guard");
+    cr_expect(strstr(out[1], "kc_softmax_kernel(const T *x") != NULL, "the launched template");
+    cr_expect(strstr(out[1], "template <typename T>\n__global__ void kc_softmax_kernel") != NULL,
+              "with its template line: %s", out[1]);
+    cr_expect(strstr(out[1], "kc_dwconv_nhwc_kernel") == NULL, "no depthwise: %s", out[1]);
+    cr_expect(strstr(out[1], "kc_im2col_kernel") == NULL, "no im2col");
+    cr_expect(strstr(out[0], "#ifndef KILN_KC_COMMON_CUH") != NULL, "kc_common.cuh's guard");
+    cr_expect_lt(strlen(out[1]), strlen(bundle_runtime_file("kc_nn.cuh")->text) / 2);
+    free_texts(out, 2);
+}
+
+Test(runtime_select, a_file_name_does_not_reach_the_function_of_its_stem) {
+    const char *names[] = {"rt_common.h", "rt_cast.h"};
+    const char *roots[] = {"#include \"rt_cast.h\"\nvoid f(void) { rt_cast_f16_f32(a, b, 4); }"};
+    char **out = bundle_runtime_select(names, 2, roots, 1);
+    cr_assert_not_null(out);
+    cr_expect(strstr(out[1], "RT_CAST_DEFINE(f16_f32,") != NULL, "the typed loop: %s", out[1]);
+    cr_expect(strstr(out[1], "RT_API void rt_cast(") == NULL, "not the generic cast: %s", out[1]);
+    cr_expect(strstr(out[1], "rt_load_f64") == NULL, "nor its double accessors");
+    free_texts(out, 2);
 }

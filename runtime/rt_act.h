@@ -23,9 +23,11 @@ typedef enum RtActKind {
     RT_ACT_GELU_TANH     /* v / 2 * (1 + tanh(sqrt(2 / pi) * (v + 0.044715 v^3))) */
 } RtActKind;
 
+/* alpha and beta are ONNX float attributes: floats hold them exactly, and a float kernel
+ * reads them without a double conversion (a Cortex-M4F has no double unit). */
 typedef struct RtAct {
     int kind; /* RtActKind */
-    double alpha, beta;
+    float alpha, beta;
 } RtAct;
 
 #define RT_ACT_SQRT1_2 0.70710678118654752440

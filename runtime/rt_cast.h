@@ -2,8 +2,9 @@
  * and DynamicQuantizeLinear, covering the types C has no arithmetic for: the float8
  * variants (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0), float4 E2M1, and packed 4- and 2-bit
  * integers (two or four per byte, lowest bits first). Elements are read and written by
- * index through one generic accessor per direction: correct first; the common float and
- * integer pairs are emitted as inline loops instead. Type codes are ONNX's. */
+ * index through one generic accessor per direction, in double: correct first. The pairs
+ * that convert through float alone have typed loops (rt_cast_X_Y, below). Type codes are
+ * ONNX's. */
 #ifndef KILN_RT_CAST_H
 #define KILN_RT_CAST_H
 
@@ -217,6 +218,26 @@ RT_API void rt_cast(const void *x, int xt, void *y, int yt, size_t n, int satura
         for (i = 0; i < n; i++) rt_store_f64(y, yt, i, rt_load_f64(x, xt, i), saturate, round_mode);
     }
 }
+
+/* Typed loops for the pairs that the generic conversion above gives exactly with one float
+ * conversion: float32 from float16, bfloat16, bool and the integers up to 32 bits (a double
+ * holds those exactly, so going through one rounds once either way), and float32 to float16
+ * and bfloat16. They compute in float only (a Cortex-M4F has no double unit). */
+#define RT_CAST_DEFINE(NAME, TX, TY, CONV)                                                     \
+    RT_API void rt_cast_##NAME(const TX *x, TY *y, size_t n) {                                 \
+        size_t i;                                                                              \
+        for (i = 0; i < n; i++) y[i] = CONV(x[i]);                                             \
+    }
+RT_CAST_DEFINE(f16_f32, uint16_t, float, rt_f16_to_f32)
+RT_CAST_DEFINE(bf16_f32, uint16_t, float, rt_bf16_to_f32)
+RT_CAST_DEFINE(f32_f16, float, uint16_t, rt_f32_to_f16)
+RT_CAST_DEFINE(f32_bf16, float, uint16_t, rt_f32_to_bf16)
+RT_CAST_DEFINE(u8_f32, uint8_t, float, (float))
+RT_CAST_DEFINE(i8_f32, int8_t, float, (float))
+RT_CAST_DEFINE(u16_f32, uint16_t, float, (float))
+RT_CAST_DEFINE(i16_f32, int16_t, float, (float))
+RT_CAST_DEFINE(u32_f32, uint32_t, float, (float))
+RT_CAST_DEFINE(i32_f32, int32_t, float, (float))
 
 /* Quantization layout: x viewed as (outer, dim, inner) around the axis; the scale and zero
  * point are one value (per tensor), dim values (per axis), or (outer, ceil(dim/block),

@@ -105,7 +105,7 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         const int64_t osz = g->out[0] * g->out[1] * g->out[2];                                \
         const int64_t ksz = g->k[0] * g->k[1] * g->k[2];                                      \
-        const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */     \
+        const RtAct no_act = {RT_ACT_NONE, 0.0f, 0.0f}; /* a residual without activation */     \
         int64_t n, m0, ci, kd, kh, kw, p;                                                     \
         for (n = 0; n < g->n; n++) {                                                          \
             for (m0 = 0; m0 < g->m;) {                                                        \

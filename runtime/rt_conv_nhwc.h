@@ -213,7 +213,7 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                                          T *y, const RtConvGeom *g, const RtAct *act) {       \
         const int64_t C = g->c, M = g->m, cg = g->c / g->group, mg = g->m / g->group;         \
         const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];             \
-        const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */     \
+        const RtAct no_act = {RT_ACT_NONE, 0.0f, 0.0f}; /* a residual without activation */     \
         int64_t n, oh, ow, kh_lo, kh_hi;                                                      \
         for (n = 0; n < g->n; n++) {                                                          \
             const T *xn = x + n * H * W * C;                                                  \

@@ -5,6 +5,24 @@
 
 #include "backend/c/cgen.h"
 
+/* The suffix of rt_cast.h's typed loop for x -> y, or NULL where rt_cast converts. */
+static const char *typed_cast(IrDType x, IrDType y) {
+    if (x == IR_DTYPE_F32)
+        return y == IR_DTYPE_F16 ? "f32_f16" : y == IR_DTYPE_BF16 ? "f32_bf16" : NULL;
+    if (y != IR_DTYPE_F32) return NULL;
+    switch (x) {
+    case IR_DTYPE_F16: return "f16_f32";
+    case IR_DTYPE_BF16: return "bf16_f32";
+    case IR_DTYPE_BOOL: case IR_DTYPE_U8: return "u8_f32";
+    case IR_DTYPE_I8: return "i8_f32";
+    case IR_DTYPE_U16: return "u16_f32";
+    case IR_DTYPE_I16: return "i16_f32";
+    case IR_DTYPE_U32: return "u32_f32";
+    case IR_DTYPE_I32: return "i32_f32";
+    default: return NULL;
+    }
+}
+
 static bool emit_cast(CgenCtx *cx, const IrNode *n) {
     const IrType *tx = cgen_type(cx, n->inputs[0]), *ty = cgen_type(cx, n->outputs[0]);
     if (tx->dtype == IR_DTYPE_STRING || ty->dtype == IR_DTYPE_STRING ||
@@ -20,6 +38,12 @@ static bool emit_cast(CgenCtx *cx, const IrNode *n) {
                        : strcmp(rm, "nearest") == 0 ? "RT_ROUND_NEAREST"
                                                     : "RT_ROUND_UP";
     cgen_use_runtime(cx, "rt_cast.h");
+    const char *typed = typed_cast((IrDType)tx->dtype, (IrDType)ty->dtype);
+    if (typed) {
+        cw_line(cx->w, "rt_cast_%s(%s, %s, %lld);", typed, cgen_ptr(cx, n->inputs[0]),
+                cgen_ptr(cx, n->outputs[0]), (long long)cgen_numel(cx, n->inputs[0]));
+        return true;
+    }
     cw_line(cx->w, "rt_cast(%s, %d, %s, %d, %lld, %d, %s);", cgen_ptr(cx, n->inputs[0]),
             tx->dtype, cgen_ptr(cx, n->outputs[0]), ty->dtype,
             (long long)cgen_numel(cx, n->inputs[0]), saturate != 0, mode);

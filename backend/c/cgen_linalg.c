@@ -106,8 +106,8 @@ static const char *mm_act_init(CgenCtx *cx, const IrNode *n, IrDType t, const Pl
         cgen_unsupported(cx, n, "a fused element type %s", ir_dtype_name(t));
         return NULL;
     }
-    return cgen_fmt(cx, "{%s, %s, %s}", kind, cgen_flit(cx, p->act_alpha, true),
-                    cgen_flit(cx, p->act_beta, true));
+    return cgen_fmt(cx, "{%s, %s, %s}", kind, cgen_flit(cx, p->act_alpha, false),
+                    cgen_flit(cx, p->act_beta, false));
 }
 
 /* The plan of product node n (backend/plan.c); false after a diagnostic. */
@@ -571,8 +571,9 @@ static bool emit_attention(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "%s, %s, %s, %s,", cgen_i64_list(cx, qst, 3), cgen_i64_list(cx, kst, 3),
             cgen_i64_list(cx, vst, 3), cgen_i64_list(cx, yst, 3));
     cw_line(w, "%s, %lld, %d, %d, %s, %s, %d};", cgen_i64_list(cx, mst, 4), (long long)mlen,
-            mask_kind, ir_attr_i(n, IR_ATTR_ATTENTION_IS_CAUSAL) != 0, cgen_flit(cx, scale, true),
-            cgen_flit(cx, ir_attr_f(n, IR_ATTR_ATTENTION_SOFTCAP), true), (int)qk_mode);
+            mask_kind, ir_attr_i(n, IR_ATTR_ATTENTION_IS_CAUSAL) != 0,
+            cgen_flit(cx, (float)scale, false),
+            cgen_flit(cx, ir_attr_f(n, IR_ATTR_ATTENTION_SOFTCAP), false), (int)qk_mode);
     w->indent--;
 #define OPT_IN(i) (ir_has_input(n, i) ? cgen_ptr(cx, n->inputs[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
 #define OPT_OUT(i) (outs[i] != IR_NONE ? cgen_ptr(cx, outs[i]) : cgen_fmt(cx, "(%s *)NULL", ct))

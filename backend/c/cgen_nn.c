@@ -103,11 +103,6 @@ static void nn_open_block(CWriter *w) {
 
 /* ---- Conv, ConvTranspose, FusedConv ---- */
 
-/* An activation parameter as a double literal (Clip's open bounds are infinite). */
-static const char *nn_act_param(CgenCtx *cx, float v) {
-    if (isinf(v)) return v > 0 ? "HUGE_VAL" : "-HUGE_VAL";
-    return cgen_fmt(cx, "%.9g", (double)v);
-}
 
 /* FusedConv's epilogue as an RtAct initializer, or NULL (after a diagnostic). */
 static const char *nn_act_init(CgenCtx *cx, const IrNode *n) {
@@ -117,8 +112,8 @@ static const char *nn_act_init(CgenCtx *cx, const IrNode *n) {
         return NULL;
     }
     return cgen_fmt(cx, "{%s, %s, %s}", kind,
-                    nn_act_param(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA)),
-                    nn_act_param(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA)));
+                    cgen_flit(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_ALPHA), false),
+                    cgen_flit(cx, ir_attr_f(n, IR_ATTR_FUSED_CONV_ACT_BETA), false));
 }
 
 static bool emit_conv(CgenCtx *cx, const IrNode *n) {

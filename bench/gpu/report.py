@@ -270,8 +270,10 @@ float16 too (float32 graph inputs and outputs, a Cast at each end) and runs its 
 fp16 tensor cores with fp32 accumulation; its softmax, normalizations and pooling accumulate
 in float32.
 torch.compile: `mode="reduce-overhead"` (CUDA graphs) at batch 1; at batch 32/256 the mode
-in the column (`max-autotune-no-cudagraphs` was asked for; it did not fit the device time
-when it says `default`). Ratios below 1 mean Kiln is faster. "note": the bundle's node count
+in the column: where the cell names two, both were timed in one call and the faster is the
+peer (Kiln runs one CUDA graph, so the peer may too); else `max-autotune-no-cudagraphs` was
+asked for, and `default` is there where it did not fit the device time. Ratios below 1 mean
+Kiln is faster. "note": the bundle's node count
 and how many nodes run on Kiln's one-thread generic path.
 
 {table}

@@ -509,8 +509,9 @@ def main():
             row = res["rows"][key] if key in res["rows"] else res["rows"].setdefault(
                 key, {"model": name, "batch": b, "precision": prec})
             modes = ["reduce-overhead"] if b == 1 else a.large_mode.split(",")
-            if all(m in row.get("compile_modes", {}) for m in modes) or \
-                    (len(modes) == 1 and row.get("compile_mode") == modes[0]):
+            asked = bool(a.compile_keys)   # rows named in --compile-keys are measured again
+            if not asked and (all(m in row.get("compile_modes", {}) for m in modes) or
+                              (len(modes) == 1 and row.get("compile_mode") == modes[0])):
                 continue
             row["compile_modes"] = {}   # this call's modes: the peer is measured in this call
             for mode in modes:

@@ -290,7 +290,8 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
         cx->prof_flops[k] = node_flops(cx, n);
         cx->prof_bytes[k] = i == fused_into ? 0.0 : node_bytes(cx, n);
         if (fused_into == j && op_type != n->op_type) /* the pair's tensors, the sum left out */
-            cx->prof_bytes[k] += node_bytes(cx, &g->nodes[j]) - 2.0 * value_bytes(cx, n->outputs[0]);
+            cx->prof_bytes[k] +=
+                node_bytes(cx, &g->nodes[j]) - 2.0 * (double)value_bytes(cx, n->outputs[0]);
         cw_line(cx->c.w, "KC_PROF(%u);", 2 * k + 1);
     }
     free(uses);
@@ -409,7 +410,8 @@ static void cuda_api(BundleCtx *b, CWriter *h) {
                "(one thread) */", N, cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "/* node i's floating-point operations (2 per multiply-add of its products, "
                "convolutions");
-    cw_line(h, " * and attention; 0 elsewhere) and the bytes of the tensors it reads and writes */");
+    cw_line(h, " * and attention; 0 elsewhere) and the bytes of the tensors it reads and "
+               "writes */");
     cw_line(h, "extern const double %s_profile_flops[%u];", N, cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "extern const double %s_profile_bytes[%u];", N, cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "int %s_cuda_profile(%s_cuda_ctx *ctx, float *node_ms);", N, N);
@@ -488,7 +490,8 @@ static void emit_profile(CudaCtx *cx, CWriter *c) {
     const double *const nums[2] = {cx->prof_flops, cx->prof_bytes};
     const char *num_names[2] = {"flops", "bytes"};
     for (int t = 0; t < 2; t++) {
-        cw_open(c, "const double %s_profile_%s[%u] =", N, num_names[t], cx->n_prof ? cx->n_prof : 1);
+        cw_open(c, "const double %s_profile_%s[%u] =", N, num_names[t],
+                cx->n_prof ? cx->n_prof : 1);
         for (uint32_t k = 0; k < cx->n_prof; k++) cw_line(c, "%.17g,", nums[t][k]);
         if (cx->n_prof == 0) cw_line(c, "0");
         cw_close(c, ";");

@@ -994,17 +994,18 @@ bool cuda_emit_add_layernorm(CudaCtx *cx, const IrNode *add, const IrNode *ln) {
     if (D < 1 || D > 1024 || rows < 1) return false; /* kc_add_layernorm's KC_ADDLN_MAX */
     if (!ir_has_input(ln, 1) || numel(cx, ln->inputs[1]) != D ||
         dtype_of(cx, ln->inputs[1]) != t ||
-        (ir_has_input(ln, 2) && (numel(cx, ln->inputs[2]) != D || dtype_of(cx, ln->inputs[2]) != t)))
+        (ir_has_input(ln, 2) &&
+         (numel(cx, ln->inputs[2]) != D || dtype_of(cx, ln->inputs[2]) != t)))
         return false;
     if (!rowwise_alias_ok(cx, a, y) || !rowwise_alias_ok(cx, b, y)) return false;
     const char *T = t == IR_DTYPE_F16 ? "__half" : "float";
     cuda_use_runtime(cx, "kc_nn.cuh");
     cw_comment(cx->c.w, "with the LayerNormalization after it: the sum is never stored");
+    double eps = ir_attr_f(ln, IR_ATTR_LAYER_NORMALIZATION_EPSILON);
     checked(cx, cgen_fmt(&cx->c, "kc_add_layernorm(s, %s, %s, %s, %s, %s, %lld, %lld, %s)",
                          kptr(cx, a), kptr(cx, b), kptr(cx, ln->inputs[1]),
                          ir_has_input(ln, 2) ? kptr(cx, ln->inputs[2]) : knull(cx, T), kptr(cx, y),
-                         (long long)rows, (long long)D,
-                         cgen_flit(&cx->c, ir_attr_f(ln, IR_ATTR_LAYER_NORMALIZATION_EPSILON), false)));
+                         (long long)rows, (long long)D, cgen_flit(&cx->c, eps, false)));
     return true;
 }
 

@@ -8,9 +8,9 @@ CUDA events after warm-up, medians. Then, per Kiln row, where the time goes: NAM
 (one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
 the ten most expensive nodes with their flops and bytes (NAME_profile_flops/_bytes; report.py
 rates them against the GPU's ceilings, measured at the start of the call: an 8192^3 fp16
-product and a 1 GiB device copy), and the gap to the graph replay (for models with a second convolution lowering, prepare.py's
-CONV_VARIANTS, also each convolution node's time, to compare the lowerings layer by layer;
-those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
+product and a 1 GiB device copy), and the gap to the graph replay (for models with a second
+convolution lowering, prepare.py's CONV_VARIANTS, also each convolution node's time, to
+compare the lowerings layer by layer; those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
 and top-1 agreement over 100 random inputs). A row that fails or runs out of time records why
 and the run goes on. Results go to OUTDIR/results.json (merged with an existing one) and a
 table to stdout.

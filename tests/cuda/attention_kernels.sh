@@ -38,8 +38,11 @@ want() {
     fi
 }
 
-want fp16 "__half,true,32,32 __half,true,48,48 __half,false,40,24 __half,true,16,16 __half,true,16,16 __half,true,128,128 __half,false,0,0"
-want fp32 "float,false,32,32 float,false,48,48 float,false,40,24 float,false,16,16 float,false,16,16 float,false,128,128 float,false,0,0"
+# cuda_fattn's attentions a-g in order
+f16="__half,true,32,32 __half,true,48,48 __half,false,40,24 __half,true,16,16"
+f32="float,false,32,32 float,false,48,48 float,false,40,24 float,false,16,16"
+want fp16 "$f16 __half,true,16,16 __half,true,128,128 __half,false,0,0"
+want fp32 "$f32 float,false,16,16 float,false,128,128 float,false,0,0"
 # --no-pass=fuse-attention: the unfused chain, no attention kernel
 if "$KILN" compile "$TMP/cuda_fattn.onnx" -o "$TMP/nf" --name m --target cuda \
         --precision fp16 --no-pass=fuse-attention >/dev/null 2>&1 &&

@@ -211,10 +211,59 @@ static const char *node_kind(CudaCtx *cx, size_t body_from, uint32_t generic_bef
     return strstr(cx->c.w->buf + body_from, "kc_lt_matmul") ? "cublaslt" : "kernel";
 }
 
+/* Floating-point operations of node n (2 per multiply-add) for the profile's achieved
+ * rates: products, convolutions and attention; 0 for everything else (rated by bytes). */
+static double node_flops(CudaCtx *cx, const IrNode *n) {
+    const IrGraph *g = cx->c.b.g;
+    if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 2) return 0.0;
+    const IrType *y = &g->values[n->outputs[0]].type, *a = &g->values[n->inputs[0]].type;
+    const IrType *b = &g->values[n->inputs[1]].type;
+    double ny = (double)cgen_numel(&cx->c, n->outputs[0]);
+    switch ((IrOp)n->op) {
+    case IR_OP_MAT_MUL:
+    case IR_OP_FUSED_MAT_MUL:
+        return a->rank >= 1 ? 2.0 * ny * (double)a->dims[a->rank - 1] : 0.0;
+    case IR_OP_GEMM:
+    case IR_OP_FUSED_GEMM:
+        if (a->rank != 2) return 0.0;
+        return 2.0 * ny * (double)a->dims[ir_attr_i(n, IR_ATTR_GEMM_TRANS_A) ? 0 : 1];
+    case IR_OP_CONV:
+    case IR_OP_FUSED_CONV: { /* W holds M output channels' filters: (M,C/g,k..) or (k..,C/g,M) */
+        if (y->rank < 3) return 0.0;
+        int64_t M = y->dims[y->layout == IR_LAYOUT_NHWC ? y->rank - 1 : 1];
+        return M > 0 ? 2.0 * ny * (double)cgen_numel(&cx->c, n->inputs[1]) / (double)M : 0.0;
+    }
+    case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds;
+                                   * K's logical dimension r-2 (keys) is its dimension perm[r-2] */
+        uint32_t np;
+        const int64_t *perm = ir_attr_ints(n, IR_ATTR_FUSED_ATTENTION_K_PERM, &np);
+        int r = b->rank, kd = perm && np == (uint32_t)r && r >= 2 ? (int)perm[r - 2] : r - 2;
+        if (kd < 0 || kd >= r) return 0.0;
+        return 2.0 * ((double)cgen_numel(&cx->c, n->inputs[0]) + ny) * (double)b->dims[kd];
+    }
+    default:
+        return 0.0;
+    }
+}
+
+/* Bytes of the tensors node n reads and writes (each once): its memory traffic at best. */
+static double node_bytes(CudaCtx *cx, const IrNode *n) {
+    double bytes = 0.0;
+    for (uint32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        uint32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v != IR_NONE) bytes += (double)value_bytes(cx, v);
+    }
+    return bytes;
+}
+
 static bool emit_body(CudaCtx *cx, IrGraph *g) {
     bool ok = true;
     cx->prof_name = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_name);
     cx->prof_kind = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_kind);
+    cx->prof_flops = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_flops);
+    cx->prof_bytes = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_bytes);
+    uint32_t *uses = ir_use_counts(g); /* NULL (out of memory): nothing fused */
+    uint32_t fused_into = IR_NONE;      /* a node the previous one's kernel already ran */
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead) continue;
@@ -223,11 +272,29 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
         uint32_t k = cx->n_prof++, generic_before = cx->n_generic;
         cw_line(cx->c.w, "KC_PROF(%u);", 2 * k);
         size_t body_from = cx->c.w->len;
-        ok &= emit_node(cx, n);
+        const char *op_type = n->op_type;
+        /* an Add and the LayerNormalization after it that alone reads its sum: one kernel */
+        uint32_t j = i + 1;
+        while (j < g->n_nodes && g->nodes[j].dead) j++;
+        if (i == fused_into) {
+            cw_comment(cx->c.w, "done by the kernel of the node before");
+        } else if (n->op == IR_OP_ADD && uses && j < g->n_nodes && uses[n->outputs[0]] == 1 &&
+                   cuda_emit_add_layernorm(cx, n, &g->nodes[j])) {
+            fused_into = j;
+            op_type = "Add+LayerNormalization";
+        } else {
+            ok &= emit_node(cx, n);
+        }
         cx->prof_kind[k] = node_kind(cx, body_from, generic_before);
-        cx->prof_name[k] = c_string(cx, cgen_fmt(&cx->c, "%s %s", n->op_type, n->name));
+        cx->prof_name[k] = c_string(cx, cgen_fmt(&cx->c, "%s %s", op_type, n->name));
+        cx->prof_flops[k] = node_flops(cx, n);
+        cx->prof_bytes[k] = i == fused_into ? 0.0 : node_bytes(cx, n);
+        if (fused_into == j && op_type != n->op_type) /* the pair's tensors, the sum left out */
+            cx->prof_bytes[k] +=
+                node_bytes(cx, &g->nodes[j]) - 2.0 * (double)value_bytes(cx, n->outputs[0]);
         cw_line(cx->c.w, "KC_PROF(%u);", 2 * k + 1);
     }
+    free(uses);
     for (uint32_t i = 0; i < g->n_outputs; i++) { /* outputs no node wrote in place */
         uint32_t v = g->outputs[i];
         const char *f = cx->c.b.out_field[i];
@@ -341,6 +408,12 @@ static void cuda_api(BundleCtx *b, CWriter *h) {
             cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "extern const char *const %s_profile_kinds[%u]; /* cublaslt, kernel or generic "
                "(one thread) */", N, cx->n_prof ? cx->n_prof : 1);
+    cw_line(h, "/* node i's floating-point operations (2 per multiply-add of its products, "
+               "convolutions");
+    cw_line(h, " * and attention; 0 elsewhere) and the bytes of the tensors it reads and "
+               "writes */");
+    cw_line(h, "extern const double %s_profile_flops[%u];", N, cx->n_prof ? cx->n_prof : 1);
+    cw_line(h, "extern const double %s_profile_bytes[%u];", N, cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "int %s_cuda_profile(%s_cuda_ctx *ctx, float *node_ms);", N, N);
     cw_line(h, "#ifdef __cplusplus");
     cw_line(h, "}");
@@ -411,6 +484,16 @@ static void emit_profile(CudaCtx *cx, CWriter *c) {
                 cx->n_prof ? cx->n_prof : 1);
         for (uint32_t k = 0; k < cx->n_prof; k++) cw_line(c, "\"%s\",", tables[t][k]);
         if (cx->n_prof == 0) cw_line(c, "\"\"");
+        cw_close(c, ";");
+        cw_blank(c);
+    }
+    const double *const nums[2] = {cx->prof_flops, cx->prof_bytes};
+    const char *num_names[2] = {"flops", "bytes"};
+    for (int t = 0; t < 2; t++) {
+        cw_open(c, "const double %s_profile_%s[%u] =", N, num_names[t],
+                cx->n_prof ? cx->n_prof : 1);
+        for (uint32_t k = 0; k < cx->n_prof; k++) cw_line(c, "%.17g,", nums[t][k]);
+        if (cx->n_prof == 0) cw_line(c, "0");
         cw_close(c, ";");
         cw_blank(c);
     }

@@ -4,6 +4,7 @@
  * expressions' helpers have device versions in kc_common.cuh). Products go to cuBLASLt (kc_blas.cuh),
  * convolution is im2col + cuBLASLt (a direct kernel when depthwise), the rest are kc_*.cuh
  * kernels with the shapes baked in. Everything is enqueued on stream `s` of NAME_enqueue. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -951,6 +952,173 @@ static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
+/* Where v lives in the arena as [*lo, *hi) bytes; false for graph inputs/outputs and weights
+ * (buffers of their own). */
+static bool arena_range(CudaCtx *cx, uint32_t v, int64_t *lo, int64_t *hi) {
+    const IrValue *val = &cx->c.b.g->values[v];
+    if (cx->c.b.field[v] || cx->c.b.weight_offset[v] >= 0 || val->mem_offset < 0) return false;
+    *lo = val->mem_offset;
+    *hi = *lo + (int64_t)ir_dtype_size_bytes(dtype_of(cx, v), numel(cx, v));
+    return true;
+}
+
+/* Whether a kernel that reads x row by row and writes y row by row, each row read whole
+ * before it is written, may run: y and x do not overlap, or are the same bytes. */
+static bool rowwise_alias_ok(CudaCtx *cx, uint32_t x, uint32_t y) {
+    int64_t xl, xh, yl, yh;
+    if (!arena_range(cx, x, &xl, &xh) || !arena_range(cx, y, &yl, &yh)) return true;
+    return xh <= yl || yh <= xl || (xl == yl && xh == yh);
+}
+
+bool cuda_emit_add_layernorm(CudaCtx *cx, const IrNode *add, const IrNode *ln) {
+    uint32_t a = add->inputs[0], b = add->inputs[1], sum = add->outputs[0];
+    uint32_t y = ln->outputs[0];
+    if (add->op != IR_OP_ADD || ln->op != IR_OP_LAYER_NORMALIZATION || ln->inputs[0] != sum)
+        return false;
+    for (uint32_t k = 1; k < ln->n_outputs; k++)
+        if (ln->outputs[k] != IR_NONE) return false; /* mean and inverse deviation: unfused */
+    IrDType t = dtype_of(cx, sum);
+    if ((t != IR_DTYPE_F32 && t != IR_DTYPE_F16) || dtype_of(cx, y) != t ||
+        !ir_type_equal(cgen_type(&cx->c, a), cgen_type(&cx->c, sum)) ||
+        !ir_type_equal(cgen_type(&cx->c, b), cgen_type(&cx->c, sum)))
+        return false; /* a broadcast or another type: the Add's own kernel */
+    const IrType *tx = cgen_type(&cx->c, sum);
+    int64_t axis = ir_attr_i(ln, IR_ATTR_LAYER_NORMALIZATION_AXIS);
+    if (axis < 0) axis += tx->rank;
+    if (axis < 0 || axis >= tx->rank) return false;
+    int64_t rows = 1, D = 1;
+    for (int d = 0; d < tx->rank; d++) {
+        if (d < axis) rows *= tx->dims[d];
+        else D *= tx->dims[d];
+    }
+    if (D < 1 || D > 1024 || rows < 1) return false; /* kc_add_layernorm's KC_ADDLN_MAX */
+    if (!ir_has_input(ln, 1) || numel(cx, ln->inputs[1]) != D ||
+        dtype_of(cx, ln->inputs[1]) != t ||
+        (ir_has_input(ln, 2) &&
+         (numel(cx, ln->inputs[2]) != D || dtype_of(cx, ln->inputs[2]) != t)))
+        return false;
+    if (!rowwise_alias_ok(cx, a, y) || !rowwise_alias_ok(cx, b, y)) return false;
+    const char *T = t == IR_DTYPE_F16 ? "__half" : "float";
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    cw_comment(cx->c.w, "with the LayerNormalization after it: the sum is never stored");
+    double eps = ir_attr_f(ln, IR_ATTR_LAYER_NORMALIZATION_EPSILON);
+    checked(cx, cgen_fmt(&cx->c, "kc_add_layernorm(s, %s, %s, %s, %s, %s, %lld, %lld, %s)",
+                         kptr(cx, a), kptr(cx, b), kptr(cx, ln->inputs[1]),
+                         ir_has_input(ln, 2) ? kptr(cx, ln->inputs[2]) : knull(cx, T), kptr(cx, y),
+                         (long long)rows, (long long)D, cgen_flit(&cx->c, eps, false)));
+    return true;
+}
+
+/* ---- attention ---- */
+
+#define ATTN_RANK 4     /* kc_attn.cuh's (B, H, rows, cols) */
+#define ATTN_TC_MAX_D 128 /* the largest head size of the tensor-core kernel */
+
+/* Logical shape and element strides (padded in front to ATTN_RANK) of operand v read
+ * through perm: logical dimension i is v's dimension perm[i] (an absent perm: as stored).
+ * False when perm is no permutation of v's dimensions. */
+static bool attn_operand(CudaCtx *cx, uint32_t v, const int64_t *perm, uint32_t n_perm,
+                         int64_t dims[ATTN_RANK], int64_t st[ATTN_RANK]) {
+    const IrType *t = cgen_type(&cx->c, v);
+    int r = t->rank;
+    static const int64_t ident[ATTN_RANK] = {0, 1, 2, 3};
+    if (!perm) perm = ident, n_perm = (uint32_t)r;
+    if (r < 1 || r > ATTN_RANK || n_perm != (uint32_t)r) return false;
+    int64_t stride[ATTN_RANK], s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= t->dims[i];
+    }
+    bool seen[ATTN_RANK] = {false};
+    for (int i = 0; i < ATTN_RANK; i++) dims[i] = 1, st[i] = 0;
+    for (int i = 0; i < r; i++) {
+        int64_t p = perm[i];
+        if (p < 0 || p >= r || seen[p]) return false;
+        seen[p] = true;
+        dims[ATTN_RANK - r + i] = t->dims[p];
+        st[ATTN_RANK - r + i] = t->dims[p] == 1 ? 0 : stride[p];
+    }
+    return true;
+}
+
+static const char *attn_list(CudaCtx *cx, const int64_t v[ATTN_RANK]) {
+    return cgen_fmt(&cx->c, "{%lld, %lld, %lld, %lld}", (long long)v[0], (long long)v[1],
+                    (long long)v[2], (long long)v[3]);
+}
+
+/* FusedAttention (passes/fuse_attention.c): kc_attention (kc_attn.cuh), the tensor-core
+ * flash-attention kernel where the operands allow it (float16, head size a multiple of 16
+ * up to 128, unit inner strides, rows on 16-byte boundaries), else one thread per query row
+ * (head sizes up to 128), else one warp per query row.
+ * Same operand conventions as the C emitter (backend/c/cgen_fusedattn.c). */
+static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
+    const char *T = ktype(cx, n);
+    if (!T) return false;
+    static const IrAttrId perm_ids[4] = {
+        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
+        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
+    uint32_t vals[4] = {n->inputs[0], n->inputs[1], n->inputs[2], n->outputs[0]};
+    int64_t dims[4][ATTN_RANK], st[4][ATTN_RANK]; /* q, k, v, y */
+    for (int o = 0; o < 4; o++) {
+        uint32_t np;
+        const int64_t *perm = ir_attr_ints(n, perm_ids[o], &np);
+        if (!attn_operand(cx, vals[o], perm, np, dims[o], st[o]))
+            return unsupported(cx, n, "an operand rank or perm the attention kernel cannot read");
+    }
+    int64_t B = dims[0][0], H = dims[0][1], Sq = dims[0][2], D = dims[0][3];
+    int64_t Sk = dims[1][2], Dv = dims[2][3];
+    bool ok = dims[1][3] == D && dims[2][2] == Sk && dims[3][2] == Sq && dims[3][3] == Dv;
+    for (int o = 1; o < 4; o++) ok &= dims[o][0] == B && dims[o][1] == H;
+    if (!ok) return unsupported(cx, n, "Q, K, V and Y shapes that do not agree");
+    if (Sk < 1) return unsupported(cx, n, "attention over no keys");
+    const char *mask_kind = ir_attr_s(n, IR_ATTR_FUSED_ATTENTION_MASK);
+    bool has_mask = strcmp(mask_kind, "add") == 0;
+    if ((!has_mask && strcmp(mask_kind, "none") != 0) ||
+        has_mask != (n->n_inputs > 3 && n->inputs[3] != IR_NONE))
+        return unsupported(cx, n, cgen_fmt(&cx->c, "mask kind '%s' with these inputs", mask_kind));
+    int64_t mst[ATTN_RANK] = {0, 0, 0, 0};
+    if (has_mask) { /* right-aligned broadcast to (B, H, Sq, Sk) */
+        const IrType *tm = cgen_type(&cx->c, n->inputs[3]);
+        int64_t want[ATTN_RANK] = {B, H, Sq, Sk}, s = 1;
+        if (tm->rank > ATTN_RANK) return unsupported(cx, n, "a mask of rank over 4");
+        for (int i = tm->rank - 1; i >= 0; i--) {
+            int a = ATTN_RANK - tm->rank + i;
+            if (tm->dims[i] != 1 && tm->dims[i] != want[a])
+                return unsupported(cx, n, "a mask that does not broadcast to the scores");
+            mst[a] = tm->dims[i] == 1 ? 0 : s;
+            s *= tm->dims[i];
+        }
+    }
+    double scale = ir_attr_f(n, IR_ATTR_FUSED_ATTENTION_SCALE);
+    if (!isfinite(scale)) return unsupported(cx, n, "a scale that is not finite");
+    if (numel(cx, n->outputs[0]) == 0) return true;
+    /* the tensor-core kernel: float16, D = Dv in 16s up to 128, each operand's rows
+     * contiguous and every row start on a 16-byte boundary (strides in eights) */
+    bool tc = T[0] == '_' && D == Dv && D % 16 == 0 && D <= ATTN_TC_MAX_D;
+    for (int o = 0; o < 4 && tc; o++) {
+        tc &= st[o][3] == 1 || dims[o][3] == 1;
+        for (int i = 0; i < 3; i++) tc &= st[o][i] % 8 == 0;
+    }
+    if (B * H > 65535) return unsupported(cx, n, "over 65535 (batch, head) pairs");
+    /* head sizes the register kernels take (kc_attn.cuh's KC_ATTN_MAX_D) */
+    bool small = D <= ATTN_TC_MAX_D && Dv <= ATTN_TC_MAX_D;
+    cuda_use_runtime(cx, "kc_attn.cuh");
+    CWriter *w = cx->c.w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcAttn p = {%lld, %lld, %lld, %lld, %lld, %lld,", (long long)B,
+            (long long)H, (long long)Sq, (long long)Sk, (long long)D, (long long)Dv);
+    cw_line(w, "    %s, %s, %s, %s, %s, %s};", attn_list(cx, st[0]), attn_list(cx, st[1]),
+            attn_list(cx, st[2]), attn_list(cx, mst), attn_list(cx, st[3]),
+            cgen_flit(&cx->c, scale, false));
+    checked(cx, cgen_fmt(&cx->c, "kc_attention<%s, %s, %d, %d>(s, %s, %s, %s, %s, %s, &p)", T,
+                         tc ? "true" : "false", small ? (int)D : 0, small ? (int)Dv : 0,
+                         kptr(cx, n->inputs[0]), kptr(cx, n->inputs[1]),
+                         kptr(cx, n->inputs[2]), has_mask ? kptr(cx, n->inputs[3]) : knull(cx, T),
+                         kptr(cx, n->outputs[0])));
+    cw_close(w, NULL);
+    return true;
+}
+
 /* ---- the generic path: the C backend's code on one device thread ---- */
 
 bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
@@ -1039,6 +1207,7 @@ void cuda_tables_init(void) {
     cuda_emit_table[IR_OP_SOFTMAX] = emit_softmax;
     cuda_emit_table[IR_OP_LOG_SOFTMAX] = emit_softmax;
     cuda_emit_table[IR_OP_LAYER_NORMALIZATION] = emit_layernorm;
+    cuda_emit_table[IR_OP_FUSED_ATTENTION] = emit_fused_attention;
     for (int op = 0; op < IR_OP_COUNT; op++)
         if (!cuda_emit_table[op] && cgen_emit_table[op]) cuda_emit_table[op] = cuda_emit_generic;
     ready = true;

@@ -129,6 +129,41 @@ def profile_table(res):
     return "\n".join(out)
 
 
+def _rate(flops, nbytes, ms, ceil):
+    """A node's achieved rate against the GPU's ceilings: TFLOP/s where it does arithmetic
+    (products, convolutions, attention), else TB/s of the bytes of its tensors."""
+    if flops is None or not ms:
+        return "-", "-"
+    if flops > 0:
+        r = flops / (ms * 1e-3) / 1e12
+        c = ceil.get("fp16_tflops")
+        return f"{r:.1f} TFLOP/s", f"{100 * r / c:.0f}%" if c else "-"
+    r = nbytes / (ms * 1e-3) / 1e12
+    c = ceil.get("dram_tbs")
+    return f"{r:.2f} TB/s", f"{100 * r / c:.0f}%" if c else "-"
+
+
+def top_nodes_table(res):
+    """The ten most expensive nodes of each profiled row that has their flops and bytes
+    (run.py's prof_top_nodes): time, share of the node sum, achieved rate and its share of
+    the measured ceiling (fp16 tensor-core rate, or memory bandwidth)."""
+    ceil = res.get("ceilings", {})
+    rows = [r for r in _sorted_rows(res)
+            if r.get("prof_top_nodes") and len(r["prof_top_nodes"][0]) >= 5]
+    if not rows:
+        return ""
+    out = ["| model | batch | precision | node | path | ms | share | achieved | of ceiling |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        total = r.get("prof_total_ms") or 0
+        for nd, kd, ms, flops, nbytes in r["prof_top_nodes"]:
+            rate, frac = _rate(flops, nbytes, ms, ceil)
+            share = f"{100 * ms / total:.1f}%" if total else "-"
+            out.append(f"| {r['model']} | {r['batch']} | {_prec(r)} | {nd} | {kd} | {_ms(ms)} | "
+                       f"{share} | {rate} | {frac} |")
+    return "\n".join(out)
+
+
 def _compile_failure(err):
     """A short reading of run.py's compile_err for a row that kept an earlier mode."""
     mode = err[err.find("(") + 1:err.find(")")] if "(" in err else "?"
@@ -149,7 +184,10 @@ def table(res):
     for r in rows:
         k, e, c = r.get("kiln_ms"), r.get("eager_ms"), r.get("compile_ms")
         mode = r.get("compile_mode", "")
-        cm = f"{_ms(c)} ({mode})" if c is not None else (r.get("compile_err", "-")[:60])
+        others = [f"{m} {v:.3f}" for m, v in r.get("compile_modes", {}).items()
+                  if m != mode and not isinstance(v, str)]
+        mode_s = "; ".join([mode] + others)
+        cm = f"{_ms(c)} ({mode_s})" if c is not None else (r.get("compile_err", "-")[:60])
         if c is not None and "compile_err" in r:   # a later try of another mode did not land
             cm += f"; {_compile_failure(r['compile_err'])}"
         note = r.get("note", "")
@@ -175,6 +213,17 @@ def table(res):
         out += ["", "Where the time goes (Kiln: `NAME_cuda_profile`, one eager run with a CUDA "
                 "event pair around each node, median of 3; gap = graph replay minus the node "
                 "sum, negative when the eager run is slower than the graph):", "", prof]
+    top = top_nodes_table(res)
+    if top:
+        ceil = res.get("ceilings", {})
+        out += ["", "The ten most expensive nodes of the rows profiled with their arithmetic "
+                "and bytes (`NAME_profile_flops`/`_bytes`): share of the profiled node sum, "
+                "achieved rate (TFLOP/s for products, convolutions and attention; else TB/s "
+                "of the bytes the node's tensors hold, read and written once) and its share "
+                "of the GPU's ceiling measured in the same call (fp16 tensor cores: "
+                f"{ceil.get('fp16_tflops', 0):.0f} TFLOP/s on an 8192^3 half product; "
+                f"memory: {ceil.get('dram_tbs', 0):.2f} TB/s on a 1 GiB device copy):", "",
+                top]
     acc = res.get("accuracy", {})
     if acc:
         out += ["", "| bundle | inputs | min cosine vs PyTorch fp32 | top-1 agreement | "
@@ -221,8 +270,10 @@ float16 too (float32 graph inputs and outputs, a Cast at each end) and runs its 
 fp16 tensor cores with fp32 accumulation; its softmax, normalizations and pooling accumulate
 in float32.
 torch.compile: `mode="reduce-overhead"` (CUDA graphs) at batch 1; at batch 32/256 the mode
-in the column (`max-autotune-no-cudagraphs` was asked for; it did not fit the device time
-when it says `default`). Ratios below 1 mean Kiln is faster. "note": the bundle's node count
+in the column: where the cell names two, both were timed in one call and the faster is the
+peer (Kiln runs one CUDA graph, so the peer may too); else `max-autotune-no-cudagraphs` was
+asked for, and `default` is there where it did not fit the device time. Ratios below 1 mean
+Kiln is faster. "note": the bundle's node count
 and how many nodes run on Kiln's one-thread generic path.
 
 {table}

@@ -6,14 +6,19 @@ one CUDA-graph launch), PyTorch eager and torch.compile on the same models and w
 (models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
 CUDA events after warm-up, medians. Then, per Kiln row, where the time goes: NAME_cuda_profile
 (one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
-and the gap to the graph replay (for models with a second convolution lowering, prepare.py's
-CONV_VARIANTS, also each convolution node's time, to compare the lowerings layer by layer;
-those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
+the ten most expensive nodes with their flops and bytes (NAME_profile_flops/_bytes; report.py
+rates them against the GPU's ceilings, measured at the start of the call: an 8192^3 fp16
+product and a 1 GiB device copy), and the gap to the graph replay (for models with a second
+convolution lowering, prepare.py's CONV_VARIANTS, also each convolution node's time, to
+compare the lowerings layer by layer; those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
 and top-1 agreement over 100 random inputs). A row that fails or runs out of time records why
 and the run goes on. Results go to OUTDIR/results.json (merged with an existing one) and a
 table to stdout.
+torch.compile: reduce-overhead at batch 1; at batch 32/256 each mode of --large-mode (a comma
+list) is compiled and timed in the call, and the row keeps the fastest as the peer (the others
+in compile_modes, a failure's reason in compile_err).
 usage: python3 bench/gpu/run.py BENCHDIR OUTDIR [--deadline S] [--skip-kiln] [--skip-eager]
-           [--compile none|b1|large|all] [--large-mode default|max-autotune-no-cudagraphs]
+           [--compile none|b1|large|all] [--large-mode MODE[,MODE..]]
            [--models M,..] [--compile-keys KEY,..]"""
 import argparse
 import concurrent.futures as cf
@@ -42,7 +47,7 @@ ITERS_LARGE = 30                      # batch 256: fewer timed runs (each is lon
 ACC_INPUTS, ACC_BATCH = 100, 32       # fp16 accuracy: 100 inputs through the batch-32 bundles
 COMPILE_BUDGET_S = 75                 # a torch.compile row is skipped if less than this is left
 PROFILE_RUNS = 3                      # NAME_cuda_profile runs per row (per-node median)
-TOP_OPS, TOP_NODES = 8, 5             # op types and nodes kept per row in results.json
+TOP_OPS, TOP_NODES = 8, 10            # op types and nodes kept per row in results.json
 PROFILE_KINDS = ("cublaslt", "kernel", "generic")
 T0 = time.time()
 
@@ -65,6 +70,14 @@ int kb_profile(void *ctx, float *ms) {{ return {name}_cuda_profile(({name}_cuda_
 const char *kb_prof_node(int i) { (void)i; return ""; }
 const char *kb_prof_kind(int i) { (void)i; return ""; }
 int kb_profile(void *ctx, float *ms) { (void)ctx; (void)ms; return -1; }
+"""
+    if re.search(r"\b%s_profile_flops\[" % name, header):   # per-node flops and bytes
+        prof += f"""double kb_prof_flops(int i) {{ return {name}_profile_flops[i]; }}
+double kb_prof_bytes(int i) {{ return {name}_profile_bytes[i]; }}
+"""
+    else:
+        prof += """double kb_prof_flops(int i) { (void)i; return -1.0; }
+double kb_prof_bytes(int i) { (void)i; return -1.0; }
 """
     set_in = "".join(f"    p[{i}] = (void *)in.{f};\n" for i, f in enumerate(ins))
     set_out = "".join(f"    p[{len(ins) + i}] = (void *)out.{f};\n" for i, f in enumerate(outs))
@@ -168,6 +181,9 @@ class Kiln:
         for f in ("kb_prof_node", "kb_prof_kind"):
             getattr(self.lib, f).restype = ctypes.c_char_p
             getattr(self.lib, f).argtypes = [ctypes.c_int]
+        for f in ("kb_prof_flops", "kb_prof_bytes"):
+            getattr(self.lib, f).restype = ctypes.c_double
+            getattr(self.lib, f).argtypes = [ctypes.c_int]
         self.lib.kb_profile.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
         st = ctypes.c_int(0)
         self.ctx = self.lib.kb_init(str(weights).encode(), ctypes.byref(st))
@@ -206,8 +222,9 @@ class Kiln:
         return statistics.median(list(ms))
 
     def profile(self, runs):
-        """NAME_cuda_profile run `runs` times: (node strings, kinds, per-node median ms);
-        raises RuntimeError when the bundle has no profile or a run fails."""
+        """NAME_cuda_profile run `runs` times: (node strings, kinds, per-node median ms,
+        per-node flops and bytes: None for a bundle without them); raises RuntimeError when
+        the bundle has no profile or a run fails."""
         n = self.lib.kb_prof_n()
         if n < 0:
             raise RuntimeError("the bundle has no NAME_cuda_profile")
@@ -221,15 +238,20 @@ class Kiln:
                 raise RuntimeError(f"profile: status {rc}")
             per_run.append(list(ms)[:n])
         med = [statistics.median(r[i] for r in per_run) for i in range(n)]
-        return nodes, kinds, med
+        flops = [self.lib.kb_prof_flops(i) for i in range(n)]
+        nbytes = [self.lib.kb_prof_bytes(i) for i in range(n)]
+        if n and flops[0] < 0:
+            flops = nbytes = None
+        return nodes, kinds, med, flops, nbytes
 
     def free(self):
         self.lib.kb_free(self.ctx)
 
 
-def profile_summary(nodes, kinds, med, kiln_ms, conv_nodes=False):
-    """The row's "where the time goes" fields from per-node medians (ms); conv_nodes: also
-    every convolution node's [node, kind, ms]."""
+def profile_summary(nodes, kinds, med, flops, nbytes, kiln_ms, conv_nodes=False):
+    """The row's "where the time goes" fields from per-node medians (ms); the TOP_NODES most
+    expensive nodes as [node, kind, ms, flops, bytes] (the last two None for a bundle without
+    them); conv_nodes: also every convolution node's [node, kind, ms]."""
     by_kind = {k: 0.0 for k in PROFILE_KINDS}
     by_op = {}
     for node, kind, ms in zip(nodes, kinds, med):
@@ -238,10 +260,12 @@ def profile_summary(nodes, kinds, med, kiln_ms, conv_nodes=False):
         by_op[op] = by_op.get(op, 0.0) + ms
     total = sum(med)
     top_ops = sorted(by_op.items(), key=lambda kv: -kv[1])[:TOP_OPS]
-    top_nodes = sorted(zip(nodes, kinds, med), key=lambda t: -t[2])[:TOP_NODES]
+    flops = flops or [None] * len(nodes)
+    nbytes = nbytes or [None] * len(nodes)
+    top_nodes = sorted(zip(nodes, kinds, med, flops, nbytes), key=lambda t: -t[2])[:TOP_NODES]
     out = {"prof_nodes": len(nodes), "prof_total_ms": total, "prof_by_kind": by_kind,
            "prof_by_op": [[op, ms] for op, ms in top_ops],
-           "prof_top_nodes": [[nd, kd, ms] for nd, kd, ms in top_nodes]}
+           "prof_top_nodes": [list(t) for t in top_nodes]}
     if kiln_ms is not None:
         out["gap_ms"] = kiln_ms - total    # < 0: the eager profile is slower than the graph
     if conv_nodes:
@@ -327,6 +351,25 @@ def cosine(a, b):
     return float(a @ b / (a.norm() * b.norm() + 1e-300))
 
 
+def ceilings():
+    """The GPU's measured ceilings, for the profile's achieved rates: the fp16 tensor-core
+    rate (an 8192^3 half product, fp32 accumulation as Kiln's: TF32 off does not touch half)
+    and the memory bandwidth (a 1 GiB device-to-device copy, bytes read plus written);
+    medians of 10 after 3 warm-ups."""
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.half)
+    b = torch.randn(n, n, device="cuda", dtype=torch.half)
+    mm = time_torch(lambda: torch.matmul(a, b), (), 10)
+    del a, b
+    src = torch.empty(1 << 29, device="cuda", dtype=torch.half)   # 1 GiB
+    dst = torch.empty_like(src)
+    cp = time_torch(lambda: dst.copy_(src), (), 10)
+    del src, dst
+    torch.cuda.empty_cache()
+    return {"fp16_tflops": 2 * n ** 3 / (mm * 1e-3) / 1e12,
+            "dram_tbs": 2 * (1 << 30) / (cp * 1e-3) / 1e12}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench")
@@ -337,9 +380,10 @@ def main():
     ap.add_argument("--skip-eager", action="store_true")
     ap.add_argument("--compile", default="all", choices=["none", "b1", "large", "all"])
     ap.add_argument("--large-mode", default="default",
-                    choices=["default", "reduce-overhead", "max-autotune",
-                             "max-autotune-no-cudagraphs"],
-                    help="torch.compile mode at batch 32 and 256 (batch 1: reduce-overhead)")
+                    help="torch.compile modes at batch 32 and 256, comma list (default, "
+                         "reduce-overhead, max-autotune, max-autotune-no-cudagraphs; batch 1: "
+                         "reduce-overhead); with several, each is timed and the row keeps the "
+                         "fastest as the peer, the others in compile_modes")
     ap.add_argument("--models", default=",".join(models.MODELS))
     ap.add_argument("--compile-keys", default="",
                     help="comma list: torch.compile only these rows (e.g. resnet50_b256_fp16)")
@@ -358,6 +402,9 @@ def main():
     res = json.loads(prev.read_text()) if prev.exists() else {"rows": {}, "accuracy": {}}
     res["device"] = torch.cuda.get_device_name(0)
     res["torch"] = torch.__version__
+    if not a.skip_kiln:
+        res["ceilings"] = ceilings()
+        print(f"ceilings: {res['ceilings']}", flush=True)
     BN_STATS.update(models.load_stats(bench / "bn_stats.npz"))
     res["bn_stats"] = "calibrated" if BN_STATS else "identity (no bn_stats.npz)"
     if not BN_STATS:
@@ -461,47 +508,62 @@ def main():
                 continue
             row = res["rows"][key] if key in res["rows"] else res["rows"].setdefault(
                 key, {"model": name, "batch": b, "precision": prec})
-            mode = "reduce-overhead" if b == 1 else a.large_mode
-            if "compile_ms" in row and row.get("compile_mode") == mode:
+            modes = ["reduce-overhead"] if b == 1 else a.large_mode.split(",")
+            asked = bool(a.compile_keys)   # rows named in --compile-keys are measured again
+            if not asked and (all(m in row.get("compile_modes", {}) for m in modes) or
+                              (len(modes) == 1 and row.get("compile_mode") == modes[0])):
                 continue
-            left = a.deadline - (time.time() - T0)
-            if left < COMPILE_BUDGET_S:
-                row["compile_err"] = f"not run ({mode}): {left:.0f}s left of the call"
-                continue
-            t = time.time()
+            row["compile_modes"] = {}   # this call's modes: the peer is measured in this call
+            for mode in modes:
+                left = a.deadline - (time.time() - T0)
+                if left < COMPILE_BUDGET_S:
+                    row["compile_modes"][mode] = f"not run ({mode}): {left:.0f}s left of the call"
+                    continue
+                t = time.time()
 
-            def compile_and_time():
-                dynamo.reset()
-                m = torch_model(name, prec)
-                c = torch.compile(m, mode=mode, dynamic=False)
-                with torch.inference_mode():
-                    c(*torch_inputs(name, b, prec))
-                    c(*torch_inputs(name, b, prec))
-                torch.cuda.synchronize()
-                compile_s = time.time() - t
-                return time_torch(c, torch_inputs(name, b, prec),
-                                  ITERS_LARGE if b >= 256 else ITERS), compile_s
-            err = None
-            try:
-                # the alarm leaves a few seconds of the call for saving the results
-                ms, compile_s = run_with_alarm(left - 10, compile_and_time)
-                row.update(compile_ms=ms, compile_s=compile_s, compile_mode=mode)
-                row.pop("compile_err", None)
-            except Deadline:
-                err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
-            except Exception as ex:  # noqa: BLE001
-                if "Deadline" in f"{type(ex).__name__}: {ex}":   # the alarm, wrapped by Inductor
-                    err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
-                else:
-                    err = f"failed ({mode}): {type(ex).__name__}: {str(ex)[:200]}"
-            if err:   # an earlier row of another mode, if any, stays
-                row["compile_err"] = err
-                try:
+                def compile_and_time():
                     dynamo.reset()
+                    m = torch_model(name, prec)
+                    c = torch.compile(m, mode=mode, dynamic=False)
+                    with torch.inference_mode():
+                        c(*torch_inputs(name, b, prec))
+                        c(*torch_inputs(name, b, prec))
                     torch.cuda.synchronize()
-                    torch.cuda.empty_cache()
-                except Exception:  # noqa: BLE001
-                    pass
+                    compile_s = time.time() - t
+                    return time_torch(c, torch_inputs(name, b, prec),
+                                      ITERS_LARGE if b >= 256 else ITERS), compile_s
+                err = None
+                try:
+                    # the alarm leaves a few seconds of the call for saving the results
+                    ms, compile_s = run_with_alarm(left - 10, compile_and_time)
+                    row["compile_modes"][mode] = ms
+                    row.setdefault("compile_s_modes", {})[mode] = compile_s
+                except Deadline:
+                    err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
+                except Exception as ex:  # noqa: BLE001
+                    if "Deadline" in f"{type(ex).__name__}: {ex}":   # the alarm, via Inductor
+                        err = f"timed out ({mode}): {time.time() - t:.0f}s, the call's deadline"
+                    else:
+                        err = f"failed ({mode}): {type(ex).__name__}: {str(ex)[:200]}"
+                if err:
+                    row["compile_modes"][mode] = err
+                    try:
+                        dynamo.reset()
+                        torch.cuda.synchronize()
+                        torch.cuda.empty_cache()
+                    except Exception:  # noqa: BLE001
+                        pass
+            # the peer: the fastest mode of this call; an earlier call's row stays only when
+            # none landed, with this call's reasons
+            got = {m: v for m, v in row["compile_modes"].items() if not isinstance(v, str)}
+            errs = [v for v in row["compile_modes"].values() if isinstance(v, str)]
+            if got:
+                best = min(got, key=got.get)
+                row.update(compile_ms=got[best], compile_mode=best,
+                           compile_s=row["compile_s_modes"][best])
+                row.pop("compile_err", None)
+            if errs:
+                row["compile_err"] = "; ".join(errs)
             print(f"[{time.time() - T0:.0f}s] compile {key}: {row}", flush=True)
             save()
     save()

@@ -135,10 +135,48 @@ __global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, I C, I inner
     }
 }
 
+/* The same on 16-byte vectors (8 float16 or 4 float32 values) where the channels are
+ * innermost (inner 1) and everything is aligned to them: one load and store per vector
+ * instead of per element. */
+template <typename T, typename I>
+__global__ void kc_bias_act_vec_kernel(T *y, const T *bias, const T *r, I C, I nvec, int kind,
+                                       float al, float be) {
+    const int V = 16 / sizeof(T);
+    KC_FOR(v64, nvec) {
+        I v = (I)v64, c = (v * V) % C;
+        uint4 yv = reinterpret_cast<const uint4 *>(y)[v], bv = yv, rv = yv;
+        if (bias) bv = *reinterpret_cast<const uint4 *>(bias + c);
+        if (r) rv = reinterpret_cast<const uint4 *>(r)[v];
+        T *ye = reinterpret_cast<T *>(&yv);
+        const T *bb = reinterpret_cast<const T *>(&bv), *rr = reinterpret_cast<const T *>(&rv);
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            float x = (float)ye[e];
+            if (bias) x += (float)bb[e];
+            if (r) x += (float)rr[e];
+            ye[e] = (T)kc_act(x, kind, al, be);
+        }
+        reinterpret_cast<uint4 *>(y)[v] = yv;
+    }
+}
+
 template <typename T>
 static inline int kc_bias_act(cudaStream_t s, T *y, const T *bias, const T *r, int64_t C,
                               int64_t inner, int64_t total, int kind, float al, float be) {
     if (total <= 0) return KC_OK;
+    const int64_t V = 16 / (int64_t)sizeof(T);
+    if (inner == 1 && C % V == 0 && total % V == 0 &&
+        (((uintptr_t)y | (uintptr_t)bias | (uintptr_t)r) & 15) == 0) {
+        int64_t nvec = total / V;
+        if (kc_small(total))
+            kc_bias_act_vec_kernel<T, int32_t><<<kc_grid(nvec), KC_THREADS, 0, s>>>(
+                y, bias, r, (int32_t)C, (int32_t)nvec, kind, al, be);
+        else
+            kc_bias_act_vec_kernel<T, int64_t><<<kc_grid(nvec), KC_THREADS, 0, s>>>(
+                y, bias, r, C, nvec, kind, al, be);
+        KC_LAUNCHED();
+        return KC_OK;
+    }
     if (kc_small(total))
         kc_bias_act_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
             y, bias, r, (int32_t)C, (int32_t)inner, (int32_t)total, kind, al, be);

@@ -607,4 +607,81 @@ static inline int kc_layernorm(cudaStream_t s, const T *x, const T *scale, const
     return KC_OK;
 }
 
+/* y = LayerNormalization(a + b) per row of D: an Add whose sum only the normalization reads,
+ * in one kernel (the sum never stored). The sum is rounded to T first, as the unfused Add
+ * stores it, then normalized as kc_layernorm does. One warp per row, the row in registers
+ * (D <= KC_ADDLN_MAX), read whole before the first store: y may be a or b itself. */
+#define KC_ADDLN_VR 32 /* elements per lane */
+#define KC_ADDLN_MAX (KC_WARP * KC_ADDLN_VR)
+/* V: elements per 8-byte load (8 / sizeof(T)) where every row starts on 8 bytes, else 1 */
+template <typename T, int V>
+__global__ void kc_add_layernorm_kernel(const T *a, const T *b, const T *scale, const T *bias,
+                                        T *y, int64_t rows, int D, float eps) {
+    int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
+    int lane = threadIdx.x % KC_WARP;
+    if (row >= rows) return;
+    const T *ar = a + row * D, *br = b + row * D;
+    float v[KC_ADDLN_VR];
+    double sum = 0, sq = 0;
+#pragma unroll
+    for (int r = 0; r < KC_ADDLN_VR / V; r++) {
+        int j = (lane + r * KC_WARP) * V; /* this lane's chunk r: elements j..j+V-1 */
+        if (j < D) {
+            __align__(8) T ae[V];
+            __align__(8) T be[V];
+            if (V > 1) {
+                *reinterpret_cast<uint2 *>(ae) = *reinterpret_cast<const uint2 *>(ar + j);
+                *reinterpret_cast<uint2 *>(be) = *reinterpret_cast<const uint2 *>(br + j);
+            } else {
+                ae[0] = ar[j], be[0] = br[j];
+            }
+#pragma unroll
+            for (int e = 0; e < V; e++) v[r * V + e] = (float)(T)((float)ae[e] + (float)be[e]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++) v[r * V + e] = 0.0f;
+        }
+#pragma unroll
+        for (int e = 0; e < V; e++) sum += v[r * V + e];
+    }
+    float mean = (float)(kc_warp_sum(sum) / (double)D);
+#pragma unroll
+    for (int r = 0; r < KC_ADDLN_VR / V; r++)
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            float d = v[r * V + e] - mean;
+            if ((lane + r * KC_WARP) * V < D) sq += d * d;
+        }
+    float inv = rsqrtf((float)(kc_warp_sum(sq) / (double)D) + eps);
+#pragma unroll
+    for (int r = 0; r < KC_ADDLN_VR / V; r++) {
+        int j = (lane + r * KC_WARP) * V;
+        if (j >= D) continue;
+        __align__(8) T out[V];
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            float o = (v[r * V + e] - mean) * inv * (float)scale[j + e];
+            out[e] = (T)(bias ? o + (float)bias[j + e] : o);
+        }
+        if (V > 1) *reinterpret_cast<uint2 *>(y + row * D + j) = *reinterpret_cast<uint2 *>(out);
+        else y[row * D + j] = out[0];
+    }
+}
+
+template <typename T>
+static inline int kc_add_layernorm(cudaStream_t s, const T *a, const T *b, const T *scale,
+                                   const T *bias, T *y, int64_t rows, int64_t D, float eps) {
+    if (rows <= 0 || D <= 0) return KC_OK;
+    if (D > KC_ADDLN_MAX) return KC_ERR_SHAPE; /* the emitter never asks */
+    const int V = 8 / sizeof(T);
+    if (D % V == 0 && (((uintptr_t)a | (uintptr_t)b | (uintptr_t)y) & 7) == 0)
+        kc_add_layernorm_kernel<T, V><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+            a, b, scale, bias, y, rows, (int)D, eps);
+    else
+        kc_add_layernorm_kernel<T, 1><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+            a, b, scale, bias, y, rows, (int)D, eps);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
 #endif

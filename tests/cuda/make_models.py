@@ -4,7 +4,8 @@ cuda_eltwise (broadcasting arithmetic, activations, Where, Cast, Clip, Max), cud
 (channels-last convolutions: strides, dilation, SAME padding, groups, depthwise with a
 multiplier, residual, ReLU6, HardSwish, pools) and
 cuda_attn (batched MatMul, LayerNormalization, Gelu, Transpose, Concat, Slice, Gather,
-Expand, Reshape, LogSoftmax) and cuda_generic (ops without a CUDA kernel, which run the C
+Expand, Reshape, LogSoftmax), cuda_fattn (FusedAttention: both kc_attn.cuh kernels, masks,
+scales, tile edges) and cuda_generic (ops without a CUDA kernel, which run the C
 backend's code on one device thread: ReduceMean, TopK, NonZero with its run-time count,
 If with subgraphs, TensorScatter's memmove). Seeded: the same bytes every run.
 usage: make_models.py OUT_DIR"""
@@ -148,6 +149,70 @@ def main():
           init("st", np.array([0], np.int64)), init("en", np.array([4], np.int64)),
           init("ax", np.array([3], np.int64)), init("bias4", r(1, 1, 1, 8)),
           init("eshape", np.array([2, 2, 6, 8], np.int64))])
+
+    # FusedAttention (kc_attn.cuh), four forms. a: BERT's layout (B,S,H,D) read through
+    # Transposes, Div scale, a full (B,H,Sq,Sk) additive mask with -1e4 entries, Sq = 37 and
+    # Sk = 70 (past one 64-key tile), D 32: the tensor-core kernel in fp16. b: (B,H,S,D) as
+    # stored, Mul scale, no mask, D 48 (tensor cores). c: D 40 and Dv 24, a (1,1,1,Sk) mask:
+    # the row kernel in fp16 too. d: rank 3 (no head dimension), D 16, Sq 5 < one row tile.
+    # e: 140 heads of 70 rows (the four-warp blocks), D 16. f: D 128, the largest head size
+    # of the tensor-core and thread-per-row kernels. g: D 160, Dv 136: one warp per row.
+    nodes = [
+        helper.make_node("Transpose", ["aq"], ["aqt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["ak"], ["akt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["av"], ["avt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["aqt", "akt"], ["as"]),
+        helper.make_node("Div", ["as", "a_sc"], ["ad"]),
+        helper.make_node("Add", ["ad", "amask"], ["am"]),
+        helper.make_node("Softmax", ["am"], ["ap"], axis=-1),
+        helper.make_node("MatMul", ["ap", "avt"], ["ay"]),
+        helper.make_node("Transpose", ["ay"], ["ya"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["bk"], ["bkt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["bq", "bkt"], ["bs"]),
+        helper.make_node("Mul", ["bs", "b_sc"], ["bm"]),
+        helper.make_node("Softmax", ["bm"], ["bp"], axis=-1),
+        helper.make_node("MatMul", ["bp", "bv"], ["yb"]),
+        helper.make_node("MatMul", ["cq", "ck"], ["cs"]),
+        helper.make_node("Add", ["cs", "cmask"], ["cm"]),
+        helper.make_node("Softmax", ["cm"], ["cp"], axis=-1),
+        helper.make_node("MatMul", ["cp", "cv"], ["yc"]),
+        helper.make_node("Transpose", ["dk"], ["dkt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["dq", "dkt"], ["ds"]),
+        helper.make_node("Mul", ["ds", "d_sc"], ["dm"]),
+        helper.make_node("Softmax", ["dm"], ["dp"], axis=-1),
+        helper.make_node("MatMul", ["dp", "dv"], ["yd"]),
+        helper.make_node("Transpose", ["ek"], ["ekt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["eq", "ekt"], ["es"]),
+        helper.make_node("Mul", ["es", "e_sc"], ["em"]),
+        helper.make_node("Softmax", ["em"], ["ep"], axis=-1),
+        helper.make_node("MatMul", ["ep", "ev"], ["ye"]),
+        helper.make_node("Transpose", ["fk"], ["fkt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["fq", "fkt"], ["fs"]),
+        helper.make_node("Mul", ["fs", "f_sc"], ["fm"]),
+        helper.make_node("Softmax", ["fm"], ["fp"], axis=-1),
+        helper.make_node("MatMul", ["fp", "fv"], ["yf"]),
+        helper.make_node("Transpose", ["gk"], ["gkt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["gq", "gkt"], ["gs"]),
+        helper.make_node("Mul", ["gs", "g_sc"], ["gm"]),
+        helper.make_node("Softmax", ["gm"], ["gp"], axis=-1),
+        helper.make_node("MatMul", ["gp", "gv"], ["yg"]),
+    ]
+    amask = np.where(rng.random((2, 3, 37, 70)) < 0.2, -1e4, 0.1 * r(2, 3, 37, 70))
+    save(out, "cuda_fattn", nodes,
+         [f32("aq", [2, 37, 3, 32]), f32("ak", [2, 70, 3, 32]), f32("av", [2, 70, 3, 32]),
+          f32("bq", [2, 2, 50, 48]), f32("bk", [2, 2, 50, 48]), f32("bv", [2, 2, 50, 48]),
+          f32("cq", [3, 2, 9, 40]), f32("ck", [3, 2, 40, 66]), f32("cv", [3, 2, 66, 24]),
+          f32("dq", [4, 5, 16]), f32("dk", [4, 130, 16]), f32("dv", [4, 130, 16]),
+          f32("eq", [1, 140, 70, 16]), f32("ek", [1, 140, 70, 16]), f32("ev", [1, 140, 70, 16]),
+          f32("fq", [1, 2, 20, 128]), f32("fk", [1, 2, 20, 128]), f32("fv", [1, 2, 20, 128]),
+          f32("gq", [1, 2, 9, 160]), f32("gk", [1, 2, 12, 160]), f32("gv", [1, 2, 12, 136])],
+         [f32("ya", [2, 37, 3, 32]), f32("yb", [2, 2, 50, 48]), f32("yc", [3, 2, 9, 24]),
+          f32("yd", [4, 5, 16]), f32("ye", [1, 140, 70, 16]), f32("yf", [1, 2, 20, 128]),
+          f32("yg", [1, 2, 9, 136])],
+         [init("a_sc", np.float32(np.sqrt(32))), init("amask", amask.astype(np.float32)),
+          init("b_sc", np.float32(1 / np.sqrt(48))), init("cmask", r(1, 1, 1, 66)),
+          init("d_sc", np.float32(0.25)), init("e_sc", np.float32(0.25)),
+          init("f_sc", np.float32(1 / np.sqrt(128))), init("g_sc", np.float32(0.08))])
 
     then_g = helper.make_graph([helper.make_node("Add", ["x", "x"], ["tb"])], "then_b", [],
                                [f32("tb", [4, 6])])

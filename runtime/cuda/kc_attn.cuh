@@ -1,0 +1,443 @@
+/* kc_attn.cuh: FusedAttention (passes/fuse_attention.c) on the GPU,
+ * y = softmax(scale * Q K^T + mask) V, in one kernel: the (Sq, Sk) score matrix is never
+ * stored. Operands are read through element strides (the Transposes the pass absorbed), as
+ * in runtime/rt_fusedattn.h: q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), an additive mask
+ * broadcast to (B,H,Sq,Sk) (stride 0 on broadcast dimensions; optional), y (B,H,Sq,Dv).
+ * Three kernels:
+ * - kc_attn_tc (float16, D = Dv a multiple of 16 up to 128, unit inner strides, rows on
+ *   16-byte boundaries; sm_80 and newer): flash attention on tensor cores. A block of NW
+ *   warps takes 16*NW query rows of one (batch, head); each warp keeps its 16 rows of Q as
+ *   mma.sync m16n8k16 fragments, walks the keys in tiles of 64 (K and V staged in shared
+ *   memory), computes the tile's scores in float32 accumulators, applies scale and mask,
+ *   keeps a running row maximum and sum (online softmax, float32), rescales its float32
+ *   output accumulators, and multiplies the tile's probabilities (rounded to float16) by V
+ *   on the tensor cores again. One division by the row sum at the end.
+ * - kc_attn_thread (float32 and float16, head sizes up to KC_ATTN_MAX_D, any strides): one
+ *   thread per query row, Q's row and the output row in registers, K and V tiles in shared
+ *   memory, the online softmax in float32.
+ * - kc_attn_rows (anything else: larger heads): one warp per query row; a first walk over
+ *   the keys finds the row maximum and sum online, a second one recomputes each score and
+ *   accumulates p * V for up to 32 * KC_ATTN_VR output columns at a time. Float32.
+ * kc_attention<T, TC, D, DV> picks the first that applies (TC, D, DV: the emitter's
+ * compile-time verdict; the pointers' alignment and the device's compute capability are
+ * checked at capture). */
+#ifndef KILN_KC_ATTN_CUH
+#define KILN_KC_ATTN_CUH
+
+#include "kc_common.cuh"
+
+typedef struct KcAttn {
+    int64_t b, h, sq, sk, d, dv;
+    int64_t q_st[4], k_st[4], v_st[4], m_st[4], y_st[4];
+    float scale;
+} KcAttn;
+
+#define KC_ATTN_LOG2E 1.44269504088896341f
+#define KC_ATTN_VR 4      /* output columns per lane of kc_attn_rows' second walk */
+#define KC_ATTN_WARPS 4   /* rows (warps) per block of kc_attn_rows */
+#define KC_ATTN_BN 64     /* keys per tile of kc_attn_tc */
+#define KC_ATTN_TROWS 64  /* query rows (threads) per block of kc_attn_thread */
+#define KC_ATTN_TKEYS 32  /* keys per shared-memory tile of kc_attn_thread */
+#define KC_ATTN_MAX_D 128 /* the largest head size of kc_attn_tc and kc_attn_thread */
+
+static __device__ __forceinline__ float kc_attn_wsum(float v) {
+    for (int o = KC_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* ---- one warp per query row ---- */
+
+template <typename T>
+static __device__ __forceinline__ float kc_attn_score(const T *qr, const T *kr, const T *mr,
+                                                      const KcAttn &p, int lane) {
+    float acc = 0.0f;
+    for (int64_t t = lane; t < p.d; t += KC_WARP)
+        acc += (float)qr[t * p.q_st[3]] * (float)kr[t * p.k_st[3]];
+    acc = kc_attn_wsum(acc) * p.scale;
+    return mr ? acc + (float)*mr : acc;
+}
+
+template <typename T>
+__global__ void kc_attn_rows_kernel(const T *q, const T *k, const T *v, const T *mask, T *y,
+                                    KcAttn p, int64_t rows) {
+    int64_t row = (int64_t)blockIdx.x * KC_ATTN_WARPS + threadIdx.x / KC_WARP;
+    int lane = threadIdx.x % KC_WARP;
+    if (row >= rows) return;
+    int64_t i = row % p.sq, bh = row / p.sq, hh = bh % p.h, bb = bh / p.h;
+    const T *qr = q + bb * p.q_st[0] + hh * p.q_st[1] + i * p.q_st[2];
+    const T *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
+    const T *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
+    const T *mb = mask ? mask + bb * p.m_st[0] + hh * p.m_st[1] + i * p.m_st[2] : NULL;
+    T *yr = y + bb * p.y_st[0] + hh * p.y_st[1] + i * p.y_st[2];
+    /* first walk: the row's maximum m and sum l of exp(s - m), online */
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t j = 0; j < p.sk; j++) {
+        float s = kc_attn_score(qr, kb + j * p.k_st[2], mb ? mb + j * p.m_st[3] : NULL, p, lane);
+        float mn = fmaxf(m, s);
+        if (mn == -INFINITY) continue; /* nothing but -inf so far: adds 0 */
+        l = l * expf(m - mn) + expf(s - mn);
+        m = mn;
+    }
+    /* rows of -inf only (or NaN): NaN, as the unfused softmax gives */
+    float inv = 1.0f / l;
+    if (m == -INFINITY) m = NAN;
+    for (int64_t t0 = 0; t0 < p.dv; t0 += KC_WARP * KC_ATTN_VR) {
+        float acc[KC_ATTN_VR];
+        for (int r = 0; r < KC_ATTN_VR; r++) acc[r] = 0.0f;
+        for (int64_t j = 0; j < p.sk; j++) {
+            float s = kc_attn_score(qr, kb + j * p.k_st[2], mb ? mb + j * p.m_st[3] : NULL, p,
+                                    lane);
+            float w = expf(s - m) * inv;
+            const T *vr = vb + j * p.v_st[2];
+            for (int r = 0; r < KC_ATTN_VR; r++) {
+                int64_t t = t0 + lane + r * KC_WARP;
+                if (t < p.dv) acc[r] += w * (float)vr[t * p.v_st[3]];
+            }
+        }
+        for (int r = 0; r < KC_ATTN_VR; r++) {
+            int64_t t = t0 + lane + r * KC_WARP;
+            if (t < p.dv) yr[t * p.y_st[3]] = (T)acc[r];
+        }
+    }
+}
+
+/* ---- one thread per query row, head sizes up to KC_ATTN_MAX_D ---- */
+
+/* A block of KC_ATTN_TROWS threads takes as many query rows of one (batch, head); each keeps
+ * its row of Q (scaled) and its output row in registers and walks the keys of tiles staged in
+ * shared memory (every thread reads the same key at once: broadcasts), with the online
+ * softmax: the accumulators are rescaled only when a score exceeds the running maximum. */
+template <typename T, int D, int DV>
+__global__ void __launch_bounds__(KC_ATTN_TROWS)
+kc_attn_thread_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAttn p) {
+    __shared__ __align__(16) float sk[KC_ATTN_TKEYS][D];
+    __shared__ __align__(16) float sv[KC_ATTN_TKEYS][DV];
+    const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
+    const int64_t i = (int64_t)blockIdx.x * KC_ATTN_TROWS + threadIdx.x;
+    const bool live = i < p.sq;
+    const T *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
+    const T *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
+    const T *mr = mask && live ? mask + bb * p.m_st[0] + hh * p.m_st[1] + i * p.m_st[2] : NULL;
+    const float sc = p.scale * KC_ATTN_LOG2E; /* scores in log2 units: exp2f below */
+    float qr[D], o[DV];
+    if (live) {
+        const T *qp = q + bb * p.q_st[0] + hh * p.q_st[1] + i * p.q_st[2];
+#pragma unroll
+        for (int t = 0; t < D; t++) qr[t] = (float)qp[t * p.q_st[3]] * sc;
+    } else {
+#pragma unroll
+        for (int t = 0; t < D; t++) qr[t] = 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < DV; t++) o[t] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t k0 = 0; k0 < p.sk; k0 += KC_ATTN_TKEYS) {
+        __syncthreads(); /* the previous tile is consumed */
+        for (int c = threadIdx.x; c < KC_ATTN_TKEYS * D; c += KC_ATTN_TROWS) {
+            int64_t key = k0 + c / D;
+            sk[c / D][c % D] = key < p.sk ? (float)kb[key * p.k_st[2] + (c % D) * p.k_st[3]] : 0.0f;
+        }
+        for (int c = threadIdx.x; c < KC_ATTN_TKEYS * DV; c += KC_ATTN_TROWS) {
+            int64_t key = k0 + c / DV;
+            sv[c / DV][c % DV] =
+                key < p.sk ? (float)vb[key * p.v_st[2] + (c % DV) * p.v_st[3]] : 0.0f;
+        }
+        __syncthreads();
+        int nk = p.sk - k0 < KC_ATTN_TKEYS ? (int)(p.sk - k0) : KC_ATTN_TKEYS;
+        for (int j = 0; j < nk; j++) {
+            float s = 0.0f;
+#pragma unroll
+            for (int t = 0; t < D; t++) s += qr[t] * sk[j][t];
+            if (mr) s += (float)mr[(k0 + j) * p.m_st[3]] * KC_ATTN_LOG2E;
+            if (s > m) { /* a new maximum: rescale what was summed so far */
+                float a = exp2f(m - s);
+                l *= a;
+#pragma unroll
+                for (int t = 0; t < DV; t++) o[t] *= a;
+                m = s;
+            }
+            float w = m == -INFINITY ? 0.0f : exp2f(s - m); /* only -inf so far: adds 0 */
+            l += w;
+#pragma unroll
+            for (int t = 0; t < DV; t++) o[t] += w * sv[j][t];
+        }
+    }
+    if (!live) return;
+    /* rows of -inf only: NaN, as the unfused softmax gives */
+    float inv = m == -INFINITY ? NAN : 1.0f / l;
+    T *yr = y + bb * p.y_st[0] + hh * p.y_st[1] + i * p.y_st[2];
+#pragma unroll
+    for (int t = 0; t < DV; t++) yr[t * p.y_st[3]] = (T)(o[t] * inv);
+}
+
+/* ---- flash attention on tensor cores (float16) ---- */
+
+static __device__ __forceinline__ uint32_t kc_attn_pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+static __device__ __forceinline__ uint32_t kc_attn_pack_h(__half lo, __half hi) {
+    return (uint32_t)__half_as_ushort(lo) | ((uint32_t)__half_as_ushort(hi) << 16);
+}
+
+/* c += a b: a 16x16 (row), b 16x8 (col) float16, c 16x8 float32 */
+static __device__ __forceinline__ void kc_attn_mma(float c[4], const uint32_t a[4], uint32_t b0,
+                                                   uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)c, (void)a, (void)b0, (void)b1; /* never launched below sm_80 (kc_attention) */
+#endif
+}
+
+/* 16 bytes global -> shared without a register stop (cp.async, sm_80+); zeros where !in
+ * (src is then not read). */
+static __device__ __forceinline__ void kc_attn_cp16(void *dst, const void *src, bool in) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src),
+                 "r"(in ? 16 : 0));
+#else
+    (void)dst, (void)src, (void)in;
+#endif
+}
+
+static __device__ __forceinline__ void kc_attn_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N>
+static __device__ __forceinline__ void kc_attn_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* Fragment layouts of m16n8k16 (PTX ISA): lane = 4 g + t; A: registers 0-3 hold
+ * (row g, cols 2t..2t+1), (row g+8, cols 2t..), (row g, cols 2t+8..), (row g+8, cols 2t+8..);
+ * B: (k 2t..2t+1, col g), (k 2t+8.., col g); C: (row g, cols 2t, 2t+1), (row g+8, same). */
+template <int D, int NW>
+__global__ void __launch_bounds__(NW * 32, NW == 4 ? (D <= 64 ? 4 : 2) : 8)
+kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __half *mask,
+                  __half *y, KcAttn p) {
+    /* two stages where they fit the 48 KiB of static shared memory: the next tile's copy
+     * (cp.async) runs while this one is computed */
+    const int STAGES = D <= 64 ? 2 : 1;
+    __shared__ __align__(16) __half sks[STAGES][KC_ATTN_BN][D + 8]; /* +8: no bank conflicts */
+    __shared__ __align__(16) __half svs[STAGES][KC_ATTN_BN][D + 8];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
+    const __half *qb = q + bb * p.q_st[0] + hh * p.q_st[1];
+    const __half *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
+    const __half *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
+    const __half *mb = mask ? mask + bb * p.m_st[0] + hh * p.m_st[1] : NULL;
+    __half *yb = y + bb * p.y_st[0] + hh * p.y_st[1];
+    const int64_t r0 = (int64_t)blockIdx.x * (16 * NW) + warp * 16;
+    const int64_t rows[2] = {r0 + g, r0 + g + 8};
+    const bool live[2] = {rows[0] < p.sq, rows[1] < p.sq};
+    /* this warp's 16 rows of Q as A fragments */
+    uint32_t qa[D / 16][4];
+#pragma unroll
+    for (int kb16 = 0; kb16 < D / 16; kb16++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            int half_row = r & 1, col = kb16 * 16 + 2 * t + (r >> 1) * 8;
+            qa[kb16][r] = live[half_row] ? *reinterpret_cast<const uint32_t *>(
+                                               qb + rows[half_row] * p.q_st[2] + col)
+                                         : 0u;
+        }
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[n][e] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    const float sc = p.scale * KC_ATTN_LOG2E; /* scores in log2 units: exp2f below */
+    /* K and V rows k0.. into stage st; keys past the end read as zeros */
+    auto stage = [&](int64_t k0, int st) {
+        for (int c = threadIdx.x; c < KC_ATTN_BN * (D / 8); c += NW * 32) {
+            int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            int64_t key = k0 + r;
+            bool in = key < p.sk;
+            kc_attn_cp16(&sks[st][r][col], in ? kb + key * p.k_st[2] + col : kb, in);
+            kc_attn_cp16(&svs[st][r][col], in ? vb + key * p.v_st[2] + col : vb, in);
+        }
+        kc_attn_commit();
+    };
+    if (STAGES == 2) stage(0, 0);
+    int tile = 0;
+    for (int64_t k0 = 0; k0 < p.sk; k0 += KC_ATTN_BN, tile++) {
+        const int st = tile % STAGES;
+        if (STAGES == 2) { /* tile + 1 into the other stage (an empty group past the end) */
+            if (k0 + KC_ATTN_BN < p.sk) stage(k0 + KC_ATTN_BN, 1 - st);
+            else kc_attn_commit();
+            kc_attn_wait<1>();
+        } else {
+            stage(k0, 0);
+            kc_attn_wait<0>();
+        }
+        __syncthreads(); /* every thread's copies of this tile have landed */
+        __half (*sk)[D + 8] = sks[st];
+        __half (*sv)[D + 8] = svs[st];
+        float s[KC_ATTN_BN / 8][4];
+#pragma unroll
+        for (int n = 0; n < KC_ATTN_BN / 8; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+            for (int kb16 = 0; kb16 < D / 16; kb16++) {
+                const __half *kr = &sk[n * 8 + g][kb16 * 16 + 2 * t];
+                kc_attn_mma(s[n], qa[kb16], *reinterpret_cast<const uint32_t *>(kr),
+                            *reinterpret_cast<const uint32_t *>(kr + 8));
+            }
+        }
+        /* scale, mask, keys past the end; the tile's row maxima */
+        float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < KC_ATTN_BN / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int hr = e >> 1;
+                int64_t key = k0 + n * 8 + 2 * t + (e & 1);
+                float x = s[n][e] * sc;
+                if (key >= p.sk) x = -INFINITY;
+                else if (mb && live[hr])
+                    x += (float)mb[rows[hr] * p.m_st[2] + key * p.m_st[3]] * KC_ATTN_LOG2E;
+                s[n][e] = x;
+                tmax[hr] = fmaxf(tmax[hr], x);
+            }
+        float alpha[2], base[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            /* the 4 lanes of a quad hold one row */
+            tmax[hr] = fmaxf(tmax[hr], __shfl_xor_sync(0xffffffffu, tmax[hr], 1));
+            tmax[hr] = fmaxf(tmax[hr], __shfl_xor_sync(0xffffffffu, tmax[hr], 2));
+            float mn = fmaxf(m[hr], tmax[hr]);
+            base[hr] = mn == -INFINITY ? 0.0f : mn; /* only -inf so far: exp2 gives 0 */
+            alpha[hr] = exp2f(m[hr] - base[hr]);
+            m[hr] = mn;
+        }
+        float tsum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int n = 0; n < KC_ATTN_BN / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float pe = exp2f(s[n][e] - base[e >> 1]);
+                s[n][e] = pe;
+                tsum[e >> 1] += pe;
+            }
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            tsum[hr] += __shfl_xor_sync(0xffffffffu, tsum[hr], 1);
+            tsum[hr] += __shfl_xor_sync(0xffffffffu, tsum[hr], 2);
+            l[hr] = l[hr] * alpha[hr] + tsum[hr];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            o[n][0] *= alpha[0], o[n][1] *= alpha[0];
+            o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+        }
+        /* o += P V: the score accumulators of n-tiles 2j, 2j+1 are the A fragment of keys
+         * 16j..16j+15 */
+#pragma unroll
+        for (int j = 0; j < KC_ATTN_BN / 16; j++) {
+            uint32_t pa[4] = {kc_attn_pack(s[2 * j][0], s[2 * j][1]),
+                              kc_attn_pack(s[2 * j][2], s[2 * j][3]),
+                              kc_attn_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
+                              kc_attn_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+            int kr = j * 16 + 2 * t;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                int col = n * 8 + g;
+                kc_attn_mma(o[n], pa, kc_attn_pack_h(sv[kr][col], sv[kr + 1][col]),
+                            kc_attn_pack_h(sv[kr + 8][col], sv[kr + 9][col]));
+            }
+        }
+        __syncthreads(); /* this stage is consumed before the next copy into it */
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        if (!live[hr]) continue;
+        /* rows of -inf only: NaN, as the unfused softmax gives */
+        float inv = m[hr] == -INFINITY ? NAN : 1.0f / l[hr];
+        __half *yr = yb + rows[hr] * p.y_st[2];
+#pragma unroll
+        for (int n = 0; n < D / 8; n++)
+            *reinterpret_cast<__half2 *>(yr + n * 8 + 2 * t) =
+                __floats2half2_rn(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
+    }
+}
+
+/* Launches kc_attn_tc for head size D when it applies (float16, compute capability 8 or
+ * newer, 16-byte aligned operands); false otherwise. */
+template <typename T, int D>
+struct KcAttnTc {
+    static bool launch(cudaStream_t, const T *, const T *, const T *, const T *, T *,
+                       const KcAttn *) {
+        return false;
+    }
+};
+
+template <int D>
+struct KcAttnTc<__half, D> {
+    static bool launch(cudaStream_t s, const __half *q, const __half *k, const __half *v,
+                       const __half *mask, __half *y, const KcAttn *p) {
+        int dev = 0, major = 0, sms = 1;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) !=
+                cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return false;
+        uintptr_t bits = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)y;
+        if (major < 8 || (bits & 15) != 0) return false;
+        int64_t heads = p->b * p->h;
+        /* four warps (64 rows) a block where that still gives every SM two blocks */
+        int64_t big = (p->sq + 63) / 64 * heads;
+        if (big >= 2 * (int64_t)sms)
+            kc_attn_tc_kernel<D, 4><<<dim3((unsigned)((p->sq + 63) / 64), (unsigned)heads),
+                                      128, 0, s>>>(q, k, v, mask, y, *p);
+        else
+            kc_attn_tc_kernel<D, 1><<<dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads),
+                                      32, 0, s>>>(q, k, v, mask, y, *p);
+        return true;
+    }
+};
+
+template <>
+struct KcAttnTc<__half, 0> {
+    static bool launch(cudaStream_t, const __half *, const __half *, const __half *,
+                       const __half *, __half *, const KcAttn *) {
+        return false;
+    }
+};
+
+/* FusedAttention: TC (the emitter's compile-time verdict: float16, D = DV in 16s, unit inner
+ * strides, row strides in eights) tries the tensor-core kernel; D, DV (0: over
+ * KC_ATTN_MAX_D) select the thread-per-row kernel; else one warp per row. */
+template <typename T, bool TC, int D, int DV>
+static inline int kc_attention(cudaStream_t s, const T *q, const T *k, const T *v,
+                               const T *mask, T *y, const KcAttn *p) {
+    int64_t rows = p->b * p->h * p->sq, heads = p->b * p->h;
+    if (rows <= 0 || p->dv <= 0) return KC_OK;
+    if (heads > 65535) return KC_ERR_SHAPE; /* grid y: the emitter refuses these */
+    if (TC && KcAttnTc<T, TC ? D : 0>::launch(s, q, k, v, mask, y, p)) {
+    } else if (D > 0 && DV > 0) {
+        kc_attn_thread_kernel<T, D ? D : 1, DV ? DV : 1>
+            <<<dim3((unsigned)((p->sq + KC_ATTN_TROWS - 1) / KC_ATTN_TROWS), (unsigned)heads),
+               KC_ATTN_TROWS, 0, s>>>(q, k, v, mask, y, *p);
+    } else {
+        int64_t blocks = (rows + KC_ATTN_WARPS - 1) / KC_ATTN_WARPS;
+        if (blocks > INT32_MAX) return KC_ERR_SHAPE;
+        kc_attn_rows_kernel<T><<<(unsigned)blocks, KC_ATTN_WARPS * KC_WARP, 0, s>>>(
+            q, k, v, mask, y, *p, rows);
+    }
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+#endif

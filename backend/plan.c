@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend/plan.h"
+#include "ir/geom.h"
 #include "runtime/rt_data.h"
 
 void plan_copy(PlanCopy *c, int rank, const int64_t *dims, const int64_t *ys, int64_t yoff,
@@ -259,6 +260,65 @@ bool plan_gemm(const IrNode *n, const IrType *ta, const IrType *tb, const IrType
         p->has_c = true;
         p->beta = 1.0;
         p->c_rs = 0, p->c_cs = 1;
+    }
+    return true;
+}
+
+/* ---- packed fp32 convolution weights (plan.h, runtime/rt_pgemm.h) ---- */
+
+/* Whether Conv/FusedConv n runs on the packed GEMM: channels-last f32, constant RSCK
+ * weights, not depthwise, taps and (where padding is read) channels within the runtime's
+ * bounds. */
+static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
+    if ((n->op != IR_OP_CONV && n->op != IR_OP_FUSED_CONV) || n->n_inputs < 2) return false;
+    const IrValue *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+    if (x->type.layout != IR_LAYOUT_NHWC || x->type.dtype != IR_DTYPE_F32 ||
+        x->type.rank != 4 || w->kind != IR_VALUE_CONST || !w->tensor ||
+        w->tensor->dtype != IR_DTYPE_F32 || w->type.rank != 4)
+        return false;
+    const char *why;
+    if (!ir_conv_attrs(n, 2, NULL, a, &why) || a->group < 1) return false;
+    const int64_t *d = w->type.dims; /* (KH, KW, C/group, M) */
+    int64_t taps = d[0] * d[1], cg = d[2], M = d[3];
+    if (taps < 1 || taps > PLAN_PGEMM_MAX_TAPS || cg < 1 || M % a->group != 0 ||
+        x->type.dims[3] != cg * a->group)
+        return false;
+    if (cg == 1 && a->group > 1) return false; /* depthwise: its own kernel */
+    bool pads = a->auto_pad == IR_AUTO_PAD_SAME_UPPER || a->auto_pad == IR_AUTO_PAD_SAME_LOWER;
+    for (int i = 0; i < 4; i++) pads |= a->pads[i] != 0;
+    return !pads || cg <= PLAN_PGEMM_ZERO;
+}
+
+bool plan_pack_conv_weights(IrGraph *g, Diag *d) {
+    (void)d;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrConvAttrs a;
+        if (g->nodes[i].dead || !pack_conv_fits(g, &g->nodes[i], &a)) continue;
+        uint32_t w = g->nodes[i].inputs[1];
+        const IrTensor *t = g->values[w].tensor;
+        const float *src = t->data;
+        int64_t KH = t->dims[0], KW = t->dims[1], cg = t->dims[2], M = t->dims[3];
+        int64_t G = a.group, mg = M / G, np = (mg + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
+        int64_t K = KH * KW * cg;
+        int64_t dims[PLAN_PGEMM_RANK] = {G, np, KH, KW, cg, PLAN_PGEMM_NR};
+        char name[256];
+        snprintf(name, sizeof name, "%s.packed", g->values[w].name ? g->values[w].name : "w");
+        IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
+        pt->name = ir_arena_strdup(g->arena, name);
+        float *o = pt->data;
+        for (int64_t gi = 0; gi < G; gi++)
+            for (int64_t p = 0; p < np; p++)
+                for (int64_t k = 0; k < K; k++)
+                    for (int64_t j = 0; j < PLAN_PGEMM_NR; j++) {
+                        int64_t col = p * PLAN_PGEMM_NR + j;
+                        o[((gi * np + p) * K + k) * PLAN_PGEMM_NR + j] =
+                            col < mg ? src[k * M + gi * mg + col] : 0.0f;
+                    }
+        IrType ty = ir_type_tensor(IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
+        uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+        g->values[v].tensor = pt;
+        g->values[v].producer = IR_NONE;
+        g->nodes[i].inputs[1] = v;
     }
     return true;
 }

@@ -1,0 +1,261 @@
+/* rt_pgemm.h: the fp32 GEMM microkernel under channels-last convolutions (1x1 as a plain
+ * GEMM, KxK as an indirect GEMM): register-blocked tiles of output pixels x output channels
+ * over weights that the compiler packed once (backend/plan.c, plan_pack_weights).
+ *
+ * Packed weights: per group g and panel p of RT_PGEMM_NR = 16 output channels (n0 = p*16),
+ * the reduction runs over k = tap*cg + c (tap = kh*KW + kw, c < cg = C/group), one row of
+ * 16 floats per k:
+ *     wp[((g*NP + p)*taps*cg + k)*16 + j] = w[kh][kw][c][g*mg + n0 + j]   (0 past mg)
+ * so the reduction of one panel is one contiguous stream. 16 columns serve every path: one
+ * zmm (AVX-512 takes two panels per tile), two ymm (AVX2), four NEON q registers; a bundle
+ * built for another ISA reads the same blob.
+ *
+ * Activations arrive as a table of row pointers per tap and tile row (indirect convolution,
+ * as XNNPACK's: no im2col buffer): row r of tap t reads x at its input pixel, or the static
+ * zero row where the tap falls in the padding.
+ *
+ * Paths, chosen by the compiler's macros when the bundle is built (never at run time):
+ * AVX-512F (14 rows x 32 columns: 28 zmm accumulators, 2 weight loads and 14 broadcasts per
+ * 28 FMAs), AVX2+FMA (6 x 16: 12 ymm accumulators, 2 weight loads and 6 broadcasts per 12
+ * FMAs), AArch64 NEON (6 x 16: 24 q accumulators of 32 registers), portable C (4 x 16,
+ * plain loops that compilers vectorize). RT_PGEMM_PORTABLE forces the portable path.
+ * Floor: P pixels x M channels x K = taps*cg reduction is P*M*K FMAs; one core of 2 FMA
+ * pipes does 2 x lanes FMAs a cycle (AVX2: 16, AVX-512: 32). C99. */
+#ifndef KILN_RT_PGEMM_H
+#define KILN_RT_PGEMM_H
+
+#include "rt_act.h"
+#include "rt_common.h"
+#include "rt_conv.h"
+
+#if defined(__AVX512F__) && !defined(RT_PGEMM_PORTABLE) && !defined(__CUDACC__)
+#define RT_PGEMM_ISA "avx512"
+#define RT_PGEMM_AVX512 1
+#define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
+#define RT_PGEMM_NP 2  /* panels per tile */
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
+    !defined(__CUDACC__)
+#define RT_PGEMM_ISA "avx2"
+#define RT_PGEMM_AVX2 1
+#define RT_PGEMM_MR 6 /* 6 x 2 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of 16 */
+#define RT_PGEMM_NP 1
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(RT_PGEMM_PORTABLE)
+#define RT_PGEMM_ISA "neon"
+#define RT_PGEMM_NEON 1
+#define RT_PGEMM_MR 6 /* 6 x 4 q accumulators + 4 weight vectors = 28 of 32 */
+#define RT_PGEMM_NP 1
+#include <arm_neon.h>
+#else
+#define RT_PGEMM_ISA "portable"
+#define RT_PGEMM_MR 4 /* 4 x 16 accumulators: 16 SSE registers when vectorized */
+#define RT_PGEMM_NP 1
+#endif
+
+#define RT_PGEMM_NR 16                          /* output channels per packed panel */
+#define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
+#define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
+#define RT_PGEMM_ZERO 1024    /* channels per group that a padded tap may read: the zero row */
+#define RT_PGEMM_L2_BYTES 262144 /* packed weights kept hot while a block of pixels streams */
+
+/* The row that padded taps read (cg <= RT_PGEMM_ZERO floats; the compiler checks). */
+static const float rt_pgemm_zero[RT_PGEMM_ZERO] = {0.0f};
+
+/* One tile: c[r][j] = init[j] + sum over taps t, c < kc of a[t*MR + r][c] * b[t*b_tap +
+ * c*16 + j] (j < 16), and the same for the second panel at b + b_panel (AVX-512). a: taps x
+ * RT_PGEMM_MR row pointers (rows past the tile's point at a valid row); init: RT_PGEMM_NT
+ * floats; c: RT_PGEMM_MR rows of RT_PGEMM_NT floats, ldc apart. */
+RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
+                              int64_t b_tap, int64_t b_panel, const float *init, float *c,
+                              int64_t ldc) {
+    int64_t t, k;
+#if defined(RT_PGEMM_AVX512)
+    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
+    int r;
+    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
+    for (r = 0; r < RT_PGEMM_MR; r++) {
+        c0[r] = i0;
+        c1[r] = i1;
+    }
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
+        for (k = 0; k < kc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const __m512 v = _mm512_set1_ps(at[r][k]);
+                c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);
+                c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);
+            }
+        }
+    }
+    for (r = 0; r < RT_PGEMM_MR; r++) {
+        _mm512_storeu_ps(c + r * ldc, c0[r]);
+        _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+    }
+    (void)b_panel;
+#elif defined(RT_PGEMM_AVX2)
+    /* the 12 accumulators are named so that no compiler spills them through an array */
+    const __m256 i0 = _mm256_loadu_ps(init), i1 = _mm256_loadu_ps(init + 8);
+    __m256 c00 = i0, c01 = i1, c10 = i0, c11 = i1, c20 = i0, c21 = i1;
+    __m256 c30 = i0, c31 = i1, c40 = i0, c41 = i1, c50 = i0, c51 = i1;
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4];
+        const float *a5 = at[5], *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const __m256 w0 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR);
+            const __m256 w1 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR + 8);
+            __m256 v = _mm256_broadcast_ss(a0 + k);
+            c00 = _mm256_fmadd_ps(v, w0, c00);
+            c01 = _mm256_fmadd_ps(v, w1, c01);
+            v = _mm256_broadcast_ss(a1 + k);
+            c10 = _mm256_fmadd_ps(v, w0, c10);
+            c11 = _mm256_fmadd_ps(v, w1, c11);
+            v = _mm256_broadcast_ss(a2 + k);
+            c20 = _mm256_fmadd_ps(v, w0, c20);
+            c21 = _mm256_fmadd_ps(v, w1, c21);
+            v = _mm256_broadcast_ss(a3 + k);
+            c30 = _mm256_fmadd_ps(v, w0, c30);
+            c31 = _mm256_fmadd_ps(v, w1, c31);
+            v = _mm256_broadcast_ss(a4 + k);
+            c40 = _mm256_fmadd_ps(v, w0, c40);
+            c41 = _mm256_fmadd_ps(v, w1, c41);
+            v = _mm256_broadcast_ss(a5 + k);
+            c50 = _mm256_fmadd_ps(v, w0, c50);
+            c51 = _mm256_fmadd_ps(v, w1, c51);
+        }
+    }
+    _mm256_storeu_ps(c, c00);
+    _mm256_storeu_ps(c + 8, c01);
+    _mm256_storeu_ps(c + ldc, c10);
+    _mm256_storeu_ps(c + ldc + 8, c11);
+    _mm256_storeu_ps(c + 2 * ldc, c20);
+    _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+    _mm256_storeu_ps(c + 3 * ldc, c30);
+    _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+    _mm256_storeu_ps(c + 4 * ldc, c40);
+    _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+    _mm256_storeu_ps(c + 5 * ldc, c50);
+    _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+    (void)b_panel;
+#elif defined(RT_PGEMM_NEON)
+    float32x4_t acc[RT_PGEMM_MR][4];
+    int r, q;
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (q = 0; q < 4; q++) acc[r][q] = vld1q_f32(init + 4 * q);
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const float32x4_t w0 = vld1q_f32(bt + k * RT_PGEMM_NR);
+            const float32x4_t w1 = vld1q_f32(bt + k * RT_PGEMM_NR + 4);
+            const float32x4_t w2 = vld1q_f32(bt + k * RT_PGEMM_NR + 8);
+            const float32x4_t w3 = vld1q_f32(bt + k * RT_PGEMM_NR + 12);
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const float v = at[r][k];
+                acc[r][0] = vfmaq_n_f32(acc[r][0], w0, v);
+                acc[r][1] = vfmaq_n_f32(acc[r][1], w1, v);
+                acc[r][2] = vfmaq_n_f32(acc[r][2], w2, v);
+                acc[r][3] = vfmaq_n_f32(acc[r][3], w3, v);
+            }
+        }
+    }
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (q = 0; q < 4; q++) vst1q_f32(c + r * ldc + 4 * q, acc[r][q]);
+    (void)b_panel;
+#else
+    float acc[RT_PGEMM_MR][RT_PGEMM_NR];
+    int r, j;
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] = init[j];
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const float *restrict w = bt + k * RT_PGEMM_NR;
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const float v = at[r][k];
+                for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] += v * w[j];
+            }
+        }
+    }
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (j = 0; j < RT_PGEMM_NR; j++) c[r * ldc + j] = acc[r][j];
+    (void)b_panel;
+#endif
+}
+
+/* x: (N,H,W,C), wp: packed as above (G, NP, KH*KW*C/group, 16), b: (M) or NULL, r:
+ * (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
+ * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS,
+ * and C/group <= RT_PGEMM_ZERO when a tap can fall in the padding.
+ * Loop order: panels in blocks whose weights fit RT_PGEMM_L2_BYTES, then tiles of
+ * RT_PGEMM_MR output pixels (any row of the image: pixels are flattened), then the block's
+ * panels, RT_PGEMM_NP at a time, so a tile's input rows stay in L1 across the block and the
+ * block's weights in L2 across the image. The epilogue (residual, activation) runs on
+ * each tile as it is stored. */
+RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act) {
+    const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
+    const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+    const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
+    const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
+    const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
+    int64_t nb = RT_PGEMM_L2_BYTES / (panel * (int64_t)sizeof(float));
+    const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR];
+    float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT];
+    int64_t n, grp, jb, p0;
+    nb = nb < RT_PGEMM_NP ? RT_PGEMM_NP : nb - nb % RT_PGEMM_NP;
+    for (n = 0; n < g->n; n++)
+        for (grp = 0; grp < G; grp++)
+            for (jb = 0; jb < np; jb += nb) {
+                const int64_t jb_end = jb + nb < np ? jb + nb : np;
+                for (p0 = 0; p0 < P; p0 += RT_PGEMM_MR) {
+                    const int64_t rows = P - p0 < RT_PGEMM_MR ? P - p0 : RT_PGEMM_MR;
+                    int64_t i, kh, kw, j0;
+                    for (i = 0; i < RT_PGEMM_MR; i++) {
+                        const int64_t pix = p0 + (i < rows ? i : 0);
+                        const int64_t oh = pix / OW, ow = pix % OW;
+                        for (kh = 0; kh < KH; kh++) {
+                            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+                            for (kw = 0; kw < KW; kw++) {
+                                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                                const int64_t t = kh * KW + kw;
+                                ind[t * RT_PGEMM_MR + i] =
+                                    ih < 0 || ih >= H || iw < 0 || iw >= W
+                                        ? rt_pgemm_zero
+                                        : x + ((n * H + ih) * W + iw) * C + grp * cg;
+                            }
+                        }
+                    }
+                    for (j0 = jb; j0 < jb_end; j0 += RT_PGEMM_NP) {
+                        /* the tile's columns of this group: [c0, c0 + cols) */
+                        const int64_t c0 = j0 * RT_PGEMM_NR;
+                        const int64_t cols = mg - c0 < RT_PGEMM_NT ? mg - c0 : RT_PGEMM_NT;
+                        const int64_t mo = grp * mg + c0;
+                        const float *bp = wp + (grp * np + j0) * panel;
+                        /* a missing second panel repeats the first: its columns are not kept */
+                        const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                        float *yt = y + (n * P + p0) * M + mo;
+                        const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
+                        int64_t i2, j;
+                        for (j = 0; j < RT_PGEMM_NT; j++) init[j] = b && j < cols ? b[mo + j] : 0.0f;
+                        rt_pgemm_tile_f32(taps, cg, ind, bp, cg * RT_PGEMM_NR, b_panel, init,
+                                          direct ? yt : tile, direct ? M : RT_PGEMM_NT);
+                        if (!direct)
+                            for (i2 = 0; i2 < rows; i2++)
+                                for (j = 0; j < cols; j++)
+                                    yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
+                        if (act || r)
+                            for (i2 = 0; i2 < rows; i2++)
+                                rt_act_row_f32(yt + i2 * M, r ? r + (yt - y) + i2 * M : NULL,
+                                               cols, act ? act : &no_act);
+                    }
+                }
+            }
+}
+
+#endif

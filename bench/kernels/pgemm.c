@@ -1,8 +1,10 @@
 /* Kernel lab of runtime/rt_pgemm.h: times the fp32 packed-GEMM convolution driver alone on
  * ResNet-50's and MobileNetV2's convolution shapes and prints GFLOP/s beside one core's fp32
  * peak (2 FMA pipes x lanes x 2 flops x clock). The clock is measured here: a chain of
- * dependent integer adds runs one a cycle. Median of RUNS. Build and run:
+ * dependent integer adds runs one a cycle. Median of RUNS. Every shape is first checked
+ * against a naive loop in double (a wrong kernel stops the run). Build and run:
  *   cc -O3 -march=native -I. bench/kernels/pgemm.c -o /tmp/pgemm -lm && /tmp/pgemm */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,27 @@ int main(void) {
         RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
         double t[RUNS];
         rt_pconv_nhwc_f32(x, w, b, NULL, y, &g, &relu);
+        for (int64_t oh = 0; oh < g.out[1]; oh++) /* w[p][k][j] is output channel p*16+j */
+            for (int64_t ow = 0; ow < g.out[2]; ow++)
+                for (int64_t m = 0; m < s->m; m++) {
+                    double acc = b[m];
+                    for (int64_t kh = 0; kh < s->k; kh++)
+                        for (int64_t kw = 0; kw < s->k; kw++) {
+                            int64_t ih = oh * s->s - g.pad[1] + kh, iw = ow * s->s - g.pad[2] + kw;
+                            if (ih < 0 || ih >= s->hw || iw < 0 || iw >= s->hw) continue;
+                            for (int64_t c = 0; c < s->c; c++)
+                                acc += (double)x[(ih * s->hw + iw) * s->c + c] *
+                                       w[((m / RT_PGEMM_NR) * K + (kh * s->k + kw) * s->c + c) *
+                                             RT_PGEMM_NR + m % RT_PGEMM_NR];
+                        }
+                    acc = acc < 0 ? 0 : acc;
+                    double got = y[(oh * g.out[2] + ow) * s->m + m];
+                    if (fabs(got - acc) > 1e-4 * (1 + fabs(acc))) {
+                        printf("%s: WRONG at (%lld,%lld,%lld): %g, want %g\n", s->name,
+                               (long long)oh, (long long)ow, (long long)m, got, acc);
+                        return 1;
+                    }
+                }
         for (int r = 0; r < RUNS; r++) {
             double t0 = now_s();
             rt_pconv_nhwc_f32(x, w, b, NULL, y, &g, &relu);

@@ -62,13 +62,29 @@
 /* The row that padded taps read (cg <= RT_PGEMM_ZERO floats; the compiler checks). */
 static const float rt_pgemm_zero[RT_PGEMM_ZERO] = {0.0f};
 
-/* One tile: c[r][j] = init[j] + sum over taps t, c < kc of a[t*MR + r][c] * b[t*b_tap +
- * c*16 + j] (j < 16), and the same for the second panel at b + b_panel (AVX-512). a: taps x
- * RT_PGEMM_MR row pointers (rows past the tile's point at a valid row); init: RT_PGEMM_NT
- * floats; c: RT_PGEMM_MR rows of RT_PGEMM_NT floats, ldc apart. */
+#if defined(RT_PGEMM_AVX512)
+/* c[0..16) = min(max(v + res[0..16), lo), hi) (res NULL: no residual) */
+RT_API void rt_pgemm_st16(float *c, __m512 v, const float *res, __m512 lo, __m512 hi) {
+    if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res));
+    _mm512_storeu_ps(c, _mm512_min_ps(hi, _mm512_max_ps(lo, v))); /* NaN passes */
+}
+#elif defined(RT_PGEMM_AVX2)
+/* c[0..8) = min(max(v + res[0..8), lo), hi) (res NULL: no residual) */
+RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256 hi) {
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
+    _mm256_storeu_ps(c, _mm256_min_ps(hi, _mm256_max_ps(lo, v))); /* NaN passes */
+}
+#endif
+
+/* One tile: c[r][j] = min(max(init[j] + sum over taps t, k < kc of a[t*MR + r][k] *
+ * b[t*b_tap + k*16 + j] + res[r][j], lo), hi) (j < 16), and the same for the second panel
+ * at b + b_panel (AVX-512). a: taps x RT_PGEMM_MR row pointers (rows past the tile's point
+ * at a valid row); init: RT_PGEMM_NT floats; c, res (NULL: none): RT_PGEMM_MR rows of
+ * RT_PGEMM_NT floats, ldc apart. The clamp is ReLU's and Clip's epilogue (lo -inf and hi
+ * +inf: none). */
 RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
                               int64_t b_tap, int64_t b_panel, const float *init, float *c,
-                              int64_t ldc) {
+                              int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
     __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
@@ -91,9 +107,12 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
             }
         }
     }
-    for (r = 0; r < RT_PGEMM_MR; r++) {
-        _mm512_storeu_ps(c + r * ldc, c0[r]);
-        _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+    {
+        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+        for (r = 0; r < RT_PGEMM_MR; r++) {
+            rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
+            rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo, vhi);
+        }
     }
     (void)b_panel;
 #elif defined(RT_PGEMM_AVX2)
@@ -128,18 +147,24 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
             c51 = _mm256_fmadd_ps(v, w1, c51);
         }
     }
-    _mm256_storeu_ps(c, c00);
-    _mm256_storeu_ps(c + 8, c01);
-    _mm256_storeu_ps(c + ldc, c10);
-    _mm256_storeu_ps(c + ldc + 8, c11);
-    _mm256_storeu_ps(c + 2 * ldc, c20);
-    _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-    _mm256_storeu_ps(c + 3 * ldc, c30);
-    _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-    _mm256_storeu_ps(c + 4 * ldc, c40);
-    _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-    _mm256_storeu_ps(c + 5 * ldc, c50);
-    _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+    {
+        const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+        const float *r0 = res, *r1 = res ? res + ldc : res, *r2 = res ? res + 2 * ldc : res;
+        const float *r3 = res ? res + 3 * ldc : res, *r4 = res ? res + 4 * ldc : res;
+        const float *r5 = res ? res + 5 * ldc : res;
+        rt_pgemm_st8(c, c00, r0, vlo, vhi);
+        rt_pgemm_st8(c + 8, c01, r0 ? r0 + 8 : r0, vlo, vhi);
+        rt_pgemm_st8(c + ldc, c10, r1, vlo, vhi);
+        rt_pgemm_st8(c + ldc + 8, c11, r1 ? r1 + 8 : r1, vlo, vhi);
+        rt_pgemm_st8(c + 2 * ldc, c20, r2, vlo, vhi);
+        rt_pgemm_st8(c + 2 * ldc + 8, c21, r2 ? r2 + 8 : r2, vlo, vhi);
+        rt_pgemm_st8(c + 3 * ldc, c30, r3, vlo, vhi);
+        rt_pgemm_st8(c + 3 * ldc + 8, c31, r3 ? r3 + 8 : r3, vlo, vhi);
+        rt_pgemm_st8(c + 4 * ldc, c40, r4, vlo, vhi);
+        rt_pgemm_st8(c + 4 * ldc + 8, c41, r4 ? r4 + 8 : r4, vlo, vhi);
+        rt_pgemm_st8(c + 5 * ldc, c50, r5, vlo, vhi);
+        rt_pgemm_st8(c + 5 * ldc + 8, c51, r5 ? r5 + 8 : r5, vlo, vhi);
+    }
     (void)b_panel;
 #elif defined(RT_PGEMM_NEON)
     float32x4_t acc[RT_PGEMM_MR][4];
@@ -163,8 +188,15 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
             }
         }
     }
-    for (r = 0; r < RT_PGEMM_MR; r++)
-        for (q = 0; q < 4; q++) vst1q_f32(c + r * ldc + 4 * q, acc[r][q]);
+    {
+        const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi);
+        for (r = 0; r < RT_PGEMM_MR; r++)
+            for (q = 0; q < 4; q++) {
+                float32x4_t v = acc[r][q];
+                if (res) v = vaddq_f32(v, vld1q_f32(res + r * ldc + 4 * q));
+                vst1q_f32(c + r * ldc + 4 * q, vminq_f32(vmaxq_f32(v, vlo), vhi));
+            }
+    }
     (void)b_panel;
 #else
     float acc[RT_PGEMM_MR][RT_PGEMM_NR];
@@ -183,7 +215,11 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
         }
     }
     for (r = 0; r < RT_PGEMM_MR; r++)
-        for (j = 0; j < RT_PGEMM_NR; j++) c[r * ldc + j] = acc[r][j];
+        for (j = 0; j < RT_PGEMM_NR; j++) {
+            float v = acc[r][j] + (res ? res[r * ldc + j] : 0.0f);
+            v = v < lo ? lo : v;
+            c[r * ldc + j] = v > hi ? hi : v;
+        }
     (void)b_panel;
 #endif
 }
@@ -195,8 +231,9 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
  * Loop order: panels in blocks whose weights fit RT_PGEMM_L2_BYTES, then tiles of
  * RT_PGEMM_MR output pixels (any row of the image: pixels are flattened), then the block's
  * panels, RT_PGEMM_NP at a time, so a tile's input rows stay in L1 across the block and the
- * block's weights in L2 across the image. The epilogue (residual, activation) runs on
- * each tile as it is stored. */
+ * block's weights in L2 across the image. The epilogue runs on each tile as it is stored:
+ * bias in the accumulators' start, residual and ReLU/Clip in registers (a full tile), other
+ * activations (and partial tiles) through rt_act_row_f32 on the stored rows. */
 RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
                               float *y, const RtConvGeom *g, const RtAct *act) {
     const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
@@ -205,6 +242,14 @@ RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, c
     const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
     const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
     int64_t nb = RT_PGEMM_L2_BYTES / (panel * (int64_t)sizeof(float));
+    /* ReLU and Clip clamp in the tile's registers; other activations run on stored rows */
+    const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
+                           act->kind == RT_ACT_CLIP;
+    const int act_rows = !act_clamps;
+    const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
+                     : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
+                                                       : -INFINITY;
+    const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
     const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR];
     float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT];
     int64_t n, grp, jb, p0;
@@ -243,12 +288,19 @@ RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, c
                         const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
                         int64_t i2, j;
                         for (j = 0; j < RT_PGEMM_NT; j++) init[j] = b && j < cols ? b[mo + j] : 0.0f;
+                        if (direct) { /* the whole epilogue in registers where it can be */
+                            rt_pgemm_tile_f32(taps, cg, ind, bp, cg * RT_PGEMM_NR, b_panel, init,
+                                              yt, M, r ? r + (yt - y) : NULL, lo, hi);
+                            if (act_rows)
+                                for (i2 = 0; i2 < rows; i2++)
+                                    rt_act_row_f32(yt + i2 * M, NULL, cols, act);
+                            continue;
+                        }
                         rt_pgemm_tile_f32(taps, cg, ind, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                          direct ? yt : tile, direct ? M : RT_PGEMM_NT);
-                        if (!direct)
-                            for (i2 = 0; i2 < rows; i2++)
-                                for (j = 0; j < cols; j++)
-                                    yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
+                                          tile, RT_PGEMM_NT, NULL, -INFINITY, INFINITY);
+                        for (i2 = 0; i2 < rows; i2++)
+                            for (j = 0; j < cols; j++)
+                                yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
                         if (act || r)
                             for (i2 = 0; i2 < rows; i2++)
                                 rt_act_row_f32(yt + i2 * M, r ? r + (yt - y) + i2 * M : NULL,

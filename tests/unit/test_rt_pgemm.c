@@ -87,6 +87,7 @@ static double *conv_ref(const float *x, const float *w, const float *b, const fl
                     int64_t at = ((n * OH + oh) * OW + ow) * g->m + m;
                     if (r) acc += r[at];
                     if (act && act->kind == RT_ACT_RELU) acc = acc < 0 ? 0 : acc;
+                    if (act && act->kind == RT_ACT_LEAKY_RELU) acc = acc < 0 ? act->alpha * acc : acc;
                     if (act && act->kind == RT_ACT_CLIP)
                         acc = acc < act->alpha ? act->alpha : acc > act->beta ? act->beta : acc;
                     y[at] = acc;
@@ -148,12 +149,39 @@ Test(rt_pgemm, matches_the_reference_for_grouped_convolutions) {
 
 Test(rt_pgemm, applies_the_bias_residual_and_activation_epilogue) {
     RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    RtAct leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0}; /* not a clamp: applied to stored rows */
     Case k = {1, 8, 40, 1, 6, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, true, &relu);
+    check_case(&k, true, true, &leaky);
+    check_case(&k, false, false, &leaky);
     check_case(&k, false, true, NULL);
     check_case(&k, true, false, &relu6);
     Case k2 = {1, 24, 33, 1, 5, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
     check_case(&k2, true, true, &relu);
+}
+
+Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {
+    say_isa();
+    rng_init();
+    Case k = {1, 4, 32, 1, 1, 2 * RT_PGEMM_MR, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    RtConvGeom g = case_geom(&k);
+    RtAct none = {RT_ACT_NONE, 0.0, 0.0}, relu = {RT_ACT_RELU, 0.0, 0.0};
+    RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    const RtAct *acts[] = {NULL, &none, &relu, &relu6};
+    int64_t pn, yn = g.out[2] * g.m;
+    float *x = rand_f32(g.in[2] * g.c), *w = rand_f32(g.c * g.m), *y = poisoned_f32(yn);
+    float *wp = pack(w, &g, &pn);
+    x[0] = NAN; /* pixel 0: every channel NaN */
+    for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
+        poison(y, yn);
+        for (int64_t i = 0; i < yn; i++) y[i] = 1.0f;
+        rt_pconv_nhwc_f32(x, wp, NULL, NULL, y, &g, acts[ai]);
+        for (int64_t m = 0; m < g.m; m++)
+            cr_assert(isnan(y[m]), "act %d: channel %lld of the NaN pixel is %g (seed %u)",
+                      (int)ai, (long long)m, (double)y[m], rng_seed);
+        cr_assert(!isnan(y[g.m]), "act %d: a NaN reached pixel 1", (int)ai);
+    }
+    free(x), free(w), free(y), free(wp);
 }
 
 Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {

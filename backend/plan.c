@@ -267,8 +267,7 @@ bool plan_gemm(const IrNode *n, const IrType *ta, const IrType *tb, const IrType
 /* ---- packed fp32 convolution weights (plan.h, runtime/rt_pgemm.h) ---- */
 
 /* Whether Conv/FusedConv n runs on the packed GEMM: channels-last f32, constant RSCK
- * weights, not depthwise, taps and (where padding is read) channels within the runtime's
- * bounds. */
+ * weights, not depthwise, at most PLAN_PGEMM_MAX_TAPS taps. */
 static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
     if ((n->op != IR_OP_CONV && n->op != IR_OP_FUSED_CONV) || n->n_inputs < 2) return false;
     const IrValue *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
@@ -283,10 +282,7 @@ static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
     if (taps < 1 || taps > PLAN_PGEMM_MAX_TAPS || cg < 1 || M % a->group != 0 ||
         x->type.dims[3] != cg * a->group)
         return false;
-    if (cg == 1 && a->group > 1) return false; /* depthwise: its own kernel */
-    bool pads = a->auto_pad == IR_AUTO_PAD_SAME_UPPER || a->auto_pad == IR_AUTO_PAD_SAME_LOWER;
-    for (int i = 0; i < 4; i++) pads |= a->pads[i] != 0;
-    return !pads || cg <= PLAN_PGEMM_ZERO;
+    return !(cg == 1 && a->group > 1); /* depthwise: its own kernel */
 }
 
 /* The constant w as (G, NP, KH, KW, cg, 16) panels of its (K, M) matrix, K = KH*KW*cg,

@@ -77,8 +77,7 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
 
 /* Packed fp32 weights (runtime/rt_pgemm.h): the C target's prepare step rewrites
  * - the constant (KH,KW,C/group,M) weights of every channels-last f32 Conv and FusedConv
- *   that the packed GEMM runs (not depthwise; at most PLAN_PGEMM_MAX_TAPS taps; C/group <=
- *   PLAN_PGEMM_ZERO where a tap can read padding), and
+ *   that the packed GEMM runs (not depthwise; at most PLAN_PGEMM_MAX_TAPS taps), and
  * - the constant 2-D B of every f32 MatMul, FusedMatMul, Gemm and FusedGemm whose A rows
  *   are contiguous (no transA; batches folded into rows), alpha 1 and C absent or a bias of
  *   (N) with beta 1 (transB is undone by the packing),
@@ -88,7 +87,6 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * The emitters tell packed weights by their rank (6). */
 #define PLAN_PGEMM_NR 16         /* = RT_PGEMM_NR: output channels per panel */
 #define PLAN_PGEMM_MAX_TAPS 64   /* = RT_PGEMM_MAX_TAPS */
-#define PLAN_PGEMM_ZERO 1024     /* = RT_PGEMM_ZERO */
 #define PLAN_PGEMM_RANK 6
 bool plan_pack_weights_f32(IrGraph *g, Diag *d);
 

@@ -56,11 +56,12 @@
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
-#define RT_PGEMM_ZERO 1024    /* channels per group that a padded tap may read: the zero row */
-#define RT_PGEMM_L2_BYTES 262144 /* packed weights kept hot while a block of pixels streams */
+#define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
+#define RT_PGEMM_MC (RT_PGEMM_MR * 16) /* pixels per block: their input rows stay in L2 */
+#define RT_PGEMM_GATHER 16 /* fewer channels than this a tap: the tile's rows are gathered */
 
-/* The row that padded taps read (cg <= RT_PGEMM_ZERO floats; the compiler checks). */
-static const float rt_pgemm_zero[RT_PGEMM_ZERO] = {0.0f};
+/* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
+static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
 
 #if defined(RT_PGEMM_AVX512)
 /* c[0..16) = min(max(v + res[0..16), lo), hi) (res NULL: no residual) */
@@ -79,20 +80,21 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 /* One tile: c[r][j] = min(max(init[j] + sum over taps t, k < kc of a[t*MR + r][k] *
  * b[t*b_tap + k*16 + j] + res[r][j], lo), hi) (j < 16), and the same for the second panel
  * at b + b_panel (AVX-512). a: taps x RT_PGEMM_MR row pointers (rows past the tile's point
- * at a valid row); init: RT_PGEMM_NT floats; c, res (NULL: none): RT_PGEMM_MR rows of
- * RT_PGEMM_NT floats, ldc apart. The clamp is ReLU's and Clip's epilogue (lo -inf and hi
+ * at a valid row); init: RT_PGEMM_NT floats, or with accum the tile's own c[r][j] (a later
+ * block of the reduction); c, res (NULL: none): RT_PGEMM_MR rows of RT_PGEMM_NT floats, ldc
+ * apart. The clamp is ReLU's and Clip's epilogue (lo -inf and hi
  * +inf: none). */
 RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
-                              int64_t b_tap, int64_t b_panel, const float *init, float *c,
-                              int64_t ldc, const float *res, float lo, float hi) {
+                              int64_t b_tap, int64_t b_panel, const float *init, int accum,
+                              float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
     __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
     int r;
     const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
     for (r = 0; r < RT_PGEMM_MR; r++) {
-        c0[r] = i0;
-        c1[r] = i1;
+        c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
+        c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
     }
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
@@ -117,9 +119,15 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
     (void)b_panel;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
-    const __m256 i0 = _mm256_loadu_ps(init), i1 = _mm256_loadu_ps(init + 8);
-    __m256 c00 = i0, c01 = i1, c10 = i0, c11 = i1, c20 = i0, c21 = i1;
-    __m256 c30 = i0, c31 = i1, c40 = i0, c41 = i1, c50 = i0, c51 = i1;
+    const float *s0 = accum ? c : init, *s1 = accum ? c + ldc : init;
+    const float *s2 = accum ? c + 2 * ldc : init, *s3 = accum ? c + 3 * ldc : init;
+    const float *s4 = accum ? c + 4 * ldc : init, *s5 = accum ? c + 5 * ldc : init;
+    __m256 c00 = _mm256_loadu_ps(s0), c01 = _mm256_loadu_ps(s0 + 8);
+    __m256 c10 = _mm256_loadu_ps(s1), c11 = _mm256_loadu_ps(s1 + 8);
+    __m256 c20 = _mm256_loadu_ps(s2), c21 = _mm256_loadu_ps(s2 + 8);
+    __m256 c30 = _mm256_loadu_ps(s3), c31 = _mm256_loadu_ps(s3 + 8);
+    __m256 c40 = _mm256_loadu_ps(s4), c41 = _mm256_loadu_ps(s4 + 8);
+    __m256 c50 = _mm256_loadu_ps(s5), c51 = _mm256_loadu_ps(s5 + 8);
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4];
@@ -170,7 +178,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
     float32x4_t acc[RT_PGEMM_MR][4];
     int r, q;
     for (r = 0; r < RT_PGEMM_MR; r++)
-        for (q = 0; q < 4; q++) acc[r][q] = vld1q_f32(init + 4 * q);
+        for (q = 0; q < 4; q++) acc[r][q] = vld1q_f32((accum ? c + r * ldc : init) + 4 * q);
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *bt = b + t * b_tap;
@@ -202,7 +210,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
     float acc[RT_PGEMM_MR][RT_PGEMM_NR];
     int r, j;
     for (r = 0; r < RT_PGEMM_MR; r++)
-        for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] = init[j];
+        for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] = accum ? c[r * ldc + j] : init[j];
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *bt = b + t * b_tap;
@@ -226,14 +234,16 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
 
 /* x: (N,H,W,C), wp: packed as above (G, NP, KH*KW*C/group, 16), b: (M) or NULL, r:
  * (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
- * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS,
- * and C/group <= RT_PGEMM_ZERO when a tap can fall in the padding.
- * Loop order: panels in blocks whose weights fit RT_PGEMM_L2_BYTES, then tiles of
- * RT_PGEMM_MR output pixels (any row of the image: pixels are flattened), then the block's
- * panels, RT_PGEMM_NP at a time, so a tile's input rows stay in L1 across the block and the
- * block's weights in L2 across the image. The epilogue runs on each tile as it is stored:
- * bias in the accumulators' start, residual and ReLU/Clip in registers (a full tile), other
- * activations (and partial tiles) through rt_act_row_f32 on the stored rows. */
+ * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
+ * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
+ * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
+ * the pixels (any row of the image: pixels are flattened) into blocks of RT_PGEMM_MC; for
+ * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
+ * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
+ * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
+ * each tile as it is stored: bias in the accumulators' start (first block), residual and
+ * ReLU/Clip in registers (a full tile), other activations (and partial tiles) through
+ * rt_act_row_f32 on the stored rows. */
 RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
                               float *y, const RtConvGeom *g, const RtAct *act) {
     const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
@@ -241,73 +251,121 @@ RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, c
     const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
     const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
     const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
-    int64_t nb = RT_PGEMM_L2_BYTES / (panel * (int64_t)sizeof(float));
+    /* reduction blocks: tb taps x cc channels */
+    const int64_t n_cc = cg >= RT_PGEMM_KC ? (cg + RT_PGEMM_KC - 1) / RT_PGEMM_KC : 1;
+    const int64_t cc = (cg + n_cc - 1) / n_cc, tb = cg >= RT_PGEMM_KC ? 1 : RT_PGEMM_KC / cg;
     /* ReLU and Clip clamp in the tile's registers; other activations run on stored rows */
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
-    const int act_rows = !act_clamps;
     const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
-    const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR];
-    float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT];
-    int64_t n, grp, jb, p0;
-    nb = nb < RT_PGEMM_NP ? RT_PGEMM_NP : nb - nb % RT_PGEMM_NP;
+    const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR], *arow[RT_PGEMM_MR];
+    float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
+    int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
+    int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
+    int64_t n, grp, t0, c0, pb, j0, p0;
     for (n = 0; n < g->n; n++)
         for (grp = 0; grp < G; grp++)
-            for (jb = 0; jb < np; jb += nb) {
-                const int64_t jb_end = jb + nb < np ? jb + nb : np;
-                for (p0 = 0; p0 < P; p0 += RT_PGEMM_MR) {
-                    const int64_t rows = P - p0 < RT_PGEMM_MR ? P - p0 : RT_PGEMM_MR;
-                    int64_t i, kh, kw, j0;
-                    for (i = 0; i < RT_PGEMM_MR; i++) {
-                        const int64_t pix = p0 + (i < rows ? i : 0);
-                        const int64_t oh = pix / OW, ow = pix % OW;
-                        for (kh = 0; kh < KH; kh++) {
-                            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
-                            for (kw = 0; kw < KW; kw++) {
-                                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
-                                const int64_t t = kh * KW + kw;
-                                ind[t * RT_PGEMM_MR + i] =
-                                    ih < 0 || ih >= H || iw < 0 || iw >= W
-                                        ? rt_pgemm_zero
-                                        : x + ((n * H + ih) * W + iw) * C + grp * cg;
+            for (t0 = 0; t0 < taps; t0 += tb)
+                for (c0 = 0; c0 < cg; c0 += cc) {
+                    const int64_t nt = taps - t0 < tb ? taps - t0 : tb;
+                    const int64_t kc = cg - c0 < cc ? cg - c0 : cc;
+                    const int first = t0 == 0 && c0 == 0;
+                    const int last = t0 + nt >= taps && c0 + kc >= cg;
+                    /* whole taps of few channels: the tile's rows are gathered (B's rows of
+                     * the block are contiguous then) */
+                    const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+                    const float *xg = x + n * H * W * C + grp * cg + c0;
+                    int64_t t;
+                    for (t = 0; t < nt; t++) {
+                        tap_h[t] = (t0 + t) / KW * g->d[1];
+                        tap_w[t] = (t0 + t) % KW * g->d[2];
+                    }
+                    /* gathering: one tile a pixel block, gathered once for all its panels */
+                    const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
+                    int64_t gathered = -1; /* the tile whose rows abuf holds */
+                    for (pb = 0; pb < P; pb += mc) {
+                        const int64_t pe = pb + mc < P ? pb + mc : P;
+                        int64_t q;
+                        for (q = pb; q < pe; q++) {
+                            pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
+                            pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
+                        }
+                        for (j0 = 0; j0 < np; j0 += RT_PGEMM_NP) {
+                            /* the tiles' columns of this group: [m0, m0 + cols) */
+                            const int64_t m0 = j0 * RT_PGEMM_NR;
+                            const int64_t cols = mg - m0 < RT_PGEMM_NT ? mg - m0 : RT_PGEMM_NT;
+                            const int64_t mo = grp * mg + m0;
+                            const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
+                            /* a missing second panel repeats the first: its columns are dropped */
+                            const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                            int64_t j;
+                            for (j = 0; j < RT_PGEMM_NT; j++)
+                                init[j] = b && j < cols ? b[mo + j] : 0.0f;
+                            for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
+                                const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
+                                const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
+                                float *yt = y + (n * P + p0) * M + mo;
+                                const float *rt = r ? r + (yt - y) : NULL;
+                                const float *const *a = ind;
+                                int64_t i, i2, nta = nt, kca = kc;
+                                for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
+                                    const int64_t qi = p0 - pb + (i < rows ? i : 0);
+                                    for (t = 0; t < nt; t++) {
+                                        const int64_t ih = pix_h[qi] + tap_h[t];
+                                        const int64_t iw = pix_w[qi] + tap_w[t];
+                                        ind[t * RT_PGEMM_MR + i] =
+                                            ih < 0 || ih >= H || iw < 0 || iw >= W
+                                                ? rt_pgemm_zero
+                                                : xg + (ih * W + iw) * C;
+                                    }
+                                }
+                                if (gather) { /* few channels a tap: one row of nt*kc per pixel */
+                                    if (gathered != p0)
+                                        for (i = 0; i < RT_PGEMM_MR; i++) {
+                                            float *dst = abuf[i];
+                                            for (t = 0; t < nt; t++) {
+                                                const float *src = ind[t * RT_PGEMM_MR + i];
+                                                int64_t c;
+                                                for (c = 0; c < kc; c++) *dst++ = src[c];
+                                            }
+                                            arow[i] = abuf[i];
+                                        }
+                                    gathered = p0;
+                                    a = arow;
+                                    nta = 1;
+                                    kca = nt * kc;
+                                }
+                                if (direct) { /* the epilogue in registers where it can be */
+                                    rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                                      init, !first, yt, M, last ? rt : NULL,
+                                                      last ? lo : -INFINITY,
+                                                      last ? hi : INFINITY);
+                                    if (last && !act_clamps)
+                                        for (i2 = 0; i2 < rows; i2++)
+                                            rt_act_row_f32(yt + i2 * M, NULL, cols, act);
+                                    continue;
+                                }
+                                if (!first)
+                                    for (i2 = 0; i2 < rows; i2++)
+                                        for (j = 0; j < cols; j++)
+                                            tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
+                                rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
+                                                  !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
+                                                  INFINITY);
+                                for (i2 = 0; i2 < rows; i2++)
+                                    for (j = 0; j < cols; j++)
+                                        yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
+                                if (last && (act || r))
+                                    for (i2 = 0; i2 < rows; i2++)
+                                        rt_act_row_f32(yt + i2 * M, rt ? rt + i2 * M : NULL, cols,
+                                                       act ? act : &no_act);
                             }
                         }
                     }
-                    for (j0 = jb; j0 < jb_end; j0 += RT_PGEMM_NP) {
-                        /* the tile's columns of this group: [c0, c0 + cols) */
-                        const int64_t c0 = j0 * RT_PGEMM_NR;
-                        const int64_t cols = mg - c0 < RT_PGEMM_NT ? mg - c0 : RT_PGEMM_NT;
-                        const int64_t mo = grp * mg + c0;
-                        const float *bp = wp + (grp * np + j0) * panel;
-                        /* a missing second panel repeats the first: its columns are not kept */
-                        const int64_t b_panel = j0 + 1 < np ? panel : 0;
-                        float *yt = y + (n * P + p0) * M + mo;
-                        const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
-                        int64_t i2, j;
-                        for (j = 0; j < RT_PGEMM_NT; j++) init[j] = b && j < cols ? b[mo + j] : 0.0f;
-                        if (direct) { /* the whole epilogue in registers where it can be */
-                            rt_pgemm_tile_f32(taps, cg, ind, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                              yt, M, r ? r + (yt - y) : NULL, lo, hi);
-                            if (act_rows)
-                                for (i2 = 0; i2 < rows; i2++)
-                                    rt_act_row_f32(yt + i2 * M, NULL, cols, act);
-                            continue;
-                        }
-                        rt_pgemm_tile_f32(taps, cg, ind, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                          tile, RT_PGEMM_NT, NULL, -INFINITY, INFINITY);
-                        for (i2 = 0; i2 < rows; i2++)
-                            for (j = 0; j < cols; j++)
-                                yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
-                        if (act || r)
-                            for (i2 = 0; i2 < rows; i2++)
-                                rt_act_row_f32(yt + i2 * M, r ? r + (yt - y) + i2 * M : NULL,
-                                               cols, act ? act : &no_act);
-                    }
                 }
-            }
 }
 
 #endif

@@ -160,6 +160,19 @@ Test(rt_pgemm, applies_the_bias_residual_and_activation_epilogue) {
     check_case(&k2, true, true, &relu);
 }
 
+Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
+    /* more pixels than a block (RT_PGEMM_MC) with a partial last tile; reductions cut into
+     * blocks of whole taps (70 channels: 3 taps a block) and into channel chunks of one tap
+     * (520 channels: 3 chunks), with the epilogue after the last block */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 70, 40, 1, 20, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, true, &relu);
+    Case k2 = {1, 520, 24, 1, 1, 2 * RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &leaky);
+    Case k3 = {1, 600, 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* 300 per group, padded */
+    check_case(&k3, true, false, &relu);
+}
+
 Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {
     say_isa();
     rng_init();

@@ -6,6 +6,7 @@
 #ifndef KILN_CROSS_CRITERION_H
 #define KILN_CROSS_CRITERION_H
 
+#include <stdbool.h> /* Criterion brings it; the tests use bool */
 #include <stdio.h>
 #include <stdlib.h>
 

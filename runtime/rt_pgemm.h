@@ -326,10 +326,16 @@ RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, c
                                     if (gathered != p0)
                                         for (i = 0; i < RT_PGEMM_MR; i++) {
                                             float *dst = abuf[i];
-                                            for (t = 0; t < nt; t++) {
+                                            /* taps whose rows follow each other in x (a
+                                             * kernel row inside the image) copy as one run */
+                                            for (t = 0; t < nt;) {
                                                 const float *src = ind[t * RT_PGEMM_MR + i];
-                                                int64_t c;
-                                                for (c = 0; c < kc; c++) *dst++ = src[c];
+                                                int64_t len = kc, c;
+                                                for (t++; t < nt && src != rt_pgemm_zero &&
+                                                          ind[t * RT_PGEMM_MR + i] == src + len;
+                                                     t++)
+                                                    len += kc;
+                                                for (c = 0; c < len; c++) *dst++ = src[c];
                                             }
                                             arow[i] = abuf[i];
                                         }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend/plan.h"
+#include "ir/geom.h"
 #include "runtime/rt_data.h"
 
 void plan_copy(PlanCopy *c, int rank, const int64_t *dims, const int64_t *ys, int64_t yoff,
@@ -259,6 +260,99 @@ bool plan_gemm(const IrNode *n, const IrType *ta, const IrType *tb, const IrType
         p->has_c = true;
         p->beta = 1.0;
         p->c_rs = 0, p->c_cs = 1;
+    }
+    return true;
+}
+
+/* ---- packed fp32 convolution weights (plan.h, runtime/rt_pgemm.h) ---- */
+
+/* Whether Conv/FusedConv n runs on the packed GEMM: channels-last f32, constant RSCK
+ * weights, not depthwise, at most PLAN_PGEMM_MAX_TAPS taps. */
+static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
+    if ((n->op != IR_OP_CONV && n->op != IR_OP_FUSED_CONV) || n->n_inputs < 2) return false;
+    const IrValue *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+    if (x->type.layout != IR_LAYOUT_NHWC || x->type.dtype != IR_DTYPE_F32 ||
+        x->type.rank != 4 || w->kind != IR_VALUE_CONST || !w->tensor ||
+        w->tensor->dtype != IR_DTYPE_F32 || w->type.rank != 4)
+        return false;
+    const char *why;
+    if (!ir_conv_attrs(n, 2, NULL, a, &why) || a->group < 1) return false;
+    const int64_t *d = w->type.dims; /* (KH, KW, C/group, M) */
+    int64_t taps = d[0] * d[1], cg = d[2], M = d[3];
+    if (taps < 1 || taps > PLAN_PGEMM_MAX_TAPS || cg < 1 || M % a->group != 0 ||
+        x->type.dims[3] != cg * a->group)
+        return false;
+    return !(cg == 1 && a->group > 1); /* depthwise: its own kernel */
+}
+
+/* The constant w as (G, NP, KH, KW, cg, 16) panels of its (K, M) matrix, K = KH*KW*cg,
+ * element (k, m) at src[k*M + m] ((M, K) at src[m*K + k] when trans); returns the new
+ * value. */
+static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, int64_t KW,
+                                int64_t cg, int64_t M, bool trans) {
+    const float *src = g->values[w].tensor->data;
+    int64_t mg = M / G, np = (mg + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR, K = KH * KW * cg;
+    int64_t dims[PLAN_PGEMM_RANK] = {G, np, KH, KW, cg, PLAN_PGEMM_NR};
+    char name[256];
+    snprintf(name, sizeof name, "%s.packed", g->values[w].name ? g->values[w].name : "w");
+    IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
+    pt->name = ir_arena_strdup(g->arena, name);
+    float *o = pt->data;
+    for (int64_t gi = 0; gi < G; gi++)
+        for (int64_t p = 0; p < np; p++)
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t j = 0; j < PLAN_PGEMM_NR; j++) {
+                    int64_t col = p * PLAN_PGEMM_NR + j, m = gi * mg + col;
+                    o[((gi * np + p) * K + k) * PLAN_PGEMM_NR + j] =
+                        col >= mg ? 0.0f : trans ? src[m * K + k] : src[k * M + m];
+                }
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
+    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = pt;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
+/* Whether product node n (MatMul, Gemm and their fused forms) runs on the packed GEMM: f32,
+ * constant 2-D B, A's rows contiguous (no transA, batches folded into rows), alpha 1, and C
+ * (if any) a bias of (N) with beta 1. */
+static bool pack_gemm_fits(const IrGraph *g, const IrNode *n, PlanGemm *p) {
+    if (n->op != IR_OP_MAT_MUL && n->op != IR_OP_FUSED_MAT_MUL && n->op != IR_OP_GEMM &&
+        n->op != IR_OP_FUSED_GEMM)
+        return false;
+    if (n->n_inputs < 2 || n->n_outputs < 1 || n->outputs[0] == IR_NONE) return false;
+    const IrValue *a = &g->values[n->inputs[0]], *b = &g->values[n->inputs[1]];
+    const IrValue *y = &g->values[n->outputs[0]];
+    bool has_c = ir_has_input(n, 2);
+    const IrType *tc = has_c ? &g->values[n->inputs[2]].type : NULL;
+    if (a->type.dtype != IR_DTYPE_F32 || b->kind != IR_VALUE_CONST || !b->tensor ||
+        b->tensor->dtype != IR_DTYPE_F32 || b->type.rank != 2 || a->type.rank < 2 ||
+        !ir_type_is_static(&a->type) || !ir_type_is_static(&y->type) ||
+        (tc && (tc->dtype != IR_DTYPE_F32 || !ir_type_is_static(tc))))
+        return false;
+    const char *why;
+    if (!plan_gemm(n, &a->type, &b->type, tc, &y->type, p, &why)) return false;
+    if (p->nb != 0 || p->trans_a || p->alpha != 1.0 || p->M < 1 || p->N < 1 || p->K < 1)
+        return false;
+    if (p->has_c && (p->beta != 1.0 || p->c_rs != 0 || p->c_cs != 1 || ir_type_numel(tc) != p->N))
+        return false;
+    return true;
+}
+
+bool plan_pack_weights_f32(IrGraph *g, Diag *d) {
+    (void)d;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrConvAttrs a;
+        PlanGemm p;
+        IrNode *n = &g->nodes[i];
+        if (n->dead) continue;
+        if (pack_conv_fits(g, n, &a)) {
+            const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C/group, M) */
+            n->inputs[1] = pack_panels_f32(g, n->inputs[1], a.group, wd[0], wd[1], wd[2],
+                                           wd[3], false);
+        } else if (pack_gemm_fits(g, n, &p)) {
+            n->inputs[1] = pack_panels_f32(g, n->inputs[1], 1, 1, 1, p.K, p.N, p.trans_b);
+        }
     }
     return true;
 }

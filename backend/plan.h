@@ -75,4 +75,19 @@ typedef struct PlanRows {
 } PlanRows;
 bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char **why);
 
+/* Packed fp32 weights (runtime/rt_pgemm.h): the C target's prepare step rewrites
+ * - the constant (KH,KW,C/group,M) weights of every channels-last f32 Conv and FusedConv
+ *   that the packed GEMM runs (not depthwise; at most PLAN_PGEMM_MAX_TAPS taps), and
+ * - the constant 2-D B of every f32 MatMul, FusedMatMul, Gemm and FusedGemm whose A rows
+ *   are contiguous (no transA; batches folded into rows), alpha 1 and C absent or a bias of
+ *   (N) with beta 1 (transB is undone by the packing),
+ * into a new constant of dims (G, NP, KH, KW, C/group, 16), NP = ceil((M/G)/16) (a product:
+ * (1, NP, 1, 1, K, 16) for its N columns): panel p of group g holds output channels
+ * g*M/G + p*16 .. +15 (zeros past M/G), one row of 16 per reduction index (kh, kw, c).
+ * The emitters tell packed weights by their rank (6). */
+#define PLAN_PGEMM_NR 16         /* = RT_PGEMM_NR: output channels per panel */
+#define PLAN_PGEMM_MAX_TAPS 64   /* = RT_PGEMM_MAX_TAPS */
+#define PLAN_PGEMM_RANK 6
+bool plan_pack_weights_f32(IrGraph *g, Diag *d);
+
 #endif

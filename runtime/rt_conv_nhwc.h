@@ -76,7 +76,66 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
         memcpy(yp + m0, &a, sizeof a);
     }
 }
+/* Depthwise, multiplier 1, M a multiple of 8: RT_CNHWC_TILE_P neighbouring output pixels
+ * of one row whose every kw tap is inside the input, 8 channels at a time. The pixels share
+ * each tap's weight vector and are 4 independent accumulation chains (one pixel at a time
+ * waits on the FMA latency each tap). */
+RT_API void rt_conv_nhwc_dw4x8_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                   const float *b, float *yp, int64_t oh, int64_t ow,
+                                   int64_t kh_lo, int64_t kh_hi) {
+    const int64_t M = g->m, KW = g->k[2], xs = g->s[2] * M; /* next pixel's input */
+    int64_t m0, kh, kw;
+    for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M) {
+        rt_cnhwc_v8f a0, a1, a2, a3, wv, xv;
+        if (b) memcpy(&a0, b + m0, sizeof a0);
+        else memset(&a0, 0, sizeof a0);
+        a1 = a2 = a3 = a0;
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            const float *xr = xn + (ih * g->in[2] + ow * g->s[2] - g->pad[2]) * M + m0;
+            const float *wr = w + kh * KW * M + m0;
+            for (kw = 0; kw < KW; kw++) {
+                const float *xk = xr + kw * g->d[2] * M;
+                memcpy(&wv, wr + kw * M, sizeof wv);
+                memcpy(&xv, xk, sizeof xv);
+                a0 += xv * wv;
+                memcpy(&xv, xk + xs, sizeof xv);
+                a1 += xv * wv;
+                memcpy(&xv, xk + 2 * xs, sizeof xv);
+                a2 += xv * wv;
+                memcpy(&xv, xk + 3 * xs, sizeof xv);
+                a3 += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a0, sizeof a0);
+        memcpy(yp + M + m0, &a1, sizeof a1);
+        memcpy(yp + 2 * M + m0, &a2, sizeof a2);
+        memcpy(yp + 3 * M + m0, &a3, sizeof a3);
+    }
+}
 #endif
+
+/* The vector depthwise quad of interior pixels where it exists and fits (returns 1), else 0.
+ */
+RT_API int rt_conv_nhwc_dw_quad_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                    const float *b, float *yp, int64_t oh, int64_t ow,
+                                    int64_t kh_lo, int64_t kh_hi) {
+#ifdef RT_CNHWC_VEC
+    if (g->m == g->c && g->m % RT_CNHWC_TILE_M == 0 && RT_CNHWC_TILE_P == 4) {
+        rt_conv_nhwc_dw4x8_f32(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi);
+        return 1;
+    }
+#endif
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)kh_lo, (void)kh_hi;
+    return 0;
+}
+
+RT_API int rt_conv_nhwc_dw_quad_f64(const RtConvGeom *g, const double *xn, const double *w,
+                                    const double *b, double *yp, int64_t oh, int64_t ow,
+                                    int64_t kh_lo, int64_t kh_hi) {
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)kh_lo, (void)kh_hi;
+    return 0;
+}
 
 /* The vector depthwise pixel where it exists and fits (returns 1), else 0. */
 RT_API int rt_conv_nhwc_dw_fast_f32(const RtConvGeom *g, const float *xn, const float *w,
@@ -242,9 +301,11 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                                                     kw_lo, kw_hi);                            \
                     } else if (cg == 1) {                                                     \
                         int p;                                                                \
-                        for (p = 0; p < np; p++)                                              \
-                            rt_conv_nhwc_dw_pixel_##SFX(g, xn, w, b, yp + p * M, oh, ow + p,  \
-                                                        kh_lo, kh_hi, kw_lo, kw_hi);          \
+                        if (!rt_conv_nhwc_dw_quad_##SFX(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi)) \
+                            for (p = 0; p < np; p++)                                          \
+                                rt_conv_nhwc_dw_pixel_##SFX(g, xn, w, b, yp + p * M, oh,      \
+                                                            ow + p, kh_lo, kh_hi, kw_lo,      \
+                                                            kw_hi);                           \
                     } else {                                                                  \
                         int64_t grp, m0;                                                      \
                         const T *xp[RT_CNHWC_TILE_P];                                         \

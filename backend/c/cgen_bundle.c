@@ -6,6 +6,7 @@
 
 #include "backend/c/cgen.h"
 #include "backend/c/cgen_count.h"
+#include "backend/plan.h"
 #include "backend/qplan.h"
 #include "backend/target.h"
 #include "ir/open_dims.h"
@@ -24,7 +25,7 @@ bool cgen_op_native(IrOp op) { return cgen_op_supported(op); }
 
 bool cgen_prepare(IrGraph *g, const BundleOptions *o, Diag *d) {
     (void)o;
-    return qplan_pack_weights(g, d) && cgen_control_prepare(g, d);
+    return qplan_pack_weights(g, d) && plan_pack_weights_f32(g, d) && cgen_control_prepare(g, d);
 }
 
 /* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a

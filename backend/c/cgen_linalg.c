@@ -129,9 +129,49 @@ static const char *gemm_scale(CgenCtx *cx, IrDType t, double v) {
     return cgen_flit(cx, v, !fl);
 }
 
+/* A product whose constant B backend/plan.c packed (rank 6, plan.h): the rows of A times
+ * the panels on the packed GEMM of runtime/rt_pgemm.h, run as a 1x1 convolution over M
+ * "pixels" of K channels, with the bias (N) and the activation in its epilogue. */
+static bool emit_packed_product(CgenCtx *cx, const IrNode *n) {
+    uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    const IrType *tb = cgen_type(cx, b), *ty = cgen_type(cx, y);
+    bool fg = n->op == IR_OP_FUSED_GEMM, gemm = fg || n->op == IR_OP_GEMM;
+    bool fused = fg || n->op == IR_OP_FUSED_MAT_MUL, has_c = ir_has_input(n, 2);
+    if (!static_type(cx, n, a) || !static_type(cx, n, y)) return false;
+    int64_t K = tb->dims[4], N = ty->rank > 0 ? ty->dims[ty->rank - 1] : 1;
+    bool tr = gemm && ir_attr_i(n, fg ? IR_ATTR_FUSED_GEMM_TRANS_B : IR_ATTR_GEMM_TRANS_B) != 0;
+    int64_t bd[2] = {tr ? N : K, tr ? K : N}; /* B as the model gave it */
+    IrType vb = ir_type_tensor(IR_DTYPE_F32, 2, bd);
+    PlanGemm p;
+    const char *why, *act = NULL;
+    if (!plan_gemm(n, cgen_type(cx, a), &vb, has_c ? cgen_type(cx, n->inputs[2]) : NULL, ty, &p,
+                   &why))
+        return cgen_unsupported(cx, n, "%s", why);
+    if (fused && !(act = mm_act_init(cx, n, IR_DTYPE_F32, &p))) return false;
+    if (cgen_numel(cx, y) == 0) return true;
+    cgen_use_runtime(cx, "rt_act.h");
+    cgen_use_runtime(cx, "rt_conv.h");
+    cgen_use_runtime(cx, "rt_pgemm.h");
+    CWriter *w = cx->w;
+    cw_open(w, "%s", "");
+    cw_open(w, "static const RtConvGeom geom =");
+    cw_line(w, ".n = 1, .c = %lld, .m = %lld, .group = 1,", (long long)p.K, (long long)p.N);
+    cw_line(w, ".in = {1, 1, %lld}, .out = {1, 1, %lld},", (long long)p.M, (long long)p.M);
+    cw_line(w, ".k = {1, 1, 1}, .s = {1, 1, 1},");
+    cw_line(w, ".d = {1, 1, 1}, .pad = {0, 0, 0}");
+    cw_close(w, ";");
+    if (fused) cw_line(w, "static const RtAct act = %s;", act);
+    cw_line(w, "rt_pconv_nhwc_f32(%s, %s, %s, NULL, %s, &geom, %s);", cgen_ptr(cx, a),
+            cgen_ptr(cx, b), p.has_c ? cgen_ptr(cx, n->inputs[2]) : "NULL", cgen_ptr(cx, y),
+            fused ? "&act" : "NULL");
+    cw_close(w, NULL);
+    return true;
+}
+
 /* MatMul, and FusedMatMul: act(A @ B + bias), bias (N) broadcast over rows. */
 static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    if (cgen_type(cx, b)->rank == PLAN_PGEMM_RANK) return emit_packed_product(cx, n);
     IrDType t = dtype_of(cx, a);
     bool fused = n->op == IR_OP_FUSED_MAT_MUL;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
@@ -170,6 +210,7 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
 /* Gemm, and FusedGemm: act(alpha * A' @ B' + beta * C). */
 static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
+    if (cgen_type(cx, b)->rank == PLAN_PGEMM_RANK) return emit_packed_product(cx, n);
     IrDType t = dtype_of(cx, a);
     bool fused = n->op == IR_OP_FUSED_GEMM;
     if (!mm_dtype_ok(t)) return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "backend/plan.h"
 #include "ir/geom.h"
 #include "passes/passes.h"
 
@@ -120,7 +121,16 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     bool tr = n->op == IR_OP_CONV_TRANSPOSE, fused = n->op == IR_OP_FUSED_CONV;
     uint32_t x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
     bool nhwc = nn_nhwc(cx, x);
-    IrType vx = nn_nchw_view(cgen_type(cx, x), false), vw = nn_nchw_view(cgen_type(cx, w), true);
+    /* weights packed for runtime/rt_pgemm.h (backend/plan.c): (G, NP, KH, KW, C/group, 16),
+     * read here as the (KH, KW, C/group, M) they came from */
+    bool packed = nhwc && cgen_type(cx, w)->rank == PLAN_PGEMM_RANK;
+    IrType rsck = *cgen_type(cx, w);
+    if (packed) {
+        const int64_t *pd = cgen_type(cx, w)->dims;
+        int64_t rd[4] = {pd[2], pd[3], pd[4], cgen_type(cx, y)->dims[3]};
+        rsck = ir_type_tensor((IrDType)rsck.dtype, 4, rd);
+    }
+    IrType vx = nn_nchw_view(cgen_type(cx, x), false), vw = nn_nchw_view(&rsck, true);
     IrType vy = nn_nchw_view(cgen_type(cx, y), false);
     const IrType *tx = nhwc ? &vx : cgen_type(cx, x), *tw = nhwc ? &vw : cgen_type(cx, w);
     const IrType *ty = nhwc ? &vy : cgen_type(cx, y);
@@ -166,8 +176,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     }
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_conv.h");
-    if (nhwc) cgen_use_runtime(cx, "rt_conv_nhwc.h");
-    const char *lay = nhwc ? "_nhwc" : "";
+    if (nhwc) cgen_use_runtime(cx, packed ? "rt_pgemm.h" : "rt_conv_nhwc.h");
+    const char *nhwc_sfx = nhwc ? "_nhwc" : "";
     CWriter *wr = cx->w;
     nn_open_block(wr);
     cw_open(wr, "static const RtConvGeom geom =");
@@ -177,14 +187,20 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s));
     cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, g.d), nn_list3(cx, g.pad));
     cw_close(wr, ";");
-    if (fused) {
+    if (packed) {
+        if (fused) cw_line(wr, "static const RtAct act = %s;", act);
+        cw_line(wr, "rt_pconv_nhwc_f32(%s, %s, %s, %s, %s, &geom, %s);", cgen_ptr(cx, x),
+                cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+                has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
+                fused ? "&act" : "NULL");
+    } else if (fused) {
         cw_line(wr, "static const RtAct act = %s;", act);
-        cw_line(wr, "rt_conv%s_fused_%s(%s, %s, %s, %s, %s, &geom, &act);", lay, sfx,
+        cw_line(wr, "rt_conv%s_fused_%s(%s, %s, %s, %s, %s, &geom, &act);", nhwc_sfx, sfx,
                 cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y));
     } else {
-        cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : lay, sfx,
+        cw_line(wr, "rt_conv%s_%s(%s, %s, %s, %s, &geom);", tr ? "_transpose" : nhwc_sfx, sfx,
                 cgen_ptr(cx, x), cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 cgen_ptr(cx, y));
     }

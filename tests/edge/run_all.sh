@@ -12,7 +12,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 passed=0
 failed=0
 rc=0
-for s in cmake_app arm_linux cortex_m report_chromium; do
+for s in cmake_app arm_linux pgemm_arm cortex_m report_chromium; do
     echo "---- $s"
     t0=$EPOCHREALTIME
     log="$(mktemp)"

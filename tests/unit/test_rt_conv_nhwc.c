@@ -112,6 +112,17 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_convolutions) {
     check_case(&k2, false, false);
 }
 
+Test(rt_conv_nhwc, matches_the_reference_for_depthwise_quads_of_interior_pixels) {
+    /* channels a multiple of 8: the 4-pixel vector path, with dilation, stride 1 and 2, a
+     * 5x5 kernel, rows whose interior is not a multiple of 4 */
+    Case k = {1, 24, 24, 24, 10, 23, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2};
+    check_case(&k, true, false);
+    Case k2 = {2, 16, 16, 16, 9, 19, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2};
+    check_case(&k2, false, false);
+    Case k3 = {1, 32, 32, 32, 7, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k3, true, true);
+}
+
 Test(rt_conv_nhwc, matches_the_reference_for_a_depthwise_multiplier_of_two) {
     Case k = {1, 4, 8, 4, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false);

@@ -1,0 +1,377 @@
+/* rt_pgemm.h: the fp32 GEMM microkernel under channels-last convolutions (1x1 as a plain
+ * GEMM, KxK as an indirect GEMM): register-blocked tiles of output pixels x output channels
+ * over weights that the compiler packed once (backend/plan.c, plan_pack_weights).
+ *
+ * Packed weights: per group g and panel p of RT_PGEMM_NR = 16 output channels (n0 = p*16),
+ * the reduction runs over k = tap*cg + c (tap = kh*KW + kw, c < cg = C/group), one row of
+ * 16 floats per k:
+ *     wp[((g*NP + p)*taps*cg + k)*16 + j] = w[kh][kw][c][g*mg + n0 + j]   (0 past mg)
+ * so the reduction of one panel is one contiguous stream. 16 columns serve every path: one
+ * zmm (AVX-512 takes two panels per tile), two ymm (AVX2), four NEON q registers; a bundle
+ * built for another ISA reads the same blob.
+ *
+ * Activations arrive as a table of row pointers per tap and tile row (indirect convolution,
+ * as XNNPACK's: no im2col buffer): row r of tap t reads x at its input pixel, or the static
+ * zero row where the tap falls in the padding.
+ *
+ * Paths, chosen by the compiler's macros when the bundle is built (never at run time):
+ * AVX-512F (14 rows x 32 columns: 28 zmm accumulators, 2 weight loads and 14 broadcasts per
+ * 28 FMAs), AVX2+FMA (6 x 16: 12 ymm accumulators, 2 weight loads and 6 broadcasts per 12
+ * FMAs), AArch64 NEON (6 x 16: 24 q accumulators of 32 registers), portable C (4 x 16,
+ * plain loops that compilers vectorize). RT_PGEMM_PORTABLE forces the portable path.
+ * Floor: P pixels x M channels x K = taps*cg reduction is P*M*K FMAs; one core of 2 FMA
+ * pipes does 2 x lanes FMAs a cycle (AVX2: 16, AVX-512: 32). C99. */
+#ifndef KILN_RT_PGEMM_H
+#define KILN_RT_PGEMM_H
+
+#include "rt_act.h"
+#include "rt_common.h"
+#include "rt_conv.h"
+
+#if defined(__AVX512F__) && !defined(RT_PGEMM_PORTABLE) && !defined(__CUDACC__)
+#define RT_PGEMM_ISA "avx512"
+#define RT_PGEMM_AVX512 1
+#define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
+#define RT_PGEMM_NP 2  /* panels per tile */
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
+    !defined(__CUDACC__)
+#define RT_PGEMM_ISA "avx2"
+#define RT_PGEMM_AVX2 1
+#define RT_PGEMM_MR 6 /* 6 x 2 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of 16 */
+#define RT_PGEMM_NP 1
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(RT_PGEMM_PORTABLE)
+#define RT_PGEMM_ISA "neon"
+#define RT_PGEMM_NEON 1
+#define RT_PGEMM_MR 6 /* 6 x 4 q accumulators + 4 weight vectors = 28 of 32 */
+#define RT_PGEMM_NP 1
+#include <arm_neon.h>
+#else
+#define RT_PGEMM_ISA "portable"
+#define RT_PGEMM_MR 4 /* 4 x 16 accumulators: 16 SSE registers when vectorized */
+#define RT_PGEMM_NP 1
+#endif
+
+#define RT_PGEMM_NR 16                          /* output channels per packed panel */
+#define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
+#define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
+#define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
+#define RT_PGEMM_MC (RT_PGEMM_MR * 16) /* pixels per block: their input rows stay in L2 */
+#define RT_PGEMM_GATHER 16 /* fewer channels than this a tap: the tile's rows are gathered */
+
+/* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
+static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
+
+#if defined(RT_PGEMM_AVX512)
+/* c[0..16) = min(max(v + res[0..16), lo), hi) (res NULL: no residual) */
+RT_API void rt_pgemm_st16(float *c, __m512 v, const float *res, __m512 lo, __m512 hi) {
+    if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res));
+    _mm512_storeu_ps(c, _mm512_min_ps(hi, _mm512_max_ps(lo, v))); /* NaN passes */
+}
+#elif defined(RT_PGEMM_AVX2)
+/* c[0..8) = min(max(v + res[0..8), lo), hi) (res NULL: no residual) */
+RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256 hi) {
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
+    _mm256_storeu_ps(c, _mm256_min_ps(hi, _mm256_max_ps(lo, v))); /* NaN passes */
+}
+#endif
+
+/* One tile: c[r][j] = min(max(init[j] + sum over taps t, k < kc of a[t*MR + r][k] *
+ * b[t*b_tap + k*16 + j] + res[r][j], lo), hi) (j < 16), and the same for the second panel
+ * at b + b_panel (AVX-512). a: taps x RT_PGEMM_MR row pointers (rows past the tile's point
+ * at a valid row); init: RT_PGEMM_NT floats, or with accum the tile's own c[r][j] (a later
+ * block of the reduction); c, res (NULL: none): RT_PGEMM_MR rows of RT_PGEMM_NT floats, ldc
+ * apart. The clamp is ReLU's and Clip's epilogue (lo -inf and hi
+ * +inf: none). */
+RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
+                              int64_t b_tap, int64_t b_panel, const float *init, int accum,
+                              float *c, int64_t ldc, const float *res, float lo, float hi) {
+    int64_t t, k;
+#if defined(RT_PGEMM_AVX512)
+    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
+    int r;
+    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
+    for (r = 0; r < RT_PGEMM_MR; r++) {
+        c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
+        c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
+    }
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
+        for (k = 0; k < kc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const __m512 v = _mm512_set1_ps(at[r][k]);
+                c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);
+                c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);
+            }
+        }
+    }
+    {
+        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+        for (r = 0; r < RT_PGEMM_MR; r++) {
+            rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
+            rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo, vhi);
+        }
+    }
+    (void)b_panel;
+#elif defined(RT_PGEMM_AVX2)
+    /* the 12 accumulators are named so that no compiler spills them through an array */
+    const float *s0 = accum ? c : init, *s1 = accum ? c + ldc : init;
+    const float *s2 = accum ? c + 2 * ldc : init, *s3 = accum ? c + 3 * ldc : init;
+    const float *s4 = accum ? c + 4 * ldc : init, *s5 = accum ? c + 5 * ldc : init;
+    __m256 c00 = _mm256_loadu_ps(s0), c01 = _mm256_loadu_ps(s0 + 8);
+    __m256 c10 = _mm256_loadu_ps(s1), c11 = _mm256_loadu_ps(s1 + 8);
+    __m256 c20 = _mm256_loadu_ps(s2), c21 = _mm256_loadu_ps(s2 + 8);
+    __m256 c30 = _mm256_loadu_ps(s3), c31 = _mm256_loadu_ps(s3 + 8);
+    __m256 c40 = _mm256_loadu_ps(s4), c41 = _mm256_loadu_ps(s4 + 8);
+    __m256 c50 = _mm256_loadu_ps(s5), c51 = _mm256_loadu_ps(s5 + 8);
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4];
+        const float *a5 = at[5], *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const __m256 w0 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR);
+            const __m256 w1 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR + 8);
+            __m256 v = _mm256_broadcast_ss(a0 + k);
+            c00 = _mm256_fmadd_ps(v, w0, c00);
+            c01 = _mm256_fmadd_ps(v, w1, c01);
+            v = _mm256_broadcast_ss(a1 + k);
+            c10 = _mm256_fmadd_ps(v, w0, c10);
+            c11 = _mm256_fmadd_ps(v, w1, c11);
+            v = _mm256_broadcast_ss(a2 + k);
+            c20 = _mm256_fmadd_ps(v, w0, c20);
+            c21 = _mm256_fmadd_ps(v, w1, c21);
+            v = _mm256_broadcast_ss(a3 + k);
+            c30 = _mm256_fmadd_ps(v, w0, c30);
+            c31 = _mm256_fmadd_ps(v, w1, c31);
+            v = _mm256_broadcast_ss(a4 + k);
+            c40 = _mm256_fmadd_ps(v, w0, c40);
+            c41 = _mm256_fmadd_ps(v, w1, c41);
+            v = _mm256_broadcast_ss(a5 + k);
+            c50 = _mm256_fmadd_ps(v, w0, c50);
+            c51 = _mm256_fmadd_ps(v, w1, c51);
+        }
+    }
+    {
+        const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+        const float *r0 = res, *r1 = res ? res + ldc : res, *r2 = res ? res + 2 * ldc : res;
+        const float *r3 = res ? res + 3 * ldc : res, *r4 = res ? res + 4 * ldc : res;
+        const float *r5 = res ? res + 5 * ldc : res;
+        rt_pgemm_st8(c, c00, r0, vlo, vhi);
+        rt_pgemm_st8(c + 8, c01, r0 ? r0 + 8 : r0, vlo, vhi);
+        rt_pgemm_st8(c + ldc, c10, r1, vlo, vhi);
+        rt_pgemm_st8(c + ldc + 8, c11, r1 ? r1 + 8 : r1, vlo, vhi);
+        rt_pgemm_st8(c + 2 * ldc, c20, r2, vlo, vhi);
+        rt_pgemm_st8(c + 2 * ldc + 8, c21, r2 ? r2 + 8 : r2, vlo, vhi);
+        rt_pgemm_st8(c + 3 * ldc, c30, r3, vlo, vhi);
+        rt_pgemm_st8(c + 3 * ldc + 8, c31, r3 ? r3 + 8 : r3, vlo, vhi);
+        rt_pgemm_st8(c + 4 * ldc, c40, r4, vlo, vhi);
+        rt_pgemm_st8(c + 4 * ldc + 8, c41, r4 ? r4 + 8 : r4, vlo, vhi);
+        rt_pgemm_st8(c + 5 * ldc, c50, r5, vlo, vhi);
+        rt_pgemm_st8(c + 5 * ldc + 8, c51, r5 ? r5 + 8 : r5, vlo, vhi);
+    }
+    (void)b_panel;
+#elif defined(RT_PGEMM_NEON)
+    float32x4_t acc[RT_PGEMM_MR][4];
+    int r, q;
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (q = 0; q < 4; q++) acc[r][q] = vld1q_f32((accum ? c + r * ldc : init) + 4 * q);
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const float32x4_t w0 = vld1q_f32(bt + k * RT_PGEMM_NR);
+            const float32x4_t w1 = vld1q_f32(bt + k * RT_PGEMM_NR + 4);
+            const float32x4_t w2 = vld1q_f32(bt + k * RT_PGEMM_NR + 8);
+            const float32x4_t w3 = vld1q_f32(bt + k * RT_PGEMM_NR + 12);
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const float v = at[r][k];
+                acc[r][0] = vfmaq_n_f32(acc[r][0], w0, v);
+                acc[r][1] = vfmaq_n_f32(acc[r][1], w1, v);
+                acc[r][2] = vfmaq_n_f32(acc[r][2], w2, v);
+                acc[r][3] = vfmaq_n_f32(acc[r][3], w3, v);
+            }
+        }
+    }
+    {
+        const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi);
+        for (r = 0; r < RT_PGEMM_MR; r++)
+            for (q = 0; q < 4; q++) {
+                float32x4_t v = acc[r][q];
+                if (res) v = vaddq_f32(v, vld1q_f32(res + r * ldc + 4 * q));
+                vst1q_f32(c + r * ldc + 4 * q, vminq_f32(vmaxq_f32(v, vlo), vhi));
+            }
+    }
+    (void)b_panel;
+#else
+    float acc[RT_PGEMM_MR][RT_PGEMM_NR];
+    int r, j;
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] = accum ? c[r * ldc + j] : init[j];
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *bt = b + t * b_tap;
+        for (k = 0; k < kc; k++) {
+            const float *restrict w = bt + k * RT_PGEMM_NR;
+            for (r = 0; r < RT_PGEMM_MR; r++) {
+                const float v = at[r][k];
+                for (j = 0; j < RT_PGEMM_NR; j++) acc[r][j] += v * w[j];
+            }
+        }
+    }
+    for (r = 0; r < RT_PGEMM_MR; r++)
+        for (j = 0; j < RT_PGEMM_NR; j++) {
+            float v = acc[r][j] + (res ? res[r * ldc + j] : 0.0f);
+            v = v < lo ? lo : v;
+            c[r * ldc + j] = v > hi ? hi : v;
+        }
+    (void)b_panel;
+#endif
+}
+
+/* x: (N,H,W,C), wp: packed as above (G, NP, KH*KW*C/group, 16), b: (M) or NULL, r:
+ * (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
+ * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
+ * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
+ * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
+ * the pixels (any row of the image: pixels are flattened) into blocks of RT_PGEMM_MC; for
+ * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
+ * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
+ * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
+ * each tile as it is stored: bias in the accumulators' start (first block), residual and
+ * ReLU/Clip in registers (a full tile), other activations (and partial tiles) through
+ * rt_act_row_f32 on the stored rows. */
+RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act) {
+    const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
+    const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+    const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
+    const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
+    const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
+    /* reduction blocks: tb taps x cc channels */
+    const int64_t n_cc = cg >= RT_PGEMM_KC ? (cg + RT_PGEMM_KC - 1) / RT_PGEMM_KC : 1;
+    const int64_t cc = (cg + n_cc - 1) / n_cc, tb = cg >= RT_PGEMM_KC ? 1 : RT_PGEMM_KC / cg;
+    /* ReLU and Clip clamp in the tile's registers; other activations run on stored rows */
+    const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
+                           act->kind == RT_ACT_CLIP;
+    const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
+                     : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
+                                                       : -INFINITY;
+    const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+    const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR], *arow[RT_PGEMM_MR];
+    float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
+    int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
+    int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
+    int64_t n, grp, t0, c0, pb, j0, p0;
+    for (n = 0; n < g->n; n++)
+        for (grp = 0; grp < G; grp++)
+            for (t0 = 0; t0 < taps; t0 += tb)
+                for (c0 = 0; c0 < cg; c0 += cc) {
+                    const int64_t nt = taps - t0 < tb ? taps - t0 : tb;
+                    const int64_t kc = cg - c0 < cc ? cg - c0 : cc;
+                    const int first = t0 == 0 && c0 == 0;
+                    const int last = t0 + nt >= taps && c0 + kc >= cg;
+                    /* whole taps of few channels: the tile's rows are gathered (B's rows of
+                     * the block are contiguous then) */
+                    const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+                    const float *xg = x + n * H * W * C + grp * cg + c0;
+                    int64_t t;
+                    for (t = 0; t < nt; t++) {
+                        tap_h[t] = (t0 + t) / KW * g->d[1];
+                        tap_w[t] = (t0 + t) % KW * g->d[2];
+                    }
+                    /* gathering: one tile a pixel block, gathered once for all its panels */
+                    const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
+                    int64_t gathered = -1; /* the tile whose rows abuf holds */
+                    for (pb = 0; pb < P; pb += mc) {
+                        const int64_t pe = pb + mc < P ? pb + mc : P;
+                        int64_t q;
+                        for (q = pb; q < pe; q++) {
+                            pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
+                            pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
+                        }
+                        for (j0 = 0; j0 < np; j0 += RT_PGEMM_NP) {
+                            /* the tiles' columns of this group: [m0, m0 + cols) */
+                            const int64_t m0 = j0 * RT_PGEMM_NR;
+                            const int64_t cols = mg - m0 < RT_PGEMM_NT ? mg - m0 : RT_PGEMM_NT;
+                            const int64_t mo = grp * mg + m0;
+                            const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
+                            /* a missing second panel repeats the first: its columns are dropped */
+                            const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                            int64_t j;
+                            for (j = 0; j < RT_PGEMM_NT; j++)
+                                init[j] = b && j < cols ? b[mo + j] : 0.0f;
+                            for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
+                                const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
+                                const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
+                                float *yt = y + (n * P + p0) * M + mo;
+                                const float *rt = r ? r + (yt - y) : NULL;
+                                const float *const *a = ind;
+                                int64_t i, i2, nta = nt, kca = kc;
+                                for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
+                                    const int64_t qi = p0 - pb + (i < rows ? i : 0);
+                                    for (t = 0; t < nt; t++) {
+                                        const int64_t ih = pix_h[qi] + tap_h[t];
+                                        const int64_t iw = pix_w[qi] + tap_w[t];
+                                        ind[t * RT_PGEMM_MR + i] =
+                                            ih < 0 || ih >= H || iw < 0 || iw >= W
+                                                ? rt_pgemm_zero
+                                                : xg + (ih * W + iw) * C;
+                                    }
+                                }
+                                if (gather) { /* few channels a tap: one row of nt*kc per pixel */
+                                    if (gathered != p0)
+                                        for (i = 0; i < RT_PGEMM_MR; i++) {
+                                            float *dst = abuf[i];
+                                            /* taps whose rows follow each other in x (a
+                                             * kernel row inside the image) copy as one run */
+                                            for (t = 0; t < nt;) {
+                                                const float *src = ind[t * RT_PGEMM_MR + i];
+                                                int64_t len = kc, c;
+                                                for (t++; t < nt && src != rt_pgemm_zero &&
+                                                          ind[t * RT_PGEMM_MR + i] == src + len;
+                                                     t++)
+                                                    len += kc;
+                                                for (c = 0; c < len; c++) *dst++ = src[c];
+                                            }
+                                            arow[i] = abuf[i];
+                                        }
+                                    gathered = p0;
+                                    a = arow;
+                                    nta = 1;
+                                    kca = nt * kc;
+                                }
+                                if (direct) { /* the epilogue in registers where it can be */
+                                    rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                                      init, !first, yt, M, last ? rt : NULL,
+                                                      last ? lo : -INFINITY,
+                                                      last ? hi : INFINITY);
+                                    if (last && !act_clamps)
+                                        for (i2 = 0; i2 < rows; i2++)
+                                            rt_act_row_f32(yt + i2 * M, NULL, cols, act);
+                                    continue;
+                                }
+                                if (!first)
+                                    for (i2 = 0; i2 < rows; i2++)
+                                        for (j = 0; j < cols; j++)
+                                            tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
+                                rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
+                                                  !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
+                                                  INFINITY);
+                                for (i2 = 0; i2 < rows; i2++)
+                                    for (j = 0; j < cols; j++)
+                                        yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
+                                if (last && (act || r))
+                                    for (i2 = 0; i2 < rows; i2++)
+                                        rt_act_row_f32(yt + i2 * M, rt ? rt + i2 * M : NULL, cols,
+                                                       act ? act : &no_act);
+                            }
+                        }
+                    }
+                }
+}
+
+#endif

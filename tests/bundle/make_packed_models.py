@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Writes the models of tests/bundle/test_packed.sh: products and convolutions that the C
+target runs on the packed fp32 GEMM (runtime/rt_pgemm.h, weights packed by backend/plan.c),
+with the shapes that stress it (rows, columns and reductions that are not multiples of the
+tile, groups, strides, dilations, padding, a residual) and one of each kind that must stay
+on the plain kernels (a Gemm whose C is a full matrix, a depthwise convolution).
+
+usage: make_packed_models.py OUT_DIR
+"""
+import os
+import pathlib
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import kiln_venv  # noqa: E402 (scripts/kiln_venv.py: a plain python3 restarts under the venv)
+kiln_venv.use_venv(('numpy', 'onnx'))
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SEED = 1414
+OPSET = 17
+IR_VERSION = 8
+F32 = TensorProto.FLOAT
+
+
+def weight(rng, name, shape):
+    """Normal, scaled by 1/sqrt(fan-in) as trained layers are, so that values stay near 1
+    through the chain and the comparison's tolerance measures the kernels, not cancellation
+    in sums that grow with each layer."""
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    w = rng.standard_normal(shape) / np.sqrt(fan_in)
+    return numpy_helper.from_array(w.astype(np.float32), name)
+
+
+def save(nodes, inits, x_shape, y_name, y_shape, path):
+    g = helper.make_graph(nodes, path.stem, [helper.make_tensor_value_info("x", F32, x_shape)],
+                          [helper.make_tensor_value_info(y_name, F32, y_shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = IR_VERSION
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, str(path))
+
+
+def products(rng, path):
+    """MatMul over a batched A, + bias + Relu (FusedMatMul), Gemm transB with a bias, Gemm
+    without C, Gemm with a full C (stays on rt_gemm)."""
+    inits = [weight(rng, "w1", (37, 50)), weight(rng, "b1", (50,)),
+             weight(rng, "w2", (20, 50)), weight(rng, "b2", (20,)),
+             weight(rng, "w3", (20, 7)), weight(rng, "w4", (7, 17)), weight(rng, "c4", (10, 17)),
+             numpy_helper.from_array(np.array([10, 50], dtype=np.int64), "shape")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["r1"]),
+             helper.make_node("Reshape", ["r1", "shape"], ["f1"]),
+             helper.make_node("Gemm", ["f1", "w2", "b2"], ["g2"], transB=1),
+             helper.make_node("Gemm", ["g2", "w3"], ["g3"]),
+             helper.make_node("Gemm", ["g3", "w4", "c4"], ["y"])]
+    save(nodes, inits, [2, 5, 37], "y", [10, 17], path)
+
+
+def convs(rng, path):
+    """A channels-last chain: 3x3 padded + Relu, grouped 1x1, strided dilated 3x3, a
+    depthwise 3x3 (its own kernel), 1x1 with a residual Add and Relu."""
+    inits = [weight(rng, "k1", (20, 6, 3, 3)), weight(rng, "c1", (20,)),
+             weight(rng, "k2", (18, 10, 1, 1)),
+             weight(rng, "k3", (33, 18, 3, 3)), weight(rng, "c3", (33,)),
+             weight(rng, "k4", (33, 1, 3, 3)),
+             weight(rng, "k5", (33, 33, 1, 1)), weight(rng, "c5", (33,))]
+    nodes = [helper.make_node("Conv", ["x", "k1", "c1"], ["v1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["v1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2"], ["v2"], group=2),
+             helper.make_node("Conv", ["v2", "k3", "c3"], ["v3"], strides=[2, 2],
+                              dilations=[2, 1], pads=[2, 1, 1, 0]),
+             helper.make_node("Conv", ["v3", "k4"], ["v4"], group=33, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["v4", "k5", "c5"], ["v5"]),
+             helper.make_node("Add", ["v5", "v3"], ["s5"]),
+             helper.make_node("Relu", ["s5"], ["y"])]
+    save(nodes, inits, [1, 6, 13, 11], "y", [1, 33, 6, 5], path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(SEED)
+    products(rng, out / "packed_products.onnx")
+    convs(rng, out / "packed_convs.onnx")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Products and convolutions on the packed fp32 GEMM (runtime/rt_pgemm.h; weights packed at
+# compile time by backend/plan.c): the models of make_packed_models.py compile to the
+# expected kernel calls (packed where the plan allows, plain rt_gemm/rt_conv_nhwc where it
+# does not), and each bundle, built for the x86-64 baseline (portable path), x86-64-v3
+# (AVX2+FMA), the build machine (-march=native) and with ASan/UBSan, matches ONNX Runtime on
+# fresh random inputs. AArch64: tests/edge/pgemm_arm.sh and arm_linux.sh.
+# Usage: test_packed.sh PATH/TO/kiln
+. "$(dirname "$0")/lib.bash"
+
+"$PY" "$ROOT/tests/bundle/make_packed_models.py" "$MODELS" || { fail "make_packed_models.py"; finish; }
+
+# model, then the kernel calls its bundle must make, in order
+EXPECT_packed_products="rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_gemm_f32"
+EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+
+for model in packed_products packed_convs; do
+    B="$TMP/$model"
+    if ! compile_model "$model" "$B" >"$TMP/compile.log" 2>&1; then
+        fail "$model: kiln compile"
+        sed 's/^/    /' "$TMP/compile.log"
+        continue
+    fi
+    want="EXPECT_$model"
+    got="$(grep -Eo '^ +rt_[a-z0-9_]+\(' "$B/$model.c" | tr -d ' (' | tr '\n' ' ' | sed 's/ $//')"
+    if [ "$got" = "${!want}" ]; then
+        pass "$model: kernel calls $got"
+    else
+        fail "$model: kernel calls '$got', want '${!want}'"
+    fi
+    for build in "baseline|-O2" "x86-64-v3|-O2 -march=x86-64-v3" "native|-O3 -march=native" \
+        "sanitizers|$SAN_FLAGS -march=native"; do
+        name="${build%%|*}"
+        flags="${build#*|}"
+        exe="$TMP/$model-$name"
+        # shellcheck disable=SC2086
+        check "$model: $name build ($flags)" \
+            cc $STRICT $flags -I"$B" "$B/$model.c" "$B/${model}_test_main.c" -o "$exe" -lm
+        [ -x "$exe" ] && check "$model: $name build matches ONNX Runtime on random inputs" \
+            run_compare "$exe" "$model" --weights "$B/${model}_weights.bin"
+    done
+done
+finish

@@ -1,0 +1,204 @@
+/* Unit tests of the fp32 packed GEMM microkernel (runtime/rt_pgemm.h) through its
+ * convolution driver: fresh random inputs, outputs poisoned first, against a naive reference
+ * in double, on remainder shapes (pixels not a multiple of the tile's rows, channels not a
+ * multiple of 16 or 32, K = 1, N = 1), strides, pads, dilations, groups, residual and
+ * activation epilogue. The weights are packed here as backend/plan.c packs them. The CMake
+ * file builds this program once per path (portable, AVX2+FMA, AVX-512; native where the
+ * build machine's compiler picks one); a path the CPU lacks is skipped. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_pgemm.h"
+
+#include "rt_test_util.h"
+
+#define TOL_F32 1e-4 /* relative to the reference's magnitude, for float accumulations */
+
+static void say_isa(void) {
+    static bool said;
+#ifdef RT_PGEMM_TEST_CPU
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports(RT_PGEMM_TEST_CPU)) cr_skip_test("this CPU lacks " RT_PGEMM_TEST_CPU);
+#endif
+    if (!said) cr_log_info("fp32 gemm path: %s, tile %d x %d", RT_PGEMM_ISA, RT_PGEMM_MR, RT_PGEMM_NT);
+    said = true;
+}
+
+/* A 2-D convolution case: sizes as ONNX states them (pads begin/end per axis). */
+typedef struct Case {
+    int64_t n, c, m, group, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+} Case;
+
+static RtConvGeom case_geom(const Case *k) {
+    RtConvGeom g;
+    memset(&g, 0, sizeof g);
+    g.n = k->n, g.c = k->c, g.m = k->m, g.group = k->group;
+    g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.d[0] = 1;
+    g.in[1] = k->h, g.in[2] = k->w, g.k[1] = k->kh, g.k[2] = k->kw;
+    g.s[1] = k->sh, g.s[2] = k->sw, g.d[1] = k->dh, g.d[2] = k->dw;
+    g.pad[1] = k->pt, g.pad[2] = k->pl;
+    g.out[1] = (k->h + k->pt + k->pb - (k->kh - 1) * k->dh - 1) / k->sh + 1;
+    g.out[2] = (k->w + k->pl + k->pr - (k->kw - 1) * k->dw - 1) / k->sw + 1;
+    return g;
+}
+
+/* w: (KH,KW,C/group,M) -> the panels of rt_pgemm.h. */
+static float *pack(const float *w, const RtConvGeom *g, int64_t *n_out) {
+    int64_t cg = g->c / g->group, mg = g->m / g->group, taps = g->k[1] * g->k[2];
+    int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, K = taps * cg;
+    int64_t n = g->group * np * K * RT_PGEMM_NR;
+    float *p = malloc((size_t)n * sizeof *p);
+    for (int64_t gi = 0; gi < g->group; gi++)
+        for (int64_t pi = 0; pi < np; pi++)
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t j = 0; j < RT_PGEMM_NR; j++) {
+                    int64_t col = pi * RT_PGEMM_NR + j;
+                    p[((gi * np + pi) * K + k) * RT_PGEMM_NR + j] =
+                        col < mg ? w[k * g->m + gi * mg + col] : 0.0f;
+                }
+    *n_out = n;
+    return p;
+}
+
+/* x: (N,H,W,C), w: (KH,KW,C/group,M), r: (N,OH,OW,M) or NULL; y = act(conv + b + r). */
+static double *conv_ref(const float *x, const float *w, const float *b, const float *r,
+                        const RtConvGeom *g, const RtAct *act) {
+    int64_t cg = g->c / g->group, mg = g->m / g->group, OH = g->out[1], OW = g->out[2];
+    double *y = malloc((size_t)(g->n * OH * OW * g->m) * sizeof *y);
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t m = 0; m < g->m; m++) {
+                    double acc = b ? b[m] : 0.0;
+                    for (int64_t kh = 0; kh < g->k[1]; kh++)
+                        for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                            int64_t ih = oh * g->s[1] + kh * g->d[1] - g->pad[1];
+                            int64_t iw = ow * g->s[2] + kw * g->d[2] - g->pad[2];
+                            if (ih < 0 || ih >= g->in[1] || iw < 0 || iw >= g->in[2]) continue;
+                            for (int64_t ci = 0; ci < cg; ci++) {
+                                int64_t c = (m / mg) * cg + ci;
+                                acc += (double)x[((n * g->in[1] + ih) * g->in[2] + iw) * g->c + c] *
+                                       w[((kh * g->k[2] + kw) * cg + ci) * g->m + m];
+                            }
+                        }
+                    int64_t at = ((n * OH + oh) * OW + ow) * g->m + m;
+                    if (r) acc += r[at];
+                    if (act && act->kind == RT_ACT_RELU) acc = acc < 0 ? 0 : acc;
+                    if (act && act->kind == RT_ACT_LEAKY_RELU) acc = acc < 0 ? act->alpha * acc : acc;
+                    if (act && act->kind == RT_ACT_CLIP)
+                        acc = acc < act->alpha ? act->alpha : acc > act->beta ? act->beta : acc;
+                    y[at] = acc;
+                }
+    return y;
+}
+
+static void check_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
+    say_isa();
+    rng_init();
+    RtConvGeom g = case_geom(k);
+    int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m;
+    int64_t wn = g.k[1] * g.k[2] * (g.c / g.group) * g.m, pn;
+    float *x = rand_f32(xn), *w = rand_f32(wn), *b = with_bias ? rand_f32(g.m) : NULL;
+    float *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn);
+    float *wp = pack(w, &g, &pn);
+    double *want = conv_ref(x, w, b, r, &g, act);
+    rt_pconv_nhwc_f32(x, wp, b, r, y, &g, act);
+    expect_close_tol(y, want, yn, TOL_F32, "pconv f32");
+    free(x), free(w), free(b), free(r), free(y), free(wp), free(want);
+}
+
+Test(rt_pgemm, matches_the_reference_for_pointwise_convolutions_of_every_remainder) {
+    /* pixels 1..2*MR+1 (every remainder of the tile's rows), channels around 16 and 32 */
+    static const int64_t ms[] = {1, 3, 15, 16, 17, 31, 32, 33, 48, 70};
+    static const int64_t cs[] = {1, 2, 7, 16, 33};
+    for (int64_t pix = 1; pix <= 2 * RT_PGEMM_MR + 1; pix++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+            for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+                Case k = {1, cs[ci], ms[mi], 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+                check_case(&k, (pix + mi) % 2 == 0, false, NULL);
+            }
+}
+
+Test(rt_pgemm, matches_the_reference_for_a_padded_3x3_with_batches_and_tails) {
+    Case k = {2, 5, 12, 1, 7, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, false, NULL);
+    Case k2 = {1, 64, 40, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k2, true, false, NULL);
+}
+
+Test(rt_pgemm, matches_the_reference_with_strides_dilations_and_asymmetric_pads) {
+    Case k = {1, 6, 20, 1, 11, 17, 3, 2, 2, 3, 2, 1, 2, 0, 1, 3};
+    check_case(&k, true, false, NULL);
+    Case k2 = {1, 3, 17, 1, 23, 21, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3}; /* a ResNet stem in small */
+    check_case(&k2, true, false, NULL);
+    Case k3 = {1, 9, 8, 1, 10, 10, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0}; /* strided 1x1 */
+    check_case(&k3, false, false, NULL);
+}
+
+Test(rt_pgemm, matches_the_reference_for_grouped_convolutions) {
+    Case k = {1, 6, 20, 2, 11, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, false, NULL);
+    Case k2 = {2, 64, 96, 4, 5, 6, 3, 3, 2, 1, 2, 1, 2, 1, 0, 1};
+    check_case(&k2, true, false, NULL);
+    Case k3 = {1, 8, 4, 4, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* N = 1 per group */
+    check_case(&k3, false, false, NULL);
+}
+
+Test(rt_pgemm, applies_the_bias_residual_and_activation_epilogue) {
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    RtAct leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0}; /* not a clamp: applied to stored rows */
+    Case k = {1, 8, 40, 1, 6, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, true, &relu);
+    check_case(&k, true, true, &leaky);
+    check_case(&k, false, false, &leaky);
+    check_case(&k, false, true, NULL);
+    check_case(&k, true, false, &relu6);
+    Case k2 = {1, 24, 33, 1, 5, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &relu);
+}
+
+Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
+    /* more pixels than a block (RT_PGEMM_MC) with a partial last tile; reductions cut into
+     * blocks of whole taps (70 channels: 3 taps a block) and into channel chunks of one tap
+     * (520 channels: 3 chunks), with the epilogue after the last block */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 70, 40, 1, 20, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, true, &relu);
+    Case k2 = {1, 520, 24, 1, 1, 2 * RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &leaky);
+    Case k3 = {1, 600, 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* 300 per group, padded */
+    check_case(&k3, true, false, &relu);
+}
+
+Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {
+    say_isa();
+    rng_init();
+    Case k = {1, 4, 32, 1, 1, 2 * RT_PGEMM_MR, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    RtConvGeom g = case_geom(&k);
+    RtAct none = {RT_ACT_NONE, 0.0, 0.0}, relu = {RT_ACT_RELU, 0.0, 0.0};
+    RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    const RtAct *acts[] = {NULL, &none, &relu, &relu6};
+    int64_t pn, yn = g.out[2] * g.m;
+    float *x = rand_f32(g.in[2] * g.c), *w = rand_f32(g.c * g.m), *y = poisoned_f32(yn);
+    float *wp = pack(w, &g, &pn);
+    x[0] = NAN; /* pixel 0: every channel NaN */
+    for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
+        poison(y, yn);
+        for (int64_t i = 0; i < yn; i++) y[i] = 1.0f;
+        rt_pconv_nhwc_f32(x, wp, NULL, NULL, y, &g, acts[ai]);
+        for (int64_t m = 0; m < g.m; m++)
+            cr_assert(isnan(y[m]), "act %d: channel %lld of the NaN pixel is %g (seed %u)",
+                      (int)ai, (long long)m, (double)y[m], rng_seed);
+        cr_assert(!isnan(y[g.m]), "act %d: a NaN reached pixel 1", (int)ai);
+    }
+    free(x), free(w), free(y), free(wp);
+}
+
+Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {
+    /* K = 9 * 300 and more panels than one L2 block holds */
+    Case k = {1, 300, 160, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, false, NULL);
+}

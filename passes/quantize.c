@@ -1,5 +1,5 @@
 /* Quantize: lowers the float nodes whose values carry quantization parameters (from a
- * .qparams file, driver/qparams.c, or from a QDQ model, passes/quantize_ingest.c) to the
+ * .qparams file, driver/qparams.c, or from a pre-quantized model, passes/fold_qdq.c) to the
  * int8 kernels of ops.def's kiln section. Runs after "layout", so convolutions arrive as
  * NHWC FusedConv with their bias, residual and activation already fused; each becomes one
  * QConv whose requantization, bias, residual and clamp run in the kernel's epilogue.
@@ -380,13 +380,20 @@ static void quantize_weights(Qz *Q, uint32_t wv, int64_t M, int64_t K,
             if (a > amax) amax = a;
         }
         double s = amax > 0.0 ? amax / 127.0 : 1.0; /* a zero range: scale 1, all zeros */
-        if (given && given->n == (uint32_t)M && given->scales[m] > 0.0f) s = given->scales[m];
+        /* a QDQ model's own scales, per channel or per tensor: its int8 values come back
+         * exactly, -128 included */
+        int lo = -127;
+        if (given && (given->n == (uint32_t)M || given->n == 1) &&
+            given->scales[given->n == 1 ? 0 : m] > 0.0f) {
+            s = given->scales[given->n == 1 ? 0 : m];
+            lo = -128;
+        }
         q->scales[m] = (float)s;
         s = q->scales[m];
         int64_t sum = 0;
         for (int64_t k = 0; k < K; k++) {
             double r = nearbyint(get(w, k, m, geo) / s);
-            int8_t v = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+            int8_t v = (int8_t)(r > 127 ? 127 : r < lo ? lo : r);
             o[m * K + k] = v;
             sum += v;
         }

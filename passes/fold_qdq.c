@@ -421,27 +421,39 @@ static uint32_t fold_const_dq(IrGraph *g, const IrNode *n) {
     return v;
 }
 
+/* The QuantizeLinear node that makes v, looking through Casts to v's own type (PyTorch
+ * 1.13's exporter writes QuantizeLinear -> Cast(uint8) -> DequantizeLinear), or IR_NONE. */
+static uint32_t q_producer(const IrGraph *g, uint32_t v) {
+    for (int hops = 0; hops < 4 && v != IR_NONE; hops++) {
+        uint32_t q = pass_producer(g, v, IR_OP_QUANTIZE_LINEAR);
+        if (q != IR_NONE) return q;
+        uint32_t c = pass_producer(g, v, IR_OP_CAST);
+        if (c == IR_NONE || g->values[g->nodes[c].inputs[0]].type.dtype != g->values[v].type.dtype)
+            return IR_NONE;
+        v = g->nodes[c].inputs[0];
+    }
+    return IR_NONE;
+}
+
 static bool same_quant(const IrQuant *q, float s, int32_t z) {
     return q->n == 1 && q->scales[0] == s && (q->zero_points ? q->zero_points[0] : 0) == z;
 }
 
 bool pass_fold_qdq(IrGraph *g, Diag *d) {
-    (void)d;
     if (g->n_subgraphs) return false;
     /* a statically quantized model: some QuantizeLinear feeds a DequantizeLinear */
     bool pairs = false;
     for (uint32_t i = 0; i < g->n_nodes && !pairs; i++) {
         const IrNode *n = &g->nodes[i];
-        pairs = !n->dead && n->op == IR_OP_DEQUANTIZE_LINEAR &&
-                pass_producer(g, n->inputs[0], IR_OP_QUANTIZE_LINEAR) != IR_NONE;
+        pairs = !n->dead && n->op == IR_OP_DEQUANTIZE_LINEAR && q_producer(g, n->inputs[0]) != IR_NONE;
     }
     if (!pairs) return false;
-    bool changed = false;
+    bool changed = false, identities = false;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         IrNode *n = &g->nodes[i];
         if (n->dead || n->op != IR_OP_DEQUANTIZE_LINEAR || n->outputs[0] == IR_NONE) continue;
         uint32_t out = n->outputs[0], to = IR_NONE;
-        uint32_t qn = pass_producer(g, n->inputs[0], IR_OP_QUANTIZE_LINEAR);
+        uint32_t qn = q_producer(g, n->inputs[0]);
         if (qn != IR_NONE) {
             const IrNode *q = &g->nodes[qn];
             uint32_t v = q->inputs[0];
@@ -472,28 +484,34 @@ bool pass_fold_qdq(IrGraph *g, Diag *d) {
         if (to == IR_NONE) continue;
         changed = true;
         if (pass_is_graph_output(g, out)) {
-            /* the output keeps its name (and the parameters): an Identity the identity
-             * pass then removes */
+            /* the output keeps its name (and the parameters): an Identity, removed below */
             if (g->values[to].quant && g->values[to].kind != IR_VALUE_CONST)
                 g->values[out].quant = g->values[to].quant;
             IrNode *id = pass_replace_node(g, i, IR_OP_IDENTITY, g->nodes[i].name, 1, 1);
             id->opset = pass_default_opset(g);
             id->inputs[0] = to;
             pass_set_output(g, i, 0, out);
+            identities = true;
             continue;
         }
         ir_replace_uses(g, out, to);
         n->dead = true;
     }
-    /* QuantizeLinear nodes nobody reads any more */
+    /* QuantizeLinear nodes (and the Casts after them) nobody reads any more, last first */
     uint32_t *uses = ir_use_counts(g);
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
+    for (uint32_t i = g->n_nodes; i-- > 0;) {
         IrNode *n = &g->nodes[i];
-        if (!n->dead && n->op == IR_OP_QUANTIZE_LINEAR && n->outputs[0] != IR_NONE &&
-            uses[n->outputs[0]] == 0 && !pass_is_graph_output(g, n->outputs[0]))
-            n->dead = true;
+        if (n->dead || (n->op != IR_OP_QUANTIZE_LINEAR && n->op != IR_OP_CAST) ||
+            n->outputs[0] == IR_NONE || uses[n->outputs[0]] != 0 ||
+            pass_is_graph_output(g, n->outputs[0]) ||
+            (n->op == IR_OP_CAST && q_producer(g, n->outputs[0]) == IR_NONE))
+            continue;
+        n->dead = true;
+        for (uint32_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != IR_NONE) uses[n->inputs[k]]--;
     }
     free(uses);
     if (changed) ir_graph_compact(g);
+    if (identities) pass_remove_identity(g, d);
     return changed;
 }

@@ -8,7 +8,8 @@
 # the model's QDQ semantics as ONNX Runtime runs them (graph optimizations off) within one
 # quantization step on >= 95% of the output elements, top-1 on >= 95% of 32 inputs, cosine
 # >= 0.99 (tests/int8/prequant.py, which also prints the agreement with ONNX Runtime's own
-# int8 kernels). The model suite's MobileNetV2, when its export is cached, is held by cosine
+# int8 kernels). The same for a CNN quantized by PyTorch 1.13's FX graph mode and exported
+# by torch.onnx.export (tests/int8/torch_qdq.py). The model suite's MobileNetV2, when its export is cached, is held by cosine
 # (>= 0.98) and its arena against the float emulation's (--no-pass=fold-qdq). An op Kiln does
 # not know (a made-up com.microsoft op): the first error line names it and its domain,
 # exit 1, no output folder.
@@ -57,6 +58,22 @@ for src in "$ROOT/examples/digits/digits.onnx" "$ROOT/examples/models/tinycnn.on
         sed 's/^/    /' "$TMP/check.log"
     done
 done
+
+# PyTorch's own QDQ export (FX graph mode, fbgemm; Debian's python3-torch 1.13): scales as
+# Constant nodes, QuantizeLinear -> Cast -> DequantizeLinear, a residual add
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    check "PyTorch FX quantized CNN exports (torch.onnx.export)" /usr/bin/python3 \
+        "$ROOT/tests/int8/torch_qdq.py" "$W/torch.onnx"
+    check "the PyTorch QDQ model compiles" build torch "$W/torch.onnx"
+    k="$(kernels "$W/torch")"
+    if [ "$k" = "QConv=3 QGemm=1 Conv=0 Gemm=0" ]; then pass "PyTorch QDQ runs the int8 kernels ($k)"
+    else fail "PyTorch QDQ runs the int8 kernels ($k; want QConv=3 QGemm=1 Conv=0 Gemm=0)"; fi
+    check "the PyTorch QDQ model agrees with its QDQ semantics" "$PY" "$PQ" compare \
+        "$W/torch.onnx" "$W/torch/exe" "$W/torch/net_weights.bin" 32
+    sed 's/^/    /' "$TMP/check.log"
+else
+    echo "note: /usr/bin/python3 has no torch (Debian's python3-torch): PyTorch QDQ skipped"
+fi
 
 # the model suite's MobileNetV2 (random weights), when cached: 52 QConv, arena vs emulation
 mbv2="$(ls -t "$HOME"/.cache/kiln/models/*/mobilenet_v2.onnx 2>/dev/null | head -n 1 || true)"

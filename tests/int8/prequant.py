@@ -68,20 +68,23 @@ def quantize(src, dst, fmt, act):
 
 def output_step(m):
     """The scale of the quantized value the (first) output was dequantized or computed from."""
-    init = {t.name: t for t in m.graph.initializer}
+    init = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    for n in m.graph.node:  # PyTorch's exporter writes parameters as Constant nodes
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            init[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     prod = {o: n for n in m.graph.node for o in n.output}
     v, seen = m.graph.output[0].name, 0
     while v in prod and seen < 8:
         n = prod[v]
         seen += 1
         if n.op_type == "DequantizeLinear":
-            return float(numpy_helper.to_array(init[n.input[1]]).reshape(-1)[0])
+            return float(init[n.input[1]].reshape(-1)[0])
         if n.op_type in ("QuantizeLinear",):
-            return float(numpy_helper.to_array(init[n.input[1]]).reshape(-1)[0])
+            return float(init[n.input[1]].reshape(-1)[0])
         if n.op_type.startswith("QLinear") or n.op_type == "QGemm":
             k = {"QLinearConv": 6, "QLinearMatMul": 6, "QLinearAdd": 6, "QLinearMul": 6,
                  "QGemm": 7, "QLinearConcat": 0}.get(n.op_type, 3)
-            return float(numpy_helper.to_array(init[n.input[k]]).reshape(-1)[0])
+            return float(init[n.input[k]].reshape(-1)[0])
         v = n.input[0]
     return None
 

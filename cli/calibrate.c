@@ -161,13 +161,18 @@ static bool list_samples(Cal *c) {
 
 /* Reads sample path as float32 data of the input's shape into x (in_numel floats). */
 static bool read_npy(const Cal *c, const char *path, float *x) {
+    return cli_read_sample("calibrate", path, c->in_name, c->in_rank, c->in_dims, c->in_numel, x);
+}
+
+bool cli_read_sample(const char *cmd, const char *path, const char *in_name, int in_rank,
+                     const int64_t *in_dims, int64_t in_numel, float *x) {
     FILE *f = fopen(path, "rb");
     unsigned char pre[12];
     char *header = NULL;
     bool ok = false;
     const char *why = "not a .npy file";
     if (!f) {
-        fprintf(stderr, "kiln calibrate: error: %s: cannot read: %s\n", path, strerror(errno));
+        fprintf(stderr, "kiln %s: error: %s: cannot read: %s\n", cmd, path, strerror(errno));
         return false;
     }
     if (fread(pre, 1, 10, f) == 10 && memcmp(pre, "\x93NUMPY", 6) == 0) {
@@ -197,23 +202,23 @@ static bool read_npy(const Cal *c, const char *path, float *x) {
                     dims[rank++] = strtoll(p, (char **)&p, 10);
                     p += strspn(p, " ");
                 }
-                bool same = rank == c->in_rank;
-                for (int i = 0; same && i < rank; i++) same = dims[i] == c->in_dims[i];
+                bool same = rank == in_rank;
+                for (int i = 0; same && i < rank; i++) same = dims[i] == in_dims[i];
                 if (!same) {
                     static char msg[256];
                     int len = snprintf(msg, sizeof msg, "shape (");
                     for (int i = 0; i < rank && len < 200; i++)
                         len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)dims[i]);
                     len += snprintf(msg + len, sizeof msg - (size_t)len, "), the input wants (");
-                    for (int i = 0; i < c->in_rank && len < 240; i++)
-                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)c->in_dims[i]);
+                    for (int i = 0; i < in_rank && len < 240; i++)
+                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)in_dims[i]);
                     snprintf(msg + len, sizeof msg - (size_t)len, ")");
                     why = msg;
-                } else if (fread(x, sizeof *x, (size_t)c->in_numel, f) != (size_t)c->in_numel) {
+                } else if (fread(x, sizeof *x, (size_t)in_numel, f) != (size_t)in_numel) {
                     why = "fewer values than its shape says";
                 } else {
                     ok = true;
-                    for (int64_t i = 0; i < c->in_numel && ok; i++)
+                    for (int64_t i = 0; i < in_numel && ok; i++)
                         if (!isfinite(x[i])) {
                             static char msg[96];
                             snprintf(msg, sizeof msg, "element %lld is %s", (long long)i,
@@ -227,7 +232,7 @@ static bool read_npy(const Cal *c, const char *path, float *x) {
     fclose(f);
     free(header);
     if (!ok)
-        fprintf(stderr, "kiln calibrate: error: %s: input '%s': %s\n", path, c->in_name, why);
+        fprintf(stderr, "kiln %s: error: %s: input '%s': %s\n", cmd, path, in_name, why);
     return ok;
 }
 

@@ -30,8 +30,16 @@ extern const char cli_inspect_help[];
 int cli_compile_run(int argc, char **argv);
 extern const char cli_compile_help[];
 int cli_validate_run(int argc, char **argv);
+/* kiln validate MODEL --int8 FILE.qparams --per-layer (cli/validate_int8.c): cli_validate_run
+ * hands a command line with --int8 over to it. */
+int cli_validate_int8_run(int argc, char **argv);
 extern const char cli_validate_help[];
 int cli_calibrate_run(int argc, char **argv);
+/* Reads the .npy sample at path (float32, C order, of the input's shape in_dims, no NaN or
+ * infinity) into x (in_numel floats); false after one error naming the file and the input
+ * ("kiln CMD: error: ..."). cli/calibrate.c; kiln validate --per-layer reads samples too. */
+bool cli_read_sample(const char *cmd, const char *path, const char *in_name, int in_rank,
+                     const int64_t *in_dims, int64_t in_numel, float *x);
 extern const char cli_calibrate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns

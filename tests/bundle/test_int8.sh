@@ -104,6 +104,33 @@ else
     fail "a hand-edited .qparams takes effect, and kiln compile names the ops left float"
     sed 's/^/    /' "$TMP/edited.log" | head -n 5
 fi
+# kiln validate --per-layer: one row per int8 layer, SQNR ascending; a scale made 20 times
+# too coarse on c2 (the second convolution) makes its layer the worst, with the largest own dB
+per_layer() { # QPARAMS OUT
+    "$KILN" validate "$W/cnn.onnx" --int8 "$1" --per-layer --inputs "$W/data" --samples 8 --quiet >"$2"
+}
+table_ok() { # FILE: 8 layers, SQNR (column 2) ascending
+    awk '$1 ~ /^[0-9]+$/ && NF >= 7 { n++; if (n > 1 && $2 + 0 < prev) bad = 1; prev = $2 + 0 }
+         END { exit !(n == 8 && !bad) }' "$1"
+}
+if per_layer "$W/cnn.qparams" "$TMP/pl.txt" && table_ok "$TMP/pl.txt"; then
+    pass "kiln validate --per-layer: 8 int8 layers, worst SQNR first"
+else
+    fail "kiln validate --per-layer: 8 int8 layers, worst SQNR first"
+    sed 's/^/    /' "$TMP/pl.txt" | head -n 20
+fi
+sed 's/^/    /' "$TMP/pl.txt"
+awk '/^tensor c2 / { split($3, a, "="); printf "tensor c2 scale=%.9g %s\n", a[2] * 20, $4; next } { print }' \
+    "$W/cnn.qparams" >"$W/coarse.qparams"
+if per_layer "$W/coarse.qparams" "$TMP/pl-coarse.txt" && table_ok "$TMP/pl-coarse.txt" &&
+    awk '$1 == "1" { ok = $6 == "c2_conv" } END { exit !ok }' "$TMP/pl-coarse.txt" &&
+    awk '$1 ~ /^[0-9]+$/ && $3 != "-" && $3 + 0 > best { best = $3 + 0; who = $6 } END { exit who != "c2_conv" }' \
+        "$TMP/pl-coarse.txt"; then
+    pass "a scale made 20x too coarse on c2: c2_conv is the worst layer and loses the most dB itself"
+else
+    fail "a scale made 20x too coarse on c2: c2_conv is the worst layer and loses the most dB itself"
+    sed 's/^/    /' "$TMP/pl-coarse.txt" | head -n 20
+fi
 
 exes=()
 build() { # NAME CC FLAGS...

@@ -113,6 +113,8 @@ typedef struct IrQuant {
     uint32_t n;
     float *scales;
     int32_t *zero_points;
+    bool rounds; /* the model itself rounds the value here (a QuantizeLinear/DequantizeLinear
+                    pair that passes/fold_qdq.c folded): float readers read it rounded too */
 } IrQuant;
 
 /* ---- tensors (constants, initializers, tensor attributes) ------------------------- */

@@ -474,6 +474,7 @@ bool pass_fold_qdq(IrGraph *g, Diag *d) {
                 qa->scales = ir_arena_alloc(g->arena, sizeof *qa->scales);
                 qa->zero_points = ir_arena_alloc(g->arena, sizeof *qa->zero_points);
                 qa->scales[0] = s, qa->zero_points[0] = z;
+                qa->rounds = true;
                 g->values[v].quant = qa;
             }
             to = v;

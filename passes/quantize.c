@@ -584,6 +584,50 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
     pass_set_output(g, i, 0, yq);
 }
 
+/* v, which the model rounds (IrQuant.rounds: a folded QuantizeLinear/DequantizeLinear pair),
+ * is made by a float node or is a graph input, and float nodes or the graph's outputs read
+ * it: they read DequantizeLinear(QuantizeLinear(v)) instead, as the model says (a graph
+ * output keeps its name on the rounded value). */
+static void round_for_float(Qz *Q, uint32_t v, uint32_t n_nodes) {
+    IrGraph *g = Q->g;
+    if (!Q->int8_read[v]) add_qdq(Q, v, true); /* else the caller made the QuantizeLinear */
+    uint32_t q = Q->twin[v], sv, zv;
+    IrType t = g->values[v].type;
+    uint32_t r = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".rounded"), &t, IR_VALUE_NODE);
+    g->values[r].producer = IR_NONE;
+    g->values[r].quant = g->values[v].quant;
+    qdq_params(Q, v, &sv, &zv);
+    uint32_t id = ir_node_add(g, IR_OP_DEQUANTIZE_LINEAR,
+                              pass_unique_name(g, g->values[v].name, ".rounded"), 3, 1, 0);
+    IrNode *n = &g->nodes[id];
+    n->opset = (int32_t)ir_graph_opset(g, "");
+    if (n->opset < 13) n->opset = 13;
+    n->inputs[0] = q, n->inputs[1] = sv, n->inputs[2] = zv;
+    pass_set_output(g, id, 0, r);
+    pass_order_push(&Q->order, id);
+    Q->changed = true;
+    for (uint32_t j = 0; j < n_nodes; j++) {
+        IrNode *m = &g->nodes[j];
+        if (m->dead) continue;
+        for (uint32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(Q->kind[j], m, k)))
+                m->inputs[k] = r;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++) {
+        if (g->outputs[k] != v) continue;
+        const char *name = g->values[v].name;
+        g->values[v].name = pass_unique_name(g, name, ".exact");
+        g->values[r].name = name;
+        g->outputs[k] = r;
+    }
+}
+
+static bool needs_round(const Qz *Q, uint32_t v) {
+    const IrGraph *g = Q->g;
+    return v != IR_NONE && v < Q->n_vals && Q->float_read[v] && act_q(g, v, NULL, NULL) &&
+           g->values[v].quant->rounds;
+}
+
 /* One note naming the ops that stay float although a value they read or write has
  * parameters (no int8 kernel, or a neighbour without parameters), with their counts. */
 static void note_float(const Qz *Q, Diag *d) {
@@ -650,9 +694,11 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         }
     }
     for (uint32_t k = 0; k < g->n_outputs; k++) Q.float_read[g->outputs[k]] = true;
-    /* graph inputs read as int8 */
-    for (uint32_t k = 0; k < g->n_inputs; k++)
+    /* graph inputs read as int8, or rounded by the model and read as float */
+    for (uint32_t k = 0; k < g->n_inputs; k++) {
         if (Q.int8_read[g->inputs[k]]) add_qdq(&Q, g->inputs[k], true);
+        if (needs_round(&Q, g->inputs[k])) round_for_float(&Q, g->inputs[k], n_nodes);
+    }
     for (uint32_t i = 0; i < n_nodes; i++) {
         if (g->nodes[i].dead) continue;
         int kind = Q.kind[i];
@@ -674,10 +720,11 @@ bool pass_quantize(IrGraph *g, Diag *d) {
             Q.changed = true;
             if (Q.float_read[y]) add_qdq(&Q, y, false);
         } else {
-            const IrNode *n = &g->nodes[i];
-            for (uint32_t k = 0; k < n->n_outputs; k++) {
+            uint32_t n_out = g->nodes[i].n_outputs; /* nodes added below move g->nodes */
+            for (uint32_t k = 0; k < n_out; k++) {
                 uint32_t v = g->nodes[i].outputs[k];
                 if (v != IR_NONE && v < Q.n_vals && Q.int8_read[v]) add_qdq(&Q, v, true);
+                if (needs_round(&Q, v)) round_for_float(&Q, v, n_nodes);
             }
         }
     }

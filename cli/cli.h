@@ -35,11 +35,29 @@ int cli_validate_run(int argc, char **argv);
 int cli_validate_int8_run(int argc, char **argv);
 extern const char cli_validate_help[];
 int cli_calibrate_run(int argc, char **argv);
-/* Reads the .npy sample at path (float32, C order, of the input's shape in_dims, no NaN or
- * infinity) into x (in_numel floats); false after one error naming the file and the input
- * ("kiln CMD: error: ..."). cli/calibrate.c; kiln validate --per-layer reads samples too. */
-bool cli_read_sample(const char *cmd, const char *path, const char *in_name, int in_rank,
-                     const int64_t *in_dims, int64_t in_numel, float *x);
+/* The samples of kiln calibrate and kiln validate --per-layer (cli/samples.c): PATH, a folder
+ * of .npy/.npz files (name order) or one file; a .npy holds one sample of the input's shape
+ * or N along a first axis; a .npz (numpy.savez) holds the input under its name or as its
+ * only member, the same ways. Headers are checked on opening, with one error naming the file
+ * and the input ("kiln CMD: error: ..."); samples are read one at a time. */
+typedef struct CliSample {
+    const char *path;      /* the file (owned by the set) */
+    int64_t offset;        /* of its first sample's float32 values */
+    int64_t index, count;  /* this sample of the file's count */
+} CliSample;
+typedef struct CliSampleSet {
+    CliSample *v;
+    int64_t n, cap;
+    char **files;
+    int64_t n_files;
+} CliSampleSet;
+bool cli_samples_open(const char *cmd, const char *path, const char *in_name, int in_rank,
+                      const int64_t *in_dims, CliSampleSet *set);
+/* Sample k into x (in_numel floats); false after an error naming it (a short file, NaN or
+ * infinity). */
+bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const char *in_name,
+                     int64_t in_numel, float *x);
+void cli_samples_free(CliSampleSet *set);
 extern const char cli_calibrate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns

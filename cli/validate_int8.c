@@ -345,46 +345,15 @@ static void print_table(Pl *p, int64_t n_samples) {
     free(drop);
 }
 
-/* Fills x with sample k: the k-th .npy of the folder, or seeded uniform [0,1) values. */
-static bool make_sample(Pl *p, char **files, int64_t k, float *x) {
-    if (files) return cli_read_sample("validate", files[k], p->in_name, p->in_rank, p->in_dims, p->in_numel, x);
+/* Fills x with sample k: from the set, or seeded uniform [0,1) values. */
+static bool make_sample(Pl *p, const CliSampleSet *set, int64_t k, float *x) {
+    if (set) return cli_sample_read("validate", set, k, p->in_name, p->in_numel, x);
     uint64_t s = (uint64_t)p->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1;
     for (int64_t i = 0; i < p->in_numel; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull; /* PCG's LCG step */
         x[i] = (float)((s >> 40) * (1.0 / 16777216.0));
     }
     return true;
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **list_npy(const char *dir, int64_t *n) {
-    DIR *d = opendir(dir);
-    char **v = NULL;
-    int64_t cap = 0;
-    *n = 0;
-    if (!d) {
-        fprintf(stderr, "kiln validate: error: %s: cannot read the folder: %s\n", dir, strerror(errno));
-        return NULL;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **q = realloc(v, (size_t)cap * sizeof *q);
-            if (!q) break;
-            v = q;
-        }
-        v[(*n)++] = cat3(dir, "/", e->d_name);
-    }
-    closedir(d);
-    if (!*n) fprintf(stderr, "kiln validate: error: %s: no .npy samples in the folder\n", dir);
-    else qsort(v, (size_t)*n, sizeof *v, cmp_str);
-    return v;
 }
 
 int cli_validate_int8_run(int argc, char **argv) {
@@ -449,8 +418,9 @@ int cli_validate_int8_run(int argc, char **argv) {
     rc = CLI_EXIT_MODEL;
     IrGraph *gf = cli_load_model("validate", p.model, &dims, &rc);
     IrGraph *gq = gf ? cli_load_model("validate", p.model, &dims, &rc) : NULL;
-    char **files = NULL;
-    int64_t n_files = 0, n_listed = 0;
+    CliSampleSet set = {0};
+    bool have_set = false;
+    int64_t n_files = 0;
     float *x = NULL, *fbuf = NULL;
     uint8_t *qbuf = NULL;
     if (!gq) goto done;
@@ -476,9 +446,9 @@ int cli_validate_int8_run(int argc, char **argv) {
         if (!qok) goto done;
     }
     if (p.inputs) {
-        files = list_npy(p.inputs, &n_listed);
-        if (!files || !n_listed) goto done;
-        n_files = p.samples && p.samples < n_listed ? p.samples : n_listed;
+        if (!cli_samples_open("validate", p.inputs, p.in_name, p.in_rank, p.in_dims, &set)) goto done;
+        have_set = true;
+        n_files = p.samples && p.samples < set.n ? p.samples : set.n;
     } else {
         n_files = p.samples ? p.samples : PL_DEFAULT_SAMPLES;
     }
@@ -510,8 +480,8 @@ int cli_validate_int8_run(int argc, char **argv) {
     bool ok = in_bin != NULL;
     for (int64_t k = 0; ok && k < n_files; k++) {
         cli_progress_show(&p.progress, "sample %lld of %lld", (long long)k + 1, (long long)n_files);
-        const char *name = files ? files[k] : "a random sample";
-        ok = make_sample(&p, files, k, x);
+        const char *name = have_set ? set.v[k].path : "a random sample";
+        ok = make_sample(&p, have_set ? &set : NULL, k, x);
         FILE *f = ok ? fopen(in_bin, "wb") : NULL;
         ok = ok && f && fwrite(x, sizeof *x, (size_t)p.in_numel, f) == (size_t)p.in_numel;
         if (f) ok &= fclose(f) == 0;
@@ -525,8 +495,7 @@ int cli_validate_int8_run(int argc, char **argv) {
     rc = CLI_EXIT_OK;
 done:
     if (p.work[0] && !p.keep) remove_work(p.work);
-    for (int64_t k = 0; files && k < n_listed; k++) free(files[k]);
-    free(files);
+    cli_samples_free(&set);
     free(x), free(fbuf), free(qbuf);
     free(p.layers);
     if (gf) ir_graph_free(gf);

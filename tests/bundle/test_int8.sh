@@ -268,5 +268,37 @@ badcal() { # DESCRIPTION EXPECTED-TEXT PYTHON-EXPR-OF-THE-ARRAY (or "none": an e
 badcal "a sample of the wrong shape is named" "b.npy: input 'x': shape (1, 3, 15, 17), the input wants (1, 3, 17, 15)" "x.reshape(1, 3, 15, 17)"
 badcal "a sample of the wrong dtype is named" "b.npy: input 'x': not float32" "x.astype(np.float64)"
 badcal "a NaN in a sample is named" "b.npy: input 'x': element 7 is NaN" "np.where(np.arange(x.size).reshape(x.shape) == 7, np.nan, x).astype(np.float32)"
-badcal "an empty calibration set is refused" "no .npy samples" none
+badcal "an empty calibration set is refused" "no .npy or .npz samples" none
+# the same 32 samples as one .npy with a batch axis, and as a .npz: the same .qparams bytes;
+# a compressed .npz is refused naming its member, a NaN in a batch names the sample
+"$PY" - "$W" <<'PYEOF' || fail "the batch and .npz sample files are written"
+import glob, sys
+import numpy as np
+w = sys.argv[1]
+xs = np.stack([np.load(f) for f in sorted(glob.glob(f"{w}/data/*.npy"))])
+np.save(f"{w}/batch.npy", xs[:, 0])  # (32, 3, 17, 15): along the input's batch axis of 1
+np.savez(f"{w}/set.npz", x=xs)       # (32, 1, 3, 17, 15): a new first axis
+np.savez_compressed(f"{w}/packed.npz", x=xs)
+bad = xs[:, 0].copy()
+bad[5, 0, 0, 3] = np.nan
+np.save(f"{w}/nan_batch.npy", bad)
+PYEOF
+for f in batch.npy set.npz; do
+    check "kiln calibrate --data $f (32 samples in one file) writes the same .qparams" \
+        bash -c "'$KILN' calibrate '$W/cnn.onnx' --data '$W/$f' --method entropy -o '$W/$f.qparams' --quiet && cmp '$W/$f.qparams' '$W/cnn.entropy.qparams'"
+done
+badfile() { # DESCRIPTION EXPECTED-TEXT FILE
+    local rc=0
+    rm -f "$W/bad.qparams"
+    "$KILN" calibrate "$W/cnn.onnx" --data "$3" -o "$W/bad.qparams" >"$TMP/bad.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -e "$W/bad.qparams" ] && grep -q -- "$2" "$TMP/bad.log" &&
+        [ "$(grep -c error "$TMP/bad.log")" -eq 1 ]; then
+        pass "$1"
+    else
+        fail "$1 (exit $rc)"
+        sed 's/^/    /' "$TMP/bad.log" | head -n 5
+    fi
+}
+badfile "a compressed .npz is refused, naming its member" "packed.npz: input 'x': member 'x.npy' is compressed" "$W/packed.npz"
+badfile "a NaN in a batch names the sample" "nan_batch.npy (sample 5 of 32): input 'x': element 3 is NaN" "$W/nan_batch.npy"
 finish

@@ -141,6 +141,7 @@ build() { # NAME CC FLAGS...
     [ -x "$W/$name" ] && exes+=("$W/$name")
 }
 build portable gcc -DRT_QGEMM_PORTABLE
+uname -m | grep -q x86_64 && build sse2 gcc
 build portable-clang clang -DRT_QGEMM_PORTABLE
 build avx2 gcc -mavx2
 grep -q avx512_vnni /proc/cpuinfo && build avx512vnni gcc -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512vnni

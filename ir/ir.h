@@ -294,6 +294,8 @@ struct IrGraph {
     /* root only */
     IrOpset *opsets;
     uint32_t n_opsets;
+    const char **keep_float; /* node names the quantize pass leaves float (--keep-float) */
+    uint32_t n_keep_float;
     const char **syms; /* symbolic dimension names */
     uint32_t n_syms, cap_syms;
     int64_t ir_version;

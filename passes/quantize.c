@@ -10,6 +10,8 @@
  * DequantizeLinear writes v; where an int8 node reads a float-produced v, a QuantizeLinear
  * makes the twin. Graph inputs and outputs stay float under their names.
  *
+ * Nodes named in IrGraph.keep_float (kiln compile --keep-float) stay float, their neighbours
+ * int8 with QuantizeLinear/DequantizeLinear between.
  * Lowered: Conv/FusedConv (2-D NHWC, constant weights, activation none/Relu/Clip) -> QConv;
  * Gemm/FusedGemm/MatMul/FusedMatMul with constant B -> QGemm; Add, Mul of one shape ->
  * QAdd, QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
@@ -244,10 +246,16 @@ static bool is_view(IrOp op) {
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
 }
 
+static bool kept_float(const IrGraph *g, const IrNode *n) {
+    for (uint32_t k = 0; k < g->n_keep_float && n->name; k++)
+        if (strcmp(g->keep_float[k], n->name) == 0) return true;
+    return false;
+}
+
 static int decide(Qz *Q, uint32_t i) {
     IrGraph *g = Q->g;
     const IrNode *n = &g->nodes[i];
-    if (n->n_outputs < 1 || n->outputs[0] == IR_NONE) return K_FLOAT;
+    if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || kept_float(g, n)) return K_FLOAT;
     uint32_t x = n->n_inputs ? n->inputs[0] : IR_NONE, y = n->outputs[0];
     switch (n->op) {
     case IR_OP_CONV:

@@ -104,6 +104,25 @@ else
     fail "a hand-edited .qparams takes effect, and kiln compile names the ops left float"
     sed 's/^/    /' "$TMP/edited.log" | head -n 5
 fi
+# --keep-float: the named convolution stays float (FusedConv), its neighbours int8 with a
+# dequantize before it and a quantize after; the bundle still agrees with the float model
+if "$KILN" compile "$W/cnn.onnx" -o "$W/kf" --test-main --int8 "$W/cnn.qparams" --keep-float c2_conv \
+    --dump-after=quantize >"$W/kf.txt" 2>"$TMP/kf.log" &&
+    [ "$(grep -cE '= QConv\(' "$W/kf.txt")" -eq 4 ] && grep -q '= FusedConv(%c1, .* name=c2_conv ' "$W/kf.txt" &&
+    grep -q "int8: 1 node stays float .*: FusedConv x1" "$TMP/kf.log" &&
+    gcc $STRICT -O2 -march=native -I"$W/kf" "$W/kf/cnn.c" "$W/kf/cnn_test_main.c" -o "$W/kf-exe" -lm; then
+    pass "--keep-float c2_conv: c2_conv stays float between int8 neighbours"
+else
+    fail "--keep-float c2_conv: c2_conv stays float between int8 neighbours"
+    sed 's/^/    /' "$TMP/kf.log" | head -n 5
+fi
+rc=0
+"$KILN" compile "$W/cnn.onnx" -o "$W/kf-bad" --int8 "$W/cnn.qparams" --keep-float c2_conv,nope >"$TMP/kf.log" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && [ ! -e "$W/kf-bad" ] && grep -q "no node named 'nope'" "$TMP/kf.log"; then
+    pass "--keep-float names a node the model lacks: usage error, no folder"
+else
+    fail "--keep-float names a node the model lacks (exit $rc)"
+fi
 # kiln validate --per-layer: one row per int8 layer, SQNR ascending; a scale made 20 times
 # too coarse on c2 (the second convolution) makes its layer the worst, with the largest own dB
 per_layer() { # QPARAMS OUT
@@ -196,6 +215,8 @@ sys.exit(0 if min(cos) >= min_cos and top >= 0.9 * n else 1)
 PYEOF
 check "all builds write the same bytes, and agree with the float model (minmax)" \
     "$PY" "$W/agree.py" 0.995 "$W" "$B/cnn_weights.bin" "${exes[@]}"
+[ -x "$W/kf-exe" ] && check "the --keep-float c2_conv bundle agrees with the float model" \
+    "$PY" "$W/agree.py" 0.995 "$W" "$W/kf/cnn_weights.bin" "$W/kf-exe"
 for mc in percentile:0.995 entropy:0.97 mse:0.995; do # entropy clips the most
     m="${mc%%:*}"
     Bm="$W/bundle-$m"

@@ -59,6 +59,63 @@ for src in "$ROOT/examples/digits/digits.onnx" "$ROOT/examples/models/tinycnn.on
     done
 done
 
+# the other com.microsoft ops: a CNN with Sigmoid, LeakyRelu, Concat, AveragePool and Mul
+# quantized in QOperator format (QLinearSigmoid, QLinearLeakyRelu, QLinearConcat,
+# QLinearAveragePool, QLinearMul, QLinearGlobalAveragePool, QGemm) and in QDQ; a Conv fused
+# with Sigmoid or LeakyRelu stays float (the quantize pass takes clamp activations only),
+# the average pool has no int8 kernel; random weights leave near ties, so top-1 >= 75%
+"$PY" - "$W/opsmix.onnx" <<'PYEOF' || fail "the op-mix CNN is written"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+rng = np.random.default_rng(3)
+inits, nodes = [], []
+def c(name, a):
+    inits.append(nh.from_array(np.asarray(a, np.float32), name))
+    return name
+def conv(x, y, cin, cout):
+    nodes.append(h.make_node("Conv", [x, c(y + "_w", rng.standard_normal((cout, cin, 3, 3)) * 0.3),
+                                      c(y + "_b", rng.standard_normal(cout) * 0.1)], [y], name=y,
+                             pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+conv("x", "a", 3, 8)
+nodes.append(h.make_node("Sigmoid", ["a"], ["as"], name="sig"))
+conv("x", "b", 3, 8)
+nodes.append(h.make_node("LeakyRelu", ["b"], ["bl"], name="lrelu", alpha=0.1))
+nodes.append(h.make_node("Concat", ["as", "bl"], ["cat"], name="cat", axis=1))
+nodes.append(h.make_node("AveragePool", ["cat"], ["ap"], name="ap", kernel_shape=[2, 2], strides=[2, 2]))
+conv("ap", "d", 16, 8)
+nodes.append(h.make_node("Mul", ["d", "d"], ["dm"], name="mul"))
+nodes.append(h.make_node("GlobalAveragePool", ["dm"], ["g"], name="gap"))
+nodes.append(h.make_node("Flatten", ["g"], ["f"], name="flat"))
+nodes.append(h.make_node("Gemm", ["f", c("fw", rng.standard_normal((8, 10)) * 0.3),
+                                  c("fb", rng.standard_normal(10) * 0.1)], ["y"], name="fc"))
+g = h.make_graph(nodes, "opsmix", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], inits)
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+PYEOF
+for v in qdq.u8 qop.u8; do
+    m="$W/opsmix.$v.onnx"
+    if "$PY" "$PQ" quantize "$W/opsmix.onnx" "$m" "${v%.*}" u8 >"$TMP/q.log" 2>&1 &&
+        check "op-mix CNN $v compiles ($(tail -n 1 "$TMP/q.log" | sed 's/.*: //'))" build "opsmix.$v" "$m"; then
+        k="$(kernels "$W/opsmix.$v")"
+        if [ "$k" = "QConv=1 QGemm=1 Conv=2 Gemm=0" ] && grep -q "/\* QMul '" "$W/opsmix.$v/net.c" &&
+            grep -q "/\* QGlobalAveragePool '" "$W/opsmix.$v/net.c"; then
+            pass "op-mix CNN $v: QConv, QMul, QGlobalAveragePool, QGemm ($k)"
+        else
+            fail "op-mix CNN $v: QConv, QMul, QGlobalAveragePool, QGemm ($k)"
+        fi
+        check "op-mix CNN $v agrees with the QDQ semantics" "$PY" "$PQ" compare "$m" \
+            "$W/opsmix.$v/exe" "$W/opsmix.$v/net_weights.bin" 32 --ref-model "$W/opsmix.qdq.u8.onnx" \
+            --min-top1 0.75 --min-cos 0.999
+        sed 's/^/    /' "$TMP/check.log"
+    else
+        fail "op-mix CNN $v: quantize_static"
+    fi
+done
+
 # PyTorch's own QDQ export (FX graph mode, fbgemm; Debian's python3-torch 1.13): scales as
 # Constant nodes, QuantizeLinear -> Cast -> DequantizeLinear, a residual add
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then

@@ -55,7 +55,9 @@ char *backend_support_table(void) {
                "warning). -: no kernel on the target. Constant and the sequence and optional\n"
                "ops have none because the passes fold or lower them before a backend sees them;\n"
                "a model that keeps another op marked - does not compile for that target. Ops of\n"
-               "domain `kiln` are the ones the passes form.\n\n");
+               "domain `kiln` are the ones the passes form. The `com.microsoft` ops (ONNX\n"
+               "Runtime's QOperator format) have none either: the lower-qoperator pass turns\n"
+               "them into DequantizeLinear, the float op and QuantizeLinear (docs/int8.md).\n\n");
     for (size_t t = 0; t < N_TARGETS; t++)
         cw_raw(&w, "- `%s`: %u native, %u fallback, %u refused, of %u ops\n", targets[t].name,
                n_native[t], n_fallback[t], n_ops - n_native[t] - n_fallback[t], n_ops);

@@ -3,9 +3,9 @@
  * Kiln compiles the float model itself, every intermediate exposed as an output
  * (passes/debug_outputs.h), builds it with the system C compiler, and runs it on each
  * sample; the statistics stream (driver/qrange.h), two passes over the samples for the
- * histogram methods. A sample is one .npy file (float32, C order, the input's shape) for a
- * model with one float input. Errors name the file and the tensor; the .qparams appears
- * only when everything succeeded. */
+ * histogram methods. Samples (cli/samples.c): .npy/.npz files, one sample each or a batch
+ * along a first axis, for a model with one float input. Errors name the file and the
+ * tensor; the .qparams appears only when everything succeeded. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,11 +34,13 @@ const char cli_calibrate_help[] =
     "Runs MODEL (float) on the samples in DIR and writes the quantization parameters of\n"
     "its input and every computed float tensor to FILE.qparams, for kiln compile --int8.\n"
     "Kiln runs the model itself: it compiles it with every intermediate exposed and builds\n"
-    "that with the C compiler. A sample is one .npy file (float32, the input's shape) of a\n"
-    "model with one float input; files are taken in name order.\n"
+    "that with the C compiler. The model has one float input; DIR is a folder of .npy or\n"
+    ".npz files (name order) or one such file: a .npy holds one sample (float32, the\n"
+    "input's shape) or N along a first axis, a .npz (numpy.savez) the same under the\n"
+    "input's name or as its only member.\n"
     "\n"
     "options:\n"
-    "  --data DIR            the calibration samples\n"
+    "  --data DIR|FILE       the calibration samples\n"
     "  -o, --output FILE     the .qparams file (written only on success)\n"
     "  --method M            minmax (default), percentile[:P] (each tail cut at 100-P %,\n"
     "                        default 99.99), entropy (least KL divergence, as TensorRT),\n"
@@ -56,8 +58,8 @@ typedef struct Cal {
     double percentile;
     int64_t max_samples;
     char work[64];
-    char **samples;
-    int64_t n_samples;
+    CliSampleSet set;
+    int64_t n_samples; /* used: the set's, or the first --samples of them */
     /* the compiled program's outputs: names, element counts, which are calibrated */
     uint32_t n_out;
     char **out_name;
@@ -124,117 +126,10 @@ static void remove_work(const char *dir) {
     rmdir(dir);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The .npy files of DIR, in name order. */
-static bool list_samples(Cal *c) {
-    DIR *d = opendir(c->data);
-    if (!d) {
-        fprintf(stderr, "kiln calibrate: error: %s: cannot read the folder: %s\n", c->data,
-                strerror(errno));
-        return false;
-    }
-    int64_t cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (n < 5 || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
-        if (c->n_samples == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **p = realloc(c->samples, (size_t)cap * sizeof *p);
-            if (!p) break;
-            c->samples = p;
-        }
-        c->samples[c->n_samples++] = join(c->data, e->d_name);
-    }
-    closedir(d);
-    if (c->n_samples == 0) {
-        fprintf(stderr, "kiln calibrate: error: %s: no .npy samples in the folder\n", c->data);
-        return false;
-    }
-    qsort(c->samples, (size_t)c->n_samples, sizeof *c->samples, cmp_str);
-    while (c->max_samples > 0 && c->n_samples > c->max_samples) free(c->samples[--c->n_samples]);
-    return true;
-}
-
-/* Reads sample path as float32 data of the input's shape into x (in_numel floats). */
-static bool read_npy(const Cal *c, const char *path, float *x) {
-    FILE *f = fopen(path, "rb");
-    unsigned char pre[12];
-    char *header = NULL;
-    bool ok = false;
-    const char *why = "not a .npy file";
-    if (!f) {
-        fprintf(stderr, "kiln calibrate: error: %s: cannot read: %s\n", path, strerror(errno));
-        return false;
-    }
-    if (fread(pre, 1, 10, f) == 10 && memcmp(pre, "\x93NUMPY", 6) == 0) {
-        size_t hlen = pre[8] | (size_t)pre[9] << 8;
-        if (pre[6] >= 2) { /* version 2 and 3: a 4-byte length */
-            if (fread(pre + 10, 1, 2, f) == 2)
-                hlen = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-        }
-        header = hlen < (1u << 20) ? calloc(hlen + 1, 1) : NULL;
-        if (header && fread(header, 1, hlen, f) == hlen) {
-            const char *descr = strstr(header, "'descr':"), *shape = strstr(header, "'shape':");
-            const char *fo = strstr(header, "'fortran_order':");
-            if (!descr || !shape || !fo) {
-                why = "a .npy header without descr, fortran_order or shape";
-            } else if (!strstr(descr, "'<f4'")) {
-                why = "not float32 ('<f4') data";
-            } else if (strncmp(fo + 16 + strspn(fo + 16, " "), "False", 5) != 0) {
-                why = "Fortran-ordered data";
-            } else {
-                const char *p = strchr(shape, '(');
-                int64_t dims[CAL_MAX_RANK];
-                int rank = 0;
-                while (p && *p && *p != ')' && rank < CAL_MAX_RANK) {
-                    p++;
-                    p += strspn(p, " ");
-                    if (*p == ')') break;
-                    dims[rank++] = strtoll(p, (char **)&p, 10);
-                    p += strspn(p, " ");
-                }
-                bool same = rank == c->in_rank;
-                for (int i = 0; same && i < rank; i++) same = dims[i] == c->in_dims[i];
-                if (!same) {
-                    static char msg[256];
-                    int len = snprintf(msg, sizeof msg, "shape (");
-                    for (int i = 0; i < rank && len < 200; i++)
-                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)dims[i]);
-                    len += snprintf(msg + len, sizeof msg - (size_t)len, "), the input wants (");
-                    for (int i = 0; i < c->in_rank && len < 240; i++)
-                        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%lld", i ? ", " : "", (long long)c->in_dims[i]);
-                    snprintf(msg + len, sizeof msg - (size_t)len, ")");
-                    why = msg;
-                } else if (fread(x, sizeof *x, (size_t)c->in_numel, f) != (size_t)c->in_numel) {
-                    why = "fewer values than its shape says";
-                } else {
-                    ok = true;
-                    for (int64_t i = 0; i < c->in_numel && ok; i++)
-                        if (!isfinite(x[i])) {
-                            static char msg[96];
-                            snprintf(msg, sizeof msg, "element %lld is %s", (long long)i,
-                                     isnan(x[i]) ? "NaN" : "infinite");
-                            why = msg, ok = false;
-                        }
-                }
-            }
-        }
-    }
-    fclose(f);
-    free(header);
-    if (!ok)
-        fprintf(stderr, "kiln calibrate: error: %s: input '%s': %s\n", path, c->in_name, why);
-    return ok;
-}
-
 /* Runs the program on sample k and feeds the outputs to the ranges (pass 1 or 2). */
 static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf, bool hist) {
     char *in = join(c->work, "in.bin"), *log = join(c->work, "run.log");
-    bool ok = in && log && read_npy(c, c->samples[k], x);
+    bool ok = in && log && cli_sample_read("calibrate", &c->set, k, c->in_name, c->in_numel, x);
     if (ok) {
         if (hist) qrange_add_hist(&c->in_range, x, c->in_numel);
         else qrange_add_minmax(&c->in_range, x, c->in_numel);
@@ -256,7 +151,7 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
         int st = run(argv, log);
         if (st != 0) {
             fprintf(stderr, "kiln calibrate: error: %s: the compiled model failed on this sample "
-                    "(exit %d)\n", c->samples[k], st);
+                    "(exit %d)\n", c->set.v[k].path, st);
             ok = false;
         }
         for (uint32_t o = 0; ok && o < c->n_out; o++) {
@@ -447,7 +342,8 @@ int cli_calibrate_run(int argc, char **argv) {
     c.in_rank = in->type.rank;
     for (int i = 0; i < c.in_rank; i++) c.in_dims[i] = in->type.dims[i];
     c.in_numel = ir_type_numel(&in->type);
-    if (!list_samples(&c)) goto done;
+    if (!cli_samples_open("calibrate", c.data, c.in_name, c.in_rank, c.in_dims, &c.set)) goto done;
+    c.n_samples = c.max_samples > 0 && c.max_samples < c.set.n ? c.max_samples : c.set.n;
     snprintf(c.work, sizeof c.work, "/tmp/kiln-calibrate-XXXXXX");
     if (!mkdtemp(c.work)) {
         fprintf(stderr, "kiln calibrate: error: cannot make a work folder: %s\n", strerror(errno));
@@ -485,9 +381,9 @@ int cli_calibrate_run(int argc, char **argv) {
 done:
     cli_progress_end(&c.progress);
     if (c.work[0]) remove_work(c.work);
-    for (int64_t k = 0; k < c.n_samples; k++) free(c.samples[k]);
+    cli_samples_free(&c.set);
     for (uint32_t o = 0; c.out_name && o < c.n_out; o++) free(c.out_name[o]);
-    free(c.samples), free(c.out_name), free(c.out_numel), free(c.tracked), free(c.ranges);
+    free(c.out_name), free(c.out_numel), free(c.tracked), free(c.ranges);
     free(exe), free(x), free(buf);
     ir_graph_free(g);
     return rc;

@@ -30,8 +30,34 @@ extern const char cli_inspect_help[];
 int cli_compile_run(int argc, char **argv);
 extern const char cli_compile_help[];
 int cli_validate_run(int argc, char **argv);
+/* kiln validate MODEL --int8 FILE.qparams --per-layer (cli/validate_int8.c): cli_validate_run
+ * hands a command line with --int8 over to it. */
+int cli_validate_int8_run(int argc, char **argv);
 extern const char cli_validate_help[];
 int cli_calibrate_run(int argc, char **argv);
+/* The samples of kiln calibrate and kiln validate --per-layer (cli/samples.c): PATH, a folder
+ * of .npy/.npz files (name order) or one file; a .npy holds one sample of the input's shape
+ * or N along a first axis; a .npz (numpy.savez) holds the input under its name or as its
+ * only member, the same ways. Headers are checked on opening, with one error naming the file
+ * and the input ("kiln CMD: error: ..."); samples are read one at a time. */
+typedef struct CliSample {
+    const char *path;      /* the file (owned by the set) */
+    int64_t offset;        /* of its first sample's float32 values */
+    int64_t index, count;  /* this sample of the file's count */
+} CliSample;
+typedef struct CliSampleSet {
+    CliSample *v;
+    int64_t n, cap;
+    char **files;
+    int64_t n_files;
+} CliSampleSet;
+bool cli_samples_open(const char *cmd, const char *path, const char *in_name, int in_rank,
+                      const int64_t *in_dims, CliSampleSet *set);
+/* Sample k into x (in_numel floats); false after an error naming it (a short file, NaN or
+ * infinity). */
+bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const char *in_name,
+                     int64_t in_numel, float *x);
+void cli_samples_free(CliSampleSet *set);
 extern const char cli_calibrate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns

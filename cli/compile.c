@@ -18,7 +18,7 @@ const char cli_compile_help[] =
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
-    "                    [--int8 MODEL.qparams]\n"
+    "                    [--int8 MODEL.qparams [--keep-float NODE,...]]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -54,10 +54,9 @@ const char cli_compile_help[] =
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
     "  --dump-after=NAME     print the IR text after pass NAME to stdout\n"
-    "  --int8 FILE.qparams   run the tensors FILE names in int8 (docs/int8.md): Conv,\n"
-    "                        Gemm, MatMul, Add, Mul, pooling, Concat and activations\n"
-    "                        whose inputs and outputs have parameters become int8\n"
-    "                        kernels (C target); the others stay float\n"
+    "  --int8 FILE.qparams   run the tensors FILE names on int8 kernels (C target;\n"
+    "                        docs/int8.md); ops without one stay float\n"
+    "  --keep-float NODES    with --int8: these nodes (comma list) stay float\n"
     "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
     "                        model states them); nhwc: channels-last fields (N,H,W,C), and\n"
     "                        no transposes at the boundary of the layout pass's region\n"
@@ -166,9 +165,33 @@ static void watch_pass(void *arg, const IrGraph *g, unsigned pass, bool after) {
         cli_progress_show(&w->progress, "writing the bundle, %u nodes", g->n_nodes);
 }
 
+/* --keep-float NAME,...: the nodes of g with those names, into g->keep_float; a usage
+ * error naming a name no node has. */
+static bool keep_float_nodes(IrGraph *g, const char *list) {
+    size_t n = 1;
+    for (const char *p = list; *p; p++) n += *p == ',';
+    g->keep_float = ir_arena_alloc(g->arena, n * sizeof *g->keep_float);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        char *name = ir_arena_alloc(g->arena, len + 1);
+        memcpy(name, p, len);
+        bool found = false;
+        for (uint32_t i = 0; i < g->n_nodes && !found; i++)
+            found = g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0;
+        if (!found) {
+            cli_usage_error("compile", "--keep-float: the model has no node named '%s'", name);
+            return false;
+        }
+        g->keep_float[g->n_keep_float++] = name;
+        p += len + (p[len] == ',');
+    }
+    return true;
+}
+
 int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
+    const char *keep_float = NULL;
     bool test_main = false, quiet = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
@@ -218,6 +241,9 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--int8", &v)) != 0) {
             if (m < 0) goto usage;
             qparams = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--keep-float", &v)) != 0) {
+            if (m < 0) goto usage;
+            keep_float = v;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--report", &v)) != 0) {
             if (m < 0) goto usage;
             report = v;
@@ -308,11 +334,19 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "--name '%s' is not a C identifier", name);
         goto usage;
     }
+    if (keep_float && !qparams) {
+        cli_usage_error("compile", "--keep-float goes with --int8");
+        goto usage;
+    }
     IrGraph *g = cli_load_model("compile", model, &dims, &rc);
     if (!g) {
         cli_dims_free(&dims);
         free(pass_list);
         return rc;
+    }
+    if (keep_float && !keep_float_nodes(g, keep_float)) {
+        ir_graph_free(g);
+        goto usage;
     }
     if (qparams) {
         if (cuda) {

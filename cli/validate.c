@@ -37,6 +37,8 @@ const char cli_validate_help[] =
     "                     [--dist uniform|normal] [--rtol X] [--atol Y] [--per-node]\n"
     "                     [--json FILE] [--outputs DIR] [--dim NAME=VALUE]...\n"
     "                     [--shape INPUT=DIMS]... [--keep DIR] [--cc CC] [--quiet]\n"
+    "       kiln validate MODEL --int8 FILE.qparams --per-layer [--inputs DIR]\n"
+    "                     [--samples N] [--seed N] [--cc CC] [--keep DIR] [--quiet]\n"
     "\n"
     "Compiles MODEL to a C bundle, builds it with the system C compiler, runs it and ONNX\n"
     "Runtime on the same inputs (one sample or many) and compares every output: max abs\n"
@@ -67,9 +69,14 @@ const char cli_validate_help[] =
     "                        that a warning names\n"
     "  --keep DIR            work in DIR (created, with its parents) and keep it\n"
     "  --cc CC               the C compiler (default cc); built with -O2 -std=c99\n"
+    "  --int8 FILE.qparams   with --per-layer, no ONNX Runtime: the int8 bundle against\n"
+    "  --per-layer           the float one, each int8 layer's SQNR, cosine and worst\n"
+    "                        error, worst first (--inputs: .npy/.npz samples; else\n"
+    "                        --samples N uniform [0,1) ones; docs/int8.md)\n"
     "  --quiet               no progress line (shown only when stderr is a terminal)\n"
     "  -h, --help            print this help\n"
     "\n"
+
     "ONNX Runtime is run by $KILN_PYTHON, else ~/.cache/kiln/venv/bin/python, else python3.\n"
     "exit status: 0 every output within tolerance on every sample, 1 an output is not (or\n"
     "the model, the build or ONNX Runtime failed), 2 usage error (including unusable\n"
@@ -881,6 +888,9 @@ done:
 }
 
 int cli_validate_run(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--int8") == 0 || strncmp(argv[i], "--int8=", 7) == 0)
+            return cli_validate_int8_run(argc, argv);
     ValidateOpts o = {0};
     o.rtol = VALIDATE_RTOL;
     o.atol = VALIDATE_ATOL;

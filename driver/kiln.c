@@ -11,6 +11,12 @@ bool kiln_target_known(const char *target) { return backend_target(target) != NU
 
 bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
                         const char *out_dir, Diag *d) {
+    return kiln_compile_graph_then(g, target, o, out_dir, d, NULL, NULL);
+}
+
+bool kiln_compile_graph_then(IrGraph *g, const char *target, const BundleOptions *o,
+                             const char *out_dir, Diag *d, void (*after)(IrGraph *, void *),
+                             void *arg) {
     const BackendTarget *t = backend_target(target ? target : "c");
     if (!t) {
         diag_error(d, "unknown target '%s' (supported: %s)", target, backend_target_names());
@@ -20,7 +26,9 @@ bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
     PassOptions po = {0};
     if (o->passes) po = *o->passes;
     po.op_native = t->op_native;
-    return pass_pipeline_run(g, &po, PASS_STAGE_OPTIMIZE, d) && t->prepare(g, o, d) &&
+    if (!pass_pipeline_run(g, &po, PASS_STAGE_OPTIMIZE, d)) return false;
+    if (after) after(g, arg);
+    return t->prepare(g, o, d) &&
            t->check(g, d) && pass_pipeline_run(g, &po, PASS_STAGE_PLAN, d) &&
            t->emit(g, o, out_dir, d);
 }

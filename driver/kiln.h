@@ -22,6 +22,13 @@ bool kiln_target_known(const char *target);
 bool kiln_compile_graph(IrGraph *g, const char *target, const BundleOptions *o,
                         const char *out_dir, Diag *d);
 
+/* kiln_compile_graph with a step between the optimizing passes and the target's
+ * preparation: after(g, arg) may add graph outputs (kiln validate --per-layer exposes the
+ * int8 tensors the quantize pass made). */
+bool kiln_compile_graph_then(IrGraph *g, const char *target, const BundleOptions *o,
+                             const char *out_dir, Diag *d, void (*after)(IrGraph *, void *),
+                             void *arg);
+
 /* Loads the model at path (with lo's dimension overrides; shape inference always on) and
  * compiles it as kiln_compile_graph does; o's model_path and model_sha256 are set from the
  * file when o leaves them NULL. */

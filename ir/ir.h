@@ -113,6 +113,8 @@ typedef struct IrQuant {
     uint32_t n;
     float *scales;
     int32_t *zero_points;
+    bool rounds; /* the model itself rounds the value here (a QuantizeLinear/DequantizeLinear
+                    pair that passes/fold_qdq.c folded): float readers read it rounded too */
 } IrQuant;
 
 /* ---- tensors (constants, initializers, tensor attributes) ------------------------- */
@@ -292,6 +294,8 @@ struct IrGraph {
     /* root only */
     IrOpset *opsets;
     uint32_t n_opsets;
+    const char **keep_float; /* node names the quantize pass leaves float (--keep-float) */
+    uint32_t n_keep_float;
     const char **syms; /* symbolic dimension names */
     uint32_t n_syms, cap_syms;
     int64_t ir_version;

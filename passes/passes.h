@@ -183,6 +183,15 @@ bool pass_fuse(IrGraph *g, Diag *d);
  * false does only that boundary rewrite. */
 bool pass_layout(IrGraph *g, Diag *d);
 bool pass_layout_io(IrGraph *g, bool io_nhwc, bool propagate, Diag *d);
+/* Pre-quantized models (passes/fold_qdq.c). lower-qoperator: QLinearConv, QLinearMatMul
+ * and the com.microsoft QLinear ops / QGemm -> DequantizeLinear, float op, QuantizeLinear
+ * (QLinearConv/QLinearMatMul on a graph input or output keep their reference kernels);
+ * reruns shape inference. fold-qdq: QuantizeLinear -> DequantizeLinear pairs of per-tensor
+ * parameters removed, the float value carrying them (IrValue.quant); DequantizeLinear of
+ * constants folded, int8 weights keeping their scales. requires: constants lowered;
+ * invalidates: uses, node ids. */
+bool pass_lower_qoperator(IrGraph *g, Diag *d);
+bool pass_fold_qdq(IrGraph *g, Diag *d);
 /* Float nodes whose values carry quantization parameters -> int8 kernels (passes/quantize.c):
  * QConv, QGemm, QAdd, QMul, QLut, QMaxPool, QGlobalAveragePool; uint8 twins of the values,
  * QuantizeLinear/DequantizeLinear where float ops meet them. requires: layout; invalidates:

@@ -25,6 +25,12 @@ static const PassEntry pipeline[] = {
      "shape arithmetic on static shapes is computed at compile time", IR_OP_UNKNOWN},
     {"identity", true, PASS_STAGE_OPTIMIZE, pass_remove_identity,
      "Identity and Dropout that drops nothing (inference, ratio 0) are removed", IR_OP_UNKNOWN},
+    {"lower-qoperator", true, PASS_STAGE_OPTIMIZE, pass_lower_qoperator,
+     "QOperator nodes (QLinearConv, com.microsoft QGemm, QLinearAdd...) become "
+     "DequantizeLinear, the float op, QuantizeLinear", IR_OP_UNKNOWN},
+    {"fold-qdq", true, PASS_STAGE_OPTIMIZE, pass_fold_qdq,
+     "QuantizeLinear/DequantizeLinear pairs become quantization parameters on the float "
+     "values, dequantized weights keep their scales (the quantize pass's input)", IR_OP_QCONV},
     {"canonicalize", true, PASS_STAGE_OPTIMIZE, pass_canonicalize,
      "exporters' spellings of data movement become one (size-1 Transposes, view chains)",
      IR_OP_UNKNOWN},

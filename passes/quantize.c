@@ -1,5 +1,5 @@
 /* Quantize: lowers the float nodes whose values carry quantization parameters (from a
- * .qparams file, driver/qparams.c, or from a QDQ model, passes/quantize_ingest.c) to the
+ * .qparams file, driver/qparams.c, or from a pre-quantized model, passes/fold_qdq.c) to the
  * int8 kernels of ops.def's kiln section. Runs after "layout", so convolutions arrive as
  * NHWC FusedConv with their bias, residual and activation already fused; each becomes one
  * QConv whose requantization, bias, residual and clamp run in the kernel's epilogue.
@@ -10,6 +10,8 @@
  * DequantizeLinear writes v; where an int8 node reads a float-produced v, a QuantizeLinear
  * makes the twin. Graph inputs and outputs stay float under their names.
  *
+ * Nodes named in IrGraph.keep_float (kiln compile --keep-float) stay float, their neighbours
+ * int8 with QuantizeLinear/DequantizeLinear between.
  * Lowered: Conv/FusedConv (2-D NHWC, constant weights, activation none/Relu/Clip) -> QConv;
  * Gemm/FusedGemm/MatMul/FusedMatMul with constant B -> QGemm; Add, Mul of one shape ->
  * QAdd, QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
@@ -244,10 +246,16 @@ static bool is_view(IrOp op) {
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
 }
 
+static bool kept_float(const IrGraph *g, const IrNode *n) {
+    for (uint32_t k = 0; k < g->n_keep_float && n->name; k++)
+        if (strcmp(g->keep_float[k], n->name) == 0) return true;
+    return false;
+}
+
 static int decide(Qz *Q, uint32_t i) {
     IrGraph *g = Q->g;
     const IrNode *n = &g->nodes[i];
-    if (n->n_outputs < 1 || n->outputs[0] == IR_NONE) return K_FLOAT;
+    if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || kept_float(g, n)) return K_FLOAT;
     uint32_t x = n->n_inputs ? n->inputs[0] : IR_NONE, y = n->outputs[0];
     switch (n->op) {
     case IR_OP_CONV:
@@ -380,13 +388,20 @@ static void quantize_weights(Qz *Q, uint32_t wv, int64_t M, int64_t K,
             if (a > amax) amax = a;
         }
         double s = amax > 0.0 ? amax / 127.0 : 1.0; /* a zero range: scale 1, all zeros */
-        if (given && given->n == (uint32_t)M && given->scales[m] > 0.0f) s = given->scales[m];
+        /* a QDQ model's own scales, per channel or per tensor: its int8 values come back
+         * exactly, -128 included */
+        int lo = -127;
+        if (given && (given->n == (uint32_t)M || given->n == 1) &&
+            given->scales[given->n == 1 ? 0 : m] > 0.0f) {
+            s = given->scales[given->n == 1 ? 0 : m];
+            lo = -128;
+        }
         q->scales[m] = (float)s;
         s = q->scales[m];
         int64_t sum = 0;
         for (int64_t k = 0; k < K; k++) {
             double r = nearbyint(get(w, k, m, geo) / s);
-            int8_t v = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+            int8_t v = (int8_t)(r > 127 ? 127 : r < lo ? lo : r);
             o[m * K + k] = v;
             sum += v;
         }
@@ -577,6 +592,50 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
     pass_set_output(g, i, 0, yq);
 }
 
+/* v, which the model rounds (IrQuant.rounds: a folded QuantizeLinear/DequantizeLinear pair),
+ * is made by a float node or is a graph input, and float nodes or the graph's outputs read
+ * it: they read DequantizeLinear(QuantizeLinear(v)) instead, as the model says (a graph
+ * output keeps its name on the rounded value). */
+static void round_for_float(Qz *Q, uint32_t v, uint32_t n_nodes) {
+    IrGraph *g = Q->g;
+    if (!Q->int8_read[v]) add_qdq(Q, v, true); /* else the caller made the QuantizeLinear */
+    uint32_t q = Q->twin[v], sv, zv;
+    IrType t = g->values[v].type;
+    uint32_t r = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".rounded"), &t, IR_VALUE_NODE);
+    g->values[r].producer = IR_NONE;
+    g->values[r].quant = g->values[v].quant;
+    qdq_params(Q, v, &sv, &zv);
+    uint32_t id = ir_node_add(g, IR_OP_DEQUANTIZE_LINEAR,
+                              pass_unique_name(g, g->values[v].name, ".rounded"), 3, 1, 0);
+    IrNode *n = &g->nodes[id];
+    n->opset = (int32_t)ir_graph_opset(g, "");
+    if (n->opset < 13) n->opset = 13;
+    n->inputs[0] = q, n->inputs[1] = sv, n->inputs[2] = zv;
+    pass_set_output(g, id, 0, r);
+    pass_order_push(&Q->order, id);
+    Q->changed = true;
+    for (uint32_t j = 0; j < n_nodes; j++) {
+        IrNode *m = &g->nodes[j];
+        if (m->dead) continue;
+        for (uint32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(Q->kind[j], m, k)))
+                m->inputs[k] = r;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++) {
+        if (g->outputs[k] != v) continue;
+        const char *name = g->values[v].name;
+        g->values[v].name = pass_unique_name(g, name, ".exact");
+        g->values[r].name = name;
+        g->outputs[k] = r;
+    }
+}
+
+static bool needs_round(const Qz *Q, uint32_t v) {
+    const IrGraph *g = Q->g;
+    return v != IR_NONE && v < Q->n_vals && Q->float_read[v] && act_q(g, v, NULL, NULL) &&
+           g->values[v].quant->rounds;
+}
+
 /* One note naming the ops that stay float although a value they read or write has
  * parameters (no int8 kernel, or a neighbour without parameters), with their counts. */
 static void note_float(const Qz *Q, Diag *d) {
@@ -643,9 +702,11 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         }
     }
     for (uint32_t k = 0; k < g->n_outputs; k++) Q.float_read[g->outputs[k]] = true;
-    /* graph inputs read as int8 */
-    for (uint32_t k = 0; k < g->n_inputs; k++)
+    /* graph inputs read as int8, or rounded by the model and read as float */
+    for (uint32_t k = 0; k < g->n_inputs; k++) {
         if (Q.int8_read[g->inputs[k]]) add_qdq(&Q, g->inputs[k], true);
+        if (needs_round(&Q, g->inputs[k])) round_for_float(&Q, g->inputs[k], n_nodes);
+    }
     for (uint32_t i = 0; i < n_nodes; i++) {
         if (g->nodes[i].dead) continue;
         int kind = Q.kind[i];
@@ -667,10 +728,11 @@ bool pass_quantize(IrGraph *g, Diag *d) {
             Q.changed = true;
             if (Q.float_read[y]) add_qdq(&Q, y, false);
         } else {
-            const IrNode *n = &g->nodes[i];
-            for (uint32_t k = 0; k < n->n_outputs; k++) {
+            uint32_t n_out = g->nodes[i].n_outputs; /* nodes added below move g->nodes */
+            for (uint32_t k = 0; k < n_out; k++) {
                 uint32_t v = g->nodes[i].outputs[k];
                 if (v != IR_NONE && v < Q.n_vals && Q.int8_read[v]) add_qdq(&Q, v, true);
+                if (needs_round(&Q, v)) round_for_float(&Q, v, n_nodes);
             }
         }
     }

@@ -20,7 +20,8 @@
  * Paths, chosen by the compiler's macros when the bundle is built (never at run time):
  * AVX-512 VNNI (vpdpbusd zmm), AVX-VNNI (vpdpbusd ymm), AVX2 (bytes widened to int16 and
  * vpmaddwd: vpmaddubsw would saturate 255*127*2 at int16 and break bit-identity), AArch64
- * NEON dot product (sdot with the 128*colsum correction), portable C. All compute the
+ * NEON dot product (sdot with the 128*colsum correction), SSE2 (x86-64's baseline, what a
+ * plain -O2 build gets: AVX2's method at 128 bits), portable C. All compute the
  * exact int32 sums, so the outputs are bit-identical across paths.
  * Tile: RT_QGEMM_MR = 8 rows x 32 columns: 16 zmm accumulators, 2 weight loads and 8
  * broadcasts per 4 reduction steps (Zen 4: one zmm vpdpbusd a cycle, 64 MACs).
@@ -47,6 +48,10 @@
 #define RT_QGEMM_ISA "neon-sdot"
 #define RT_QGEMM_NEON 1
 #include <arm_neon.h>
+#elif defined(__SSE2__) && !defined(RT_QGEMM_PORTABLE)
+#define RT_QGEMM_ISA "sse2"
+#define RT_QGEMM_SSE2 1
+#include <emmintrin.h>
 #else
 #define RT_QGEMM_ISA "portable"
 #endif
@@ -239,6 +244,38 @@ RT_API void rt_qgemm_tile(int mr, int nv, int64_t taps, int64_t c4, const uint8_
                 for (j = 0; j < 4; j++) o[j] += part[2 * j] + part[2 * j + 1];
             }
     }
+#elif defined(RT_QGEMM_SSE2)
+    /* x86-64's baseline (a plain -O2 build): as AVX2, 128 bits wide. 16 bytes of a block
+     * (4 columns x 4 k) widen to two vectors of 8 int16 (columns 0-1, 2-3); pmaddwd against
+     * the row's 4 values twice gives, per column, the k 0-1 and 2-3 partial sums. One row
+     * and 4 columns at a time keep the accumulators in 2 registers. */
+    int i, v, q;
+    int64_t t, kb;
+    const __m128i zero = _mm_setzero_si128();
+    for (v = 0; v < nv; v++)
+        for (q = 0; q < 4; q++)
+            for (i = 0; i < mr; i++) {
+                __m128i c0 = zero, c1 = zero;
+                const int8_t *w = pw + v * pstride + 16 * q;
+                int32_t part[8], *o = acc + i * RT_QGEMM_NT + v * RT_QGEMM_NR + q * 4;
+                for (t = 0; t < taps; t++) {
+                    const uint8_t *row = a[t * RT_QGEMM_MR + i];
+                    for (kb = 0; kb < c4; kb++, w += RT_QGEMM_KB) {
+                        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)w);
+                        __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+                        __m128i hi = _mm_srai_epi16(_mm_unpackhi_epi8(b, b), 8);
+                        __m128i x = _mm_unpacklo_epi8(_mm_set1_epi32(rt_qload4(row + kb * 4)), zero);
+                        c0 = _mm_add_epi32(c0, _mm_madd_epi16(x, lo));
+                        c1 = _mm_add_epi32(c1, _mm_madd_epi16(x, hi));
+                    }
+                }
+                _mm_storeu_si128((__m128i *)(void *)part, c0);
+                _mm_storeu_si128((__m128i *)(void *)(part + 4), c1);
+                o[0] += part[0] + part[1];
+                o[1] += part[2] + part[3];
+                o[2] += part[4] + part[5];
+                o[3] += part[6] + part[7];
+            }
 #elif defined(RT_QGEMM_NEON)
     /* sdot is signed x signed: the rows are read as a - 128 (xor 0x80); the caller adds
      * 128 * colsum (rt_qgemm_colsum_fix). */

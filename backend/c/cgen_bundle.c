@@ -37,13 +37,21 @@ bool cgen_check(const IrGraph *g, Diag *d) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead || cgen_op_supported((IrOp)n->op)) continue;
-        ir_node_diag(d, DIAG_ERROR, n, ": no C kernel for this op");
+        if (n->op == IR_OP_UNKNOWN)
+            ir_node_diag(d, DIAG_ERROR, n, ": op '%s' of domain '%s' is not one Kiln knows (no "
+                         "kernel on any target)", n->op_type ? n->op_type : "?",
+                         n->domain && n->domain[0] ? n->domain : "ai.onnx");
+        else
+            ir_node_diag(d, DIAG_ERROR, n, ": no C kernel for this op");
         ok = false;
     }
     for (uint32_t v = 0; v < g->n_values; v++) {
         const IrValue *val = &g->values[v];
         bool live = val->kind != IR_VALUE_NODE || val->producer != IR_NONE;
         if (!live) continue;
+        /* the results of an op without a kernel: that op's error says it */
+        if (val->kind == IR_VALUE_NODE && !cgen_op_supported((IrOp)g->nodes[val->producer].op))
+            continue;
         if (val->type.kind != IR_TYPE_TENSOR || !ir_type_is_static(&val->type) ||
             val->type.dtype == IR_DTYPE_STRING || val->type.dtype == IR_DTYPE_UNDEF) {
             bool io = val->kind == IR_VALUE_INPUT;

@@ -104,6 +104,52 @@ else
     fail "a hand-edited .qparams takes effect, and kiln compile names the ops left float"
     sed 's/^/    /' "$TMP/edited.log" | head -n 5
 fi
+# --keep-float: the named convolution stays float (FusedConv), its neighbours int8 with a
+# dequantize before it and a quantize after; the bundle still agrees with the float model
+if "$KILN" compile "$W/cnn.onnx" -o "$W/kf" --test-main --int8 "$W/cnn.qparams" --keep-float c2_conv \
+    --dump-after=quantize >"$W/kf.txt" 2>"$TMP/kf.log" &&
+    [ "$(grep -cE '= QConv\(' "$W/kf.txt")" -eq 4 ] && grep -q '= FusedConv(%c1, .* name=c2_conv ' "$W/kf.txt" &&
+    grep -q "int8: 1 node stays float .*: FusedConv x1" "$TMP/kf.log" &&
+    gcc $STRICT -O2 -march=native -I"$W/kf" "$W/kf/cnn.c" "$W/kf/cnn_test_main.c" -o "$W/kf-exe" -lm; then
+    pass "--keep-float c2_conv: c2_conv stays float between int8 neighbours"
+else
+    fail "--keep-float c2_conv: c2_conv stays float between int8 neighbours"
+    sed 's/^/    /' "$TMP/kf.log" | head -n 5
+fi
+rc=0
+"$KILN" compile "$W/cnn.onnx" -o "$W/kf-bad" --int8 "$W/cnn.qparams" --keep-float c2_conv,nope >"$TMP/kf.log" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && [ ! -e "$W/kf-bad" ] && grep -q "no node named 'nope'" "$TMP/kf.log"; then
+    pass "--keep-float names a node the model lacks: usage error, no folder"
+else
+    fail "--keep-float names a node the model lacks (exit $rc)"
+fi
+# kiln validate --per-layer: one row per int8 layer, SQNR ascending; a scale made 20 times
+# too coarse on c2 (the second convolution) makes its layer the worst, with the largest own dB
+per_layer() { # QPARAMS OUT
+    "$KILN" validate "$W/cnn.onnx" --int8 "$1" --per-layer --inputs "$W/data" --samples 8 --quiet >"$2"
+}
+table_ok() { # FILE: 8 layers, SQNR (column 2) ascending
+    awk '$1 ~ /^[0-9]+$/ && NF >= 7 { n++; if (n > 1 && $2 + 0 < prev) bad = 1; prev = $2 + 0 }
+         END { exit !(n == 8 && !bad) }' "$1"
+}
+if per_layer "$W/cnn.qparams" "$TMP/pl.txt" && table_ok "$TMP/pl.txt"; then
+    pass "kiln validate --per-layer: 8 int8 layers, worst SQNR first"
+else
+    fail "kiln validate --per-layer: 8 int8 layers, worst SQNR first"
+    sed 's/^/    /' "$TMP/pl.txt" | head -n 20
+fi
+sed 's/^/    /' "$TMP/pl.txt"
+awk '/^tensor c2 / { split($3, a, "="); printf "tensor c2 scale=%.9g %s\n", a[2] * 20, $4; next } { print }' \
+    "$W/cnn.qparams" >"$W/coarse.qparams"
+if per_layer "$W/coarse.qparams" "$TMP/pl-coarse.txt" && table_ok "$TMP/pl-coarse.txt" &&
+    awk '$1 == "1" { ok = $6 == "c2_conv" } END { exit !ok }' "$TMP/pl-coarse.txt" &&
+    awk '$1 ~ /^[0-9]+$/ && $3 != "-" && $3 + 0 > best { best = $3 + 0; who = $6 } END { exit who != "c2_conv" }' \
+        "$TMP/pl-coarse.txt"; then
+    pass "a scale made 20x too coarse on c2: c2_conv is the worst layer and loses the most dB itself"
+else
+    fail "a scale made 20x too coarse on c2: c2_conv is the worst layer and loses the most dB itself"
+    sed 's/^/    /' "$TMP/pl-coarse.txt" | head -n 20
+fi
 
 exes=()
 build() { # NAME CC FLAGS...
@@ -114,6 +160,7 @@ build() { # NAME CC FLAGS...
     [ -x "$W/$name" ] && exes+=("$W/$name")
 }
 build portable gcc -DRT_QGEMM_PORTABLE
+uname -m | grep -q x86_64 && build sse2 gcc
 build portable-clang clang -DRT_QGEMM_PORTABLE
 build avx2 gcc -mavx2
 grep -q avx512_vnni /proc/cpuinfo && build avx512vnni gcc -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512vnni
@@ -168,6 +215,8 @@ sys.exit(0 if min(cos) >= min_cos and top >= 0.9 * n else 1)
 PYEOF
 check "all builds write the same bytes, and agree with the float model (minmax)" \
     "$PY" "$W/agree.py" 0.995 "$W" "$B/cnn_weights.bin" "${exes[@]}"
+[ -x "$W/kf-exe" ] && check "the --keep-float c2_conv bundle agrees with the float model" \
+    "$PY" "$W/agree.py" 0.995 "$W" "$W/kf/cnn_weights.bin" "$W/kf-exe"
 for mc in percentile:0.995 entropy:0.97 mse:0.995; do # entropy clips the most
     m="${mc%%:*}"
     Bm="$W/bundle-$m"
@@ -241,5 +290,37 @@ badcal() { # DESCRIPTION EXPECTED-TEXT PYTHON-EXPR-OF-THE-ARRAY (or "none": an e
 badcal "a sample of the wrong shape is named" "b.npy: input 'x': shape (1, 3, 15, 17), the input wants (1, 3, 17, 15)" "x.reshape(1, 3, 15, 17)"
 badcal "a sample of the wrong dtype is named" "b.npy: input 'x': not float32" "x.astype(np.float64)"
 badcal "a NaN in a sample is named" "b.npy: input 'x': element 7 is NaN" "np.where(np.arange(x.size).reshape(x.shape) == 7, np.nan, x).astype(np.float32)"
-badcal "an empty calibration set is refused" "no .npy samples" none
+badcal "an empty calibration set is refused" "no .npy or .npz samples" none
+# the same 32 samples as one .npy with a batch axis, and as a .npz: the same .qparams bytes;
+# a compressed .npz is refused naming its member, a NaN in a batch names the sample
+"$PY" - "$W" <<'PYEOF' || fail "the batch and .npz sample files are written"
+import glob, sys
+import numpy as np
+w = sys.argv[1]
+xs = np.stack([np.load(f) for f in sorted(glob.glob(f"{w}/data/*.npy"))])
+np.save(f"{w}/batch.npy", xs[:, 0])  # (32, 3, 17, 15): along the input's batch axis of 1
+np.savez(f"{w}/set.npz", x=xs)       # (32, 1, 3, 17, 15): a new first axis
+np.savez_compressed(f"{w}/packed.npz", x=xs)
+bad = xs[:, 0].copy()
+bad[5, 0, 0, 3] = np.nan
+np.save(f"{w}/nan_batch.npy", bad)
+PYEOF
+for f in batch.npy set.npz; do
+    check "kiln calibrate --data $f (32 samples in one file) writes the same .qparams" \
+        bash -c "'$KILN' calibrate '$W/cnn.onnx' --data '$W/$f' --method entropy -o '$W/$f.qparams' --quiet && cmp '$W/$f.qparams' '$W/cnn.entropy.qparams'"
+done
+badfile() { # DESCRIPTION EXPECTED-TEXT FILE
+    local rc=0
+    rm -f "$W/bad.qparams"
+    "$KILN" calibrate "$W/cnn.onnx" --data "$3" -o "$W/bad.qparams" >"$TMP/bad.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -e "$W/bad.qparams" ] && grep -q -- "$2" "$TMP/bad.log" &&
+        [ "$(grep -c error "$TMP/bad.log")" -eq 1 ]; then
+        pass "$1"
+    else
+        fail "$1 (exit $rc)"
+        sed 's/^/    /' "$TMP/bad.log" | head -n 5
+    fi
+}
+badfile "a compressed .npz is refused, naming its member" "packed.npz: input 'x': member 'x.npy' is compressed" "$W/packed.npz"
+badfile "a NaN in a batch names the sample" "nan_batch.npy (sample 5 of 32): input 'x': element 3 is NaN" "$W/nan_batch.npy"
 finish

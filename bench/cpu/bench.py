@@ -54,7 +54,10 @@ MODELS = {
     "bert_base": ("bench", "BERT-base shapes (12 layers, 768, 12 heads), sequence 128, "
                            "random weights"),
     "vit_b16": ("bench", "torchvision ViT-B/16 (224x224), random weights"),
+    "lstm": ("bench", "2-layer LSTM, input 256, hidden 512, sequence 64, random weights"),
+    "bert_tiny": ("suite", "the model suite's BERT-tiny (2 layers, 64 wide, sequence 32)"),
 }
+DEFAULT = ["resnet50", "mobilenet_v2", "efficientnet_b0", "bert_base", "vit_b16", "lstm"]
 
 
 def bench_cache():
@@ -314,9 +317,12 @@ def main():
     ap.add_argument("--kiln", default=str(ROOT / "build" / "kiln"))
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(DEFAULT),
+                    help=f"comma list of {', '.join(MODELS)} (default: {', '.join(DEFAULT)})")
     ap.add_argument("--out", default=str(HERE / "results.json"))
     ap.add_argument("--work", default=str(pathlib.Path.home() / ".cache" / "kiln" / "bench-cpu"))
+    ap.add_argument("--append", action="store_true",
+                    help="keep the other models' rows of an existing --out (a partial rerun)")
     a = ap.parse_args()
     work = pathlib.Path(a.work)
     log = work / "logs"
@@ -332,6 +338,7 @@ def main():
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": []}
     core = ov.Core()
     t_start = time.time()
+    res["load_avg_start"] = os.getloadavg()[0]
     for name in a.models.split(","):
         row = {"model": name, "what": MODELS[name][1]}
         res["rows"].append(row)
@@ -374,6 +381,15 @@ def main():
                 row["kiln"]["max_rel_diff_vs_ort"] = err
         print(f"  kiln (1 thread): {row['kiln']}", flush=True)
     res["wall_s"] = round(time.time() - t_start, 1)
+    res["load_avg_end"] = os.getloadavg()[0]
+    if a.append and pathlib.Path(a.out).exists():
+        old = json.loads(pathlib.Path(a.out).read_text())
+        ran = {r["model"] for r in res["rows"]}
+        rows = {r["model"]: r for r in old["rows"] if r["model"] not in ran}
+        rows.update({r["model"]: r for r in res["rows"]})
+        res["rows"] = [rows[m] for m in MODELS if m in rows]
+        res["wall_s"] = round(old.get("wall_s", 0) + res["wall_s"], 1)
+        res["partial_reruns"] = old.get("partial_reruns", []) + [sorted(ran)]
     pathlib.Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     print(f"wrote {a.out} ({res['wall_s']} s)")
 

@@ -6,7 +6,9 @@ Debian's python, PyTorch 1.13, TorchScript exporter, opset 17, batch norms calib
 - bert_base: BERT-base shapes (12 post-norm layers, hidden 768, 12 heads, MLP 3072, vocab
   30522) at sequence 128, built from the suite's TinyBert layers, inputs input_ids and
   attention_mask (int64 [1, 128]);
-- vit_b16: torchvision's vit_b_16 (ViT-B/16, 224x224, 1000 classes).
+- vit_b16: torchvision's vit_b_16 (ViT-B/16, 224x224, 1000 classes);
+- lstm: a 2-layer LSTM (input 256, hidden 512) over a (1, 64, 256) sequence, last step to
+  10 classes: the recurrent kernels at a size where the gate products dominate.
 
 usage: /usr/bin/python3 bench/cpu/export.py OUT_DIR [NAME...]
 """
@@ -32,12 +34,24 @@ def _vit_b16():
     return m
 
 
+class Lstm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(input_size=256, hidden_size=512, num_layers=2, batch_first=True)
+        self.fc = torch.nn.Linear(512, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])
+
+
 BENCH_MODELS = {
     "bert_base": (lambda: BertBase(),
                   ((torch.randint(0, BertBase.VOCAB, (1, BertBase.SEQ)),
                     torch.ones(1, BertBase.SEQ, dtype=torch.int64)),
                    ["input_ids", "attention_mask"])),
     "vit_b16": (_vit_b16, suite._image(suite.IMAGENET)),
+    "lstm": (lambda: Lstm(), ((torch.randn(1, 64, 256),), ["input"])),
 }
 
 

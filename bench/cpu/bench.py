@@ -321,6 +321,8 @@ def main():
                     help=f"comma list of {', '.join(MODELS)} (default: {', '.join(DEFAULT)})")
     ap.add_argument("--out", default=str(HERE / "results.json"))
     ap.add_argument("--work", default=str(pathlib.Path.home() / ".cache" / "kiln" / "bench-cpu"))
+    ap.add_argument("--label", help="what the kiln is, for the JSON (default: this checkout's "
+                    "commit, which is right when --kiln is its build)")
     ap.add_argument("--append", action="store_true",
                     help="keep the other models' rows of an existing --out (a partial rerun)")
     a = ap.parse_args()
@@ -330,6 +332,7 @@ def main():
     all_cores = os.cpu_count() or 1
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
+    commit = a.label or commit
     res = {"machine": machine(), "peak": measure_peak(log),
            "versions": {"onnxruntime": ort.__version__, "openvino": ov.get_version(),
                         "kiln_commit": commit},

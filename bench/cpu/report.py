@@ -1,6 +1,10 @@
-"""Writes docs/cpu-bench.md from the CPU benchmark's JSON (bench/cpu/bench.py).
+"""Writes docs/cpu-bench.md from the CPU benchmark's JSON (bench/cpu/bench.py). With
+--before OLD.json --after NEW.json (two runs of bench.py on the same models, the first with
+an older kiln: --kiln OLD), it adds a section comparing Kiln's times between the two builds,
+each against the peers measured in its own run.
 
-usage: python bench/cpu/report.py RESULTS.json OUT.md
+usage: python bench/cpu/report.py RESULTS.json OUT.md [--before OLD.json --after NEW.json
+                                  --change TEXT]
 """
 import json
 import sys
@@ -11,7 +15,8 @@ PEERS = (("ort", "ONNX Runtime"), ("openvino", "OpenVINO"))
 def ms(r):
     if not r or "median_ms" not in r:
         return "failed" if r else "-"
-    return f"{r['median_ms']:.2f} ({r['min_ms']:.2f})"
+    d = 3 if r["median_ms"] < 10 else 2
+    return f"{r['median_ms']:.{d}f} ({r['min_ms']:.{d}f})"
 
 
 def gflops(gflop, r):
@@ -68,9 +73,40 @@ def table(res, threads):
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
+def before_after(old, new, change):
+    """Kiln's median before and after, and each against the faster peer of its own run."""
+    lines = [f"## Before and after: {change}", "",
+             f"Two runs of `bench/cpu/bench.py` on the same models, one thread: the older kiln "
+             f"(commit {old['versions']['kiln_commit']}, run {old['date']}) and this one "
+             f"(commit {new['versions']['kiln_commit']}, run {new['date']}); each ratio is "
+             "against the faster peer of the same run.", "",
+             "| model | Kiln before ms | Kiln after ms | speed-up (medians) | speed-up (minima) | "
+             "before / faster peer | after / faster peer |", "|---|---|---|---|---|---|---|"]
+    olds = {r["model"]: r for r in old["rows"]}
+    for r in new["rows"]:
+        o = olds.get(r["model"])
+        if not o or "median_ms" not in r.get("kiln", {}) or "median_ms" not in o.get("kiln", {}):
+            continue
+
+        def ratio(row):
+            ok = [p["median_ms"] for p in row.get("t1", {}).values() if p and "median_ms" in p]
+            return f"{row['kiln']['median_ms'] / min(ok):.2f}x" if ok else "-"
+        lines.append(f"| {r['model']} | {ms(o['kiln'])} | {ms(r['kiln'])} | "
+                     f"{o['kiln']['median_ms'] / r['kiln']['median_ms']:.2f}x | "
+                     f"{o['kiln']['min_ms'] / r['kiln']['min_ms']:.2f}x | {ratio(o)} | "
+                     f"{ratio(r)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    extra = {}
+    while len(args) > 2 and args[-2] in ("--before", "--after", "--change"):
+        extra[args[-2][2:]] = args[-1]
+        args = args[:-2]
+    if len(args) != 2:
         sys.exit(__doc__)
+    sys.argv[1:] = args
     res = json.load(open(sys.argv[1]))
     m, v, c = res["machine"], res["versions"], res["config"]
     all_cores = c["threads"][-1]
@@ -119,6 +155,9 @@ The bundles have no parallel hook yet: Kiln runs on one thread in these rows.
 
 {table(res, all_cores)}
 """
+    if "before" in extra and "after" in extra:
+        out += "\n" + before_after(json.load(open(extra["before"])), json.load(open(extra["after"])),
+                                   extra.get("change", "an older kiln against this one"))
     open(sys.argv[2], "w").write(out)
 
 

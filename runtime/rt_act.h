@@ -2,13 +2,15 @@
  * passes/fuse.c): an activation kind with up to two parameters, applied to a row of results
  * right after the producing kernel wrote it (while it is still in cache), optionally after
  * adding a residual row. One loop per kind, so the kind test stays out of the inner loop.
- * float and double. C99. */
+ * float (exp, erf and tanh from rt_vmath.h, branch-free, so the loops vectorize) and double.
+ * C99. */
 #ifndef KILN_RT_ACT_H
 #define KILN_RT_ACT_H
 
 #include <math.h>
 
 #include "rt_common.h"
+#include "rt_vmath.h"
 
 typedef enum RtActKind {
     RT_ACT_NONE = 0,
@@ -93,7 +95,7 @@ typedef struct RtAct {
         return v;                                                                            \
     }
 
-RT_ACT_DEFINE(f32, float, expf, erff, tanhf)
+RT_ACT_DEFINE(f32, float, rt_vexp_f32, rt_verf_f32, rt_vtanh_f32)
 RT_ACT_DEFINE(f64, double, exp, erf, tanh)
 
 #undef RT_ACT_DEFINE

@@ -3,12 +3,16 @@
  * elements (the bundle puts it on the stack), so the (Sq, Sk) score matrix never exists.
  * Every operand is read through element strides, which is how the Transposes around the
  * pattern were absorbed. The softmax subtracts the row maximum and sums through rt_sum.h,
- * like rt_softmax.h. C99. */
+ * like rt_softmax.h; float exp is rt_vmath.h's. Contiguous head dimensions take loops that
+ * vectorize (lane-split Q.K, contiguous P.V). C99. */
 #ifndef KILN_RT_FUSEDATTN_H
 #define KILN_RT_FUSEDATTN_H
 
 #include "rt_common.h"
 #include "rt_sum.h"
+#include "rt_vmath.h"
+
+#define RT_FA_LANES 8 /* partial sums of a contiguous dot product: one AVX register */
 
 /* Shapes and element strides of the logical operands, batch and head first:
  * q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), mask (B,H,Sq,Sk) (stride 0 on broadcast
@@ -21,6 +25,18 @@ typedef struct RtFusedAttn {
 /* Defines rt_fused_attention_SFX(p, q, k, v, mask, y, row, scale); mask may be NULL;
  * row: scratch of p->sk elements. */
 #define RT_FUSEDATTN_DEFINE(SFX, T, EXP)                                                       \
+    /* a . b over n elements at strides as, bs: RT_FA_LANES partial sums side by side when     \
+     * both are contiguous (the head dimension usually is), so that the loop vectorizes. */    \
+    RT_API T rt_fa_dot_##SFX(const T *a, int64_t as, const T *b, int64_t bs, int64_t n) {      \
+        T lane[RT_FA_LANES] = {0}, s = 0;                                                      \
+        int64_t t = 0, l;                                                                      \
+        if (as == 1 && bs == 1)                                                                \
+            for (; t + RT_FA_LANES <= n; t += RT_FA_LANES)                                     \
+                for (l = 0; l < RT_FA_LANES; l++) lane[l] += a[t + l] * b[t + l];              \
+        for (l = 0; l < RT_FA_LANES; l++) s += lane[l];                                        \
+        for (; t < n; t++) s += a[t * as] * b[t * bs];                                         \
+        return s;                                                                              \
+    }                                                                                          \
     RT_API void rt_fused_attention_##SFX(const RtFusedAttn *p, const T *q, const T *k,         \
                                          const T *v, const T *mask, T *y, T *row, T scale) {   \
         int64_t b, h, i, j, t;                                                                 \
@@ -34,37 +50,32 @@ typedef struct RtFusedAttn {
                     const T *qr = qb + i * p->q_st[2];                                         \
                     T *yr = yb + i * p->y_st[2];                                               \
                     T mx = 0, inv;                                                             \
-                    RtSum##SFX sum;                                                            \
                     for (j = 0; j < p->sk; j++) {                                              \
                         const T *kr = kb + j * p->k_st[2];                                     \
-                        T s = 0;                                                               \
-                        for (t = 0; t < p->d; t++)                                             \
-                            s += qr[t * p->q_st[3]] * kr[t * p->k_st[3]];                      \
-                        s *= scale;                                                            \
+                        T s = rt_fa_dot_##SFX(qr, p->q_st[3], kr, p->k_st[3], p->d) * scale;   \
                         if (mask)                                                              \
                             s += mask[b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] +       \
                                       j * p->m_st[3]];                                         \
                         row[j] = s;                                                            \
                         if (j == 0 || s > mx) mx = s;                                          \
                     }                                                                          \
-                    rt_sum_init_##SFX(&sum);                                                   \
-                    for (j = 0; j < p->sk; j++) {                                              \
-                        row[j] = EXP(row[j] - mx);                                             \
-                        rt_sum_add_##SFX(&sum, row[j]);                                        \
-                    }                                                                          \
-                    inv = 1 / rt_sum_total_##SFX(&sum);                                        \
+                    for (j = 0; j < p->sk; j++) row[j] = EXP(row[j] - mx);                     \
+                    inv = 1 / rt_sum_##SFX(row, p->sk, 1);                                     \
                     for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] = 0;                        \
                     for (j = 0; j < p->sk; j++) {                                              \
                         const T *vr = vb + j * p->v_st[2];                                     \
                         T w = row[j] * inv;                                                    \
-                        for (t = 0; t < p->dv; t++)                                            \
-                            yr[t * p->y_st[3]] += w * vr[t * p->v_st[3]];                      \
+                        if (p->y_st[3] == 1 && p->v_st[3] == 1)                                \
+                            for (t = 0; t < p->dv; t++) yr[t] += w * vr[t];                    \
+                        else                                                                   \
+                            for (t = 0; t < p->dv; t++)                                        \
+                                yr[t * p->y_st[3]] += w * vr[t * p->v_st[3]];                  \
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
     }
 
-RT_FUSEDATTN_DEFINE(f32, float, expf)
+RT_FUSEDATTN_DEFINE(f32, float, rt_vexp_f32)
 RT_FUSEDATTN_DEFINE(f64, double, exp)
 
 #endif

@@ -2,12 +2,15 @@
  * (outer, n, inner) with the axis in the middle (opset < 13 models coerce to 2-D, which is
  * inner = 1 and n = the product of the trailing dims). Max-subtracted for stability; the
  * exp-sum through rt_sum.h, so its error does not grow with n; f16/bf16 compute in float.
- * C99. */
+ * Float exp is rt_vmath.h's; float Softmax writes e^(x - max) into y in one loop that
+ * vectorizes, sums y, then scales it (in place is safe: each element is read before it is
+ * written). C99. */
 #ifndef KILN_RT_SOFTMAX_H
 #define KILN_RT_SOFTMAX_H
 
 #include "rt_common.h"
 #include "rt_sum.h"
+#include "rt_vmath.h"
 
 #define RT_SOFTMAX 0
 #define RT_LOG_SOFTMAX 1
@@ -50,9 +53,32 @@
             }                                                                                  \
     }
 
-RT_SOFTMAX_DEFINE(f32, float, float, f32, RT_SM_ID, RT_SM_ID, expf, logf)
+/* LogSoftmax and Hardmax of float: the generic loops above. */
+RT_SOFTMAX_DEFINE(f32_generic, float, float, f32, RT_SM_ID, RT_SM_ID, rt_vexp_f32, logf)
 RT_SOFTMAX_DEFINE(f64, double, double, f64, RT_SM_ID, RT_SM_ID, exp, log)
-RT_SOFTMAX_DEFINE(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, expf, logf)
-RT_SOFTMAX_DEFINE(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, expf, logf)
+RT_SOFTMAX_DEFINE(f16, uint16_t, float, f32, rt_f16_to_f32, rt_f32_to_f16, rt_vexp_f32, logf)
+RT_SOFTMAX_DEFINE(bf16, uint16_t, float, f32, rt_bf16_to_f32, rt_f32_to_bf16, rt_vexp_f32, logf)
+
+/* rt_softmax_f32(x, y, outer, n, inner, mode): as the others; Softmax's exp and scale loops
+ * vectorize over the axis when inner = 1 (the last axis, as in attention). */
+RT_API void rt_softmax_f32(const float *x, float *y, int64_t outer, int64_t n, int64_t inner,
+                           int mode) {
+    int64_t o, i, k;
+    if (mode != RT_SOFTMAX) {
+        rt_softmax_f32_generic(x, y, outer, n, inner, mode);
+        return;
+    }
+    if (n <= 0) return;
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < inner; i++) {
+            const float *xs = x + o * n * inner + i;
+            float *ys = y + o * n * inner + i;
+            float mx = xs[0], inv;
+            for (k = 1; k < n; k++) mx = xs[k * inner] > mx ? xs[k * inner] : mx;
+            for (k = 0; k < n; k++) ys[k * inner] = rt_vexp_f32(xs[k * inner] - mx);
+            inv = 1 / rt_sum_f32(ys, n, inner);
+            for (k = 0; k < n; k++) ys[k * inner] *= inv;
+        }
+}
 
 #endif

@@ -109,8 +109,16 @@ static const char *store_wrap(CgenCtx *cx, IrDType t, const char *expr) {
     }
 }
 
-/* Math function name for the compute type: "exp" -> "expf" for float. */
+/* The C target's float exp, tanh and erf are rt_vmath.h's, which loops vectorize (CUDA takes
+ * only the expression and keeps libm's: cx->names is set for the C target alone). */
+static bool vmath(CgenCtx *cx, IrDType t) { return cx->names && elt_class(t) != EC_F64; }
+
+/* Math function name for the compute type: "exp" -> "expf" for float, or rt_vmath.h's. */
 static const char *fn(CgenCtx *cx, IrDType t, const char *base) {
+    if (vmath(cx, t) && (!strcmp(base, "exp") || !strcmp(base, "tanh") || !strcmp(base, "erf"))) {
+        cgen_use_runtime(cx, "rt_vmath.h");
+        return cgen_fmt(cx, "rt_v%s_f32", base);
+    }
     return elt_class(t) == EC_F64 ? base : cgen_fmt(cx, "%sf", base);
 }
 
@@ -232,6 +240,11 @@ static bool unary_expr(CgenCtx *cx, const IrNode *n, const char **expr) {
         case IR_OP_TANH: e = cgen_fmt(cx, "%s($0)", F("tanh")); break;
         case IR_OP_ERF: e = cgen_fmt(cx, "%s($0)", F("erf")); break;
         case IR_OP_SIGMOID:
+            if (vmath(cx, t)) {
+                cgen_use_runtime(cx, "rt_vmath.h");
+                e = "rt_vsigmoid_f32($0)";
+                break;
+            }
             e = cgen_fmt(cx, "($0 >= 0 ? %s / (%s + %s(-$0)) : %s($0) / (%s + %s($0)))", L(1), L(1),
                          F("exp"), F("exp"), L(1), F("exp"));
             break;

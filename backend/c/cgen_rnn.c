@@ -1,17 +1,21 @@
 /* C backend emitters of the recurrent family: LSTM, GRU and RNN, each one call into
  * runtime/rt_rnn.h with its geometry, directions and activation functions baked into a
- * static const RtRnn. The kernel's scratch (RT_RNN_SCRATCH(hidden) elements: a few hidden
- * states) is a local array of the node's block, bounded by RNN_MAX_STACK_BYTES, because the
- * memory plan has no per-node workspace yet. float32 and float64. */
+ * static const RtRnn. The kernel's scratch (RT_RNN_SCRATCH(G, hidden, chunk) elements: a
+ * few hidden states and the gate values of `chunk` time steps, whose input projection is one
+ * matrix product) is a local array of the node's block, bounded by RNN_MAX_STACK_BYTES,
+ * because the memory plan has no per-node workspace yet: chunk is as many steps as fit, up
+ * to RNN_MAX_CHUNK. float32 and float64. */
 #include <ctype.h>
 #include <string.h>
 
 #include "backend/c/cgen.h"
 
-/* Scratch on the stack: 4 hidden states of 16384 floats; far above the hidden sizes of
- * exported sequence models, and far below the default thread stacks of hosted systems. */
+/* Scratch on the stack: 256 KiB holds an LSTM of hidden size 8192 at one step per chunk (8
+ * rows of floats), far above the hidden sizes of exported sequence models, and far below the
+ * default thread stacks of hosted systems. */
 #define RNN_MAX_STACK_BYTES (256 * 1024)
-#define RNN_SCRATCH_STATES 4 /* = RT_RNN_SCRATCH(1) */
+#define RNN_SCRATCH_STATES 4 /* rows of hidden size besides the gates: RT_RNN_SCRATCH */
+#define RNN_MAX_CHUNK 32     /* time steps projected at once: W is read S / 32 times */
 #define RNN_MAX_DIRS 2
 #define RNN_MAX_ACTS 3
 
@@ -191,7 +195,11 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
         !rnn_check(cx, n, out[RNN_OUT_Y_C], t, 3, dh, "Y_c"))
         return false;
     int64_t elem = t == IR_DTYPE_F64 ? 8 : 4;
-    if (RNN_SCRATCH_STATES * H * elem > RNN_MAX_STACK_BYTES)
+    int64_t chunk = S < RNN_MAX_CHUNK ? S : RNN_MAX_CHUNK; /* RT_RNN_SCRATCH's rows must fit */
+    while (chunk > 1 && (RNN_SCRATCH_STATES + G * chunk) * H * elem > RNN_MAX_STACK_BYTES)
+        chunk--;
+    if (chunk < 1) chunk = 1;
+    if ((RNN_SCRATCH_STATES + G * chunk) * H * elem > RNN_MAX_STACK_BYTES)
         return cgen_unsupported(cx, n, "hidden_size %lld (scratch above %d bytes)", (long long)H,
                                 RNN_MAX_STACK_BYTES);
     const RnnActInfo *act[RNN_MAX_DIRS][RNN_MAX_ACTS];
@@ -228,12 +236,14 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     }
     w->indent--;
     cw_line(w, "},");
-    cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d",
+    cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d,",
             has_clip ? 1 : 0, cgen_flit(cx, clip, false), input_forget != 0, lbr != 0);
+    cw_line(w, ".chunk = %lld", (long long)chunk);
     w->indent--;
     cw_line(w, "};");
-    cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld) */", ct, (long long)(RNN_SCRATCH_STATES * H),
-            (long long)H);
+    cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld, %lld, %lld) */", ct,
+            (long long)((RNN_SCRATCH_STATES + G * chunk) * H), (long long)G, (long long)H,
+            (long long)chunk);
 #define OPT_IN(i) (in[i] != IR_NONE ? cgen_ptr(cx, in[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
 #define OPT_OUT(i) (out[i] != IR_NONE ? cgen_ptr(cx, out[i]) : cgen_fmt(cx, "(%s *)NULL", ct))
     const char *call =

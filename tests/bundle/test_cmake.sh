@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bundle's own CMakeLists.txt builds it with cmake alone: a static library libNAME.a
 # that defines NAME_run (and NAME_weights with --weights embed), plus the NAME_test program
-# with --test-main, which matches ONNX Runtime.
+# with --test-main, which matches ONNX Runtime. Configured without a build type, it builds
+# Release, which is -O3 with gcc and clang (docs/bundle.md, "Building").
 # Usage: test_cmake.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
 
@@ -30,4 +31,15 @@ for weights in bin embed; do
             run_compare "$BLD/conv_test" conv --weights none
     fi
 done
+
+# no build type given: Release, -O3 on the compile line (gcc and clang)
+D="$TMP/src-bin" BLD="$TMP/build-default"
+if [ -f "$D/conv.c" ] && cmake -S "$D" -B "$BLD" >"$TMP/cmake.log" 2>&1 &&
+    cmake --build "$BLD" --verbose >"$TMP/build-verbose.log" 2>&1; then
+    check "no build type: the bundle compiles at -O3" \
+        grep -qE -- '-O3 .*-c .*conv\.c' "$TMP/build-verbose.log"
+else
+    fail "no build type: cmake configures and builds the bundle"
+    tail -n 30 "$TMP/cmake.log" | sed 's/^/    /'
+fi
 finish

@@ -1,7 +1,8 @@
 /* Unit tests of the recurrent runtime kernel (runtime/rt_rnn.h): LSTM, GRU and RNN on fresh
  * random inputs, with outputs poisoned first, against reference loops written here in double
- * that step the whole batch per time step (the kernel steps one batch row at a time). The
- * seed is printed with any failure. */
+ * that step the whole batch per time step (the kernel steps one batch row at a time), each
+ * with the input projection in chunks of 1 step, 2 steps (a remainder chunk for odd lengths)
+ * and the whole sequence. The seed is printed with any failure. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static Case make_case(int kind, int num_dir, int reverse, int64_t S, int64_t B, 
     Case c;
     memset(&c, 0, sizeof c);
     c.p.kind = kind, c.p.seq = S, c.p.batch = B, c.p.input = I, c.p.hidden = H;
-    c.p.num_dir = num_dir, c.p.reverse = reverse;
+    c.p.num_dir = num_dir, c.p.reverse = reverse, c.p.chunk = 2;
     for (int d = 0; d < RT_RNN_MAX_DIRS; d++) {
         c.p.act[d][0].fn = kind == RT_RNN_SIMPLE ? RT_RNN_TANH : RT_RNN_SIGMOID;
         c.p.act[d][1].fn = c.p.act[d][2].fn = RT_RNN_TANH;
@@ -152,11 +153,12 @@ static void reference(const Case *c, double *y, double *y_h, double *y_c) {
     free(h), free(cc), free(g), free(hn);
 }
 
-static void run_and_compare(Case *c) {
-    const RtRnn *p = &c->p;
+static void run_and_compare_chunk(Case *c, int64_t chunk) {
+    RtRnn *p = &c->p;
+    p->chunk = chunk;
     int64_t ny = p->seq * p->num_dir * p->batch * p->hidden, nh = p->num_dir * p->batch * p->hidden;
     float *y = poisoned_f32(ny), *y_h = poisoned_f32(nh), *y_c = poisoned_f32(nh);
-    float *ws = poisoned_f32(RT_RNN_SCRATCH(p->hidden));
+    float *ws = poisoned_f32(RT_RNN_SCRATCH(c->G, p->hidden, chunk));
     double *ry = malloc((size_t)ny * sizeof *ry), *rh = malloc((size_t)nh * sizeof *rh);
     double *rc = malloc((size_t)nh * sizeof *rc);
     int rc_status = rt_rnn_f32(
@@ -168,6 +170,12 @@ static void run_and_compare(Case *c) {
     expect_close(y_h, rh, nh, "Y_h");
     if (p->kind == RT_RNN_LSTM) expect_close(y_c, rc, nh, "Y_c");
     free(y), free(y_h), free(y_c), free(ws), free(ry), free(rh), free(rc);
+}
+
+static void run_and_compare(Case *c) {
+    run_and_compare_chunk(c, 1);
+    run_and_compare_chunk(c, 2);
+    run_and_compare_chunk(c, c->p.seq);
 }
 
 Test(rt_rnn, lstm_bidirectional_with_every_optional_input_matches_reference) {
@@ -211,7 +219,7 @@ Test(rt_rnn, batch_major_layout_matches_sequence_major_layout) {
             for (int64_t k = 0; k < I; k++)
                 xb[(b * S + t) * I + k] = c.x[(t * B + b) * I + k];
     float y0[4 * 2 * 3 * 5], y1[4 * 2 * 3 * 5], h0[2 * 3 * 5], h1[2 * 3 * 5];
-    float ws[RT_RNN_SCRATCH(5)];
+    float ws[RT_RNN_SCRATCH(4, 5, 2)];
     cr_assert_eq(rt_rnn_f32(&c.p, c.x, c.w, c.r, NULL, NULL, NULL, NULL, NULL, y0, h0, NULL, ws),
                  0);
     c.p.layout = 1;
@@ -234,7 +242,7 @@ Test(rt_rnn, sequence_length_beyond_the_sequence_is_refused_before_writing) {
     rng_init();
     Case c = make_case(RT_RNN_SIMPLE, 1, 0, 3, 2, 2, 3, true);
     c.lens[1] = 4;
-    float y[3 * 2 * 3], ws[RT_RNN_SCRATCH(3)];
+    float y[3 * 2 * 3], ws[RT_RNN_SCRATCH(1, 3, 2)];
     for (int i = 0; i < 18; i++)
         y[i] = 42.0f;
     cr_assert_eq(rt_rnn_f32(&c.p, c.x, c.w, c.r, c.b, c.lens, c.h0, NULL, NULL, y, NULL, NULL, ws),

@@ -205,8 +205,12 @@ static const char *code_end(const RtScan *s, const char *p, const char *end, boo
         if (c == '(') parens++;
         if (c == ')' && --parens == 0 && braces == 0 && *instantiation) {
             const char *r = p;
-            while (r < end && (*r == ' ' || *r == '\t')) r++;
-            if (r >= end || *r == '\n' || *r == '\r') return line_end(p, end);
+            for (;;) { /* spaces and trailing comments end the line too */
+                while (r < end && (*r == ' ' || *r == '\t')) r++;
+                if (r + 1 >= end || r[0] != '/' || (r[1] != '*' && r[1] != '/')) break;
+                r = skip_lexeme(r, end);
+            }
+            if (r >= end || *r == '\n' || *r == '\r') return line_end(r, end);
         }
         if (c == '{') braces++;
         if (c == '}' && --braces == 0 && parens == 0) {

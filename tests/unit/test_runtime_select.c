@@ -87,3 +87,13 @@ Test(runtime_select, a_file_name_does_not_reach_the_function_of_its_stem) {
     cr_expect(strstr(out[1], "rt_load_f64") == NULL, "nor its double accessors");
     free_texts(out, 2);
 }
+
+Test(runtime_select, a_comment_after_an_instantiation_ends_it) {
+    const char *plain = "#ifndef KILN_RT_X_H\n#define KILN_RT_X_H\n#define D(S) void f_##S(void) {}\n"
+                        "D(a)\nD(b)\n#endif\n";
+    const char *commented = "#ifndef KILN_RT_X_H\n#define KILN_RT_X_H\n"
+                            "#define D(S) void f_##S(void) {}\nD(a) /* the a twin */\nD(b)\n#endif\n";
+    uint32_t n = bundle_runtime_items(plain);
+    cr_expect_geq(n, 5, "guard, macro, two instantiations, #endif: %u", n);
+    cr_expect_eq(bundle_runtime_items(commented), n, "a trailing comment does not join D(b) to D(a)");
+}

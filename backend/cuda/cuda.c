@@ -226,7 +226,10 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
     case IR_OP_GEMM:
     case IR_OP_FUSED_GEMM:
         if (a->rank != 2) return 0.0;
-        return 2.0 * ny * (double)a->dims[ir_attr_i(n, IR_ATTR_GEMM_TRANS_A) ? 0 : 1];
+        return 2.0 * ny *
+               (double)a->dims[ir_attr_i(n, n->op == IR_OP_GEMM ? IR_ATTR_GEMM_TRANS_A
+                                                               : IR_ATTR_FUSED_GEMM_TRANS_A)
+                                   ? 0 : 1];
     case IR_OP_CONV:
     case IR_OP_FUSED_CONV: { /* W holds M output channels' filters: (M,C/g,k..) or (k..,C/g,M) */
         if (y->rank < 3) return 0.0;

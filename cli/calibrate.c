@@ -6,16 +6,12 @@
  * histogram methods. Samples (cli/samples.c): .npy/.npz files, one sample each or a batch
  * along a first axis, for a model with one float input. Errors name the file and the
  * tensor; the .qparams appears only when everything succeeded. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,7 +20,6 @@
 #include "passes/debug_outputs.h"
 #include "progress.h"
 
-extern char **environ;
 
 const char cli_calibrate_help[] =
     "usage: kiln calibrate MODEL --data DIR -o FILE.qparams\n"
@@ -74,61 +69,9 @@ typedef struct Cal {
     CliProgress progress;
 } Cal;
 
-/* a then b, malloc'd (NULL when out of memory) */
-static char *cat(const char *a, const char *b) {
-    size_t na = strlen(a), nb = strlen(b);
-    char *s = malloc(na + nb + 1);
-    if (s) memcpy(s, a, na), memcpy(s + na, b, nb + 1);
-    return s;
-}
-
-/* dir/name, malloc'd */
-static char *join(const char *dir, const char *name) {
-    size_t nd = strlen(dir), nn = strlen(name);
-    char *s = malloc(nd + nn + 2);
-    if (s) memcpy(s, dir, nd), s[nd] = '/', memcpy(s + nd + 1, name, nn + 1);
-    return s;
-}
-
-static int run(char *const argv[], const char *log) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (err) {
-        errno = err;
-        return -1;
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void remove_work(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        char *p = join(dir, e->d_name);
-        struct stat st;
-        if (p && lstat(p, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) remove_work(p);
-            else remove(p);
-        }
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* Runs the program on sample k and feeds the outputs to the ranges (pass 1 or 2). */
 static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf, bool hist) {
-    char *in = join(c->work, "in.bin"), *log = join(c->work, "run.log");
+    char *in = cli_cat3(c->work, "/", "in.bin"), *log = cli_cat3(c->work, "/", "run.log");
     bool ok = in && log && cli_sample_read("calibrate", &c->set, k, c->in_name, c->in_numel, x);
     if (ok) {
         if (hist) qrange_add_hist(&c->in_range, x, c->in_numel);
@@ -141,14 +84,14 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
     uint32_t a = 0;
     if (ok && argv) {
         argv[a++] = (char *)exe;
-        argv[a++] = join(c->work, "bundle/calib_weights.bin");
-        argv[a++] = cat(in, "");
+        argv[a++] = cli_cat3(c->work, "/", "bundle/calib_weights.bin");
+        argv[a++] = cli_cat3(in, "", "");
         for (uint32_t o = 0; o < c->n_out; o++) {
             char file[32];
             snprintf(file, sizeof file, "out_%u.bin", o);
-            argv[a++] = join(c->work, file);
+            argv[a++] = cli_cat3(c->work, "/", file);
         }
-        int st = run(argv, log);
+        int st = cli_run_logged(argv, log);
         if (st != 0) {
             fprintf(stderr, "kiln calibrate: error: %s: the compiled model failed on this sample "
                     "(exit %d)\n", c->set.v[k].path, st);
@@ -188,12 +131,12 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
     if (!c->out_name || !c->out_numel || !c->tracked || !c->ranges) return false;
     for (uint32_t o = 0; o < c->n_out; o++) {
         const IrValue *v = &g->values[g->outputs[o]];
-        c->out_name[o] = cat(v->name ? v->name : "", "");
+        c->out_name[o] = cli_cat3(v->name ? v->name : "", "", "");
         c->out_numel[o] = ir_type_numel(&v->type);
         c->tracked[o] = v->type.dtype == IR_DTYPE_F32 && v->name && !strpbrk(v->name, " \t\n");
         qrange_init(&c->ranges[o]);
     }
-    char *bundle = join(c->work, "bundle");
+    char *bundle = cli_cat3(c->work, "/", "bundle");
     BundleOptions bo = {.name = "calib", .test_main = true, .model_path = c->model};
     Diag d;
     diag_init(&d);
@@ -206,12 +149,13 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
         free(bundle);
         return false;
     }
-    char *src = join(bundle, "calib.c"), *main_src = join(bundle, "calib_test_main.c");
-    char *log = join(c->work, "cc.log");
-    *exe = join(bundle, "calib_test");
+    char *src = cli_cat3(bundle, "/", "calib.c");
+    char *main_src = cli_cat3(bundle, "/", "calib_test_main.c");
+    char *log = cli_cat3(c->work, "/", "cc.log");
+    *exe = cli_cat3(bundle, "/", "calib_test");
     cli_progress_show(&c->progress, "building it with %s", c->cc);
     char *argv[] = {(char *)c->cc, "-O2", "-std=c99", "-o", *exe, src, main_src, "-lm", NULL};
-    int st = src && main_src && log && *exe ? run(argv, log) : -1;
+    int st = src && main_src && log && *exe ? cli_run_logged(argv, log) : -1;
     cli_progress_end(&c->progress);
     if (st != 0)
         fprintf(stderr, "kiln calibrate: error: '%s' could not build the float model (exit %d)\n",
@@ -224,7 +168,7 @@ static bool build(Cal *c, IrGraph *g, char **exe) {
 }
 
 static bool write_qparams(const Cal *c, const char *sha) {
-    char *tmp = cat(c->out, ".tmp");
+    char *tmp = cli_cat3(c->out, "", ".tmp");
     FILE *f = tmp ? fopen(tmp, "w") : NULL;
     if (!f) {
         fprintf(stderr, "kiln calibrate: error: %s: cannot write: %s\n", c->out, strerror(errno));
@@ -380,7 +324,7 @@ int cli_calibrate_run(int argc, char **argv) {
     }
 done:
     cli_progress_end(&c.progress);
-    if (c.work[0]) remove_work(c.work);
+    if (c.work[0]) cli_remove_work(c.work);
     cli_samples_free(&c.set);
     for (uint32_t o = 0; c.out_name && o < c.n_out; o++) free(c.out_name[o]);
     free(c.out_name), free(c.out_numel), free(c.tracked), free(c.ranges);

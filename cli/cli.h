@@ -124,4 +124,11 @@ bool cli_outdir_begin(const char *dir, CliOutDir *o, Diag *d);
 bool cli_outdir_commit(CliOutDir *o, Diag *d);
 void cli_outdir_end(CliOutDir *o);
 
+/* cli/work.c: a, b and c joined, malloc'd (NULL when out of memory); argv run as a child
+ * process with stdout and stderr in the file log: its exit status, 128 when it did not exit,
+ * -1 when it could not start; dir and everything under it removed. */
+char *cli_cat3(const char *a, const char *b, const char *c);
+int cli_run_logged(char *const argv[], const char *log);
+void cli_remove_work(const char *dir);
+
 #endif

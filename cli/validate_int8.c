@@ -6,16 +6,12 @@
  * samples (.npy files, or seeded uniform [0,1) ones) and each int8 tensor, dequantized, is
  * compared with its float twin: SQNR = 10 log10(sum f^2 / sum (f - q)^2), cosine, the
  * largest error in quantization steps. The table lists the worst layer first. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,7 +20,6 @@
 #include "passes/debug_outputs.h"
 #include "progress.h"
 
-extern char **environ;
 
 #define PL_MAX_RANK 8
 #define PL_DEFAULT_SAMPLES 8 /* random samples when no --inputs folder is given */
@@ -59,54 +54,14 @@ typedef struct Pl {
     CliProgress progress;
 } Pl;
 
-static char *cat3(const char *a, const char *b, const char *c) {
-    size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
-    char *s = malloc(na + nb + nc + 1);
-    if (s) memcpy(s, a, na), memcpy(s + na, b, nb), memcpy(s + na + nb, c, nc + 1);
-    return s;
-}
-
-static int run(char *const argv[], const char *log) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (err) return -1;
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void remove_work(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        char *p = cat3(dir, "/", e->d_name);
-        struct stat st;
-        if (p && lstat(p, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) remove_work(p);
-            else remove(p);
-        }
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* Builds bundle work/NAME (NAME.c + its test main) into work/NAME/run. */
 static bool build(Pl *p, const char *name) {
-    char *dir = cat3(p->work, "/", name);
-    char *src = cat3(dir, "/", "pl.c"), *main_src = cat3(dir, "/", "pl_test_main.c");
-    char *exe = cat3(dir, "/", "run"), *log = cat3(dir, "/", "cc.log");
+    char *dir = cli_cat3(p->work, "/", name);
+    char *src = cli_cat3(dir, "/", "pl.c"), *main_src = cli_cat3(dir, "/", "pl_test_main.c");
+    char *exe = cli_cat3(dir, "/", "run"), *log = cli_cat3(dir, "/", "cc.log");
     char *argv[] = {(char *)p->cc, "-O2", "-std=c99", "-march=native", "-o", exe, src, main_src, "-lm", NULL};
     cli_progress_show(&p->progress, "building the %s bundle with %s", name, p->cc);
-    int st = dir && src && main_src && exe && log ? run(argv, log) : -1;
+    int st = dir && src && main_src && exe && log ? cli_run_logged(argv, log) : -1;
     cli_progress_end(&p->progress);
     if (st != 0)
         fprintf(stderr, "kiln validate: error: '%s' could not build the %s bundle (exit %d; log: %s)\n",
@@ -190,7 +145,7 @@ static bool compile_both(Pl *p, IrGraph *gf, IrGraph *gq) {
     diag_init(&d);
     BundleOptions bo = {.name = "pl", .test_main = true, .model_path = p->model};
     pass_expose_intermediates(gf);
-    char *fdir = cat3(p->work, "/", "float"), *qdir = cat3(p->work, "/", "int8");
+    char *fdir = cli_cat3(p->work, "/", "float"), *qdir = cli_cat3(p->work, "/", "int8");
     cli_progress_show(&p->progress, "compiling the float model");
     bool ok = fdir && qdir && kiln_compile_graph(gf, "c", &bo, fdir, &d);
     p->f_graph = gf;
@@ -216,19 +171,19 @@ static bool compile_both(Pl *p, IrGraph *gf, IrGraph *gq) {
 /* Runs bundle NAME on work/in.bin; its outputs to work/NAME_K.bin. */
 static bool run_bundle(Pl *p, const char *name, uint32_t n_out, const char *sample) {
     char **argv = calloc(n_out + 4, sizeof *argv);
-    char *dir = cat3(p->work, "/", name), *log = cat3(p->work, "/", "run.log");
+    char *dir = cli_cat3(p->work, "/", name), *log = cli_cat3(p->work, "/", "run.log");
     bool ok = argv && dir && log;
     uint32_t a = 0;
     if (ok) {
-        argv[a++] = cat3(dir, "/", "run");
-        argv[a++] = cat3(dir, "/", "pl_weights.bin");
-        argv[a++] = cat3(p->work, "/", "in.bin");
+        argv[a++] = cli_cat3(dir, "/", "run");
+        argv[a++] = cli_cat3(dir, "/", "pl_weights.bin");
+        argv[a++] = cli_cat3(p->work, "/", "in.bin");
         for (uint32_t o = 0; o < n_out; o++) {
             char file[48];
             snprintf(file, sizeof file, "%s_%u.bin", name, o);
-            argv[a++] = cat3(p->work, "/", file);
+            argv[a++] = cli_cat3(p->work, "/", file);
         }
-        int st = run(argv, log);
+        int st = cli_run_logged(argv, log);
         if (st != 0) {
             fprintf(stderr, "kiln validate: error: %s: the %s bundle failed (exit %d)\n", sample, name, st);
             ok = false;
@@ -244,7 +199,7 @@ static bool run_bundle(Pl *p, const char *name, uint32_t n_out, const char *samp
 static bool read_file(const char *work, const char *name, uint32_t o, void *buf, size_t bytes) {
     char file[48];
     snprintf(file, sizeof file, "/%s_%u.bin", name, o);
-    char *path = cat3(work, file, "");
+    char *path = cli_cat3(work, file, "");
     FILE *f = path ? fopen(path, "rb") : NULL;
     bool ok = f && fread(buf, 1, bytes, f) == bytes;
     if (f) fclose(f);
@@ -476,7 +431,7 @@ int cli_validate_int8_run(int argc, char **argv) {
     fbuf = malloc((size_t)biggest * sizeof *fbuf);
     qbuf = malloc((size_t)biggest);
     if (!x || !fbuf || !qbuf) goto done;
-    char *in_bin = cat3(p.work, "/", "in.bin");
+    char *in_bin = cli_cat3(p.work, "/", "in.bin");
     bool ok = in_bin != NULL;
     for (int64_t k = 0; ok && k < n_files; k++) {
         cli_progress_show(&p.progress, "sample %lld of %lld", (long long)k + 1, (long long)n_files);
@@ -494,7 +449,7 @@ int cli_validate_int8_run(int argc, char **argv) {
     print_table(&p, n_files);
     rc = CLI_EXIT_OK;
 done:
-    if (p.work[0] && !p.keep) remove_work(p.work);
+    if (p.work[0] && !p.keep) cli_remove_work(p.work);
     cli_samples_free(&set);
     free(x), free(fbuf), free(qbuf);
     free(p.layers);

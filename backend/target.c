@@ -7,10 +7,10 @@
 #include "backend/target.h"
 
 static const BackendTarget targets[] = {
-    {"c", "%s.c", cgen_op_native, cgen_op_supported, NULL, cgen_prepare, cgen_check,
+    {"c", "%s.c", cgen_op_native, cgen_op_supported, NULL, NULL, cgen_prepare, cgen_check,
      cgen_emit_bundle},
-    {"cuda", "%s.cu", cuda_op_native, cuda_op_supported, cuda_accepts, cuda_prepare, cuda_check,
-     cuda_emit_bundle},
+    {"cuda", "%s.cu", cuda_op_native, cuda_op_supported, cuda_element_parallel, cuda_accepts,
+     cuda_prepare, cuda_check, cuda_emit_bundle},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -32,18 +32,22 @@ const char *backend_target_names(void) {
 
 static const char *support_cell(const BackendTarget *t, IrOp op) {
     if (t->op_native(op)) return "native";
-    return t->op_compiles(op) ? "fallback" : "-";
+    if (!t->op_compiles(op)) return "-";
+    return t->op_parallel && t->op_parallel(op) ? "fallback, parallel" : "fallback";
 }
 
 char *backend_support_table(void) {
     CWriter w;
     cw_init(&w);
-    uint32_t n_native[N_TARGETS] = {0}, n_fallback[N_TARGETS] = {0}, n_ops = 0;
+    uint32_t n_native[N_TARGETS] = {0}, n_fallback[N_TARGETS] = {0}, n_par[N_TARGETS] = {0};
+    uint32_t n_ops = 0;
     for (int op = 1; op < IR_OP_COUNT; op++) {
         n_ops++;
         for (size_t t = 0; t < N_TARGETS; t++) {
             n_native[t] += targets[t].op_native((IrOp)op);
-            n_fallback[t] += !targets[t].op_native((IrOp)op) && targets[t].op_compiles((IrOp)op);
+            bool fb = !targets[t].op_native((IrOp)op) && targets[t].op_compiles((IrOp)op);
+            n_fallback[t] += fb;
+            n_par[t] += fb && targets[t].op_parallel && targets[t].op_parallel((IrOp)op);
         }
     }
     cw_raw(&w, "# Ops by target\n\n");
@@ -52,15 +56,18 @@ char *backend_support_table(void) {
                "`tests/unit/test_backend_support.c` fails when this file and the code differ.\n\n");
     cw_raw(&w, "native: a kernel of the target's own. fallback: compiled by another path (CUDA's\n"
                "generic path: the C kernel on one device thread, which `kiln compile` names in a\n"
-               "warning). -: no kernel on the target. Constant and the sequence and optional\n"
+               "warning). fallback, parallel: the C kernel loops over its output elements\n"
+               "(RT_FOR_EACH), so the generic path runs it on one device thread per element, with\n"
+               "no warning. -: no kernel on the target. Constant and the sequence and optional\n"
                "ops have none because the passes fold or lower them before a backend sees them;\n"
                "a model that keeps another op marked - does not compile for that target. Ops of\n"
                "domain `kiln` are the ones the passes form. The `com.microsoft` ops (ONNX\n"
                "Runtime's QOperator format) have none either: the lower-qoperator pass turns\n"
                "them into DequantizeLinear, the float op and QuantizeLinear (docs/int8.md).\n\n");
     for (size_t t = 0; t < N_TARGETS; t++)
-        cw_raw(&w, "- `%s`: %u native, %u fallback, %u refused, of %u ops\n", targets[t].name,
-               n_native[t], n_fallback[t], n_ops - n_native[t] - n_fallback[t], n_ops);
+        cw_raw(&w, "- `%s`: %u native, %u fallback (%u parallel), %u refused, of %u ops\n",
+               targets[t].name, n_native[t], n_fallback[t], n_par[t],
+               n_ops - n_native[t] - n_fallback[t], n_ops);
     cw_raw(&w, "\n| domain | op | since |");
     for (size_t t = 0; t < N_TARGETS; t++) cw_raw(&w, " %s |", targets[t].name);
     cw_raw(&w, "\n|---|---|---|");

@@ -13,6 +13,8 @@ typedef struct BackendTarget {
     const char *bundle_source;  /* the file that holds NAME_run: "%s.c", "%s.cu" */
     bool (*op_native)(IrOp op); /* a kernel of its own for op (not a fallback) */
     bool (*op_compiles)(IrOp op); /* a kernel of its own or a fallback (CUDA's generic path) */
+    /* a fallback that runs on one thread per output element (NULL: none does) */
+    bool (*op_parallel)(IrOp op);
     /* before anything runs: whether the options suit the target (NULL: all do) */
     bool (*accepts)(const BundleOptions *o, Diag *d);
     /* after stage OPTIMIZE: target rewrites (CUDA's float16 storage) and subgraph set-up */
@@ -42,6 +44,9 @@ bool cgen_emit_bundle(IrGraph *g, const BundleOptions *o, const char *out_dir, D
 /* The CUDA target (backend/cuda/cuda.c). */
 bool cuda_op_native(IrOp op);
 bool cuda_op_supported(IrOp op);
+/* Whether op's C kernels loop over their output elements with RT_FOR_EACH and write nothing
+ * else: the generic path then launches one device thread per output element. */
+bool cuda_element_parallel(IrOp op);
 bool cuda_accepts(const BundleOptions *o, Diag *d);
 bool cuda_prepare(IrGraph *g, const BundleOptions *o, Diag *d);
 bool cuda_check(const IrGraph *g, Diag *d);

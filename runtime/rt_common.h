@@ -43,6 +43,21 @@ RT_API void *rt_memmove(void *dst, const void *src, size_t n) {
 
 #define RT_MAX_RANK 8
 
+/* RT_FOR_EACH(i, n): a kernel's loop over its independent output elements (each iteration
+ * writes only its own elements and reads nothing another iteration writes). In C a plain
+ * loop; compiled for the GPU a grid-stride loop, so the CUDA backend can launch such a node
+ * on as many threads as it has elements (docs/cuda.md, "element-parallel"). Launched on one
+ * thread it runs the iterations in order, as in C. i: an int64_t lvalue. */
+#ifdef __CUDA_ARCH__
+#define RT_ON_DEVICE 1 /* compiled for the GPU: a kernel may pick its per-element form */
+#define RT_FOR_EACH(i, n)                                                                     \
+    for ((i) = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; (i) < (n);                     \
+         (i) += (int64_t)gridDim.x * blockDim.x)
+#else
+#define RT_ON_DEVICE 0
+#define RT_FOR_EACH(i, n) for ((i) = 0; (i) < (n); (i)++)
+#endif
+
 /* A double rounded to an integer, without casting a function call's result
  * (-Wbad-function-cast); exact for float and double arguments. round: halves away from 0;
  * rint: halves to even, as nearbyint. */

@@ -35,6 +35,52 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
     *hi = h;
 }
 
+/* ConvTranspose as a per-output gather with an ACC accumulator: every output element sums
+ * the input taps that reach it, so elements are independent (RT_FOR_EACH: the CUDA backend
+ * runs it on one thread per element). The float16/bfloat16 kernels, and float/double
+ * compiled for the GPU; float/double in C scatter instead (below), which vectorizes.
+ * x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */
+#define RT_CONV_TRANSPOSE_GATHER_DEFINE(SFX, T, ACC, LOAD, STORE)                             \
+    RT_API void rt_conv_transpose_gather_##SFX(const T *x, const T *w, const T *b, T *y,      \
+                                               const RtConvGeom *g) {                         \
+        const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
+        const int64_t n_out = g->n * g->m * g->out[0] * g->out[1] * g->out[2];                \
+        int64_t e, o[RT_CONV_SPATIAL], i[RT_CONV_SPATIAL], k[RT_CONV_SPATIAL], ci;             \
+        int a;                                                                                \
+        RT_FOR_EACH(e, n_out) {                                                               \
+            int64_t rest = e, n, mm, grp, mo;                                                 \
+            ACC acc;                                                                          \
+            for (a = RT_CONV_SPATIAL - 1; a >= 0; a--) {                                      \
+                o[a] = rest % g->out[a];                                                      \
+                rest /= g->out[a];                                                            \
+            }                                                                                 \
+            mm = rest % g->m;                                                                 \
+            n = rest / g->m;                                                                  \
+            grp = mm / mg;                                                                    \
+            mo = mm % mg;                                                                     \
+            acc = b ? LOAD(b[mm]) : (ACC)0;                                                   \
+            for (k[0] = 0; k[0] < g->k[0]; k[0]++)                                            \
+                for (k[1] = 0; k[1] < g->k[1]; k[1]++)                                        \
+                    for (k[2] = 0; k[2] < g->k[2]; k[2]++) {                                  \
+                        int ok = 1;                                                           \
+                        for (a = 0; a < RT_CONV_SPATIAL && ok; a++) {                         \
+                            int64_t t = o[a] + g->pad[a] - k[a] * g->d[a];                    \
+                            ok = t >= 0 && t % g->s[a] == 0 && t / g->s[a] < g->in[a];        \
+                            i[a] = ok ? t / g->s[a] : 0;                                      \
+                        }                                                                     \
+                        if (!ok) continue;                                                    \
+                        for (ci = 0; ci < cg; ci++)                                           \
+                            acc += LOAD(x[(((n * g->c + grp * cg + ci) * g->in[0] + i[0]) *   \
+                                               g->in[1] + i[1]) * g->in[2] + i[2]]) *         \
+                                   LOAD(w[((((grp * cg + ci) * mg + mo) * g->k[0] + k[0]) *   \
+                                               g->k[1] + k[1]) * g->k[2] + k[2]]);            \
+                    }                                                                         \
+            y[e] = STORE(acc);                                                                \
+        }                                                                                     \
+    }
+
+#define RT_CONV_ID(v) (v)
+
 #define RT_CONV_DEFINE_DIRECT(SFX, T)                                                         \
     /* y[0..len) += w * x[0, s, 2s..] for nb (1..4) output rows at once. */                   \
     RT_API void rt_conv_rows_##SFX(T *const *yr, const T *w, int nb, const T *xs, int64_t s,  \
@@ -156,6 +202,10 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
     RT_API void rt_conv_transpose_##SFX(const T *x, const T *w, const T *b, T *y,             \
                                         const RtConvGeom *g) {                                \
         const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
+        if (RT_ON_DEVICE) { /* one thread per output element there: the gather */             \
+            rt_conv_transpose_gather_##SFX(x, w, b, y, g);                                    \
+            return;                                                                           \
+        }                                                                                     \
         const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
         const int64_t osz = g->out[0] * g->out[1] * g->out[2];                                \
         const int64_t ksz = g->k[0] * g->k[1] * g->k[2];                                      \
@@ -240,39 +290,13 @@ RT_API void rt_conv_range(int64_t n_i, int64_t n_o, int64_t s, int64_t off, int6
     /* x: (N,C,D,H,W), w: (C,M/group,KD,KH,KW), b: (M) or NULL, y: (N,M,OD,OH,OW) */          \
     RT_API void rt_conv_transpose_##SFX(const uint16_t *x, const uint16_t *w,                 \
                                         const uint16_t *b, uint16_t *y, const RtConvGeom *g) { \
-        const int64_t cg = g->c / g->group, mg = g->m / g->group;                             \
-        int64_t n, mm, o[RT_CONV_SPATIAL], i[RT_CONV_SPATIAL], k[RT_CONV_SPATIAL], ci, a;     \
-        uint16_t *yp = y;                                                                     \
-        for (n = 0; n < g->n; n++)                                                            \
-            for (mm = 0; mm < g->m; mm++)                                                     \
-                for (o[0] = 0; o[0] < g->out[0]; o[0]++)                                      \
-                    for (o[1] = 0; o[1] < g->out[1]; o[1]++)                                  \
-                        for (o[2] = 0; o[2] < g->out[2]; o[2]++) {                            \
-                            float acc = b ? LOAD(b[mm]) : 0.0f;                               \
-                            const int64_t grp = mm / mg, mo = mm % mg;                        \
-                            for (k[0] = 0; k[0] < g->k[0]; k[0]++)                            \
-                                for (k[1] = 0; k[1] < g->k[1]; k[1]++)                        \
-                                    for (k[2] = 0; k[2] < g->k[2]; k[2]++) {                  \
-                                        int ok = 1;                                           \
-                                        for (a = 0; a < RT_CONV_SPATIAL && ok; a++) {         \
-                                            int64_t t = o[a] + g->pad[a] - k[a] * g->d[a];    \
-                                            ok = t >= 0 && t % g->s[a] == 0 &&                \
-                                                 t / g->s[a] < g->in[a];                      \
-                                            i[a] = ok ? t / g->s[a] : 0;                      \
-                                        }                                                     \
-                                        if (!ok) continue;                                    \
-                                        for (ci = 0; ci < cg; ci++)                           \
-                                            acc += LOAD(x[(((n * g->c + grp * cg + ci) *      \
-                                                                g->in[0] + i[0]) * g->in[1] + \
-                                                               i[1]) * g->in[2] + i[2]]) *    \
-                                                   LOAD(w[((((grp * cg + ci) * mg + mo) *     \
-                                                                g->k[0] + k[0]) * g->k[1] +   \
-                                                               k[1]) * g->k[2] + k[2]]);      \
-                                    }                                                         \
-                            *yp++ = STORE(acc);                                               \
-                        }                                                                     \
+        rt_conv_transpose_gather_##SFX(x, w, b, y, g);                                        \
     }
 
+RT_CONV_TRANSPOSE_GATHER_DEFINE(f32, float, float, RT_CONV_ID, RT_CONV_ID)
+RT_CONV_TRANSPOSE_GATHER_DEFINE(f64, double, double, RT_CONV_ID, RT_CONV_ID)
+RT_CONV_TRANSPOSE_GATHER_DEFINE(f16, uint16_t, float, rt_f16_to_f32, rt_f32_to_f16)
+RT_CONV_TRANSPOSE_GATHER_DEFINE(bf16, uint16_t, float, rt_bf16_to_f32, rt_f32_to_bf16)
 RT_CONV_DEFINE_DIRECT(f32, float)
 RT_CONV_DEFINE_DIRECT(f64, double)
 RT_CONV_DEFINE_GATHER(f16, rt_f16_to_f32, rt_f32_to_f16)

@@ -279,7 +279,7 @@ RT_API int64_t rt_pad_source(int64_t c, int64_t n, int mode) {
 RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
                   const int64_t *out_dims, int rank, const int64_t *begin, int mode,
                   const void *value) {
-    int64_t idx[RT_MAX_RANK], xs[RT_MAX_RANK], s = 1, n = 1, o;
+    int64_t xs[RT_MAX_RANK], s = 1, n = 1, o;
     unsigned char *py = (unsigned char *)y;
     const unsigned char *px = (const unsigned char *)x;
     int d;
@@ -287,21 +287,17 @@ RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
         xs[d] = s;
         s *= in_dims[d];
         n *= out_dims[d];
-        idx[d] = 0;
         if (mode != RT_PAD_CONSTANT && in_dims[d] == 0 && out_dims[d] > 0) return RT_ERR_SHAPE;
     }
-    for (o = 0; o < n; o++) {
-        int64_t off = 0;
-        for (d = 0; d < rank && off >= 0; d++) {
-            int64_t c = rt_pad_source(idx[d] - begin[d], in_dims[d], mode);
+    RT_FOR_EACH(o, n) { /* each output element from its own coordinates */
+        int64_t off = 0, rest = o;
+        for (d = rank - 1; d >= 0 && off >= 0; d--) {
+            int64_t c = rt_pad_source(rest % out_dims[d] - begin[d], in_dims[d], mode);
+            rest /= out_dims[d];
             off = c < 0 ? -1 : off + c * xs[d];
         }
         rt_data_move(py + o * (int64_t)esz,
                      off < 0 ? (const unsigned char *)value : px + off * (int64_t)esz, esz);
-        for (d = rank - 1; d >= 0; d--) {
-            if (++idx[d] < out_dims[d]) break;
-            idx[d] = 0;
-        }
     }
     return RT_OK;
 }

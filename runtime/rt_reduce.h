@@ -108,10 +108,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j, cnt = p->n_red_elems;                                                 \
         if (p->copy) {                                                                         \
-            for (o = 0; o < p->n_out; o++) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
             return;                                                                            \
         }                                                                                      \
-        for (o = 0; o < p->n_out; o++) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                       \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             ACC acc = INIT;                                                                    \
             for (r = 0; r < p->red_outer_n; r++) {                                             \
@@ -132,10 +132,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j, cnt = p->n_red_elems;                                                 \
         if (p->copy) {                                                                         \
-            for (o = 0; o < p->n_out; o++) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
             return;                                                                            \
         }                                                                                      \
-        for (o = 0; o < p->n_out; o++) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                       \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             RtSum##ASFX s;                                                                     \
             ACC acc;                                                                           \
@@ -158,10 +158,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j;                                                                       \
         if (p->copy) {                                                                         \
-            for (o = 0; o < p->n_out; o++) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
             return;                                                                            \
         }                                                                                      \
-        for (o = 0; o < p->n_out; o++) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                       \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             ACC mx = -(ACC)INFINITY;                                                           \
             RtSum##ASFX s;                                                                     \
@@ -231,19 +231,19 @@ RT_REDUCE_INT_OPS(u64, uint64_t, uint64_t, 0, UINT64_MAX, RT_RED_ID)
 #define RT_ARG_DEFINE(SFX, T, ACC, LD)                                                         \
     RT_API void rt_arg_##SFX(const T *x, int64_t *y, int64_t outer, int64_t n, int64_t inner,  \
                              int is_min, int last) {                                           \
-        int64_t o, i, k;                                                                       \
-        for (o = 0; o < outer; o++)                                                            \
-            for (i = 0; i < inner; i++) {                                                      \
-                const T *xs = x + o * n * inner + i;                                           \
-                ACC best = n > 0 ? LD(xs[0]) : 0;                                              \
-                int64_t bi = 0;                                                                \
-                for (k = 1; k < n; k++) {                                                      \
-                    ACC v = LD(xs[k * inner]);                                                 \
-                    int better = is_min ? v < best : v > best;                                 \
-                    if (better || (last && v == best)) best = v, bi = k;                       \
-                }                                                                              \
-                y[o * inner + i] = bi;                                                         \
+        int64_t e, k;                                                                          \
+        RT_FOR_EACH(e, outer * inner) {                                                        \
+            const int64_t o = e / inner, i = e % inner;                                        \
+            const T *xs = x + o * n * inner + i;                                               \
+            ACC best = n > 0 ? LD(xs[0]) : 0;                                                  \
+            int64_t bi = 0;                                                                    \
+            for (k = 1; k < n; k++) {                                                          \
+                ACC v = LD(xs[k * inner]);                                                     \
+                int better = is_min ? v < best : v > best;                                     \
+                if (better || (last && v == best)) best = v, bi = k;                           \
             }                                                                                  \
+            y[o * inner + i] = bi;                                                             \
+        }                                                                                      \
     }
 
 RT_ARG_DEFINE(f32, float, float, RT_RED_ID)

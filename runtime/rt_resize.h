@@ -265,17 +265,21 @@ RT_API void rt_resize_store(void *y, int dt, int64_t i, double v) {
 RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
     int64_t idx[RT_MAX_RANK][RT_RESIZE_MAX_TAPS], o[RT_MAX_RANK], xs[RT_MAX_RANK], n_out = 1, e;
     double wt[RT_MAX_RANK][RT_RESIZE_MAX_TAPS];
-    int nt[RT_MAX_RANK], k[RT_MAX_RANK], d, R = p->rank;
+    int nt[RT_MAX_RANK], k[RT_MAX_RANK], d, R = p->rank, status = RT_OK;
     int64_t s = 1;
     for (d = R - 1; d >= 0; d--) {
         xs[d] = s;
         s *= p->in_dims[d];
         n_out *= p->out_dims[d];
-        o[d] = 0;
     }
-    for (e = 0; e < n_out; e++) {
+    RT_FOR_EACH(e, n_out) { /* each output element from its own coordinates */
         int extrap = 0;
         double acc = 0;
+        int64_t rest = e;
+        for (d = R - 1; d >= 0; d--) {
+            o[d] = rest % p->out_dims[d];
+            rest /= p->out_dims[d];
+        }
         for (d = 0; d < R; d++) {
             if (rt_resize_axis_identity(p, d)) {
                 nt[d] = 1;
@@ -284,9 +288,13 @@ RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
                 continue;
             }
             nt[d] = rt_resize_taps(p, d, o[d], idx[d], wt[d]);
-            if (nt[d] < 0) return RT_ERR_VALUE;
+            if (nt[d] < 0) {
+                status = RT_ERR_VALUE;
+                break;
+            }
             if (nt[d] == 0) extrap = 1;
         }
+        if (status != RT_OK) break;
         if (extrap) {
             rt_resize_store(y, dt, e, p->extrapolation);
         } else {
@@ -309,12 +317,8 @@ RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
             }
             rt_resize_store(y, dt, e, acc);
         }
-        for (d = R - 1; d >= 0; d--) {
-            if (++o[d] < p->out_dims[d]) break;
-            o[d] = 0;
-        }
     }
-    return RT_OK;
+    return status;
 }
 
 #endif

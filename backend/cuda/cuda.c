@@ -162,7 +162,7 @@ static void warn_generic(CudaCtx *cx, const IrNode *n, const char *why) {
  * path instead, with a warning that gives the kernel's reason. */
 static bool emit_node(CudaCtx *cx, const IrNode *n) {
     if (cuda_emit_table[n->op] == cuda_emit_generic) {
-        warn_generic(cx, n, "no CUDA kernel for this op");
+        if (!cuda_element_parallel(n->op)) warn_generic(cx, n, "no CUDA kernel for this op");
         return cuda_emit_generic(cx, n);
     }
     if (!cgen_emit_table[n->op]) return cuda_emit_table[n->op](cx, n);
@@ -535,16 +535,16 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "#include <string.h>");
     cw_blank(c);
     cw_line(c, "#include \"%s.h\"", N);
-    if (cx->n_generic) {
-        cw_line(c, "/* %u node(s) run the C backend's code on one device thread: the C runtime "
-                   "files are", cx->n_generic);
+    if (cx->n_generic || cx->n_parallel) {
+        cw_line(c, "/* %u node(s) run the C backend's code on the device (%u on one thread): the "
+                   "C runtime files are", cx->n_generic + cx->n_parallel, cx->n_generic);
         cw_line(c, " * compiled __host__ __device__ (their `(void)x;` counts as no use for "
                    "nvcc: warning 550 off). */");
         cw_line(c, "#define KC_C_RUNTIME 1");
         cw_line(c, "#pragma nv_diag_suppress 550");
     }
     for (uint32_t i = 0; i < cx->n_rt; i++) cw_line(c, "#include \"%s\"", cx->rt[i]);
-    if (cx->n_generic) cw_line(c, "#pragma nv_diag_default 550");
+    if (cx->n_generic || cx->n_parallel) cw_line(c, "#pragma nv_diag_default 550");
     cw_blank(c);
     cw_line(c, "#define %s_OFF_COL %lld   /* im2col workspace (%lld bytes) */", U, (long long)L->col,
             (long long)cx->col_bytes);
@@ -722,6 +722,9 @@ static void cuda_readme_facts(BundleCtx *b, CWriter *c) {
     if (cx->n_generic)
         cw_line(c, "- %u node(s) without a CUDA kernel run the C backend's code on one device "
                    "thread (correct, slow)", cx->n_generic);
+    if (cx->n_parallel)
+        cw_line(c, "- %u node(s) (Reduce*, ArgMax/ArgMin, Pad, Resize, ConvTranspose) run the C "
+                   "backend's code on one device thread per output element", cx->n_parallel);
 }
 
 static void cuda_test_locals(BundleCtx *b, CWriter *c) {

@@ -42,6 +42,7 @@ typedef struct CudaCtx {
     const char *rt[CUDA_MAX_RUNTIME];
     uint32_t n_rt;
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
+    uint32_t n_parallel; /* nodes run as the C backend's code on one thread per output element */
     uint32_t n_prof;     /* nodes timed by NAME_cuda_profile, in emission order */
     const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
     double *prof_flops, *prof_bytes; /* per profiled node: arithmetic, tensor bytes touched */
@@ -62,6 +63,7 @@ void cuda_use_runtime(CudaCtx *cx, const char *file);
  * __global__ kernel run by one device thread; its status goes to the device status word.
  * For every op with a C kernel, and for nodes whose fast CUDA kernel refuses them. */
 bool cuda_emit_generic(CudaCtx *cx, const IrNode *n);
+
 
 /* An Add and the LayerNormalization right after it, the only reader of its sum, as one
  * kernel (kc_add_layernorm) where the types, shapes and the arena placement allow it; false

@@ -1121,6 +1121,35 @@ static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
 
 /* ---- the generic path: the C backend's code on one device thread ---- */
 
+/* Threads of a block, and the most blocks, of an element-parallel node (the kernel's
+ * RT_FOR_EACH strides over the rest). */
+#define PAR_THREADS 256
+#define PAR_MAX_BLOCKS 65536
+
+bool cuda_element_parallel(IrOp op) {
+    switch (op) {
+    case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MEAN:
+    case IR_OP_REDUCE_MAX:
+    case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD:
+    case IR_OP_REDUCE_L1:
+    case IR_OP_REDUCE_L2:
+    case IR_OP_REDUCE_LOG_SUM:
+    case IR_OP_REDUCE_LOG_SUM_EXP:
+    case IR_OP_REDUCE_SUM_SQUARE:
+    case IR_OP_ARG_MAX:
+    case IR_OP_ARG_MIN:
+    case IR_OP_PAD:
+    case IR_OP_RESIZE:
+    case IR_OP_UPSAMPLE:
+    case IR_OP_CONV_TRANSPOSE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     CgenCtx *c = &cx->c;
     if (n->op == IR_OP_UNKNOWN || !cgen_emit_table[n->op])
@@ -1150,8 +1179,9 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     const char *N = c->b.opts->name;
     const char *name = cgen_fmt(c, "%s_k%u", N, cx->n_kernels++);
     CWriter *k = cx->kernels;
-    cw_line(k, "/* %s '%s': the C backend's code, run by one device thread */", n->op_type,
-            n->name);
+    bool par = cuda_element_parallel(n->op);
+    cw_line(k, "/* %s '%s': the C backend's code, run by %s */", n->op_type, n->name,
+            par ? "one device thread per output element" : "one device thread");
     /* parameters the body does not use stay unnamed (C++), rather than (void)-cast */
 #define PARAM(nm) (cw_uses_word(text, nm) ? nm : "")
     cw_open(k, "static __device__ int %s_body(const unsigned char *%s, unsigned char *%s, "
@@ -1169,10 +1199,19 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     cw_close(k, NULL);
     cw_blank(k);
     cw_free(&body);
-    cw_line(c->w, "%s<<<1, 1, 0, s>>>(w, a, *in, *out, status);", name);
+    int64_t blocks = 1;
+    if (par) {
+        blocks = (numel(cx, n->outputs[0]) + PAR_THREADS - 1) / PAR_THREADS;
+        blocks = blocks < 1 ? 1 : blocks > PAR_MAX_BLOCKS ? PAR_MAX_BLOCKS : blocks;
+    }
+    cw_line(c->w, "%s<<<%lld, %d, 0, s>>>(w, a, *in, *out, status);", name, (long long)blocks,
+            par ? PAR_THREADS : 1);
     cw_line(c->w, "KC_LAUNCHED();");
     cx->uses_status = true;
-    cx->n_generic++;
+    if (par)
+        cx->n_parallel++;
+    else
+        cx->n_generic++;
     return true;
 }
 

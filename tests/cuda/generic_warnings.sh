@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `kiln compile --target cuda` names every node that runs as C code on one GPU thread (the
 # generic path), with its size and why: an op without a CUDA kernel, or the kernel's own
-# refusal; the bundle's README counts them. A model of native ops gets no such warning.
+# refusal; the bundle's README counts them. A model of native ops gets no such warning, nor
+# does one whose C kernel is element-parallel (Resize here: one thread per output element).
 # No GPU needed. usage: tests/cuda/generic_warnings.sh KILN; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
@@ -24,6 +25,9 @@ scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
 model("resize", [helper.make_node("Relu", ["x"], ["r"], name="relu"),
                  helper.make_node("Resize", ["r", "", "scales"], ["y"], name="up", mode="nearest")],
       [1, 3, 8, 8], [scales])
+model("cumsum", [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                 helper.make_node("CumSum", ["r", "axis"], ["y"], name="cum")],
+      [1, 3, 8, 8], [numpy_helper.from_array(np.array(3, np.int64), "axis")])
 model("cast8", [helper.make_node("Cast", ["x"], ["y"], name="to_f8",
                                  to=TensorProto.FLOAT8E4M3FN)], [4, 5],
       out_type=TensorProto.FLOAT8E4M3FN)
@@ -41,15 +45,25 @@ expect() {
         echo "FAIL $m: $what"; sed 's/^/     | /' "$TMP/$m.err" | head -5; failed=$((failed + 1))
     fi
 }
-expect resize "an op without a CUDA kernel is named, with its size" \
-    "warning: node 'up' \(Resize, opset 21\) runs as C code on one GPU thread \(768 output elements\): no CUDA kernel for this op"
+expect cumsum "an op without a CUDA kernel is named, with its size" \
+    "warning: node 'cum' \(CumSum, opset 21\) runs as C code on one GPU thread \(192 output elements\): no CUDA kernel for this op"
 expect cast8 "a node its CUDA kernel refuses is named, with the kernel's reason" \
     "warning: node 'to_f8' \(Cast, opset 21\) runs as C code on one GPU thread \(20 output elements\): the CUDA backend does not support a cast from f32 to f8e4m3fn"
 if grep -q "1 node(s) without a CUDA kernel run the C backend's code on one device thread" \
-        "$TMP/out_resize/README.md"; then
-    echo "ok   resize: the README counts the node"; passed=$((passed + 1))
+        "$TMP/out_cumsum/README.md"; then
+    echo "ok   cumsum: the README counts the node"; passed=$((passed + 1))
 else
-    echo "FAIL resize: the README counts the node"; failed=$((failed + 1))
+    echo "FAIL cumsum: the README counts the node"; failed=$((failed + 1))
+fi
+# Resize's C kernel loops over its 768 outputs with RT_FOR_EACH: 3 blocks of 256 threads
+if "$KILN" compile "$TMP/resize.onnx" -o "$TMP/out_resize" --name m --target cuda \
+        2>"$TMP/resize.err" >/dev/null && ! grep -q "warning" "$TMP/resize.err" &&
+        grep -q "1 node(s) (Reduce\*, .*) run the C backend's code on one device thread per output element" \
+            "$TMP/out_resize/README.md" && grep -q "_k[0-9]*<<<3, 256, 0, s>>>" "$TMP/out_resize/m.cu"; then
+    echo "ok   resize: element-parallel, no warning, one thread per output"; passed=$((passed + 1))
+else
+    echo "FAIL resize: element-parallel, no warning, one thread per output"
+    sed 's/^/     | /' "$TMP/resize.err" | head -5; failed=$((failed + 1))
 fi
 if "$KILN" compile "$TMP/native.onnx" -o "$TMP/out_native" --name m --target cuda \
         2>"$TMP/native.err" >/dev/null && ! grep -q "warning" "$TMP/native.err" &&

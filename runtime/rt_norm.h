@@ -83,17 +83,17 @@
     /* x, y: (N,C,S); scale, bias: (C) */                                                     \
     RT_API void rt_instancenorm_##SFX(const T *x, const T *scale, const T *bias, T *y,        \
                                       int64_t n, int64_t c, int64_t s, ACC eps) {             \
-        int64_t b, ch, i;                                                                     \
-        for (b = 0; b < n; b++)                                                               \
-            for (ch = 0; ch < c; ch++) {                                                      \
-                const T *xp = x + (b * c + ch) * s;                                           \
-                T *yp = y + (b * c + ch) * s;                                                 \
-                ACC mu, var, k, off;                                                          \
-                rt_norm_stats_##SFX(xp, s, 1, &mu, &var);                                     \
-                k = LOAD(scale[ch]) / SQRT(var + eps);                                        \
-                off = LOAD(bias[ch]) - mu * k;                                                \
-                for (i = 0; i < s; i++) yp[i] = STORE(LOAD(xp[i]) * k + off);                 \
-            }                                                                                 \
+        int64_t e, i;                                                                         \
+        RT_FOR_EACH(e, n * c) { /* one (image, channel) plane */                              \
+            const int64_t ch = e % c;                                                         \
+            const T *xp = x + e * s;                                                          \
+            T *yp = y + e * s;                                                                \
+            ACC mu, var, k, off;                                                              \
+            rt_norm_stats_##SFX(xp, s, 1, &mu, &var);                                         \
+            k = LOAD(scale[ch]) / SQRT(var + eps);                                            \
+            off = LOAD(bias[ch]) - mu * k;                                                    \
+            for (i = 0; i < s; i++) yp[i] = STORE(LOAD(xp[i]) * k + off);                     \
+        }                                                                                     \
     }                                                                                         \
                                                                                               \
     /* x, y: (N,C,S), statistics per (N, group of C/groups channels); scale, bias: (C) when   \
@@ -102,22 +102,22 @@
                                    int64_t n, int64_t c, int64_t s, int64_t groups,           \
                                    int per_channel, ACC eps) {                                \
         const int64_t cpg = c / groups;                                                       \
-        int64_t b, gr, ch, i;                                                                 \
-        for (b = 0; b < n; b++)                                                               \
-            for (gr = 0; gr < groups; gr++) {                                                 \
-                const T *xp = x + (b * c + gr * cpg) * s;                                     \
-                T *yp = y + (b * c + gr * cpg) * s;                                           \
-                ACC mu, var, inv;                                                             \
-                rt_norm_stats_##SFX(xp, cpg * s, 1, &mu, &var);                               \
-                inv = 1 / SQRT(var + eps);                                                    \
-                for (ch = 0; ch < cpg; ch++) {                                                \
-                    const int64_t pi = per_channel ? gr * cpg + ch : gr;                      \
-                    const ACC k = LOAD(scale[pi]) * inv;                                      \
-                    const ACC off = LOAD(bias[pi]) - mu * k;                                  \
-                    for (i = 0; i < s; i++)                                                   \
-                        yp[ch * s + i] = STORE(LOAD(xp[ch * s + i]) * k + off);               \
-                }                                                                             \
+        int64_t e, ch, i;                                                                     \
+        RT_FOR_EACH(e, n * groups) { /* one (image, group) block */                           \
+            const int64_t b = e / groups, gr = e % groups;                                    \
+            const T *xp = x + (b * c + gr * cpg) * s;                                         \
+            T *yp = y + (b * c + gr * cpg) * s;                                               \
+            ACC mu, var, inv;                                                                 \
+            rt_norm_stats_##SFX(xp, cpg * s, 1, &mu, &var);                                   \
+            inv = 1 / SQRT(var + eps);                                                        \
+            for (ch = 0; ch < cpg; ch++) {                                                    \
+                const int64_t pi = per_channel ? gr * cpg + ch : gr;                          \
+                const ACC k = LOAD(scale[pi]) * inv;                                          \
+                const ACC off = LOAD(bias[pi]) - mu * k;                                      \
+                for (i = 0; i < s; i++)                                                       \
+                    yp[ch * s + i] = STORE(LOAD(xp[ch * s + i]) * k + off);                   \
             }                                                                                 \
+        }                                                                                     \
     }                                                                                         \
                                                                                               \
     /* x, y: (rows,cols); scale: (cols) (scale_step 1) or (1) (0); bias likewise or NULL;     \
@@ -146,7 +146,7 @@
     RT_API void rt_rmsnorm_##SFX(const T *x, const T *scale, T *y, int64_t rows,              \
                                  int64_t cols, int64_t scale_step, ACC eps) {                 \
         int64_t r, j;                                                                         \
-        for (r = 0; r < rows; r++) {                                                          \
+        RT_FOR_EACH(r, rows) {                                                                \
             const T *xp = x + r * cols;                                                       \
             T *yp = y + r * cols;                                                             \
             RtSum##ASFX sq;                                                                   \
@@ -163,21 +163,21 @@
     RT_API void rt_lrn_##SFX(const T *x, T *y, int64_t n, int64_t c, int64_t s, int64_t size, \
                              ACC alpha, ACC beta, ACC bias) {                                 \
         const int64_t before = (size - 1) / 2, after = size - 1 - before;                     \
-        int64_t b, ch, cc, i;                                                                 \
-        for (b = 0; b < n; b++)                                                               \
-            for (ch = 0; ch < c; ch++) {                                                      \
-                const int64_t lo = ch - before < 0 ? 0 : ch - before;                         \
-                const int64_t hi = ch + after >= c ? c - 1 : ch + after;                      \
-                for (i = 0; i < s; i++) {                                                     \
-                    ACC sq = 0;                                                               \
-                    for (cc = lo; cc <= hi; cc++) {                                           \
-                        const ACC v = LOAD(x[(b * c + cc) * s + i]);                          \
-                        sq += v * v;                                                          \
-                    }                                                                         \
-                    y[(b * c + ch) * s + i] = STORE(LOAD(x[(b * c + ch) * s + i]) /           \
-                                                    POW(bias + alpha / (ACC)size * sq, beta)); \
+        int64_t e, cc, i;                                                                     \
+        RT_FOR_EACH(e, n * c) { /* one (image, channel) plane */                              \
+            const int64_t b = e / c, ch = e % c;                                              \
+            const int64_t lo = ch - before < 0 ? 0 : ch - before;                             \
+            const int64_t hi = ch + after >= c ? c - 1 : ch + after;                          \
+            for (i = 0; i < s; i++) {                                                         \
+                ACC sq = 0;                                                                   \
+                for (cc = lo; cc <= hi; cc++) {                                               \
+                    const ACC v = LOAD(x[(b * c + cc) * s + i]);                              \
+                    sq += v * v;                                                              \
                 }                                                                             \
+                y[(b * c + ch) * s + i] = STORE(LOAD(x[(b * c + ch) * s + i]) /               \
+                                                POW(bias + alpha / (ACC)size * sq, beta));    \
             }                                                                                 \
+        }                                                                                     \
     }                                                                                         \
                                                                                               \
     /* x, y: (outer,len,inner); y = x / ||x||_p along len (p is 1 or 2); 0 where the norm     \

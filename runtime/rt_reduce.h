@@ -108,10 +108,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j, cnt = p->n_red_elems;                                                 \
         if (p->copy) {                                                                         \
-            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                              \
             return;                                                                            \
         }                                                                                      \
-        RT_FOR_EACH(o, p->n_out) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                             \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             ACC acc = INIT;                                                                    \
             for (r = 0; r < p->red_outer_n; r++) {                                             \
@@ -132,10 +132,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j, cnt = p->n_red_elems;                                                 \
         if (p->copy) {                                                                         \
-            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                              \
             return;                                                                            \
         }                                                                                      \
-        RT_FOR_EACH(o, p->n_out) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                             \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             RtSum##ASFX s;                                                                     \
             ACC acc;                                                                           \
@@ -158,10 +158,10 @@ RT_API int64_t rt_reduce_red_offset(const RtReducePlan *p, int64_t r) {
     RT_API void rt_reduce_##NAME(const RtReducePlan *p, const T *x, T *y) {                    \
         int64_t o, r, j;                                                                       \
         if (p->copy) {                                                                         \
-            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                        \
+            RT_FOR_EACH(o, p->n_out) y[o] = x[o];                                              \
             return;                                                                            \
         }                                                                                      \
-        RT_FOR_EACH(o, p->n_out) {                                                       \
+        RT_FOR_EACH(o, p->n_out) {                                                             \
             const T *xo = x + rt_reduce_keep_offset(p, o);                                     \
             ACC mx = -(ACC)INFINITY;                                                           \
             RtSum##ASFX s;                                                                     \

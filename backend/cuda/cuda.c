@@ -723,8 +723,9 @@ static void cuda_readme_facts(BundleCtx *b, CWriter *c) {
         cw_line(c, "- %u node(s) without a CUDA kernel run the C backend's code on one device "
                    "thread (correct, slow)", cx->n_generic);
     if (cx->n_parallel)
-        cw_line(c, "- %u node(s) (Reduce*, ArgMax/ArgMin, Pad, Resize, ConvTranspose) run the C "
-                   "backend's code on one device thread per output element", cx->n_parallel);
+        cw_line(c, "- %u node(s) (Reduce*, ArgMax/ArgMin, Pad, Resize, ConvTranspose, instance, "
+                   "group and RMS normalization, LRN) run the C backend's code on one device "
+                   "thread per output element or row", cx->n_parallel);
 }
 
 static void cuda_test_locals(BundleCtx *b, CWriter *c) {

@@ -1144,6 +1144,10 @@ bool cuda_element_parallel(IrOp op) {
     case IR_OP_RESIZE:
     case IR_OP_UPSAMPLE:
     case IR_OP_CONV_TRANSPOSE:
+    case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_GROUP_NORMALIZATION:
+    case IR_OP_RMSNORMALIZATION:
+    case IR_OP_LRN:
         return true;
     default:
         return false;

@@ -14,7 +14,7 @@
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda]\n"
     "                    [--precision fp32|fp16] [--conv auto|im2col|implicit]\n"
-    "                    [--dim NAME=VALUE]... [--shape INPUT=DIMS]...\n"
+    "                    [--fp16-io] [--dim NAME=VALUE]... [--shape INPUT=DIMS]...\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
@@ -34,6 +34,7 @@ const char cli_compile_help[] =
     "  --target c|cuda       the backend: C99 (default) or CUDA (.cu, cuBLASLt, CUDA graph)\n"
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
     "                        tensor cores with fp32 accumulation\n"
+    "  --fp16-io             float16 graph inputs and outputs (with --precision fp16)\n"
     "  --conv auto|im2col|implicit  CUDA convolutions other than plain 1x1 ones: im2col\n"
     "                        and a cuBLASLt product, or an implicit GEMM that gathers its\n"
     "                        input tiles itself (fp16, channels-last, channels in multiples\n"
@@ -192,7 +193,7 @@ int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     const char *keep_float = NULL;
-    bool test_main = false, quiet = false;
+    bool test_main = false, quiet = false, io16 = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -210,6 +211,10 @@ int cli_compile_run(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--test-main") == 0) {
             test_main = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--fp16-io") == 0) {
+            io16 = true;
             continue;
         }
         if (strcmp(argv[i], "--quiet") == 0) {
@@ -318,6 +323,10 @@ int cli_compile_run(int argc, char **argv) {
         cli_usage_error("compile", "--precision fp16 is for --target cuda");
         goto usage;
     }
+    if (io16 && prec_i != CUDA_PREC_FP16) {
+        cli_usage_error("compile", "--fp16-io is for --target cuda --precision fp16");
+        goto usage;
+    }
     if (conv_i < 0) {
         cli_usage_error("compile", "--conv takes auto, im2col or implicit, not '%s'", conv);
         goto usage;
@@ -374,7 +383,7 @@ int cli_compile_run(int argc, char **argv) {
         return CLI_EXIT_MODEL;
     }
     char *auto_name = name ? NULL : name_from_path(model);
-    CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i};
+    CudaOptions co = {(CudaPrecision)prec_i, (CudaConvLowering)conv_i, io16};
     char sha[65];
     char *command = cli_command_line("compile", argc, argv, model);
     BundleOptions opts = {.name = name ? name : auto_name,

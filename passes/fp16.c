@@ -4,7 +4,10 @@
  * to float32 becomes a Cast to float16). Constants read only by such nodes are converted in
  * place, others get a float16 copy; values between the two precisions go through Casts;
  * graph inputs and outputs keep float32 (Casts at the boundary, outputs keep their names).
- * Values a subgraph reads stay float32. Conversion rounds to nearest even and saturates at
+ * Values a subgraph reads stay float32. With io16 (--fp16-io), the float32 graph inputs and
+ * outputs become float16 themselves instead: no Cast runs at the boundary where float16
+ * nodes read an input or write an output (a float32 node still gets its Cast).
+ * Conversion rounds to nearest even and saturates at
  * +-65504 (an attention mask of -1e9 stays a large finite negative). */
 #include <math.h>
 #include <stdlib.h>
@@ -147,7 +150,7 @@ static uint32_t get32(Fp16 *F, uint32_t v) {
 }
 
 
-bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
+bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, bool io16, Diag *d) {
     (void)d;
     Fp16 F;
     memset(&F, 0, sizeof F);
@@ -188,6 +191,14 @@ bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
             if (n->op == IR_OP_CAST && F.was32[n->outputs[0]])
                 ir_node_attr(n, IR_ATTR_CAST_TO)->i = IR_DTYPE_F16;
         }
+        for (uint32_t k = 0; io16 && k < g->n_inputs; k++) { /* float16 graph inputs */
+            uint32_t v = g->inputs[k];
+            if (v >= F.n_vals || pinned[v] || dtype(g, v) != IR_DTYPE_F32 ||
+                g->values[v].type.kind != IR_TYPE_TENSOR)
+                continue;
+            g->values[v].type.dtype = IR_DTYPE_F16;
+            F.was32[v] = true; /* float32 readers get a Cast, float16 ones read it as is */
+        }
         for (uint32_t i = 0; i < F.n_nodes; i++) { /* readers get their precision */
             if (g->nodes[i].dead) continue;
             for (uint32_t k = 0; k < g->nodes[i].n_inputs && !any_precision(&g->nodes[i]); k++) {
@@ -199,10 +210,13 @@ bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d) {
             }
             pass_order_push(&F.order, i);
         }
-        for (uint32_t k = 0; k < g->n_outputs; k++) { /* outputs: float32, same names */
+        for (uint32_t k = 0; k < g->n_outputs; k++) { /* outputs: float32 (io16: 16), same names */
             uint32_t v = g->outputs[k];
-            if (v >= F.n_vals || !F.was32[v]) continue;
-            uint32_t v32 = get32(&F, v);
+            if (v >= F.n_vals || (io16 ? F.was32[v] || dtype(g, v) != IR_DTYPE_F32 ||
+                                             g->values[v].type.kind != IR_TYPE_TENSOR
+                                       : !F.was32[v]))
+                continue;
+            uint32_t v32 = io16 ? get16(&F, v, inplace) : get32(&F, v);
             if (strcmp(g->values[v32].name, g->values[v].name) != 0) {
                 const char *orig = g->values[v].name;
                 g->values[v].name = pass_unique_name(g, orig, ".f16");

@@ -213,10 +213,10 @@ bool pass_bind_seq_inputs(IrGraph *g, const char *const *specs, unsigned n_specs
 /* Float16 storage (passes/fp16.c), for the CUDA backend's --precision fp16: float32 values
  * of the nodes keep accepts (NULL: every node without a subgraph) become float16, with
  * Casts where float16 and float32 meet; graph inputs and outputs stay float32 under their
- * names. Not in the pipeline: the backend runs it after stage OPTIMIZE ("fp16" for
+ * names, or (io16) become float16 under their names. Not in the pipeline: the backend runs it after stage OPTIMIZE ("fp16" for
  * pass_run_named, with keep NULL). requires: static types; invalidates: node ids, uses. */
 typedef bool (*PassFp16Keep)(const IrGraph *g, const IrNode *n, void *arg);
-bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, Diag *d);
+bool pass_fp16(IrGraph *g, PassFp16Keep keep, void *arg, bool io16, Diag *d);
 /* pass_plan_memory in the pipeline's shape: always "changed". */
 bool pass_plan_memory_changed(IrGraph *g, Diag *d);
 

@@ -75,7 +75,7 @@ bool pass_known(const char *name) {
     return false;
 }
 
-static bool fp16_all(IrGraph *g, Diag *d) { return pass_fp16(g, NULL, NULL, d); }
+static bool fp16_all(IrGraph *g, Diag *d) { return pass_fp16(g, NULL, NULL, false, d); }
 
 /* Passes outside the pipeline that a backend runs itself, by name for pass_run_named. */
 static const PassEntry on_request[] = {

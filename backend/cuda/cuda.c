@@ -794,7 +794,7 @@ bool cuda_op_native(IrOp op) {
     return op != IR_OP_UNKNOWN && cuda_emit_table[op] && cuda_emit_table[op] != cuda_emit_generic;
 }
 
-static const CudaOptions cuda_defaults = {CUDA_PREC_FP32, CUDA_CONV_AUTO};
+static const CudaOptions cuda_defaults = {CUDA_PREC_FP32, CUDA_CONV_AUTO, false};
 
 bool cuda_accepts(const BundleOptions *opts, Diag *d) {
     if (!opts->embed_weights) return true;
@@ -805,7 +805,7 @@ bool cuda_accepts(const BundleOptions *opts, Diag *d) {
 
 bool cuda_prepare(IrGraph *g, const BundleOptions *opts, Diag *d) {
     const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
-    if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
+    if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, co->io16, d);
     return cgen_control_prepare(g, d);
 }
 

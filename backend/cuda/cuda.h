@@ -26,6 +26,7 @@ typedef enum CudaConvLowering {
 typedef struct CudaOptions {
     CudaPrecision prec;
     CudaConvLowering conv;
+    bool io16; /* with CUDA_PREC_FP16: float16 graph inputs and outputs (--fp16-io) */
 } CudaOptions;
 
 /* runtime files one bundle can use: the kc_*.cuh files and the C runtime's rt_*.h */

@@ -60,6 +60,58 @@ void plan_permute(PlanCopy *c, int rank, const int64_t *dims, const int *perm) {
     plan_copy(c, rank, od, ys, 0, xs, 0);
 }
 
+bool plan_depth_space(const IrNode *n, const IrType *x, PlanCopy *c, const char **why) {
+    if (x->rank != 4) {
+        *why = "inputs of rank other than 4";
+        return false;
+    }
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    bool d2s = n->op == IR_OP_DEPTH_TO_SPACE;
+    int64_t b =
+        ir_attr_i(n, d2s ? IR_ATTR_DEPTH_TO_SPACE_BLOCKSIZE : IR_ATTR_SPACE_TO_DEPTH_BLOCKSIZE);
+    if (b <= 0) {
+        *why = "a blocksize below 1";
+        return false;
+    }
+    if (d2s && strcmp(ir_attr_s(n, IR_ATTR_DEPTH_TO_SPACE_MODE), "CRD") == 0) {
+        int64_t v[6] = {N, C / (b * b), b, b, H, W};
+        int perm[6] = {0, 1, 4, 2, 5, 3};
+        plan_permute(c, 6, v, perm);
+    } else if (d2s) { /* DCR */
+        int64_t v[6] = {N, b, b, C / (b * b), H, W};
+        int perm[6] = {0, 3, 4, 1, 5, 2};
+        plan_permute(c, 6, v, perm);
+    } else {
+        int64_t v[6] = {N, C, H / b, b, W / b, b};
+        int perm[6] = {0, 3, 5, 1, 2, 4};
+        plan_permute(c, 6, v, perm);
+    }
+    return true;
+}
+
+void plan_tile(const IrType *x, const IrType *y, PlanCopy *c) {
+    /* y viewed as (rep_0, d_0, rep_1, d_1, ...): x repeats with stride 0 */
+    int R = x->rank;
+    int64_t dims[PLAN_COPY_MAX_DIMS], ys[PLAN_COPY_MAX_DIMS], xs[PLAN_COPY_MAX_DIMS];
+    int64_t xst[IR_MAX_RANK], yst[IR_MAX_RANK];
+    plan_strides(x->dims, R, xst);
+    plan_strides(y->dims, R, yst);
+    for (int d = 0; d < R; d++) {
+        if (x->dims[d] == 0) {
+            memset(c, 0, sizeof *c);
+            c->empty = true;
+            return;
+        }
+        dims[2 * d] = y->dims[d] / x->dims[d];
+        dims[2 * d + 1] = x->dims[d];
+        ys[2 * d] = yst[d] * x->dims[d];
+        ys[2 * d + 1] = yst[d];
+        xs[2 * d] = 0;
+        xs[2 * d + 1] = xst[d];
+    }
+    plan_copy(c, 2 * R, dims, ys, 0, xs, 0);
+}
+
 bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char **why) {
     IrAttrId id = n->op == IR_OP_SOFTMAX       ? IR_ATTR_SOFTMAX_AXIS
                   : n->op == IR_OP_LOG_SOFTMAX ? IR_ATTR_LOG_SOFTMAX_AXIS

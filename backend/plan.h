@@ -28,6 +28,11 @@ bool plan_copy_contiguous(const PlanCopy *c);
 int64_t plan_copy_elems(const PlanCopy *c);
 /* The copy of y = transpose(x viewed as dims (rank of them, row-major), perm). */
 void plan_permute(PlanCopy *c, int rank, const int64_t *dims, const int *perm);
+/* The copy DepthToSpace (DCR or CRD) or SpaceToDepth node n makes of x (rank 4) into its
+ * output; false, with *why, for another rank or a blocksize below 1. */
+bool plan_depth_space(const IrNode *n, const IrType *x, PlanCopy *c, const char **why);
+/* The copy Tile makes of x into y: the repeats are y's dims over x's (empty when x is). */
+void plan_tile(const IrType *x, const IrType *y, PlanCopy *c);
 /* Row-major strides of dims. */
 void plan_strides(const int64_t *dims, int rank, int64_t *st);
 

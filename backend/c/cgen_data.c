@@ -266,30 +266,10 @@ static bool emit_depth_space(CgenCtx *cx, const IrNode *n) {
     uint32_t x = n->inputs[0], y = n->outputs[0];
     size_t esz;
     if (!need_esz(cx, n, x, &esz)) return false;
-    const IrType *tx = T(cx, x);
-    if (tx->rank != 4) return cgen_unsupported(cx, n, "inputs of rank other than 4");
-    int64_t N = tx->dims[0], C = tx->dims[1], H = tx->dims[2], W = tx->dims[3];
-    bool d2s = n->op == IR_OP_DEPTH_TO_SPACE;
-    int64_t b =
-        ir_attr_i(n, d2s ? IR_ATTR_DEPTH_TO_SPACE_BLOCKSIZE : IR_ATTR_SPACE_TO_DEPTH_BLOCKSIZE);
-    if (b <= 0) return cgen_unsupported(cx, n, "blocksize %lld", (long long)b);
-    if (d2s) {
-        bool crd = strcmp(ir_attr_s(n, IR_ATTR_DEPTH_TO_SPACE_MODE), "CRD") == 0;
-        int64_t c2 = C / (b * b);
-        if (crd) {
-            int64_t v[6] = {N, c2, b, b, H, W};
-            int perm[6] = {0, 1, 4, 2, 5, 3};
-            emit_permute(cx, y, x, esz, 6, v, perm);
-        } else {
-            int64_t v[6] = {N, b, b, c2, H, W};
-            int perm[6] = {0, 3, 4, 1, 5, 2};
-            emit_permute(cx, y, x, esz, 6, v, perm);
-        }
-    } else {
-        int64_t v[6] = {N, C, H / b, b, W / b, b};
-        int perm[6] = {0, 3, 5, 1, 2, 4};
-        emit_permute(cx, y, x, esz, 6, v, perm);
-    }
+    PlanCopy c;
+    const char *why = NULL;
+    if (!plan_depth_space(n, T(cx, x), &c, &why)) return cgen_unsupported(cx, n, "%s", why);
+    emit_plan_copy(cx, y, x, esz, &c);
     return true;
 }
 
@@ -420,21 +400,9 @@ static bool emit_tile(CgenCtx *cx, const IrNode *n) {
                           R);
         cw_close(cx->w, NULL);
     }
-    /* output viewed as (rep_0, d_0, rep_1, d_1, ...): the input repeats with stride 0 */
-    int64_t dims[RT_DATA_MAX_DIMS], ys[RT_DATA_MAX_DIMS], xs[RT_DATA_MAX_DIMS];
-    int64_t xst[RT_MAX_RANK], yst[RT_MAX_RANK];
-    plan_strides(tx->dims, R, xst);
-    plan_strides(ty->dims, R, yst);
-    for (int d = 0; d < R; d++) {
-        if (tx->dims[d] == 0) return true;
-        dims[2 * d] = ty->dims[d] / tx->dims[d];
-        dims[2 * d + 1] = tx->dims[d];
-        ys[2 * d] = yst[d] * tx->dims[d];
-        ys[2 * d + 1] = yst[d];
-        xs[2 * d] = 0;
-        xs[2 * d + 1] = xst[d];
-    }
-    emit_copy(cx, y, 0, x, 0, esz, 2 * R, dims, ys, xs);
+    PlanCopy c;
+    plan_tile(tx, ty, &c);
+    emit_plan_copy(cx, y, x, esz, &c);
     return true;
 }
 

@@ -11,11 +11,13 @@
 
 #include "backend/cuda/cuda.h"
 #include "backend/plan.h"
+#include "backend/target.h"
 #include "ir/geom.h"
 #include "passes/passes.h"
 
 #define KOP_MAX_SLOTS 16  /* operands of one elementwise kernel (the C emitter's own cap) */
 #define KOP_TYPE_CHARS 32 /* longest C type name of an operand */
+#define KC_COPY_MAX_RANK 8 /* dims of one kc_strided_copy (kc_data.cuh's KC_MAX_RANK) */
 /* im2col workspace a convolution may use to batch its images into one strided product: a
  * batch of images amortises the per-product cost (large batches would otherwise run one
  * small product per image); past this, images go in chunks. */
@@ -266,6 +268,31 @@ static bool emit_transpose(CudaCtx *cx, const IrNode *n) {
         src[d] = sx[p];
     }
     emit_strided(cx, x, y, r, ty->dims, src, sy, 0, 0);
+    return true;
+}
+
+/* DepthToSpace, SpaceToDepth: the C backend's copy plan (backend/plan.c) as one strided copy. */
+static bool emit_depth_space(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    PlanCopy c;
+    const char *why = NULL;
+    if (!plan_depth_space(n, cgen_type(&cx->c, x), &c, &why)) return unsupported(cx, n, why);
+    if (c.rank > KC_COPY_MAX_RANK) return unsupported(cx, n, "a copy of more than 8 merged dims");
+    emit_copy_plan(cx, x, y, &c);
+    return true;
+}
+
+/* Tile with constant repeats (the C backend checks run-time ones): one strided copy that
+ * reads the input with stride 0 along each repeat. */
+static bool emit_tile(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!elem_ok(cx, n, y)) return false;
+    if (!cgen_const(&cx->c, n->inputs[1])) return unsupported(cx, n, "repeats known only at run time");
+    PlanCopy c;
+    plan_tile(cgen_type(&cx->c, x), cgen_type(&cx->c, y), &c);
+    if (c.rank > KC_COPY_MAX_RANK) return unsupported(cx, n, "a copy of more than 8 merged dims");
+    emit_copy_plan(cx, x, y, &c);
     return true;
 }
 
@@ -1233,6 +1260,9 @@ void cuda_tables_init(void) {
     cuda_emit_table[IR_OP_IDENTITY] = emit_copy;
     cuda_emit_table[IR_OP_TRANSPOSE] = emit_transpose;
     cuda_emit_table[IR_OP_EXPAND] = emit_expand;
+    cuda_emit_table[IR_OP_DEPTH_TO_SPACE] = emit_depth_space;
+    cuda_emit_table[IR_OP_SPACE_TO_DEPTH] = emit_depth_space;
+    cuda_emit_table[IR_OP_TILE] = emit_tile;
     cuda_emit_table[IR_OP_CONCAT] = emit_concat;
     cuda_emit_table[IR_OP_SLICE] = emit_slice;
     cuda_emit_table[IR_OP_SPLIT] = emit_split;

@@ -58,8 +58,18 @@ run)
     for k in before after; do
         echo "== $k"; (cd "$OUT/$k" && ./prof seg_weights.bin "$OUT/$k.out")
     done
-    if cmp -s "$OUT/before.out" "$OUT/after.out"; then echo "outputs: identical bytes"
-    else echo "outputs: DIFFER"; fi
+    # ConvTranspose sums in another order on the device now (a gather, not C's scatter):
+    # the outputs agree to float rounding, not byte for byte
+    python3 - "$OUT/before.out" "$OUT/after.out" <<'PYEOF'
+import sys
+import numpy as np
+n = 258 * 258
+a, b = (np.fromfile(f, np.uint8) for f in sys.argv[1:3])
+ma, mb = a[:4 * n].view(np.float32), b[:4 * n].view(np.float32)
+la, lb = a[4 * n:].view(np.int64), b[4 * n:].view(np.int64)
+print(f"outputs: mean max |before - after| {np.abs(ma - mb).max():.2e} "
+      f"(max |mean| {np.abs(ma).max():.2e}); argmax labels equal {100 * (la == lb).mean():.2f}%")
+PYEOF
     ;;
 *) echo "usage: $0 prepare KILN_BEFORE KILN_AFTER OUT | run OUT" >&2; exit 2 ;;
 esac

@@ -174,7 +174,7 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     cx->c.b.d = &quiet;
     bool ok = cuda_emit_table[n->op](cx, n);
     cx->c.b.d = d;
-    if (!ok) {
+    if (!ok && !cuda_element_parallel(n->op)) {
         /* the kernel's first refusal, without its "node '...' (...): " prefix */
         const char *why = quiet.n_msgs ? quiet.msgs[0].text : "its CUDA kernel refused it";
         const char *cut = strstr(why, "): ");

@@ -979,6 +979,32 @@ static bool emit_layernorm(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
+/* InstanceNormalization (groups = C) and GroupNormalization over (N, C, spatial...). */
+static bool emit_groupnorm(CudaCtx *cx, const IrNode *n) {
+    uint32_t x = n->inputs[0], y = n->outputs[0];
+    if (!ktype(cx, n)) return false;
+    const IrType *tx = cgen_type(&cx->c, x);
+    if (tx->rank < 2) return unsupported(cx, n, "inputs of rank below 2");
+    int64_t N = tx->dims[0], C = tx->dims[1], S = N * C > 0 ? numel(cx, x) / (N * C) : 0;
+    bool inst = n->op == IR_OP_INSTANCE_NORMALIZATION;
+    int64_t G = inst ? C : ir_attr_i(n, IR_ATTR_GROUP_NORMALIZATION_NUM_GROUPS);
+    if (G < 1 || C % G != 0) return unsupported(cx, n, "num_groups that does not divide C");
+    if (!ir_has_input(n, 1) || !ir_has_input(n, 2) ||
+        numel(cx, n->inputs[1]) != numel(cx, n->inputs[2]))
+        return unsupported(cx, n, "scale and bias of different sizes");
+    int64_t P = numel(cx, n->inputs[1]);
+    if (P != C && (inst || P != G)) return unsupported(cx, n, "scale and bias neither (C) nor (num_groups)");
+    float eps = ir_attr_f(n, inst ? IR_ATTR_INSTANCE_NORMALIZATION_EPSILON
+                                  : IR_ATTR_GROUP_NORMALIZATION_EPSILON);
+    if (numel(cx, y) == 0) return true;
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    checked(cx, cgen_fmt(&cx->c, "kc_groupnorm(s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %d, %s)",
+                         kptr(cx, x), kptr(cx, n->inputs[1]), kptr(cx, n->inputs[2]),
+                         kptr(cx, y), (long long)N, (long long)C, (long long)S, (long long)G,
+                         P == C, cgen_flit(&cx->c, eps, false)));
+    return true;
+}
+
 /* Where v lives in the arena as [*lo, *hi) bytes; false for graph inputs/outputs and weights
  * (buffers of their own). */
 static bool arena_range(CudaCtx *cx, uint32_t v, int64_t *lo, int64_t *hi) {
@@ -1171,7 +1197,7 @@ bool cuda_element_parallel(IrOp op) {
     case IR_OP_RESIZE:
     case IR_OP_UPSAMPLE:
     case IR_OP_CONV_TRANSPOSE:
-    case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_INSTANCE_NORMALIZATION: /* when kc_groupnorm refuses a node */
     case IR_OP_GROUP_NORMALIZATION:
     case IR_OP_RMSNORMALIZATION:
     case IR_OP_LRN:
@@ -1280,6 +1306,8 @@ void cuda_tables_init(void) {
     cuda_emit_table[IR_OP_SOFTMAX] = emit_softmax;
     cuda_emit_table[IR_OP_LOG_SOFTMAX] = emit_softmax;
     cuda_emit_table[IR_OP_LAYER_NORMALIZATION] = emit_layernorm;
+    cuda_emit_table[IR_OP_INSTANCE_NORMALIZATION] = emit_groupnorm;
+    cuda_emit_table[IR_OP_GROUP_NORMALIZATION] = emit_groupnorm;
     cuda_emit_table[IR_OP_FUSED_ATTENTION] = emit_fused_attention;
     for (int op = 0; op < IR_OP_COUNT; op++)
         if (!cuda_emit_table[op] && cgen_emit_table[op]) cuda_emit_table[op] = cuda_emit_generic;

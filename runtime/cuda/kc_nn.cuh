@@ -572,6 +572,61 @@ static inline int kc_softmax(cudaStream_t s, const T *x, T *y, int64_t outer, in
     return KC_OK;
 }
 
+#define KC_NORM_THREADS 256 /* threads of a block of kc_groupnorm: one block per row */
+
+/* The sum of v over the block (blockDim.x = KC_NORM_THREADS), in every thread; sh: shared,
+ * KC_NORM_THREADS / KC_WARP + 1 entries, free again on return. */
+static __device__ __forceinline__ double kc_block_sum(double v, double *sh) {
+    const int warps = KC_NORM_THREADS / KC_WARP, w = threadIdx.x / KC_WARP;
+    v = kc_warp_sum(v);
+    if (threadIdx.x % KC_WARP == 0) sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = kc_warp_sum(threadIdx.x < warps ? sh[threadIdx.x] : 0.0);
+        if (threadIdx.x == 0) sh[warps] = v;
+    }
+    __syncthreads();
+    v = sh[warps];
+    __syncthreads();
+    return v;
+}
+
+/* GroupNormalization and InstanceNormalization (groups = C): x, y: (N, C, S), statistics per
+ * (image, group): a row of C / groups channels x S, contiguous; y = (x - mean) / sqrt(var +
+ * eps) * scale[k] + bias[k], k the element's channel (per_channel) or its group. One block
+ * per row; two passes for the statistics (float elements, double sums), one to write. */
+template <typename T>
+__global__ void kc_groupnorm_kernel(const T *x, const T *scale, const T *bias, T *y, int64_t C,
+                                    int64_t S, int64_t groups, int per_channel, float eps) {
+    __shared__ double sh[KC_NORM_THREADS / KC_WARP + 1];
+    const int64_t row = blockIdx.x, g = row % groups, cpg = C / groups, L = cpg * S;
+    const T *xr = x + row * L;
+    T *yr = y + row * L;
+    double sum = 0, sq = 0;
+    for (int64_t j = threadIdx.x; j < L; j += KC_NORM_THREADS) sum += (float)xr[j];
+    const float mean = (float)(kc_block_sum(sum, sh) / (double)L);
+    for (int64_t j = threadIdx.x; j < L; j += KC_NORM_THREADS) {
+        float d = (float)xr[j] - mean;
+        sq += d * d;
+    }
+    const float inv = rsqrtf((float)(kc_block_sum(sq, sh) / (double)L) + eps);
+    for (int64_t j = threadIdx.x; j < L; j += KC_NORM_THREADS) {
+        int64_t k = per_channel ? g * cpg + j / S : g;
+        yr[j] = (T)(((float)xr[j] - mean) * inv * (float)scale[k] + (float)bias[k]);
+    }
+}
+
+template <typename T>
+static inline int kc_groupnorm(cudaStream_t s, const T *x, const T *scale, const T *bias, T *y,
+                               int64_t N, int64_t C, int64_t S, int64_t groups, int per_channel,
+                               float eps) {
+    if (N * groups <= 0 || C * S <= 0) return KC_OK;
+    kc_groupnorm_kernel<T><<<(unsigned)(N * groups), KC_NORM_THREADS, 0, s>>>(
+        x, scale, bias, y, C, S, groups, per_channel, eps);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
 /* x, y: (rows, D); y = (x - mean) / sqrt(var + eps) * scale + bias per row; scale, bias:
  * (D) (bias optional); mean, inv_std: (rows) or NULL. Two passes over the row. */
 template <typename T>

@@ -50,6 +50,7 @@ const char cli_compile_help[] =
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
+    "  --no-winograd         C: 3x3 convolutions without Winograd\n"
     "  --no-pass=NAME        skip the optional pass NAME (repeatable)\n"
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
@@ -192,7 +193,7 @@ int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     const char *keep_float = NULL;
-    bool test_main = false, quiet = false;
+    bool test_main = false, quiet = false, no_winograd = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -207,6 +208,10 @@ int cli_compile_run(int argc, char **argv) {
             fputs(cli_compile_help, stdout);
             cli_dims_free(&dims);
             return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--no-winograd") == 0) {
+            no_winograd = true;
+            continue;
         }
         if (strcmp(argv[i], "--test-main") == 0) {
             test_main = true;
@@ -380,6 +385,7 @@ int cli_compile_run(int argc, char **argv) {
     BundleOptions opts = {.name = name ? name : auto_name,
                           .embed_weights = strcmp(weights, "embed") == 0,
                           .test_main = test_main,
+                          .no_winograd = no_winograd,
                           .model_path = model,
                           .model_sha256 = kiln_file_sha256(model, sha) ? sha : NULL,
                           .command_line = command,

@@ -93,14 +93,16 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * transform of runtime/rt_wino.h instead: dims (6, 6, NP, C, 16), NP = ceil(M/16), one
  * packed (C, M) matrix per point of the 6x6 transform. The emitters tell them by rank (5). */
 #define PLAN_WINO_RANK 5
-/* The rule, from bench/kernels/wino.c's sweep on AVX2 (C = M, Winograd / packed time):
- * 16 channels 1.07-1.29 (a single panel: the transforms cost as much as the 4x fewer
- * products save), 32: 0.71-0.89, 64 and 128: 0.42-0.75, 256: 0.69-0.85, 512: 1.9-3.0 (the
- * stack block holds 2 tiles, fewer than the microkernel's rows, and the 36 x C x M
- * transformed weights stream from L3 once a block); sides below 8 waste the tiles' rows
- * (7x7: 0.69-2.1, 4x4: 1.6-2.4). */
+/* The rule, from bench/kernels/wino.c's sweep on AVX2 (C = M, Winograd / packed time, warm
+ * caches): 16 channels 1.07-1.29 (one panel: the transforms cost what the 4x fewer
+ * products save), 32: 0.71-0.89, 64 and 128: 0.42-0.75, 256: 0.69-0.85, 512: 1.9-3.0; and
+ * from bench/cpu/profile.py inside ResNet-50 (weights cold, as in a model): 64@56x56 and
+ * 128@28x28 0.57, but 256@14x14 1.55: the stack block holds 4 tiles of 256 channels
+ * (rt_wino_block), so the 36 x C x M transformed weights (9.4 MB, 4x the direct ones)
+ * stream from memory once per 4 tiles. Sides below 8 waste the tiles' rows (7x7: 0.69-2.1,
+ * 4x4: 1.6-2.4). */
 #define PLAN_WINO_MIN_CHANNELS 32  /* C and M */
-#define PLAN_WINO_MAX_CHANNELS 256 /* C */
+#define PLAN_WINO_MAX_CHANNELS 128 /* C */
 #define PLAN_WINO_MIN_SIDE 8       /* OH and OW */
 /* Whether a 3x3 stride-1 convolution of C -> M channels and an OH x OW output runs faster
  * on Winograd than on the packed GEMM: measured per shape by bench/kernels/wino.c

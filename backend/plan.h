@@ -97,7 +97,7 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * caches): 16 channels 1.07-1.29 (one panel: the transforms cost what the 4x fewer
  * products save), 32: 0.71-0.89, 64 and 128: 0.42-0.75, 256: 0.69-0.85, 512: 1.9-3.0; and
  * from bench/cpu/profile.py inside ResNet-50 (weights cold, as in a model): 64@56x56 and
- * 128@28x28 0.57, but 256@14x14 1.55: the stack block holds 4 tiles of 256 channels
+ * 128@28x28 0.57, but 256@14x14 1.55: the stack block held 4 tiles of 256 channels (3 now)
  * (rt_wino_block), so the 36 x C x M transformed weights (9.4 MB, 4x the direct ones)
  * stream from memory once per 4 tiles. Sides below 8 waste the tiles' rows (7x7: 0.69-2.1,
  * 4x4: 1.6-2.4). */

@@ -16,7 +16,7 @@
  * residual, applies the activation and stores the tile's pixels (inside the image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
  * range of them, independent of the others (a parallel-for splits the ranges).
- * Stack: RT_WINO_VBUF + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2: 144 + 41 KiB).
+ * Stack: RT_WINO_VBUF + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2: 108 + 41 KiB).
  * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
 #ifndef KILN_RT_WINO_H
 #define KILN_RT_WINO_H
@@ -30,7 +30,8 @@
 #define RT_WINO_A 6      /* input pixels a tile side: m + 3 - 1 */
 #define RT_WINO_P 36     /* points of the transform */
 #define RT_WINO_L 8      /* channels a transform step (one ymm, two q registers) */
-#define RT_WINO_VBUF 36864 /* floats of transformed input on the stack (144 KiB) */
+#define RT_WINO_VBUF 27648 /* floats of transformed input on the stack (108 KiB): 12 tiles of
+                            * 64 channels, 6 of 128 (the blocks the rule's channels use) */
 /* tiles a block: several microkernel tiles where the MR is small */
 #define RT_WINO_TB_MAX (RT_PGEMM_MR >= 12 ? RT_PGEMM_MR : 3 * RT_PGEMM_MR)
 #define RT_WINO_TBR ((RT_WINO_TB_MAX + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR)

@@ -14,7 +14,7 @@
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda]\n"
     "                    [--precision fp32|fp16] [--conv auto|im2col|implicit]\n"
-    "                    [--dim NAME=VALUE]... [--shape INPUT=DIMS]...\n"
+    "                    [--dim NAME=VALUE]... [--shape INPUT=DIMS]... [--no-winograd]\n"
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"

@@ -25,6 +25,7 @@ typedef struct BundleOptions {
     const char *model_sha256; /* hex SHA-256 of the model file, or NULL */
     const struct PassOptions *passes; /* which optional passes run; NULL: all */
     const struct CudaOptions *cuda;   /* --target cuda: precision, convolutions (NULL: defaults) */
+    bool no_winograd;         /* C target: 3x3 convolutions on the packed GEMM only */
 } BundleOptions;
 
 /* A bundle being written: the graph (the root; a dialect emitting a subgraph points g at

@@ -391,14 +391,72 @@ static bool pack_gemm_fits(const IrGraph *g, const IrNode *n, PlanGemm *p) {
     return true;
 }
 
-bool plan_pack_weights_f32(IrGraph *g, Diag *d) {
+/* ---- Winograd F(4x4, 3x3) weights (plan.h, runtime/rt_wino.h) ---- */
+
+/* Whether packed conv n (pack_conv_fits, attributes a) runs on Winograd: 3x3, stride 1,
+ * dilation 1, group 1, 2-D, output of static shape that plan_wino_pays. */
+static bool wino_fits(const IrGraph *g, const IrNode *n, const IrConvAttrs *a) {
+    const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C, M) */
+    const IrType *ty = &g->values[n->outputs[0]].type;     /* (N, OH, OW, M) */
+    if (a->group != 1 || a->ns != 2 || wd[0] != 3 || wd[1] != 3 || ty->rank != 4 ||
+        !ir_type_is_static(ty))
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (a->s[i] != 1 || a->d[i] != 1) return false;
+    return plan_wino_pays(wd[2], wd[3], ty->dims[1], ty->dims[2]);
+}
+
+/* The constant (3, 3, C, M) w as U = G w GT per (c, m), in double, stored (6, 6, NP, C, 16):
+ * u[((p*NP + q)*C + c)*16 + j] = U[p / 6][p % 6] of (c, q*16 + j), 0 past M. */
+static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
+    static const double G[6][3] = {{1.0 / 4, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+    const float *src = g->values[w].tensor->data;
+    int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
+    int64_t dims[PLAN_WINO_RANK] = {6, 6, np, C, PLAN_PGEMM_NR};
+    char name[256];
+    snprintf(name, sizeof name, "%s.wino", g->values[w].name ? g->values[w].name : "w");
+    IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, PLAN_WINO_RANK, dims);
+    pt->name = ir_arena_strdup(g->arena, name);
+    float *o = pt->data;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t m = 0; m < np * PLAN_PGEMM_NR; m++) {
+            double k[3][3] = {{0}}, t[6][3], u[6][6];
+            if (m < M)
+                for (int r = 0; r < 3; r++)
+                    for (int s = 0; s < 3; s++) k[r][s] = src[((r * 3 + s) * C + c) * M + m];
+            for (int i = 0; i < 6; i++) /* t = G k */
+                for (int s = 0; s < 3; s++)
+                    t[i][s] = G[i][0] * k[0][s] + G[i][1] * k[1][s] + G[i][2] * k[2][s];
+            for (int i = 0; i < 6; i++) /* u = t GT */
+                for (int j = 0; j < 6; j++)
+                    u[i][j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+            for (int p = 0; p < 36; p++)
+                o[((p * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
+                    (float)u[p / 6][p % 6];
+        }
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, PLAN_WINO_RANK, dims);
+    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = pt;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
+bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d) {
     (void)d;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         IrConvAttrs a;
         PlanGemm p;
         IrNode *n = &g->nodes[i];
         if (n->dead) continue;
-        if (pack_conv_fits(g, n, &a)) {
+        if (winograd && pack_conv_fits(g, n, &a) && wino_fits(g, n, &a)) {
+            const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (3, 3, C, M) */
+            n->inputs[1] = pack_wino_f32(g, n->inputs[1], wd[2], wd[3]);
+        } else if (pack_conv_fits(g, n, &a)) {
             const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C/group, M) */
             n->inputs[1] = pack_panels_f32(g, n->inputs[1], a.group, wd[0], wd[1], wd[2],
                                            wd[3], false);

@@ -93,6 +93,29 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
 #define PLAN_PGEMM_NR 16         /* = RT_PGEMM_NR: output channels per panel */
 #define PLAN_PGEMM_MAX_TAPS 64   /* = RT_PGEMM_MAX_TAPS */
 #define PLAN_PGEMM_RANK 6
-bool plan_pack_weights_f32(IrGraph *g, Diag *d);
+/* With winograd, the weights of an f32 channels-last 3x3 Conv/FusedConv of stride 1,
+ * dilation 1 and group 1 whose sizes plan_wino_pays become the Winograd F(4x4, 3x3)
+ * transform of runtime/rt_wino.h instead: dims (6, 6, NP, C, 16), NP = ceil(M/16), one
+ * packed (C, M) matrix per point of the 6x6 transform. The emitters tell them by rank (5). */
+#define PLAN_WINO_RANK 5
+/* The rule, from bench/kernels/wino.c's sweep on AVX2 (C = M, Winograd / packed time, warm
+ * caches): 16 channels 1.07-1.29 (one panel: the transforms cost what the 4x fewer
+ * products save), 32: 0.71-0.89, 64 and 128: 0.42-0.75, 256: 0.69-0.85, 512: 1.9-3.0; and
+ * from bench/cpu/profile.py inside ResNet-50 (weights cold, as in a model): 64@56x56 and
+ * 128@28x28 0.57, but 256@14x14 1.55: the stack block held 4 tiles of 256 channels (3 now)
+ * (rt_wino_block), so the 36 x C x M transformed weights (9.4 MB, 4x the direct ones)
+ * stream from memory once per 4 tiles. Sides below 8 waste the tiles' rows (7x7: 0.69-2.1,
+ * 4x4: 1.6-2.4). */
+#define PLAN_WINO_MIN_CHANNELS 32  /* C and M */
+#define PLAN_WINO_MAX_CHANNELS 128 /* C */
+#define PLAN_WINO_MIN_SIDE 8       /* OH and OW */
+/* Whether a 3x3 stride-1 convolution of C -> M channels and an OH x OW output runs faster
+ * on Winograd than on the packed GEMM: measured per shape by bench/kernels/wino.c
+ * (docs/cpu-bench.md). Inline so that the kernel lab prints the rule it measures. */
+static inline bool plan_wino_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+    return C >= PLAN_WINO_MIN_CHANNELS && M >= PLAN_WINO_MIN_CHANNELS &&
+           C <= PLAN_WINO_MAX_CHANNELS && OH >= PLAN_WINO_MIN_SIDE && OW >= PLAN_WINO_MIN_SIDE;
+}
+bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d);
 
 #endif

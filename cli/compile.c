@@ -14,11 +14,11 @@
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda]\n"
     "                    [--precision fp32|fp16] [--conv auto|im2col|implicit]\n"
-    "                    [--fp16-io] [--dim NAME=VALUE]... [--shape INPUT=DIMS]...\n"
-    "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
-    "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
-    "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
-    "                    [--int8 MODEL.qparams [--keep-float NODE,...]]\n"
+    "                    [--fp16-io] [--no-winograd] [--dim NAME=VALUE]...\n"
+    "                    [--shape INPUT=DIMS]... [--weights bin|embed] [--test-main]\n"
+    "                    [--no-pass=NAME]... [--passes=LIST|none] [--dump-after=NAME]\n"
+    "                    [--seq NAME=SPEC]... [--io-layout nchw|nhwc] [--report FILE.html]\n"
+    "                    [--quiet] [--int8 MODEL.qparams [--keep-float NODE,...]]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -35,11 +35,9 @@ const char cli_compile_help[] =
     "  --precision fp32|fp16 CUDA matrix products in fp32 (default, no TF32) or on fp16\n"
     "                        tensor cores with fp32 accumulation\n"
     "  --fp16-io             float16 graph inputs and outputs (with --precision fp16)\n"
-    "  --conv auto|im2col|implicit  CUDA convolutions other than plain 1x1 ones: im2col\n"
-    "                        and a cuBLASLt product, or an implicit GEMM that gathers its\n"
-    "                        input tiles itself (fp16, channels-last, channels in multiples\n"
-    "                        of 8; other convolutions stay im2col); auto (default) picks per\n"
-    "                        convolution by its shape\n"
+    "  --conv auto|im2col|implicit  CUDA convolutions other than 1x1: im2col + cuBLASLt, or\n"
+    "                        an implicit GEMM (fp16, channels-last, channels in 8s; others\n"
+    "                        stay im2col); auto (default) picks per convolution by shape\n"
     "  --dim NAME=VALUE      fix the symbolic dimension NAME to VALUE (repeatable)\n"
     "  --shape INPUT=DIMS    give input INPUT the shape DIMS, as in x=1x3x224x224 (also\n"
     "                        x:1x3x224x224): its symbolic and unnamed dims take those\n"
@@ -51,6 +49,7 @@ const char cli_compile_help[] =
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
+    "  --no-winograd         C: 3x3 convolutions without Winograd\n"
     "  --no-pass=NAME        skip the optional pass NAME (repeatable)\n"
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
@@ -193,7 +192,7 @@ int cli_compile_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *name = NULL, *target = "c", *weights = "bin";
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     const char *keep_float = NULL;
-    bool test_main = false, quiet = false, io16 = false;
+    bool test_main = false, quiet = false, io16 = false, no_winograd = false;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -208,6 +207,10 @@ int cli_compile_run(int argc, char **argv) {
             fputs(cli_compile_help, stdout);
             cli_dims_free(&dims);
             return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--no-winograd") == 0) {
+            no_winograd = true;
+            continue;
         }
         if (strcmp(argv[i], "--test-main") == 0) {
             test_main = true;
@@ -389,6 +392,7 @@ int cli_compile_run(int argc, char **argv) {
     BundleOptions opts = {.name = name ? name : auto_name,
                           .embed_weights = strcmp(weights, "embed") == 0,
                           .test_main = test_main,
+                          .no_winograd = no_winograd,
                           .model_path = model,
                           .model_sha256 = kiln_file_sha256(model, sha) ? sha : NULL,
                           .command_line = command,

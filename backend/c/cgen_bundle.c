@@ -24,8 +24,8 @@ static const char *type_kind_phrase(IrTypeKind k) {
 bool cgen_op_native(IrOp op) { return cgen_op_supported(op); }
 
 bool cgen_prepare(IrGraph *g, const BundleOptions *o, Diag *d) {
-    (void)o;
-    return qplan_pack_weights(g, d) && plan_pack_weights_f32(g, d) && cgen_control_prepare(g, d);
+    return qplan_pack_weights(g, d) && plan_pack_weights_f32(g, !(o && o->no_winograd), d) &&
+           cgen_control_prepare(g, d);
 }
 
 /* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a

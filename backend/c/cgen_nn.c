@@ -124,8 +124,13 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     /* weights packed for runtime/rt_pgemm.h (backend/plan.c): (G, NP, KH, KW, C/group, 16),
      * read here as the (KH, KW, C/group, M) they came from */
     bool packed = nhwc && cgen_type(cx, w)->rank == PLAN_PGEMM_RANK;
+    /* or transformed for runtime/rt_wino.h: (6, 6, NP, C, 16), from (3, 3, C, M) */
+    bool wino = nhwc && cgen_type(cx, w)->rank == PLAN_WINO_RANK;
     IrType rsck = *cgen_type(cx, w);
-    if (packed) {
+    if (wino) {
+        int64_t rd[4] = {3, 3, cgen_type(cx, w)->dims[3], cgen_type(cx, y)->dims[3]};
+        rsck = ir_type_tensor((IrDType)rsck.dtype, 4, rd);
+    } else if (packed) {
         const int64_t *pd = cgen_type(cx, w)->dims;
         int64_t rd[4] = {pd[2], pd[3], pd[4], cgen_type(cx, y)->dims[3]};
         rsck = ir_type_tensor((IrDType)rsck.dtype, 4, rd);
@@ -176,7 +181,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     }
     cgen_use_runtime(cx, "rt_act.h");
     cgen_use_runtime(cx, "rt_conv.h");
-    if (nhwc) cgen_use_runtime(cx, packed ? "rt_pgemm.h" : "rt_conv_nhwc.h");
+    if (nhwc) cgen_use_runtime(cx, wino ? "rt_wino.h" : packed ? "rt_pgemm.h" : "rt_conv_nhwc.h");
     const char *nhwc_sfx = nhwc ? "_nhwc" : "";
     CWriter *wr = cx->w;
     nn_open_block(wr);
@@ -187,9 +192,10 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s));
     cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, g.d), nn_list3(cx, g.pad));
     cw_close(wr, ";");
-    if (packed) {
+    if (packed || wino) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
-        cw_line(wr, "rt_pconv_nhwc_f32(%s, %s, %s, %s, %s, &geom, %s);", cgen_ptr(cx, x),
+        cw_line(wr, "%s(%s, %s, %s, %s, %s, &geom, %s);",
+                wino ? "rt_wino_nhwc_f32" : "rt_pconv_nhwc_f32", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
                 fused ? "&act" : "NULL");

@@ -15,8 +15,12 @@ chains at the widest vector the compiler targets with -march=native). A model th
 cannot compile, build or run gets a row that says why. Writes one JSON (bench/cpu/report.py
 turns it into docs/cpu-bench.md).
 
+With --kiln-variant NAME=FLAGS (repeatable) the run also builds and times the bundle that
+`kiln compile FLAGS` makes (row key kiln_NAME), right after the default one: e.g.
+--kiln-variant no_winograd=--no-winograd for the 3x3 convolutions on the packed GEMM.
+
 usage: python bench/cpu/bench.py [--kiln PATH] [--reps N] [--warmup N] [--models A,B]
-                               [--out FILE] [--work DIR]
+                               [--out FILE] [--work DIR] [--kiln-variant NAME=FLAGS]...
 """
 import argparse
 import hashlib
@@ -229,13 +233,14 @@ def tail(text, n=6):
     return " | ".join(text.strip().splitlines()[-n:])
 
 
-def build_kiln(kiln, path, model, feeds, work, log):
-    """Compiles and builds the bundle; returns (harness argv prefix, None) or (None, why)."""
+def build_kiln(kiln, path, model, feeds, work, log, flags=()):
+    """Compiles (with kiln compile's extra flags) and builds the bundle; returns (harness argv
+    prefix, None) or (None, why)."""
     b, bd = work / "bundle", work / "build"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    r = subprocess.run([kiln, "compile", str(path), "-o", str(b), "--name", "net", "--quiet"],
-                       capture_output=True, text=True)
+    r = subprocess.run([kiln, "compile", str(path), "-o", str(b), "--name", "net", "--quiet",
+                        *flags], capture_output=True, text=True)
     (log / f"{work.name}_compile.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         return None, "kiln compile failed: " + tail(r.stdout + r.stderr, 3)
@@ -323,6 +328,8 @@ def main():
     ap.add_argument("--work", default=str(pathlib.Path.home() / ".cache" / "kiln" / "bench-cpu"))
     ap.add_argument("--label", help="what the kiln is, for the JSON (default: this checkout's "
                     "commit, which is right when --kiln is its build)")
+    ap.add_argument("--kiln-variant", action="append", default=[], metavar="NAME=FLAGS",
+                    help="also time the bundle of kiln compile FLAGS (row key kiln_NAME)")
     ap.add_argument("--append", action="store_true",
                     help="keep the other models' rows of an existing --out (a partial rerun)")
     a = ap.parse_args()
@@ -371,18 +378,22 @@ def main():
                 row[key]["openvino"] = {"error": str(e)[:300]}
             print(f"  {threads} thread(s): ort {row[key]['ort'].get('median_ms')} ms, "
                   f"openvino {row[key]['openvino'].get('median_ms')} ms", flush=True)
-        kw = work / name
-        argv0, why = build_kiln(a.kiln, path, model, feeds, kw, log)
-        if argv0 is None:
-            row["kiln"] = {"error": why}
-        else:
-            st, got, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps, a.warmup)
-            row["kiln"] = st if st else {"error": why}
-            if got is not None and ref is not None:
-                err = max(float(np.max(np.abs(g - r_))) / max(float(np.max(np.abs(r_))), 1e-30)
-                          for g, r_ in zip(got, ref))
-                row["kiln"]["max_rel_diff_vs_ort"] = err
-        print(f"  kiln (1 thread): {row['kiln']}", flush=True)
+        variants = [("kiln", [])] + [("kiln_" + v.split("=", 1)[0], v.split("=", 1)[1].split())
+                                     for v in a.kiln_variant]
+        for key, flags in variants:
+            kw = work / (name if key == "kiln" else f"{name}-{key}")
+            argv0, why = build_kiln(a.kiln, path, model, feeds, kw, log, flags)
+            if argv0 is None:
+                row[key] = {"error": why}
+            else:
+                st, got, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps, a.warmup)
+                row[key] = st if st else {"error": why}
+                if got is not None and ref is not None:
+                    err = max(float(np.max(np.abs(g - r_))) / max(float(np.max(np.abs(r_))),
+                                                                  1e-30)
+                              for g, r_ in zip(got, ref))
+                    row[key]["max_rel_diff_vs_ort"] = err
+            print(f"  {key} (1 thread): {row[key]}", flush=True)
     res["wall_s"] = round(time.time() - t_start, 1)
     res["load_avg_end"] = os.getloadavg()[0]
     if a.append and pathlib.Path(a.out).exists():

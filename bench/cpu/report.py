@@ -7,6 +7,7 @@ usage: python bench/cpu/report.py RESULTS.json OUT.md [--before OLD.json --after
                                   --change TEXT]
 """
 import json
+import pathlib
 import sys
 
 PEERS = (("ort", "ONNX Runtime"), ("openvino", "OpenVINO"))
@@ -168,6 +169,11 @@ The bundles have no parallel hook yet: Kiln runs on one thread in these rows.
     if "before" in extra and "after" in extra:
         out += "\n" + before_after(json.load(open(extra["before"])), json.load(open(extra["after"])),
                                    extra.get("change", "an older kiln against this one"))
+    # the per-node profile and the Winograd measurements (bench/cpu/profile.py,
+    # bench/kernels/wino.c), written by hand from their output
+    notes = pathlib.Path(__file__).resolve().parent / "resnet50-profile.md"
+    if notes.exists():
+        out += "\n" + notes.read_text()
     open(sys.argv[2], "w").write(out)
 
 

@@ -79,6 +79,26 @@ def convs(rng, path):
     save(nodes, inits, [1, 6, 13, 11], "y", [1, 33, 6, 5], path)
 
 
+def wino_convs(rng, path):
+    """3x3 stride-1 convolutions that the C target runs on Winograd F(4x4, 3x3)
+    (runtime/rt_wino.h): output sides that are not multiples of 4, channels that are not
+    multiples of 16, pads 1 and 0, bias + Relu, a residual Add + Relu; then a strided 3x3
+    that stays on the packed GEMM."""
+    inits = [weight(rng, "k1", (48, 32, 3, 3)), weight(rng, "c1", (48,)),
+             weight(rng, "k2", (48, 48, 3, 3)), weight(rng, "c2", (48,)),
+             weight(rng, "k3", (33, 48, 3, 3)),
+             weight(rng, "k4", (40, 33, 3, 3)), weight(rng, "c4", (40,))]
+    nodes = [helper.make_node("Conv", ["x", "k1", "c1"], ["v1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["v1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2", "c2"], ["v2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["v2", "r1"], ["s2"]),
+             helper.make_node("Relu", ["s2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "k3"], ["v3"]),
+             helper.make_node("Conv", ["v3", "k4", "c4"], ["y"], strides=[2, 2],
+                              pads=[1, 1, 1, 1])]
+    save(nodes, inits, [1, 32, 13, 11], "y", [1, 40, 6, 5], path)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -87,6 +107,7 @@ def main():
     rng = np.random.default_rng(SEED)
     products(rng, out / "packed_products.onnx")
     convs(rng, out / "packed_convs.onnx")
+    wino_convs(rng, out / "wino_convs.onnx")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 # expected kernel calls (packed where the plan allows, plain rt_gemm/rt_conv_nhwc where it
 # does not), and each bundle, built for the x86-64 baseline (portable path), x86-64-v3
 # (AVX2+FMA), the build machine (-march=native) and with ASan/UBSan, matches ONNX Runtime on
-# fresh random inputs. AArch64: tests/edge/pgemm_arm.sh and arm_linux.sh.
+# fresh random inputs. wino_convs' 3x3 stride-1 convolutions run on Winograd F(4x4, 3x3)
+# (runtime/rt_wino.h), and with --no-winograd (wino_convs_off) on the packed GEMM again.
+# AArch64: tests/edge/pgemm_arm.sh and arm_linux.sh.
 # Usage: test_packed.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
 
@@ -13,30 +15,35 @@
 # model, then the kernel calls its bundle must make, in order
 EXPECT_packed_products="rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_gemm_f32"
 EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+EXPECT_wino_convs="rt_strided_copy rt_wino_nhwc_f32 rt_wino_nhwc_f32 rt_wino_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+EXPECT_wino_convs_off="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
 
-for model in packed_products packed_convs; do
-    B="$TMP/$model"
-    if ! compile_model "$model" "$B" >"$TMP/compile.log" 2>&1; then
-        fail "$model: kiln compile"
+for case in packed_products packed_convs wino_convs wino_convs_off; do
+    model="${case%_off}"
+    kflags=()
+    [ "$case" = "$model" ] || kflags=(--no-winograd)
+    B="$TMP/$case"
+    if ! compile_model "$model" "$B" "${kflags[@]}" >"$TMP/compile.log" 2>&1; then
+        fail "$case: kiln compile"
         sed 's/^/    /' "$TMP/compile.log"
         continue
     fi
-    want="EXPECT_$model"
+    want="EXPECT_$case"
     got="$(grep -Eo '^ +rt_[a-z0-9_]+\(' "$B/$model.c" | tr -d ' (' | tr '\n' ' ' | sed 's/ $//')"
     if [ "$got" = "${!want}" ]; then
-        pass "$model: kernel calls $got"
+        pass "$case: kernel calls $got"
     else
-        fail "$model: kernel calls '$got', want '${!want}'"
+        fail "$case: kernel calls '$got', want '${!want}'"
     fi
     for build in "baseline|-O2" "x86-64-v3|-O2 -march=x86-64-v3" "native|-O3 -march=native" \
         "sanitizers|$SAN_FLAGS -march=native"; do
         name="${build%%|*}"
         flags="${build#*|}"
-        exe="$TMP/$model-$name"
+        exe="$TMP/$case-$name"
         # shellcheck disable=SC2086
-        check "$model: $name build ($flags)" \
+        check "$case: $name build ($flags)" \
             cc $STRICT $flags -I"$B" "$B/$model.c" "$B/${model}_test_main.c" -o "$exe" -lm
-        [ -x "$exe" ] && check "$model: $name build matches ONNX Runtime on random inputs" \
+        [ -x "$exe" ] && check "$case: $name build matches ONNX Runtime on random inputs" \
             run_compare "$exe" "$model" --weights "$B/${model}_weights.bin"
     done
 done

@@ -2,7 +2,10 @@
  * convolution driver: fresh random inputs, outputs poisoned first, against a naive reference
  * in double, on remainder shapes (pixels not a multiple of the tile's rows, channels not a
  * multiple of 16 or 32, K = 1, N = 1), strides, pads, dilations, groups, residual and
- * activation epilogue. The weights are packed here as backend/plan.c packs them. The CMake
+ * activation epilogue; and Winograd F(4x4, 3x3) (runtime/rt_wino.h), which runs its products
+ * on the same microkernel, on tile remainders (output sides not multiples of 4, tile counts
+ * not multiples of a block), channels not multiples of 8 or 16, pads 0/1 and asymmetric.
+ * The weights are packed here as backend/plan.c packs them. The CMake
  * file builds this program once per path (portable, AVX2+FMA, AVX-512; native where the
  * build machine's compiler picks one); a path the CPU lacks is skipped. */
 #include <criterion/criterion.h>
@@ -12,21 +15,22 @@
 #include <string.h>
 
 #include "runtime/rt_pgemm.h"
+#include "runtime/rt_wino.h"
 
 #include "rt_test_util.h"
 
 #define TOL_F32 1e-4 /* relative to the reference's magnitude, for float accumulations */
 
-/* The suite's fixture: a path the CPU lacks is skipped before a test body runs (at -O3 the
- * compiler may use the path's instructions anywhere in a body, even to set up its cases). */
+/* A path the CPU lacks is skipped before a test's body runs: the compiler may use the
+ * path's instructions anywhere in it (a case's initializer, say). */
 static void require_isa(void) {
 #ifdef RT_PGEMM_TEST_CPU
     __builtin_cpu_init();
     if (!__builtin_cpu_supports(RT_PGEMM_TEST_CPU)) cr_skip_test("this CPU lacks " RT_PGEMM_TEST_CPU);
 #endif
 }
-
 TestSuite(rt_pgemm, .init = require_isa);
+TestSuite(rt_wino, .init = require_isa);
 
 static void say_isa(void) {
     static bool said;
@@ -208,4 +212,98 @@ Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {
     /* K = 9 * 300 and more panels than one L2 block holds */
     Case k = {1, 300, 160, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false, NULL);
+}
+
+/* ---- Winograd F(4x4, 3x3) (runtime/rt_wino.h) ---- */
+
+/* A 3x3 stride-1 case's error bound, relative as expect_close_tol's: F(4x4, 3x3) adds
+ * rounding in its transforms (points up to 2: the output transform scales by up to 8^2),
+ * about 10x the direct sum's on these random values. */
+#define TOL_WINO 5e-4
+
+/* w: (3,3,C,M) -> U = G w GT per (c, m) as (36, NP, C, 16), as backend/plan.c makes it. */
+static float *wino_pack(const float *w, int64_t C, int64_t M) {
+    static const double G[6][3] = {{1.0 / 4, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+    int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    float *u = calloc((size_t)(36 * np * C * RT_PGEMM_NR), sizeof *u);
+    cr_assert(u);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t m = 0; m < M; m++) {
+            double t[6][3];
+            for (int i = 0; i < 6; i++)
+                for (int s = 0; s < 3; s++) {
+                    t[i][s] = 0;
+                    for (int r = 0; r < 3; r++) t[i][s] += G[i][r] * w[((r * 3 + s) * C + c) * M + m];
+                }
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double v = 0;
+                    for (int s = 0; s < 3; s++) v += t[i][s] * G[j][s];
+                    u[(((i * 6 + j) * np + m / RT_PGEMM_NR) * C + c) * RT_PGEMM_NR +
+                      m % RT_PGEMM_NR] = (float)v;
+                }
+        }
+    return u;
+}
+
+/* k: a 3x3 stride-1 dilation-1 group-1 case. Also runs the tiles in two ranges split at
+ * the middle (as a parallel-for would), which must give the same output. */
+static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
+    say_isa();
+    rng_init();
+    RtConvGeom g = case_geom(k);
+    int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m;
+    float *x = rand_f32(xn), *w = rand_f32(9 * g.c * g.m), *b = with_bias ? rand_f32(g.m) : NULL;
+    float *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn), *y2 = poisoned_f32(yn);
+    float *u = wino_pack(w, g.c, g.m);
+    double *want = conv_ref(x, w, b, r, &g, act);
+    rt_wino_nhwc_f32(x, u, b, r, y, &g, act);
+    expect_close_tol(y, want, yn, TOL_WINO, "wino f32");
+    int64_t tiles = rt_wino_tiles(&g);
+    rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, tiles / 2, tiles);
+    rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, 0, tiles / 2);
+    cr_assert(memcmp(y, y2, (size_t)yn * sizeof *y) == 0, "tile ranges differ (seed %u)",
+              rng_seed);
+    free(x), free(w), free(b), free(r), free(y), free(y2), free(u), free(want);
+}
+
+Test(rt_wino, matches_the_reference_on_tile_and_channel_remainders) {
+    /* output sides 1..9 (every remainder of 4), channels around 8, 16 and 32 */
+    static const int64_t cs[] = {1, 3, 8, 17};
+    static const int64_t ms[] = {1, 16, 20, 33};
+    for (int64_t h = 1; h <= 9; h += 2)
+        for (int64_t w = 1; w <= 9; w += 3)
+            for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+                Case k = {1, cs[ci], ms[(h + ci) % 4], 1, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+                wino_case(&k, (h + w) % 2 == 0, false, NULL);
+            }
+}
+
+Test(rt_wino, matches_the_reference_without_pads_with_batches_and_asymmetric_pads) {
+    Case k = {2, 5, 12, 1, 7, 13, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0};
+    wino_case(&k, true, false, NULL);
+    Case k2 = {3, 24, 40, 1, 10, 6, 3, 3, 1, 1, 1, 1, 0, 1, 2, 0};
+    wino_case(&k2, true, false, NULL);
+}
+
+Test(rt_wino, matches_the_reference_across_tile_blocks_and_long_reductions) {
+    /* tiles past several blocks of rt_wino_block; C = 300 (a block of fewer tiles than
+     * the microkernel's rows) */
+    Case k = {1, 64, 40, 1, 22, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k, true, false, NULL);
+    Case k2 = {1, 300, 36, 1, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k2, true, false, NULL);
+}
+
+Test(rt_wino, applies_the_bias_residual_and_activation_epilogue) {
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    RtAct leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0}; /* not a clamp: applied to stored rows */
+    Case k = {1, 8, 40, 1, 6, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k, true, true, &relu);
+    wino_case(&k, true, true, &leaky);
+    wino_case(&k, false, false, &leaky);
+    wino_case(&k, false, true, NULL);
+    wino_case(&k, true, false, &relu6);
 }

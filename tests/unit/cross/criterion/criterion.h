@@ -1,6 +1,8 @@
 /* A stand-in for the few Criterion macros the runtime kernel tests use (Test, cr_assert,
  * cr_log_info, cr_skip_test), for cross builds that run under QEMU where no Criterion
- * library for the target exists (tests/edge/pgemm_arm.sh). Each Test registers itself
+ * library for the target exists (tests/edge/pgemm_arm.sh). TestSuite(s, .init = f) is
+ * accepted and its init ignored (the tests' inits skip paths a CPU lacks: a cross build
+ * names none). Each Test registers itself
  * through a constructor; main runs them in order and prints the Criterion-like synthesis.
  * cr_assert(cond) or cr_assert(cond, fmt, ...). */
 #ifndef KILN_CROSS_CRITERION_H
@@ -27,6 +29,10 @@ static int cross_n_tests, cross_failed;
             cross_tests[cross_n_tests++] = (CrossTest){#s, #n, s##_##n};                      \
     }                                                                                         \
     static void s##_##n(void)
+
+#define TestSuite(s, ...)                                                                     \
+    __attribute__((unused)) static const struct { void (*init)(void); } cross_suite_##s = {   \
+        __VA_ARGS__}
 
 #define cr_assert(...) cross_assert(__VA_ARGS__, "assertion failed")
 #define cross_assert(cond, ...)                                                               \

@@ -1,0 +1,232 @@
+/* rt_wino.h: Winograd F(4x4, 3x3) for channels-last 3x3 convolutions of stride 1, dilation
+ * 1, group 1 (any pads): each 4x4 block of output pixels (a tile) comes from its 6x6 input
+ * patch d as Y = AT [ (G g GT) . (BT d B) ] A, so the 36 products over the input channels
+ * replace 144 multiply-accumulates a pixel and channel pair by 36 (4x fewer; the transforms
+ * cost O(C + M) a tile, not O(C x M)).
+ *
+ * Transformed weights (backend/plan.c, plan_pack_weights_f32, computed in double at compile
+ * time): U = G g GT per (c, m), stored for the GEMM microkernel of rt_pgemm.h as one packed
+ * matrix per point p = 6*i + j of the 6x6 transform, panels of 16 output channels:
+ *     u[((p*NP + q)*C + c)*16 + j] = U[i][j] of w[.][.][c][q*16 + j]   (0 past M)
+ * dims (6, 6, NP, C, 16). The points are 0, +-1, +-2 and infinity (Lavin and Gray's).
+ *
+ * Per block of tiles: the input transform writes V (36 x tiles x C) into a stack buffer;
+ * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on
+ * rt_pgemm_tile_f32 into a second buffer, then the output transform adds the bias and
+ * residual, applies the activation and stores the tile's pixels (inside the image).
+ * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
+ * range of them, independent of the others (a parallel-for splits the ranges).
+ * Stack: RT_WINO_VBUF + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2: 108 + 41 KiB).
+ * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
+#ifndef KILN_RT_WINO_H
+#define KILN_RT_WINO_H
+
+#include "rt_act.h"
+#include "rt_common.h"
+#include "rt_conv.h"
+#include "rt_pgemm.h"
+
+#define RT_WINO_M 4      /* output pixels a tile side */
+#define RT_WINO_A 6      /* input pixels a tile side: m + 3 - 1 */
+#define RT_WINO_P 36     /* points of the transform */
+#define RT_WINO_L 8      /* channels a transform step (one ymm, two q registers) */
+#define RT_WINO_VBUF 27648 /* floats of transformed input on the stack (108 KiB): 12 tiles of
+                            * 64 channels, 6 of 128 (the blocks the rule's channels use) */
+/* tiles a block: several microkernel tiles where the MR is small */
+#define RT_WINO_TB_MAX (RT_PGEMM_MR >= 12 ? RT_PGEMM_MR : 3 * RT_PGEMM_MR)
+#define RT_WINO_TBR ((RT_WINO_TB_MAX + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR)
+
+/* v = BT d B over L lanes (d, v: 6 x 6 points of L channels). */
+RT_API void rt_wino_in_f32(float v[6][6][RT_WINO_L], float d[6][6][RT_WINO_L]) {
+    float t[6][6][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 6; i++) /* t = BT d: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            const float d0 = d[0][i][l], d1 = d[1][i][l], d2 = d[2][i][l];
+            const float d3 = d[3][i][l], d4 = d[4][i][l], d5 = d[5][i][l];
+            t[0][i][l] = 4.0f * d0 - 5.0f * d2 + d4;
+            t[1][i][l] = -4.0f * (d1 + d2) + d3 + d4;
+            t[2][i][l] = 4.0f * (d1 - d2) - d3 + d4;
+            t[3][i][l] = 2.0f * (d3 - d1) - d2 + d4;
+            t[4][i][l] = 2.0f * (d1 - d3) - d2 + d4;
+            t[5][i][l] = 4.0f * d1 - 5.0f * d3 + d5;
+        }
+    for (i = 0; i < 6; i++) /* v = t B: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            const float d0 = t[i][0][l], d1 = t[i][1][l], d2 = t[i][2][l];
+            const float d3 = t[i][3][l], d4 = t[i][4][l], d5 = t[i][5][l];
+            v[i][0][l] = 4.0f * d0 - 5.0f * d2 + d4;
+            v[i][1][l] = -4.0f * (d1 + d2) + d3 + d4;
+            v[i][2][l] = 4.0f * (d1 - d2) - d3 + d4;
+            v[i][3][l] = 2.0f * (d3 - d1) - d2 + d4;
+            v[i][4][l] = 2.0f * (d1 - d3) - d2 + d4;
+            v[i][5][l] = 4.0f * d1 - 5.0f * d3 + d5;
+        }
+}
+
+/* o = AT m A over L lanes (m: 6 x 6 points, o: 4 x 4 pixels). */
+RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) {
+    float t[4][6][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 6; i++) /* t = AT m: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            const float m0 = m[0][i][l], m1 = m[1][i][l], m2 = m[2][i][l];
+            const float m3 = m[3][i][l], m4 = m[4][i][l], m5 = m[5][i][l];
+            const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+            t[0][i][l] = m0 + s12 + s34;
+            t[1][i][l] = d12 + 2.0f * d34;
+            t[2][i][l] = s12 + 4.0f * s34;
+            t[3][i][l] = d12 + 8.0f * d34 + m5;
+        }
+    for (i = 0; i < 4; i++) /* o = t A: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            const float m0 = t[i][0][l], m1 = t[i][1][l], m2 = t[i][2][l];
+            const float m3 = t[i][3][l], m4 = t[i][4][l], m5 = t[i][5][l];
+            const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+            o[i][0][l] = m0 + s12 + s34;
+            o[i][1][l] = d12 + 2.0f * d34;
+            o[i][2][l] = s12 + 4.0f * s34;
+            o[i][3][l] = d12 + 8.0f * d34 + m5;
+        }
+}
+
+/* Tiles a block for C input channels: as many as RT_WINO_VBUF holds, whole microkernel
+ * tiles where there is room for one, at most RT_WINO_TB_MAX. */
+RT_API int64_t rt_wino_block(int64_t C) {
+    int64_t tb = RT_WINO_VBUF / (RT_WINO_P * C);
+    if (tb > RT_WINO_TB_MAX) tb = RT_WINO_TB_MAX;
+    if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
+    return tb < 1 ? 1 : tb;
+}
+
+/* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
+RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
+    return g->n * ((g->out[1] + RT_WINO_M - 1) / RT_WINO_M) *
+           ((g->out[2] + RT_WINO_M - 1) / RT_WINO_M);
+}
+
+/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r): x (N,H,W,C), u the transformed
+ * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
+ * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36. */
+RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                   const float *r, float *y, const RtConvGeom *g,
+                                   const RtAct *act, int64_t t_begin, int64_t t_end) {
+    const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
+    const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
+    const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
+    const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR, tb = rt_wino_block(C);
+    const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
+                           act->kind == RT_ACT_CLIP;
+    const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
+                     : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
+                                                       : -INFINITY;
+    const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    int64_t t0;
+    for (t0 = t_begin; t0 < t_end; t0 += tb) {
+        const int64_t nb = t_end - t0 < tb ? t_end - t0 : tb;
+        int64_t i, j0;
+        for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
+            const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
+            const int64_t ih0 = th * RT_WINO_M - g->pad[1], iw0 = tw * RT_WINO_M - g->pad[2];
+            const float *xn = x + n * H * W * C;
+            int64_t c0;
+            for (c0 = 0; c0 < C; c0 += RT_WINO_L) {
+                const int64_t cw = C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L;
+                float d[6][6][RT_WINO_L], v[6][6][RT_WINO_L];
+                int a, e, l;
+                for (a = 0; a < 6; a++)
+                    for (e = 0; e < 6; e++) {
+                        const int64_t ih = ih0 + a, iw = iw0 + e;
+                        const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                        const float *src = inside ? xn + (ih * W + iw) * C + c0 : xn;
+                        if (!inside) {
+                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
+                        } else if (cw == RT_WINO_L) { /* fixed length: one vector move */
+                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = src[l];
+                        } else {
+                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
+                            for (l = 0; l < cw; l++) d[a][e][l] = src[l];
+                        }
+                    }
+                rt_wino_in_f32(v, d);
+                for (a = 0; a < RT_WINO_P; a++) {
+                    float *dst = vb + (a * tb + i) * C + c0;
+                    if (cw == RT_WINO_L)
+                        for (l = 0; l < RT_WINO_L; l++) dst[l] = v[a / 6][a % 6][l];
+                    else
+                        for (l = 0; l < cw; l++) dst[l] = v[a / 6][a % 6][l];
+                }
+            }
+        }
+        for (j0 = 0; j0 < np; j0 += RT_PGEMM_NP) {
+            const int64_t m0 = j0 * RT_PGEMM_NR;
+            const int64_t cols = M - m0 < RT_PGEMM_NT ? M - m0 : RT_PGEMM_NT;
+            /* a missing second panel repeats the first: its columns are dropped */
+            const int64_t b_panel = j0 + 1 < np ? C * RT_PGEMM_NR : 0;
+            int64_t p, r0, cc;
+            for (p = 0; p < RT_WINO_P; p++) { /* the 36 products of this panel */
+                const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
+                for (r0 = 0; r0 < nb; r0 += RT_PGEMM_MR) {
+                    const float *a[RT_PGEMM_MR];
+                    int q;
+                    for (q = 0; q < RT_PGEMM_MR; q++) /* rows past the block: any valid row */
+                        a[q] = vb + (p * tb + (r0 + q < nb ? r0 + q : r0)) * C;
+                    rt_pgemm_tile_f32(1, C, a, bp, 0, b_panel, rt_pgemm_zero, 0,
+                                      mb + (p * RT_WINO_TBR + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
+                                      NULL, -INFINITY, INFINITY);
+                }
+            }
+            for (i = 0; i < nb; i++) { /* output transform and epilogue */
+                const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
+                for (cc = 0; cc < cols; cc += RT_WINO_L) {
+                    const int64_t cw = cols - cc < RT_WINO_L ? cols - cc : RT_WINO_L;
+                    float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
+                    int a, e, l;
+                    for (a = 0; a < RT_WINO_P; a++) {
+                        const float *src = mb + (a * RT_WINO_TBR + i) * RT_PGEMM_NT + cc;
+                        for (l = 0; l < RT_WINO_L; l++) mm[a / 6][a % 6][l] = src[l];
+                    }
+                    rt_wino_out_f32(o, mm);
+                    for (l = 0; l < RT_WINO_L; l++) bias[l] = b && l < cw ? b[m0 + cc + l] : 0.0f;
+                    for (a = 0; a < 4; a++)
+                        for (e = 0; e < 4; e++) {
+                            const int64_t oh = th * RT_WINO_M + a, ow = tw * RT_WINO_M + e;
+                            float *yp;
+                            const float *rp;
+                            if (oh >= OH || ow >= OW) continue;
+                            yp = y + ((n * OH + oh) * OW + ow) * M + m0 + cc;
+                            rp = r ? r + (yp - y) : NULL;
+                            if (cw == RT_WINO_L && !rp) /* fixed length: vectors */
+                                for (l = 0; l < RT_WINO_L; l++) {
+                                    float v = o[a][e][l] + bias[l];
+                                    v = v < lo ? lo : v; /* NaN passes */
+                                    yp[l] = v > hi ? hi : v;
+                                }
+                            else if (cw == RT_WINO_L)
+                                for (l = 0; l < RT_WINO_L; l++) {
+                                    float v = o[a][e][l] + bias[l] + rp[l];
+                                    v = v < lo ? lo : v;
+                                    yp[l] = v > hi ? hi : v;
+                                }
+                            else
+                                for (l = 0; l < cw; l++) {
+                                    float v = o[a][e][l] + bias[l] + (rp ? rp[l] : 0.0f);
+                                    v = v < lo ? lo : v;
+                                    yp[l] = v > hi ? hi : v;
+                                }
+                            if (!act_clamps) rt_act_row_f32(yp, NULL, cw, act);
+                        }
+                }
+            }
+        }
+    }
+}
+
+/* The whole convolution: every tile of the batch. */
+RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
+                             float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_wino_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino_tiles(g));
+}
+
+#endif

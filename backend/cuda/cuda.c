@@ -541,6 +541,7 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
         cw_line(c, " * compiled __host__ __device__ (their `(void)x;` counts as no use for "
                    "nvcc: warning 550 off). */");
         cw_line(c, "#define KC_C_RUNTIME 1");
+        cw_line(c, "#define RT_QGEMM_PORTABLE 1 /* rt_qgemm.h's plain C: no host SIMD on the device */");
         cw_line(c, "#pragma nv_diag_suppress 550");
     }
     for (uint32_t i = 0; i < cx->n_rt; i++) cw_line(c, "#include \"%s\"", cx->rt[i]);
@@ -801,6 +802,7 @@ bool cuda_accepts(const BundleOptions *opts, Diag *d) {
 
 bool cuda_prepare(IrGraph *g, const BundleOptions *opts, Diag *d) {
     const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
+    if (!cuda_qint8_prepare(g, d)) return false;
     if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, d);
     return cgen_control_prepare(g, d);
 }

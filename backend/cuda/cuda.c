@@ -783,6 +783,8 @@ static const BundleDialect cuda_dialect = {
  * stay float32. */
 static bool runs_in_fp16(const IrGraph *g, const IrNode *n, void *arg) {
     (void)g, (void)arg;
+    /* the int8 edges keep float32 (and their scales): the C target's exact quantization */
+    if (n->op == IR_OP_QUANTIZE_LINEAR || n->op == IR_OP_DEQUANTIZE_LINEAR) return false;
     return cuda_emit_table[n->op] && cuda_emit_table[n->op] != cuda_emit_generic;
 }
 

@@ -226,15 +226,16 @@ static bool emit_qlut(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
-/* QuantizeLinear float32 -> uint8 and DequantizeLinear uint8 -> float32 with one float32
+/* QuantizeLinear float32/float16 -> uint8 and DequantizeLinear uint8 -> float32 with one float32
  * scale and an optional uint8 zero point; anything else takes the generic path. */
 static bool emit_qdq(CudaCtx *cx, const IrNode *n) {
     bool q = n->op == IR_OP_QUANTIZE_LINEAR;
     uint32_t x = n->inputs[0], sc = n->inputs[1], y = n->outputs[0];
     uint32_t zp = n->n_inputs > 2 ? n->inputs[2] : IR_NONE;
     IrDType xt = cgen_type(&cx->c, x)->dtype, yt = cgen_type(&cx->c, y)->dtype;
-    if (xt != (q ? IR_DTYPE_F32 : IR_DTYPE_U8) || yt != (q ? IR_DTYPE_U8 : IR_DTYPE_F32))
-        return qrefuse(cx, n, "types other than float32 and uint8");
+    bool xf = xt == IR_DTYPE_F32 || (q && xt == IR_DTYPE_F16); /* float16 as its bits */
+    if (!(q ? xf && yt == IR_DTYPE_U8 : xt == IR_DTYPE_U8 && yt == IR_DTYPE_F32))
+        return qrefuse(cx, n, "types other than float32 (or float16 into QuantizeLinear) and uint8");
     if (cgen_type(&cx->c, sc)->dtype != IR_DTYPE_F32 || cgen_numel(&cx->c, sc) != 1 ||
         (zp != IR_NONE && (cgen_type(&cx->c, zp)->dtype != IR_DTYPE_U8 || cgen_numel(&cx->c, zp) != 1)))
         return qrefuse(cx, n, "a scale or zero point that is not one value");

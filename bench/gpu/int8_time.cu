@@ -80,7 +80,17 @@ int main(int argc, char **argv) {
         printf("%s\"%s\": %.4f", first ? "" : ", ", kv.first.c_str(), kv.second);
         first = false;
     }
-    printf("}}\n");
+    printf("}");
+    if (getenv("INT8_TIME_NODES")) { /* the slowest nodes, for the docs' breakdown */
+        std::vector<int> idx(PN);
+        for (int i = 0; i < PN; i++) idx[i] = i;
+        std::sort(idx.begin(), idx.end(), [&](int a, int b) { return node[a] > node[b]; });
+        printf(", \"slowest\": [");
+        for (int i = 0; i < PN && i < 12; i++)
+            printf("%s[\"%s\", %.4f]", i ? ", " : "", F(_profile_nodes)[idx[i]], node[idx[i]]);
+        printf("]");
+    }
+    printf("}\n");
     F(_cuda_free)(ctx);
     return 0;
 }

@@ -19,7 +19,6 @@
 #include "kc_common.cuh"
 
 #define KC_QBM 128 /* output pixels per block */
-#define KC_QBN 64  /* output channels per block */
 #define KC_QBK 64  /* reduction bytes per stage */
 #define KC_QLD 80  /* shared-memory row stride in bytes: conflict-free fragment loads */
 
@@ -75,27 +74,28 @@ static __device__ __forceinline__ void kc_mma_u8s8(int32_t *d, const uint32_t *a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* y = requant(conv(x, w) + bias [+ residual]); one block: 128 pixels x 64 channels, four
- * warps of 64 x 32, double-buffered shared memory filled through registers (padding taps
+/* y = requant(conv(x, w) + bias [+ residual]); one block: 128 pixels x BN channels (64 or
+ * 128), BN/16 warps of 64 x 32, double-buffered shared memory filled through registers (padding taps
  * become x_zp, which cp.async's zero fill cannot give). VW: the gather's vector width
  * (16 when C % 16 == 0, 4 when C % 4 == 0, else 1). sm_80 and newer. */
-template <int VW>
-__global__ void __launch_bounds__(128)
+template <int VW, int BN>
+__global__ void __launch_bounds__(2 * BN)
 kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                     uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     __shared__ __align__(16) uint8_t As[2][KC_QBM * KC_QLD];
-    __shared__ __align__(16) uint8_t Bs[2][KC_QBN * KC_QLD];
+    __shared__ __align__(16) uint8_t Bs[2][BN * KC_QLD];
+    enum { THREADS = 2 * BN, AP = KC_QBM * 4 / THREADS, RSTEP = THREADS / 4 };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
     const int P = p.N * p.OH * p.OW;
-    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * KC_QBN;
+    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * BN;
     const int cc = tid & 3; /* this thread's 16-byte chunk of a 64-byte row */
-    int an[4], ay[4], ax[4];
+    int an[AP], ay[AP], ax[AP];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int pix = row0 + (tid >> 2) + 32 * i;
+    for (int i = 0; i < AP; i++) {
+        int pix = row0 + (tid >> 2) + RSTEP * i;
         if (pix < P) {
             int img = pix / (p.OH * p.OW), rem = pix - img * (p.OH * p.OW);
             an[i] = img, ay[i] = rem / p.OW, ax[i] = rem - ay[i] * p.OW;
@@ -103,7 +103,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             an[i] = -1, ay[i] = 0, ax[i] = 0;
         }
     }
-    uint4 ra[4], rb[2];
+    uint4 ra[AP], rb[2];
     int32_t acc[4][4][4];
 #pragma unroll
     for (int a = 0; a < 4; a++)
@@ -115,25 +115,25 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     auto load = [&](int kt) {
         int k = kt * KC_QBK + cc * 16;
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < AP; i++) {
             uint8_t *d = (uint8_t *)&ra[i];
 #pragma unroll
             for (int v = 0; v < 16; v += VW) kc_qgather<VW>(x, p, an[i], ay[i], ax[i], k + v, d + v);
         }
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            int n = col0 + (tid >> 2) + 32 * i;
+            int n = col0 + (tid >> 2) + RSTEP * i;
             rb[i] = n < p.M ? *(const uint4 *)(const void *)(w + (size_t)n * p.Kp + k)
                             : make_uint4(0, 0, 0, 0);
         }
     };
     auto store = [&](int buf) {
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            *(uint4 *)(void *)&As[buf][((tid >> 2) + 32 * i) * KC_QLD + cc * 16] = ra[i];
+        for (int i = 0; i < AP; i++)
+            *(uint4 *)(void *)&As[buf][((tid >> 2) + RSTEP * i) * KC_QLD + cc * 16] = ra[i];
 #pragma unroll
         for (int i = 0; i < 2; i++)
-            *(uint4 *)(void *)&Bs[buf][((tid >> 2) + 32 * i) * KC_QLD + cc * 16] = rb[i];
+            *(uint4 *)(void *)&Bs[buf][((tid >> 2) + RSTEP * i) * KC_QLD + cc * 16] = rb[i];
     };
     load(0);
     store(0);
@@ -192,17 +192,159 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
+/* The channels-in-sixteens form (C % 16 == 0, X on 16 bytes): 32-byte reduction stages in a
+ * three-stage cp.async pipeline (16-byte copies straight from X and W into shared memory;
+ * a chunk in the padding is an ordinary store of the zero point, one past K or the last
+ * pixel of zeros), rows padded to 48 bytes (conflict-free fragment loads). The reduction
+ * index walks (ky, kx, c) incrementally: no division in the loop. Same tiles, warps,
+ * fragments and epilogue as kc_qconv_mma_kernel. */
+#define KC_QSTAGES 3
+#define KC_QLD16 48
+static __device__ __forceinline__ void kc_cp16(void *smem, const void *g) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g));
+}
+
+template <int BN>
+__global__ void __launch_bounds__(2 * BN)
+kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                      const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                      uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) uint8_t As[KC_QSTAGES][KC_QBM * KC_QLD16];
+    __shared__ __align__(16) uint8_t Bs[KC_QSTAGES][BN * KC_QLD16];
+    enum { THREADS = 2 * BN, AP = KC_QBM * 2 / THREADS, RSTEP = THREADS / 2 };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int P = p.N * p.OH * p.OW;
+    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * BN;
+    const int h = tid & 1; /* this thread's 16-byte half of a 32-byte row */
+    int abase[AP], ay0[AP], ax0[AP];
+#pragma unroll
+    for (int i = 0; i < AP; i++) {
+        int pix = row0 + (tid >> 1) + RSTEP * i;
+        if (pix < P) {
+            int img = pix / (p.OH * p.OW), rem = pix - img * (p.OH * p.OW);
+            int oy = rem / p.OW, ox = rem - oy * p.OW;
+            abase[i] = img * p.H * p.W * p.C;
+            ay0[i] = oy * p.sh - p.ph, ax0[i] = ox * p.sw - p.pw;
+        } else {
+            abase[i] = -1, ay0[i] = 0, ax0[i] = 0;
+        }
+    }
+    const int nb = col0 + (tid >> 1);
+    const int8_t *wrow = w + (size_t)(nb < p.M ? nb : 0) * p.Kp + h * 16;
+    const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
+    /* the reduction position of this thread's next chunk: channel c of tap (ky, kx) */
+    int c = h * 16, ky = 0, kx = 0;
+    while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
+    int32_t acc[4][4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[a][b][e] = 0;
+    const int nk = p.Kp / 32;
+    auto issue = [&](int kt) {
+        const int buf = kt % KC_QSTAGES;
+#pragma unroll
+        for (int i = 0; i < AP; i++) {
+            uint8_t *dst = &As[buf][((tid >> 1) + RSTEP * i) * KC_QLD16 + h * 16];
+            int iy = ay0[i] + ky * p.dh, ix = ax0[i] + kx * p.dw;
+            if (abase[i] < 0 || ky >= p.R)
+                *(uint4 *)(void *)dst = make_uint4(0, 0, 0, 0);
+            else if (iy < 0 || iy >= p.H || ix < 0 || ix >= p.W)
+                *(uint4 *)(void *)dst = make_uint4(zp4, zp4, zp4, zp4);
+            else
+                kc_cp16(dst, x + abase[i] + (iy * p.W + ix) * p.C + c);
+        }
+        uint8_t *bdst = &Bs[buf][(tid >> 1) * KC_QLD16 + h * 16];
+        if (nb < p.M) kc_cp16(bdst, wrow + kt * 32);
+        else *(uint4 *)(void *)bdst = make_uint4(0, 0, 0, 0);
+        asm volatile("cp.async.commit_group;\n" ::);
+        c += 32;
+        while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
+    };
+#pragma unroll
+    for (int st = 0; st < KC_QSTAGES - 1; st++) {
+        if (st < nk) issue(st);
+        else asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(KC_QSTAGES - 2));
+        __syncthreads();
+        if (kt + KC_QSTAGES - 1 < nk) issue(kt + KC_QSTAGES - 1);
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const int buf = kt % KC_QSTAGES;
+        uint32_t af[4][4], bf[4][2];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++) {
+            const uint8_t *base = &As[buf][(wm * 64 + mt * 16 + g) * KC_QLD16 + tig * 4];
+            af[mt][0] = *(const uint32_t *)(const void *)base;
+            af[mt][1] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD16);
+            af[mt][2] = *(const uint32_t *)(const void *)(base + 16);
+            af[mt][3] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD16 + 16);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            const uint8_t *base = &Bs[buf][(wn * 32 + nt * 8 + g) * KC_QLD16 + tig * 4];
+            bf[nt][0] = *(const uint32_t *)(const void *)base;
+            bf[nt][1] = *(const uint32_t *)(const void *)(base + 16);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int n = col0 + wn * 32 + nt * 8 + tig * 2 + j;
+            if (n >= p.M) continue;
+            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    int pix = row0 + wm * 64 + mt * 16 + g + 8 * hh;
+                    if (pix >= P) continue;
+                    size_t o = (size_t)pix * p.M + n;
+                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
+                    y[o] = kc_qrequant(acc[mt][nt][2 * hh + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
+                }
+        }
+    }
+#endif
+}
+
+/* The column tile: 128 channels (eight warps) where the layer has that many, else 64. */
+template <int VW>
+static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
+                                   const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                   const KcQConv *p) {
+    if (bn == 128) kc_qconv_mma_kernel<VW, 128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
+    else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+}
+
 static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
-    dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + KC_QBN - 1) / KC_QBN));
-    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0)
-        kc_qconv_mma_kernel<16><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+    int bn = p->M >= 128 ? 128 : 64;
+    dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
+        if (bn == 128) kc_qconv_mma16_kernel<128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
+        else kc_qconv_mma16_kernel<64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+    } else if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0)
+        kc_qconv_launch<16>(s, grid, bn, x, w, rq, r, y, p);
     else if (p->C % 4 == 0 && ((uintptr_t)x & 3) == 0)
-        kc_qconv_mma_kernel<4><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+        kc_qconv_launch<4>(s, grid, bn, x, w, rq, r, y, p);
     else
-        kc_qconv_mma_kernel<1><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+        kc_qconv_launch<1>(s, grid, bn, x, w, rq, r, y, p);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -263,10 +405,38 @@ __global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__res
     }
 }
 
+/* The same, 16 channels a thread (C % 16 == 0, 16-byte aligned): four __vmaxu4 a tap. */
+__global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, KcQConv p) {
+    const int CV = p.C / 16;
+    int64_t total = (int64_t)p.N * p.OH * p.OW * CV;
+    KC_FOR(i, total) {
+        int cv = (int)(i % CV);
+        int64_t pix = i / CV;
+        int ox = (int)(pix % p.OW), oy = (int)((pix / p.OW) % p.OH), n = (int)(pix / ((int64_t)p.OW * p.OH));
+        uint4 m = make_uint4(0, 0, 0, 0);
+        for (int ky = 0; ky < p.R; ky++) {
+            int iy = oy * p.sh - p.ph + ky * p.dh;
+            if (iy < 0 || iy >= p.H) continue;
+            for (int kx = 0; kx < p.S; kx++) {
+                int ix = ox * p.sw - p.pw + kx * p.dw;
+                if (ix < 0 || ix >= p.W) continue;
+                uint4 v = x[((int64_t)(n * p.H + iy) * p.W + ix) * CV + cv];
+                m.x = __vmaxu4(m.x, v.x), m.y = __vmaxu4(m.y, v.y);
+                m.z = __vmaxu4(m.z, v.z), m.w = __vmaxu4(m.w, v.w);
+            }
+        }
+        y[i] = m;
+    }
+}
+
 static inline int kc_qmaxpool(cudaStream_t s, const uint8_t *x, uint8_t *y, const KcQConv *p) {
     int64_t total = (int64_t)p->N * p->OH * p->OW * p->C;
     if (total <= 0) return KC_OK;
-    kc_qmaxpool_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p);
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
+        kc_qmaxpool16_kernel<<<kc_grid(total / 16), KC_THREADS, 0, s>>>((const uint4 *)(const void *)x,
+                                                                        (uint4 *)(void *)y, *p);
+    else
+        kc_qmaxpool_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -333,14 +503,19 @@ static inline int kc_qlut(cudaStream_t s, int64_t count, const uint8_t *x, const
     return KC_OK;
 }
 
-/* QuantizeLinear float32 -> uint8, one scale and zero point (rt_quantize: the quotient in
- * double, rounded half to even, plus the zero point, saturated). */
-__global__ void kc_quantize_u8_kernel(int64_t count, const float *__restrict__ x,
+/* QuantizeLinear float32 (or float16 bits) -> uint8, one scale and zero point (rt_quantize:
+ * the quotient in double, rounded half to even, plus the zero point, saturated). */
+static __device__ __forceinline__ double kc_qload(const float *x, int64_t i) { return (double)x[i]; }
+static __device__ __forceinline__ double kc_qload(const uint16_t *x, int64_t i) {
+    return (double)__half2float(__ushort_as_half(x[i]));
+}
+template <typename T>
+__global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
                                       const float *__restrict__ scale,
                                       const uint8_t *__restrict__ zp, uint8_t *__restrict__ y) {
     double s = (double)scale[0], z = zp ? (double)zp[0] : 0.0;
     KC_FOR(i, count) {
-        double v = rint((double)x[i] / s) + z;
+        double v = rint(kc_qload(x, i) / s) + z;
         v = v < 0.0 ? 0.0 : v > 255.0 ? 255.0 : v;
         y[i] = (uint8_t)(int64_t)v;
     }
@@ -356,10 +531,11 @@ __global__ void kc_dequantize_u8_kernel(int64_t count, const uint8_t *__restrict
     KC_FOR(i, count) y[i] = __fmul_rn((float)((int32_t)x[i] - z), s);
 }
 
-static inline int kc_quantize_u8(cudaStream_t s, int64_t count, const float *x, const float *scale,
+template <typename T>
+static inline int kc_quantize_u8(cudaStream_t s, int64_t count, const T *x, const float *scale,
                                  const uint8_t *zp, uint8_t *y) {
     if (count <= 0) return KC_OK;
-    kc_quantize_u8_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
+    kc_quantize_u8_kernel<T><<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
     KC_LAUNCHED();
     return KC_OK;
 }

@@ -101,6 +101,16 @@ PYEOF
 # 7 convolutions (one depthwise) and the Gemm: 7 kc_qconv, 1 kc_qdwconv
 compile cnn8 "$WORK/cnn8.onnx" 7 1 --int8 "$WORK/cnn8.qparams" &&
     [ -n "$GPU" ] && gpu_case cnn8 "$WORK/cnn8.onnx" --int8 "$WORK/cnn8.qparams"
+# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32 kernels
+if "$KILN" compile "$WORK/cnn8.onnx" -o "$WORK/cnn8h" --target cuda --precision fp16 \
+    --int8 "$WORK/cnn8.qparams" >"$WORK/cnn8h.log" 2>&1 &&
+    [ "$(grep -c 'rc = kc_q[a-z]*conv(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
+    grep -q 'rc = kc_quantize_u8(s, [0-9]*, in->' "$WORK/cnn8h/cnn8.cu" &&
+    ! grep -q 'one GPU thread' "$WORK/cnn8h.log"; then
+    ok "cnn8 --precision fp16: the same int8 kernels, float32 Quantize/DequantizeLinear kernels"
+else
+    bad "cnn8 --precision fp16"
+fi
 if [ -n "$CACHE" ] && [ -f "$CACHE/resnet18_qdq.onnx" ]; then
     # 20 convolutions and the Gemm
     compile resnet18_qdq "$CACHE/resnet18_qdq.onnx" 21 0 &&

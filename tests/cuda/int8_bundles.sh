@@ -3,8 +3,9 @@
 # calibrated by kiln calibrate and compiled with --int8 --target cuda, and the model suite's
 # pre-quantized ResNet-18 (QDQ, when the export cache has it) compiled with --target cuda:
 # every convolution and Gemm runs as an int8 tensor-core kernel (kc_qconv / kc_qdwconv),
-# nothing takes the generic path, the bundles build with nvcc -Werror all-warnings for sm_80
-# and sm_90 and their test mains link.
+# nothing takes the generic path (also with --precision fp16), and the CNN's bundle builds
+# with nvcc -Werror all-warnings for sm_80 and sm_90 and its test main links (the cached
+# models' bundles are built by nvcc_compile.sh, which compiles the QDQ ResNet-18 too).
 # With --gpu-dir DIR it also writes DIR/cases/NAME/ for scripts/gpu-check-int8 (the GPU
 # machine): each CUDA bundle with K seeded inputs (in.bin) and the C int8 bundle's outputs
 # on them (ref.bin, built here with cc -O2), and adds MobileNetV2 from the cache calibrated
@@ -49,6 +50,8 @@ compile() {
     else
         bad "$name: $nq kc_qconv (want $want), $ndw kc_qdwconv (want $wantdw), generic: $(grep -c 'one GPU thread' "$WORK/$name.log")"
     fi
+    # nvcc for the CNN; the cached models' bundles are nvcc_compile.sh's (also int8 now)
+    [ "$name" = cnn8 ] || [ -n "$GPU" ] || return 0
     local a
     for a in 80 90; do
         if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \

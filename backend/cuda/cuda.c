@@ -236,6 +236,15 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
         int64_t M = y->dims[y->layout == IR_LAYOUT_NHWC ? y->rank - 1 : 1];
         return M > 0 ? 2.0 * ny * (double)cgen_numel(&cx->c, n->inputs[1]) / (double)M : 0.0;
     }
+    case IR_OP_QGEMM_INT8: /* int8 operations, counted the same way */
+        return a->rank >= 1 ? 2.0 * ny * (double)a->dims[a->rank - 1] : 0.0;
+    case IR_OP_QCONV: { /* NHWC: K = KH*KW*C/group */
+        uint32_t nk;
+        const int64_t *ks = ir_attr_ints(n, IR_ATTR_QCONV_KERNEL_SHAPE, &nk);
+        int64_t group = ir_attr_i(n, IR_ATTR_QCONV_GROUP);
+        if (!ks || nk != 2 || a->rank != 4 || group < 1) return 0.0;
+        return 2.0 * ny * (double)(ks[0] * ks[1] * (a->dims[3] / group));
+    }
     case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds;
                                    * K's logical dimension r-2 (keys) is its dimension perm[r-2] */
         uint32_t np;

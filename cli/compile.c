@@ -54,7 +54,7 @@ const char cli_compile_help[] =
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
     "  --dump-after=NAME     print the IR text after pass NAME to stdout\n"
-    "  --int8 FILE.qparams   run the tensors FILE names on int8 kernels (C target;\n"
+    "  --int8 FILE.qparams   run the tensors FILE names on int8 kernels (C and CUDA;\n"
     "                        docs/int8.md); ops without one stay float\n"
     "  --keep-float NODES    with --int8: these nodes (comma list) stay float\n"
     "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
@@ -361,11 +361,6 @@ int cli_compile_run(int argc, char **argv) {
         goto usage;
     }
     if (qparams) {
-        if (cuda) {
-            cli_usage_error("compile", "--int8 is for --target c (the CUDA int8 path is not built yet)");
-            ir_graph_free(g);
-            goto usage;
-        }
         char qsha[65];
         Diag qd;
         diag_init(&qd);

@@ -236,6 +236,15 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
         int64_t M = y->dims[y->layout == IR_LAYOUT_NHWC ? y->rank - 1 : 1];
         return M > 0 ? 2.0 * ny * (double)cgen_numel(&cx->c, n->inputs[1]) / (double)M : 0.0;
     }
+    case IR_OP_QGEMM_INT8: /* int8 operations, counted the same way */
+        return a->rank >= 1 ? 2.0 * ny * (double)a->dims[a->rank - 1] : 0.0;
+    case IR_OP_QCONV: { /* NHWC: K = KH*KW*C/group */
+        uint32_t nk;
+        const int64_t *ks = ir_attr_ints(n, IR_ATTR_QCONV_KERNEL_SHAPE, &nk);
+        int64_t group = ir_attr_i(n, IR_ATTR_QCONV_GROUP);
+        if (!ks || nk != 2 || a->rank != 4 || group < 1) return 0.0;
+        return 2.0 * ny * (double)(ks[0] * ks[1] * (a->dims[3] / group));
+    }
     case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds;
                                    * K's logical dimension r-2 (keys) is its dimension perm[r-2] */
         uint32_t np;
@@ -541,6 +550,7 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
         cw_line(c, " * compiled __host__ __device__ (their `(void)x;` counts as no use for "
                    "nvcc: warning 550 off). */");
         cw_line(c, "#define KC_C_RUNTIME 1");
+        cw_line(c, "#define RT_QGEMM_PORTABLE 1 /* rt_qgemm.h's plain C: no host SIMD on the device */");
         cw_line(c, "#pragma nv_diag_suppress 550");
     }
     for (uint32_t i = 0; i < cx->n_rt; i++) cw_line(c, "#include \"%s\"", cx->rt[i]);
@@ -786,6 +796,8 @@ static const BundleDialect cuda_dialect = {
  * stay float32. */
 static bool runs_in_fp16(const IrGraph *g, const IrNode *n, void *arg) {
     (void)g, (void)arg;
+    /* the int8 edges keep float32 (and their scales): the C target's exact quantization */
+    if (n->op == IR_OP_QUANTIZE_LINEAR || n->op == IR_OP_DEQUANTIZE_LINEAR) return false;
     return cuda_emit_table[n->op] && cuda_emit_table[n->op] != cuda_emit_generic;
 }
 
@@ -805,6 +817,7 @@ bool cuda_accepts(const BundleOptions *opts, Diag *d) {
 
 bool cuda_prepare(IrGraph *g, const BundleOptions *opts, Diag *d) {
     const CudaOptions *co = opts->cuda ? opts->cuda : &cuda_defaults;
+    if (!cuda_qint8_prepare(g, d)) return false;
     if (co->prec == CUDA_PREC_FP16) pass_fp16(g, runs_in_fp16, NULL, co->io16, d);
     return cgen_control_prepare(g, d);
 }

@@ -71,5 +71,9 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n);
  * (nothing written) otherwise. The caller checked that ln reads the sum alone. */
 bool cuda_emit_add_layernorm(CudaCtx *cx, const IrNode *add, const IrNode *ln);
 
+/* The int8 kernels (cuda_qint8.c): the weights' GPU layout, made by the target's prepare
+ * step (the rest get the C target's packing), and the emitters of the quantize pass's ops. */
+bool cuda_qint8_prepare(IrGraph *g, Diag *d);
+void cuda_register_qint8(CudaEmitFn *table);
 
 #endif

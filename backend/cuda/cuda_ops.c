@@ -1309,6 +1309,7 @@ void cuda_tables_init(void) {
     cuda_emit_table[IR_OP_INSTANCE_NORMALIZATION] = emit_groupnorm;
     cuda_emit_table[IR_OP_GROUP_NORMALIZATION] = emit_groupnorm;
     cuda_emit_table[IR_OP_FUSED_ATTENTION] = emit_fused_attention;
+    cuda_register_qint8(cuda_emit_table);
     for (int op = 0; op < IR_OP_COUNT; op++)
         if (!cuda_emit_table[op] && cgen_emit_table[op]) cuda_emit_table[op] = cuda_emit_generic;
     ready = true;

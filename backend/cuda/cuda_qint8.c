@@ -1,0 +1,264 @@
+/* The CUDA target's int8 kernels (runtime/cuda/kc_qconv.cuh) for the nodes of the quantize
+ * pass: QConv, QGemm, QAdd, QMul, QLut, QMaxPool, QGlobalAveragePool, and per-tensor
+ * QuantizeLinear / DequantizeLinear between float32 and uint8 at the edges of float ops.
+ *
+ * cuda_qint8_prepare (the target's prepare step) lays out the weights for the GPU: a dense
+ * QConv (one group) or QGemm gets int8 (M, 1, Kp) -- the quantize pass's (M, K) rows, zero
+ * padded to Kp, a multiple of the kernel's 64-byte stage -- a depthwise QConv (KH*KW, 1, C);
+ * and its bias input becomes one int32 (4, M) constant: bias (first, so the C code still
+ * finds it there), then backend/qplan.c's per-channel mult, rmult (0 without a residual)
+ * and shift. Rank 3 marks the GPU layout. Nodes the kernels do not take (grouped but not
+ * depthwise convolutions, sizes past 32-bit indexing) keep the C target's packing
+ * (qplan_pack_weights) and run on the generic path. The integer formula is the C
+ * target's (kc_qconv.cuh says which), so the uint8 results are the same bytes. */
+#include <string.h>
+
+#include "backend/cuda/cuda.h"
+#include "backend/qplan.h"
+
+#define QC_BK 64 /* = KC_QBK */
+
+static const char *qptr(CudaCtx *cx, uint32_t v) { return cgen_ptr(&cx->c, v); }
+
+static bool qrefuse(CudaCtx *cx, const IrNode *n, const char *what) {
+    ir_node_diag(cx->c.b.d, DIAG_ERROR, n, ": the CUDA int8 kernel does not support %s", what);
+    return false;
+}
+
+static void qchecked(CudaCtx *cx, const char *call) {
+    cw_line(cx->c.w, "if ((rc = %s) != KC_OK) return rc;", call);
+}
+
+static bool fits32(int64_t v) { return v >= 0 && v < INT32_MAX; }
+
+static uint32_t new_const(IrGraph *g, const char *base, const char *sfx, IrDType dt, int rank,
+                          const int64_t *dims, void **data) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", base ? base : "w", sfx);
+    IrTensor *t = ir_tensor_new(g->arena, dt, rank, dims);
+    t->name = ir_arena_strdup(g->arena, name);
+    IrType ty = ir_type_tensor(dt, rank, dims);
+    uint32_t v = ir_value_add(g, t->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = t;
+    g->values[v].producer = IR_NONE;
+    *data = t->data;
+    return v;
+}
+
+/* Whether the GPU kernels take node n, and its kind: 1 dense, 2 depthwise. */
+static int gpu_kind(const IrGraph *g, const IrNode *n, QPlanConv *pc, QPlanGemm *pg) {
+    const char *why;
+    const IrValue *wv = &g->values[n->inputs[1]], *bv = &g->values[n->inputs[2]];
+    if (wv->type.rank != 2 || wv->kind != IR_VALUE_CONST || !wv->tensor ||
+        wv->tensor->dtype != IR_DTYPE_I8 || bv->kind != IR_VALUE_CONST || !bv->tensor ||
+        bv->tensor->dtype != IR_DTYPE_I32)
+        return 0;
+    const IrType *tx = &g->values[n->inputs[0]].type, *ty = &g->values[n->outputs[0]].type;
+    if (tx->dtype != IR_DTYPE_U8 || ty->dtype != IR_DTYPE_U8 || !ir_type_is_static(tx) ||
+        !fits32(ir_type_numel(tx)) || !fits32(ir_type_numel(ty)))
+        return 0;
+    if (n->op == IR_OP_QCONV) {
+        if (!qplan_conv(g, n, pc, &why)) return 0;
+        if (pc->depthwise) return 2;
+        return pc->group == 1 ? 1 : 0;
+    }
+    if (!qplan_gemm(g, n, pg, &why)) return 0;
+    return 1;
+}
+
+bool cuda_qint8_prepare(IrGraph *g, Diag *d) {
+    IrArena *scratch = g->arena;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrNode *n = &g->nodes[i];
+        if (n->dead || (n->op != IR_OP_QCONV && n->op != IR_OP_QGEMM_INT8)) continue;
+        QPlanConv pc;
+        QPlanGemm pg;
+        int kind = gpu_kind(g, n, &pc, &pg);
+        QPlanRequant rq;
+        const char *why;
+        if (!kind || !qplan_requant(g, n, scratch, &rq, &why)) continue;
+        const IrTensor *wt = g->values[n->inputs[1]].tensor;
+        const int8_t *src = wt->data;
+        int64_t M = wt->dims[0], K = wt->dims[1];
+        const char *base = g->values[n->inputs[1]].name;
+        const IrQuant *quant = g->values[n->inputs[1]].quant;
+        void *pw, *pb;
+        uint32_t wv;
+        if (kind == 1) {
+            int64_t Kp = (K + QC_BK - 1) / QC_BK * QC_BK;
+            int64_t dims[3] = {M, 1, Kp};
+            wv = new_const(g, base, ".gpu", IR_DTYPE_I8, 3, dims, &pw);
+            int8_t *o = pw;
+            memset(o, 0, (size_t)(M * Kp));
+            for (int64_t m = 0; m < M; m++) memcpy(o + m * Kp, src + m * K, (size_t)K);
+        } else {
+            int64_t taps = pc.kh * pc.kw;
+            int64_t dims[3] = {taps, 1, M};
+            wv = new_const(g, base, ".gpu", IR_DTYPE_I8, 3, dims, &pw);
+            int8_t *o = pw;
+            for (int64_t c = 0; c < M; c++)
+                for (int64_t t = 0; t < taps; t++) o[t * M + c] = src[c * taps + t];
+        }
+        g->values[wv].quant = (IrQuant *)quant;
+        int64_t bdims[2] = {4, M};
+        uint32_t bv = new_const(g, g->values[g->nodes[i].inputs[2]].name, ".gpu", IR_DTYPE_I32, 2,
+                                bdims, &pb);
+        int32_t *o = pb;
+        const int32_t *bias = g->values[g->nodes[i].inputs[2]].tensor->data;
+        for (int64_t m = 0; m < M; m++) {
+            o[m] = bias[m];
+            o[M + m] = rq.mult[m];
+            o[2 * M + m] = rq.rmult ? rq.rmult[m] : 0;
+            o[3 * M + m] = rq.shift[m];
+        }
+        g->nodes[i].inputs[1] = wv;
+        g->nodes[i].inputs[2] = bv;
+    }
+    return qplan_pack_weights(g, d);
+}
+
+static bool need_u8(CudaCtx *cx, const IrNode *n, uint32_t v) {
+    const IrType *t = cgen_type(&cx->c, v);
+    if (t->dtype != IR_DTYPE_U8 || !ir_type_is_static(t)) return qrefuse(cx, n, "an operand that is not a static uint8 tensor");
+    return true;
+}
+
+static void emit_params(CudaCtx *cx, const int64_t *v) {
+    cw_line(cx->c.w, "static const KcQConv p = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                     "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                     "%lld, %lld};",
+            (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+            (long long)v[5], (long long)v[6], (long long)v[7], (long long)v[8], (long long)v[9],
+            (long long)v[10], (long long)v[11], (long long)v[12], (long long)v[13],
+            (long long)v[14], (long long)v[15], (long long)v[16], (long long)v[17],
+            (long long)v[18], (long long)v[19], (long long)v[20], (long long)v[21]);
+}
+
+/* QConv (dense or depthwise) and QGemm (a 1x1 convolution of rows x 1 x 1 pixels). */
+static bool emit_qconv(CudaCtx *cx, const IrNode *n) {
+    const IrGraph *g = cx->c.b.g;
+    if (!need_u8(cx, n, n->inputs[0]) || !need_u8(cx, n, n->outputs[0])) return false;
+    const IrType *tw = cgen_type(&cx->c, n->inputs[1]);
+    if (tw->rank != 3) return qrefuse(cx, n, "weights in the C target's packing (a grouped convolution)");
+    QPlanRequant rq;
+    const char *why = "";
+    if (!qplan_requant(g, n, &cx->c.b.scratch, &rq, &why)) return qrefuse(cx, n, why);
+    bool dw = false;
+    int64_t v[22];
+    if (n->op == IR_OP_QCONV) {
+        QPlanConv p;
+        if (!qplan_conv(g, n, &p, &why)) return qrefuse(cx, n, why);
+        dw = p.depthwise;
+        int64_t K = p.kh * p.kw * p.c;
+        int64_t t[22] = {p.n, p.h, p.w, p.c, p.oh, p.ow, p.m, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw,
+                         p.dh, p.dw, K, dw ? K : tw->dims[2], rq.x_zp, rq.y_zp, rq.r_zp, rq.lo, rq.hi};
+        memcpy(v, t, sizeof v);
+    } else {
+        QPlanGemm p;
+        if (!qplan_gemm(g, n, &p, &why)) return qrefuse(cx, n, why);
+        int64_t t[22] = {p.rows, 1, 1, p.k, 1, 1, p.n, 1, 1, 1, 1, 0, 0, 1, 1, p.k, tw->dims[2],
+                         rq.x_zp, rq.y_zp, rq.r_zp, rq.lo, rq.hi};
+        memcpy(v, t, sizeof v);
+    }
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    bool res = n->op == IR_OP_QCONV && ir_has_input(n, 3);
+    cw_open(cx->c.w, "%s", "");
+    emit_params(cx, v);
+    qchecked(cx, cgen_fmt(&cx->c, "%s(s, %s, %s, %s, %s, %s, &p)", dw ? "kc_qdwconv" : "kc_qconv",
+                          qptr(cx, n->inputs[0]), qptr(cx, n->inputs[1]), qptr(cx, n->inputs[2]),
+                          res ? qptr(cx, n->inputs[3]) : "(const uint8_t *)NULL",
+                          qptr(cx, n->outputs[0])));
+    cw_close(cx->c.w, NULL);
+    return true;
+}
+
+static bool emit_qmaxpool(CudaCtx *cx, const IrNode *n) {
+    QPlanConv p;
+    const char *why = "";
+    if (!need_u8(cx, n, n->inputs[0]) || !need_u8(cx, n, n->outputs[0])) return false;
+    if (!qplan_pool(cx->c.b.g, n, &p, &why)) return qrefuse(cx, n, why);
+    if (!fits32(cgen_numel(&cx->c, n->inputs[0]))) return qrefuse(cx, n, "2^31 elements or more");
+    int64_t v[22] = {p.n, p.h, p.w, p.c, p.oh, p.ow, p.m, p.kh, p.kw, p.sh, p.sw,
+                     p.ph, p.pw, p.dh, p.dw, 0, 0, 0, 0, 0, 0, 255};
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    cw_open(cx->c.w, "%s", "");
+    emit_params(cx, v);
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qmaxpool(s, %s, %s, &p)", qptr(cx, n->inputs[0]),
+                          qptr(cx, n->outputs[0])));
+    cw_close(cx->c.w, NULL);
+    return true;
+}
+
+static bool emit_qelt(CudaCtx *cx, const IrNode *n) {
+    QPlanEltwise p;
+    const char *why = "";
+    for (uint32_t k = 0; k < n->n_inputs; k++)
+        if (!need_u8(cx, n, n->inputs[k])) return false;
+    if (!need_u8(cx, n, n->outputs[0])) return false;
+    if (!qplan_eltwise(cx->c.b.g, n, &p, &why)) return qrefuse(cx, n, why);
+    int64_t count = cgen_numel(&cx->c, n->outputs[0]);
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    if (n->op == IR_OP_QADD || n->op == IR_OP_QMUL) {
+        if (cgen_numel(&cx->c, n->inputs[0]) != count || cgen_numel(&cx->c, n->inputs[1]) != count)
+            return qrefuse(cx, n, "operands of other shapes than the output");
+        qchecked(cx, cgen_fmt(&cx->c, "kc_qbinary(s, %lld, %s, %d, %ld, %s, %d, %ld, %d, %d, %d, %s)",
+                              (long long)count, qptr(cx, n->inputs[0]), (int)p.a_zp, (long)p.ma,
+                              qptr(cx, n->inputs[1]), (int)p.b_zp, (long)p.mb, p.shift,
+                              (int)p.y_zp, n->op == IR_OP_QMUL, qptr(cx, n->outputs[0])));
+        return true;
+    }
+    const IrType *tx = cgen_type(&cx->c, n->inputs[0]);
+    if (tx->rank != 4) return qrefuse(cx, n, "an input that is not 4-D channels-last");
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qgavg(s, %s, %s, %lld, %lld, %lld, %d, %ld, %d, %d)",
+                          qptr(cx, n->inputs[0]), qptr(cx, n->outputs[0]), (long long)tx->dims[0],
+                          (long long)(tx->dims[1] * tx->dims[2]), (long long)tx->dims[3],
+                          (int)p.a_zp, (long)p.ma, p.shift, (int)p.y_zp));
+    return true;
+}
+
+static bool emit_qlut(CudaCtx *cx, const IrNode *n) {
+    if (!need_u8(cx, n, n->inputs[0]) || !need_u8(cx, n, n->outputs[0])) return false;
+    if (cgen_numel(&cx->c, n->inputs[1]) != 256) return qrefuse(cx, n, "a table of other than 256 entries");
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qlut(s, %lld, %s, %s, %s)",
+                          (long long)cgen_numel(&cx->c, n->outputs[0]), qptr(cx, n->inputs[0]),
+                          qptr(cx, n->inputs[1]), qptr(cx, n->outputs[0])));
+    return true;
+}
+
+/* QuantizeLinear float32/float16 -> uint8 and DequantizeLinear uint8 -> float32 with one float32
+ * scale and an optional uint8 zero point; anything else takes the generic path. */
+static bool emit_qdq(CudaCtx *cx, const IrNode *n) {
+    bool q = n->op == IR_OP_QUANTIZE_LINEAR;
+    uint32_t x = n->inputs[0], sc = n->inputs[1], y = n->outputs[0];
+    uint32_t zp = n->n_inputs > 2 ? n->inputs[2] : IR_NONE;
+    IrDType xt = cgen_type(&cx->c, x)->dtype, yt = cgen_type(&cx->c, y)->dtype;
+    bool xf = xt == IR_DTYPE_F32 || (q && xt == IR_DTYPE_F16); /* float16 as its bits */
+    if (!(q ? xf && yt == IR_DTYPE_U8 : xt == IR_DTYPE_U8 && yt == IR_DTYPE_F32))
+        return qrefuse(cx, n, "types other than float32 (or float16 into QuantizeLinear) and uint8");
+    if (cgen_type(&cx->c, sc)->dtype != IR_DTYPE_F32 || cgen_numel(&cx->c, sc) != 1 ||
+        (zp != IR_NONE && (cgen_type(&cx->c, zp)->dtype != IR_DTYPE_U8 || cgen_numel(&cx->c, zp) != 1)))
+        return qrefuse(cx, n, "a scale or zero point that is not one value");
+    if (q && ir_attr_i(n, IR_ATTR_QUANTIZE_LINEAR_BLOCK_SIZE) > 0)
+        return qrefuse(cx, n, "blocked quantization");
+    if (!q && ir_attr_i(n, IR_ATTR_DEQUANTIZE_LINEAR_BLOCK_SIZE) > 0)
+        return qrefuse(cx, n, "blocked quantization");
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    qchecked(cx, cgen_fmt(&cx->c, "%s(s, %lld, %s, %s, %s, %s)",
+                          q ? "kc_quantize_u8" : "kc_dequantize_u8",
+                          (long long)cgen_numel(&cx->c, x), qptr(cx, x), qptr(cx, sc),
+                          zp == IR_NONE ? "(const uint8_t *)NULL" : qptr(cx, zp), qptr(cx, y)));
+    return true;
+}
+
+void cuda_register_qint8(CudaEmitFn *table) {
+    table[IR_OP_QCONV] = emit_qconv;
+    table[IR_OP_QGEMM_INT8] = emit_qconv;
+    table[IR_OP_QADD] = emit_qelt;
+    table[IR_OP_QMUL] = emit_qelt;
+    table[IR_OP_QGLOBAL_AVERAGE_POOL] = emit_qelt;
+    table[IR_OP_QLUT] = emit_qlut;
+    table[IR_OP_QMAX_POOL] = emit_qmaxpool;
+    table[IR_OP_QUANTIZE_LINEAR] = emit_qdq;
+    table[IR_OP_DEQUANTIZE_LINEAR] = emit_qdq;
+}

@@ -1,0 +1,96 @@
+/* bench/gpu/int8_time.cu: times one CUDA bundle of bench/gpu/int8_prepare.py (built with
+ * -DB=NAME -DPN=UPPER_NAME_PROFILE_NODES -include NAME.h): median milliseconds of NAME_cuda_run on the context's own
+ * buffers (no host copies), the input filled with one seeded pattern, plus the sum of the
+ * per-node profile grouped by op. usage: int8_time WEIGHTS INPUT_FLOATS RUNS */
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define F(x) CAT(B, x)
+
+int main(int argc, char **argv) {
+    if (argc != 4) return 2;
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    std::vector<unsigned char> w((size_t)n + 64);
+    if (fread(w.data(), 1, (size_t)n, f) != (size_t)n) return 2;
+    fclose(f);
+    size_t count = strtoull(argv[2], NULL, 10);
+    int runs = atoi(argv[3]), st = 0;
+    F(_cuda_ctx) *ctx = F(_cuda_init)(w.data(), &st);
+    if (!ctx) {
+        fprintf(stderr, "init failed: %d\n", st);
+        return 1;
+    }
+    F(_inputs) in;
+    F(_outputs) out;
+    F(_cuda_io)(ctx, &in, &out);
+    std::vector<float> x(count);
+    unsigned s = 12345;
+    for (size_t i = 0; i < count; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    float *dx;
+    memcpy(&dx, &in, sizeof dx); /* the first (only) input's device buffer */
+    cudaMemcpy(dx, x.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 3; i++) F(_cuda_run)(ctx, &in, &out, stream);
+    cudaStreamSynchronize(stream);
+    std::vector<float> ms;
+    for (int i = 0; i < runs; i++) {
+        cudaEventRecord(a, stream);
+        int rc = F(_cuda_run)(ctx, &in, &out, stream);
+        cudaEventRecord(b, stream);
+        cudaEventSynchronize(b);
+        if (rc != 0 || F(_cuda_status)(ctx) != 0) {
+            fprintf(stderr, "run failed: %d\n", rc);
+            return 1;
+        }
+        float t;
+        cudaEventElapsedTime(&t, a, b);
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::vector<float> node(PN);
+    F(_cuda_profile)(ctx, node.data());
+    std::map<std::string, double> byop;
+    for (int i = 0; i < PN; i++) {
+        std::string op = F(_profile_nodes)[i];
+        op = op.substr(0, op.find(' '));
+        byop[op] += node[i];
+    }
+    printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %d, \"profile_ms\": {", ms[ms.size() / 2],
+           ms[0], runs);
+    bool first = true;
+    for (auto &kv : byop) {
+        printf("%s\"%s\": %.4f", first ? "" : ", ", kv.first.c_str(), kv.second);
+        first = false;
+    }
+    printf("}");
+    if (getenv("INT8_TIME_NODES")) { /* the slowest nodes, for the docs' breakdown */
+        std::vector<int> idx(PN);
+        for (int i = 0; i < PN; i++) idx[i] = i;
+        std::sort(idx.begin(), idx.end(), [&](int a, int b) { return node[a] > node[b]; });
+        printf(", \"slowest\": [");
+        for (int i = 0; i < PN && i < 12; i++)
+            printf("%s[\"%s\", %.4f]", i ? ", " : "", F(_profile_nodes)[idx[i]], node[idx[i]]);
+        printf("]");
+    }
+    printf("}\n");
+    F(_cuda_free)(ctx);
+    return 0;
+}

@@ -1,0 +1,551 @@
+/* kc_qconv.cuh: the int8 kernels of the quantize pass (passes/quantize.c) on the GPU:
+ * QConv and QGemm as an implicit GEMM on int8 tensor cores (mma.sync m16n8k32, uint8
+ * activations x int8 weights -> int32), depthwise QConv, QMaxPool, QGlobalAveragePool, QAdd,
+ * QMul, QLut, and per-tensor QuantizeLinear / DequantizeLinear between float32 and uint8.
+ *
+ * Exactness: every kernel computes the C target's integer formula (runtime/rt_qgemm.h,
+ * rt_qconv.h, rt_cast.h), so a CUDA bundle writes the same uint8 bytes as the C bundle:
+ *   acc = bias[n] + sum_k x[k] * w[n][k]                 (int32; padding taps read x_zp)
+ *   t   = acc * mult[n] + (r - r_zp) * rmult[n]          (int64; residual term with r only)
+ *   y   = clamp(y_zp + floor((t + 2^(shift[n]-1)) / 2^shift[n]), lo, hi)
+ * The per-channel parameters are one int32 array of 4 M values made at compile time by the
+ * CUDA target's prepare step (backend/cuda/cuda_qint8.c): bias, mult, rmult, shift.
+ *
+ * Weights: dense QConv/QGemm (M, Kp) int8, row n holding k = (ky*KW + kx)*C + c, zero
+ * past K = KH*KW*C up to Kp, a multiple of KC_QBK; depthwise (KH*KW, C). */
+#ifndef KILN_KC_QCONV_CUH
+#define KILN_KC_QCONV_CUH
+
+#include "kc_common.cuh"
+
+#define KC_QBM 128 /* output pixels per block */
+#define KC_QBK 64  /* reduction bytes per stage */
+#define KC_QLD 80  /* shared-memory row stride in bytes: conflict-free fragment loads */
+
+typedef struct KcQConv {
+    int32_t N, H, W, C;   /* input (N,H,W,C) uint8 */
+    int32_t OH, OW, M;    /* output (N,OH,OW,M) */
+    int32_t R, S, sh, sw, ph, pw, dh, dw;
+    int32_t K, Kp;        /* reduction R*S*C, padded */
+    int32_t x_zp, y_zp, r_zp, lo, hi;
+} KcQConv;
+
+/* floor(t / 2^s + 1/2), 1 <= s <= 62: rt_qround_shift */
+static __device__ __forceinline__ int64_t kc_qround_shift(int64_t t, int s) {
+    int64_t u = t + ((int64_t)1 << (s - 1));
+    return u >= 0 ? u >> s : -((-u - 1) >> s) - 1;
+}
+
+/* rt_qrequant1: acc holds the bias; r is the residual minus its zero point */
+static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult, int32_t rmult,
+                                                      int32_t r, int shift, int32_t y_zp,
+                                                      int32_t lo, int32_t hi) {
+    int64_t t = (int64_t)acc * mult + (int64_t)r * rmult;
+    int64_t v = kc_qround_shift(t, shift) + y_zp;
+    return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* VW bytes of x for reduction index k of pixel (n, oy, ox) (k, VW in one tap: C % VW == 0) */
+template <int VW>
+static __device__ __forceinline__ void kc_qgather(const uint8_t *__restrict__ x, const KcQConv &p,
+                                                  int n, int oy, int ox, int k, uint8_t *dst) {
+    if (n < 0 || k >= p.K) {
+#pragma unroll
+        for (int i = 0; i < VW; i++) dst[i] = 0;
+        return;
+    }
+    int tap = k / p.C, c = k - tap * p.C, ky = tap / p.S, kx = tap - ky * p.S;
+    int iy = oy * p.sh - p.ph + ky * p.dh, ix = ox * p.sw - p.pw + kx * p.dw;
+    if (iy < 0 || iy >= p.H || ix < 0 || ix >= p.W) {
+#pragma unroll
+        for (int i = 0; i < VW; i++) dst[i] = (uint8_t)p.x_zp;
+        return;
+    }
+    const uint8_t *src = x + ((size_t)((n * p.H + iy) * p.W + ix)) * p.C + c;
+    if (VW == 16) *(uint4 *)(void *)dst = *(const uint4 *)(const void *)src;
+    else if (VW == 4) *(uint32_t *)(void *)dst = *(const uint32_t *)(const void *)src;
+    else dst[0] = src[0];
+}
+
+static __device__ __forceinline__ void kc_mma_u8s8(int32_t *d, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* y = requant(conv(x, w) + bias [+ residual]); one block: 128 pixels x BN channels (64 or
+ * 128), BN/16 warps of 64 x 32, double-buffered shared memory filled through registers (padding taps
+ * become x_zp, which cp.async's zero fill cannot give). VW: the gather's vector width
+ * (16 when C % 16 == 0, 4 when C % 4 == 0, else 1). sm_80 and newer. */
+template <int VW, int BN>
+__global__ void __launch_bounds__(2 * BN)
+kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                    const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                    uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) uint8_t As[2][KC_QBM * KC_QLD];
+    __shared__ __align__(16) uint8_t Bs[2][BN * KC_QLD];
+    enum { THREADS = 2 * BN, AP = KC_QBM * 4 / THREADS, RSTEP = THREADS / 4 };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int P = p.N * p.OH * p.OW;
+    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * BN;
+    const int cc = tid & 3; /* this thread's 16-byte chunk of a 64-byte row */
+    int an[AP], ay[AP], ax[AP];
+#pragma unroll
+    for (int i = 0; i < AP; i++) {
+        int pix = row0 + (tid >> 2) + RSTEP * i;
+        if (pix < P) {
+            int img = pix / (p.OH * p.OW), rem = pix - img * (p.OH * p.OW);
+            an[i] = img, ay[i] = rem / p.OW, ax[i] = rem - ay[i] * p.OW;
+        } else {
+            an[i] = -1, ay[i] = 0, ax[i] = 0;
+        }
+    }
+    uint4 ra[AP], rb[2];
+    int32_t acc[4][4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[a][b][c] = 0;
+    const int nk = p.Kp / KC_QBK;
+    auto load = [&](int kt) {
+        int k = kt * KC_QBK + cc * 16;
+#pragma unroll
+        for (int i = 0; i < AP; i++) {
+            uint8_t *d = (uint8_t *)&ra[i];
+#pragma unroll
+            for (int v = 0; v < 16; v += VW) kc_qgather<VW>(x, p, an[i], ay[i], ax[i], k + v, d + v);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            int n = col0 + (tid >> 2) + RSTEP * i;
+            rb[i] = n < p.M ? *(const uint4 *)(const void *)(w + (size_t)n * p.Kp + k)
+                            : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto store = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < AP; i++)
+            *(uint4 *)(void *)&As[buf][((tid >> 2) + RSTEP * i) * KC_QLD + cc * 16] = ra[i];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            *(uint4 *)(void *)&Bs[buf][((tid >> 2) + RSTEP * i) * KC_QLD + cc * 16] = rb[i];
+    };
+    load(0);
+    store(0);
+    __syncthreads();
+    for (int kt = 0; kt < nk; kt++) {
+        const int buf = kt & 1;
+        if (kt + 1 < nk) load(kt + 1);
+#pragma unroll
+        for (int ks = 0; ks < KC_QBK; ks += 32) {
+            uint32_t af[4][4], bf[4][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) {
+                const uint8_t *base = &As[buf][(wm * 64 + mt * 16 + g) * KC_QLD + ks + tig * 4];
+                af[mt][0] = *(const uint32_t *)(const void *)base;
+                af[mt][1] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD);
+                af[mt][2] = *(const uint32_t *)(const void *)(base + 16);
+                af[mt][3] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD + 16);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                const uint8_t *base = &Bs[buf][(wn * 32 + nt * 8 + g) * KC_QLD + ks + tig * 4];
+                bf[nt][0] = *(const uint32_t *)(const void *)base;
+                bf[nt][1] = *(const uint32_t *)(const void *)(base + 16);
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+        }
+        if (kt + 1 < nk) {
+            store(buf ^ 1);
+            __syncthreads();
+        }
+    }
+    /* epilogue: bias, residual, requantization and clamp, one store of uint8 */
+    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int n = col0 + wn * 32 + nt * 8 + tig * 2 + j;
+            if (n >= p.M) continue;
+            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int pix = row0 + wm * 64 + mt * 16 + g + 8 * h;
+                    if (pix >= P) continue;
+                    size_t o = (size_t)pix * p.M + n;
+                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
+                    y[o] = kc_qrequant(acc[mt][nt][2 * h + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
+                }
+        }
+    }
+#endif
+}
+
+/* The channels-in-sixteens form (C % 16 == 0, X on 16 bytes): 32-byte reduction stages in a
+ * three-stage cp.async pipeline (16-byte copies straight from X and W into shared memory;
+ * a chunk in the padding is an ordinary store of the zero point, one past K or the last
+ * pixel of zeros), rows padded to 48 bytes (conflict-free fragment loads). The reduction
+ * index walks (ky, kx, c) incrementally: no division in the loop. Same tiles, warps,
+ * fragments and epilogue as kc_qconv_mma_kernel. */
+#define KC_QSTAGES 3
+#define KC_QLD16 48
+static __device__ __forceinline__ void kc_cp16(void *smem, const void *g) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g));
+}
+
+template <int BN>
+__global__ void __launch_bounds__(2 * BN)
+kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                      const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                      uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __shared__ __align__(16) uint8_t As[KC_QSTAGES][KC_QBM * KC_QLD16];
+    __shared__ __align__(16) uint8_t Bs[KC_QSTAGES][BN * KC_QLD16];
+    enum { THREADS = 2 * BN, AP = KC_QBM * 2 / THREADS, RSTEP = THREADS / 2 };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int P = p.N * p.OH * p.OW;
+    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * BN;
+    const int h = tid & 1; /* this thread's 16-byte half of a 32-byte row */
+    int abase[AP], ay0[AP], ax0[AP];
+#pragma unroll
+    for (int i = 0; i < AP; i++) {
+        int pix = row0 + (tid >> 1) + RSTEP * i;
+        if (pix < P) {
+            int img = pix / (p.OH * p.OW), rem = pix - img * (p.OH * p.OW);
+            int oy = rem / p.OW, ox = rem - oy * p.OW;
+            abase[i] = img * p.H * p.W * p.C;
+            ay0[i] = oy * p.sh - p.ph, ax0[i] = ox * p.sw - p.pw;
+        } else {
+            abase[i] = -1, ay0[i] = 0, ax0[i] = 0;
+        }
+    }
+    const int nb = col0 + (tid >> 1);
+    const int8_t *wrow = w + (size_t)(nb < p.M ? nb : 0) * p.Kp + h * 16;
+    const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
+    /* the reduction position of this thread's next chunk: channel c of tap (ky, kx) */
+    int c = h * 16, ky = 0, kx = 0;
+    while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
+    int32_t acc[4][4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[a][b][e] = 0;
+    const int nk = p.Kp / 32;
+    auto issue = [&](int kt) {
+        const int buf = kt % KC_QSTAGES;
+#pragma unroll
+        for (int i = 0; i < AP; i++) {
+            uint8_t *dst = &As[buf][((tid >> 1) + RSTEP * i) * KC_QLD16 + h * 16];
+            int iy = ay0[i] + ky * p.dh, ix = ax0[i] + kx * p.dw;
+            if (abase[i] < 0 || ky >= p.R)
+                *(uint4 *)(void *)dst = make_uint4(0, 0, 0, 0);
+            else if (iy < 0 || iy >= p.H || ix < 0 || ix >= p.W)
+                *(uint4 *)(void *)dst = make_uint4(zp4, zp4, zp4, zp4);
+            else
+                kc_cp16(dst, x + abase[i] + (iy * p.W + ix) * p.C + c);
+        }
+        uint8_t *bdst = &Bs[buf][(tid >> 1) * KC_QLD16 + h * 16];
+        if (nb < p.M) kc_cp16(bdst, wrow + kt * 32);
+        else *(uint4 *)(void *)bdst = make_uint4(0, 0, 0, 0);
+        asm volatile("cp.async.commit_group;\n" ::);
+        c += 32;
+        while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
+    };
+#pragma unroll
+    for (int st = 0; st < KC_QSTAGES - 1; st++) {
+        if (st < nk) issue(st);
+        else asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(KC_QSTAGES - 2));
+        __syncthreads();
+        if (kt + KC_QSTAGES - 1 < nk) issue(kt + KC_QSTAGES - 1);
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const int buf = kt % KC_QSTAGES;
+        uint32_t af[4][4], bf[4][2];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++) {
+            const uint8_t *base = &As[buf][(wm * 64 + mt * 16 + g) * KC_QLD16 + tig * 4];
+            af[mt][0] = *(const uint32_t *)(const void *)base;
+            af[mt][1] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD16);
+            af[mt][2] = *(const uint32_t *)(const void *)(base + 16);
+            af[mt][3] = *(const uint32_t *)(const void *)(base + 8 * KC_QLD16 + 16);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            const uint8_t *base = &Bs[buf][(wn * 32 + nt * 8 + g) * KC_QLD16 + tig * 4];
+            bf[nt][0] = *(const uint32_t *)(const void *)base;
+            bf[nt][1] = *(const uint32_t *)(const void *)(base + 16);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int n = col0 + wn * 32 + nt * 8 + tig * 2 + j;
+            if (n >= p.M) continue;
+            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    int pix = row0 + wm * 64 + mt * 16 + g + 8 * hh;
+                    if (pix >= P) continue;
+                    size_t o = (size_t)pix * p.M + n;
+                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
+                    y[o] = kc_qrequant(acc[mt][nt][2 * hh + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
+                }
+        }
+    }
+#endif
+}
+
+/* The column tile: 128 channels (eight warps) where the layer has that many, else 64. */
+template <int VW>
+static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
+                                   const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                   const KcQConv *p) {
+    if (bn == 128) kc_qconv_mma_kernel<VW, 128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
+    else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+}
+
+static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                           const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    int64_t P = (int64_t)p->N * p->OH * p->OW;
+    if (P <= 0 || p->M <= 0) return KC_OK;
+    int bn = p->M >= 128 ? 128 : 64;
+    dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
+        if (bn == 128) kc_qconv_mma16_kernel<128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
+        else kc_qconv_mma16_kernel<64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+    } else if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0)
+        kc_qconv_launch<16>(s, grid, bn, x, w, rq, r, y, p);
+    else if (p->C % 4 == 0 && ((uintptr_t)x & 3) == 0)
+        kc_qconv_launch<4>(s, grid, bn, x, w, rq, r, y, p);
+    else
+        kc_qconv_launch<1>(s, grid, bn, x, w, rq, r, y, p);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Depthwise: one thread per output element (channels innermost, coalesced); w (R*S, C). */
+__global__ void kc_qdwconv_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                                  const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                                  uint8_t *__restrict__ y, KcQConv p) {
+    int64_t total = (int64_t)p.N * p.OH * p.OW * p.M;
+    KC_FOR(i, total) {
+        int c = (int)(i % p.M);
+        int64_t pix = i / p.M;
+        int ox = (int)(pix % p.OW), oy = (int)((pix / p.OW) % p.OH), n = (int)(pix / ((int64_t)p.OW * p.OH));
+        int32_t acc = rq[c];
+        for (int ky = 0; ky < p.R; ky++) {
+            int iy = oy * p.sh - p.ph + ky * p.dh;
+            for (int kx = 0; kx < p.S; kx++) {
+                int ix = ox * p.sw - p.pw + kx * p.dw;
+                int32_t xv = iy >= 0 && iy < p.H && ix >= 0 && ix < p.W
+                                 ? (int32_t)x[((int64_t)(n * p.H + iy) * p.W + ix) * p.C + c]
+                                 : p.x_zp;
+                acc += xv * (int32_t)w[(ky * p.S + kx) * p.C + c];
+            }
+        }
+        int32_t r = res ? (int32_t)res[i] - p.r_zp : 0;
+        y[i] = kc_qrequant(acc, rq[p.M + c], rq[2 * p.M + c], r, rq[3 * p.M + c], p.y_zp, p.lo, p.hi);
+    }
+}
+
+static inline int kc_qdwconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                             const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    int64_t total = (int64_t)p->N * p->OH * p->OW * p->M;
+    if (total <= 0) return KC_OK;
+    kc_qdwconv_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, rq, r, y, *p);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Max pooling on the uint8 values (rt_qmaxpool2d: 0 where no tap is inside). */
+__global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, KcQConv p) {
+    int64_t total = (int64_t)p.N * p.OH * p.OW * p.C;
+    KC_FOR(i, total) {
+        int c = (int)(i % p.C);
+        int64_t pix = i / p.C;
+        int ox = (int)(pix % p.OW), oy = (int)((pix / p.OW) % p.OH), n = (int)(pix / ((int64_t)p.OW * p.OH));
+        uint8_t m = 0;
+        for (int ky = 0; ky < p.R; ky++) {
+            int iy = oy * p.sh - p.ph + ky * p.dh;
+            if (iy < 0 || iy >= p.H) continue;
+            for (int kx = 0; kx < p.S; kx++) {
+                int ix = ox * p.sw - p.pw + kx * p.dw;
+                if (ix < 0 || ix >= p.W) continue;
+                uint8_t v = x[((int64_t)(n * p.H + iy) * p.W + ix) * p.C + c];
+                m = v > m ? v : m;
+            }
+        }
+        y[i] = m;
+    }
+}
+
+/* The same, 16 channels a thread (C % 16 == 0, 16-byte aligned): four __vmaxu4 a tap. */
+__global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, KcQConv p) {
+    const int CV = p.C / 16;
+    int64_t total = (int64_t)p.N * p.OH * p.OW * CV;
+    KC_FOR(i, total) {
+        int cv = (int)(i % CV);
+        int64_t pix = i / CV;
+        int ox = (int)(pix % p.OW), oy = (int)((pix / p.OW) % p.OH), n = (int)(pix / ((int64_t)p.OW * p.OH));
+        uint4 m = make_uint4(0, 0, 0, 0);
+        for (int ky = 0; ky < p.R; ky++) {
+            int iy = oy * p.sh - p.ph + ky * p.dh;
+            if (iy < 0 || iy >= p.H) continue;
+            for (int kx = 0; kx < p.S; kx++) {
+                int ix = ox * p.sw - p.pw + kx * p.dw;
+                if (ix < 0 || ix >= p.W) continue;
+                uint4 v = x[((int64_t)(n * p.H + iy) * p.W + ix) * CV + cv];
+                m.x = __vmaxu4(m.x, v.x), m.y = __vmaxu4(m.y, v.y);
+                m.z = __vmaxu4(m.z, v.z), m.w = __vmaxu4(m.w, v.w);
+            }
+        }
+        y[i] = m;
+    }
+}
+
+static inline int kc_qmaxpool(cudaStream_t s, const uint8_t *x, uint8_t *y, const KcQConv *p) {
+    int64_t total = (int64_t)p->N * p->OH * p->OW * p->C;
+    if (total <= 0) return KC_OK;
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
+        kc_qmaxpool16_kernel<<<kc_grid(total / 16), KC_THREADS, 0, s>>>((const uint4 *)(const void *)x,
+                                                                        (uint4 *)(void *)y, *p);
+    else
+        kc_qmaxpool_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Global average pooling (rt_qgavgpool): one thread per (image, channel). */
+__global__ void kc_qgavg_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, int64_t n,
+                                int64_t hw, int64_t C, int32_t x_zp, int32_t m, int shift,
+                                int32_t y_zp) {
+    KC_FOR(i, n * C) {
+        int64_t b = i / C, c = i % C;
+        int32_t acc = 0;
+        for (int64_t q = 0; q < hw; q++) acc += x[(b * hw + q) * C + c];
+        int64_t t = ((int64_t)acc - hw * x_zp) * m;
+        int64_t v = kc_qround_shift(t, shift) + y_zp;
+        y[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+}
+
+static inline int kc_qgavg(cudaStream_t s, const uint8_t *x, uint8_t *y, int64_t n, int64_t hw,
+                           int64_t C, int32_t x_zp, int32_t m, int shift, int32_t y_zp) {
+    if (n * C <= 0) return KC_OK;
+    kc_qgavg_kernel<<<kc_grid(n * C), KC_THREADS, 0, s>>>(x, y, n, hw, C, x_zp, m, shift, y_zp);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* QAdd (rt_qadd) and QMul (rt_qmul) of equal shapes; mul != 0 picks QMul (mb unused). */
+__global__ void kc_qbinary_kernel(int64_t count, const uint8_t *__restrict__ a, int32_t a_zp,
+                                  int32_t ma, const uint8_t *__restrict__ b, int32_t b_zp,
+                                  int32_t mb, int shift, int32_t y_zp, int mul,
+                                  uint8_t *__restrict__ y) {
+    KC_FOR(i, count) {
+        int64_t da = (int32_t)a[i] - a_zp, db = (int32_t)b[i] - b_zp;
+        int64_t t = mul ? da * db * ma : da * ma + db * mb;
+        int64_t v = kc_qround_shift(t, shift) + y_zp;
+        y[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+}
+
+static inline int kc_qbinary(cudaStream_t s, int64_t count, const uint8_t *a, int32_t a_zp,
+                             int32_t ma, const uint8_t *b, int32_t b_zp, int32_t mb, int shift,
+                             int32_t y_zp, int mul, uint8_t *y) {
+    if (count <= 0) return KC_OK;
+    kc_qbinary_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, a, a_zp, ma, b, b_zp, mb, shift,
+                                                            y_zp, mul, y);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* y = table[x] (rt_qlut) */
+__global__ void kc_qlut_kernel(int64_t count, const uint8_t *__restrict__ x,
+                               const uint8_t *__restrict__ table, uint8_t *__restrict__ y) {
+    __shared__ uint8_t t[256];
+    for (int j = threadIdx.x; j < 256; j += blockDim.x) t[j] = table[j];
+    __syncthreads();
+    KC_FOR(i, count) y[i] = t[x[i]];
+}
+
+static inline int kc_qlut(cudaStream_t s, int64_t count, const uint8_t *x, const uint8_t *table,
+                          uint8_t *y) {
+    if (count <= 0) return KC_OK;
+    kc_qlut_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, table, y);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* QuantizeLinear float32 (or float16 bits) -> uint8, one scale and zero point (rt_quantize:
+ * the quotient in double, rounded half to even, plus the zero point, saturated). */
+static __device__ __forceinline__ double kc_qload(const float *x, int64_t i) { return (double)x[i]; }
+static __device__ __forceinline__ double kc_qload(const uint16_t *x, int64_t i) {
+    return (double)__half2float(__ushort_as_half(x[i]));
+}
+template <typename T>
+__global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
+                                      const float *__restrict__ scale,
+                                      const uint8_t *__restrict__ zp, uint8_t *__restrict__ y) {
+    double s = (double)scale[0], z = zp ? (double)zp[0] : 0.0;
+    KC_FOR(i, count) {
+        double v = rint(kc_qload(x, i) / s) + z;
+        v = v < 0.0 ? 0.0 : v > 255.0 ? 255.0 : v;
+        y[i] = (uint8_t)(int64_t)v;
+    }
+}
+
+/* DequantizeLinear uint8 -> float32, one scale and zero point (rt_dequantize: the
+ * difference times the scale in float32). */
+__global__ void kc_dequantize_u8_kernel(int64_t count, const uint8_t *__restrict__ x,
+                                        const float *__restrict__ scale,
+                                        const uint8_t *__restrict__ zp, float *__restrict__ y) {
+    float s = scale[0];
+    int32_t z = zp ? (int32_t)zp[0] : 0;
+    KC_FOR(i, count) y[i] = __fmul_rn((float)((int32_t)x[i] - z), s);
+}
+
+template <typename T>
+static inline int kc_quantize_u8(cudaStream_t s, int64_t count, const T *x, const float *scale,
+                                 const uint8_t *zp, uint8_t *y) {
+    if (count <= 0) return KC_OK;
+    kc_quantize_u8_kernel<T><<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+static inline int kc_dequantize_u8(cudaStream_t s, int64_t count, const uint8_t *x,
+                                   const float *scale, const uint8_t *zp, float *y) {
+    if (count <= 0) return KC_OK;
+    kc_dequantize_u8_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+#endif

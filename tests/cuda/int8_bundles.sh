@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The CUDA int8 path without a GPU (docs/cuda.md, "INT8"): the CNN of make_int8_models.py
+# calibrated by kiln calibrate and compiled with --int8 --target cuda, and the model suite's
+# pre-quantized ResNet-18 (QDQ, when the export cache has it) compiled with --target cuda:
+# every convolution and Gemm runs as an int8 tensor-core kernel (kc_qconv / kc_qdwconv),
+# nothing takes the generic path (also with --precision fp16), and the CNN's bundle builds
+# with nvcc -Werror all-warnings for sm_80 and sm_90 and its test main links (the cached
+# models' bundles are built by nvcc_compile.sh, which compiles the QDQ ResNet-18 too).
+# With --gpu-dir DIR it also writes DIR/cases/NAME/ for scripts/gpu-check-int8 (the GPU
+# machine): each CUDA bundle with K seeded inputs (in.bin) and the C int8 bundle's outputs
+# on them (ref.bin, built here with cc -O2), and adds MobileNetV2 from the cache calibrated
+# on 8 seeded inputs.
+# usage: tests/cuda/int8_bundles.sh KILN [WORK] [--gpu-dir DIR]; ends with "N passed, N failed".
+set -u
+KILN=$(realpath "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+if [ -n "${2:-}" ]; then WORK=$2; else WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT; fi
+GPU=""
+[ "${3:-}" = "--gpu-dir" ] && GPU=$(realpath -m "$4")
+PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
+NVCC=${NVCC:-nvcc}
+K=8   # samples per GPU check case
+mkdir -p "$WORK"
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+"$PY" "$HERE/make_int8_models.py" "$WORK" || { echo "make_int8_models.py failed"; exit 1; }
+CACHE=$("$PY" -c "import sys; sys.path.insert(0, '$ROOT/tests/models'); import run; print(run.cache_dir())" 2>/dev/null)
+
+# compile NAME MODEL EXPECT_QCONV EXPECT_QDW [kiln args...]
+compile() {
+    local name=$1 model=$2 want=$3 wantdw=$4
+    shift 4
+    local out="$WORK/$name"
+    rm -rf "$out"
+    if ! "$KILN" compile "$model" -o "$out" --name "$name" --target cuda --test-main "$@" \
+        >"$WORK/$name.log" 2>&1; then
+        bad "$name: kiln compile --target cuda"
+        sed 's/^/    /' "$WORK/$name.log" | tail -5
+        return 1
+    fi
+    local nq ndw
+    nq=$(grep -c 'rc = kc_qconv(' "$out/$name.cu")
+    ndw=$(grep -c 'rc = kc_qdwconv(' "$out/$name.cu")
+    if [ "$nq" = "$want" ] && [ "$ndw" = "$wantdw" ] && ! grep -q 'one GPU thread' "$WORK/$name.log" &&
+        ! grep -q 'KC_C_RUNTIME' "$out/$name.cu"; then
+        ok "$name: $nq kc_qconv, $ndw kc_qdwconv, no generic node"
+    else
+        bad "$name: $nq kc_qconv (want $want), $ndw kc_qdwconv (want $wantdw), generic: $(grep -c 'one GPU thread' "$WORK/$name.log")"
+    fi
+    # nvcc for the CNN; the cached models' bundles are nvcc_compile.sh's (also int8 now)
+    [ "$name" = cnn8 ] || [ -n "$GPU" ] || return 0
+    local a
+    for a in 80 90; do
+        if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \
+            >"$WORK/$name.nvcc$a.log" 2>&1; then
+            ok "$name: nvcc sm_$a"
+        else
+            bad "$name: nvcc sm_$a"
+            sed 's/^/    /' "$WORK/$name.nvcc$a.log" | head -8
+        fi
+    done
+    if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_90 -o "$name.test" "$name.90.o" "${name}_test_main.cu" -lcublasLt) \
+        >"$WORK/$name.link.log" 2>&1; then
+        ok "$name: test main links"
+    else
+        bad "$name: test main links"
+        sed 's/^/    /' "$WORK/$name.link.log" | head -5
+    fi
+    rm -f "$out"/*.o "$out/$name.test"
+}
+
+# case NAME MODEL [kiln args...]: the GPU check's folder (C reference outputs on K inputs)
+gpu_case() {
+    local name=$1 model=$2
+    shift 2
+    local d="$GPU/cases/$name" c="$WORK/$name.c"
+    rm -rf "$d" "$c"
+    mkdir -p "$GPU/cases"
+    cp -r "$WORK/$name" "$d"
+    "$KILN" compile "$model" -o "$c" --name "$name" --test-main "$@" >/dev/null 2>&1 &&
+        cc -O2 -std=c99 -o "$c/t" "$c/$name.c" "$c/${name}_test_main.c" -lm ||
+        { bad "$name: C int8 bundle for the reference"; return; }
+    "$PY" - "$model" "$d/in.bin" "$K" "$@" <<'PYEOF' || { bad "$name: inputs"; return; }
+import sys, numpy as np, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+dims = {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:] if "=" in a and not a.endswith(".qparams")}
+v = m.graph.input[0].type.tensor_type.shape.dim
+shape = [d.dim_value if d.dim_value else dims.get(d.dim_param, 1) for d in v]
+rng = np.random.default_rng(4242)
+np.concatenate([rng.standard_normal(shape).astype(np.float32).ravel() for _ in range(int(sys.argv[3]))]).tofile(sys.argv[2])
+PYEOF
+    if "$c/t" "$c/${name}_weights.bin" "$d/in.bin" "$d/ref.bin"; then
+        ok "$name: C reference outputs on $K inputs"
+    else
+        bad "$name: C reference outputs"
+    fi
+}
+
+"$KILN" calibrate "$WORK/cnn8.onnx" --data "$WORK/data" -o "$WORK/cnn8.qparams" --quiet >/dev/null 2>&1 ||
+    bad "kiln calibrate cnn8"
+# 7 convolutions (one depthwise) and the Gemm: 7 kc_qconv, 1 kc_qdwconv
+compile cnn8 "$WORK/cnn8.onnx" 7 1 --int8 "$WORK/cnn8.qparams" &&
+    [ -n "$GPU" ] && gpu_case cnn8 "$WORK/cnn8.onnx" --int8 "$WORK/cnn8.qparams"
+# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32 kernels
+if "$KILN" compile "$WORK/cnn8.onnx" -o "$WORK/cnn8h" --target cuda --precision fp16 \
+    --int8 "$WORK/cnn8.qparams" >"$WORK/cnn8h.log" 2>&1 &&
+    [ "$(grep -c 'rc = kc_q[a-z]*conv(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
+    grep -q 'rc = kc_quantize_u8(s, [0-9]*, in->' "$WORK/cnn8h/cnn8.cu" &&
+    ! grep -q 'one GPU thread' "$WORK/cnn8h.log"; then
+    ok "cnn8 --precision fp16: the same int8 kernels, float32 Quantize/DequantizeLinear kernels"
+else
+    bad "cnn8 --precision fp16"
+fi
+if [ -n "$CACHE" ] && [ -f "$CACHE/resnet18_qdq.onnx" ]; then
+    # 20 convolutions and the Gemm
+    compile resnet18_qdq "$CACHE/resnet18_qdq.onnx" 21 0 &&
+        [ -n "$GPU" ] && gpu_case resnet18_qdq "$CACHE/resnet18_qdq.onnx"
+else
+    echo "note: no resnet18_qdq.onnx in the export cache ($CACHE); run tests/models/run.sh once"
+fi
+if [ -n "$GPU" ] && [ -n "$CACHE" ] && [ -f "$CACHE/mobilenet_v2.onnx" ]; then
+    mkdir -p "$WORK/mnv2data"
+    "$PY" -c "
+import numpy as np
+r = np.random.default_rng(7)
+for i in range(8): np.save('$WORK/mnv2data/s%d.npy' % i, r.standard_normal((1, 3, 224, 224)).astype(np.float32))"
+    "$KILN" calibrate "$CACHE/mobilenet_v2.onnx" --data "$WORK/mnv2data" -o "$WORK/mnv2.qparams" --quiet \
+        >/dev/null 2>&1 || bad "kiln calibrate mobilenet_v2"
+    # 52 convolutions (17 depthwise) and the Gemm
+    compile mobilenet_v2 "$CACHE/mobilenet_v2.onnx" 36 17 --int8 "$WORK/mnv2.qparams" &&
+        gpu_case mobilenet_v2 "$CACHE/mobilenet_v2.onnx" --int8 "$WORK/mnv2.qparams"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -46,9 +46,10 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
         int nv = np - pp >= 2 ? 2 : 1;
         int64_t n0 = pp * RT_QGEMM_NR;
         int ncols = (int)(mg - n0 < RT_QGEMM_NT ? mg - n0 : RT_QGEMM_NT);
-        for (i = 0; i < mr; i++)
-            for (j = 0; j < RT_QGEMM_NT; j++)
-                acc[i * RT_QGEMM_NT + j] = j < ncols ? q->bias[nbase + n0 + j] : 0;
+        for (i = 0; i < mr; i++) {
+            memcpy(acc + i * RT_QGEMM_NT, q->bias + nbase + n0, (size_t)ncols * 4);
+            for (j = ncols; j < RT_QGEMM_NT; j++) acc[i * RT_QGEMM_NT + j] = 0;
+        }
         rt_qgemm_tile(mr, nv, taps, c4, a, wp + pp * k4 * RT_QGEMM_KB, k4 * RT_QGEMM_KB, acc);
 #if defined(RT_QGEMM_NEON)
         rt_qcolsum(colsum, n0, ncols, cs);
@@ -57,9 +58,7 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
         (void)colsum;
         (void)cs;
 #endif
-        for (i = 0; i < mr; i++)
-            rt_qrequant_row(acc + i * RT_QGEMM_NT, nbase + n0, ncols, q,
-                            r ? r + i * ystride + nbase + n0 : NULL, y + i * ystride + nbase + n0);
+        rt_qrequant_tile(acc, mr, nbase + n0, ncols, q, r ? r + nbase + n0 : NULL, y + nbase + n0, ystride);
     }
 }
 
@@ -91,10 +90,11 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                                 iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
                                     ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
                                     : padrow;
-                            if (copying) {
+                            if (copying) { /* one row's taps end to end (rt_qgemm_tile) */
                                 uint8_t *dst = copy + (i * taps + t) * g->c4 * 4;
-                                memset(dst, x_zp, (size_t)(g->c4 * 4));
-                                memcpy(dst, src, (size_t)cg);
+                                int64_t c;
+                                for (c = 0; c < cg; c++) dst[c] = src[c];
+                                for (; c < g->c4 * 4; c++) dst[c] = (uint8_t)x_zp;
                                 src = dst;
                             }
                             ptr[t * RT_QGEMM_MR + i] = src;
@@ -143,6 +143,53 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ox, ky, kx, c;
     memset(padrow, x_zp, (size_t)C);
+#if defined(RT_QGEMM_YMM)
+    /* Two taps at a time: their bytes interleaved per channel and widened to int16 pairs,
+     * so one vpmaddwd adds both taps' products of 8 channels exactly into int32; the 16
+     * channels of a block stay in two registers over all taps. */
+    {
+        const uint8_t *src[RT_QCONV_MAX_TAPS];
+        int64_t taps = g->kh * g->kw, t;
+        for (b = 0; b < g->n; b++)
+            for (oy = 0; oy < g->oh; oy++)
+                for (ox = 0; ox < g->ow; ox++) {
+                    int64_t o = ((b * g->oh + oy) * g->ow + ox) * C;
+                    for (ky = 0, t = 0; ky < g->kh; ky++)
+                        for (kx = 0; kx < g->kw; kx++, t++) {
+                            int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                            int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                            src[t] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
+                                         ? x + ((b * g->h + iy) * g->w + ix) * C
+                                         : padrow;
+                        }
+                    for (c = 0; c + 16 <= C; c += 16) {
+                        __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)(q->bias + c));
+                        __m256i s1 = _mm256_loadu_si256((const __m256i *)(const void *)(q->bias + c + 8));
+                        for (t = 0; t < taps; t += 2) {
+                            __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(src[t] + c));
+                            __m128i w0 = _mm_loadu_si128((const __m128i *)(const void *)(w + t * C + c));
+                            __m128i x1 = _mm_setzero_si128(), w1 = x1;
+                            if (t + 1 < taps) {
+                                x1 = _mm_loadu_si128((const __m128i *)(const void *)(src[t + 1] + c));
+                                w1 = _mm_loadu_si128((const __m128i *)(const void *)(w + (t + 1) * C + c));
+                            }
+                            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(x0, x1)),
+                                                                        _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(w0, w1))));
+                            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(x0, x1)),
+                                                                        _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(w0, w1))));
+                        }
+                        _mm256_storeu_si256((__m256i *)(void *)(acc + c), s0);
+                        _mm256_storeu_si256((__m256i *)(void *)(acc + c + 8), s1);
+                    }
+                    for (; c < C; c++) {
+                        int32_t s = q->bias[c];
+                        for (t = 0; t < taps; t++) s += (int32_t)src[t][c] * (int32_t)w[t * C + c];
+                        acc[c] = s;
+                    }
+                    rt_qrequant_row(acc, 0, C, q, r ? r + o : NULL, y + o);
+                }
+    }
+#else
     for (b = 0; b < g->n; b++)
         for (oy = 0; oy < g->oh; oy++)
             for (ox = 0; ox < g->ow; ox++) {
@@ -156,19 +203,11 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
                         const uint8_t *src = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
                                                  ? x + ((b * g->h + iy) * g->w + ix) * C
                                                  : padrow;
-                        c = 0;
-#if defined(RT_QGEMM_AVX512)
-                        for (; c + 16 <= C; c += 16) {
-                            __m512i xv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + c)));
-                            __m512i wv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(wt + c)));
-                            __m512i av = _mm512_loadu_si512((const void *)(acc + c));
-                            _mm512_storeu_si512((void *)(acc + c), _mm512_add_epi32(av, _mm512_mullo_epi32(xv, wv)));
-                        }
-#endif
-                        for (; c < C; c++) acc[c] += (int32_t)src[c] * (int32_t)wt[c];
+                        for (c = 0; c < C; c++) acc[c] += (int32_t)src[c] * (int32_t)wt[c];
                     }
                 rt_qrequant_row(acc, 0, C, q, r ? r + o : NULL, y + o);
             }
+#endif
 }
 
 /* ---- elementwise, table and pools ---- */

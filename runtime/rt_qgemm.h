@@ -125,12 +125,11 @@ RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
     k->hi = _mm256_set1_epi64x(q->hi);
 }
 
-/* y[0..8) from acc[0..8) (and residual r[0..8) or NULL) */
-RT_API void rt_qrq8(const RtQRqV *k, const int32_t *acc, const uint8_t *r, uint8_t *y) {
+/* y[0..8) from the sums a (and residual r[0..8) or NULL) */
+RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                           0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc);
     __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(a, k->m), k->rnde);
     __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo), k->rndo);
     __m256i se, so, v;
@@ -152,6 +151,10 @@ RT_API void rt_qrq8(const RtQRqV *k, const int32_t *acc, const uint8_t *r, uint8
     v = _mm256_shuffle_epi8(_mm256_or_si256(pe, _mm256_slli_epi64(po, 32)), pick);
     out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     _mm_storel_epi64((__m128i *)(void *)y, out);
+}
+
+RT_API void rt_qrq8(const RtQRqV *k, const int32_t *acc, const uint8_t *r, uint8_t *y) {
+    rt_qrq8v(k, _mm256_loadu_si256((const __m256i *)(const void *)acc), r, y);
 }
 #endif
 

@@ -121,7 +121,7 @@ static void conv_case(bool depthwise, bool residual, bool big) {
                              : rng_range(1, 37));
         g.m = g.group * rng_range(1, 45);
     }
-    g.h = rng_range(1, 9), g.w = rng_range(1, 9);
+    g.h = rng_range(1, 9), g.w = rng_range(1, depthwise ? 3 * RT_QDW_PIX : 9); /* rows of chunks */
     g.kh = rng_range(1, depthwise ? 5 : 3), g.kw = rng_range(1, depthwise ? 5 : 3);
     g.sh = rng_range(1, 2), g.sw = rng_range(1, 2), g.dh = rng_range(1, 2), g.dw = rng_range(1, 2);
     if (big) g.kh = g.kw = 3, g.dh = g.dw = 1;

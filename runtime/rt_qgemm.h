@@ -106,6 +106,8 @@ RT_API uint8_t rt_qrequant1(int32_t acc, int32_t mult, int32_t rmult, int r, int
  * in int64, then the bytes. */
 typedef struct RtQRqV {
     __m256i m, mo, she, sho, rnde, rndo, rm, rmo, rzp, yzp, lo, hi;
+    __m256i s32, yzp32, lo32, hi32; /* shifts - 32 by lane; the rest as int32 */
+    int hi_word;                    /* every shift >= 32: the high words suffice */
 } RtQRqV;
 
 RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
@@ -123,6 +125,11 @@ RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
     k->yzp = _mm256_set1_epi64x(q->y_zp);
     k->lo = _mm256_set1_epi64x(q->lo);
     k->hi = _mm256_set1_epi64x(q->hi);
+    k->s32 = _mm256_sub_epi32(sh, _mm256_set1_epi32(32));
+    k->hi_word = _mm256_movemask_epi8(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), sh)) == 0;
+    k->yzp32 = _mm256_set1_epi32(q->y_zp);
+    k->lo32 = _mm256_set1_epi32(q->lo);
+    k->hi32 = _mm256_set1_epi32(q->hi);
 }
 
 /* y[0..8) from the sums a (and residual r[0..8) or NULL) */
@@ -138,6 +145,17 @@ RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
         __m256i rv = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)r)), k->rzp);
         pe = _mm256_add_epi64(pe, _mm256_mul_epi32(rv, k->rm));
         po = _mm256_add_epi64(po, _mm256_mul_epi32(_mm256_srli_epi64(rv, 32), k->rmo));
+    }
+    if (k->hi_word) {
+        /* floor(u / 2^s) = floor(floor(u / 2^32) / 2^(s-32)): the high words of the int64
+         * sums (|u| < 2^63, so they fit), then vpsravd; the rest in int32 lanes */
+        v = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+        v = _mm256_add_epi32(_mm256_srav_epi32(v, k->s32), k->yzp32);
+        v = _mm256_min_epi32(_mm256_max_epi32(v, k->lo32), k->hi32);
+        v = _mm256_shuffle_epi8(v, pick);
+        out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(void *)y, out);
+        return;
     }
     se = _mm256_cmpgt_epi64(zero, pe);
     so = _mm256_cmpgt_epi64(zero, po);

@@ -66,10 +66,10 @@ static void rand_requant(int64_t m, int32_t *mult, int32_t *rmult, uint8_t *shif
         if (rmult) { /* a shift shared with the residual's multiplier: smaller (qplan.c) */
             mult[c] = (int32_t)(rng_u32() >> 11) | (1 << 19);
             rmult[c] = (int32_t)(rng_u32() >> 2);
-            shift[c] = (uint8_t)rng_range(28, 31);
+            shift[c] = (uint8_t)rng_range(28, 34); /* both sides of 32 (AVX2's two ways) */
         } else {
             mult[c] = (int32_t)(rng_u32() >> 1) | (1 << 29);
-            shift[c] = (uint8_t)rng_range(38, 44);
+            shift[c] = (uint8_t)(rng_u32() % 8 == 0 ? rng_range(26, 37) : rng_range(38, 44));
         }
     }
 }

@@ -14,6 +14,7 @@
 #define RT_QCONV_MAX_C 4096     /* input channels of one convolution (the padding row) */
 #define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
+#define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */
@@ -46,9 +47,10 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
         int nv = np - pp >= 2 ? 2 : 1;
         int64_t n0 = pp * RT_QGEMM_NR;
         int ncols = (int)(mg - n0 < RT_QGEMM_NT ? mg - n0 : RT_QGEMM_NT);
-        for (i = 0; i < mr; i++)
-            for (j = 0; j < RT_QGEMM_NT; j++)
-                acc[i * RT_QGEMM_NT + j] = j < ncols ? q->bias[nbase + n0 + j] : 0;
+        for (i = 0; i < mr; i++) {
+            memcpy(acc + i * RT_QGEMM_NT, q->bias + nbase + n0, (size_t)ncols * 4);
+            for (j = ncols; j < RT_QGEMM_NT; j++) acc[i * RT_QGEMM_NT + j] = 0;
+        }
         rt_qgemm_tile(mr, nv, taps, c4, a, wp + pp * k4 * RT_QGEMM_KB, k4 * RT_QGEMM_KB, acc);
 #if defined(RT_QGEMM_NEON)
         rt_qcolsum(colsum, n0, ncols, cs);
@@ -57,9 +59,7 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
         (void)colsum;
         (void)cs;
 #endif
-        for (i = 0; i < mr; i++)
-            rt_qrequant_row(acc + i * RT_QGEMM_NT, nbase + n0, ncols, q,
-                            r ? r + i * ystride + nbase + n0 : NULL, y + i * ystride + nbase + n0);
+        rt_qrequant_tile(acc, mr, nbase + n0, ncols, q, r ? r + nbase + n0 : NULL, y + nbase + n0, ystride);
     }
 }
 
@@ -91,10 +91,11 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                                 iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
                                     ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
                                     : padrow;
-                            if (copying) {
+                            if (copying) { /* one row's taps end to end (rt_qgemm_tile) */
                                 uint8_t *dst = copy + (i * taps + t) * g->c4 * 4;
-                                memset(dst, x_zp, (size_t)(g->c4 * 4));
-                                memcpy(dst, src, (size_t)cg);
+                                int64_t c;
+                                for (c = 0; c < cg; c++) dst[c] = src[c];
+                                for (; c < g->c4 * 4; c++) dst[c] = (uint8_t)x_zp;
                                 src = dst;
                             }
                             ptr[t * RT_QGEMM_MR + i] = src;
@@ -141,8 +142,74 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
                          const RtQRequant *q, const uint8_t *r, uint8_t *y) {
     int32_t acc[RT_QCONV_MAX_C];
     uint8_t padrow[RT_QCONV_MAX_C];
-    int64_t C = g->c, b, oy, ox, ky, kx, c;
+    int64_t C = g->c, b, oy, ky, kx, c;
     memset(padrow, x_zp, (size_t)C);
+#if defined(RT_QGEMM_YMM)
+    /* Two taps at a time: their bytes interleaved per channel and widened to int16 pairs,
+     * so one vpmaddwd adds both taps' products of 8 channels exactly into int32. Pixels
+     * go in chunks of RT_QDW_PIX along a row with a table of their taps' rows (a tap in the
+     * padding points at a row of zero points); per chunk and block of 16 channels the
+     * weights are widened once (an odd last tap pairs with a zero weight) and so are the
+     * requantization terms, then each pixel keeps its 16 sums in two registers over all
+     * taps and is requantized from them. */
+    {
+        const uint8_t *src[RT_QDW_PIX * RT_QCONV_MAX_TAPS];
+        __m256i wv[(RT_QCONV_MAX_TAPS + 1) / 2][2];
+        int64_t taps = g->kh * g->kw, pairs = (taps + 1) / 2, t, x0, np, p;
+        for (b = 0; b < g->n; b++)
+            for (oy = 0; oy < g->oh; oy++)
+                for (x0 = 0; x0 < g->ow; x0 += RT_QDW_PIX) {
+                    np = g->ow - x0 < RT_QDW_PIX ? g->ow - x0 : RT_QDW_PIX;
+                    for (p = 0; p < np; p++)
+                        for (ky = 0, t = 0; ky < g->kh; ky++)
+                            for (kx = 0; kx < g->kw; kx++, t++) {
+                                int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                                int64_t ix = (x0 + p) * g->sw - g->pw + kx * g->dw;
+                                src[p * taps + t] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
+                                                        ? x + ((b * g->h + iy) * g->w + ix) * C
+                                                        : padrow;
+                            }
+                    for (c = 0; c + 16 <= C; c += 16) {
+                        RtQRqV k0, k1;
+                        int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c;
+                        for (t = 0; t < pairs; t++) {
+                            __m128i w0 = _mm_loadu_si128((const __m128i *)(const void *)(w + 2 * t * C + c));
+                            __m128i w1 = 2 * t + 1 < taps ? _mm_loadu_si128((const __m128i *)(const void *)(w + (2 * t + 1) * C + c))
+                                                          : _mm_setzero_si128();
+                            wv[t][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(w0, w1));
+                            wv[t][1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(w0, w1));
+                        }
+                        rt_qrq_prep(&k0, q, c, r != NULL);
+                        rt_qrq_prep(&k1, q, c + 8, r != NULL);
+                        for (p = 0; p < np; p++, o += C) {
+                            const uint8_t *const *s = src + p * taps;
+                            __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)(q->bias + c));
+                            __m256i s1 = _mm256_loadu_si256((const __m256i *)(const void *)(q->bias + c + 8));
+                            for (t = 0; t < pairs; t++) {
+                                __m128i xa = _mm_loadu_si128((const __m128i *)(const void *)(s[2 * t] + c));
+                                __m128i xb = 2 * t + 1 < taps ? _mm_loadu_si128((const __m128i *)(const void *)(s[2 * t + 1] + c)) : xa;
+                                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(xa, xb)), wv[t][0]));
+                                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(xa, xb)), wv[t][1]));
+                            }
+                            rt_qrq8v(&k0, s0, r ? r + o : NULL, y + o);
+                            rt_qrq8v(&k1, s1, r ? r + o + 8 : NULL, y + o + 8);
+                        }
+                    }
+                    if (c < C)
+                        for (p = 0; p < np; p++) {
+                            const uint8_t *const *s = src + p * taps;
+                            int64_t o = ((b * g->oh + oy) * g->ow + x0 + p) * C, cc;
+                            for (cc = c; cc < C; cc++) {
+                                int32_t sum = q->bias[cc];
+                                for (t = 0; t < taps; t++) sum += (int32_t)s[t][cc] * (int32_t)w[t * C + cc];
+                                acc[cc] = sum;
+                            }
+                            rt_qrequant_row(acc + c, c, C - c, q, r ? r + o + c : NULL, y + o + c);
+                        }
+                }
+    }
+#else
+    int64_t ox;
     for (b = 0; b < g->n; b++)
         for (oy = 0; oy < g->oh; oy++)
             for (ox = 0; ox < g->ow; ox++) {
@@ -156,19 +223,11 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
                         const uint8_t *src = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
                                                  ? x + ((b * g->h + iy) * g->w + ix) * C
                                                  : padrow;
-                        c = 0;
-#if defined(RT_QGEMM_AVX512)
-                        for (; c + 16 <= C; c += 16) {
-                            __m512i xv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + c)));
-                            __m512i wv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(wt + c)));
-                            __m512i av = _mm512_loadu_si512((const void *)(acc + c));
-                            _mm512_storeu_si512((void *)(acc + c), _mm512_add_epi32(av, _mm512_mullo_epi32(xv, wv)));
-                        }
-#endif
-                        for (; c < C; c++) acc[c] += (int32_t)src[c] * (int32_t)wt[c];
+                        for (c = 0; c < C; c++) acc[c] += (int32_t)src[c] * (int32_t)wt[c];
                     }
                 rt_qrequant_row(acc, 0, C, q, r ? r + o : NULL, y + o);
             }
+#endif
 }
 
 /* ---- elementwise, table and pools ---- */

@@ -55,11 +55,17 @@
 #else
 #define RT_QGEMM_ISA "portable"
 #endif
+/* The x86 paths with 256-bit integer vectors share AVX2's requantization and depthwise
+ * kernel (rt_qconv.h); only the GEMM tile differs. */
+#if defined(RT_QGEMM_AVX512) || defined(RT_QGEMM_AVXVNNI) || defined(RT_QGEMM_AVX2)
+#define RT_QGEMM_YMM 1
+#endif
 
 #define RT_QGEMM_MR 8  /* rows (output pixels) per tile */
 #define RT_QGEMM_NR 16 /* output channels per panel: one zmm of int32 */
 #define RT_QGEMM_NT 32 /* columns per tile: two panels */
 #define RT_QGEMM_KB 64 /* bytes of one packed block: NR columns x 4 */
+#define RT_QGEMM_AVX2_KC 256 /* blocks of the reduction widened at a time (AVX2: 16 KB) */
 
 /* The requantization of one node, per output channel n (arrays of M):
  *   t = acc * mult[n] + (r - r_zp) * rmult[n]    (int64; the residual term only with r)
@@ -91,6 +97,84 @@ RT_API uint8_t rt_qrequant1(int32_t acc, int32_t mult, int32_t rmult, int r, int
     int64_t v = rt_qround_shift(t, shift) + q->y_zp;
     return (uint8_t)(v < q->lo ? q->lo : v > q->hi ? q->hi : v);
 }
+
+#if defined(RT_QGEMM_YMM)
+/* The requantization of 8 channels with AVX2: per-channel terms loaded once (rt_qrq_prep)
+ * and applied to as many rows as share them (rt_qrq8). int64 products of the even and odd
+ * lanes (vpmuldq), the rounding term, an arithmetic shift by lane made from the logical one
+ * ((u ^ s) >> n ^ s with s the sign: floor, as rt_qround_shift), the zero point and clamp
+ * in int64, then the bytes. */
+typedef struct RtQRqV {
+    __m256i m, mo, she, sho, rnde, rndo, rm, rmo, rzp, yzp, lo, hi;
+    __m256i s32, yzp32, lo32, hi32; /* shifts - 32 by lane; the rest as int32 */
+    int hi_word;                    /* every shift >= 32: the high words suffice */
+} RtQRqV;
+
+RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
+    const __m256i one = _mm256_set1_epi64x(1);
+    __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q->shift + n0)));
+    k->m = _mm256_loadu_si256((const __m256i *)(const void *)(q->mult + n0));
+    k->mo = _mm256_srli_epi64(k->m, 32);
+    k->she = _mm256_and_si256(sh, _mm256_set1_epi64x(0xFF));
+    k->sho = _mm256_srli_epi64(sh, 32);
+    k->rnde = _mm256_sllv_epi64(one, _mm256_sub_epi64(k->she, one));
+    k->rndo = _mm256_sllv_epi64(one, _mm256_sub_epi64(k->sho, one));
+    k->rm = res ? _mm256_loadu_si256((const __m256i *)(const void *)(q->rmult + n0)) : _mm256_setzero_si256();
+    k->rmo = _mm256_srli_epi64(k->rm, 32);
+    k->rzp = _mm256_set1_epi32(q->r_zp);
+    k->yzp = _mm256_set1_epi64x(q->y_zp);
+    k->lo = _mm256_set1_epi64x(q->lo);
+    k->hi = _mm256_set1_epi64x(q->hi);
+    k->s32 = _mm256_sub_epi32(sh, _mm256_set1_epi32(32));
+    k->hi_word = _mm256_movemask_epi8(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), sh)) == 0;
+    k->yzp32 = _mm256_set1_epi32(q->y_zp);
+    k->lo32 = _mm256_set1_epi32(q->lo);
+    k->hi32 = _mm256_set1_epi32(q->hi);
+}
+
+/* y[0..8) from the sums a (and residual r[0..8) or NULL) */
+RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                          0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(a, k->m), k->rnde);
+    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo), k->rndo);
+    __m256i se, so, v;
+    __m128i out;
+    if (r) {
+        __m256i rv = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm256_add_epi64(pe, _mm256_mul_epi32(rv, k->rm));
+        po = _mm256_add_epi64(po, _mm256_mul_epi32(_mm256_srli_epi64(rv, 32), k->rmo));
+    }
+    if (k->hi_word) {
+        /* floor(u / 2^s) = floor(floor(u / 2^32) / 2^(s-32)): the high words of the int64
+         * sums (|u| < 2^63, so they fit), then vpsravd; the rest in int32 lanes */
+        v = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+        v = _mm256_add_epi32(_mm256_srav_epi32(v, k->s32), k->yzp32);
+        v = _mm256_min_epi32(_mm256_max_epi32(v, k->lo32), k->hi32);
+        v = _mm256_shuffle_epi8(v, pick);
+        out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(void *)y, out);
+        return;
+    }
+    se = _mm256_cmpgt_epi64(zero, pe);
+    so = _mm256_cmpgt_epi64(zero, po);
+    pe = _mm256_add_epi64(_mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(pe, se), k->she), se), k->yzp);
+    po = _mm256_add_epi64(_mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(po, so), k->sho), so), k->yzp);
+    pe = _mm256_blendv_epi8(pe, k->lo, _mm256_cmpgt_epi64(k->lo, pe));
+    po = _mm256_blendv_epi8(po, k->lo, _mm256_cmpgt_epi64(k->lo, po));
+    pe = _mm256_blendv_epi8(pe, k->hi, _mm256_cmpgt_epi64(pe, k->hi));
+    po = _mm256_blendv_epi8(po, k->hi, _mm256_cmpgt_epi64(po, k->hi));
+    /* bytes: lane 2i at 8i, lane 2i+1 at 8i+4 of each half */
+    v = _mm256_shuffle_epi8(_mm256_or_si256(pe, _mm256_slli_epi64(po, 32)), pick);
+    out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)(void *)y, out);
+}
+
+RT_API void rt_qrq8(const RtQRqV *k, const int32_t *acc, const uint8_t *r, uint8_t *y) {
+    rt_qrq8v(k, _mm256_loadu_si256((const __m256i *)(const void *)acc), r, y);
+}
+#endif
 
 /* y[j] = requant(acc[j]) for channels n0 .. n0+n (residual row r or NULL). */
 RT_API void rt_qrequant_row(const int32_t *acc, int64_t n0, int64_t n, const RtQRequant *q,
@@ -138,9 +222,36 @@ RT_API void rt_qrequant_row(const int32_t *acc, int64_t n0, int64_t n, const RtQ
         }
     }
 #endif
+#if defined(RT_QGEMM_YMM)
+    for (; j + 8 <= n; j += 8) {
+        RtQRqV k;
+        rt_qrq_prep(&k, q, n0 + j, r != NULL);
+        rt_qrq8(&k, acc + j, r ? r + j : NULL, y + j);
+    }
+#endif
     for (; j < n; j++)
         y[j] = rt_qrequant1(acc[j], q->mult[n0 + j], r ? q->rmult[n0 + j] : 0,
                             r ? (int)r[j] - q->r_zp : 0, q->shift[n0 + j], q);
+}
+
+/* The rows i < mr of a tile (acc rows RT_QGEMM_NT apart, y and r rows ystride apart):
+ * rt_qrequant_row on each, the per-channel terms shared by the rows on AVX2. */
+RT_API void rt_qrequant_tile(const int32_t *acc, int mr, int64_t n0, int64_t n, const RtQRequant *q,
+                             const uint8_t *r, uint8_t *y, int64_t ystride) {
+    int64_t j = 0;
+    int i;
+#if defined(RT_QGEMM_YMM)
+    for (; j + 8 <= n; j += 8) {
+        RtQRqV k;
+        rt_qrq_prep(&k, q, n0 + j, r != NULL);
+        for (i = 0; i < mr; i++)
+            rt_qrq8(&k, acc + i * RT_QGEMM_NT + j, r ? r + i * ystride + j : NULL, y + i * ystride + j);
+    }
+#endif
+    if (j < n)
+        for (i = 0; i < mr; i++)
+            rt_qrequant_row(acc + i * RT_QGEMM_NT + j, n0 + j, n - j, q, r ? r + i * ystride + j : NULL,
+                            y + i * ystride + j);
 }
 
 /* acc[i*32 + j] += sum_k a_i[k] * w[n0+j][k] for i < mr, j < 16*nv: taps of c4 blocks each,
@@ -213,35 +324,90 @@ RT_API void rt_qgemm_tile(int mr, int nv, int64_t taps, int64_t c4, const uint8_
             _mm256_storeu_si256((__m256i *)(void *)o, _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)o), c[i][v]));
         }
 #elif defined(RT_QGEMM_AVX2)
-    /* 4 columns x 4 k (16 bytes) widen to 16 int16; vpmaddwd against the row's 4 values
-     * repeated gives, per column, two partial sums (k 0-1 and 2-3), added at the end. */
-    __m256i c[RT_QGEMM_MR][4];
+    /* Exact sums with vpmaddwd (16 int16 MACs): the tile's rows are widened to int16 once
+     * per KC chunk (4 values = 8 bytes per block, so one vpbroadcastq feeds a block), the
+     * weights 16 bytes (4 columns x 4 k) at a time. One pass keeps 8 rows x 4 columns in 8
+     * accumulators whose int32 lanes hold (k 0-1, k 2-3) halves of each column's sum; the
+     * halves are added once per chunk. Per block and pass: 1 weight widening, 8 broadcast
+     * loads, 8 vpmaddwd, 8 vpaddd for 128 MACs. Rows past mr are zeros (their sums are
+     * dropped): every tile runs the same code. */
+    uint64_t xb[RT_QGEMM_MR][RT_QGEMM_AVX2_KC];
+    int64_t k4 = taps * c4, k0, kb;
     int i, v, q;
-    int64_t t, kb;
-    for (v = 0; v < nv; v++) {
-        for (i = 0; i < RT_QGEMM_MR; i++) c[i][0] = c[i][1] = c[i][2] = c[i][3] = _mm256_setzero_si256();
-        {
-            const int8_t *w = pw + v * pstride;
-            for (t = 0; t < taps; t++) {
-                const uint8_t *const *at = a + t * RT_QGEMM_MR;
-                for (kb = 0; kb < c4; kb++, w += RT_QGEMM_KB) {
-                    __m256i b[4];
-                    for (q = 0; q < 4; q++)
-                        b[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q)));
-                    for (i = 0; i < mr; i++) {
-                        __m256i x = _mm256_cvtepu8_epi16(_mm_set1_epi32(rt_qload4(at[i] + kb * 4)));
-                        for (q = 0; q < 4; q++) c[i][q] = _mm256_add_epi32(c[i][q], _mm256_madd_epi16(x, b[q]));
-                    }
-                }
+    for (k0 = 0; k0 < k4; k0 += RT_QGEMM_AVX2_KC) {
+        int64_t kn = k4 - k0 < RT_QGEMM_AVX2_KC ? k4 - k0 : RT_QGEMM_AVX2_KC;
+        for (i = 0; i < RT_QGEMM_MR; i++) {
+            uint64_t *dst = xb[i];
+            int64_t kg = k0;
+            if (i >= mr) {
+                memset(dst, 0, (size_t)kn * 8);
+                continue;
+            }
+            while (kg < k0 + kn) { /* runs of blocks contiguous in memory */
+                int64_t t = kg / c4, kl = kg - t * c4, run = c4 - kl, j = 0;
+                const uint8_t *src = a[t * RT_QGEMM_MR + i] + kl * 4;
+                /* the next taps' rows often follow (stride 1 along x, copied rows) */
+                for (; kg + run < k0 + kn && a[(t + 1) * RT_QGEMM_MR + i] == src + run * 4; t++)
+                    run += c4;
+                if (run > k0 + kn - kg) run = k0 + kn - kg;
+                for (; j + 4 <= run; j += 4)
+                    _mm256_storeu_si256((__m256i *)(void *)(dst + j),
+                                        _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + j * 4))));
+                for (; j < run; j++)
+                    _mm_storel_epi64((__m128i *)(void *)(dst + j),
+                                     _mm_cvtepu8_epi16(_mm_cvtsi32_si128(rt_qload4(src + j * 4))));
+                dst += run;
+                kg += run;
             }
         }
-        for (i = 0; i < mr; i++)
+        for (v = 0; v < nv; v++)
             for (q = 0; q < 4; q++) {
-                /* lanes (col j: k01, k23) for 4 columns -> 4 sums */
-                int32_t part[8], *o = acc + i * RT_QGEMM_NT + v * RT_QGEMM_NR + q * 4;
-                int j;
-                _mm256_storeu_si256((__m256i *)(void *)part, c[i][q]);
-                for (j = 0; j < 4; j++) o[j] += part[2 * j] + part[2 * j + 1];
+                const int8_t *w = pw + v * pstride + k0 * RT_QGEMM_KB + 16 * q;
+                __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4v = c0, c5 = c0,
+                        c6 = c0, c7 = c0, h[4];
+                for (kb = 0; kb < kn; kb++, w += RT_QGEMM_KB) {
+                    __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)w));
+#if defined(__GNUC__)
+                    /* GCC hoists the 8 broadcasts ahead of the products and spills an
+                     * accumulator; spelled out, the loop keeps all in registers */
+                    __asm__("vpbroadcastq %[x0], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c0], %[c0]\n\t"
+                            "vpbroadcastq %[x1], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c1], %[c1]\n\t"
+                            "vpbroadcastq %[x2], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c2], %[c2]\n\t"
+                            "vpbroadcastq %[x3], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c3], %[c3]\n\t"
+                            "vpbroadcastq %[x4], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c4], %[c4]\n\t"
+                            "vpbroadcastq %[x5], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c5], %[c5]\n\t"
+                            "vpbroadcastq %[x6], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c6], %[c6]\n\t"
+                            "vpbroadcastq %[x7], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c7], %[c7]"
+                            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4v),
+                              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
+                            : [b] "x"(b), [x0] "m"(xb[0][kb]), [x1] "m"(xb[1][kb]), [x2] "m"(xb[2][kb]),
+                              [x3] "m"(xb[3][kb]), [x4] "m"(xb[4][kb]), [x5] "m"(xb[5][kb]),
+                              [x6] "m"(xb[6][kb]), [x7] "m"(xb[7][kb])
+                            : "xmm0", "xmm1");
+#else
+#define RT_QGEMM_AVX2_ROW(ci, r) \
+    ci = _mm256_add_epi32(ci, _mm256_madd_epi16(_mm256_set1_epi64x((long long)xb[r][kb]), b))
+                    RT_QGEMM_AVX2_ROW(c0, 0);
+                    RT_QGEMM_AVX2_ROW(c1, 1);
+                    RT_QGEMM_AVX2_ROW(c2, 2);
+                    RT_QGEMM_AVX2_ROW(c3, 3);
+                    RT_QGEMM_AVX2_ROW(c4v, 4);
+                    RT_QGEMM_AVX2_ROW(c5, 5);
+                    RT_QGEMM_AVX2_ROW(c6, 6);
+                    RT_QGEMM_AVX2_ROW(c7, 7);
+#undef RT_QGEMM_AVX2_ROW
+#endif
+                }
+                /* hadd of rows (2i, 2i+1): [r0 c01, r1 c01 | r0 c23, r1 c23] -> rows apart */
+                h[0] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c0, c1), 0xD8);
+                h[1] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c2, c3), 0xD8);
+                h[2] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c4v, c5), 0xD8);
+                h[3] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c6, c7), 0xD8);
+                for (i = 0; i < mr; i++) {
+                    int32_t *o = acc + i * RT_QGEMM_NT + v * RT_QGEMM_NR + q * 4;
+                    __m128i s = i & 1 ? _mm256_extracti128_si256(h[i >> 1], 1) : _mm256_castsi256_si128(h[i >> 1]);
+                    _mm_storeu_si128((__m128i *)(void *)o, _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)o), s));
+                }
             }
     }
 #elif defined(RT_QGEMM_SSE2)

@@ -66,10 +66,10 @@ static void rand_requant(int64_t m, int32_t *mult, int32_t *rmult, uint8_t *shif
         if (rmult) { /* a shift shared with the residual's multiplier: smaller (qplan.c) */
             mult[c] = (int32_t)(rng_u32() >> 11) | (1 << 19);
             rmult[c] = (int32_t)(rng_u32() >> 2);
-            shift[c] = (uint8_t)rng_range(28, 31);
+            shift[c] = (uint8_t)rng_range(28, 34); /* both sides of 32 (AVX2's two ways) */
         } else {
             mult[c] = (int32_t)(rng_u32() >> 1) | (1 << 29);
-            shift[c] = (uint8_t)rng_range(38, 44);
+            shift[c] = (uint8_t)(rng_u32() % 8 == 0 ? rng_range(26, 37) : rng_range(38, 44));
         }
     }
 }
@@ -106,21 +106,25 @@ static void check_bytes(const uint8_t *got, const uint8_t *want, int64_t n, cons
                      RT_QGEMM_ISA, (long long)i, got[i], want[i], rng_seed);
 }
 
-/* One random convolution; depthwise picks one channel per group. */
-static void conv_case(bool depthwise, bool residual) {
+/* One random convolution; depthwise picks one channel per group (kernels up to 5x5); big
+ * gives reductions past one KC chunk of the AVX2 tile (RT_QGEMM_AVX2_KC blocks of 4), the
+ * chunk boundary falling inside a tap. */
+static void conv_case(bool depthwise, bool residual, bool big) {
     RtQConv2d g;
     memset(&g, 0, sizeof g);
     g.n = rng_range(1, 2);
     if (depthwise) {
         g.c = g.m = g.group = rng_range(1, 40);
     } else {
-        g.group = rng_range(1, 2);
-        g.c = g.group * rng_range(1, 37);
+        g.group = big ? 1 : rng_range(1, 2);
+        g.c = g.group * (big ? rng_range(4 * RT_QGEMM_AVX2_KC / 9 + 1, RT_QCONV_COPY_MAX / (RT_QGEMM_MR * 9) / 4 * 4)
+                             : rng_range(1, 37));
         g.m = g.group * rng_range(1, 45);
     }
-    g.h = rng_range(1, 9), g.w = rng_range(1, 9);
-    g.kh = rng_range(1, 3), g.kw = rng_range(1, 3);
+    g.h = rng_range(1, 9), g.w = rng_range(1, depthwise ? 3 * RT_QDW_PIX : 9); /* rows of chunks */
+    g.kh = rng_range(1, depthwise ? 5 : 3), g.kw = rng_range(1, depthwise ? 5 : 3);
     g.sh = rng_range(1, 2), g.sw = rng_range(1, 2), g.dh = rng_range(1, 2), g.dw = rng_range(1, 2);
+    if (big) g.kh = g.kw = 3, g.dh = g.dw = 1;
     int64_t ekh = (g.kh - 1) * g.dh + 1, ekw = (g.kw - 1) * g.dw + 1;
     g.ph = rng_range(0, ekh - 1), g.pw = rng_range(0, ekw - 1);
     if (g.h + 2 * g.ph < ekh) g.h = ekh;
@@ -135,7 +139,7 @@ static void conv_case(bool depthwise, bool residual) {
     int32_t *mult = malloc((size_t)g.m * 4), *rmult = malloc((size_t)g.m * 4);
     uint8_t *shift = malloc((size_t)g.m);
     cr_assert(w && bias && kbias && mult && rmult && shift);
-    for (int64_t i = 0; i < nw; i++) w[i] = (int8_t)rng_range(-127, 127);
+    for (int64_t i = 0; i < nw; i++) w[i] = (int8_t)rng_range(-128, 127);
     rand_requant(g.m, mult, rmult, shift);
     RtQRequant q = {kbias, mult, residual ? rmult : NULL, shift, (int32_t)rng_range(0, 255),
                     (int32_t)rng_range(0, 255), 0, 255};
@@ -188,7 +192,11 @@ Test(rt_qconv, convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 60; rep++) {
         rng_init();
-        conv_case(false, rep % 3 == 0);
+        conv_case(false, rep % 3 == 0, false);
+    }
+    for (int rep = 0; rep < 4; rep++) {
+        rng_init();
+        conv_case(false, rep % 2 == 0, true);
     }
 }
 
@@ -196,7 +204,7 @@ Test(rt_qconv, depthwise_convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
-        conv_case(true, rep % 2 == 0);
+        conv_case(true, rep % 2 == 0, false);
     }
 }
 
@@ -205,6 +213,7 @@ Test(rt_qconv, row_gemm_matches_naive_loops_on_remainder_shapes) {
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
         int64_t rows = rng_range(1, 27), K = rng_range(1, 70), N = rng_range(1, 70);
+        if (rep % 8 == 7) K = rng_range(4 * RT_QGEMM_AVX2_KC + 1, 4 * RT_QGEMM_AVX2_KC + 300);
         int32_t a_zp = (int32_t)rng_range(0, 255);
         uint8_t *a = rand_u8(rows * K);
         int8_t *w = malloc((size_t)(N * K));
@@ -212,7 +221,7 @@ Test(rt_qconv, row_gemm_matches_naive_loops_on_remainder_shapes) {
         int32_t *mult = malloc((size_t)N * 4);
         uint8_t *shift = malloc((size_t)N);
         cr_assert(w && bias && kbias && mult && shift);
-        for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)rng_range(-127, 127);
+        for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)rng_range(-128, 127);
         rand_requant(N, mult, NULL, shift);
         for (int64_t n = 0; n < N; n++) {
             int64_t sum = 0;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Per-layer profile of Kiln's int8 bundle of a suite model, one thread: kiln calibrate
+# (minmax, 8 seeded random samples as bench/int8/run.sh), kiln compile --int8, the bundle
+# built with cc -O2 -march=native and bench/int8/kprof.h, which times every int8 kernel
+# call; prints the sum per class (depthwise, 1x1, kxk convolutions, GEMM, the rest) with
+# GMAC/s, then each node, slowest first, and bench_main's median for the whole run.
+# Usage: bench/int8/profile.sh [PATH/TO/kiln] [MODEL: resnet50|mobilenet_v2|...] [RUNS]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+KILN="${1:-$ROOT/build/kiln}"
+NAME="${2:-resnet50}"
+RUNS="${3:-3}"
+CC="${CC:-cc}"
+PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+model="$(ls -t "$HOME"/.cache/kiln/models/*/"$NAME".onnx 2>/dev/null | head -n 1)"
+[ -n "$model" ] || { echo "no $NAME.onnx in ~/.cache/kiln/models: run tests/models/run.py first" >&2; exit 1; }
+"$PY" - "$WORK/cal" <<'PY'
+import os, sys
+import numpy as np
+os.makedirs(sys.argv[1])
+rng = np.random.default_rng(20261125)
+for i in range(8):
+    np.save(f"{sys.argv[1]}/{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
+PY
+"$KILN" calibrate "$model" --data "$WORK/cal" --method minmax -o "$WORK/q.qparams" --quiet
+dir="$WORK/b"
+"$KILN" compile "$model" -o "$dir" --name bm --quiet --int8 "$WORK/q.qparams" >&2
+"$CC" -std=c99 -O2 -march=native -D_POSIX_C_SOURCE=200809L -D_ISOC11_SOURCE -I"$dir" \
+    -include "$ROOT/bench/int8/kprof.h" -include "$dir/bm.h" -DBENCH_NAME=bm -DBENCH_ALIGN=BM_ALIGN \
+    -DBENCH_WEIGHTS_SIZE=BM_WEIGHTS_SIZE -DBENCH_ARENA_SIZE=BM_ARENA_SIZE \
+    -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 -Dlogits=output \
+    "$ROOT/bench/passes/bench_main.c" "$dir/bm.c" -o "$dir/bench" -lm
+"$dir/bench" "$dir/bm_weights.bin" "$RUNS" | sed -n 's/.*median_ms=\([0-9.]*\).*/whole run: median \1 ms/p; /^kprof/p'
+echo "model $NAME; cc: $("$CC" --version | head -n 1); one thread; int8 path: -march=native"

@@ -18,7 +18,7 @@ const char cli_compile_help[] =
     "                    [--weights bin|embed] [--test-main] [--no-pass=NAME]...\n"
     "                    [--passes=LIST|none] [--dump-after=NAME] [--seq NAME=SPEC]...\n"
     "                    [--io-layout nchw|nhwc] [--report FILE.html] [--quiet]\n"
-    "                    [--int8 MODEL.qparams [--keep-float NODE,...]]\n"
+    "                    [--int8 MODEL.qparams [--keep-float NODE,...]] [--workers N]\n"
     "       kiln compile --list-passes\n"
     "\n"
     "Compiles MODEL (an .onnx file) into a standalone C99 bundle in DIR: NAME.h (the API),\n"
@@ -48,6 +48,7 @@ const char cli_compile_help[] =
     "                        element), a count N of the declared shape, or none (an absent\n"
     "                        optional) (repeatable)\n"
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
+    "  --workers N           workers of NAME_run_parallel's hook (C; default 1)\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
     "  --no-pass=NAME        skip the optional pass NAME (repeatable)\n"
@@ -98,6 +99,7 @@ static char *name_from_path(const char *path) {
 
 #define COMPILE_MAX_PASS_NAMES 64 /* more names than the pipeline has passes is a mistake */
 #define COMPILE_MAX_SEQ_INPUTS 256 /* --seq options; a model with more container inputs is odd */
+#define COMPILE_MAX_WORKERS 1024 /* more worker scratch than any machine has cores is a typo */
 
 static void list_passes(void) {
     for (unsigned i = 0; i < pass_count(); i++) {
@@ -193,6 +195,7 @@ int cli_compile_run(int argc, char **argv) {
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     const char *keep_float = NULL;
     bool test_main = false, quiet = false;
+    int workers = 1;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -250,6 +253,17 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--workers", &v)) != 0) {
+            char *end;
+            long long nw;
+            if (m < 0) goto usage;
+            nw = strtoll(v, &end, 10);
+            if (*end || nw < 1 || nw > COMPILE_MAX_WORKERS) {
+                cli_usage_error("compile", "--workers wants a count from 1 to %d, not '%s'",
+                                COMPILE_MAX_WORKERS, v);
+                goto usage;
+            }
+            workers = (int)nw;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--no-pass", &v)) != 0) {
             if (m < 0 || !check_pass_name("--no-pass", v, true)) goto usage;
             if (popts.n_disabled == COMPILE_MAX_PASS_NAMES) {
@@ -380,6 +394,7 @@ int cli_compile_run(int argc, char **argv) {
     BundleOptions opts = {.name = name ? name : auto_name,
                           .embed_weights = strcmp(weights, "embed") == 0,
                           .test_main = test_main,
+                          .workers = workers,
                           .model_path = model,
                           .model_sha256 = kiln_file_sha256(model, sha) ? sha : NULL,
                           .command_line = command,

@@ -12,7 +12,7 @@
 
 # model, then the kernel calls its bundle must make, in order
 EXPECT_packed_products="rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_gemm_f32"
-EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_par_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
 
 for model in packed_products packed_convs; do
     B="$TMP/$model"

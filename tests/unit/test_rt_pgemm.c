@@ -27,6 +27,10 @@ static void say_isa(void) {
     said = true;
 }
 
+/* Every test skips on a CPU without the path's ISA before its body runs: the body itself
+ * may already use the path's instructions (inlined kernels, vector stores of its locals). */
+TestSuite(rt_pgemm, .init = say_isa);
+
 /* A 2-D convolution case: sizes as ONNX states them (pads begin/end per axis). */
 typedef struct Case {
     int64_t n, c, m, group, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;

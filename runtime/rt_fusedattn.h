@@ -1,6 +1,7 @@
 /* rt_fusedattn.h: FusedAttention (passes/fuse_attention.c), softmax(scale * Q K^T + mask) V
  * one query row at a time: the row's scores go to a caller-provided scratch row of Sk
- * elements (the bundle puts it on the stack), so the (Sq, Sk) score matrix never exists.
+ * elements (a small node's on the stack; rt_fused_attention_par's, each worker's own, in the
+ * arena: rt_par.h), so the (Sq, Sk) score matrix never exists.
  * Every operand is read through element strides, which is how the Transposes around the
  * pattern were absorbed. The softmax subtracts the row maximum and sums through rt_sum.h,
  * like rt_softmax.h; float exp is rt_vmath.h's. Contiguous head dimensions take loops that

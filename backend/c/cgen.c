@@ -159,7 +159,7 @@ const char *cgen_dims(CgenCtx *cx, const IrType *t) {
 #define CGEN_PAR_MIN_MACS 65536.0
 
 const char *cgen_par(CgenCtx *cx, double macs) {
-    if (macs < CGEN_PAR_MIN_MACS) return "NULL";
+    if (macs < CGEN_PAR_MIN_MACS || cx->serial_only) return "NULL";
     cgen_use_runtime(cx, "rt_par.h");
     cx->uses_par = true;
     return "par";

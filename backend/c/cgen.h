@@ -31,6 +31,7 @@ typedef struct CgenCtx {
     bool uses_w, uses_a; /* the body refers to the weights / the arena */
     bool uses_par;       /* a kernel shares its work through the hook: NAME_run declares par */
     int64_t par_scratch; /* bytes of scratch a worker needs (the most any kernel asks) */
+    bool serial_only;    /* no RtPar in scope (the CUDA target's generic path): kernels run serially */
     /* Inside a subgraph (control flow, cgen_control.c): per value id a pointer expression
      * that overrides the placement (NULL at the root). */
     const char **expr;

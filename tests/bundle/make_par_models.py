@@ -4,7 +4,7 @@ NAME_run_parallel shares among workers (runtime/rt_par.h), each big enough to pa
 emitter's threshold: a conv net (packed GEMM convolutions, strided, a residual, a Gemm), a
 depthwise net (the channels-last depthwise kernel), a transformer block (projections on the
 packed GEMM, fused attention over heads, a batched MatMul of two activations on rt_gemm) and
-an LSTM (its gates stay serial) followed by a product.
+an LSTM (each step's gate products split by units) followed by a product.
 
 usage: make_par_models.py OUT_DIR
 """
@@ -112,8 +112,9 @@ def attention(rng, path):
 
 
 def lstm(rng, path):
-    """A bidirectional LSTM over 20 steps, then a product of its outputs."""
-    T, B, I, Hd = 20, 2, 24, 32
+    """A bidirectional LSTM over 12 steps (its gate products split by columns of units),
+    then a product of its outputs."""
+    T, B, I, Hd = 12, 2, 24, 128
     inits = [weight(rng, "W", (2, 4 * Hd, I)), weight(rng, "R", (2, 4 * Hd, Hd)),
              weight(rng, "B", (2, 8 * Hd)), weight(rng, "wp", (2 * Hd, 40)),
              const("flat", [T * B, 2 * Hd])]

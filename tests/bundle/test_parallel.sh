@@ -70,7 +70,7 @@ PYEOF
             continue
         fi
         if [ "$w" = 1 ]; then
-            grep -q "_par_f32(" "$B/$model.c" || [ "$model" = par_lstm ] ||
+            grep -q "_par_f32(" "$B/$model.c" ||
                 fail "$model: no kernel shares its work"
             check "$model: NAME_run (through the shim) matches ONNX Runtime" \
                 env KILN_PAR_MODE=serial "$PY" "$ROOT/tests/bundle/compare.py" --work "$TMP/cmp" \

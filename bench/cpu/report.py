@@ -37,6 +37,17 @@ def load(res, when):
     return f"{v:.1f}" if v is not None else "not recorded"
 
 
+def rerun_note(res):
+    """Which rows a later partial run (bench.py --append) replaced: the date, load and peak
+    above are that run's."""
+    runs = res.get("partial_reruns")
+    if not runs:
+        return ""
+    return (" Rows rerun later by `bench.py --append` (all three sides again, in one run): " +
+            "; ".join(", ".join(r) for r in runs) + "; the date, peak and load above are the "
+            "last rerun's.")
+
+
 def table(res, threads):
     peak = max(res["peak"].get("gflops") or 0, res["machine"].get("nominal_gflops") or 0)
     lines = []
@@ -157,7 +168,7 @@ CLOCK_MONOTONIC (weights and inputs loaded before): `NAME_run` on one thread,
 timed; cells are median (minimum) in ms. Ratio: Kiln's median over the faster peer's (below
 1 is Kiln ahead). GFLOP: 2 x the multiply-accumulates of `kiln inspect`. Kiln's output
 against ONNX Runtime's (max |diff| / max |ref|): {', '.join(agree) or '-'}. The whole run
-took {res['wall_s']} s.
+took {res['wall_s']} s.{rerun_note(res)}
 
 Models (batch 1, exported by the model suite's exporter, PyTorch 1.13, opset 17; nothing
 downloaded, so every weight is random):

@@ -20,6 +20,7 @@ typedef struct BundleOptions {
     const char *name;         /* bundle name: a C identifier, prefix of every symbol */
     bool embed_weights;       /* weights as a C array (NAME_weights.c) instead of a .bin */
     bool test_main;           /* also write NAME_test_main.c (reads inputs from files) */
+    int workers;              /* C target: workers of NAME_run_parallel's hook (0: 1) */
     const char *model_path;   /* for comments and the README */
     const char *command_line; /* the kiln command that produced the bundle */
     const char *model_sha256; /* hex SHA-256 of the model file, or NULL */
@@ -45,7 +46,17 @@ typedef struct BundleCtx {
     int64_t **graph_weight_offset;
     uint32_t n_graphs;
     const char *upper; /* the bundle's name in capitals, once bundle_upper_name made it */
+    int64_t par_scratch; /* C target: bytes of arena scratch per worker (after the plan) */
 } BundleCtx;
+
+/* The workers a bundle is compiled for (opts->workers, at least 1). */
+int bundle_workers(const BundleCtx *b);
+/* Where the per-worker scratch starts in the arena: the planned intermediates' size rounded
+ * up to BUNDLE_ALIGN. */
+int64_t bundle_scratch_offset(const BundleCtx *b);
+/* NAME_ARENA_SIZE: the planned intermediates, then (when kernels ask for it) the scratch of
+ * every worker. */
+int64_t bundle_arena_size(const BundleCtx *b);
 
 /* Readies b for g: allocates the per-value tables (placement not yet made). */
 void bundle_ctx_init(BundleCtx *b, const IrGraph *g, const BundleOptions *opts, Diag *d);

@@ -37,6 +37,19 @@ static bool any_count(const IrGraph *g) {
     return false;
 }
 
+int bundle_workers(const BundleCtx *b) {
+    return b->opts->workers > 0 ? b->opts->workers : 1;
+}
+
+int64_t bundle_scratch_offset(const BundleCtx *b) {
+    return (b->g->arena_size_bytes + BUNDLE_ALIGN - 1) / BUNDLE_ALIGN * BUNDLE_ALIGN;
+}
+
+int64_t bundle_arena_size(const BundleCtx *b) {
+    if (!b->par_scratch) return b->g->arena_size_bytes;
+    return bundle_scratch_offset(b) + bundle_workers(b) * b->par_scratch;
+}
+
 int bundle_count_axis(const IrGraph *g, uint32_t v, const char **fill) {
     const IrValue *val = &g->values[v];
     const IrNode *n = &g->nodes[val->producer];
@@ -104,8 +117,13 @@ void bundle_emit_header(BundleCtx *b, const BundleDialect *dl, CWriter *h) {
     cw_line(h, "#include <stdint.h>");
     for (const char *const *inc = dl->includes; inc && *inc; inc++) cw_line(h, "#include %s", *inc);
     cw_blank(h);
-    cw_line(h, "#define %s_ARENA_SIZE %lld /* bytes of the planned intermediates */", U,
-            (long long)g->arena_size_bytes);
+    if (b->par_scratch)
+        cw_line(h, "#define %s_ARENA_SIZE %lld /* bytes: the planned intermediates (%lld), then "
+                   "%d x %lld of worker scratch */", U, (long long)bundle_arena_size(b),
+                (long long)g->arena_size_bytes, bundle_workers(b), (long long)b->par_scratch);
+    else
+        cw_line(h, "#define %s_ARENA_SIZE %lld /* bytes of the planned intermediates */", U,
+                (long long)g->arena_size_bytes);
     cw_line(h, "#define %s_WEIGHTS_SIZE %lld /* bytes of %s */", U, (long long)b->weights_size,
             b->opts->embed_weights ? bundle_fmt(b, "the array %s_weights", N)
                                    : bundle_fmt(b, "%s_weights.bin", N));
@@ -203,9 +221,16 @@ void bundle_emit_readme(BundleCtx *b, const BundleDialect *dl, CWriter *m) {
                 b->out_field[i], b->out_field[i], axis, fill);
     }
     cw_blank(m);
-    cw_line(m, "- arena: %lld bytes (lower bound %lld, naive sum %lld)",
-            (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
-            (long long)g->arena_naive_bytes);
+    if (b->par_scratch)
+        cw_line(m, "- arena: %lld bytes: the intermediates' plan, %lld (lower bound %lld, naive "
+                   "sum %lld), then %d worker%s x %lld bytes of scratch", (long long)bundle_arena_size(b),
+                (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
+                (long long)g->arena_naive_bytes, bundle_workers(b),
+                bundle_workers(b) > 1 ? "s" : "", (long long)b->par_scratch);
+    else
+        cw_line(m, "- arena: %lld bytes (lower bound %lld, naive sum %lld)",
+                (long long)g->arena_size_bytes, (long long)g->arena_lower_bound_bytes,
+                (long long)g->arena_naive_bytes);
     cw_line(m, "- weights: %lld bytes (%s)", (long long)b->weights_size,
             b->opts->embed_weights ? bundle_fmt(b, "`%s_weights.c`", N)
                                    : bundle_fmt(b, "`%s_weights.bin`", N));

@@ -14,7 +14,7 @@
 const char cli_compile_help[] =
     "usage: kiln compile MODEL -o DIR [--name NAME] [--target c|cuda]\n"
     "                    [--precision fp32|fp16] [--conv auto|im2col|implicit]\n"
-    "                    [--fp16-io] [--no-winograd] [--dim NAME=VALUE]...\n"
+    "                    [--fp16-io] [--no-winograd] [--workers N] [--dim NAME=VALUE]...\n"
     "                    [--shape INPUT=DIMS]... [--weights bin|embed] [--test-main]\n"
     "                    [--no-pass=NAME]... [--passes=LIST|none] [--dump-after=NAME]\n"
     "                    [--seq NAME=SPEC]... [--io-layout nchw|nhwc] [--report FILE.html]\n"
@@ -47,6 +47,7 @@ const char cli_compile_help[] =
     "                        element), a count N of the declared shape, or none (an absent\n"
     "                        optional) (repeatable)\n"
     "  --weights bin|embed   weights in a binary file (default) or as a const C array\n"
+    "  --workers N           workers of NAME_run_parallel's hook (C; default 1)\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
     "  --no-winograd         C: 3x3 convolutions without Winograd\n"
@@ -60,9 +61,8 @@ const char cli_compile_help[] =
     "  --io-layout nchw|nhwc the layout of 4-D inputs and outputs (default nchw, as the\n"
     "                        model states them); nhwc: channels-last fields (N,H,W,C), and\n"
     "                        no transposes at the boundary of the layout pass's region\n"
-    "  --report FILE.html    also write a report of the compile: one self-contained page\n"
-    "                        (model, passes with node counts, nodes with shapes, MACs and\n"
-    "                        arena offsets, the memory plan as a timeline)\n"
+    "  --report FILE.html    also write a self-contained page on the compile (model, passes,\n"
+    "                        nodes with shapes, MACs and offsets, the memory plan)\n"
     "  --quiet               no progress line (shown on stderr when it is a terminal) and\n"
     "                        no summary; only diagnostics\n"
     "  --list-passes         print the pipeline in order and exit\n"
@@ -98,6 +98,7 @@ static char *name_from_path(const char *path) {
 
 #define COMPILE_MAX_PASS_NAMES 64 /* more names than the pipeline has passes is a mistake */
 #define COMPILE_MAX_SEQ_INPUTS 256 /* --seq options; a model with more container inputs is odd */
+#define COMPILE_MAX_WORKERS 1024 /* more worker scratch than any machine has cores is a typo */
 
 static void list_passes(void) {
     for (unsigned i = 0; i < pass_count(); i++) {
@@ -193,6 +194,7 @@ int cli_compile_run(int argc, char **argv) {
     const char *precision = "fp32", *conv = "auto", *report = NULL, *qparams = NULL;
     const char *keep_float = NULL;
     bool test_main = false, quiet = false, io16 = false, no_winograd = false;
+    int workers = 1;
     CliDims dims = {0};
     int rc = CLI_EXIT_OK;
     const char *disabled[COMPILE_MAX_PASS_NAMES], *enabled[COMPILE_MAX_PASS_NAMES];
@@ -258,6 +260,17 @@ int cli_compile_run(int argc, char **argv) {
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--weights", &v)) != 0) {
             if (m < 0) goto usage;
             weights = v;
+        } else if ((m = cli_flag_value("compile", argc, argv, &i, "--workers", &v)) != 0) {
+            char *end;
+            long long nw;
+            if (m < 0) goto usage;
+            nw = strtoll(v, &end, 10);
+            if (*end || nw < 1 || nw > COMPILE_MAX_WORKERS) {
+                cli_usage_error("compile", "--workers wants a count from 1 to %d, not '%s'",
+                                COMPILE_MAX_WORKERS, v);
+                goto usage;
+            }
+            workers = (int)nw;
         } else if ((m = cli_flag_value("compile", argc, argv, &i, "--no-pass", &v)) != 0) {
             if (m < 0 || !check_pass_name("--no-pass", v, true)) goto usage;
             if (popts.n_disabled == COMPILE_MAX_PASS_NAMES) {
@@ -388,6 +401,7 @@ int cli_compile_run(int argc, char **argv) {
                           .embed_weights = strcmp(weights, "embed") == 0,
                           .test_main = test_main,
                           .no_winograd = no_winograd,
+                          .workers = workers,
                           .model_path = model,
                           .model_sha256 = kiln_file_sha256(model, sha) ? sha : NULL,
                           .command_line = command,

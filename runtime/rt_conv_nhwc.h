@@ -11,6 +11,7 @@
 #include "rt_act.h"
 #include "rt_common.h"
 #include "rt_conv.h"
+#include "rt_par.h"
 
 #define RT_CNHWC_TILE_P 4 /* output pixels per tile: 4 broadcasts per weight row load */
 #define RT_CNHWC_TILE_M 8 /* output channels per tile: 4 x 8 accumulators fit 8 SSE or 4 AVX
@@ -265,18 +266,31 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, r: (N,OH,OW,M) or NULL,            \
-     * y: (N,OH,OW,M). y = act(conv(x, w) + b + r); act NULL: none. The epilogue runs on     \
-     * each tile of output pixels (all M channels) right after it is complete. */            \
-    RT_API void rt_conv_nhwc_fused_##SFX(const T *x, const T *w, const T *b, const T *r,      \
-                                         T *y, const RtConvGeom *g, const RtAct *act) {       \
+    /* The convolution's work; the epilogue (act(. + b + r)) runs on each tile of output    \
+     * pixels (all M channels) right after it is complete. */                                \
+    typedef struct RtConvNhwcTask##SFX {                                                      \
+        const T *x, *w, *b, *r;                                                               \
+        T *y;                                                                                 \
+        const RtConvGeom *g;                                                                  \
+        const RtAct *act;                                                                     \
+        int64_t rows; /* output rows (of all images, n * OH) a task */                        \
+    } RtConvNhwcTask##SFX;                                                                    \
+    /* Output rows [r_lo, r_hi) of n * OH: each row's pixels, all M channels. */              \
+    RT_API void rt_conv_nhwc_rows_##SFX(const RtConvNhwcTask##SFX *t, int64_t r_lo,           \
+                                        int64_t r_hi) {                                       \
+        const T *x = t->x, *w = t->w, *b = t->b, *r = t->r;                                   \
+        T *y = t->y;                                                                          \
+        const RtConvGeom *g = t->g;                                                           \
+        const RtAct *act = t->act;                                                            \
         const int64_t C = g->c, M = g->m, cg = g->c / g->group, mg = g->m / g->group;         \
         const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];             \
         const RtAct no_act = {RT_ACT_NONE, 0.0f, 0.0f}; /* a residual without activation */     \
-        int64_t n, oh, ow, kh_lo, kh_hi;                                                      \
-        for (n = 0; n < g->n; n++) {                                                          \
-            const T *xn = x + n * H * W * C;                                                  \
-            for (oh = 0; oh < OH; oh++) {                                                     \
+        int64_t n, oh, ow, kh_lo, kh_hi, row;                                                 \
+        for (row = r_lo; row < r_hi; row++) {                                                 \
+            const T *xn = x + row / OH * H * W * C;                                           \
+            n = row / OH;                                                                     \
+            oh = row % OH;                                                                    \
+            {                                                                                 \
                 int64_t ow_lo, ow_hi; /* pixels whose every kw tap is inside the input */     \
                 rt_conv_range(H, g->k[1], g->d[1], oh * g->s[1] - g->pad[1], &kh_lo, &kh_hi); \
                 {                                                                             \
@@ -346,6 +360,36 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
         }                                                                                     \
     }                                                                                         \
                                                                                               \
+    RT_API void rt_conv_nhwc_task_##SFX(void *arg, int64_t task, int worker) {                \
+        const RtConvNhwcTask##SFX *t = (const RtConvNhwcTask##SFX *)arg;                      \
+        const int64_t all = t->g->n * t->g->out[1], lo = task * t->rows;                      \
+        (void)worker;                                                                         \
+        rt_conv_nhwc_rows_##SFX(t, lo, lo + t->rows < all ? lo + t->rows : all);              \
+    }                                                                                         \
+    /* rt_conv_nhwc_fused_SFX with its output rows shared among par's workers (rt_par.h;     \
+     * NULL: serial). */                                                                      \
+    RT_API void rt_conv_nhwc_fused_par_##SFX(const T *x, const T *w, const T *b, const T *r,  \
+                                             T *y, const RtConvGeom *g, const RtAct *act,     \
+                                             const RtPar *par) {                              \
+        const int64_t all = g->n * g->out[1], n_rc = rt_par_chunks(par, all, 1);              \
+        RtConvNhwcTask##SFX t;                                                                \
+        if (all <= 0) return;                                                                 \
+        t.x = x;                                                                              \
+        t.w = w;                                                                              \
+        t.b = b;                                                                              \
+        t.r = r;                                                                              \
+        t.y = y;                                                                              \
+        t.g = g;                                                                              \
+        t.act = act;                                                                          \
+        t.rows = (all + n_rc - 1) / n_rc;                                                     \
+        rt_par_run(par, (all + t.rows - 1) / t.rows, rt_conv_nhwc_task_##SFX, &t);            \
+    }                                                                                         \
+    /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, r: (N,OH,OW,M) or NULL,            \
+     * y: (N,OH,OW,M). y = act(conv(x, w) + b + r); act NULL: none. */                        \
+    RT_API void rt_conv_nhwc_fused_##SFX(const T *x, const T *w, const T *b, const T *r,      \
+                                         T *y, const RtConvGeom *g, const RtAct *act) {       \
+        rt_conv_nhwc_fused_par_##SFX(x, w, b, r, y, g, act, (const RtPar *)0);                \
+    }                                                                                         \
     /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, y: (N,OH,OW,M) */                  \
     RT_API void rt_conv_nhwc_##SFX(const T *x, const T *w, const T *b, T *y,                  \
                                    const RtConvGeom *g) {                                     \

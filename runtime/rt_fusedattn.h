@@ -1,6 +1,7 @@
 /* rt_fusedattn.h: FusedAttention (passes/fuse_attention.c), softmax(scale * Q K^T + mask) V
  * one query row at a time: the row's scores go to a caller-provided scratch row of Sk
- * elements (the bundle puts it on the stack), so the (Sq, Sk) score matrix never exists.
+ * elements (a small node's on the stack; rt_fused_attention_par's, each worker's own, in the
+ * arena: rt_par.h), so the (Sq, Sk) score matrix never exists.
  * Every operand is read through element strides, which is how the Transposes around the
  * pattern were absorbed. The softmax subtracts the row maximum and sums through rt_sum.h,
  * like rt_softmax.h; float exp is rt_vmath.h's. Contiguous head dimensions take loops that
@@ -9,6 +10,7 @@
 #define KILN_RT_FUSEDATTN_H
 
 #include "rt_common.h"
+#include "rt_par.h"
 #include "rt_sum.h"
 #include "rt_vmath.h"
 
@@ -37,16 +39,19 @@ typedef struct RtFusedAttn {
         for (; t < n; t++) s += a[t * as] * b[t * bs];                                         \
         return s;                                                                              \
     }                                                                                          \
-    RT_API void rt_fused_attention_##SFX(const RtFusedAttn *p, const T *q, const T *k,         \
-                                         const T *v, const T *mask, T *y, T *row, T scale) {   \
-        int64_t b, h, i, j, t;                                                                 \
-        for (b = 0; b < p->b; b++)                                                             \
-            for (h = 0; h < p->h; h++) {                                                       \
+    /* Query rows [i_lo, i_hi) of batch b, head h. */                                        \
+    RT_API void rt_fused_attention_rows_##SFX(const RtFusedAttn *p, const T *q, const T *k,    \
+                                              const T *v, const T *mask, T *y, T *row,         \
+                                              T scale, int64_t b, int64_t h, int64_t i_lo,     \
+                                              int64_t i_hi) {                                  \
+        int64_t i, j, t;                                                                       \
+        {                                                                                      \
+            {                                                                                  \
                 const T *qb = q + b * p->q_st[0] + h * p->q_st[1];                             \
                 const T *kb = k + b * p->k_st[0] + h * p->k_st[1];                             \
                 const T *vb = v + b * p->v_st[0] + h * p->v_st[1];                             \
                 T *yb = y + b * p->y_st[0] + h * p->y_st[1];                                   \
-                for (i = 0; i < p->sq; i++) {                                                  \
+                for (i = i_lo; i < i_hi; i++) {                                                \
                     const T *qr = qb + i * p->q_st[2];                                         \
                     T *yr = yb + i * p->y_st[2];                                               \
                     T mx = 0, inv;                                                             \
@@ -73,6 +78,50 @@ typedef struct RtFusedAttn {
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    RT_API void rt_fused_attention_##SFX(const RtFusedAttn *p, const T *q, const T *k,         \
+                                         const T *v, const T *mask, T *y, T *row, T scale) {   \
+        int64_t b, h;                                                                          \
+        for (b = 0; b < p->b; b++)                                                             \
+            for (h = 0; h < p->h; h++)                                                         \
+                rt_fused_attention_rows_##SFX(p, q, k, v, mask, y, row, scale, b, h, 0, p->sq); \
+    }                                                                                          \
+    typedef struct RtFusedAttnTask##SFX {                                                      \
+        const RtFusedAttn *p;                                                                  \
+        const T *q, *k, *v, *mask;                                                             \
+        T *y, scale;                                                                           \
+        const RtPar *par;                                                                      \
+        int64_t n_ic, ic; /* query row chunks of a head, rows a chunk */                       \
+    } RtFusedAttnTask##SFX;                                                                    \
+    RT_API void rt_fused_attention_task_##SFX(void *arg, int64_t task, int worker) {           \
+        const RtFusedAttnTask##SFX *a = (const RtFusedAttnTask##SFX *)arg;                     \
+        const int64_t bh = task / a->n_ic, i_lo = task % a->n_ic * a->ic;                      \
+        const int64_t i_hi = i_lo + a->ic < a->p->sq ? i_lo + a->ic : a->p->sq;                \
+        rt_fused_attention_rows_##SFX(a->p, a->q, a->k, a->v, a->mask, a->y,                   \
+                                      (T *)rt_par_scratch(a->par, worker), a->scale,           \
+                                      bh / a->p->h, bh % a->p->h, i_lo, i_hi);                 \
+    }                                                                                          \
+    /* rt_fused_attention_SFX over par's workers (rt_par.h), tasks of (batch, head, chunk of  \
+     * query rows); each worker's row of scores is its scratch (p->sk elements of T). */       \
+    RT_API void rt_fused_attention_par_##SFX(const RtFusedAttn *p, const T *q, const T *k,     \
+                                             const T *v, const T *mask, T *y, T scale,         \
+                                             const RtPar *par) {                               \
+        RtFusedAttnTask##SFX a;                                                                \
+        const int64_t bh = p->b * p->h;                                                        \
+        if (bh <= 0 || p->sq <= 0) return;                                                     \
+        a.p = p;                                                                               \
+        a.q = q;                                                                               \
+        a.k = k;                                                                               \
+        a.v = v;                                                                               \
+        a.mask = mask;                                                                         \
+        a.y = y;                                                                               \
+        a.scale = scale;                                                                       \
+        a.par = par;                                                                           \
+        a.n_ic = rt_par_chunks(par, p->sq, bh);                                                \
+        a.ic = (p->sq + a.n_ic - 1) / a.n_ic;                                                  \
+        a.n_ic = (p->sq + a.ic - 1) / a.ic;                                                    \
+        rt_par_run(par, bh * a.n_ic, rt_fused_attention_task_##SFX, &a);                       \
     }
 
 RT_FUSEDATTN_DEFINE(f32, float, rt_vexp_f32)

@@ -8,6 +8,7 @@
 
 #include "rt_act.h"
 #include "rt_common.h"
+#include "rt_par.h"
 
 #ifndef RT_MM_ROWS
 #define RT_MM_ROWS 4 /* rows of A that share one pass over a panel of B */
@@ -62,7 +63,10 @@
             if (act) ACTROW(yr, cols, act);                                                    \
         }                                                                                      \
     }                                                                                          \
-    RT_API void rt_gemm_##SFX(const RtGemm##SFX *g) {                                          \
+    /* Rows [i_lo, i_hi) and columns [j_lo, j_hi) of y (i_lo a multiple of RT_MM_ROWS, j_lo   \
+     * of RT_MM_COLS: the serial loop's tiles, bit for bit). */                                \
+    RT_API void rt_gemm_##SFX##_block(const RtGemm##SFX *g, int64_t i_lo, int64_t i_hi,        \
+                                      int64_t j_lo, int64_t j_hi) {                            \
         const int64_t M = g->m, N = g->n, K = g->k, a_rs = g->a_rs, a_cs = g->a_cs;            \
         const int64_t b_rs = g->b_rs, b_cs = g->b_cs, c_rs = g->c_rs, c_cs = g->c_cs;          \
         const T *a = g->a, *b = g->b, *c = g->c;                                               \
@@ -71,10 +75,10 @@
         const RtAct *act = g->act;                                                             \
         ACC acc[RT_MM_ROWS][RT_MM_COLS];                                                       \
         int64_t i0, j0, k, r, j;                                                               \
-        for (i0 = 0; i0 < M; i0 += RT_MM_ROWS) {                                               \
-            int64_t rows = M - i0 < RT_MM_ROWS ? M - i0 : RT_MM_ROWS;                          \
-            for (j0 = 0; j0 < N; j0 += RT_MM_COLS) {                                           \
-                int64_t cols = N - j0 < RT_MM_COLS ? N - j0 : RT_MM_COLS;                      \
+        for (i0 = i_lo; i0 < i_hi; i0 += RT_MM_ROWS) {                                         \
+            int64_t rows = i_hi - i0 < RT_MM_ROWS ? i_hi - i0 : RT_MM_ROWS;                    \
+            for (j0 = j_lo; j0 < j_hi; j0 += RT_MM_COLS) {                                     \
+                int64_t cols = j_hi - j0 < RT_MM_COLS ? j_hi - j0 : RT_MM_COLS;                \
                 if (b_cs == 1) { /* i-k-j: B rows contiguous */                                \
                     for (r = 0; r < rows; r++)                                                 \
                         for (j = 0; j < cols; j++) acc[r][j] = 0;                              \
@@ -118,7 +122,34 @@
                                          c_cs, y, act);                                        \
             }                                                                                  \
         }                                                                                      \
-    }
+    }                                                                                          \
+    typedef struct RtGemmTask##SFX {                                                           \
+        const RtGemm##SFX *g;                                                                  \
+        int64_t ic, n_jc, jc; /* rows a task, column chunks, columns a chunk */                \
+    } RtGemmTask##SFX;                                                                         \
+    RT_API void rt_gemm_##SFX##_task(void *arg, int64_t task, int worker) {                    \
+        const RtGemmTask##SFX *t = (const RtGemmTask##SFX *)arg;                               \
+        const int64_t i_lo = task / t->n_jc * t->ic, j_lo = task % t->n_jc * t->jc;            \
+        const int64_t i_hi = i_lo + t->ic < t->g->m ? i_lo + t->ic : t->g->m;                  \
+        const int64_t j_hi = j_lo + t->jc < t->g->n ? j_lo + t->jc : t->g->n;                  \
+        (void)worker;                                                                          \
+        if (i_lo < i_hi && j_lo < j_hi) rt_gemm_##SFX##_block(t->g, i_lo, i_hi, j_lo, j_hi);   \
+    }                                                                                          \
+    /* rt_gemm_SFX with its tiles shared among par's workers (rt_par.h; NULL: serial): rows  \
+     * of RT_MM_ROWS split first, columns of RT_MM_COLS when there are too few rows. */       \
+    RT_API void rt_gemm_par_##SFX(const RtGemm##SFX *g, const RtPar *par) {                    \
+        const int64_t ui = (g->m + RT_MM_ROWS - 1) / RT_MM_ROWS;                               \
+        const int64_t uj = (g->n + RT_MM_COLS - 1) / RT_MM_COLS;                               \
+        const int64_t n_ic = rt_par_chunks(par, ui, 1), n_jc = rt_par_chunks(par, uj, n_ic);   \
+        RtGemmTask##SFX t;                                                                     \
+        if (g->m <= 0 || g->n <= 0) return;                                                    \
+        t.g = g;                                                                               \
+        t.ic = (ui + n_ic - 1) / n_ic * RT_MM_ROWS;                                            \
+        t.jc = (uj + n_jc - 1) / n_jc * RT_MM_COLS;                                            \
+        t.n_jc = (g->n + t.jc - 1) / t.jc;                                                     \
+        rt_par_run(par, (g->m + t.ic - 1) / t.ic * t.n_jc, rt_gemm_##SFX##_task, &t);          \
+    }                                                                                          \
+    RT_API void rt_gemm_##SFX(const RtGemm##SFX *g) { rt_gemm_##SFX##_block(g, 0, g->m, 0, g->n); }
 
 #define RT_MM_ST_F32(v) (v)
 #define RT_MM_ST_I32(v) ((int32_t)(v))

@@ -27,6 +27,7 @@
 #include "rt_act.h"
 #include "rt_common.h"
 #include "rt_conv.h"
+#include "rt_par.h"
 
 #if defined(__AVX512F__) && !defined(RT_PGEMM_PORTABLE) && !defined(__CUDACC__)
 #define RT_PGEMM_ISA "avx512"
@@ -232,8 +233,8 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
 #endif
 }
 
-/* x: (N,H,W,C), wp: packed as above (G, NP, KH*KW*C/group, 16), b: (M) or NULL, r:
- * (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
+/* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
+ * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
@@ -244,8 +245,24 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
  * each tile as it is stored: bias in the accumulators' start (first block), residual and
  * ReLU/Clip in registers (a full tile), other activations (and partial tiles) through
  * rt_act_row_f32 on the stored rows. */
-RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
-                              float *y, const RtConvGeom *g, const RtAct *act) {
+typedef struct RtPconvTask {
+    const float *x, *wp, *b, *r;
+    float *y;
+    const RtConvGeom *g;
+    const RtAct *act;
+    int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (RT_PGEMM_MC x) */
+    int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
+} RtPconvTask;
+
+/* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
+ * in order, as the whole convolution does them (p_lo a multiple of RT_PGEMM_MC, j_lo of
+ * RT_PGEMM_NP, so that each tile is the one of the serial loop, bit for bit). */
+RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp, int64_t p_lo,
+                                    int64_t p_hi, int64_t j_lo, int64_t j_hi) {
+    const float *x = k->x, *wp = k->wp, *b = k->b, *r = k->r;
+    float *y = k->y;
+    const RtConvGeom *g = k->g;
+    const RtAct *act = k->act;
     const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
     const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
@@ -265,113 +282,156 @@ RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, c
     float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
     int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
     int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
-    int64_t n, grp, t0, c0, pb, j0, p0;
-    for (n = 0; n < g->n; n++)
-        for (grp = 0; grp < G; grp++)
-            for (t0 = 0; t0 < taps; t0 += tb)
-                for (c0 = 0; c0 < cg; c0 += cc) {
-                    const int64_t nt = taps - t0 < tb ? taps - t0 : tb;
-                    const int64_t kc = cg - c0 < cc ? cg - c0 : cc;
-                    const int first = t0 == 0 && c0 == 0;
-                    const int last = t0 + nt >= taps && c0 + kc >= cg;
-                    /* whole taps of few channels: the tile's rows are gathered (B's rows of
-                     * the block are contiguous then) */
-                    const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
-                    const float *xg = x + n * H * W * C + grp * cg + c0;
-                    int64_t t;
-                    for (t = 0; t < nt; t++) {
-                        tap_h[t] = (t0 + t) / KW * g->d[1];
-                        tap_w[t] = (t0 + t) % KW * g->d[2];
-                    }
-                    /* gathering: one tile a pixel block, gathered once for all its panels */
-                    const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
-                    int64_t gathered = -1; /* the tile whose rows abuf holds */
-                    for (pb = 0; pb < P; pb += mc) {
-                        const int64_t pe = pb + mc < P ? pb + mc : P;
-                        int64_t q;
-                        for (q = pb; q < pe; q++) {
-                            pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
-                            pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
-                        }
-                        for (j0 = 0; j0 < np; j0 += RT_PGEMM_NP) {
-                            /* the tiles' columns of this group: [m0, m0 + cols) */
-                            const int64_t m0 = j0 * RT_PGEMM_NR;
-                            const int64_t cols = mg - m0 < RT_PGEMM_NT ? mg - m0 : RT_PGEMM_NT;
-                            const int64_t mo = grp * mg + m0;
-                            const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
-                            /* a missing second panel repeats the first: its columns are dropped */
-                            const int64_t b_panel = j0 + 1 < np ? panel : 0;
-                            int64_t j;
-                            for (j = 0; j < RT_PGEMM_NT; j++)
-                                init[j] = b && j < cols ? b[mo + j] : 0.0f;
-                            for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
-                                const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
-                                const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
-                                float *yt = y + (n * P + p0) * M + mo;
-                                const float *rt = r ? r + (yt - y) : NULL;
-                                const float *const *a = ind;
-                                int64_t i, i2, nta = nt, kca = kc;
-                                for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
-                                    const int64_t qi = p0 - pb + (i < rows ? i : 0);
-                                    for (t = 0; t < nt; t++) {
-                                        const int64_t ih = pix_h[qi] + tap_h[t];
-                                        const int64_t iw = pix_w[qi] + tap_w[t];
-                                        ind[t * RT_PGEMM_MR + i] =
-                                            ih < 0 || ih >= H || iw < 0 || iw >= W
-                                                ? rt_pgemm_zero
-                                                : xg + (ih * W + iw) * C;
-                                    }
-                                }
-                                if (gather) { /* few channels a tap: one row of nt*kc per pixel */
-                                    if (gathered != p0)
-                                        for (i = 0; i < RT_PGEMM_MR; i++) {
-                                            float *dst = abuf[i];
-                                            /* taps whose rows follow each other in x (a
-                                             * kernel row inside the image) copy as one run */
-                                            for (t = 0; t < nt;) {
-                                                const float *src = ind[t * RT_PGEMM_MR + i];
-                                                int64_t len = kc, c;
-                                                for (t++; t < nt && src != rt_pgemm_zero &&
-                                                          ind[t * RT_PGEMM_MR + i] == src + len;
-                                                     t++)
-                                                    len += kc;
-                                                for (c = 0; c < len; c++) *dst++ = src[c];
-                                            }
-                                            arow[i] = abuf[i];
-                                        }
-                                    gathered = p0;
-                                    a = arow;
-                                    nta = 1;
-                                    kca = nt * kc;
-                                }
-                                if (direct) { /* the epilogue in registers where it can be */
-                                    rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
-                                                      init, !first, yt, M, last ? rt : NULL,
-                                                      last ? lo : -INFINITY,
-                                                      last ? hi : INFINITY);
-                                    if (last && !act_clamps)
-                                        for (i2 = 0; i2 < rows; i2++)
-                                            rt_act_row_f32(yt + i2 * M, NULL, cols, act);
-                                    continue;
-                                }
-                                if (!first)
-                                    for (i2 = 0; i2 < rows; i2++)
-                                        for (j = 0; j < cols; j++)
-                                            tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
-                                rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                                  !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
-                                                  INFINITY);
-                                for (i2 = 0; i2 < rows; i2++)
-                                    for (j = 0; j < cols; j++)
-                                        yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
-                                if (last && (act || r))
-                                    for (i2 = 0; i2 < rows; i2++)
-                                        rt_act_row_f32(yt + i2 * M, rt ? rt + i2 * M : NULL, cols,
-                                                       act ? act : &no_act);
+    int64_t t0, c0, pb, j0, p0;
+    for (t0 = 0; t0 < taps; t0 += tb)
+        for (c0 = 0; c0 < cg; c0 += cc) {
+            const int64_t nt = taps - t0 < tb ? taps - t0 : tb;
+            const int64_t kc = cg - c0 < cc ? cg - c0 : cc;
+            const int first = t0 == 0 && c0 == 0;
+            const int last = t0 + nt >= taps && c0 + kc >= cg;
+            /* whole taps of few channels: the tile's rows are gathered (B's rows of
+             * the block are contiguous then) */
+            const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+            const float *xg = x + n * H * W * C + grp * cg + c0;
+            int64_t t;
+            for (t = 0; t < nt; t++) {
+                tap_h[t] = (t0 + t) / KW * g->d[1];
+                tap_w[t] = (t0 + t) % KW * g->d[2];
+            }
+            /* gathering: one tile a pixel block, gathered once for all its panels */
+            const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
+            int64_t gathered = -1; /* the tile whose rows abuf holds */
+            for (pb = p_lo; pb < p_hi; pb += mc) {
+                const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
+                int64_t q;
+                for (q = pb; q < pe; q++) {
+                    pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
+                    pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
+                }
+                for (j0 = j_lo; j0 < j_hi; j0 += RT_PGEMM_NP) {
+                    /* the tiles' columns of this group: [m0, m0 + cols) */
+                    const int64_t m0 = j0 * RT_PGEMM_NR;
+                    const int64_t cols = mg - m0 < RT_PGEMM_NT ? mg - m0 : RT_PGEMM_NT;
+                    const int64_t mo = grp * mg + m0;
+                    const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
+                    /* a missing second panel repeats the first: its columns are dropped */
+                    const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                    int64_t j;
+                    for (j = 0; j < RT_PGEMM_NT; j++)
+                        init[j] = b && j < cols ? b[mo + j] : 0.0f;
+                    for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
+                        const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
+                        const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
+                        float *yt = y + (n * P + p0) * M + mo;
+                        const float *rt = r ? r + (yt - y) : NULL;
+                        const float *const *a = ind;
+                        int64_t i, i2, nta = nt, kca = kc;
+                        for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
+                            const int64_t qi = p0 - pb + (i < rows ? i : 0);
+                            for (t = 0; t < nt; t++) {
+                                const int64_t ih = pix_h[qi] + tap_h[t];
+                                const int64_t iw = pix_w[qi] + tap_w[t];
+                                ind[t * RT_PGEMM_MR + i] =
+                                    ih < 0 || ih >= H || iw < 0 || iw >= W
+                                        ? rt_pgemm_zero
+                                        : xg + (ih * W + iw) * C;
                             }
                         }
+                        if (gather) { /* few channels a tap: one row of nt*kc per pixel */
+                            if (gathered != p0)
+                                for (i = 0; i < RT_PGEMM_MR; i++) {
+                                    float *dst = abuf[i];
+                                    /* taps whose rows follow each other in x (a
+                                     * kernel row inside the image) copy as one run */
+                                    for (t = 0; t < nt;) {
+                                        const float *src = ind[t * RT_PGEMM_MR + i];
+                                        int64_t len = kc, c;
+                                        for (t++; t < nt && src != rt_pgemm_zero &&
+                                                  ind[t * RT_PGEMM_MR + i] == src + len;
+                                             t++)
+                                            len += kc;
+                                        for (c = 0; c < len; c++) *dst++ = src[c];
+                                    }
+                                    arow[i] = abuf[i];
+                                }
+                            gathered = p0;
+                            a = arow;
+                            nta = 1;
+                            kca = nt * kc;
+                        }
+                        if (direct) { /* the epilogue in registers where it can be */
+                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                              init, !first, yt, M, last ? rt : NULL,
+                                              last ? lo : -INFINITY,
+                                              last ? hi : INFINITY);
+                            if (last && !act_clamps)
+                                for (i2 = 0; i2 < rows; i2++)
+                                    rt_act_row_f32(yt + i2 * M, NULL, cols, act);
+                            continue;
+                        }
+                        if (!first)
+                            for (i2 = 0; i2 < rows; i2++)
+                                for (j = 0; j < cols; j++)
+                                    tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
+                        rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
+                                          !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
+                                          INFINITY);
+                        for (i2 = 0; i2 < rows; i2++)
+                            for (j = 0; j < cols; j++)
+                                yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
+                        if (last && (act || r))
+                            for (i2 = 0; i2 < rows; i2++)
+                                rt_act_row_f32(yt + i2 * M, rt ? rt + i2 * M : NULL, cols,
+                                               act ? act : &no_act);
                     }
                 }
+            }
+        }
+}
+
+RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
+    const RtPconvTask *k = (const RtPconvTask *)arg;
+    const RtConvGeom *g = k->g;
+    const int64_t P = g->out[1] * g->out[2], np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    const int64_t jc = task % k->n_jc, pc = task / k->n_jc % k->n_pc;
+    const int64_t ng = task / k->n_jc / k->n_pc, n = ng / g->group, grp = ng % g->group;
+    const int64_t p_lo = pc * k->pc, p_hi = p_lo + k->pc < P ? p_lo + k->pc : P;
+    const int64_t j_lo = jc * k->jc, j_hi = j_lo + k->jc < np ? j_lo + k->jc : np;
+    (void)worker;
+    if (p_lo < p_hi && j_lo < j_hi) rt_pconv_nhwc_block_f32(k, n, grp, p_lo, p_hi, j_lo, j_hi);
+}
+
+/* rt_pconv_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
+ * tasks are (image, group, chunk of pixel blocks, chunk of panels); pixels split first,
+ * panels when an image has too few pixel blocks (the late, small layers). */
+RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *b,
+                                  const float *r, float *y, const RtConvGeom *g,
+                                  const RtAct *act, const RtPar *par) {
+    const int64_t P = g->out[1] * g->out[2], ng = g->n * g->group;
+    const int64_t np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    const int64_t units_p = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+    const int64_t units_j = (np + RT_PGEMM_NP - 1) / RT_PGEMM_NP;
+    RtPconvTask k;
+    int64_t n_pc = rt_par_chunks(par, units_p, ng), n_jc;
+    n_jc = rt_par_chunks(par, units_j, ng * n_pc);
+    k.x = x;
+    k.wp = wp;
+    k.b = b;
+    k.r = r;
+    k.y = y;
+    k.g = g;
+    k.act = act;
+    k.pc = (units_p + n_pc - 1) / n_pc * RT_PGEMM_MC;
+    k.n_pc = (P + k.pc - 1) / k.pc;
+    k.jc = (units_j + n_jc - 1) / n_jc * RT_PGEMM_NP;
+    k.n_jc = (np + k.jc - 1) / k.jc;
+    if (P == 0 || np == 0) return;
+    rt_par_run(par, ng * k.n_pc * k.n_jc, rt_pconv_nhwc_task_f32, &k);
+}
+
+RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_pconv_nhwc_par_f32(x, wp, b, r, y, g, act, (const RtPar *)0);
 }
 
 #endif

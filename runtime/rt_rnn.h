@@ -4,7 +4,8 @@
  * projection x W^T of `chunk` time steps in one product (W read once per chunk, not once per
  * step), then per step the recurrent product h R^T of all G*H gate units, then the gate
  * nonlinearities over whole rows in loops that vectorize (float sigmoid and tanh from
- * rt_vmath.h). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and
+ * rt_vmath.h). rt_rnn_par_SFX shares each product's columns of units among the workers of
+ * an RtPar (rt_par.h; the steps stay in order, one after another). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and
  * next hidden state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
 #ifndef KILN_RT_RNN_H
@@ -115,7 +116,7 @@ typedef struct RtRnn {
     /* y[0..n) = c[0..n) + v @ M^T for M (n, k) row-major (the rows of W or R of some gates), or  \
      * v @ M^T alone when c is NULL: one product over all the gates' units. */                    \
     RT_API void rt_rnn_gemv_##SFX(const T *v, const T *M, int64_t n, int64_t k, const T *c,        \
-                                  T *y) {                                                          \
+                                  T *y, const RtPar *par) {                                        \
         RtGemm##SFX g;                                                                             \
         memset(&g, 0, sizeof g);                                                                   \
         g.m = 1, g.n = n, g.k = k, g.alpha = 1, g.beta = 1;                                        \
@@ -123,17 +124,18 @@ typedef struct RtRnn {
         g.b = M, g.b_rs = 1, g.b_cs = k;                                                           \
         g.c = c, g.c_rs = 0, g.c_cs = 1;                                                           \
         g.y = y;                                                                                   \
-        rt_gemm_##SFX(&g);                                                                         \
+        rt_gemm_par_##SFX(&g, par); /* columns of units among the workers */                       \
     }                                                                                              \
     /* One step of one batch row: hp -> hn (and the LSTM cell c in place). g: the step's row of  \
      * the input projection (x W^T + the biases, G*H), overwritten; t1: H elements. */    \
-    RT_API void rt_rnn_step_##SFX(const RtRnn *p, const RtRnnAct *act, T *g, const T *R,           \
+    RT_API void rt_rnn_step_##SFX(const RtPar *par, const RtRnn *p, const RtRnnAct *act, T *g,     \
+                                  const T *R,                                                      \
                                   const T *Rbh, const T *P, const T *hp, T *hn, T *c,              \
                                   T *t1) {                                                         \
         int64_t H = p->hidden, j;                                                                  \
         if (p->kind == RT_RNN_LSTM) { /* gates i o f c */                                          \
             T *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;                              \
-            rt_rnn_gemv_##SFX(hp, R, 4 * H, H, g, g);                                              \
+            rt_rnn_gemv_##SFX(hp, R, 4 * H, H, g, g, par);                                         \
             if (P)                                                                                 \
                 for (j = 0; j < H; j++) gi[j] += P[j] * c[j], gf[j] += P[2 * H + j] * c[j];        \
             rt_rnn_clip_row_##SFX(p, gi, H);                                                       \
@@ -156,29 +158,29 @@ typedef struct RtRnn {
             for (j = 0; j < H; j++) hn[j] = go[j] * t1[j];                                         \
         } else if (p->kind == RT_RNN_GRU) { /* gates z r h */                                      \
             T *gz = g, *gr = g + H, *gh = g + 2 * H;                                               \
-            rt_rnn_gemv_##SFX(hp, R, 2 * H, H, g, g);                                              \
+            rt_rnn_gemv_##SFX(hp, R, 2 * H, H, g, g, par);                                         \
             rt_rnn_clip_row_##SFX(p, g, 2 * H);                                                    \
             rt_rnn_act_row_##SFX(&act[0], g, 2 * H);                                               \
             if (p->linear_before_reset) { /* h = g(x Wh + Wbh + r (hp Rh + Rbh)) */                \
-                rt_rnn_gemv_##SFX(hp, R + 2 * H * H, H, H, Rbh, t1);                               \
+                rt_rnn_gemv_##SFX(hp, R + 2 * H * H, H, H, Rbh, t1, par);                          \
                 for (j = 0; j < H; j++) gh[j] += gr[j] * t1[j];                                    \
             } else { /* h = g(x Wh + (r hp) Rh + Wbh + Rbh) */                                     \
                 for (j = 0; j < H; j++) t1[j] = gr[j] * hp[j];                                     \
-                rt_rnn_gemv_##SFX(t1, R + 2 * H * H, H, H, gh, gh);                                \
+                rt_rnn_gemv_##SFX(t1, R + 2 * H * H, H, H, gh, gh, par);                           \
             }                                                                                      \
             rt_rnn_clip_row_##SFX(p, gh, H);                                                       \
             rt_rnn_act_row_##SFX(&act[1], gh, H);                                                  \
             for (j = 0; j < H; j++) hn[j] = (1 - gz[j]) * gh[j] + gz[j] * hp[j];                   \
         } else {                                                                                   \
-            rt_rnn_gemv_##SFX(hp, R, H, H, g, g);                                                  \
+            rt_rnn_gemv_##SFX(hp, R, H, H, g, g, par);                                             \
             rt_rnn_clip_row_##SFX(p, g, H);                                                        \
             rt_rnn_act_row_##SFX(&act[0], g, H);                                                   \
             for (j = 0; j < H; j++) hn[j] = g[j];                                                  \
         }                                                                                          \
     }                                                                                              \
-    RT_API int rt_rnn_##SFX(const RtRnn *p, const T *x, const T *w, const T *r, const T *bias,     \
-                            const int32_t *seq_lens, const T *h0, const T *c0, const T *peep,      \
-                            T *y, T *y_h, T *y_c, T *ws) {                                         \
+    RT_API int rt_rnn_par_##SFX(const RtRnn *p, const T *x, const T *w, const T *r,                \
+                                const T *bias, const int32_t *seq_lens, const T *h0, const T *c0,  \
+                                const T *peep, T *y, T *y_h, T *y_c, T *ws, const RtPar *par) {    \
         int64_t S = p->seq, B = p->batch, I = p->input, H = p->hidden, D = p->num_dir;             \
         int64_t G = p->kind == RT_RNN_LSTM ? 4 : p->kind == RT_RNN_GRU ? 3 : 1;                    \
         int64_t C = p->chunk, GH = G * H;                                                          \
@@ -212,7 +214,7 @@ typedef struct RtRnn {
                     g.a = xb + lo * xstep, g.a_rs = xstep, g.a_cs = 1;                             \
                     g.b = W, g.b_rs = 1, g.b_cs = I;                                               \
                     g.y = xw;                                                                      \
-                    rt_gemm_##SFX(&g);                                                             \
+                    rt_gemm_par_##SFX(&g, par);                                                    \
                     if (Wb)                                                                        \
                         for (k = 0; k < n; k++)                                                    \
                             for (j = 0; j < GH; j++) /* GRU's Rbh waits for the reset */    \
@@ -220,7 +222,7 @@ typedef struct RtRnn {
                                     Wb[j] + (lbr && j >= 2 * H ? (T)0 : Wb[GH + j]);               \
                     for (k = 0; k < n; k++) {                                                      \
                         t = rev ? lo + n - 1 - k : lo + k;                                         \
-                        rt_rnn_step_##SFX(p, p->act[d], xw + (t - lo) * GH, R,                     \
+                        rt_rnn_step_##SFX(par, p, p->act[d], xw + (t - lo) * GH, R,                \
                                           Wb ? Wb + GH + 2 * H : NULL, P, hp, hn, c, t1);          \
                         if (y) {                                                                   \
                             T *yr =                                                                \
@@ -246,6 +248,12 @@ typedef struct RtRnn {
             }                                                                                      \
         }                                                                                          \
         return RT_OK;                                                                              \
+    }                                                                                              \
+    RT_API int rt_rnn_##SFX(const RtRnn *p, const T *x, const T *w, const T *r, const T *bias,     \
+                            const int32_t *seq_lens, const T *h0, const T *c0, const T *peep,      \
+                            T *y, T *y_h, T *y_c, T *ws) {                                         \
+        return rt_rnn_par_##SFX(p, x, w, r, bias, seq_lens, h0, c0, peep, y, y_h, y_c, ws,         \
+                                (const RtPar *)0);                                                 \
     }
 
 RT_RNN_DEFINE(f32, float, rt_vexp_f32, rt_vtanh_f32, logf, fabsf)

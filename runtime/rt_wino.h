@@ -229,4 +229,41 @@ RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, con
     rt_wino_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino_tiles(g));
 }
 
+typedef struct RtWinoTask {
+    const float *x, *u, *b, *r;
+    float *y;
+    const RtConvGeom *g;
+    const RtAct *act;
+    int64_t per, tiles; /* tiles a task (whole blocks), tiles in all */
+} RtWinoTask;
+
+RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
+    const RtWinoTask *k = (const RtWinoTask *)arg;
+    const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
+    (void)worker;
+    rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
+}
+
+/* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
+ * tasks are runs of whole tile blocks (rt_wino_block), so each block holds the tiles it
+ * holds in the serial run and the bytes do not depend on the split. */
+RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                 const float *r, float *y, const RtConvGeom *g,
+                                 const RtAct *act, const RtPar *par) {
+    const int64_t T = rt_wino_tiles(g), tb = rt_wino_block(g->c), blocks = (T + tb - 1) / tb;
+    const int64_t n = rt_par_chunks(par, blocks, 1);
+    RtWinoTask k;
+    k.x = x;
+    k.u = u;
+    k.b = b;
+    k.r = r;
+    k.y = y;
+    k.g = g;
+    k.act = act;
+    k.per = (blocks + n - 1) / n * tb;
+    k.tiles = T;
+    if (T == 0) return;
+    rt_par_run(par, (T + k.per - 1) / k.per, rt_wino_nhwc_task_f32, &k);
+}
+
 #endif

@@ -153,6 +153,23 @@ const char *cgen_dims(CgenCtx *cx, const IrType *t) {
     return cgen_i64_list(cx, t->dims, t->rank > 0 ? (uint32_t)t->rank : 0);
 }
 
+/* Below this much work a kernel runs on the calling thread: waking a worker and joining it
+ * costs a few microseconds, 64 Ki multiply-adds take about 10 us on one core of ~10 GFLOP/s
+ * (the packed GEMM runs at 50-60 GFLOP/s: the split pays from ~4 such tasks up). */
+#define CGEN_PAR_MIN_MACS 65536.0
+
+const char *cgen_par(CgenCtx *cx, double macs) {
+    if (macs < CGEN_PAR_MIN_MACS || cx->serial_only) return "NULL";
+    cgen_use_runtime(cx, "rt_par.h");
+    cx->uses_par = true;
+    return "par";
+}
+
+void cgen_par_scratch(CgenCtx *cx, int64_t bytes) {
+    bytes = (bytes + BUNDLE_ALIGN - 1) / BUNDLE_ALIGN * BUNDLE_ALIGN;
+    if (bytes > cx->par_scratch) cx->par_scratch = bytes;
+}
+
 void cgen_use_runtime(CgenCtx *cx, const char *file) {
     for (uint32_t i = 0; i < cx->n_runtime; i++)
         if (strcmp(cx->runtime[i], file) == 0) return;

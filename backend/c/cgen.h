@@ -29,6 +29,9 @@ typedef struct CgenCtx {
     uint32_t n_temps;    /* counter for unique local names */
     bool uses_rc;        /* a kernel returned a status: NAME_run declares rc */
     bool uses_w, uses_a; /* the body refers to the weights / the arena */
+    bool uses_par;       /* a kernel shares its work through the hook: NAME_run declares par */
+    int64_t par_scratch; /* bytes of scratch a worker needs (the most any kernel asks) */
+    bool serial_only;    /* no RtPar in scope (the CUDA target's generic path): kernels run serially */
     /* Inside a subgraph (control flow, cgen_control.c): per value id a pointer expression
      * that overrides the placement (NULL at the root). */
     const char **expr;
@@ -73,6 +76,12 @@ const char *cgen_dims(CgenCtx *cx, const IrType *t);
 const char *cgen_i64_list(CgenCtx *cx, const int64_t *v, uint32_t n);
 /* A constant input's tensor (initializer or folded Constant), or NULL. */
 const IrTensor *cgen_const(const CgenCtx *cx, uint32_t v);
+/* The RtPar argument of a kernel that can share its work among workers (runtime/rt_par.h):
+ * "par" when it does `macs` multiply-adds or more (CGEN_PAR_MIN_MACS), else "NULL" (serial:
+ * a small node costs less than waking the workers). */
+const char *cgen_par(CgenCtx *cx, double macs);
+/* Asks for `bytes` of per-worker scratch (rt_par_scratch) in the arena. */
+void cgen_par_scratch(CgenCtx *cx, int64_t bytes);
 /* Records that the bundle needs runtime file `file` (e.g. "rt_conv.h"). */
 void cgen_use_runtime(CgenCtx *cx, const char *file);
 /* Writes "if ((rc = CALL) != 0) return rc;" for a kernel that returns a status. */

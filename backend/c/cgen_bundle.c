@@ -122,10 +122,23 @@ static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body,
     for (uint32_t i = 0; i < cx->n_runtime; i++)
         if (strcmp(cx->runtime[i], "rt_common.h") != 0) cw_line(c, "#include \"%s\"", cx->runtime[i]);
     cw_blank(c);
-    cw_open(c, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
-               "void *arena)", N, N, N);
+    /* Kernels that share their work: the body runs with an RtPar (runtime/rt_par.h) that
+     * NAME_run makes serial and NAME_run_parallel points at the user's hook. */
+    bool par = cx->uses_par;
+    if (par) {
+        cw_line(c, "/* The model, its big kernels sharing their tiles among the workers of pfor "
+                   "(NULL: serial). */");
+        cw_open(c, "static int %s_run_with(const %s_inputs *in, %s_outputs *out, const void "
+                   "*weights, void *arena, RtParallelFor pfor, void *ctx, int workers)", N, N, N);
+    } else {
+        cw_open(c, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
+                   "void *arena)", N, N, N);
+    }
     if (cx->uses_w) cw_line(c, "const unsigned char *w = (const unsigned char *)weights;");
-    if (cx->uses_a) cw_line(c, "unsigned char *a = (unsigned char *)arena;");
+    if (cx->uses_a || (par && cx->b.par_scratch))
+        cw_line(c, "unsigned char *a = (unsigned char *)arena;");
+    if (par) cw_line(c, "RtPar par_;");
+    if (par) cw_line(c, "const RtPar *par = &par_;");
     if (cx->uses_rc) cw_line(c, "int rc;");
     cw_indent(c);
     cw_raw(c, "if (!in || !out");
@@ -139,12 +152,58 @@ static void emit_source(CgenCtx *cx, IrGraph *g, CWriter *c, const char *body,
     cw_raw(c, ") return %s_ERR_NULL;\n", U);
     cw_line(c, "if ((uintptr_t)weights %% %s_ALIGN != 0 || (uintptr_t)arena %% %s_ALIGN != 0) "
                "return %s_ERR_ALIGN;", U, U, U);
-    if (!cx->uses_w && !cx->uses_a) cw_line(c, "(void)weights;");
-    if (!cx->uses_a && cx->uses_w) cw_line(c, "(void)arena;");
+    bool uses_a = cx->uses_a || (par && cx->b.par_scratch);
+    if (!cx->uses_w && !uses_a) cw_line(c, "(void)weights;");
+    if (!uses_a && cx->uses_w) cw_line(c, "(void)arena;");
+    if (par) {
+        cw_line(c, "par_.pfor = pfor;");
+        cw_line(c, "par_.ctx = ctx;");
+        cw_line(c, "par_.workers = workers;");
+        if (cx->b.par_scratch) {
+            cw_line(c, "par_.scratch = a + %lld; /* then %lld bytes a worker */",
+                    (long long)bundle_scratch_offset(&cx->b), (long long)cx->b.par_scratch);
+            cw_line(c, "par_.scratch_stride = %lld;", (long long)cx->b.par_scratch);
+        } else {
+            cw_line(c, "par_.scratch = NULL; /* no kernel asks for scratch */");
+            cw_line(c, "par_.scratch_stride = 0;");
+        }
+    }
     cw_blank(c);
     cw_raw(c, "%s", body);
     cw_line(c, "return %s_OK;", U);
     cw_close(c, NULL);
+    cw_blank(c);
+    if (par) {
+        cw_open(c, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
+                   "void *arena)", N, N, N);
+        cw_line(c, "return %s_run_with(in, out, weights, arena, NULL, NULL, 1);", N);
+        cw_close(c, NULL);
+        cw_blank(c);
+    }
+    cw_open(c, "int %s_run_parallel(const %s_inputs *in, %s_outputs *out, const void *weights, "
+               "void *arena, %s_parallel_for_fn pfor, void *ctx)", N, N, N, N);
+    if (par) {
+        cw_line(c, "return %s_run_with(in, out, weights, arena, pfor, ctx, %s_WORKERS);", N, U);
+    } else {
+        cw_line(c, "(void)pfor, (void)ctx; /* no kernel of this model is big enough to share */");
+        cw_line(c, "return %s_run(in, out, weights, arena);", N);
+    }
+    cw_close(c, NULL);
+}
+
+/* Bytes of the fp32 weights in the packed GEMM's panel layout (backend/plan.c: rank 6) and
+ * what the same weights take in the model's layout (M output channels x the reduction). */
+static void packed_sizes(const IrGraph *g, int64_t *packed, int64_t *raw) {
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (n->dead || n->n_inputs < 2 || n->inputs[1] == IR_NONE || n->outputs[0] == IR_NONE)
+            continue;
+        const IrType *tw = &g->values[n->inputs[1]].type, *ty = &g->values[n->outputs[0]].type;
+        if (tw->rank != PLAN_PGEMM_RANK || tw->dtype != IR_DTYPE_F32 || ty->rank < 1) continue;
+        *packed += 4 * ir_type_numel(tw);
+        *raw += 4 * tw->dims[2] * tw->dims[3] * tw->dims[4] * ty->dims[ty->rank - 1];
+    }
+    for (uint32_t s = 0; s < g->n_subgraphs; s++) packed_sizes(g->subgraphs[s], packed, raw);
 }
 
 /* ---- the C target's places in the frame (backend/frame.c) ---- */
@@ -163,12 +222,22 @@ static void c_usage(BundleCtx *b, CWriter *h) {
         cw_line(h, " *   int rc = %s_run(&in, &out, weights, arena);  weights: the bytes of "
                    "%s_weights.bin, aligned to %s_ALIGN", N, N, U);
     cw_line(h, " *   if (rc != %s_OK) ... see the status codes below", U);
+    cw_line(h, " * On several cores: %s_run_parallel(&in, &out, weights, arena, pfor, ctx), pfor a", N);
+    cw_line(h, " * parallel-for of yours that runs fn(arg, i, w) for every i < n_tasks on workers");
+    cw_line(h, " * 0 <= w < %s_WORKERS and returns when all are done (examples/parallel has one", U);
+    cw_line(h, " * on pthreads). Outputs are the same bytes for any schedule and worker count.");
     bundle_emit_count_usage(b, h);
 }
 
 static void c_sizes(BundleCtx *b, CWriter *h) {
-    cw_line(h, "#define %s_ALIGN %d /* required alignment of arena and weights */",
-            bundle_upper_name(b), BUNDLE_ALIGN);
+    const char *U = bundle_upper_name(b);
+    int64_t packed = 0, raw = 0;
+    packed_sizes(b->g, &packed, &raw);
+    cw_line(h, "#define %s_ALIGN %d /* required alignment of arena and weights */", U, BUNDLE_ALIGN);
+    cw_line(h, "#define %s_WORKERS %d /* workers %s_run_parallel's hook may use (kiln compile "
+               "--workers) */", U, bundle_workers(b), b->opts->name);
+    cw_line(h, "#define %s_PACKED_WEIGHTS_SIZE %lld /* bytes of the weights in the packed GEMM's "
+               "panel layout; %lld in the model's */", U, (long long)packed, (long long)raw);
 }
 
 static void c_api(BundleCtx *b, CWriter *h) {
@@ -180,11 +249,29 @@ static void c_api(BundleCtx *b, CWriter *h) {
     cw_line(h, "/* Runs the model. Returns %s_OK or a status code above. */", U);
     cw_line(h, "int %s_run(const %s_inputs *in, %s_outputs *out, const void *weights, "
                "void *arena);", N, N, N);
+    cw_blank(h);
+    cw_line(h, "/* The parallel-for hook of %s_run_parallel: pfor(ctx, n_tasks, fn, arg) must call",
+            N);
+    cw_line(h, " * fn(arg, i, worker) once for every i in [0, n_tasks), in any order, with");
+    cw_line(h, " * 0 <= worker < %s_WORKERS and no two calls at once on one worker id, and return", U);
+    cw_line(h, " * when all are done. A NULL pfor runs serially (as %s_run). */", N);
+    cw_line(h, "typedef void (*%s_task_fn)(void *arg, int64_t task, int worker);", N);
+    cw_line(h, "typedef void (*%s_parallel_for_fn)(void *ctx, int64_t n_tasks, %s_task_fn fn, "
+               "void *arg);", N, N);
+    cw_line(h, "/* %s_run with the big kernels' work shared through pfor; the same bytes out. */", N);
+    cw_line(h, "int %s_run_parallel(const %s_inputs *in, %s_outputs *out, const void *weights, "
+               "void *arena, %s_parallel_for_fn pfor, void *ctx);", N, N, N, N);
 }
 
 static void c_readme_facts(BundleCtx *b, CWriter *m) {
+    int64_t packed = 0, raw = 0;
+    packed_sizes(b->g, &packed, &raw);
+    cw_line(m, "- packed weights: %lld bytes of the weights are in the packed GEMM's panel layout "
+               "(%lld in the model's layout)", (long long)packed, (long long)raw);
     cw_line(m, "- alignment: %d bytes for arena and weights", BUNDLE_ALIGN);
-    (void)b;
+    cw_line(m, "- workers: `%s_run_parallel` shares the big kernels among up to %d worker%s of "
+               "a parallel-for hook you pass (`%s.h`)", b->opts->name, bundle_workers(b),
+            bundle_workers(b) > 1 ? "s" : "", b->opts->name);
 }
 
 static void c_test_locals(BundleCtx *b, CWriter *c) {
@@ -245,6 +332,7 @@ bool cgen_emit_bundle(IrGraph *g, const BundleOptions *opts, const char *out_dir
     body.indent = 1;
     cx.w = &body;
     bool ok = emit_body(&cx, g, outf);
+    cx.b.par_scratch = cx.par_scratch;
     if (ok) {
         bundle_emit_header(&cx.b, &c_dialect, &h);
         emit_source(&cx, g, &c, body.buf ? body.buf : "", outf);

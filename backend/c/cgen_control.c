@@ -213,6 +213,8 @@ static void scope_close(CgenCtx *cx, CgenCtx *in) {
     cx->uses_rc = in->uses_rc;
     cx->uses_w = in->uses_w;
     cx->uses_a = in->uses_a;
+    cx->uses_par = in->uses_par;
+    cx->par_scratch = in->par_scratch;
     free(in->b.field);
     free(in->expr);
     if (in->local != cx->local) free(in->local);

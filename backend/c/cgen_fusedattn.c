@@ -102,10 +102,22 @@ static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
             (long long)H, (long long)Sq, (long long)Sk, (long long)D, (long long)Dv);
     cw_line(w, "    %s, %s, %s, %s, %s};", list4(cx, st[0]), list4(cx, st[1]), list4(cx, st[2]),
             list4(cx, mst), list4(cx, st[3]));
-    cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
     char lit[64]; /* the scale as a C literal of the compute type */
     snprintf(lit, sizeof lit, dbl ? "%.17g" : "%.9g", scale);
     if (!strpbrk(lit, ".en")) strcat(lit, ".0");
+    /* big enough to share: the rows of scores are the workers' scratch in the arena */
+    const char *par = cgen_par(cx, (double)B * (double)H * (double)Sq * (double)Sk *
+                                       (double)(D + Dv));
+    if (strcmp(par, "NULL") != 0) {
+        cgen_par_scratch(cx, Sk * (int64_t)(dbl ? sizeof(double) : sizeof(float)));
+        cw_line(w, "rt_fused_attention_par_%s(&p, %s, %s, %s, %s, %s, %s%s, par);",
+                dbl ? "f64" : "f32", cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]),
+                cgen_ptr(cx, n->inputs[2]), has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL",
+                cgen_ptr(cx, n->outputs[0]), lit, dbl ? "" : "f");
+        cw_close(w, NULL);
+        return true;
+    }
+    cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
     cw_line(w, "rt_fused_attention_%s(&p, %s, %s, %s, %s, %s, row, %s%s);", dbl ? "f64" : "f32",
             cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
             has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, n->outputs[0]), lit,

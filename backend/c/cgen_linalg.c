@@ -161,9 +161,11 @@ static bool emit_packed_product(CgenCtx *cx, const IrNode *n) {
     cw_line(w, ".d = {1, 1, 1}, .pad = {0, 0, 0}");
     cw_close(w, ";");
     if (fused) cw_line(w, "static const RtAct act = %s;", act);
-    cw_line(w, "rt_pconv_nhwc_f32(%s, %s, %s, NULL, %s, &geom, %s);", cgen_ptr(cx, a),
-            cgen_ptr(cx, b), p.has_c ? cgen_ptr(cx, n->inputs[2]) : "NULL", cgen_ptr(cx, y),
-            fused ? "&act" : "NULL");
+    const char *par = cgen_par(cx, (double)p.M * (double)p.N * (double)p.K);
+    bool split = strcmp(par, "NULL") != 0;
+    cw_line(w, "rt_pconv_nhwc%s_f32(%s, %s, %s, NULL, %s, &geom, %s%s%s);", split ? "_par" : "",
+            cgen_ptr(cx, a), cgen_ptr(cx, b), p.has_c ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+            cgen_ptr(cx, y), fused ? "&act" : "NULL", split ? ", " : "", split ? par : "");
     cw_close(w, NULL);
     return true;
 }
@@ -195,13 +197,15 @@ static bool emit_matmul(CgenCtx *cx, const IrNode *n) {
     mm_open(cx, &s, &oa, &ob, &oy);
     /* A: (M,K) row-major; B: (K,N) row-major (a 1-D B is (K,1)) */
     const char *sfx = cgen_sfx(t), *one = gemm_scale(cx, t, 1.0);
-    cw_line(w, "rt_gemm_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,", sfx,
-            sfx, (long long)s.M, (long long)s.N, (long long)s.K, one);
+    const char *par = cgen_par(cx, (double)s.M * (double)s.N * (double)s.K);
+    bool split = strcmp(par, "NULL") != 0;
+    cw_line(w, "rt_gemm%s_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,",
+            split ? "_par" : "", sfx, sfx, (long long)s.M, (long long)s.N, (long long)s.K, one);
     cw_line(w, "    .a = A%s, .a_rs = %lld, .a_cs = 1, .b = B%s, .b_rs = %lld, .b_cs = 1,", oa,
             (long long)s.K, ob, (long long)s.N);
     if (has_bias) /* the bias: (N), broadcast over rows */
         cw_line(w, "    .beta = %s, .c = %s, .c_rs = 0, .c_cs = 1,", one, cgen_ptr(cx, n->inputs[2]));
-    cw_line(w, "    .y = Y%s%s});", oy, fused ? ", .act = &act" : "");
+    cw_line(w, "    .y = Y%s%s}%s);", oy, fused ? ", .act = &act" : "", split ? ", par" : "");
     mm_close(cx, &s);
     cw_close(w, NULL);
     return true;
@@ -226,8 +230,11 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "static const RtAct act = %s;", act);
     }
     const char *sfx = cgen_sfx(t);
-    cw_line(cx->w, "rt_gemm_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,",
-            sfx, sfx, (long long)p.M, (long long)p.N, (long long)p.K, gemm_scale(cx, t, p.alpha));
+    const char *par = cgen_par(cx, (double)p.M * (double)p.N * (double)p.K);
+    bool split = strcmp(par, "NULL") != 0;
+    cw_line(cx->w, "rt_gemm%s_%s(&(const RtGemm%s){.m = %lld, .n = %lld, .k = %lld, .alpha = %s,",
+            split ? "_par" : "", sfx, sfx, (long long)p.M, (long long)p.N, (long long)p.K,
+            gemm_scale(cx, t, p.alpha));
     cw_line(cx->w, "    .a = %s, .a_rs = %lld, .a_cs = %lld, .b = %s, .b_rs = %lld, .b_cs = %lld,",
             cgen_ptr(cx, a), (long long)p.a_rs, (long long)p.a_cs, cgen_ptr(cx, b),
             (long long)p.b_rs, (long long)p.b_cs);
@@ -235,7 +242,8 @@ static bool emit_gemm(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "    .beta = %s, .c = %s, .c_rs = %lld, .c_cs = %lld,",
                 gemm_scale(cx, t, p.beta), cgen_ptr(cx, n->inputs[2]), (long long)p.c_rs,
                 (long long)p.c_cs);
-    cw_line(cx->w, "    .y = %s%s});", cgen_ptr(cx, y), fused ? ", .act = &act" : "");
+    cw_line(cx->w, "    .y = %s%s}%s);", cgen_ptr(cx, y), fused ? ", .act = &act" : "",
+            split ? ", par" : "");
     if (fused) cw_close(cx->w, NULL);
     return true;
 }

@@ -192,11 +192,22 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s));
     cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, g.d), nn_list3(cx, g.pad));
     cw_close(wr, ";");
+    /* channels-last convolutions share their tiles among the workers (rt_par.h) */
+    double macs = (double)cgen_numel(cx, y) * (double)(C / group);
+    for (int i = 0; i < NN_SPATIAL; i++) macs *= (double)g.k[i];
+    const char *par = nhwc ? cgen_par(cx, macs) : "NULL";
+    bool split = strcmp(par, "NULL") != 0;
     if (packed || wino) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
-        cw_line(wr, "%s(%s, %s, %s, %s, %s, &geom, %s);",
-                wino ? "rt_wino_nhwc_f32" : "rt_pconv_nhwc_f32", cgen_ptr(cx, x),
+        cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
+                wino ? "rt_wino_nhwc" : "rt_pconv_nhwc", split ? "_par" : "", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+                has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
+                fused ? "&act" : "NULL", split ? ", " : "", split ? par : "");
+    } else if (split) {
+        if (fused) cw_line(wr, "static const RtAct act = %s;", act);
+        cw_line(wr, "rt_conv_nhwc_fused_par_%s(%s, %s, %s, %s, %s, &geom, %s, par);", sfx,
+                cgen_ptr(cx, x), cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
                 fused ? "&act" : "NULL");
     } else if (fused) {

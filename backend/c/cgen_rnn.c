@@ -246,13 +246,17 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
             (long long)chunk);
 #define OPT_IN(i) (in[i] != IR_NONE ? cgen_ptr(cx, in[i]) : cgen_fmt(cx, "(const %s *)NULL", ct))
 #define OPT_OUT(i) (out[i] != IR_NONE ? cgen_ptr(cx, out[i]) : cgen_fmt(cx, "(%s *)NULL", ct))
+    /* the recurrent product of a step (G*H units x H) is the smallest piece that splits */
+    const char *par = cgen_par(cx, (double)G * (double)H * (double)H);
+    bool split = strcmp(par, "NULL") != 0;
     const char *call =
-        cgen_fmt(cx, "rt_rnn_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws)", sfx,
+        cgen_fmt(cx, "rt_rnn%s_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws%s%s)",
+                 split ? "_par" : "", sfx,
                  cgen_ptr(cx, x), cgen_ptr(cx, wv), cgen_ptr(cx, rv), OPT_IN(RNN_IN_B),
                  in[RNN_IN_SEQ_LENS] != IR_NONE ? cgen_ptr(cx, in[RNN_IN_SEQ_LENS])
                                                 : "(const int32_t *)NULL",
                  OPT_IN(RNN_IN_H0), OPT_IN(RNN_IN_C0), OPT_IN(RNN_IN_P), OPT_OUT(RNN_OUT_Y),
-                 OPT_OUT(RNN_OUT_Y_H), OPT_OUT(RNN_OUT_Y_C));
+                 OPT_OUT(RNN_OUT_Y_H), OPT_OUT(RNN_OUT_Y_C), split ? ", " : "", split ? par : "");
 #undef OPT_IN
 #undef OPT_OUT
     /* only lengths read from the data can break the contract */

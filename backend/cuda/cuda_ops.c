@@ -1219,6 +1219,7 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     c->w = &body;
     c->uses_rc = false;
     c->expr = NULL;
+    c->serial_only = true; /* one device thread: no RtPar (runtime/rt_par.h) here */
     bool ok = cgen_emit_table[n->op](c, n);
     bool rc = c->uses_rc;
     c->w = saved;

@@ -1,9 +1,11 @@
 """The CPU benchmark's driver (bench/cpu/run.sh runs it in the bench venv): per model, one
 set of seeded inputs, then on this machine in one run
-  - the Kiln C bundle: `kiln compile`, its generated CMakeLists.txt built Release with
-    -march=native, and a small C harness (written here) that loads the weights and inputs,
-    runs NAME_run WARMUP times, then times each of REPS calls of NAME_run alone with
-    CLOCK_MONOTONIC;
+  - the Kiln C bundle: `kiln compile --workers ALL_CORES`, its generated CMakeLists.txt
+    built Release with -march=native, and a small C harness (written here) that loads the
+    weights and inputs, runs the model WARMUP times, then times each of REPS calls alone with
+    CLOCK_MONOTONIC: NAME_run on one thread, then NAME_run_parallel through
+    examples/parallel's pthreads pool (kiln_pool) of ALL_CORES threads (the pool started
+    before the timed calls; its outputs must be NAME_run's bytes);
   - ONNX Runtime (CPU execution provider, all graph optimizations, intra_op_num_threads 1,
     then all cores);
   - OpenVINO (CPU, f32 inference precision, latency hint, INFERENCE_NUM_THREADS 1, then all
@@ -148,16 +150,26 @@ def run_ov(core, path, feeds, threads, reps, warmup):
     return stats(time_calls(lambda: req.infer(feeds), reps, warmup))
 
 
-HARNESS = r"""/* bench harness, written by bench/cpu/run.py: loads the weights and the inputs, runs
- * NAME_run WARMUP times, then prints the milliseconds of each of REPS calls of NAME_run
- * alone (CLOCK_MONOTONIC), and writes the outputs of the last run.
- * usage: bench WEIGHTS REPS WARMUP IN... OUT... */
+HARNESS = r"""/* bench harness, written by bench/cpu/bench.py: loads the weights and the inputs, runs
+ * the model WARMUP times, then prints the milliseconds of each of REPS calls alone
+ * (CLOCK_MONOTONIC), and writes the outputs of the last run. THREADS 1: NAME_run; more:
+ * NAME_run_parallel on a kiln_pool of THREADS threads (examples/parallel).
+ * usage: bench WEIGHTS REPS WARMUP THREADS IN... OUT... */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "kiln_pool.h"
 #include "net.h"
+
+static KilnPool pool;
+static int threads;
+
+static int run(const net_inputs *in, net_outputs *out, const void *weights, void *arena) {
+    if (threads == 1) return net_run(in, out, weights, arena);
+    return net_run_parallel(in, out, weights, arena, kiln_pool_for, &pool);
+}
 
 static void *block(size_t n) {
     void *p = aligned_alloc(64, ((n ? n : 1) + 63) / 64 * 64);
@@ -190,20 +202,23 @@ int main(int argc, char **argv) {
     static const size_t out_bytes[] = {@OUT_BYTES@};
     void *ins[@N_IN@], *outs[@N_OUT@];
     int i, reps, warmup, rc;
-    if (argc != 4 + @N_IN@ + @N_OUT@) { fprintf(stderr, "usage: bench WEIGHTS REPS WARMUP IN... OUT...\n"); return 2; }
+    if (argc != 5 + @N_IN@ + @N_OUT@) { fprintf(stderr, "usage: bench WEIGHTS REPS WARMUP THREADS IN... OUT...\n"); return 2; }
     void *weights = slurp(argv[1]);
     void *arena = block(NET_ARENA_SIZE);
     reps = atoi(argv[2]);
     warmup = atoi(argv[3]);
+    threads = atoi(argv[4]);
+    if (threads < 1 || threads > NET_WORKERS || (threads > 1 && kiln_pool_init(&pool, threads) != 0)) { fprintf(stderr, "bad THREADS\n"); return 2; }
+    argv++; /* the rest as before */
     for (i = 0; i < @N_IN@; i++) ins[i] = slurp(argv[4 + i]);
     for (i = 0; i < @N_OUT@; i++) outs[i] = block(out_bytes[i]);
     net_inputs in = {@IN_INIT@};
     net_outputs out = {@OUT_INIT@};
     for (i = 0; i < warmup; i++)
-        if ((rc = net_run(&in, &out, weights, arena)) != NET_OK) { fprintf(stderr, "net_run: %d\n", rc); return 1; }
+        if ((rc = run(&in, &out, weights, arena)) != NET_OK) { fprintf(stderr, "net_run: %d\n", rc); return 1; }
     for (i = 0; i < reps; i++) {
         double t0 = now_ms();
-        rc = net_run(&in, &out, weights, arena);
+        rc = run(&in, &out, weights, arena);
         double t1 = now_ms();
         if (rc != NET_OK) { fprintf(stderr, "net_run: %d\n", rc); return 1; }
         printf("%.6f\n", t1 - t0);
@@ -212,6 +227,7 @@ int main(int argc, char **argv) {
         FILE *f = fopen(argv[4 + @N_IN@ + i], "wb");
         if (!f || fwrite(outs[i], 1, out_bytes[i], f) != out_bytes[i] || fclose(f) != 0) { fprintf(stderr, "cannot write\n"); return 2; }
     }
+    if (threads > 1) kiln_pool_destroy(&pool);
     return 0;
 }
 """
@@ -233,14 +249,14 @@ def tail(text, n=6):
     return " | ".join(text.strip().splitlines()[-n:])
 
 
-def build_kiln(kiln, path, model, feeds, work, log, flags=()):
-    """Compiles (with kiln compile's extra flags) and builds the bundle; returns (harness argv
-    prefix, None) or (None, why)."""
+def build_kiln(kiln, path, model, feeds, work, log, workers, flags=()):
+    """Compiles (--workers, and kiln compile's extra flags) and builds the bundle; returns
+    (harness argv prefix, None) or (None, why)."""
     b, bd = work / "bundle", work / "build"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     r = subprocess.run([kiln, "compile", str(path), "-o", str(b), "--name", "net", "--quiet",
-                        *flags], capture_output=True, text=True)
+                        "--workers", str(workers), *flags], capture_output=True, text=True)
     (log / f"{work.name}_compile.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         return None, "kiln compile failed: " + tail(r.stdout + r.stderr, 3)
@@ -256,8 +272,10 @@ def build_kiln(kiln, path, model, feeds, work, log, flags=()):
            .replace("@IN_INIT@", ", ".join(f"ins[{i}]" for i in range(n_in)))
            .replace("@OUT_INIT@", ", ".join(f"outs[{i}]" for i in range(n_out))))
     (work / "bench_main.c").write_text(src)
-    cmds.append(["cc", "-std=c11", "-O3", cflags, f"-I{b}", str(work / "bench_main.c"),
-                 str(bd / "libnet.a"), "-lm", "-o", str(work / "bench")])
+    pool = ROOT / "examples" / "parallel"
+    cmds.append(["cc", "-std=c11", "-O3", cflags, "-pthread", f"-I{b}", f"-I{pool}",
+                 str(work / "bench_main.c"), str(pool / "kiln_pool.c"), str(bd / "libnet.a"),
+                 "-lm", "-o", str(work / "bench")])
     for c in cmds:
         r = subprocess.run(c, capture_output=True, text=True)
         with open(log / f"{work.name}_build.log", "a") as f:
@@ -267,14 +285,14 @@ def build_kiln(kiln, path, model, feeds, work, log, flags=()):
     return [str(work / "bench"), str(b / "net_weights.bin")], None
 
 
-def run_kiln(argv0, feeds, outs, work, reps, warmup):
+def run_kiln(argv0, feeds, outs, work, reps, warmup, threads):
     ins = []
     for i, (k, v) in enumerate(feeds.items()):
         p = work / f"in{i}.bin"
         np.ascontiguousarray(v).tofile(p)
         ins.append(str(p))
-    out_files = [str(work / f"out{i}.bin") for i in range(len(outs))]
-    r = subprocess.run(argv0 + [str(reps), str(warmup)] + ins + out_files,
+    out_files = [str(work / f"out{i}_t{threads}.bin") for i in range(len(outs))]
+    r = subprocess.run(argv0 + [str(reps), str(warmup), str(threads)] + ins + out_files,
                        capture_output=True, text=True)
     if r.returncode != 0:
         return None, None, "run failed: " + tail(r.stderr, 3)
@@ -344,7 +362,9 @@ def main():
            "versions": {"onnxruntime": ort.__version__, "openvino": ov.get_version(),
                         "kiln_commit": commit},
            "config": {"reps": a.reps, "warmup": a.warmup, "threads": [1, all_cores],
-                      "kiln_cflags": "Release (-O3) -march=native"},
+                      "kiln_cflags": "Release (-O3) -march=native",
+                      "kiln_threads": "1: NAME_run; all cores: NAME_run_parallel on "
+                                      "examples/parallel's kiln_pool"},
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": []}
     core = ov.Core()
     t_start = time.time()
@@ -382,17 +402,25 @@ def main():
                                      for v in a.kiln_variant]
         for key, flags in variants:
             kw = work / (name if key == "kiln" else f"{name}-{key}")
-            argv0, why = build_kiln(a.kiln, path, model, feeds, kw, log, flags)
+            cores = all_cores if key == "kiln" else 1   # variants: one thread only
+            argv0, why = build_kiln(a.kiln, path, model, feeds, kw, log, cores, flags)
             if argv0 is None:
                 row[key] = {"error": why}
-            else:
-                st, got, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps, a.warmup)
-                row[key] = st if st else {"error": why}
-                if got is not None and ref is not None:
-                    err = max(float(np.max(np.abs(g - r_))) / max(float(np.max(np.abs(r_))),
-                                                                  1e-30)
-                              for g, r_ in zip(got, ref))
-                    row[key]["max_rel_diff_vs_ort"] = err
+                continue
+            st, got, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps, a.warmup, 1)
+            row[key] = st if st else {"error": why}
+            if got is not None and ref is not None:
+                err = max(float(np.max(np.abs(g - r_))) / max(float(np.max(np.abs(r_))), 1e-30)
+                          for g, r_ in zip(got, ref))
+                row[key]["max_rel_diff_vs_ort"] = err
+            if cores > 1:  # NAME_run_parallel on the pool: the same bytes, faster
+                stp, gotp, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps,
+                                          a.warmup, cores)
+                row[f"t{cores}"]["kiln"] = stp if stp else {"error": why}
+                if stp and got is not None:
+                    stp["same_bytes_as_1_thread"] = all(
+                        g.tobytes() == p.tobytes() for g, p in zip(got, gotp))
+                print(f"  kiln ({cores} threads): {row[f't{cores}']['kiln']}", flush=True)
             print(f"  {key} (1 thread): {row[key]}", flush=True)
     res["wall_s"] = round(time.time() - t_start, 1)
     res["load_avg_end"] = os.getloadavg()[0]

@@ -38,14 +38,27 @@ def load(res, when):
     return f"{v:.1f}" if v is not None else "not recorded"
 
 
+def rerun_note(res):
+    """Which rows a later partial run (bench.py --append) replaced: the date, load and peak
+    above are that run's."""
+    runs = res.get("partial_reruns")
+    if not runs:
+        return ""
+    return (" Rows rerun later by `bench.py --append` (all three sides again, in one run): " +
+            "; ".join(", ".join(r) for r in runs) + "; the date, peak and load above are the "
+            "last rerun's.")
+
+
 def table(res, threads):
     peak = max(res["peak"].get("gflops") or 0, res["machine"].get("nominal_gflops") or 0)
     lines = []
     one = threads == 1
-    head = ["model", "GFLOP", "Kiln ms" if one else "Kiln", "ONNX Runtime ms", "OpenVINO ms",
+    head = ["model", "GFLOP", "Kiln ms", "ONNX Runtime ms", "OpenVINO ms",
             "Kiln / faster peer", "Kiln GFLOP/s", "faster peer GFLOP/s"]
     if one:
         head.append(f"Kiln % of peak ({peak} GFLOP/s)")
+    else:
+        head += ["Kiln 1->N speed-up", "ONNX Runtime 1->N", "OpenVINO 1->N"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     notes = []
@@ -58,24 +71,30 @@ def table(res, threads):
         peers = {k: t.get(k) for k, _ in PEERS}
         ok = {k: r for k, r in peers.items() if r and "median_ms" in r}
         best = min(ok, key=lambda k: ok[k]["median_ms"]) if ok else None
-        k = row.get("kiln", {})
+        k = row.get("kiln", {}) if one else t.get("kiln", {})
         g = row.get("gflop")
         kiln_ok = "median_ms" in k
         if kiln_ok:
             ratio = f"{k['median_ms'] / ok[best]['median_ms']:.2f}x" if best else "-"
         else:
             ratio = "-"
-        if one:
-            kcell = ms(k) if kiln_ok else f"failed: {k.get('error', '?')}"
-        else:
-            kcell = ("one thread only (no hook yet): " + ms(k)) if kiln_ok else "failed"
-            ratio = (ratio + " (Kiln on 1 thread)") if kiln_ok and best else ratio
+        kcell = ms(k) if kiln_ok else f"failed: {k.get('error', '?')}"
+        if not one and kiln_ok and k.get("same_bytes_as_1_thread") is False:
+            kcell += " (outputs differ from NAME_run's!)"
         cells = [row["model"], f"{g:.2f}" if g else "-", kcell, ms(peers["ort"]),
                  ms(peers["openvino"]), ratio, gflops(g, k) if kiln_ok else "-",
                  gflops(g, ok[best]) + f" ({dict(PEERS)[best]})" if best else "-"]
         if one:
             cells.append(f"{100 * g / k['median_ms'] * 1e3 / peak:.0f}%" if kiln_ok and g and peak
                          else "-")
+        else:  # each side's own speed-up from its one-thread median
+            one_k = row.get("kiln", {})
+            cells.append(f"{one_k['median_ms'] / k['median_ms']:.2f}x"
+                         if kiln_ok and "median_ms" in one_k else "-")
+            for key, _ in PEERS:
+                p1 = row.get("t1", {}).get(key)
+                cells.append(f"{p1['median_ms'] / peers[key]['median_ms']:.2f}x"
+                             if p1 and "median_ms" in p1 and key in ok else "-")
         lines.append("| " + " | ".join(cells) + " |")
         for key, name in PEERS:
             if peers[key] and "error" in peers[key]:
@@ -140,16 +159,17 @@ the start of the run and {load(res, 'end')} at its end), so every figure is nois
 than on an idle machine: read medians, minima and ratios, not single numbers, and the
 all-core rows least of all.
 
-**How**: per model one set of seeded inputs for all three. Kiln: `kiln compile`, the
-bundle's own CMakeLists.txt built Release (-O3) with `-DCMAKE_C_FLAGS=-march=native`, and a
-C harness that times each call of `NAME_run` alone with CLOCK_MONOTONIC (weights and inputs
-loaded before). ONNX Runtime: CPU execution provider, all graph optimizations,
+**How**: per model one set of seeded inputs for all three. Kiln: `kiln compile --workers
+{all_cores}`, the bundle's own CMakeLists.txt built Release (-O3) with
+`-DCMAKE_C_FLAGS=-march=native`, and a C harness that times each call alone with
+CLOCK_MONOTONIC (weights and inputs loaded before): `NAME_run` on one thread,
+`NAME_run_parallel` on examples/parallel's pthreads pool for all cores. ONNX Runtime: CPU execution provider, all graph optimizations,
 `intra_op_num_threads` 1 then {all_cores}. OpenVINO: CPU, f32 precision, latency hint,
 `INFERENCE_NUM_THREADS` 1 then {all_cores}. Each: {c['warmup']} untimed runs, then {c['reps']}
 timed; cells are median (minimum) in ms. Ratio: Kiln's median over the faster peer's (below
 1 is Kiln ahead). GFLOP: 2 x the multiply-accumulates of `kiln inspect`. Kiln's output
 against ONNX Runtime's (max |diff| / max |ref|): {', '.join(agree) or '-'}. The whole run
-took {res['wall_s']} s.
+took {res['wall_s']} s.{rerun_note(res)}
 
 Models (batch 1, exported by the model suite's exporter, PyTorch 1.13, opset 17; nothing
 downloaded, so every weight is random):
@@ -162,7 +182,10 @@ downloaded, so every weight is random):
 
 ## All cores ({all_cores} threads)
 
-The bundles have no parallel hook yet: Kiln runs on one thread in these rows.
+Kiln: the same bundle (compiled `--workers {all_cores}`), `NAME_run_parallel` through
+`examples/parallel`'s pthreads pool of {all_cores} threads, started before the timed calls;
+its outputs are checked to be the bytes of `NAME_run`'s. The speed-up columns divide each
+side's one-thread median by its {all_cores}-thread median (N = {all_cores}).
 
 {table(res, all_cores)}
 """

@@ -14,9 +14,9 @@
 
 # model, then the kernel calls its bundle must make, in order
 EXPECT_packed_products="rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_gemm_f32"
-EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
-EXPECT_wino_convs="rt_strided_copy rt_wino_nhwc_f32 rt_wino_nhwc_f32 rt_wino_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
-EXPECT_wino_convs_off="rt_strided_copy rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_par_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
+EXPECT_wino_convs="rt_strided_copy rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
+EXPECT_wino_convs_off="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
 
 for case in packed_products packed_convs wino_convs wino_convs_off; do
     model="${case%_off}"

@@ -1,0 +1,184 @@
+/* Unit tests of the kernels' work sharing (runtime/rt_par.h): each kernel that splits runs
+ * once serially (par NULL) and then through hooks that run the tasks last to first and in a
+ * shuffled order, with worker ids spread over 2 to 7 workers, on shapes whose tiles do not
+ * divide evenly (pixel blocks, panels, row and column tiles, query rows); the outputs must
+ * be the serial run's bytes, every task must run once, and the split must have made more
+ * than one task. The seed is printed with any failure. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_conv_nhwc.h"
+#include "runtime/rt_fusedattn.h"
+#include "runtime/rt_matmul.h"
+#include "runtime/rt_pgemm.h"
+
+#include "rt_test_util.h"
+
+#define MAX_TASKS 4096
+
+typedef struct Hook {
+    int workers, shuffle;
+    int64_t calls, tasks; /* over the run: hook calls, tasks run */
+} Hook;
+
+/* Runs every task once, last to first or shuffled, worker ids cycling over h->workers. */
+static void hook_for(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    Hook *h = (Hook *)ctx;
+    static int64_t order[MAX_TASKS];
+    static unsigned char seen[MAX_TASKS];
+    cr_assert(n >= 1 && n <= MAX_TASKS, "n_tasks %lld", (long long)n);
+    for (int64_t i = 0; i < n; i++) order[i] = n - 1 - i, seen[i] = 0;
+    if (h->shuffle)
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)((rng_unit() + 1.0) * 0.5 * (double)(i + 1)) % (i + 1);
+            int64_t t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+    for (int64_t i = 0; i < n; i++) {
+        seen[order[i]]++;
+        fn(arg, order[i], (int)(i % h->workers));
+    }
+    for (int64_t i = 0; i < n; i++) cr_assert_eq(seen[i], 1, "task %lld ran %d times", (long long)i, seen[i]);
+    h->calls++;
+    h->tasks += n;
+}
+
+static RtPar par_of(Hook *h, unsigned char *scratch, int64_t stride) {
+    RtPar p = {hook_for, h, h->workers, scratch, stride};
+    return p;
+}
+
+static const int workers[] = {2, 3, 4, 7};
+#define N_WORKERS (sizeof workers / sizeof workers[0])
+
+static void check_pconv(int64_t n, int64_t c, int64_t m, int64_t group, int64_t h, int64_t w,
+                        int64_t k, int64_t s, int64_t pad, bool res, const RtAct *act) {
+    rng_init();
+    RtConvGeom g;
+    memset(&g, 0, sizeof g);
+    g.n = n, g.c = c, g.m = m, g.group = group;
+    g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.d[0] = g.d[1] = g.d[2] = 1;
+    g.in[1] = h, g.in[2] = w, g.k[1] = g.k[2] = k, g.s[1] = g.s[2] = s, g.pad[1] = g.pad[2] = pad;
+    g.out[1] = (h + 2 * pad - k) / s + 1, g.out[2] = (w + 2 * pad - k) / s + 1;
+    int64_t mg = m / group, np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    int64_t yn = n * g.out[1] * g.out[2] * m;
+    float *x = rand_f32(n * h * w * c), *wp = rand_f32(group * np * k * k * (c / group) * RT_PGEMM_NR);
+    float *b = rand_f32(m), *r = res ? rand_f32(yn) : NULL;
+    float *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+    rt_pconv_nhwc_f32(x, wp, b, r, want, &g, act);
+    for (size_t wi = 0; wi < N_WORKERS; wi++)
+        for (int sh = 0; sh < 2; sh++) {
+            Hook hk = {workers[wi], sh, 0, 0};
+            RtPar p = par_of(&hk, NULL, 0);
+            poison(got, yn);
+            rt_pconv_nhwc_par_f32(x, wp, b, r, got, &g, act, &p);
+            cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                      "pconv %lldx%lldx%lld -> %lld, %d workers%s: not the serial bytes (seed %u)",
+                      (long long)h, (long long)w, (long long)c, (long long)m, workers[wi],
+                      sh ? " shuffled" : "", rng_seed);
+            cr_assert(hk.tasks > 1, "pconv did not split");
+        }
+    free(x), free(wp), free(b), free(r), free(want), free(got);
+}
+
+Test(rt_par, packed_gemm_gives_the_serial_bytes_for_any_split) {
+    static const RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, silu = {RT_ACT_SILU, 0.0, 0.0};
+    check_pconv(2, 5, 40, 1, 23, 19, 3, 1, 1, false, &relu); /* pixel blocks with a tail */
+    check_pconv(1, 300, 70, 1, 3, 5, 1, 1, 0, true, &silu);  /* few pixels: panels split */
+    check_pconv(1, 12, 66, 2, 17, 11, 3, 2, 1, true, NULL);  /* groups, strides */
+    check_pconv(1, 40, 24, 1, 30, 30, 5, 1, 2, false, NULL); /* long reduction: many blocks */
+}
+
+Test(rt_par, gemm_gives_the_serial_bytes_for_any_split) {
+    static const int64_t shapes[][3] = {{37, 300, 50}, {3, 700, 33}, {130, 5, 17}};
+    for (size_t si = 0; si < 3; si++) {
+        rng_init();
+        int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        float *a = rand_f32(M * K), *b = rand_f32(K * N), *c = rand_f32(N);
+        float *want = poisoned_f32(M * N), *got = poisoned_f32(M * N);
+        RtGemmf32 g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .beta = 1.0f, .a = a, .a_rs = K,
+                       .a_cs = 1, .b = b, .b_rs = N, .b_cs = 1, .c = c, .c_rs = 0, .c_cs = 1,
+                       .y = want};
+        rt_gemm_f32(&g);
+        g.y = got;
+        for (size_t wi = 0; wi < N_WORKERS; wi++) {
+            Hook hk = {workers[wi], 1, 0, 0};
+            RtPar p = par_of(&hk, NULL, 0);
+            poison(got, M * N);
+            rt_gemm_par_f32(&g, &p);
+            cr_assert(memcmp(got, want, (size_t)(M * N) * sizeof *got) == 0,
+                      "gemm %lldx%lldx%lld, %d workers: not the serial bytes (seed %u)",
+                      (long long)M, (long long)N, (long long)K, workers[wi], rng_seed);
+            cr_assert(hk.tasks > 1, "gemm did not split");
+        }
+        free(a), free(b), free(c), free(want), free(got);
+    }
+}
+
+Test(rt_par, channels_last_convolutions_give_the_serial_bytes_for_any_split) {
+    /* depthwise 3x3 (the vector path), depthwise with a multiplier, a grouped 3x3 */
+    static const int64_t cases[][4] = {{32, 32, 32, 1}, {8, 16, 8, 2}, {12, 18, 3, 1}};
+    for (size_t ci = 0; ci < 3; ci++) {
+        rng_init();
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = 2, g.c = cases[ci][0], g.m = cases[ci][1], g.group = cases[ci][2];
+        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = 13, g.in[2] = 11, g.k[1] = g.k[2] = 3, g.s[1] = g.s[2] = cases[ci][3];
+        g.pad[1] = g.pad[2] = 1;
+        g.out[1] = (13 + 2 - 3) / g.s[1] + 1, g.out[2] = (11 + 2 - 3) / g.s[2] + 1;
+        int64_t yn = g.n * g.out[1] * g.out[2] * g.m;
+        float *x = rand_f32(g.n * 13 * 11 * g.c), *w = rand_f32(9 * (g.c / g.group) * g.m);
+        float *b = rand_f32(g.m), *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+        static const RtAct clip = {RT_ACT_CLIP, 0.0, 6.0};
+        rt_conv_nhwc_fused_f32(x, w, b, NULL, want, &g, &clip);
+        for (size_t wi = 0; wi < N_WORKERS; wi++) {
+            Hook hk = {workers[wi], 1, 0, 0};
+            RtPar p = par_of(&hk, NULL, 0);
+            poison(got, yn);
+            rt_conv_nhwc_fused_par_f32(x, w, b, NULL, got, &g, &clip, &p);
+            cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                      "conv case %zu, %d workers: not the serial bytes (seed %u)", ci,
+                      workers[wi], rng_seed);
+            cr_assert(hk.tasks > 1, "conv did not split");
+        }
+        free(x), free(w), free(b), free(want), free(got);
+    }
+}
+
+Test(rt_par, fused_attention_gives_the_serial_bytes_with_per_worker_scratch) {
+    rng_init();
+    const int64_t B = 2, H = 3, S = 21, T = 17, D = 8;
+    RtFusedAttn p = {B, H, S, T, D, D,
+                     {H * S * D, S * D, D, 1}, {H * T * D, T * D, D, 1}, {H * T * D, T * D, D, 1},
+                     {0, 0, T, 1}, {H * S * D, S * D, D, 1}};
+    float *q = rand_f32(B * H * S * D), *k = rand_f32(B * H * T * D), *v = rand_f32(B * H * T * D);
+    float *mask = rand_f32(S * T), *want = poisoned_f32(B * H * S * D);
+    float *got = poisoned_f32(B * H * S * D), row[T];
+    rt_fused_attention_f32(&p, q, k, v, mask, want, row, 0.35f);
+    for (size_t wi = 0; wi < N_WORKERS; wi++) {
+        Hook hk = {workers[wi], 1, 0, 0};
+        const int64_t stride = 128; /* >= T floats, a multiple of 64 */
+        unsigned char *scratch = malloc((size_t)(stride * workers[wi]));
+        RtPar pp = par_of(&hk, scratch, stride);
+        poison(got, B * H * S * D);
+        rt_fused_attention_par_f32(&p, q, k, v, mask, got, 0.35f, &pp);
+        cr_assert(memcmp(got, want, (size_t)(B * H * S * D) * sizeof *got) == 0,
+                  "attention, %d workers: not the serial bytes (seed %u)", workers[wi], rng_seed);
+        cr_assert(hk.tasks > 1, "attention did not split");
+        free(scratch);
+    }
+    free(q), free(k), free(v), free(mask), free(want), free(got);
+}
+
+Test(rt_par, a_null_par_or_one_worker_runs_serially_in_order) {
+    Hook hk = {1, 0, 0, 0};
+    RtPar p = par_of(&hk, NULL, 0);
+    cr_assert_eq(rt_par_chunks(NULL, 100, 1), 1);
+    cr_assert_eq(rt_par_chunks(&p, 100, 1), 1);
+    p.workers = 3;
+    cr_assert_eq(rt_par_chunks(&p, 100, 1), 3 * RT_PAR_TASKS_PER_WORKER);
+    cr_assert_eq(rt_par_chunks(&p, 5, 1), 5);
+    cr_assert_eq(rt_par_chunks(&p, 100, 4), 3);
+}

@@ -163,6 +163,11 @@ HARNESS = r"""/* bench harness, written by bench/cpu/bench.py: loads the weights
 #include "kiln_pool.h"
 #include "net.h"
 
+#ifndef NET_WORKERS /* a bundle of a kiln before NAME_run_parallel: one thread only */
+#define NET_WORKERS 1
+#define net_run_parallel(in, out, weights, arena, pfor, ctx) net_run(in, out, weights, arena)
+#endif
+
 static KilnPool pool;
 static int threads;
 
@@ -256,7 +261,8 @@ def build_kiln(kiln, path, model, feeds, work, log, workers, flags=()):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     r = subprocess.run([kiln, "compile", str(path), "-o", str(b), "--name", "net", "--quiet",
-                        "--workers", str(workers), *flags], capture_output=True, text=True)
+                        *(["--workers", str(workers)] if workers > 1 else []), *flags],
+                       capture_output=True, text=True)
     (log / f"{work.name}_compile.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         return None, "kiln compile failed: " + tail(r.stdout + r.stderr, 3)
@@ -343,6 +349,9 @@ def main():
     ap.add_argument("--models", default=",".join(DEFAULT),
                     help=f"comma list of {', '.join(MODELS)} (default: {', '.join(DEFAULT)})")
     ap.add_argument("--out", default=str(HERE / "results.json"))
+    ap.add_argument("--one-thread", action="store_true",
+                    help="one thread only, every side (the before/after runs: an older kiln "
+                         "may lack --workers)")
     ap.add_argument("--work", default=str(pathlib.Path.home() / ".cache" / "kiln" / "bench-cpu"))
     ap.add_argument("--label", help="what the kiln is, for the JSON (default: this checkout's "
                     "commit, which is right when --kiln is its build)")
@@ -354,14 +363,14 @@ def main():
     work = pathlib.Path(a.work)
     log = work / "logs"
     log.mkdir(parents=True, exist_ok=True)
-    all_cores = os.cpu_count() or 1
+    all_cores = 1 if a.one_thread else os.cpu_count() or 1
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     commit = a.label or commit
     res = {"machine": machine(), "peak": measure_peak(log),
            "versions": {"onnxruntime": ort.__version__, "openvino": ov.get_version(),
                         "kiln_commit": commit},
-           "config": {"reps": a.reps, "warmup": a.warmup, "threads": [1, all_cores],
+           "config": {"reps": a.reps, "warmup": a.warmup, "threads": sorted({1, all_cores}),
                       "kiln_cflags": "Release (-O3) -march=native",
                       "kiln_threads": "1: NAME_run; all cores: NAME_run_parallel on "
                                       "examples/parallel's kiln_pool"},

@@ -32,8 +32,10 @@ OUT="$ROOT/bench/cpu"
 if [ -n "${KILN_BEFORE:-}" ]; then
     M="${KILN_BEFORE_MODELS:-lstm,bert_tiny,efficientnet_b0,bert_base}"
     "$VENV/bin/python" "$OUT/bench.py" --kiln "$KILN_BEFORE" --label "${KILN_BEFORE_LABEL:-before}" \
-        --models "$M" --out "$OUT/results-before.json" --work "$HOME/.cache/kiln/bench-cpu-before"
-    "$VENV/bin/python" "$OUT/bench.py" --kiln "$KILN" --models "$M" --out "$OUT/results-after.json"
+        --models "$M" --out "$OUT/results-before.json" --work "$HOME/.cache/kiln/bench-cpu-before" \
+        --one-thread
+    "$VENV/bin/python" "$OUT/bench.py" --kiln "$KILN" --models "$M" --out "$OUT/results-after.json" \
+        --one-thread
 fi
 if [ -n "${KILN_BEFORE:-}" ]; then
     "$VENV/bin/python" "$OUT/report.py" "$OUT/results.json" "$ROOT/docs/cpu-bench.md" \

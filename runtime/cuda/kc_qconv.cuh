@@ -45,6 +45,38 @@ static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult,
     return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
+/* The QConv kernels' epilogue: a warp's 64 x 32 tile of int32 sums (acc[mt][nt], the
+ * mma.sync m16n8 fragment layout: rows g and g + 8, columns 2 tig and 2 tig + 1 of each
+ * 16 x 8 block) from pixel r0 and channel c0 on: bias, residual, requantization and clamp,
+ * one store of uint8 each. rq: bias, multiplier, residual multiplier and shift per channel. */
+static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4][4][4],
+                                                         const int32_t *__restrict__ rq,
+                                                         const uint8_t *__restrict__ res,
+                                                         uint8_t *__restrict__ y,
+                                                         const KcQConv &p, int P, int r0,
+                                                         int c0, int g, int tig) {
+    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int n = c0 + nt * 8 + tig * 2 + j;
+            if (n >= p.M) continue;
+            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int pix = r0 + mt * 16 + g + 8 * h;
+                    if (pix >= P) continue;
+                    size_t o = (size_t)pix * p.M + n;
+                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
+                    y[o] = kc_qrequant(acc[mt][nt][2 * h + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
+                }
+        }
+    }
+}
+
 /* VW bytes of x for reduction index k of pixel (n, oy, ox) (k, VW in one tap: C % VW == 0) */
 template <int VW>
 static __device__ __forceinline__ void kc_qgather(const uint8_t *__restrict__ x, const KcQConv &p,
@@ -169,26 +201,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         }
     }
     /* epilogue: bias, residual, requantization and clamp, one store of uint8 */
-    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
-#pragma unroll
-    for (int nt = 0; nt < 4; nt++) {
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            int n = col0 + wn * 32 + nt * 8 + tig * 2 + j;
-            if (n >= p.M) continue;
-            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
-#pragma unroll
-            for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int pix = row0 + wm * 64 + mt * 16 + g + 8 * h;
-                    if (pix >= P) continue;
-                    size_t o = (size_t)pix * p.M + n;
-                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
-                    y[o] = kc_qrequant(acc[mt][nt][2 * h + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
-                }
-        }
-    }
+    kc_qconv_epilogue(acc, rq, res, y, p, P, row0 + wm * 64, col0 + wn * 32, g, tig);
 #endif
 }
 
@@ -298,26 +311,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
             for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
-    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
-#pragma unroll
-    for (int nt = 0; nt < 4; nt++) {
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            int n = col0 + wn * 32 + nt * 8 + tig * 2 + j;
-            if (n >= p.M) continue;
-            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
-#pragma unroll
-            for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    int pix = row0 + wm * 64 + mt * 16 + g + 8 * hh;
-                    if (pix >= P) continue;
-                    size_t o = (size_t)pix * p.M + n;
-                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
-                    y[o] = kc_qrequant(acc[mt][nt][2 * hh + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
-                }
-        }
-    }
+    kc_qconv_epilogue(acc, rq, res, y, p, P, row0 + wm * 64, col0 + wn * 32, g, tig);
 #endif
 }
 

@@ -337,6 +337,25 @@ static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
     return !(cg == 1 && a->group > 1); /* depthwise: its own kernel */
 }
 
+/* A new float32 tensor of dims, named after constant w with suffix, for a layout of w's
+ * data computed at compile time; add_derived_const makes it a constant value. */
+static IrTensor *derived_tensor(IrGraph *g, uint32_t w, const char *suffix, int rank,
+                                const int64_t *dims) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", g->values[w].name ? g->values[w].name : "w", suffix);
+    IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, rank, dims);
+    pt->name = ir_arena_strdup(g->arena, name);
+    return pt;
+}
+
+static uint32_t add_derived_const(IrGraph *g, IrTensor *pt) {
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, pt->rank, pt->dims);
+    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = pt;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
 /* The constant w as (G, NP, KH, KW, cg, 16) panels of its (K, M) matrix, K = KH*KW*cg,
  * element (k, m) at src[k*M + m] ((M, K) at src[m*K + k] when trans); returns the new
  * value. */
@@ -345,10 +364,7 @@ static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, i
     const float *src = g->values[w].tensor->data;
     int64_t mg = M / G, np = (mg + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR, K = KH * KW * cg;
     int64_t dims[PLAN_PGEMM_RANK] = {G, np, KH, KW, cg, PLAN_PGEMM_NR};
-    char name[256];
-    snprintf(name, sizeof name, "%s.packed", g->values[w].name ? g->values[w].name : "w");
-    IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
-    pt->name = ir_arena_strdup(g->arena, name);
+    IrTensor *pt = derived_tensor(g, w, ".packed", PLAN_PGEMM_RANK, dims);
     float *o = pt->data;
     for (int64_t gi = 0; gi < G; gi++)
         for (int64_t p = 0; p < np; p++)
@@ -358,11 +374,7 @@ static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, i
                     o[((gi * np + p) * K + k) * PLAN_PGEMM_NR + j] =
                         col >= mg ? 0.0f : trans ? src[m * K + k] : src[k * M + m];
                 }
-    IrType ty = ir_type_tensor(IR_DTYPE_F32, PLAN_PGEMM_RANK, dims);
-    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
-    g->values[v].tensor = pt;
-    g->values[v].producer = IR_NONE;
-    return v;
+    return add_derived_const(g, pt);
 }
 
 /* Whether product node n (MatMul, Gemm and their fused forms) runs on the packed GEMM: f32,
@@ -418,10 +430,7 @@ static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
     const float *src = g->values[w].tensor->data;
     int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
     int64_t dims[PLAN_WINO_RANK] = {6, 6, np, C, PLAN_PGEMM_NR};
-    char name[256];
-    snprintf(name, sizeof name, "%s.wino", g->values[w].name ? g->values[w].name : "w");
-    IrTensor *pt = ir_tensor_new(g->arena, IR_DTYPE_F32, PLAN_WINO_RANK, dims);
-    pt->name = ir_arena_strdup(g->arena, name);
+    IrTensor *pt = derived_tensor(g, w, ".wino", PLAN_WINO_RANK, dims);
     float *o = pt->data;
     for (int64_t c = 0; c < C; c++)
         for (int64_t m = 0; m < np * PLAN_PGEMM_NR; m++) {
@@ -439,11 +448,7 @@ static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
                 o[((p * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
                     (float)u[p / 6][p % 6];
         }
-    IrType ty = ir_type_tensor(IR_DTYPE_F32, PLAN_WINO_RANK, dims);
-    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
-    g->values[v].tensor = pt;
-    g->values[v].producer = IR_NONE;
-    return v;
+    return add_derived_const(g, pt);
 }
 
 bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d) {

@@ -279,9 +279,11 @@ RT_API int64_t rt_pad_source(int64_t c, int64_t n, int mode) {
 RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
                   const int64_t *out_dims, int rank, const int64_t *begin, int mode,
                   const void *value) {
-    int64_t xs[RT_MAX_RANK], s = 1, n = 1, o;
+    int64_t xs[RT_MAX_RANK], s = 1, n = 1, row;
     unsigned char *py = (unsigned char *)y;
     const unsigned char *px = (const unsigned char *)x;
+    const int64_t len = rank > 0 ? out_dims[rank - 1] : 1; /* a row: the last axis */
+    const int64_t in_len = rank > 0 ? in_dims[rank - 1] : 1, b = rank > 0 ? begin[rank - 1] : 0;
     int d;
     for (d = rank - 1; d >= 0; d--) {
         xs[d] = s;
@@ -289,15 +291,19 @@ RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
         n *= out_dims[d];
         if (mode != RT_PAD_CONSTANT && in_dims[d] == 0 && out_dims[d] > 0) return RT_ERR_SHAPE;
     }
-    RT_FOR_EACH(o, n) { /* each output element from its own coordinates */
-        int64_t off = 0, rest = o;
-        for (d = rank - 1; d >= 0 && off >= 0; d--) {
+    RT_FOR_EACH(row, len > 0 ? n / len : 0) { /* each row from its own coordinates */
+        int64_t base = 0, rest = row, k;
+        for (d = rank - 2; d >= 0 && base >= 0; d--) {
             int64_t c = rt_pad_source(rest % out_dims[d] - begin[d], in_dims[d], mode);
             rest /= out_dims[d];
-            off = c < 0 ? -1 : off + c * xs[d];
+            base = c < 0 ? -1 : base + c * xs[d];
         }
-        rt_data_move(py + o * (int64_t)esz,
-                     off < 0 ? (const unsigned char *)value : px + off * (int64_t)esz, esz);
+        for (k = 0; k < len; k++) {
+            int64_t c = base < 0 ? -1 : rank > 0 ? rt_pad_source(k - b, in_len, mode) : 0;
+            rt_data_move(py + (row * len + k) * (int64_t)esz,
+                         c < 0 ? (const unsigned char *)value : px + (base + c) * (int64_t)esz,
+                         esz);
+        }
     }
     return RT_OK;
 }

@@ -279,10 +279,11 @@ RT_API int64_t rt_pad_source(int64_t c, int64_t n, int mode) {
 RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
                   const int64_t *out_dims, int rank, const int64_t *begin, int mode,
                   const void *value) {
-    int64_t xs[RT_MAX_RANK], s = 1, n = 1, row;
+    int64_t xs[RT_MAX_RANK], s = 1, n = 1, task;
     unsigned char *py = (unsigned char *)y;
     const unsigned char *px = (const unsigned char *)x;
-    const int64_t len = rank > 0 ? out_dims[rank - 1] : 1; /* a row: the last axis */
+    /* a task: an output row (the last axis) in C, one element on the GPU (RT_ON_DEVICE) */
+    const int64_t len = rank > 0 ? out_dims[rank - 1] : 1, seg = RT_ON_DEVICE ? 1 : len;
     const int64_t in_len = rank > 0 ? in_dims[rank - 1] : 1, b = rank > 0 ? begin[rank - 1] : 0;
     int d;
     for (d = rank - 1; d >= 0; d--) {
@@ -291,14 +292,15 @@ RT_API int rt_pad(void *y, const void *x, size_t esz, const int64_t *in_dims,
         n *= out_dims[d];
         if (mode != RT_PAD_CONSTANT && in_dims[d] == 0 && out_dims[d] > 0) return RT_ERR_SHAPE;
     }
-    RT_FOR_EACH(row, len > 0 ? n / len : 0) { /* each row from its own coordinates */
+    RT_FOR_EACH(task, len > 0 ? n / seg : 0) { /* each task from its own coordinates */
+        const int64_t row = task * seg / len, k0 = task * seg % len;
         int64_t base = 0, rest = row, k;
         for (d = rank - 2; d >= 0 && base >= 0; d--) {
             int64_t c = rt_pad_source(rest % out_dims[d] - begin[d], in_dims[d], mode);
             rest /= out_dims[d];
             base = c < 0 ? -1 : base + c * xs[d];
         }
-        for (k = 0; k < len; k++) {
+        for (k = k0; k < k0 + seg; k++) {
             int64_t c = base < 0 ? -1 : rank > 0 ? rt_pad_source(k - b, in_len, mode) : 0;
             rt_data_move(py + (row * len + k) * (int64_t)esz,
                          c < 0 ? (const unsigned char *)value : px + (base + c) * (int64_t)esz,

@@ -260,44 +260,58 @@ RT_API void rt_resize_store(void *y, int dt, int64_t i, double v) {
     }
 }
 
+/* rt_resize_taps, or the one tap of weight 1 on an axis the resize leaves alone. */
+RT_API int rt_resize_axis_taps(const RtResize *p, int d, int64_t o, int64_t *idx, double *wt) {
+    if (!rt_resize_axis_identity(p, d)) return rt_resize_taps(p, d, o, idx, wt);
+    idx[0] = o;
+    wt[0] = 1;
+    return 1;
+}
+
 /* y: (p->out_dims), x: (p->in_dims), element type dt (ONNX code: f32, f64, f16, bf16, u8,
- * i8, i32, i64). RT_ERR_VALUE when an axis needs more than RT_RESIZE_MAX_TAPS taps. */
+ * i8, i32, i64). RT_ERR_VALUE when an axis needs more than RT_RESIZE_MAX_TAPS taps. A task
+ * is an output row (the last axis) in C: the other axes' taps once, then the row in order;
+ * on the GPU (RT_ON_DEVICE) one element, so that every thread has one. */
 RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
-    int64_t idx[RT_MAX_RANK][RT_RESIZE_MAX_TAPS], o[RT_MAX_RANK], xs[RT_MAX_RANK], n_out = 1, e;
+    int64_t idx[RT_MAX_RANK][RT_RESIZE_MAX_TAPS], o[RT_MAX_RANK], xs[RT_MAX_RANK], n_out = 1, task;
     double wt[RT_MAX_RANK][RT_RESIZE_MAX_TAPS];
     int nt[RT_MAX_RANK], k[RT_MAX_RANK], d, R = p->rank, status = RT_OK;
+    const int64_t len = R > 0 ? p->out_dims[R - 1] : 1, seg = RT_ON_DEVICE ? 1 : len;
     int64_t s = 1;
     for (d = R - 1; d >= 0; d--) {
         xs[d] = s;
         s *= p->in_dims[d];
         n_out *= p->out_dims[d];
     }
-    RT_FOR_EACH(e, n_out) { /* each output element from its own coordinates */
-        int extrap = 0;
-        double acc = 0;
-        int64_t rest = e;
-        for (d = R - 1; d >= 0; d--) {
+    RT_FOR_EACH(task, len > 0 ? n_out / seg : 0) {
+        const int64_t row = task * seg / len, k0 = task * seg % len;
+        int64_t rest = row, e;
+        int extrap_row = 0;
+        for (d = R - 2; d >= 0; d--) {
             o[d] = rest % p->out_dims[d];
             rest /= p->out_dims[d];
         }
-        for (d = 0; d < R; d++) {
-            if (rt_resize_axis_identity(p, d)) {
-                nt[d] = 1;
-                idx[d][0] = o[d];
-                wt[d][0] = 1;
+        for (d = 0; d < R - 1 && status == RT_OK; d++) {
+            nt[d] = rt_resize_axis_taps(p, d, o[d], idx[d], wt[d]);
+            if (nt[d] < 0) status = RT_ERR_VALUE;
+            if (nt[d] == 0) extrap_row = 1;
+        }
+        for (e = row * len + k0; e < row * len + k0 + seg && status == RT_OK; e++) {
+            int extrap = extrap_row;
+            double acc = 0;
+            if (R > 0) {
+                d = R - 1;
+                nt[d] = rt_resize_axis_taps(p, d, e - row * len, idx[d], wt[d]);
+                if (nt[d] < 0) {
+                    status = RT_ERR_VALUE;
+                    break;
+                }
+                if (nt[d] == 0) extrap = 1;
+            }
+            if (extrap) {
+                rt_resize_store(y, dt, e, p->extrapolation);
                 continue;
             }
-            nt[d] = rt_resize_taps(p, d, o[d], idx[d], wt[d]);
-            if (nt[d] < 0) {
-                status = RT_ERR_VALUE;
-                break;
-            }
-            if (nt[d] == 0) extrap = 1;
-        }
-        if (status != RT_OK) break;
-        if (extrap) {
-            rt_resize_store(y, dt, e, p->extrapolation);
-        } else {
             for (d = 0; d < R; d++)
                 k[d] = 0;
             for (;;) { /* sum over the product of the taps */
@@ -317,6 +331,7 @@ RT_API int rt_resize(const RtResize *p, void *y, const void *x, int dt) {
             }
             rt_resize_store(y, dt, e, acc);
         }
+        if (status != RT_OK) break;
     }
     return status;
 }

@@ -21,14 +21,16 @@ typedef struct CliCommand {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary; /* one line for `kiln --help` */
-    const char *help;    /* the full text for `kiln help NAME` and `kiln NAME --help` */
+    const char *help;    /* the full text for `kiln help NAME` and `kiln NAME --help`, */
+    const char *help2;   /* continued here, or NULL (C99 guarantees string literals only up
+                          * to 4095 characters) */
 } CliCommand;
 
 /* The subcommands (one file each: cli/inspect.c, cli/compile.c, cli/validate.c). */
 int cli_inspect_run(int argc, char **argv);
 extern const char cli_inspect_help[];
 int cli_compile_run(int argc, char **argv);
-extern const char cli_compile_help[];
+extern const char cli_compile_help[], cli_compile_help2[];
 int cli_validate_run(int argc, char **argv);
 /* kiln validate MODEL --int8 FILE.qparams --per-layer (cli/validate_int8.c): cli_validate_run
  * hands a command line with --int8 over to it. */

@@ -50,7 +50,8 @@ const char cli_compile_help[] =
     "  --workers N           workers of NAME_run_parallel's hook (C; default 1)\n"
     "  --test-main           also write NAME_test_main.c, a harness that reads raw inputs\n"
     "                        from files and writes raw outputs (used by the test suites)\n"
-    "  --no-winograd         C: 3x3 convolutions without Winograd\n"
+    "  --no-winograd         C: 3x3 convolutions without Winograd\n";
+const char cli_compile_help2[] = /* the rest of the options */
     "  --no-pass=NAME        skip the optional pass NAME (repeatable)\n"
     "  --passes=LIST         run only these optional passes (comma list); none: no optional\n"
     "                        pass (the required ones always run)\n"
@@ -207,6 +208,7 @@ int cli_compile_run(int argc, char **argv) {
         int m;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(cli_compile_help, stdout);
+            fputs(cli_compile_help2, stdout);
             cli_dims_free(&dims);
             return CLI_EXIT_OK;
         }

@@ -14,13 +14,14 @@ static const char help_help[] = "usage: kiln help [COMMAND]\n"
 
 static const CliCommand commands[] = {
     {"inspect", cli_inspect_run, "show a model's inputs, outputs, ops, parameters and MACs",
-     cli_inspect_help},
-    {"compile", cli_compile_run, "compile a model into a standalone C bundle", cli_compile_help},
+     cli_inspect_help, NULL},
+    {"compile", cli_compile_run, "compile a model into a standalone C bundle", cli_compile_help,
+     cli_compile_help2},
     {"validate", cli_validate_run, "compare a compiled model with ONNX Runtime",
-     cli_validate_help},
+     cli_validate_help, NULL},
     {"calibrate", cli_calibrate_run, "measure activation ranges for kiln compile --int8",
-     cli_calibrate_help},
-    {"help", help_run, "show the help of kiln or of one command", help_help},
+     cli_calibrate_help, NULL},
+    {"help", help_run, "show the help of kiln or of one command", help_help, NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -57,6 +58,7 @@ static int help_run(int argc, char **argv) {
     const CliCommand *c = find_command(argv[1]);
     if (!c) return cli_usage_error("help", "unknown command '%s'", argv[1]);
     fputs(c->help, stdout);
+    if (c->help2) fputs(c->help2, stdout);
     return CLI_EXIT_OK;
 }
 

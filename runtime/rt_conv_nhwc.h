@@ -55,13 +55,51 @@ RT_API void rt_conv_nhwc_tile4x8_f32(int64_t cg, int64_t M, const float *const *
     memcpy(acc[3], &a3, sizeof a3);
 }
 
-/* Depthwise, multiplier 1, M a multiple of the tile: channel blocks of 8 as vectors. */
+/* Depthwise, multiplier 1, M a multiple of the tile: one pixel whose taps [kh_lo, kh_hi) x
+ * [kw_lo, kw_hi) are inside the input, 4 channel blocks of 8 at a time where they fit (4
+ * independent FMA chains: one block at a time waits on the FMA latency every tap). */
 RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const float *w,
                                  const float *b, float *yp, int64_t oh, int64_t ow, int64_t kh_lo,
                                  int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
-    const int64_t M = g->m;
-    int64_t m0, kh, kw;
-    for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M) {
+    const int64_t M = g->m, T = RT_CNHWC_TILE_M;
+    int64_t m0 = 0, kh, kw;
+    for (; m0 + 4 * T <= M; m0 += 4 * T) {
+        rt_cnhwc_v8f a0, a1, a2, a3, xv, wv;
+        if (b) {
+            memcpy(&a0, b + m0, sizeof a0);
+            memcpy(&a1, b + m0 + T, sizeof a1);
+            memcpy(&a2, b + m0 + 2 * T, sizeof a2);
+            memcpy(&a3, b + m0 + 3 * T, sizeof a3);
+        } else {
+            memset(&a0, 0, sizeof a0);
+            a1 = a2 = a3 = a0;
+        }
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
+                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
+                memcpy(&xv, xr, sizeof xv);
+                memcpy(&wv, wr, sizeof wv);
+                a0 += xv * wv;
+                memcpy(&xv, xr + T, sizeof xv);
+                memcpy(&wv, wr + T, sizeof wv);
+                a1 += xv * wv;
+                memcpy(&xv, xr + 2 * T, sizeof xv);
+                memcpy(&wv, wr + 2 * T, sizeof wv);
+                a2 += xv * wv;
+                memcpy(&xv, xr + 3 * T, sizeof xv);
+                memcpy(&wv, wr + 3 * T, sizeof wv);
+                a3 += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a0, sizeof a0);
+        memcpy(yp + m0 + T, &a1, sizeof a1);
+        memcpy(yp + m0 + 2 * T, &a2, sizeof a2);
+        memcpy(yp + m0 + 3 * T, &a3, sizeof a3);
+    }
+    for (; m0 < M; m0 += T) {
         rt_cnhwc_v8f a, xv, wv;
         if (b) memcpy(&a, b + m0, sizeof a);
         else memset(&a, 0, sizeof a);

@@ -133,6 +133,16 @@ def flops(g):
     return 2.0 * n * oh * ow * m * kh * kw * (c // grp)
 
 
+def tensor_bytes(g):
+    """Bytes a convolution must move at least: its input, output and weights once (f32)."""
+    if g is None:
+        return 0
+    n, c, m, grp = (int(g.group(i)) for i in (1, 2, 3, 4))
+    ih, iw, oh, ow = (int(g.group(i)) for i in (6, 7, 9, 10))
+    kh, kw = int(g.group(12)), int(g.group(13))
+    return 4 * (n * ih * iw * c + n * oh * ow * m + kh * kw * (c // grp) * m)
+
+
 def main():
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -145,6 +155,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--peak", type=float, default=98.5, help="one core's GFLOP/s (peak.c)")
     ap.add_argument("--work", default="/tmp/kiln-profile")
+    ap.add_argument("--json", help="also write every node's kind, ms, flops and bytes here")
     a = ap.parse_args(argv)
     work = pathlib.Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -188,6 +199,12 @@ def main():
         e[0] += 1
         e[1] += ms
         e[2] += flops(g)
+    if a.json:
+        import json
+        pathlib.Path(a.json).write_text(json.dumps([
+            {"kind": kind(kernel, g), "ms": ms, "flops": flops(g), "bytes": tensor_bytes(g),
+             "out_pixels": int(g.group(9)) * int(g.group(10)) if g else 0}
+            for (kernel, g), ms in zip(calls, med)]))
     print(f"{a.model} {' '.join(extra)}: {len(calls)} calls, median node sum {total:.2f} ms "
           f"(min {min(totals):.2f}); peak {a.peak} GFLOP/s")
     print("| kind | calls | ms | share | GFLOP | GFLOP/s | of peak |")

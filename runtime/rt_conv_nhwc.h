@@ -123,7 +123,9 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
  * loaded once per input column and fed to every pixel whose taps read it ((NP-1)*S + KW
  * loads for NP*KW FMAs, where one pixel at a time reloads NP*KW). x0: the input pixel of
  * pixel 0's tap (kh_lo, 0) at the block's first channel; w0: tap (kh_lo, 0) of the block;
- * xrow, wrow: one kh further; y: pixel 0's output at the block. */
+ * xrow, wrow: one kh further; y: pixel 0's output at the block. Floor of a layer: OH*OW*M*
+ * KH*KW FMAs, and its input and output moved once (a 3x3 layer makes 2.25 FMAs a byte of
+ * output: most depthwise layers are bound by memory, bench/kernels/dw.c). */
 #define RT_CNHWC_DW_NP 8 /* output pixels a tile: 8 independent FMA chains */
 #if defined(__GNUC__) && !defined(__clang__)
 #define RT_CNHWC_UNROLL _Pragma("GCC unroll 32")

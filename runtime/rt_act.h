@@ -95,7 +95,7 @@ typedef struct RtAct {
         return v;                                                                            \
     }
 
-RT_ACT_DEFINE(f32, float, rt_vexp_f32, rt_verf_f32, rt_vtanh_f32)
+RT_ACT_DEFINE(f32, float, rt_vexp_nz_f32, rt_verf_f32, rt_vtanh_f32) /* EXP feeds 1 + e^-v */
 RT_ACT_DEFINE(f64, double, exp, erf, tanh)
 
 #undef RT_ACT_DEFINE

@@ -55,13 +55,51 @@ RT_API void rt_conv_nhwc_tile4x8_f32(int64_t cg, int64_t M, const float *const *
     memcpy(acc[3], &a3, sizeof a3);
 }
 
-/* Depthwise, multiplier 1, M a multiple of the tile: channel blocks of 8 as vectors. */
+/* Depthwise, multiplier 1, M a multiple of the tile: one pixel whose taps [kh_lo, kh_hi) x
+ * [kw_lo, kw_hi) are inside the input, 4 channel blocks of 8 at a time where they fit (4
+ * independent FMA chains: one block at a time waits on the FMA latency every tap). */
 RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const float *w,
                                  const float *b, float *yp, int64_t oh, int64_t ow, int64_t kh_lo,
                                  int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
-    const int64_t M = g->m;
-    int64_t m0, kh, kw;
-    for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M) {
+    const int64_t M = g->m, T = RT_CNHWC_TILE_M;
+    int64_t m0 = 0, kh, kw;
+    for (; m0 + 4 * T <= M; m0 += 4 * T) {
+        rt_cnhwc_v8f a0, a1, a2, a3, xv, wv;
+        if (b) {
+            memcpy(&a0, b + m0, sizeof a0);
+            memcpy(&a1, b + m0 + T, sizeof a1);
+            memcpy(&a2, b + m0 + 2 * T, sizeof a2);
+            memcpy(&a3, b + m0 + 3 * T, sizeof a3);
+        } else {
+            memset(&a0, 0, sizeof a0);
+            a1 = a2 = a3 = a0;
+        }
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
+                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
+                memcpy(&xv, xr, sizeof xv);
+                memcpy(&wv, wr, sizeof wv);
+                a0 += xv * wv;
+                memcpy(&xv, xr + T, sizeof xv);
+                memcpy(&wv, wr + T, sizeof wv);
+                a1 += xv * wv;
+                memcpy(&xv, xr + 2 * T, sizeof xv);
+                memcpy(&wv, wr + 2 * T, sizeof wv);
+                a2 += xv * wv;
+                memcpy(&xv, xr + 3 * T, sizeof xv);
+                memcpy(&wv, wr + 3 * T, sizeof wv);
+                a3 += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a0, sizeof a0);
+        memcpy(yp + m0 + T, &a1, sizeof a1);
+        memcpy(yp + m0 + 2 * T, &a2, sizeof a2);
+        memcpy(yp + m0 + 3 * T, &a3, sizeof a3);
+    }
+    for (; m0 < M; m0 += T) {
         rt_cnhwc_v8f a, xv, wv;
         if (b) memcpy(&a, b + m0, sizeof a);
         else memset(&a, 0, sizeof a);
@@ -77,6 +115,112 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
         memcpy(yp + m0, &a, sizeof a);
     }
 }
+/* Depthwise, multiplier 1, M a multiple of 8, unit dilation: a tile of NP (<= 8)
+ * neighbouring output pixels of one row, whose every kw tap is inside the input, times 8
+ * channels; KW and the stride S are compile-time in each caller (rt_conv_nhwc_dw_run_f32),
+ * so the loops unroll and the tile stays in registers: NP accumulators (8 of them cover the
+ * FMA latency of two pipes), the KW weight vectors of the row kh, and one input vector,
+ * loaded once per input column and fed to every pixel whose taps read it ((NP-1)*S + KW
+ * loads for NP*KW FMAs, where one pixel at a time reloads NP*KW). x0: the input pixel of
+ * pixel 0's tap (kh_lo, 0) at the block's first channel; w0: tap (kh_lo, 0) of the block;
+ * xrow, wrow: one kh further; y: pixel 0's output at the block. Floor of a layer: OH*OW*M*
+ * KH*KW FMAs, and its input and output moved once (a 3x3 layer makes 2.25 FMAs a byte of
+ * output: most depthwise layers are bound by memory, bench/kernels/dw.c). */
+#define RT_CNHWC_DW_NP 8 /* output pixels a tile: 8 independent FMA chains */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RT_CNHWC_UNROLL _Pragma("GCC unroll 32")
+#else
+#define RT_CNHWC_UNROLL
+#endif
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dwk_f32(const float *x0, const float *w0, const float *b, float *y, int64_t M,
+                     int64_t xrow, int64_t wrow, int64_t n_kh, const int KW, const int S,
+                     const int NP) {
+    rt_cnhwc_v8f acc[RT_CNHWC_DW_NP], wv[5], xv;
+    int64_t kh;
+    int p, j, kw;
+    RT_CNHWC_UNROLL for (p = 0; p < NP; p++) {
+        if (b) memcpy(&acc[p], b, sizeof acc[p]);
+        else memset(&acc[p], 0, sizeof acc[p]);
+    }
+    for (kh = 0; kh < n_kh; kh++) {
+        const float *xr = x0 + kh * xrow, *wr = w0 + kh * wrow; /* stepped, not indexed: */
+        RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {           /* j * M would hold a     */
+            memcpy(&wv[kw], wr, sizeof wv[kw]);                 /* register per column    */
+            wr += M;
+        }
+        RT_CNHWC_UNROLL for (j = 0; j < (NP - 1) * S + KW; j++) {
+            memcpy(&xv, xr, sizeof xv);
+            xr += M;
+            RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {
+                const int q = j - kw; /* pixel q / S reads column j at tap kw */
+                if (q >= 0 && q % S == 0 && q / S < NP) acc[q / S] += xv * wv[kw];
+            }
+        }
+    }
+    RT_CNHWC_UNROLL for (p = 0; p < NP; p++) memcpy(y + p * M, &acc[p], sizeof acc[p]);
+}
+
+/* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
+ * 8-channel block: tiles of 8 pixels, then of 4, then single ones. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, const float *b,
+                         float *yp, int64_t oh, int64_t ow, int64_t n,
+                         int64_t kh_lo, int64_t kh_hi, const int KW, const int S) {
+    const int64_t M = g->m, xrow = g->in[2] * M * g->d[1], wrow = KW * M, n_kh = kh_hi - kh_lo;
+    const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
+    const float *xk = xn + (ih * g->in[2] - g->pad[2]) * M, *wk = w + kh_lo * wrow;
+    int64_t p = 0, m0;
+    for (; p + 8 <= n; p += 8)
+        for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
+            rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                 yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 8);
+    for (; p + 4 <= n; p += 4)
+        for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
+            rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                 yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
+    for (; p < n; p++)
+        for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
+            rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                 yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
+}
+#endif
+
+/* Depthwise (multiplier 1, M a multiple of 8, unit dilation along W, a 3- or 5-wide kernel
+ * with stride 1 or 2): output pixels [ow, ow + n) of row oh, all inside in kw, by the vector
+ * tiles; returns n, or 0 where no vector path fits (the caller's loops run). */
+RT_API int64_t rt_conv_nhwc_dw_run_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                       const float *b, float *yp, int64_t oh, int64_t ow,
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+#ifdef RT_CNHWC_VEC
+    if (g->m == g->c && g->m % RT_CNHWC_TILE_M == 0 && g->d[2] == 1 && n > 0 &&
+        (g->k[2] == 3 || g->k[2] == 5) && (g->s[2] == 1 || g->s[2] == 2)) {
+        const int64_t k = g->k[2], s = g->s[2];
+        if (k == 3 && s == 1)
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 1);
+        else if (k == 3)
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 2);
+        else if (s == 1)
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 1);
+        else
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 2);
+        return n;
+    }
+#endif
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
+    (void)kh_hi;
+    return 0;
+}
+
+RT_API int64_t rt_conv_nhwc_dw_run_f64(const RtConvGeom *g, const double *xn, const double *w,
+                                       const double *b, double *yp, int64_t oh, int64_t ow,
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
+    (void)kh_hi;
+    return 0;
+}
+
+#ifdef RT_CNHWC_VEC
 /* Depthwise, multiplier 1, M a multiple of 8: RT_CNHWC_TILE_P neighbouring output pixels
  * of one row whose every kw tap is inside the input, 8 channels at a time. The pixels share
  * each tap's weight vector and are 4 independent accumulation chains (one pixel at a time
@@ -302,15 +446,24 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                 }                                                                             \
                 for (ow = 0; ow < OW;) {                                                      \
                     T *yp = y + ((n * OH + oh) * OW + ow) * M;                                \
-                    int np = 1;                                                               \
-                    int64_t kw_lo = 0, kw_hi = g->k[2];                                       \
-                    if (ow >= ow_lo && ow + RT_CNHWC_TILE_P <= ow_hi) {                       \
+                    int64_t np = 1, kw_lo = 0, kw_hi = g->k[2];                               \
+                    /* depthwise: the row's interior by the vector tiles where they fit */    \
+                    int64_t run =                                                             \
+                        cg == 1 && ow >= ow_lo && ow < ow_hi                                  \
+                            ? rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
+                                                        kh_lo, kh_hi)                         \
+                            : 0;                                                              \
+                    if (run > 0) {                                                            \
+                        np = run;                                                             \
+                    } else if (ow >= ow_lo && ow + RT_CNHWC_TILE_P <= ow_hi) {                \
                         np = RT_CNHWC_TILE_P;                                                 \
                     } else {                                                                  \
                         rt_conv_range(W, g->k[2], g->d[2], ow * g->s[2] - g->pad[2], &kw_lo,  \
                                       &kw_hi);                                                \
                     }                                                                         \
-                    if (cg == 1 && np == 1) {                                                 \
+                    if (run > 0) {                                                            \
+                        /* computed by rt_conv_nhwc_dw_run */                                 \
+                    } else if (cg == 1 && np == 1) {                                          \
                         rt_conv_nhwc_dw_pixel_##SFX(g, xn, w, b, yp, oh, ow, kh_lo, kh_hi,    \
                                                     kw_lo, kw_hi);                            \
                     } else if (cg == 1) {                                                     \
@@ -342,9 +495,9 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                                 for (p = 0; p < np; p++)                                      \
                                     for (j = 0; j < RT_CNHWC_TILE_M; j++)                     \
                                         acc[p][j] = b && j < tm ? b[mo + j] : (T)0;           \
-                                if (!rt_conv_nhwc_fast_##SFX(g, np, tm, xp, wp,               \
+                                if (!rt_conv_nhwc_fast_##SFX(g, (int)np, tm, xp, wp,          \
                                                              kh_hi - kh_lo, kw_hi - kw_lo, acc)) \
-                                    rt_conv_nhwc_tile_##SFX(g, np, tm, xp, wp, kh_hi - kh_lo, \
+                                    rt_conv_nhwc_tile_##SFX(g, (int)np, tm, xp, wp, kh_hi - kh_lo, \
                                                             kw_hi - kw_lo, acc);              \
                                 for (p = 0; p < np; p++)                                      \
                                     for (j = 0; j < tm; j++) yp[p * M + mo + j] = acc[p][j];  \

@@ -97,11 +97,9 @@
         s->live = 0;                                                                           \
     }                                                                                          \
                                                                                                \
-    /* Adds x[0..w) (w <= RT_SUM_LANES) to lanes 0..w-1; the carry works as in rt_sum. */      \
-    RT_API void rt_sum_lanes_add_##SFX(RtSumLanes##SFX *s, const A *x, int w) {                \
+    /* Closes the open block of every lane, as rt_sum_close. */                                \
+    RT_API void rt_sum_lanes_close_##SFX(RtSumLanes##SFX *s) {                                 \
         int j, k = 0;                                                                          \
-        for (j = 0; j < w; j++) s->part[j] += x[j];                                            \
-        if (++s->n_part < RT_SUM_BLOCK) return;                                                \
         for (; ((s->live >> k) & 1u) && k < RT_SUM_LEVELS - 1; k++) {                          \
             for (j = 0; j < RT_SUM_LANES; j++) s->part[j] += s->level[k][j];                   \
             s->live &= ~(1u << k);                                                             \
@@ -113,15 +111,24 @@
         s->n_part = 0;                                                                         \
     }                                                                                          \
                                                                                                \
-    /* y[0..w) = the lanes' totals. */                                                         \
+    /* Adds x[0..w) (w <= RT_SUM_LANES) to lanes 0..w-1; the carry works as in rt_sum. */      \
+    RT_API void rt_sum_lanes_add_##SFX(RtSumLanes##SFX *s, const A *x, int w) {                \
+        int j;                                                                                 \
+        for (j = 0; j < w; j++) s->part[j] += x[j];                                            \
+        if (++s->n_part == RT_SUM_BLOCK) rt_sum_lanes_close_##SFX(s);                          \
+    }                                                                                          \
+                                                                                               \
+    /* y[0..w) = the lanes' totals: each lane's open block, then its live levels from the     \
+     * smallest up, as rt_sum_total (the lanes side by side, only the live levels visited). */ \
     RT_API void rt_sum_lanes_total_##SFX(const RtSumLanes##SFX *s, A *y, int w) {              \
+        A t[RT_SUM_LANES];                                                                     \
+        uint32_t live = s->live;                                                               \
         int j, k;                                                                              \
-        for (j = 0; j < w; j++) {                                                              \
-            A t = s->part[j];                                                                  \
-            for (k = 0; k < RT_SUM_LEVELS; k++)                                                \
-                if ((s->live >> k) & 1u) t += s->level[k][j];                                  \
-            y[j] = t;                                                                          \
-        }                                                                                      \
+        for (j = 0; j < RT_SUM_LANES; j++) t[j] = s->part[j];                                  \
+        for (k = 0; live; k++, live >>= 1)                                                     \
+            if (live & 1u)                                                                     \
+                for (j = 0; j < RT_SUM_LANES; j++) t[j] += s->level[k][j];                     \
+        for (j = 0; j < w; j++) y[j] = t[j];                                                   \
     }                                                                                          \
                                                                                                \
     /* x: rows of row_step elements, the first cols of each summed; y: (cols) */               \
@@ -132,7 +139,23 @@
         for (j0 = 0; j0 < cols; j0 += RT_SUM_LANES) {                                          \
             const int w = (int)(cols - j0 < RT_SUM_LANES ? cols - j0 : RT_SUM_LANES);          \
             rt_sum_lanes_init_##SFX(&s);                                                       \
-            for (r = 0; r < rows; r++) rt_sum_lanes_add_##SFX(&s, x + r * row_step + j0, w);   \
+            if (w < RT_SUM_LANES) {                                                            \
+                for (r = 0; r < rows; r++) rt_sum_lanes_add_##SFX(&s, x + r * row_step + j0, w); \
+            } else { /* each block's sums in a local (registers), then closed as by _add */    \
+                for (r = 0; r < rows;) {                                                       \
+                    const int64_t n = rows - r < RT_SUM_BLOCK ? rows - r : RT_SUM_BLOCK;       \
+                    A p[RT_SUM_LANES];                                                         \
+                    int64_t i;                                                                 \
+                    int j;                                                                     \
+                    for (j = 0; j < RT_SUM_LANES; j++) p[j] = 0;                               \
+                    for (i = 0; i < n; i++)                                                    \
+                        for (j = 0; j < RT_SUM_LANES; j++) p[j] += x[(r + i) * row_step + j0 + j]; \
+                    for (j = 0; j < RT_SUM_LANES; j++) s.part[j] = p[j];                       \
+                    s.n_part = (int32_t)n;                                                     \
+                    if (n == RT_SUM_BLOCK) rt_sum_lanes_close_##SFX(&s);                       \
+                    r += n;                                                                    \
+                }                                                                              \
+            }                                                                                  \
             rt_sum_lanes_total_##SFX(&s, y + j0, w);                                           \
         }                                                                                      \
     }

@@ -53,9 +53,13 @@ RT_API float rt_vm_sel(int c, float a, float b) {
 #define RT_VM_LN2_LO 1.42860677e-6f
 #define RT_VM_ROUND 12582912.0f /* 1.5 * 2^23: adding it rounds to an integer, kept in the bits */
 
-/* e^x. The magic-number rounding keeps n in the low mantissa bits of t, so no float-to-int
- * conversion (undefined for NaN) is needed; the integer work is unsigned. */
-RT_API float rt_vexp_f32(float x) {
+/* e^x, except that below RT_VM_EXP_LO it gives e^RT_VM_EXP_LO (2.4e-38) instead of 0: for
+ * callers that cannot tell the two apart (1 + e^x rounds to 1 either way, as in sigmoid and
+ * SiLU) or never go there (tanh, erf), rt_vexp_f32 less one select: about 15% faster in a
+ * vectorized loop, the same bits. The magic-number rounding keeps n in the low mantissa bits
+ * of t, so no float-to-int conversion (undefined for NaN) is needed; the integer work is
+ * unsigned. */
+RT_API float rt_vexp_nz_f32(float x) {
     float c = rt_vm_sel(x > RT_VM_EXP_HI, RT_VM_EXP_HI, x);
     c = rt_vm_sel(c < RT_VM_EXP_LO, RT_VM_EXP_LO, c);
     float t = c * RT_VM_LOG2E + RT_VM_ROUND;
@@ -72,12 +76,14 @@ RT_API float rt_vexp_f32(float x) {
      * biased exponent n + 126 is in [1, 254] */
     uint32_t e = (rt_vm_bits(t) - rt_vm_bits(RT_VM_ROUND) + 126u) << 23;
     float y = (p * 2.0f) * rt_vm_float(e);
-    y = rt_vm_sel(x < RT_VM_EXP_LO, 0.0f, y);
     return rt_vm_sel(x > RT_VM_EXP_HI, (float)INFINITY, y);
 }
 
-/* 1 / (1 + e^-x): e^-x is +inf below -88.7 (y = 0) and 0 above 86.64 (y = 1). */
-RT_API float rt_vsigmoid_f32(float x) { return 1.0f / (1.0f + rt_vexp_f32(-x)); }
+/* e^x. */
+RT_API float rt_vexp_f32(float x) { return rt_vm_sel(x < RT_VM_EXP_LO, 0.0f, rt_vexp_nz_f32(x)); }
+
+/* 1 / (1 + e^-x): e^-x is +inf below -88.7 (y = 0) and at most 2.4e-38 above 86.64 (y = 1). */
+RT_API float rt_vsigmoid_f32(float x) { return 1.0f / (1.0f + rt_vexp_nz_f32(-x)); }
 
 /* tanh x: x P(x^2) near 0 (1 - 2/(e^2x + 1) loses the low bits there), 1 - 2/(e^2|x| + 1)
  * beyond, with the sign of x. |x| is clamped to 10, where tanh rounds to 1. */
@@ -91,7 +97,7 @@ RT_API float rt_vtanh_f32(float x) {
     p = p * s + 9.99999949e-1f;
     float small = x * p;
     float ac = rt_vm_sel(a > 10.0f, 10.0f, a);
-    float big = 1.0f - 2.0f / (rt_vexp_f32(2.0f * ac) + 1.0f);
+    float big = 1.0f - 2.0f / (rt_vexp_nz_f32(2.0f * ac) + 1.0f); /* 2 ac >= 0 */
     return rt_vm_sel(a <= 0.625f, small, rt_vm_copysign(big, x));
 }
 
@@ -118,7 +124,7 @@ RT_API float rt_verf_f32(float x) {
     q = q * u + 4.98701485e-2f;
     q = q * u + 5.57938332e-1f;
     q = q * u + 3.35604302e-4f;
-    float big = 1.0f - rt_vexp_f32(-(ac * ac)) * q;
+    float big = 1.0f - rt_vexp_nz_f32(-(ac * ac)) * q; /* -(ac^2) >= -16 */
     return rt_vm_sel(a <= 1.0f, small, rt_vm_copysign(big, x));
 }
 

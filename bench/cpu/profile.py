@@ -1,9 +1,10 @@
 """Where a C bundle's time goes, node by node, one thread: compiles MODEL with kiln (extra
-`kiln compile` flags after --), wraps every runtime call of NAME_run in the generated C with
-a pair of CLOCK_THREAD_CPUTIME_ID reads (CPU time: on a shared machine, time spent
+`kiln compile` flags after --), wraps every node's block of NAME_run in the generated C (its
+runtime call, or the loops an elementwise node writes inline) with a pair of
+CLOCK_THREAD_CPUTIME_ID reads (CPU time: on a shared machine, time spent
 preempted does not count; caches shared with other processes still do) (a copy of the bundle: the compiler's output is not changed), builds
 it at -O3 -march=native with a small harness (pseudo-random inputs), runs it WARMUP times,
-then REPS times, and prints per call its median milliseconds, its kind (Winograd, packed
+then REPS times, and prints per node its median milliseconds, its kind (Winograd, packed
 GEMM by kernel shape and stride, other kernels), for convolutions the flops (2 x MACs of
 the direct convolution, also for Winograd: its "effective" rate) and GFLOP/s, and a summary
 per kind with the share of the total. The clock pairs cost ~50 ns a call (60 calls in
@@ -78,27 +79,44 @@ int main(int argc, char **argv) {
 
 
 def instrument(src):
-    """The bundle's C with every runtime call timed; returns (text, calls) where calls[i] is
-    (kernel, geometry match or None)."""
+    """The bundle's C with every node's block of NAME_run timed (its kernel call, or the
+    loops the elementwise emitter writes inline); returns (text, calls) where calls[i] is
+    (kernel, geometry match or None) of node i: its first runtime call, else its op."""
     lines, calls, out, in_run = src.splitlines(), [], [], False
+    op, start = None, None
     for i, line in enumerate(lines):
-        if re.match(r"^int \w+_run\(", line):
+        if re.match(r"^(static )?int \w+_run(_with)?\(", line):
             in_run = True
-        m = CALL.match(line) if in_run else None
-        if m and not m.group(2).startswith("rt_memmove"):
-            back = " ".join(lines[max(0, i - 8):i])
-            g = GEOM.search(back)
-            out.append(f"{m.group(1)}{{ double kp_t0 = kp_now(); {m.group(2)}({m.group(3)}); "
-                       f"kp_ms[{len(calls)}] += kp_now() - kp_t0; }}")
-            calls.append((m.group(2), g))
-        else:
+        if not in_run:
             out.append(line)
+            continue
+        m = re.match(r"^    /\* (\w+)", line)
+        if m:
+            op = m.group(1)
+        if line == "    {" and op:
+            start = len(out)
+            out.append("    { double kp_t0 = kp_now();")
+            continue
+        if line == "    }" and start is not None:
+            body = lines[i - (len(out) - start) + 1:i]
+            kernel, g = None, None
+            for j, b in enumerate(body):
+                c = CALL.match(b)
+                if c and not c.group(2).startswith("rt_memmove"):
+                    kernel = c.group(2)
+                    g = GEOM.search(" ".join(body[max(0, j - 8):j]))
+                    break
+            out.append(f"    kp_ms[{len(calls)}] += kp_now() - kp_t0; }}")
+            calls.append((kernel or op, g))
+            start, op = None, None
+            continue
+        out.append(line)
     return PRELUDE % max(len(calls), 1) + "\n".join(out) + "\n", calls
 
 
 def kind(kernel, g):
     if g is None:
-        return kernel.replace("rt_", "").replace("_f32", "")
+        return kernel.replace("rt_", "").replace("_f32", "").replace("_nhwc", "")
     kh, kw, s = int(g.group(12)), int(g.group(13)), int(g.group(15))
     c, grp = int(g.group(2)), int(g.group(4))
     what = "Winograd" if kernel.startswith("rt_wino") else \
@@ -115,6 +133,16 @@ def flops(g):
     return 2.0 * n * oh * ow * m * kh * kw * (c // grp)
 
 
+def tensor_bytes(g):
+    """Bytes a convolution must move at least: its input, output and weights once (f32)."""
+    if g is None:
+        return 0
+    n, c, m, grp = (int(g.group(i)) for i in (1, 2, 3, 4))
+    ih, iw, oh, ow = (int(g.group(i)) for i in (6, 7, 9, 10))
+    kh, kw = int(g.group(12)), int(g.group(13))
+    return 4 * (n * ih * iw * c + n * oh * ow * m + kh * kw * (c // grp) * m)
+
+
 def main():
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -127,6 +155,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--peak", type=float, default=98.5, help="one core's GFLOP/s (peak.c)")
     ap.add_argument("--work", default="/tmp/kiln-profile")
+    ap.add_argument("--json", help="also write every node's kind, ms, flops and bytes here")
     a = ap.parse_args(argv)
     work = pathlib.Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -154,8 +183,8 @@ def main():
            .replace("@OUT_INIT@", ", ".join(f"outs[{i}]" for i in range(len(outs))))
            .replace("@N_CALLS@", str(len(calls))))
     (work / "main.c").write_text(src)
-    exe = work / "prof"
-    subprocess.run(["cc", "-std=c11", "-O3", "-march=native", f"-I{b}", str(b / "net.c"),
+    exe = work / "prof"  # GNU mode contracts a * b + c to FMAs, as the bundle's CMakeLists build
+    subprocess.run(["cc", "-std=gnu11", "-O3", "-march=native", f"-I{b}", str(b / "net.c"),
                     str(work / "main.c"), "-lm", "-o", str(exe)], check=True)
     r = subprocess.run([str(exe), str(b / "net_weights.bin"), str(a.reps), str(a.warmup)],
                        capture_output=True, text=True, check=True)
@@ -170,6 +199,12 @@ def main():
         e[0] += 1
         e[1] += ms
         e[2] += flops(g)
+    if a.json:
+        import json
+        pathlib.Path(a.json).write_text(json.dumps([
+            {"kind": kind(kernel, g), "ms": ms, "flops": flops(g), "bytes": tensor_bytes(g),
+             "out_pixels": int(g.group(9)) * int(g.group(10)) if g else 0}
+            for (kernel, g), ms in zip(calls, med)]))
     print(f"{a.model} {' '.join(extra)}: {len(calls)} calls, median node sum {total:.2f} ms "
           f"(min {min(totals):.2f}); peak {a.peak} GFLOP/s")
     print("| kind | calls | ms | share | GFLOP | GFLOP/s | of peak |")

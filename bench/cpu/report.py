@@ -192,11 +192,12 @@ side's one-thread median by its {all_cores}-thread median (N = {all_cores}).
     if "before" in extra and "after" in extra:
         out += "\n" + before_after(json.load(open(extra["before"])), json.load(open(extra["after"])),
                                    extra.get("change", "an older kiln against this one"))
-    # the per-node profile and the Winograd measurements (bench/cpu/profile.py,
-    # bench/kernels/wino.c), written by hand from their output
-    notes = pathlib.Path(__file__).resolve().parent / "resnet50-profile.md"
-    if notes.exists():
-        out += "\n" + notes.read_text()
+    # the per-node profiles and the kernel labs (bench/cpu/profile.py, layers.py,
+    # bench/kernels/wino.c, dw.c), written by hand from their output
+    for name in ("resnet50-profile.md", "mobile-profile.md"):
+        notes = pathlib.Path(__file__).resolve().parent / name
+        if notes.exists():
+            out += "\n" + notes.read_text()
     open(sys.argv[2], "w").write(out)
 
 

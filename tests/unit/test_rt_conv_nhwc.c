@@ -123,6 +123,21 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_quads_of_interior_pixels)
     check_case(&k3, true, true);
 }
 
+Test(rt_conv_nhwc, matches_the_reference_for_depthwise_runs_of_8_4_and_1_pixel_tiles) {
+    /* the register tiles of rt_conv_nhwc_dw_run_f32: 3- and 5-wide kernels, stride 1 and 2
+     * along W, interiors of 8 + 4 + 3 pixels, any height, stride and pads along H, batches */
+    Case k = {2, 8, 8, 8, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k, true, false);
+    Case k2 = {1, 40, 40, 40, 9, 33, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2};
+    check_case(&k2, true, true);
+    Case k3 = {1, 16, 16, 16, 6, 31, 5, 3, 1, 2, 1, 1, 0, 1, 3, 1};
+    check_case(&k3, false, false);
+    Case k4 = {2, 24, 24, 24, 5, 20, 1, 5, 3, 1, 1, 1, 0, 2, 0, 0};
+    check_case(&k4, true, true);
+    Case k5 = {1, 8, 8, 8, 4, 11, 3, 3, 2, 2, 2, 1, 0, 0, 1, 0}; /* dilated in H only */
+    check_case(&k5, true, false);
+}
+
 Test(rt_conv_nhwc, matches_the_reference_for_a_depthwise_multiplier_of_two) {
     Case k = {1, 4, 8, 4, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false);

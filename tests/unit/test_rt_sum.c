@@ -97,17 +97,23 @@ Test(rt_sum, counts_ones_exactly_past_two_to_the_24) {
 
 Test(rt_sum, strided_sums_and_column_sums_are_bit_identical_to_the_scalar_sum) {
     rng_init();
-    int64_t rows = 12345, cols = 19; /* 19: two full lane groups and a remainder */
-    float *x = activations(rows * cols);
-    float *y = poisoned_f32(cols);
-    rt_sum_rows_f32(x, rows, cols, cols, y);
-    for (int64_t j = 0; j < cols; j++) {
-        float want = rt_sum_f32(x + j, rows, cols);
-        cr_assert(memcmp(&y[j], &want, sizeof want) == 0, "column %lld: %.9g vs %.9g (seed %u)",
-                  (long long)j, (double)y[j], (double)want, rng_seed);
+    /* rows: one open block, one full block, full blocks and an open one, and many; cols 19:
+     * two full lane groups (summed a block at a time) and a remainder */
+    static const int64_t rows_of[] = {7, 32, 69, 12345};
+    for (int t = 0; t < 4; t++) {
+        int64_t rows = rows_of[t], cols = 19;
+        float *x = activations(rows * cols);
+        float *y = poisoned_f32(cols);
+        rt_sum_rows_f32(x, rows, cols, cols, y);
+        for (int64_t j = 0; j < cols; j++) {
+            float want = rt_sum_f32(x + j, rows, cols);
+            cr_assert(memcmp(&y[j], &want, sizeof want) == 0,
+                      "%lld rows, column %lld: %.9g vs %.9g (seed %u)", (long long)rows,
+                      (long long)j, (double)y[j], (double)want, rng_seed);
+        }
+        free(x);
+        free(y);
     }
-    free(x);
-    free(y);
 }
 
 Test(rt_sum, double_sums_stay_within_their_bound) {

@@ -94,3 +94,21 @@ Test(rt_vmath, specials) {
     cr_expect(rt_vsigmoid_f32(-INFINITY) == 0.0f && rt_vsigmoid_f32(INFINITY) == 1.0f);
     cr_expect(rt_vsigmoid_f32(0.0f) == 0.5f && isnan(rt_vsigmoid_f32(NAN)));
 }
+
+/* rt_vexp_nz_f32 is rt_vexp_f32 but for a floor of e^RT_VM_EXP_LO, which 1 + e^x cannot
+ * tell from 0: every float's 1 / (1 + e^x) is the same bits with either. */
+Test(rt_vmath, exp_without_its_zero_select_changes_no_sigmoid) {
+    const float floor_lo = rt_vexp_f32(RT_VM_EXP_LO);
+    uint32_t diff = 0, wrong = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += 4099) { /* every exponent and sign, NaN, inf */
+        float x, a, b, ea, eb;
+        uint32_t bits = (uint32_t)u;
+        memcpy(&x, &bits, sizeof x);
+        ea = rt_vexp_nz_f32(x), eb = rt_vexp_f32(x);
+        a = 1.0f / (1.0f + ea), b = 1.0f / (1.0f + eb);
+        diff += memcmp(&a, &b, sizeof a) != 0;
+        wrong += x < RT_VM_EXP_LO ? ea != floor_lo : memcmp(&ea, &eb, sizeof ea) != 0;
+    }
+    cr_expect(diff == 0, "%u values of 1 / (1 + e^x) differ", diff);
+    cr_expect(wrong == 0, "%u values of e^x are neither rt_vexp_f32's nor the floor", wrong);
+}

@@ -43,6 +43,15 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     int32_t cs[RT_QGEMM_NT];
     int64_t k4 = taps * c4, pp;
     int i, j;
+#if defined(RT_QGEMM_AVX2)
+    if (k4 <= RT_QGEMM_AVX2_KC) {
+        (void)colsum;
+        (void)cs;
+        (void)acc;
+        rt_qgemm_avx2_panels1(mr, a, taps, c4, wp, np, mg, nbase, q, r, y, ystride);
+        return;
+    }
+#endif
     for (pp = 0; pp < np; pp += 2) {
         int nv = np - pp >= 2 ? 2 : 1;
         int64_t n0 = pp * RT_QGEMM_NR;

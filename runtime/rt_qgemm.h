@@ -107,7 +107,9 @@ RT_API uint8_t rt_qrequant1(int32_t acc, int32_t mult, int32_t rmult, int r, int
 typedef struct RtQRqV {
     __m256i m, mo, she, sho, rnde, rndo, rm, rmo, rzp, yzp, lo, hi;
     __m256i s32, yzp32, lo32, hi32; /* shifts - 32 by lane; the rest as int32 */
+    __m256i k32;                    /* 2^(s-33) + y_zp 2^(s-32) by lane (fold) */
     int hi_word;                    /* every shift >= 32: the high words suffice */
+    int fold;                       /* every shift in 33..53, y_zp in 0..255: all in int32 */
 } RtQRqV;
 
 RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
@@ -130,15 +132,31 @@ RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
     k->yzp32 = _mm256_set1_epi32(q->y_zp);
     k->lo32 = _mm256_set1_epi32(q->lo);
     k->hi32 = _mm256_set1_epi32(q->hi);
+    /* With 33 <= s: floor((t + 2^(s-1)) / 2^32) = floor(t / 2^32) + 2^(s-33) exactly (the
+     * rounding term is a multiple of 2^32), and y_zp 2^(s-32) joins it under the shift:
+     * y = floor((hi(t) + 2^(s-33) + y_zp 2^(s-32)) / 2^(s-32)), the same value. hi(t) = floor(t /
+     * 2^32) of |t| < 2^62 + 2^39 (|acc| < 2^31, mult < 2^31, the residual term 255 * rmult)
+     * is below 2^30 + 2^7, the constant below 2^(s-24) <= 2^29 for s <= 53: no int32 overflow. */
+    k->fold = _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(33), sh),
+                                                   _mm256_cmpgt_epi32(sh, _mm256_set1_epi32(53)))) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    k->k32 = _mm256_setzero_si256();
+    if (k->fold)
+        k->k32 = _mm256_add_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_sub_epi32(sh, _mm256_set1_epi32(33))),
+                                  _mm256_sllv_epi32(k->yzp32, k->s32));
 }
 
-/* y[0..8) from the sums a (and residual r[0..8) or NULL) */
+/* y[0..8) from the sums a (and residual r[0..8) or NULL); inlined always (a call per 8
+ * outputs costs more than its work; GCC stops inlining it by itself at this size) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                           0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(a, k->m), k->rnde);
-    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo), k->rndo);
+    __m256i pe = _mm256_mul_epi32(a, k->m);
+    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo);
     __m256i se, so, v;
     __m128i out;
     if (r) {
@@ -146,6 +164,17 @@ RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
         pe = _mm256_add_epi64(pe, _mm256_mul_epi32(rv, k->rm));
         po = _mm256_add_epi64(po, _mm256_mul_epi32(_mm256_srli_epi64(rv, 32), k->rmo));
     }
+    if (k->fold) { /* the high words, the rounding and zero point as one int32 term (rt_qrq_prep) */
+        v = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+        v = _mm256_srav_epi32(_mm256_add_epi32(v, k->k32), k->s32);
+        v = _mm256_min_epi32(_mm256_max_epi32(v, k->lo32), k->hi32);
+        v = _mm256_shuffle_epi8(v, pick);
+        out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(void *)y, out);
+        return;
+    }
+    pe = _mm256_add_epi64(pe, k->rnde);
+    po = _mm256_add_epi64(po, k->rndo);
     if (k->hi_word) {
         /* floor(u / 2^s) = floor(floor(u / 2^32) / 2^(s-32)): the high words of the int64
          * sums (|u| < 2^63, so they fit), then vpsravd; the rest in int32 lanes */

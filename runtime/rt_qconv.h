@@ -43,6 +43,15 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     int32_t cs[RT_QGEMM_NT];
     int64_t k4 = taps * c4, pp;
     int i, j;
+#if defined(RT_QGEMM_AVX2)
+    if (k4 <= RT_QGEMM_AVX2_KC) {
+        (void)colsum;
+        (void)cs;
+        (void)acc;
+        rt_qgemm_avx2_panels1(mr, a, taps, c4, wp, np, mg, nbase, q, r, y, ystride);
+        return;
+    }
+#endif
     for (pp = 0; pp < np; pp += 2) {
         int nv = np - pp >= 2 ? 2 : 1;
         int64_t n0 = pp * RT_QGEMM_NR;
@@ -63,6 +72,54 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     }
 }
 
+/* The input rows of a convolution whose channels are not a multiple of 4 (an RGB first
+ * layer), one group: each row read is copied once, padded to c4*4 bytes a pixel with the
+ * zero point and, along x, with the padding columns of zero points, into a ring of
+ * RT_QCONV_RING_ROWS slots, so a tap's row is a pointer into the ring (the taps along x of
+ * one kernel row follow each other there: one run for rt_qgemm_tile's widening) instead of
+ * a copy per pixel and tap. Rows past the input's are rows of zero points. */
+#define RT_QCONV_RING_ROWS 64
+typedef struct RtQRing {
+    uint8_t *buf;    /* rows slots x rw*cb bytes */
+    int64_t rows;    /* slots: the most input rows one tile of output pixels reads */
+    int64_t rw, cb;  /* padded width in pixels, bytes a pixel */
+    int64_t tag[RT_QCONV_RING_ROWS]; /* the input row in a slot */
+} RtQRing;
+
+/* Whether the ring fits bytes of buf (then set up), for g with group 1. */
+RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_t bytes) {
+    int64_t ekh = (g->kh - 1) * g->dh + 1, ekw = (g->kw - 1) * g->dw + 1, i;
+    int64_t span = (RT_QGEMM_MR - 1 + g->ow - 1) / g->ow + 1; /* output rows of one tile */
+    if (span > g->oh) span = g->oh;
+    ring->rows = (span - 1) * g->sh + ekh;
+    ring->rw = (g->ow - 1) * g->sw + ekw;
+    ring->cb = g->c4 * 4;
+    ring->buf = buf;
+    if (g->group != 1 || ring->rows > RT_QCONV_RING_ROWS || ring->rows * ring->rw * ring->cb > bytes) return 0;
+    for (i = 0; i < ring->rows; i++) ring->tag[i] = INT64_MIN;
+    return 1;
+}
+
+/* The slot holding input row iy of image b (filled when it is not there yet). */
+RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint8_t *x, int32_t x_zp,
+                                   int64_t b, int64_t iy) {
+    int64_t s = ((iy % ring->rows) + ring->rows) % ring->rows, j, c;
+    uint8_t *dst = ring->buf + s * ring->rw * ring->cb;
+    if (ring->tag[s] != iy) {
+        ring->tag[s] = iy;
+        memset(dst, x_zp, (size_t)(ring->rw * ring->cb));
+        if (iy >= 0 && iy < g->h)
+            for (j = 0; j < ring->rw; j++) {
+                int64_t ix = j - g->pw;
+                if (ix >= 0 && ix < g->w) {
+                    const uint8_t *src = x + ((b * g->h + iy) * g->w + ix) * g->c;
+                    for (c = 0; c < g->c; c++) dst[j * ring->cb + c] = src[c];
+                }
+            }
+    }
+    return dst;
+}
+
 /* y = requant(conv(x - x_zp, w) + bias [+ residual]): x (N,H,W,C), wp packed (rt_qgemm.h),
  * r (N,OH,OW,M) or NULL, y (N,OH,OW,M). */
 RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *wp,
@@ -70,22 +127,32 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     const uint8_t *ptr[RT_QCONV_MAX_TAPS * RT_QGEMM_MR];
     uint8_t padrow[RT_QCONV_MAX_C + 4];
     uint8_t copy[RT_QCONV_COPY_MAX];
+    RtQRing ring;
     int64_t cg = g->c / g->group, mg = g->m / g->group, taps = g->kh * g->kw;
     int64_t k4 = taps * g->c4, P = g->oh * g->ow;
     const int8_t *trailer = wp + g->group * g->np * k4 * RT_QGEMM_KB;
-    int copying = cg % 4 != 0;
+    int copying = cg % 4 != 0, ringed;
+    memset(&ring, 0, sizeof ring);
+    ringed = copying && rt_qring_init(&ring, g, copy, (int64_t)sizeof copy);
     int64_t b, p0, gi, t;
     int i;
     memset(padrow, x_zp, sizeof padrow);
-    for (b = 0; b < g->n; b++)
+    for (b = 0; b < g->n; b++) {
+        if (ringed)
+            for (t = 0; t < ring.rows; t++) ring.tag[t] = INT64_MIN;
         for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
             int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
             for (gi = 0; gi < g->group; gi++) {
                 for (i = 0; i < mr; i++) {
                     int64_t oy = (p0 + i) / g->ow, ox = (p0 + i) % g->ow, ky, kx;
-                    for (ky = 0, t = 0; ky < g->kh; ky++)
+                    for (ky = 0, t = 0; ky < g->kh; ky++) {
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                        if (ringed) {
+                            const uint8_t *row = rt_qring_row(&ring, g, x, x_zp, b, iy) + ox * g->sw * ring.cb;
+                            for (kx = 0; kx < g->kw; kx++, t++) ptr[t * RT_QGEMM_MR + i] = row + kx * g->dw * ring.cb;
+                            continue;
+                        }
                         for (kx = 0; kx < g->kw; kx++, t++) {
-                            int64_t iy = oy * g->sh - g->ph + ky * g->dh;
                             int64_t ix = ox * g->sw - g->pw + kx * g->dw;
                             const uint8_t *src =
                                 iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
@@ -100,6 +167,7 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                             }
                             ptr[t * RT_QGEMM_MR + i] = src;
                         }
+                    }
                 }
                 rt_qgemm_panels(mr, ptr, taps, g->c4, wp + gi * g->np * k4 * RT_QGEMM_KB,
                                 trailer + gi * g->np * RT_QGEMM_NR * 4, g->np, mg, gi * mg, q,
@@ -107,6 +175,7 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                                 g->m);
             }
         }
+    }
 }
 
 /* y = requant(a @ w^T + bias): a (rows, K) uint8, wp packed with one tap of c4 blocks

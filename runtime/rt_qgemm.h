@@ -107,7 +107,9 @@ RT_API uint8_t rt_qrequant1(int32_t acc, int32_t mult, int32_t rmult, int r, int
 typedef struct RtQRqV {
     __m256i m, mo, she, sho, rnde, rndo, rm, rmo, rzp, yzp, lo, hi;
     __m256i s32, yzp32, lo32, hi32; /* shifts - 32 by lane; the rest as int32 */
+    __m256i k32;                    /* 2^(s-33) + y_zp 2^(s-32) by lane (fold) */
     int hi_word;                    /* every shift >= 32: the high words suffice */
+    int fold;                       /* every shift in 33..53, y_zp in 0..255: all in int32 */
 } RtQRqV;
 
 RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
@@ -130,15 +132,31 @@ RT_API void rt_qrq_prep(RtQRqV *k, const RtQRequant *q, int64_t n0, int res) {
     k->yzp32 = _mm256_set1_epi32(q->y_zp);
     k->lo32 = _mm256_set1_epi32(q->lo);
     k->hi32 = _mm256_set1_epi32(q->hi);
+    /* With 33 <= s: floor((t + 2^(s-1)) / 2^32) = floor(t / 2^32) + 2^(s-33) exactly (the
+     * rounding term is a multiple of 2^32), and y_zp 2^(s-32) joins it under the shift:
+     * y = floor((hi(t) + 2^(s-33) + y_zp 2^(s-32)) / 2^(s-32)), the same value. hi(t) = floor(t /
+     * 2^32) of |t| < 2^62 + 2^39 (|acc| < 2^31, mult < 2^31, the residual term 255 * rmult)
+     * is below 2^30 + 2^7, the constant below 2^(s-24) <= 2^29 for s <= 53: no int32 overflow. */
+    k->fold = _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(33), sh),
+                                                   _mm256_cmpgt_epi32(sh, _mm256_set1_epi32(53)))) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    k->k32 = _mm256_setzero_si256();
+    if (k->fold)
+        k->k32 = _mm256_add_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_sub_epi32(sh, _mm256_set1_epi32(33))),
+                                  _mm256_sllv_epi32(k->yzp32, k->s32));
 }
 
-/* y[0..8) from the sums a (and residual r[0..8) or NULL) */
+/* y[0..8) from the sums a (and residual r[0..8) or NULL); inlined always (a call per 8
+ * outputs costs more than its work; GCC stops inlining it by itself at this size) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                           0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(a, k->m), k->rnde);
-    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo), k->rndo);
+    __m256i pe = _mm256_mul_epi32(a, k->m);
+    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(a, 32), k->mo);
     __m256i se, so, v;
     __m128i out;
     if (r) {
@@ -146,6 +164,17 @@ RT_API void rt_qrq8v(const RtQRqV *k, __m256i a, const uint8_t *r, uint8_t *y) {
         pe = _mm256_add_epi64(pe, _mm256_mul_epi32(rv, k->rm));
         po = _mm256_add_epi64(po, _mm256_mul_epi32(_mm256_srli_epi64(rv, 32), k->rmo));
     }
+    if (k->fold) { /* the high words, the rounding and zero point as one int32 term (rt_qrq_prep) */
+        v = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+        v = _mm256_srav_epi32(_mm256_add_epi32(v, k->k32), k->s32);
+        v = _mm256_min_epi32(_mm256_max_epi32(v, k->lo32), k->hi32);
+        v = _mm256_shuffle_epi8(v, pick);
+        out = _mm_unpacklo_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(void *)y, out);
+        return;
+    }
+    pe = _mm256_add_epi64(pe, k->rnde);
+    po = _mm256_add_epi64(po, k->rndo);
     if (k->hi_word) {
         /* floor(u / 2^s) = floor(floor(u / 2^32) / 2^(s-32)): the high words of the int64
          * sums (|u| < 2^63, so they fit), then vpsravd; the rest in int32 lanes */
@@ -254,6 +283,92 @@ RT_API void rt_qrequant_tile(const int32_t *acc, int mr, int64_t n0, int64_t n, 
                             y + i * ystride + j);
 }
 
+#if defined(RT_QGEMM_AVX2)
+/* The AVX2 tile's rows i < mr, blocks k0 .. k0+kn of the reduction (taps of c4 blocks, a[t*MR
+ * + i] the row of tap t), widened to int16 into xb[i] (4 values = 8 bytes a block, so one
+ * vpbroadcastq feeds a block); rows past mr are zeros (their sums are dropped). Rows that
+ * follow each other in memory, as the taps along x of a stride-1 convolution or the copied
+ * rows of an RGB input do, widen as one run. */
+RT_API void rt_qgemm_avx2_widen(int mr, int64_t c4, const uint8_t *const *a, int64_t k0, int64_t kn,
+                                uint64_t (*xb)[RT_QGEMM_AVX2_KC]) {
+    int i;
+    for (i = 0; i < RT_QGEMM_MR; i++) {
+        uint64_t *dst = xb[i];
+        int64_t kg = k0;
+        if (i >= mr) {
+            memset(dst, 0, (size_t)kn * 8);
+            continue;
+        }
+        while (kg < k0 + kn) { /* runs of blocks contiguous in memory */
+            int64_t t = kg / c4, kl = kg - t * c4, run = c4 - kl, j = 0;
+            const uint8_t *src = a[t * RT_QGEMM_MR + i] + kl * 4;
+            for (; kg + run < k0 + kn && a[(t + 1) * RT_QGEMM_MR + i] == src + run * 4; t++)
+                run += c4;
+            if (run > k0 + kn - kg) run = k0 + kn - kg;
+            for (; j + 4 <= run; j += 4)
+                _mm256_storeu_si256((__m256i *)(void *)(dst + j),
+                                    _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + j * 4))));
+            for (; j < run; j++)
+                _mm_storel_epi64((__m128i *)(void *)(dst + j),
+                                 _mm_cvtepu8_epi16(_mm_cvtsi32_si128(rt_qload4(src + j * 4))));
+            dst += run;
+            kg += run;
+        }
+    }
+}
+
+/* One pass of the AVX2 tile: 8 widened rows x 4 columns (16 bytes of each block at w, blocks
+ * RT_QGEMM_KB apart) over kn blocks, exact int32 sums with vpmaddwd (16 int16 MACs;
+ * vpmaddubsw would saturate). 8 accumulators whose int32 lanes hold the (k 0-1, k 2-3)
+ * halves of each column's sum; per block 1 weight widening, 8 broadcast loads, 8 vpmaddwd,
+ * 8 vpaddd for 128 MACs. h[k] = row 2k's 4 column sums (low half), row 2k+1's (high). */
+RT_API void rt_qgemm_avx2_pass(int64_t kn, uint64_t (*xb)[RT_QGEMM_AVX2_KC], const int8_t *w,
+                               __m256i *h) {
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4v = c0, c5 = c0, c6 = c0, c7 = c0;
+    int64_t kb;
+    for (kb = 0; kb < kn; kb++, w += RT_QGEMM_KB) {
+        __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)w));
+#if defined(__GNUC__)
+        /* GCC hoists the 8 broadcasts ahead of the products and spills an
+         * accumulator; spelled out, the loop keeps all in registers (the two temporaries
+         * as outputs, not fixed clobbered registers, which made GCC copy accumulators in
+         * and out of them each block once the pass was inlined twice) */
+        __m256i t0, t1;
+        __asm__("vpbroadcastq %[x0], %[t0]\n\tvpmaddwd %[b], %[t0], %[t0]\n\tvpaddd %[t0], %[c0], %[c0]\n\t"
+                "vpbroadcastq %[x1], %[t1]\n\tvpmaddwd %[b], %[t1], %[t1]\n\tvpaddd %[t1], %[c1], %[c1]\n\t"
+                "vpbroadcastq %[x2], %[t0]\n\tvpmaddwd %[b], %[t0], %[t0]\n\tvpaddd %[t0], %[c2], %[c2]\n\t"
+                "vpbroadcastq %[x3], %[t1]\n\tvpmaddwd %[b], %[t1], %[t1]\n\tvpaddd %[t1], %[c3], %[c3]\n\t"
+                "vpbroadcastq %[x4], %[t0]\n\tvpmaddwd %[b], %[t0], %[t0]\n\tvpaddd %[t0], %[c4], %[c4]\n\t"
+                "vpbroadcastq %[x5], %[t1]\n\tvpmaddwd %[b], %[t1], %[t1]\n\tvpaddd %[t1], %[c5], %[c5]\n\t"
+                "vpbroadcastq %[x6], %[t0]\n\tvpmaddwd %[b], %[t0], %[t0]\n\tvpaddd %[t0], %[c6], %[c6]\n\t"
+                "vpbroadcastq %[x7], %[t1]\n\tvpmaddwd %[b], %[t1], %[t1]\n\tvpaddd %[t1], %[c7], %[c7]"
+                : [t0] "=&x"(t0), [t1] "=&x"(t1), [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2),
+                  [c3] "+x"(c3), [c4] "+x"(c4v), [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
+                : [b] "x"(b), [x0] "m"(xb[0][kb]), [x1] "m"(xb[1][kb]), [x2] "m"(xb[2][kb]),
+                  [x3] "m"(xb[3][kb]), [x4] "m"(xb[4][kb]), [x5] "m"(xb[5][kb]),
+                  [x6] "m"(xb[6][kb]), [x7] "m"(xb[7][kb]));
+#else
+#define RT_QGEMM_AVX2_ROW(ci, r) \
+    ci = _mm256_add_epi32(ci, _mm256_madd_epi16(_mm256_set1_epi64x((long long)xb[r][kb]), b))
+        RT_QGEMM_AVX2_ROW(c0, 0);
+        RT_QGEMM_AVX2_ROW(c1, 1);
+        RT_QGEMM_AVX2_ROW(c2, 2);
+        RT_QGEMM_AVX2_ROW(c3, 3);
+        RT_QGEMM_AVX2_ROW(c4v, 4);
+        RT_QGEMM_AVX2_ROW(c5, 5);
+        RT_QGEMM_AVX2_ROW(c6, 6);
+        RT_QGEMM_AVX2_ROW(c7, 7);
+#undef RT_QGEMM_AVX2_ROW
+#endif
+    }
+    /* hadd of rows (2i, 2i+1): [r0 c01, r1 c01 | r0 c23, r1 c23] -> rows apart */
+    h[0] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c0, c1), 0xD8);
+    h[1] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c2, c3), 0xD8);
+    h[2] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c4v, c5), 0xD8);
+    h[3] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c6, c7), 0xD8);
+}
+#endif
+
 /* acc[i*32 + j] += sum_k a_i[k] * w[n0+j][k] for i < mr, j < 16*nv: taps of c4 blocks each,
  * a[t*RT_QGEMM_MR + i] the row of tap t, pw the first panel, the second pstride bytes on.
  * acc rows are RT_QGEMM_NT wide. */
@@ -324,85 +439,18 @@ RT_API void rt_qgemm_tile(int mr, int nv, int64_t taps, int64_t c4, const uint8_
             _mm256_storeu_si256((__m256i *)(void *)o, _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)o), c[i][v]));
         }
 #elif defined(RT_QGEMM_AVX2)
-    /* Exact sums with vpmaddwd (16 int16 MACs): the tile's rows are widened to int16 once
-     * per KC chunk (4 values = 8 bytes per block, so one vpbroadcastq feeds a block), the
-     * weights 16 bytes (4 columns x 4 k) at a time. One pass keeps 8 rows x 4 columns in 8
-     * accumulators whose int32 lanes hold (k 0-1, k 2-3) halves of each column's sum; the
-     * halves are added once per chunk. Per block and pass: 1 weight widening, 8 broadcast
-     * loads, 8 vpmaddwd, 8 vpaddd for 128 MACs. Rows past mr are zeros (their sums are
-     * dropped): every tile runs the same code. */
+    /* Exact sums with vpmaddwd (rt_qgemm_avx2_pass), the rows widened once per chunk of
+     * RT_QGEMM_AVX2_KC blocks; each pass's sums are added into the accumulator rows. */
     uint64_t xb[RT_QGEMM_MR][RT_QGEMM_AVX2_KC];
-    int64_t k4 = taps * c4, k0, kb;
+    int64_t k4 = taps * c4, k0;
     int i, v, q;
     for (k0 = 0; k0 < k4; k0 += RT_QGEMM_AVX2_KC) {
         int64_t kn = k4 - k0 < RT_QGEMM_AVX2_KC ? k4 - k0 : RT_QGEMM_AVX2_KC;
-        for (i = 0; i < RT_QGEMM_MR; i++) {
-            uint64_t *dst = xb[i];
-            int64_t kg = k0;
-            if (i >= mr) {
-                memset(dst, 0, (size_t)kn * 8);
-                continue;
-            }
-            while (kg < k0 + kn) { /* runs of blocks contiguous in memory */
-                int64_t t = kg / c4, kl = kg - t * c4, run = c4 - kl, j = 0;
-                const uint8_t *src = a[t * RT_QGEMM_MR + i] + kl * 4;
-                /* the next taps' rows often follow (stride 1 along x, copied rows) */
-                for (; kg + run < k0 + kn && a[(t + 1) * RT_QGEMM_MR + i] == src + run * 4; t++)
-                    run += c4;
-                if (run > k0 + kn - kg) run = k0 + kn - kg;
-                for (; j + 4 <= run; j += 4)
-                    _mm256_storeu_si256((__m256i *)(void *)(dst + j),
-                                        _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + j * 4))));
-                for (; j < run; j++)
-                    _mm_storel_epi64((__m128i *)(void *)(dst + j),
-                                     _mm_cvtepu8_epi16(_mm_cvtsi32_si128(rt_qload4(src + j * 4))));
-                dst += run;
-                kg += run;
-            }
-        }
+        rt_qgemm_avx2_widen(mr, c4, a, k0, kn, xb);
         for (v = 0; v < nv; v++)
             for (q = 0; q < 4; q++) {
-                const int8_t *w = pw + v * pstride + k0 * RT_QGEMM_KB + 16 * q;
-                __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4v = c0, c5 = c0,
-                        c6 = c0, c7 = c0, h[4];
-                for (kb = 0; kb < kn; kb++, w += RT_QGEMM_KB) {
-                    __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)w));
-#if defined(__GNUC__)
-                    /* GCC hoists the 8 broadcasts ahead of the products and spills an
-                     * accumulator; spelled out, the loop keeps all in registers */
-                    __asm__("vpbroadcastq %[x0], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c0], %[c0]\n\t"
-                            "vpbroadcastq %[x1], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c1], %[c1]\n\t"
-                            "vpbroadcastq %[x2], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c2], %[c2]\n\t"
-                            "vpbroadcastq %[x3], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c3], %[c3]\n\t"
-                            "vpbroadcastq %[x4], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c4], %[c4]\n\t"
-                            "vpbroadcastq %[x5], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c5], %[c5]\n\t"
-                            "vpbroadcastq %[x6], %%ymm0\n\tvpmaddwd %[b], %%ymm0, %%ymm0\n\tvpaddd %%ymm0, %[c6], %[c6]\n\t"
-                            "vpbroadcastq %[x7], %%ymm1\n\tvpmaddwd %[b], %%ymm1, %%ymm1\n\tvpaddd %%ymm1, %[c7], %[c7]"
-                            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4v),
-                              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
-                            : [b] "x"(b), [x0] "m"(xb[0][kb]), [x1] "m"(xb[1][kb]), [x2] "m"(xb[2][kb]),
-                              [x3] "m"(xb[3][kb]), [x4] "m"(xb[4][kb]), [x5] "m"(xb[5][kb]),
-                              [x6] "m"(xb[6][kb]), [x7] "m"(xb[7][kb])
-                            : "xmm0", "xmm1");
-#else
-#define RT_QGEMM_AVX2_ROW(ci, r) \
-    ci = _mm256_add_epi32(ci, _mm256_madd_epi16(_mm256_set1_epi64x((long long)xb[r][kb]), b))
-                    RT_QGEMM_AVX2_ROW(c0, 0);
-                    RT_QGEMM_AVX2_ROW(c1, 1);
-                    RT_QGEMM_AVX2_ROW(c2, 2);
-                    RT_QGEMM_AVX2_ROW(c3, 3);
-                    RT_QGEMM_AVX2_ROW(c4v, 4);
-                    RT_QGEMM_AVX2_ROW(c5, 5);
-                    RT_QGEMM_AVX2_ROW(c6, 6);
-                    RT_QGEMM_AVX2_ROW(c7, 7);
-#undef RT_QGEMM_AVX2_ROW
-#endif
-                }
-                /* hadd of rows (2i, 2i+1): [r0 c01, r1 c01 | r0 c23, r1 c23] -> rows apart */
-                h[0] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c0, c1), 0xD8);
-                h[1] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c2, c3), 0xD8);
-                h[2] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c4v, c5), 0xD8);
-                h[3] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c6, c7), 0xD8);
+                __m256i h[4];
+                rt_qgemm_avx2_pass(kn, xb, pw + v * pstride + k0 * RT_QGEMM_KB + 16 * q, h);
                 for (i = 0; i < mr; i++) {
                     int32_t *o = acc + i * RT_QGEMM_NT + v * RT_QGEMM_NR + q * 4;
                     __m128i s = i & 1 ? _mm256_extracti128_si256(h[i >> 1], 1) : _mm256_castsi256_si128(h[i >> 1]);
@@ -493,6 +541,59 @@ RT_API void rt_qgemm_tile(int mr, int nv, int64_t taps, int64_t c4, const uint8_
     }
 #endif
 }
+
+#if defined(RT_QGEMM_AVX2)
+/* A reduction of one AVX2 chunk (taps*c4 <= RT_QGEMM_AVX2_KC blocks) against all np panels
+ * (k4 blocks each, from wp), requantized from registers: the rows are widened once for
+ * every panel, and each pair of passes (8 columns) goes from the hadd'ed sums plus the bias
+ * straight to rt_qrq8v, with no accumulator rows. The int32 sum of a column is the same
+ * (bias + the one chunk's sum), so are the bytes. Columns nbase+n of y (rows ystride
+ * apart; residual rows r likewise, or NULL), n < mg. */
+RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
+                                  const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
+                                  const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
+    uint64_t xb[RT_QGEMM_MR][RT_QGEMM_AVX2_KC];
+    int64_t k4 = taps * c4, p;
+    int i, qp;
+    rt_qgemm_avx2_widen(mr, c4, a, 0, k4, xb);
+    for (p = 0; p < np; p++)
+        for (qp = 0; qp < 2; qp++) {
+            int64_t n0 = p * RT_QGEMM_NR + qp * 8;
+            const int8_t *w = wp + p * k4 * RT_QGEMM_KB + qp * 32;
+            __m256i h0[4], h1[4];
+            RtQRqV k;
+            int ncols;
+            if (n0 >= mg) break;
+            ncols = (int)(mg - n0 < 8 ? mg - n0 : 8);
+            rt_qgemm_avx2_pass(k4, xb, w, h0);
+            if (ncols > 4) rt_qgemm_avx2_pass(k4, xb, w + 16, h1);
+            else h1[0] = h1[1] = h1[2] = h1[3] = _mm256_setzero_si256();
+            if (ncols == 8) {
+                __m256i bias = _mm256_loadu_si256((const __m256i *)(const void *)(q->bias + nbase + n0));
+                rt_qrq_prep(&k, q, nbase + n0, r != NULL);
+                for (i = 0; i < mr; i++) {
+                    /* row i's 8 sums: the low (even i) or high halves of both passes */
+                    __m256i s = i & 1 ? _mm256_permute2x128_si256(h0[i >> 1], h1[i >> 1], 0x31)
+                                      : _mm256_permute2x128_si256(h0[i >> 1], h1[i >> 1], 0x20);
+                    rt_qrq8v(&k, _mm256_add_epi32(s, bias), r ? r + i * ystride + nbase + n0 : NULL,
+                             y + i * ystride + nbase + n0);
+                }
+            } else {
+                int32_t acc[8] = {0};
+                __m256i bias;
+                memcpy(acc, q->bias + nbase + n0, (size_t)ncols * 4);
+                bias = _mm256_loadu_si256((const __m256i *)(const void *)acc);
+                for (i = 0; i < mr; i++) {
+                    __m256i s = i & 1 ? _mm256_permute2x128_si256(h0[i >> 1], h1[i >> 1], 0x31)
+                                      : _mm256_permute2x128_si256(h0[i >> 1], h1[i >> 1], 0x20);
+                    _mm256_storeu_si256((__m256i *)(void *)acc, _mm256_add_epi32(s, bias));
+                    rt_qrequant_row(acc, nbase + n0, ncols, q, r ? r + i * ystride + nbase + n0 : NULL,
+                                    y + i * ystride + nbase + n0);
+                }
+            }
+        }
+}
+#endif
 
 /* The correction of the NEON path: acc[i][j] += 128 * colsum[j] (nothing elsewhere). */
 RT_API void rt_qgemm_colsum_fix(int mr, int n, const int32_t *colsum, int32_t *acc) {

@@ -34,6 +34,7 @@
 #define RT_PGEMM_AVX512 1
 #define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
 #define RT_PGEMM_NP 2  /* panels per tile */
+#define RT_PGEMM_MC_TILES 16
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -41,25 +42,49 @@
 #define RT_PGEMM_AVX2 1
 #define RT_PGEMM_MR 6 /* 6 x 2 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of 16 */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 40
 #include <immintrin.h>
 #elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(RT_PGEMM_PORTABLE)
 #define RT_PGEMM_ISA "neon"
 #define RT_PGEMM_NEON 1
 #define RT_PGEMM_MR 6 /* 6 x 4 q accumulators + 4 weight vectors = 28 of 32 */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 16
 #include <arm_neon.h>
 #else
 #define RT_PGEMM_ISA "portable"
 #define RT_PGEMM_MR 4 /* 4 x 16 accumulators: 16 SSE registers when vectorized */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 16 /* small stacks (microcontrollers): 2 x 64 pixel offsets */
 #endif
 
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
 #define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
-#define RT_PGEMM_MC (RT_PGEMM_MR * 16) /* pixels per block: their input rows stay in L2 */
+/* Pixels per block at most: their input rows (MC x KC floats) stay in L2. AVX2: 240 x 256
+ * floats, 240 KiB of a Zen 3 or Skylake core's 512 KiB-1 MiB, so that a weight panel's block
+ * comes into L1 once per 40 tiles; 16 tiles elsewhere. Blocks are balanced (rt_pgemm_mc):
+ * 196 pixels make one block, not 96 + 96 + 4 (whose last tile would stream every weight
+ * again for 4 pixels). */
+#define RT_PGEMM_MC (RT_PGEMM_MR * RT_PGEMM_MC_TILES)
 #define RT_PGEMM_GATHER 16 /* fewer channels than this a tap: the tile's rows are gathered */
+
+/* Pixels per block for P pixels: the fewest blocks of at most RT_PGEMM_MC, of equal size
+ * rounded up to whole tiles (the last block takes what remains). */
+RT_API int64_t rt_pgemm_mc(int64_t P) {
+    const int64_t n_b = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+    const int64_t per = n_b > 0 ? (P + n_b - 1) / n_b : 1;
+    return (per + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR;
+}
+
+/* Prefetch of one 64-byte line of weights into L1 (a hint: never faults; none where the
+ * compiler has no builtin for it). */
+#if defined(__GNUC__) || defined(__clang__)
+#define RT_PGEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define RT_PGEMM_PREFETCH(p) ((void)(p))
+#endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
 static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
@@ -238,7 +263,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
- * the pixels (any row of the image: pixels are flattened) into blocks of RT_PGEMM_MC; for
+ * the pixels (any row of the image: pixels are flattened) into blocks of rt_pgemm_mc; for
  * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
  * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
  * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
@@ -250,12 +275,13 @@ typedef struct RtPconvTask {
     float *y;
     const RtConvGeom *g;
     const RtAct *act;
-    int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (RT_PGEMM_MC x) */
+    int64_t mc;       /* pixels a block (rt_pgemm_mc) */
+    int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (mc x) */
     int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
- * in order, as the whole convolution does them (p_lo a multiple of RT_PGEMM_MC, j_lo of
+ * in order, as the whole convolution does them (p_lo a multiple of k->mc, j_lo of
  * RT_PGEMM_NP, so that each tile is the one of the serial loop, bit for bit). */
 RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp, int64_t p_lo,
                                     int64_t p_hi, int64_t j_lo, int64_t j_hi) {
@@ -299,7 +325,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                 tap_w[t] = (t0 + t) % KW * g->d[2];
             }
             /* gathering: one tile a pixel block, gathered once for all its panels */
-            const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
+            const int64_t mc = gather ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -316,6 +342,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                     const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
                     /* a missing second panel repeats the first: its columns are dropped */
                     const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                    /* the next tile column's block of weights, nt*kc lines a panel: each
+                     * tile of this pixel block prefetches its share while it computes, so
+                     * that the weights (cold in a model: read once per pixel block) come in
+                     * at an even pace instead of stalling that column's first tile (none
+                     * when gathering: the few weights stay in cache across pixel tiles) */
+                    const int64_t n_tiles = (pe - pb + RT_PGEMM_MR - 1) / RT_PGEMM_MR;
+                    const int64_t pf_share = (nt * kc + n_tiles - 1) / n_tiles;
+                    const float *pf_next =
+                        !gather && j0 + RT_PGEMM_NP < j_hi ? bp + RT_PGEMM_NP * panel : NULL;
+                    const int pf_second = RT_PGEMM_NP > 1 && j0 + RT_PGEMM_NP + 1 < np;
                     int64_t j;
                     for (j = 0; j < RT_PGEMM_NT; j++)
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
@@ -325,7 +361,14 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         float *yt = y + (n * P + p0) * M + mo;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
+                        const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
+                        const int64_t pf_hi =
+                            pf_lo + pf_share < nt * kc ? pf_lo + pf_share : nt * kc;
                         int64_t i, i2, nta = nt, kca = kc;
+                        for (i = pf_lo; pf_next && i < pf_hi; i++) {
+                            RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
+                            if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
+                        }
                         for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
                             const int64_t qi = p0 - pb + (i < rows ? i : 0);
                             for (t = 0; t < nt; t++) {
@@ -362,8 +405,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         if (direct) { /* the epilogue in registers where it can be */
                             rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
-                                              last ? lo : -INFINITY,
-                                              last ? hi : INFINITY);
+                                              last ? lo : -INFINITY, last ? hi : INFINITY);
                             if (last && !act_clamps)
                                 for (i2 = 0; i2 < rows; i2++)
                                     rt_act_row_f32(yt + i2 * M, NULL, cols, act);
@@ -409,7 +451,7 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
                                   const RtAct *act, const RtPar *par) {
     const int64_t P = g->out[1] * g->out[2], ng = g->n * g->group;
     const int64_t np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-    const int64_t units_p = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+    const int64_t mc = rt_pgemm_mc(P), units_p = (P + mc - 1) / mc;
     const int64_t units_j = (np + RT_PGEMM_NP - 1) / RT_PGEMM_NP;
     RtPconvTask k;
     int64_t n_pc = rt_par_chunks(par, units_p, ng), n_jc;
@@ -421,7 +463,8 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     k.y = y;
     k.g = g;
     k.act = act;
-    k.pc = (units_p + n_pc - 1) / n_pc * RT_PGEMM_MC;
+    k.mc = mc;
+    k.pc = (units_p + n_pc - 1) / n_pc * mc;
     k.n_pc = (P + k.pc - 1) / k.pc;
     k.jc = (units_j + n_jc - 1) / n_jc * RT_PGEMM_NP;
     k.n_jc = (np + k.jc - 1) / k.jc;

@@ -14,7 +14,8 @@
  * Timing: thread CPU time (a shared machine preempts), median of RUNS (--runs N), and the
  * ratio of the minima (the runs least disturbed by other jobs). Warm caches, or with --cold every call
  * after a write of COLD_BYTES (outside the timing) that evicts the 32 MiB L3: weights and
- * activations come from memory, as a model's do. The rate is measured here on 12 chains of
+ * activations come from memory, as a model's weights do; with --cold-weights only the
+ * weights are flushed (clflush), the activations staying where the call before left them. The rate is measured here on 12 chains of
  * FMAs; the clock on a chain of dependent adds. Build and run (this tree alone; pgemm_ab.sh
  * for the A/B):
  *   cc -O3 -march=native -I. bench/kernels/pgemm.c -o /tmp/pgemm -lm && /tmp/pgemm [--cold] [--runs N] [FILTER]
@@ -142,6 +143,12 @@ static const Shape shapes[] = {
 typedef void (*ConvFn)(const float *x, const float *wp, const float *b, const float *r,
                        float *y, const RtConvGeom *g, const RtAct *act);
 
+static float *falloc(int64_t n) {
+    void *p = aligned_alloc(64, ((size_t)n * 4 + 63) / 64 * 64);
+    if (!p) exit(2);
+    return p;
+}
+
 static double act_ref(int kind, double v) {
     switch (kind) {
     case RT_ACT_RELU: return v < 0 ? 0 : v;
@@ -187,6 +194,17 @@ static int check(const char *side, const Shape *s, const RtConvGeom *g, const fl
 /* Reads COLD_BYTES a line at a time: the L3 then holds them (a large memset may bypass
  * the caches with non-temporal stores). */
 static volatile unsigned char *cold_buf; /* NULL: warm caches */
+static int cold_weights; /* the weights flushed from every cache before each call */
+
+/* n floats at p out of every cache level (clflush; elsewhere nothing) */
+static void flush(const float *p, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    for (int64_t i = 0; i < n; i += 16) __builtin_ia32_clflush(p + i);
+    __builtin_ia32_mfence();
+#else
+    (void)p, (void)n;
+#endif
+}
 static void evict(void) {
     unsigned s = 0;
     if (!cold_buf) return;
@@ -197,7 +215,9 @@ static void evict(void) {
 int main(int argc, char **argv) {
     int ai = 1, runs = RUNS;
     for (; ai < argc && argv[ai][0] == '-'; ai++)
-        if (!strcmp(argv[ai], "--cold")) {
+        if (!strcmp(argv[ai], "--cold-weights")) {
+            cold_weights = 1;
+        } else if (!strcmp(argv[ai], "--cold")) {
             unsigned char *buf = malloc(COLD_BYTES);
             if (!buf) return 2;
             memset(buf, 1, COLD_BYTES); /* pages of their own, not the shared zero page */
@@ -206,7 +226,7 @@ int main(int argc, char **argv) {
             runs = atoi(argv[++ai]);
             runs = runs < 1 ? 1 : runs > MAX_RUNS ? MAX_RUNS : runs;
         } else {
-            printf("usage: pgemm [--cold] [--runs N] [FILTER]\n");
+            printf("usage: pgemm [--cold | --cold-weights] [--runs N] [FILTER]\n");
             return 2;
         }
     const char *filter = ai < argc ? argv[ai] : NULL;
@@ -232,7 +252,9 @@ int main(int argc, char **argv) {
         sides = 2;
     }
 #endif
-    printf("caches %s\n", cold_buf ? "cold (L3 evicted before every call)" : "warm");
+    printf("caches %s\n", cold_buf       ? "cold (L3 evicted before every call)"
+                           : cold_weights ? "warm, but the weights flushed before every call"
+                                          : "warm");
     printf("%-26s %5s %8s %9s %7s", "shape", "count", "floor ms", "ms", "of peak");
     if (sides == 2) printf(" %9s %7s %9s %7s", "peer ms", "of peak", "this/peer", "(min)");
     printf("\n");
@@ -250,9 +272,9 @@ int main(int argc, char **argv) {
         g.out[2] = (s->w + 2 * (s->k / 2) - s->k) / s->s + 1;
         int64_t np = (s->m + RT_PGEMM_NR - 1) / RT_PGEMM_NR, K = s->k * s->k * s->c;
         int64_t xn = s->h * s->w * s->c, yn = g.out[1] * g.out[2] * s->m;
-        float *x = malloc((size_t)xn * 4), *w = malloc((size_t)(np * K * RT_PGEMM_NR) * 4);
-        float *b = malloc((size_t)s->m * 4), *y = malloc((size_t)yn * 4);
-        float *r = s->res ? malloc((size_t)yn * 4) : NULL;
+        /* 64-byte aligned, as a bundle's arena and weights are */
+        float *x = falloc(xn), *w = falloc(np * K * RT_PGEMM_NR), *b = falloc(s->m);
+        float *y = falloc(yn), *r = s->res ? falloc(yn) : NULL;
         uint32_t seed = 12345u + (uint32_t)si;
 #define RND() ((seed = seed * 1664525u + 1013904223u) >> 8) * (1.0f / 16777216.0f) - 0.5f
         for (int64_t i = 0; i < xn; i++) x[i] = RND();
@@ -273,6 +295,7 @@ int main(int argc, char **argv) {
         for (int rep = 0; rep < runs; rep++)
             for (int side = 0; side < sides; side++) {
                 evict();
+                if (cold_weights) flush(w, np * K * RT_PGEMM_NR);
                 double t0 = now_s();
                 fn[side](x, w, b, r, y, &g, &act);
                 t[side][rep] = now_s() - t0;

@@ -158,6 +158,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4];
         const float *a5 = at[5], *bt = b + t * b_tap;
+#pragma GCC unroll 2 /* half the loop's counter and compare a step (gcc, clang) */
         for (k = 0; k < kc; k++) {
             const __m256 w0 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR);
             const __m256 w1 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR + 8);
@@ -304,6 +305,10 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+    /* 1x1, stride 1, no padding (every product, most 1x1 convolutions): pixel q reads row q
+     * of x, and a tile's row pointers need no coordinates */
+    const int dense = taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
+                      g->pad[2] == 0 && OH == H && OW == W;
     const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR], *arow[RT_PGEMM_MR];
     float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
     int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
@@ -369,7 +374,10 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
                             if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
                         }
-                        for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
+                        for (i = 0; dense && i < RT_PGEMM_MR; i++)
+                            ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
+                        for (i = 0; !dense && i < RT_PGEMM_MR && !(gather && gathered == p0);
+                             i++) {
                             const int64_t qi = p0 - pb + (i < rows ? i : 0);
                             for (t = 0; t < nt; t++) {
                                 const int64_t ih = pix_h[qi] + tap_h[t];

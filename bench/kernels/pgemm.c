@@ -12,13 +12,14 @@
  * checked on both against a naive loop in double (a wrong kernel stops the run).
  *
  * Timing: thread CPU time (a shared machine preempts), median of RUNS (--runs N), and the
- * ratio of the minima (the runs least disturbed by other jobs). Warm caches, or with --cold every call
- * after a write of COLD_BYTES (outside the timing) that evicts the 32 MiB L3: weights and
- * activations come from memory, as a model's weights do; with --cold-weights only the
- * weights are flushed (clflush), the activations staying where the call before left them. The rate is measured here on 12 chains of
- * FMAs; the clock on a chain of dependent adds. Build and run (this tree alone; pgemm_ab.sh
- * for the A/B):
- *   cc -O3 -march=native -I. bench/kernels/pgemm.c -o /tmp/pgemm -lm && /tmp/pgemm [--cold] [--runs N] [FILTER]
+ * ratio of the minima (the runs least disturbed by other jobs). Warm caches; with --cold every
+ * call comes after a read of COLD_BYTES (outside the timing) that evicts the 32 MiB L3:
+ * weights and activations come from memory; with --cold-weights only the weights are flushed
+ * (clflush), as a model's are (read once a run), the activations staying where the call before
+ * left them. The rate is measured here on 12 chains of FMAs; the clock on a chain of dependent
+ * adds. Build and run (this tree alone; pgemm_ab.sh for the A/B):
+ *   cc -O3 -march=native -I. bench/kernels/pgemm.c -o /tmp/pgemm -lm
+ *   /tmp/pgemm [--cold | --cold-weights] [--runs N] [FILTER]
  * FILTER: only the shapes whose name or class contains it. */
 #include <math.h>
 #include <stdio.h>

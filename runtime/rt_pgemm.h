@@ -264,6 +264,49 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
 #endif
 }
 
+#if defined(RT_PGEMM_AVX2)
+/* A tile of one row (a lone last pixel: the 7x7 images of ResNet-50's last stage leave one
+ * of 49, a classifier has only one): c[j] = (accum ? c[j] : init[j]) + sum over taps t,
+ * k < kc of a[t*RT_PGEMM_MR][k] * b[t*b_tap + k*16 + j] (j < 16). The full tile would spend
+ * 6 rows' FMAs on it, and one row's 2 chains of FMAs would wait on their latency: the
+ * reduction runs in 4 interleaved partial sums instead (8 independent chains), added at the
+ * end, so such a pixel's sum is rounded in another order than a full tile's (the same pixels
+ * take this path for any worker count: pixel blocks do not depend on it). */
+RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
+                             int64_t b_tap, const float *init, int accum, float *c) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 u0 = s0, u1 = s0, u2 = s0, u3 = s0;
+    const float *s = accum ? c : init;
+    int64_t t, k;
+    for (t = 0; t < taps; t++) {
+        const float *x = a[t * RT_PGEMM_MR], *w = b + t * b_tap;
+        for (k = 0; k + 4 <= kc; k += 4, x += 4, w += 4 * RT_PGEMM_NR) {
+            __m256 v = _mm256_broadcast_ss(x);
+            s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w), s0);
+            u0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 8), u0);
+            v = _mm256_broadcast_ss(x + 1);
+            s1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 16), s1);
+            u1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 24), u1);
+            v = _mm256_broadcast_ss(x + 2);
+            s2 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 32), s2);
+            u2 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 40), u2);
+            v = _mm256_broadcast_ss(x + 3);
+            s3 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 48), s3);
+            u3 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 56), u3);
+        }
+        for (; k < kc; k++, x++, w += RT_PGEMM_NR) {
+            const __m256 v = _mm256_broadcast_ss(x);
+            s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w), s0);
+            u0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 8), u0);
+        }
+    }
+    s0 = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    u0 = _mm256_add_ps(_mm256_add_ps(u0, u1), _mm256_add_ps(u2, u3));
+    _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(s), s0));
+    _mm256_storeu_ps(c + 8, _mm256_add_ps(_mm256_loadu_ps(s + 8), u0));
+}
+#endif
+
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
  * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
@@ -428,9 +471,15 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             for (i2 = 0; i2 < rows; i2++)
                                 for (j = 0; j < cols; j++)
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
-                        rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                          !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
-                                          INFINITY);
+#if defined(RT_PGEMM_AVX2)
+                        if (rows == 1)
+                            rt_pgemm_row_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, init, !first,
+                                             tile);
+                        else
+#endif
+                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                              init, !first, tile, RT_PGEMM_NT, NULL,
+                                              -INFINITY, INFINITY);
                         for (i2 = 0; i2 < rows; i2++)
                             for (j = 0; j < cols; j++)
                                 yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];

@@ -24,7 +24,7 @@
  * (bench/kernels/pgemm.c, docs/cpu-bench.md): the AVX2 tile alone, operands in L1, runs at
  * the FMA loop's rate (~97 GFLOP/s); whole convolutions with warm caches at 85-91% of it
  * (ResNet-50's and BERT's shapes of K >= 128), less where K is short (64: ~75%), where the
- * image is 7x7 (49 pixels: 9 tiles for 8.2 tiles of work, ~70-80%) and where the weights
+ * image is 7x7 (49 pixels: 8 full tiles and, on AVX2, a one-row one) and where the weights
  * come cold from memory, as in a model. C99. */
 #ifndef KILN_RT_PGEMM_H
 #define KILN_RT_PGEMM_H

@@ -20,7 +20,12 @@
  * FMAs), AArch64 NEON (6 x 16: 24 q accumulators of 32 registers), portable C (4 x 16,
  * plain loops that compilers vectorize). RT_PGEMM_PORTABLE forces the portable path.
  * Floor: P pixels x M channels x K = taps*cg reduction is P*M*K FMAs; one core of 2 FMA
- * pipes does 2 x lanes FMAs a cycle (AVX2: 16, AVX-512: 32). C99. */
+ * pipes does 2 x lanes FMAs a cycle (AVX2: 16, AVX-512: 32). Measured on a Zen 3 core
+ * (bench/kernels/pgemm.c, docs/cpu-bench.md): the AVX2 tile alone, operands in L1, runs at
+ * the FMA loop's rate (~97 GFLOP/s); whole convolutions with warm caches at 85-91% of it
+ * (ResNet-50's and BERT's shapes of K >= 128), less where K is short (64: ~75%), where the
+ * image is 7x7 (49 pixels: 8 full tiles and, on AVX2, a one-row one) and where the weights
+ * come cold from memory, as in a model. C99. */
 #ifndef KILN_RT_PGEMM_H
 #define KILN_RT_PGEMM_H
 
@@ -34,6 +39,7 @@
 #define RT_PGEMM_AVX512 1
 #define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
 #define RT_PGEMM_NP 2  /* panels per tile */
+#define RT_PGEMM_MC_TILES 16
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -41,25 +47,49 @@
 #define RT_PGEMM_AVX2 1
 #define RT_PGEMM_MR 6 /* 6 x 2 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of 16 */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 40
 #include <immintrin.h>
 #elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(RT_PGEMM_PORTABLE)
 #define RT_PGEMM_ISA "neon"
 #define RT_PGEMM_NEON 1
 #define RT_PGEMM_MR 6 /* 6 x 4 q accumulators + 4 weight vectors = 28 of 32 */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 16
 #include <arm_neon.h>
 #else
 #define RT_PGEMM_ISA "portable"
 #define RT_PGEMM_MR 4 /* 4 x 16 accumulators: 16 SSE registers when vectorized */
 #define RT_PGEMM_NP 1
+#define RT_PGEMM_MC_TILES 16 /* small stacks (microcontrollers): 2 x 64 pixel offsets */
 #endif
 
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
 #define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
-#define RT_PGEMM_MC (RT_PGEMM_MR * 16) /* pixels per block: their input rows stay in L2 */
+/* Pixels per block at most: their input rows (MC x KC floats) stay in L2. AVX2: 240 x 256
+ * floats, 240 KiB of a Zen 3 or Skylake core's 512 KiB-1 MiB, so that a weight panel's block
+ * comes into L1 once per 40 tiles; 16 tiles elsewhere. Blocks are balanced (rt_pgemm_mc):
+ * 196 pixels make one block, not 96 + 96 + 4 (whose last tile would stream every weight
+ * again for 4 pixels). */
+#define RT_PGEMM_MC (RT_PGEMM_MR * RT_PGEMM_MC_TILES)
 #define RT_PGEMM_GATHER 16 /* fewer channels than this a tap: the tile's rows are gathered */
+
+/* Pixels per block for P pixels: the fewest blocks of at most RT_PGEMM_MC, of equal size
+ * rounded up to whole tiles (the last block takes what remains). */
+RT_API int64_t rt_pgemm_mc(int64_t P) {
+    const int64_t n_b = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+    const int64_t per = n_b > 0 ? (P + n_b - 1) / n_b : 1;
+    return (per + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR;
+}
+
+/* Prefetch of one 64-byte line of weights into L1 (a hint: never faults; none where the
+ * compiler has no builtin for it). */
+#if defined(__GNUC__) || defined(__clang__)
+#define RT_PGEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define RT_PGEMM_PREFETCH(p) ((void)(p))
+#endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
 static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
@@ -133,6 +163,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4];
         const float *a5 = at[5], *bt = b + t * b_tap;
+#pragma GCC unroll 2 /* half the loop's counter and compare a step (gcc, clang) */
         for (k = 0; k < kc; k++) {
             const __m256 w0 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR);
             const __m256 w1 = _mm256_loadu_ps(bt + k * RT_PGEMM_NR + 8);
@@ -233,12 +264,55 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
 #endif
 }
 
+#if defined(RT_PGEMM_AVX2)
+/* A tile of one row (a lone last pixel: the 7x7 images of ResNet-50's last stage leave one
+ * of 49, a classifier has only one): c[j] = (accum ? c[j] : init[j]) + sum over taps t,
+ * k < kc of a[t*RT_PGEMM_MR][k] * b[t*b_tap + k*16 + j] (j < 16). The full tile would spend
+ * 6 rows' FMAs on it, and one row's 2 chains of FMAs would wait on their latency: the
+ * reduction runs in 4 interleaved partial sums instead (8 independent chains), added at the
+ * end, so such a pixel's sum is rounded in another order than a full tile's (the same pixels
+ * take this path for any worker count: pixel blocks do not depend on it). */
+RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, const float *b,
+                             int64_t b_tap, const float *init, int accum, float *c) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 u0 = s0, u1 = s0, u2 = s0, u3 = s0;
+    const float *s = accum ? c : init;
+    int64_t t, k;
+    for (t = 0; t < taps; t++) {
+        const float *x = a[t * RT_PGEMM_MR], *w = b + t * b_tap;
+        for (k = 0; k + 4 <= kc; k += 4, x += 4, w += 4 * RT_PGEMM_NR) {
+            __m256 v = _mm256_broadcast_ss(x);
+            s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w), s0);
+            u0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 8), u0);
+            v = _mm256_broadcast_ss(x + 1);
+            s1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 16), s1);
+            u1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 24), u1);
+            v = _mm256_broadcast_ss(x + 2);
+            s2 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 32), s2);
+            u2 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 40), u2);
+            v = _mm256_broadcast_ss(x + 3);
+            s3 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 48), s3);
+            u3 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 56), u3);
+        }
+        for (; k < kc; k++, x++, w += RT_PGEMM_NR) {
+            const __m256 v = _mm256_broadcast_ss(x);
+            s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w), s0);
+            u0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(w + 8), u0);
+        }
+    }
+    s0 = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    u0 = _mm256_add_ps(_mm256_add_ps(u0, u1), _mm256_add_ps(u2, u3));
+    _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(s), s0));
+    _mm256_storeu_ps(c + 8, _mm256_add_ps(_mm256_loadu_ps(s + 8), u0));
+}
+#endif
+
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
  * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
- * the pixels (any row of the image: pixels are flattened) into blocks of RT_PGEMM_MC; for
+ * the pixels (any row of the image: pixels are flattened) into blocks of rt_pgemm_mc; for
  * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
  * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
  * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
@@ -250,12 +324,13 @@ typedef struct RtPconvTask {
     float *y;
     const RtConvGeom *g;
     const RtAct *act;
-    int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (RT_PGEMM_MC x) */
+    int64_t mc;       /* pixels a block (rt_pgemm_mc) */
+    int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (mc x) */
     int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
- * in order, as the whole convolution does them (p_lo a multiple of RT_PGEMM_MC, j_lo of
+ * in order, as the whole convolution does them (p_lo a multiple of k->mc, j_lo of
  * RT_PGEMM_NP, so that each tile is the one of the serial loop, bit for bit). */
 RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp, int64_t p_lo,
                                     int64_t p_hi, int64_t j_lo, int64_t j_hi) {
@@ -278,6 +353,10 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+    /* 1x1, stride 1, no padding (every product, most 1x1 convolutions): pixel q reads row q
+     * of x, and a tile's row pointers need no coordinates */
+    const int dense = taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
+                      g->pad[2] == 0 && OH == H && OW == W;
     const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR], *arow[RT_PGEMM_MR];
     float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
     int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
@@ -299,7 +378,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                 tap_w[t] = (t0 + t) % KW * g->d[2];
             }
             /* gathering: one tile a pixel block, gathered once for all its panels */
-            const int64_t mc = gather ? RT_PGEMM_MR : RT_PGEMM_MC;
+            const int64_t mc = gather ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -316,6 +395,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                     const float *bp = wp + (grp * np + j0) * panel + (t0 * cg + c0) * RT_PGEMM_NR;
                     /* a missing second panel repeats the first: its columns are dropped */
                     const int64_t b_panel = j0 + 1 < np ? panel : 0;
+                    /* the next tile column's block of weights, nt*kc lines a panel: each
+                     * tile of this pixel block prefetches its share while it computes, so
+                     * that the weights (cold in a model: read once per pixel block) come in
+                     * at an even pace instead of stalling that column's first tile (none
+                     * when gathering: the few weights stay in cache across pixel tiles) */
+                    const int64_t n_tiles = (pe - pb + RT_PGEMM_MR - 1) / RT_PGEMM_MR;
+                    const int64_t pf_share = (nt * kc + n_tiles - 1) / n_tiles;
+                    const float *pf_next =
+                        !gather && j0 + RT_PGEMM_NP < j_hi ? bp + RT_PGEMM_NP * panel : NULL;
+                    const int pf_second = RT_PGEMM_NP > 1 && j0 + RT_PGEMM_NP + 1 < np;
                     int64_t j;
                     for (j = 0; j < RT_PGEMM_NT; j++)
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
@@ -325,8 +414,18 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         float *yt = y + (n * P + p0) * M + mo;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
+                        const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
+                        const int64_t pf_hi =
+                            pf_lo + pf_share < nt * kc ? pf_lo + pf_share : nt * kc;
                         int64_t i, i2, nta = nt, kca = kc;
-                        for (i = 0; i < RT_PGEMM_MR && !(gather && gathered == p0); i++) {
+                        for (i = pf_lo; pf_next && i < pf_hi; i++) {
+                            RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
+                            if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
+                        }
+                        for (i = 0; dense && i < RT_PGEMM_MR; i++)
+                            ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
+                        for (i = 0; !dense && i < RT_PGEMM_MR && !(gather && gathered == p0);
+                             i++) {
                             const int64_t qi = p0 - pb + (i < rows ? i : 0);
                             for (t = 0; t < nt; t++) {
                                 const int64_t ih = pix_h[qi] + tap_h[t];
@@ -362,8 +461,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         if (direct) { /* the epilogue in registers where it can be */
                             rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
-                                              last ? lo : -INFINITY,
-                                              last ? hi : INFINITY);
+                                              last ? lo : -INFINITY, last ? hi : INFINITY);
                             if (last && !act_clamps)
                                 for (i2 = 0; i2 < rows; i2++)
                                     rt_act_row_f32(yt + i2 * M, NULL, cols, act);
@@ -373,9 +471,15 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             for (i2 = 0; i2 < rows; i2++)
                                 for (j = 0; j < cols; j++)
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
-                        rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                          !first, tile, RT_PGEMM_NT, NULL, -INFINITY,
-                                          INFINITY);
+#if defined(RT_PGEMM_AVX2)
+                        if (rows == 1)
+                            rt_pgemm_row_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, init, !first,
+                                             tile);
+                        else
+#endif
+                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                              init, !first, tile, RT_PGEMM_NT, NULL,
+                                              -INFINITY, INFINITY);
                         for (i2 = 0; i2 < rows; i2++)
                             for (j = 0; j < cols; j++)
                                 yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];
@@ -409,7 +513,7 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
                                   const RtAct *act, const RtPar *par) {
     const int64_t P = g->out[1] * g->out[2], ng = g->n * g->group;
     const int64_t np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-    const int64_t units_p = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+    const int64_t mc = rt_pgemm_mc(P), units_p = (P + mc - 1) / mc;
     const int64_t units_j = (np + RT_PGEMM_NP - 1) / RT_PGEMM_NP;
     RtPconvTask k;
     int64_t n_pc = rt_par_chunks(par, units_p, ng), n_jc;
@@ -421,7 +525,8 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     k.y = y;
     k.g = g;
     k.act = act;
-    k.pc = (units_p + n_pc - 1) / n_pc * RT_PGEMM_MC;
+    k.mc = mc;
+    k.pc = (units_p + n_pc - 1) / n_pc * mc;
     k.n_pc = (P + k.pc - 1) / k.pc;
     k.jc = (units_j + n_jc - 1) / n_jc * RT_PGEMM_NP;
     k.n_jc = (np + k.jc - 1) / k.jc;

@@ -57,10 +57,13 @@ int main(int argc, char **argv) {
     if (n && fread(w, 1, (size_t)n, f) != (size_t)n) return 2;
     fclose(f);
     static const size_t in_bytes[] = {@IN_BYTES@}, out_bytes[] = {@OUT_BYTES@};
+    static const int in_i64[] = {@IN_I64@}; /* token ids, masks: 1, valid for any table */
     void *ins[@N_IN@], *outs[@N_OUT@];
     for (i = 0; i < @N_IN@; i++) {
         float *p = block(in_bytes[i]);
         for (j = 0; j < (int)(in_bytes[i] / 4); j++) p[j] = (float)((j * 7919) % 17) / 8.0f - 1.0f;
+        if (in_i64[i])
+            for (j = 0; j < (int)(in_bytes[i] / 8); j++) ((long long *)p)[j] = 1;
         ins[i] = p;
     }
     for (i = 0; i < @N_OUT@; i++) outs[i] = block(out_bytes[i]);
@@ -114,6 +117,29 @@ def instrument(src):
     return PRELUDE % max(len(calls), 1) + "\n".join(out) + "\n", calls
 
 
+def main_source(hdr, n_calls):
+    """The harness's C for a bundle whose header is hdr, and its inputs' and outputs' byte
+    sizes (from the fields' comments in net.h); ([], []) when they cannot be read."""
+    def fields(struct):
+        body = re.search(r"typedef struct %s \{(.*?)\}" % struct, hdr, re.S).group(1)
+        out = []
+        for dt, dims in re.findall(r"/\* (f32|f64|i64|i32|u8|i8)\[([0-9,]*)\]", body):
+            n = 1
+            for d in filter(None, dims.split(",")):
+                n *= int(d)
+            out.append((str(n * {"f64": 8, "i64": 8, "f32": 4, "i32": 4}.get(dt, 1)), dt))
+        return out
+    ins, outs = fields("net_inputs"), fields("net_outputs")
+    src = (MAIN.replace("@IN_BYTES@", ", ".join(b for b, _ in ins))
+           .replace("@IN_I64@", ", ".join("1" if dt == "i64" else "0" for _, dt in ins))
+           .replace("@OUT_BYTES@", ", ".join(b for b, _ in outs))
+           .replace("@N_IN@", str(len(ins))).replace("@N_OUT@", str(len(outs)))
+           .replace("@IN_INIT@", ", ".join(f"ins[{i}]" for i in range(len(ins))))
+           .replace("@OUT_INIT@", ", ".join(f"outs[{i}]" for i in range(len(outs))))
+           .replace("@N_CALLS@", str(n_calls)))
+    return src, ins, outs
+
+
 def kind(kernel, g):
     if g is None:
         return kernel.replace("rt_", "").replace("_f32", "").replace("_nhwc", "")
@@ -165,23 +191,9 @@ def main():
     text, calls = instrument((b / "net.c").read_text())
     (b / "net.c").write_text(text)
     hdr = (b / "net.h").read_text()
-    def sizes(struct):  # bytes of each field of net_inputs / net_outputs, from its comment
-        body = re.search(r"typedef struct %s \{(.*?)\}" % struct, hdr, re.S).group(1)
-        out = []
-        for dt, dims in re.findall(r"/\* (f32|f64|i64|i32|u8|i8)\[([0-9,]*)\]", body):
-            n = 1
-            for d in filter(None, dims.split(",")):
-                n *= int(d)
-            out.append(str(n * {"f64": 8, "i64": 8, "f32": 4, "i32": 4}.get(dt, 1)))
-        return out
-    ins, outs = sizes("net_inputs"), sizes("net_outputs")
+    src, ins, outs = main_source(hdr, len(calls))
     if not ins or not outs:
         sys.exit("profile.py: cannot find the inputs' and outputs' sizes in net.h")
-    src = (MAIN.replace("@IN_BYTES@", ", ".join(ins)).replace("@OUT_BYTES@", ", ".join(outs))
-           .replace("@N_IN@", str(len(ins))).replace("@N_OUT@", str(len(outs)))
-           .replace("@IN_INIT@", ", ".join(f"ins[{i}]" for i in range(len(ins))))
-           .replace("@OUT_INIT@", ", ".join(f"outs[{i}]" for i in range(len(outs))))
-           .replace("@N_CALLS@", str(len(calls))))
     (work / "main.c").write_text(src)
     exe = work / "prof"  # GNU mode contracts a * b + c to FMAs, as the bundle's CMakeLists build
     subprocess.run(["cc", "-std=gnu11", "-O3", "-march=native", f"-I{b}", str(b / "net.c"),

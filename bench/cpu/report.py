@@ -193,8 +193,8 @@ side's one-thread median by its {all_cores}-thread median (N = {all_cores}).
         out += "\n" + before_after(json.load(open(extra["before"])), json.load(open(extra["after"])),
                                    extra.get("change", "an older kiln against this one"))
     # the per-node profiles and the kernel labs (bench/cpu/profile.py, layers.py,
-    # bench/kernels/wino.c, dw.c), written by hand from their output
-    for name in ("resnet50-profile.md", "mobile-profile.md"):
+    # bench/kernels/wino.c, dw.c, pgemm.c), written by hand from their output
+    for name in ("resnet50-profile.md", "mobile-profile.md", "pgemm-profile.md"):
         notes = pathlib.Path(__file__).resolve().parent / name
         if notes.exists():
             out += "\n" + notes.read_text()

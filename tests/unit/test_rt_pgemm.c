@@ -182,6 +182,13 @@ Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
     check_case(&k2, true, true, &leaky);
     Case k3 = {1, 600, 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* 300 per group, padded */
     check_case(&k3, true, false, &relu);
+    /* a lone last pixel (AVX2: the one-row tile) across reduction blocks: a padded 3x3 on a
+     * 7x7 image (49 pixels) of 520 channels, and one pixel of 1030 (not a multiple of the
+     * one-row tile's 4 partial sums) into 24 channels (a partial panel) */
+    Case k4 = {1, 520, 40, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k4, true, true, &relu);
+    Case k5 = {1, 1030, 24, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k5, true, true, &leaky);
 }
 
 Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {

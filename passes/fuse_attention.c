@@ -6,7 +6,10 @@
  * (.., Sq, Sk) matrix. Transposes feeding Q, K^T and V, and one Transpose reading the
  * result, are absorbed as strides (q_perm, k_perm, v_perm, y_perm; the Transposes that no
  * one else reads are left to dce). Q, K^T, V of one rank (2 to 4) and equal batch
- * dimensions (no batch broadcasting); every intermediate is read by the pattern alone and is
+ * dimensions (no batch broadcasting); an operand that is a view of one output of a Split along
+ * the last axis (fuse-horizontal's packed Q, K, V) is read as a window of the Split's input
+ * (q_window, k_window, v_window: the column offset, then the operand's dimensions), so no
+ * Split runs; every intermediate is read by the pattern alone and is
  * no graph output; float32 only. The fused node takes the place of the last node.
  * requires: shapes; invalidates: uses, node ids; preserves: types, layouts, quant params. */
 #include <string.h>
@@ -19,14 +22,70 @@
 typedef struct AttnOperand {
     uint32_t src;             /* the value read */
     int64_t perm[ATTN_MAX_RANK]; /* logical dimension i is src's dimension perm[i] */
+    /* n_win > 0: src is a packed tensor P, and the operand stored (dims win[1..]) is the
+     * window of P's last axis from column win[0] (the Q, K, V of fuse-horizontal's product) */
+    int64_t win[1 + ATTN_MAX_RANK];
+    int n_win;
 } AttnOperand;
+
+/* The stored operand o->src seen as a window of a packed tensor: o->src is a view (Reshape,
+ * Flatten, Squeeze, Unsqueeze) of p, or p itself, and p one output of a Split along the last
+ * axis of P, whose rows o->src's leading dimensions regroup and whose columns [off, off + w)
+ * its other dimensions split. Then P is read in its place, through strides. */
+static void window(const IrGraph *g, AttnOperand *o) {
+    const IrType *ts = &g->values[o->src].type;
+    uint32_t p = o->src;
+    const IrValue *sv = &g->values[p];
+    if (sv->kind == IR_VALUE_NODE && sv->producer != IR_NONE) {
+        IrOp op = (IrOp)g->nodes[sv->producer].op;
+        if (op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
+            op == IR_OP_UNSQUEEZE)
+            p = g->nodes[sv->producer].inputs[0];
+    }
+    const IrValue *pv = &g->values[p];
+    if (pv->kind != IR_VALUE_NODE || pv->producer == IR_NONE) return;
+    const IrNode *sp = &g->nodes[pv->producer];
+    if (sp->dead || sp->op != IR_OP_SPLIT) return;
+    uint32_t P = sp->inputs[0];
+    const IrType *tp = &g->values[P].type, *tw = &pv->type;
+    int rp = tp->rank;
+    if (rp < 1 || tw->rank != rp || tp->dtype != IR_DTYPE_F32 || tw->dtype != IR_DTYPE_F32 ||
+        !ir_type_is_static(tp) || !ir_type_is_static(tw) || tp->layout == IR_LAYOUT_NHWC ||
+        g->values[P].quant || ts->dtype != IR_DTYPE_F32 || !ir_type_is_static(ts))
+        return;
+    int64_t axis = ir_attr_i(sp, IR_ATTR_SPLIT_AXIS);
+    if (axis < 0) axis += rp;
+    if (axis != rp - 1) return;
+    int64_t off = 0, N = tp->dims[rp - 1], w = tw->dims[rp - 1];
+    for (uint32_t k = 0; k < sp->n_outputs && sp->outputs[k] != p; k++) {
+        if (sp->outputs[k] == IR_NONE) return;
+        off += g->values[sp->outputs[k]].type.dims[rp - 1];
+    }
+    if (w < 1 || off + w > N) return;
+    /* rows: the stored operand's leading dimensions multiply to P's rows */
+    int64_t M = 1, lead = 1;
+    for (int i = 0; i + 1 < rp; i++) M *= tp->dims[i];
+    int c = 0;
+    while (lead != M && c < ts->rank) lead *= ts->dims[c++];
+    int64_t inner = 1;
+    for (int i = c; i < ts->rank; i++) inner *= ts->dims[i];
+    if (lead != M || inner != w) return;
+    o->src = P;
+    o->win[0] = off;
+    for (int i = 0; i < ts->rank; i++) o->win[1 + i] = ts->dims[i];
+    o->n_win = 1 + ts->rank;
+}
 
 /* Operand v (logical, rank r) read through the Transpose that produces it, if any. */
 static void operand(const IrGraph *g, uint32_t v, int r, AttnOperand *o) {
     o->src = v;
+    o->n_win = 0;
     for (int i = 0; i < r; i++) o->perm[i] = i;
     uint32_t t = pass_producer(g, v, IR_OP_TRANSPOSE);
-    if (t == IR_NONE) return;
+    if (t == IR_NONE) {
+        window(g, o);
+        return;
+    }
     const IrNode *n = &g->nodes[t];
     const IrType *ts = &g->values[n->inputs[0]].type;
     if (ts->rank != r || ts->dtype != IR_DTYPE_F32 || !ir_type_is_static(ts)) return;
@@ -41,6 +100,7 @@ static void operand(const IrGraph *g, uint32_t v, int r, AttnOperand *o) {
     }
     o->src = n->inputs[0];
     memcpy(o->perm, perm, sizeof perm);
+    window(g, o);
 }
 
 /* Whether mask type tm broadcasts (right-aligned) to the scores' type ts. */
@@ -201,6 +261,12 @@ static bool fuse_at_softmax(IrGraph *g, const PassUses *u, uint32_t sm_id) {
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_K_PERM, ok.perm, r);
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_V_PERM, ov.perm, r);
     set_ints(g, f, IR_ATTR_FUSED_ATTENTION_Y_PERM, yperm, r);
+    static const IrAttrId win_ids[3] = {IR_ATTR_FUSED_ATTENTION_Q_WINDOW,
+                                        IR_ATTR_FUSED_ATTENTION_K_WINDOW,
+                                        IR_ATTR_FUSED_ATTENTION_V_WINDOW};
+    const AttnOperand *ops[3] = {&oq, &ok, &ov};
+    for (int o = 0; o < 3; o++)
+        if (ops[o]->n_win) set_ints(g, f, win_ids[o], ops[o]->win, ops[o]->n_win);
     pass_retire_match(g, nodes, n_nodes, last, out);
     return true;
 }

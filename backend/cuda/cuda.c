@@ -217,7 +217,6 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
     const IrGraph *g = cx->c.b.g;
     if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 2) return 0.0;
     const IrType *y = &g->values[n->outputs[0]].type, *a = &g->values[n->inputs[0]].type;
-    const IrType *b = &g->values[n->inputs[1]].type;
     double ny = (double)cgen_numel(&cx->c, n->outputs[0]);
     switch ((IrOp)n->op) {
     case IR_OP_MAT_MUL:
@@ -245,13 +244,13 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
         if (!ks || nk != 2 || a->rank != 4 || group < 1) return 0.0;
         return 2.0 * ny * (double)(ks[0] * ks[1] * (a->dims[3] / group));
     }
-    case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds;
-                                   * K's logical dimension r-2 (keys) is its dimension perm[r-2] */
-        uint32_t np;
-        const int64_t *perm = ir_attr_ints(n, IR_ATTR_FUSED_ATTENTION_K_PERM, &np);
-        int r = b->rank, kd = perm && np == (uint32_t)r && r >= 2 ? (int)perm[r - 2] : r - 2;
-        if (kd < 0 || kd >= r) return 0.0;
-        return 2.0 * ((double)cgen_numel(&cx->c, n->inputs[0]) + ny) * (double)b->dims[kd];
+    case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds */
+        int64_t qd[4], kd[4], yd[4], st[4], off;
+        if (!cgen_attn_operand(&cx->c, n, 0, qd, st, &off) ||
+            !cgen_attn_operand(&cx->c, n, 1, kd, st, &off) ||
+            !cgen_attn_operand(&cx->c, n, 3, yd, st, &off))
+            return 0.0;
+        return 2.0 * ((double)(qd[0] * qd[1] * qd[2] * qd[3]) + ny) * (double)kd[2];
     }
     default:
         return 0.0;

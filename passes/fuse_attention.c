@@ -59,7 +59,9 @@ static void window(const IrGraph *g, AttnOperand *o) {
     int64_t off = 0, N = tp->dims[rp - 1], w = tw->dims[rp - 1];
     for (uint32_t k = 0; k < sp->n_outputs && sp->outputs[k] != p; k++) {
         if (sp->outputs[k] == IR_NONE) return;
-        off += g->values[sp->outputs[k]].type.dims[rp - 1];
+        const IrType *tk = &g->values[sp->outputs[k]].type;
+        if (tk->rank != rp || !ir_type_is_static(tk)) return;
+        off += tk->dims[rp - 1];
     }
     if (w < 1 || off + w > N) return;
     /* rows: the stored operand's leading dimensions multiply to P's rows */

@@ -15,7 +15,7 @@
 
 #include "passes/passes.h"
 
-#define HFUSE_MAX_MEMBERS 16 /* one group; more readers form further groups */
+#define HFUSE_MAX_MEMBERS 16 /* one group; readers past these stay as they are */
 
 /* One product of a group: its node, weights, the bias it takes (IR_NONE: none) and the
  * value that the Split writes in its place. */
@@ -226,7 +226,6 @@ bool pass_fuse_horizontal(IrGraph *g, Diag *d) {
                     m[j] = m[j - 1];
                     m[j - 1] = t;
                 }
-            if (n_new[lo]) continue; /* one group per place (x reads twice: the next run) */
             n_new[lo] = fuse_group(g, x, ops[o], m, n_m, ids[lo]);
             changed = true;
         }

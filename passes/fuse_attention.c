@@ -28,9 +28,55 @@ typedef struct AttnOperand {
     int n_win;
 } AttnOperand;
 
+/* The integers of constant v (int64 or int32), at most max of them; their count, or -1. */
+static int const_ints(const IrGraph *g, uint32_t v, int64_t *out, int max) {
+    if (v == IR_NONE || g->values[v].kind != IR_VALUE_CONST || !g->values[v].tensor) return -1;
+    const IrTensor *t = g->values[v].tensor;
+    if ((t->dtype != IR_DTYPE_I64 && t->dtype != IR_DTYPE_I32) || t->n_elems > max || !t->data)
+        return -1;
+    for (int64_t i = 0; i < t->n_elems; i++)
+        out[i] = t->dtype == IR_DTYPE_I64 ? ((const int64_t *)t->data)[i]
+                                          : ((const int32_t *)t->data)[i];
+    return (int)t->n_elems;
+}
+
+/* Slice node sp of a rank-r input whose last axis has N elements: true, with its first
+ * column in *start, when it cuts the last axis alone, with step 1, by constants (inputs
+ * from opset 10, attributes before); the output's type says how many columns it keeps. */
+static bool slice_start(const IrGraph *g, const IrNode *sp, int r, int64_t N, int64_t *start) {
+    int64_t st[IR_MAX_RANK], ax[IR_MAX_RANK], step[IR_MAX_RANK];
+    int n_st, n_ax = -2, n_step = -2;
+    if (sp->opset < 10) {
+        uint32_t n1, n2;
+        const int64_t *a1 = ir_attr_ints(sp, IR_ATTR_SLICE_STARTS, &n1);
+        const int64_t *a2 = ir_attr_ints(sp, IR_ATTR_SLICE_AXES, &n2);
+        if (!a1 || n1 != 1) return false;
+        st[0] = a1[0];
+        n_st = 1;
+        if (a2) {
+            if (n2 != 1) return false;
+            ax[0] = a2[0];
+            n_ax = 1;
+        }
+    } else {
+        n_st = const_ints(g, sp->inputs[1], st, IR_MAX_RANK);
+        if (ir_has_input(sp, 3)) n_ax = const_ints(g, sp->inputs[3], ax, IR_MAX_RANK);
+        if (ir_has_input(sp, 4)) n_step = const_ints(g, sp->inputs[4], step, IR_MAX_RANK);
+        if (n_st != 1 || n_ax == -1 || n_step == -1 || (n_step == 1 && step[0] != 1)) return false;
+    }
+    int64_t axis = n_ax == -2 ? 0 : ax[0];
+    if (n_ax != -2 && n_ax != 1) return false;
+    if (axis < 0) axis += r;
+    if (axis != r - 1) return false;
+    int64_t s = st[0] < 0 ? st[0] + N : st[0];
+    *start = s < 0 ? 0 : s > N ? N : s;
+    return true;
+}
+
 /* The stored operand o->src seen as a window of a packed tensor: o->src is a view (Reshape,
  * Flatten, Squeeze, Unsqueeze) of p, or p itself, and p one output of a Split along the last
- * axis of P, whose rows o->src's leading dimensions regroup and whose columns [off, off + w)
+ * axis of P, or a Slice of P's last axis alone with step 1 (TorchScript's split of the
+ * packed in_proj of nn.MultiheadAttention), whose rows o->src's leading dimensions regroup and whose columns [off, off + w)
  * its other dimensions split. Then P is read in its place, through strides. */
 static void window(const IrGraph *g, AttnOperand *o) {
     const IrType *ts = &g->values[o->src].type;
@@ -45,7 +91,7 @@ static void window(const IrGraph *g, AttnOperand *o) {
     const IrValue *pv = &g->values[p];
     if (pv->kind != IR_VALUE_NODE || pv->producer == IR_NONE) return;
     const IrNode *sp = &g->nodes[pv->producer];
-    if (sp->dead || sp->op != IR_OP_SPLIT) return;
+    if (sp->dead || (sp->op != IR_OP_SPLIT && sp->op != IR_OP_SLICE)) return;
     uint32_t P = sp->inputs[0];
     const IrType *tp = &g->values[P].type, *tw = &pv->type;
     int rp = tp->rank;
@@ -53,15 +99,21 @@ static void window(const IrGraph *g, AttnOperand *o) {
         !ir_type_is_static(tp) || !ir_type_is_static(tw) || tp->layout == IR_LAYOUT_NHWC ||
         g->values[P].quant || ts->dtype != IR_DTYPE_F32 || !ir_type_is_static(ts))
         return;
-    int64_t axis = ir_attr_i(sp, IR_ATTR_SPLIT_AXIS);
-    if (axis < 0) axis += rp;
-    if (axis != rp - 1) return;
+    for (int i = 0; i + 1 < rp; i++)
+        if (tw->dims[i] != tp->dims[i]) return;
     int64_t off = 0, N = tp->dims[rp - 1], w = tw->dims[rp - 1];
-    for (uint32_t k = 0; k < sp->n_outputs && sp->outputs[k] != p; k++) {
-        if (sp->outputs[k] == IR_NONE) return;
-        const IrType *tk = &g->values[sp->outputs[k]].type;
-        if (tk->rank != rp || !ir_type_is_static(tk)) return;
-        off += tk->dims[rp - 1];
+    if (sp->op == IR_OP_SLICE) {
+        if (!slice_start(g, sp, rp, N, &off)) return;
+    } else {
+        int64_t axis = ir_attr_i(sp, IR_ATTR_SPLIT_AXIS);
+        if (axis < 0) axis += rp;
+        if (axis != rp - 1) return;
+        for (uint32_t k = 0; k < sp->n_outputs && sp->outputs[k] != p; k++) {
+            if (sp->outputs[k] == IR_NONE) return;
+            const IrType *tk = &g->values[sp->outputs[k]].type;
+            if (tk->rank != rp || !ir_type_is_static(tk)) return;
+            off += tk->dims[rp - 1];
+        }
     }
     if (w < 1 || off + w > N) return;
     /* rows: the stored operand's leading dimensions multiply to P's rows */

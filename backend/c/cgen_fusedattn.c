@@ -1,6 +1,6 @@
 /* C backend emitter of FusedAttention (passes/fuse_attention.c): the logical operands' shapes
- * and element strides (through the absorbed transposes' perms and packed windows) baked into a static
- * RtFusedAttn, a scratch row of Sk scores on the stack, one call into
+ * and element strides (through the absorbed transposes' perms and packed windows) baked into
+ * a static RtFusedAttn, a scratch row of Sk scores on the stack, one call into
  * runtime/rt_fusedattn.h. float and double. */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +37,10 @@ bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[FA_RANK
         int64_t N = t->dims[t->rank - 1], M = 1, lead = 1, w = 1, s;
         for (int i = 0; i + 1 < t->rank; i++) M *= t->dims[i];
         int c = 0;
-        for (int i = 0; i < r; i++) sd[i] = win[1 + i];
+        for (int i = 0; i < r; i++) {
+            sd[i] = win[1 + i];
+            if (sd[i] < 1) return false;
+        }
         while (lead != M && c < r) lead *= sd[c++];
         for (int i = c; i < r; i++) w *= sd[i];
         if (lead != M || win[0] < 0 || w < 1 || win[0] + w > N) return false;

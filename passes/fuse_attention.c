@@ -73,52 +73,100 @@ static bool slice_start(const IrGraph *g, const IrNode *sp, int r, int64_t N, in
     return true;
 }
 
-/* The stored operand o->src seen as a window of a packed tensor: o->src is a view (Reshape,
- * Flatten, Squeeze, Unsqueeze) of p, or p itself, and p one output of a Split along the last
- * axis of P, or a Slice of P's last axis alone with step 1 (TorchScript's split of the
- * packed in_proj of nn.MultiheadAttention), whose rows o->src's leading dimensions regroup and whose columns [off, off + w)
- * its other dimensions split. Then P is read in its place, through strides. */
-static void window(const IrGraph *g, AttnOperand *o) {
-    const IrType *ts = &g->values[o->src].type;
-    uint32_t p = o->src;
-    const IrValue *sv = &g->values[p];
-    if (sv->kind == IR_VALUE_NODE && sv->producer != IR_NONE) {
-        IrOp op = (IrOp)g->nodes[sv->producer].op;
-        if (op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
-            op == IR_OP_UNSQUEEZE)
-            p = g->nodes[sv->producer].inputs[0];
-    }
+/* v's input when v is a view (Reshape, Flatten, Squeeze, Unsqueeze), else v. */
+static uint32_t through_view(const IrGraph *g, uint32_t v) {
+    const IrValue *sv = &g->values[v];
+    if (sv->kind != IR_VALUE_NODE || sv->producer == IR_NONE) return v;
+    IrOp op = (IrOp)g->nodes[sv->producer].op;
+    return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
+                   op == IR_OP_UNSQUEEZE
+               ? g->nodes[sv->producer].inputs[0]
+               : v;
+}
+
+static bool plain_static_f32(const IrGraph *g, uint32_t v) {
+    const IrValue *x = &g->values[v];
+    return x->type.dtype == IR_DTYPE_F32 && ir_type_is_static(&x->type) && x->type.rank >= 1 &&
+           x->type.layout != IR_LAYOUT_NHWC && !x->quant;
+}
+
+/* Value p as columns [*off, *off + *w) of every row of a packed tensor *P (rows: all but P's
+ * last axis): p is one output of a Split along P's last axis, a Slice of P's last axis alone
+ * with step 1, or a Gather of one constant index along an axis of a view X of P whose
+ * dimensions before it regroup P's rows and after it are the window (TorchScript, the dynamo
+ * exporter's select of q, k or v from a packed projection). */
+static bool packed_source(const IrGraph *g, uint32_t p, uint32_t *P, int64_t *off, int64_t *w) {
     const IrValue *pv = &g->values[p];
-    if (pv->kind != IR_VALUE_NODE || pv->producer == IR_NONE) return;
+    if (pv->kind != IR_VALUE_NODE || pv->producer == IR_NONE || !plain_static_f32(g, p))
+        return false;
     const IrNode *sp = &g->nodes[pv->producer];
-    if (sp->dead || (sp->op != IR_OP_SPLIT && sp->op != IR_OP_SLICE)) return;
-    uint32_t P = sp->inputs[0];
-    const IrType *tp = &g->values[P].type, *tw = &pv->type;
+    if (sp->dead || sp->n_inputs < 1 || sp->inputs[0] == IR_NONE) return false;
+    const IrType *tw = &pv->type;
+    if (sp->op == IR_OP_GATHER) {
+        uint32_t x = sp->inputs[0];
+        *P = through_view(g, x);
+        int64_t idx[1];
+        const IrType *tx = &g->values[x].type;
+        if (!plain_static_f32(g, x) || !plain_static_f32(g, *P) || sp->n_inputs < 2 ||
+            g->values[sp->inputs[1]].type.rank != 0 || const_ints(g, sp->inputs[1], idx, 1) != 1)
+            return false;
+        const IrType *tp = &g->values[*P].type;
+        int64_t a = ir_attr_i(sp, IR_ATTR_GATHER_AXIS), M = 1, lead = 1, N = tp->dims[tp->rank - 1];
+        if (a < 0) a += tx->rank;
+        if (a < 0 || a >= tx->rank) return false;
+        for (int i = 0; i + 1 < tp->rank; i++) M *= tp->dims[i];
+        int c = 0;
+        while (lead != M && c < tx->rank) lead *= tx->dims[c++];
+        if (lead != M || a < c) return false;
+        for (int i = c; i < a; i++)
+            if (tx->dims[i] != 1) return false;
+        int64_t i0 = idx[0] < 0 ? idx[0] + tx->dims[a] : idx[0];
+        if (i0 < 0 || i0 >= tx->dims[a]) return false;
+        *w = 1;
+        for (int i = (int)a + 1; i < tx->rank; i++) *w *= tx->dims[i];
+        *off = i0 * *w;
+        return *w >= 1 && *off + *w <= N;
+    }
+    if (sp->op != IR_OP_SPLIT && sp->op != IR_OP_SLICE) return false;
+    *P = sp->inputs[0];
+    const IrType *tp = &g->values[*P].type;
     int rp = tp->rank;
-    if (rp < 1 || tw->rank != rp || tp->dtype != IR_DTYPE_F32 || tw->dtype != IR_DTYPE_F32 ||
-        !ir_type_is_static(tp) || !ir_type_is_static(tw) || tp->layout == IR_LAYOUT_NHWC ||
-        g->values[P].quant || ts->dtype != IR_DTYPE_F32 || !ir_type_is_static(ts))
-        return;
+    if (!plain_static_f32(g, *P) || tw->rank != rp) return false;
     for (int i = 0; i + 1 < rp; i++)
-        if (tw->dims[i] != tp->dims[i]) return;
-    int64_t off = 0, N = tp->dims[rp - 1], w = tw->dims[rp - 1];
+        if (tw->dims[i] != tp->dims[i]) return false;
+    int64_t N = tp->dims[rp - 1];
+    *off = 0;
+    *w = tw->dims[rp - 1];
     if (sp->op == IR_OP_SLICE) {
-        if (!slice_start(g, sp, rp, N, &off)) return;
+        if (!slice_start(g, sp, rp, N, off)) return false;
     } else {
         int64_t axis = ir_attr_i(sp, IR_ATTR_SPLIT_AXIS);
         if (axis < 0) axis += rp;
-        if (axis != rp - 1) return;
+        if (axis != rp - 1) return false;
         for (uint32_t k = 0; k < sp->n_outputs && sp->outputs[k] != p; k++) {
-            if (sp->outputs[k] == IR_NONE) return;
+            if (sp->outputs[k] == IR_NONE) return false;
             const IrType *tk = &g->values[sp->outputs[k]].type;
-            if (tk->rank != rp || !ir_type_is_static(tk)) return;
-            off += tk->dims[rp - 1];
+            if (tk->rank != rp || !ir_type_is_static(tk)) return false;
+            *off += tk->dims[rp - 1];
         }
     }
-    if (w < 1 || off + w > N) return;
+    return *w >= 1 && *off + *w <= N;
+}
+
+/* The stored operand o->src seen as a window of a packed tensor P: o->src is a view of p,
+ * or p itself, p is columns [off, off + w) of P's rows (packed_source), and o->src's leading
+ * dimensions regroup P's rows, its others split the w columns. Then P is read in its place,
+ * through strides. */
+static void window(const IrGraph *g, AttnOperand *o) {
+    const IrType *ts = &g->values[o->src].type;
+    uint32_t P;
+    int64_t off, w;
+    if (!plain_static_f32(g, o->src) || !packed_source(g, through_view(g, o->src), &P, &off, &w))
+        return;
     /* rows: the stored operand's leading dimensions multiply to P's rows */
+    const IrType *tp = &g->values[P].type;
     int64_t M = 1, lead = 1;
-    for (int i = 0; i + 1 < rp; i++) M *= tp->dims[i];
+    for (int i = 0; i + 1 < tp->rank; i++) M *= tp->dims[i];
     int c = 0;
     while (lead != M && c < ts->rank) lead *= ts->dims[c++];
     int64_t inner = 1;

@@ -173,6 +173,9 @@ bool pass_fuse_gelu(IrGraph *g, Diag *d);
 /* MatMul(Q, K^T), scale, optional additive mask, Softmax, MatMul(., V) -> FusedAttention,
  * absorbing the Transposes around it. */
 bool pass_fuse_attention(IrGraph *g, Diag *d);
+/* MatMuls (or Gemms) reading one input with constant weights of the same K become one
+ * product of the weights side by side, their biases one Add, and a Split (passes/fuse_horizontal.c). */
+bool pass_fuse_horizontal(IrGraph *g, Diag *d);
 /* Conv/Gemm/MatMul + bias Add + residual Add + activation -> FusedConv/FusedGemm/FusedMatMul. */
 bool pass_fuse(IrGraph *g, Diag *d);
 /* Channels-last (passes/layout.c): 2-D convolutions and the layout-agnostic ops around them

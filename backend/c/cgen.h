@@ -127,6 +127,11 @@ void cgen_register_qint8(CgenEmitFn *table); /* the quantize pass's int8 kernels
 void cgen_register_misc(CgenEmitFn *table);
 void cgen_register_flex(CgenEmitFn *table);
 void cgen_register_fusedattn(CgenEmitFn *table);
+/* FusedAttention node n's operand k (0 Q, 1 K, 2 V, 3 Y) as its kernels read it: logical
+ * dims and element strides padded in front to rank 4, and the element offset of its first
+ * element (q_window...); false when the attributes describe no readable operand. */
+bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[4], int64_t st[4],
+                       int64_t *offset);
 void cgen_register_fusedelt(CgenEmitFn *table);
 /* An elementwise node as data (cgen_eltwise.c): out = expr(ins...) under numpy
  * broadcasting over the merged loop L; expr names operand k $k (loaded in the compute type

@@ -1,6 +1,6 @@
 /* C backend emitter of FusedAttention (passes/fuse_attention.c): the logical operands' shapes
- * and element strides (through the absorbed transposes' perms) baked into a static
- * RtFusedAttn, a scratch row of Sk scores on the stack, one call into
+ * and element strides (through the absorbed transposes' perms and packed windows) baked into
+ * a static RtFusedAttn, a scratch row of Sk scores on the stack, one call into
  * runtime/rt_fusedattn.h. float and double. */
 #include <math.h>
 #include <stdio.h>
@@ -11,18 +11,53 @@
 #define FA_RANK 4           /* the kernel's (B, H, rows, cols) */
 #define FA_MAX_ROW 16384    /* scratch row elements on the stack: 64 KiB of float */
 
-/* Logical shape and strides (padded in front to FA_RANK) of operand v read through perm:
- * logical dimension i is v's dimension perm[i]. False when perm is no permutation. */
-static bool logical(const CgenCtx *cx, uint32_t v, const int64_t *perm, uint32_t n_perm,
-                    int64_t dims[FA_RANK], int64_t st[FA_RANK]) {
-    const IrType *t = cgen_type(cx, v);
-    int r = t->rank;
-    if (r < 1 || r > FA_RANK || n_perm != (uint32_t)r) return false;
-    int64_t stride[FA_RANK], s = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        stride[i] = s;
-        s *= t->dims[i];
+/* Logical shape, element strides (padded in front to FA_RANK) and element offset of
+ * FusedAttention node n's operand k (0 Q, 1 K, 2 V, 3 Y): the value as stored, or (q_window,
+ * k_window, v_window) the window of a packed tensor P's last axis that fuse-attention found:
+ * the stored operand's dims, whose leading ones regroup P's rows (stride: P's last dim)
+ * and the others split the window's columns; then read through the operand's perm (logical
+ * dimension i is stored dimension perm[i]). False when perm is no permutation or the window
+ * does not fit. Shared with the CUDA emitter. */
+bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[FA_RANK],
+                       int64_t st[FA_RANK], int64_t *offset) {
+    static const IrAttrId perm_ids[4] = {
+        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
+        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
+    static const IrAttrId win_ids[3] = {IR_ATTR_FUSED_ATTENTION_Q_WINDOW,
+                                        IR_ATTR_FUSED_ATTENTION_K_WINDOW,
+                                        IR_ATTR_FUSED_ATTENTION_V_WINDOW};
+    const IrType *t = cgen_type(cx, k < 3 ? n->inputs[k] : n->outputs[0]);
+    uint32_t nw = 0;
+    const int64_t *win = k < 3 ? ir_attr_ints(n, win_ids[k], &nw) : NULL;
+    int64_t sd[FA_RANK], stride[FA_RANK];
+    int r = win ? (int)nw - 1 : t->rank;
+    if (r < 1 || r > FA_RANK || t->rank < 1) return false;
+    *offset = 0;
+    if (win) {
+        int64_t N = t->dims[t->rank - 1], M = 1, lead = 1, w = 1, s;
+        for (int i = 0; i + 1 < t->rank; i++) M *= t->dims[i];
+        int c = 0;
+        for (int i = 0; i < r; i++) {
+            sd[i] = win[1 + i];
+            if (sd[i] < 1) return false;
+        }
+        while (lead != M && c < r) lead *= sd[c++];
+        for (int i = c; i < r; i++) w *= sd[i];
+        if (lead != M || win[0] < 0 || w < 1 || win[0] + w > N) return false;
+        s = 1;
+        for (int i = r - 1; i >= c; i--) stride[i] = s, s *= sd[i];
+        s = N;
+        for (int i = c - 1; i >= 0; i--) stride[i] = s, s *= sd[i];
+        *offset = win[0];
+    } else {
+        int64_t s = 1;
+        for (int i = r - 1; i >= 0; i--) sd[i] = t->dims[i], stride[i] = s, s *= t->dims[i];
     }
+    uint32_t n_perm;
+    const int64_t *perm = ir_attr_ints(n, perm_ids[k], &n_perm);
+    static const int64_t ident[FA_RANK] = {0, 1, 2, 3};
+    if (!perm) perm = ident, n_perm = (uint32_t)r; /* absent: the operand as stored */
+    if (n_perm != (uint32_t)r) return false;
     bool seen[FA_RANK] = {false};
     for (int i = 0; i < FA_RANK; i++) {
         dims[i] = 1;
@@ -32,8 +67,8 @@ static bool logical(const CgenCtx *cx, uint32_t v, const int64_t *perm, uint32_t
         int64_t p = perm[i];
         if (p < 0 || p >= r || seen[p]) return false;
         seen[p] = true;
-        dims[FA_RANK - r + i] = t->dims[p];
-        st[FA_RANK - r + i] = t->dims[p] == 1 ? 0 : stride[p];
+        dims[FA_RANK - r + i] = sd[p];
+        st[FA_RANK - r + i] = sd[p] == 1 ? 0 : stride[p];
     }
     return true;
 }
@@ -47,22 +82,17 @@ static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
     IrDType t = (IrDType)cgen_type(cx, n->outputs[0])->dtype;
     if (t != IR_DTYPE_F32 && t != IR_DTYPE_F64)
         return cgen_unsupported(cx, n, "element type %s", ir_dtype_name(t));
-    static const IrAttrId perm_ids[4] = {
-        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
-        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
     uint32_t vals[4] = {n->inputs[0], n->inputs[1], n->inputs[2], n->outputs[0]};
-    int64_t dims[4][FA_RANK], st[4][FA_RANK]; /* q, k, v, y */
-    for (int o = 0; o < 4; o++) {
-        uint32_t np;
-        const int64_t *perm = ir_attr_ints(n, perm_ids[o], &np);
-        int64_t ident[FA_RANK] = {0, 1, 2, 3};
-        if (!perm) { /* absent: the operand as stored */
-            perm = ident;
-            np = (uint32_t)cgen_type(cx, vals[o])->rank;
-        }
-        if (cgen_type(cx, vals[o])->dtype != t || !logical(cx, vals[o], perm, np, dims[o], st[o]))
-            return cgen_unsupported(cx, n, "operand %d: a rank or perm the kernel cannot read", o);
-    }
+    int64_t dims[4][FA_RANK], st[4][FA_RANK], off[4]; /* q, k, v, y */
+    for (int o = 0; o < 4; o++)
+        if (cgen_type(cx, vals[o])->dtype != t ||
+            !cgen_attn_operand(cx, n, o, dims[o], st[o], &off[o]))
+            return cgen_unsupported(cx, n, "operand %d: a rank, perm or window the kernel "
+                                           "cannot read", o);
+    const char *ptr[3]; /* Q, K, V: the window's first element */
+    for (int o = 0; o < 3; o++)
+        ptr[o] = off[o] ? cgen_fmt(cx, "(%s + %lld)", cgen_ptr(cx, vals[o]), (long long)off[o])
+                        : cgen_ptr(cx, vals[o]);
     int64_t B = dims[0][0], H = dims[0][1], Sq = dims[0][2], D = dims[0][3];
     int64_t Sk = dims[1][2], Dv = dims[2][3];
     bool ok = dims[1][3] == D && dims[2][2] == Sk && dims[3][2] == Sq && dims[3][3] == Dv;
@@ -111,17 +141,16 @@ static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
     if (strcmp(par, "NULL") != 0) {
         cgen_par_scratch(cx, Sk * (int64_t)(dbl ? sizeof(double) : sizeof(float)));
         cw_line(w, "rt_fused_attention_par_%s(&p, %s, %s, %s, %s, %s, %s%s, par);",
-                dbl ? "f64" : "f32", cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]),
-                cgen_ptr(cx, n->inputs[2]), has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL",
-                cgen_ptr(cx, n->outputs[0]), lit, dbl ? "" : "f");
+                dbl ? "f64" : "f32", ptr[0], ptr[1], ptr[2],
+                has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, n->outputs[0]), lit,
+                dbl ? "" : "f");
         cw_close(w, NULL);
         return true;
     }
     cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
     cw_line(w, "rt_fused_attention_%s(&p, %s, %s, %s, %s, %s, row, %s%s);", dbl ? "f64" : "f32",
-            cgen_ptr(cx, n->inputs[0]), cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->inputs[2]),
-            has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, n->outputs[0]), lit,
-            dbl ? "" : "f");
+            ptr[0], ptr[1], ptr[2], has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL",
+            cgen_ptr(cx, n->outputs[0]), lit, dbl ? "" : "f");
     cw_close(w, NULL);
     return true;
 }

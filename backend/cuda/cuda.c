@@ -204,10 +204,25 @@ static const char *c_string(CudaCtx *cx, const char *s) {
     return r;
 }
 
+/* Whether the code emitted from body_from is comments alone: a view the planner aliased, a
+ * node done by the kernel of the node before. */
+static bool body_empty(const CudaCtx *cx, size_t body_from) {
+    const char *p = cx->c.w->buf + body_from;
+    for (;;) {
+        while (*p == ' ' || *p == '\n') p++;
+        if (p[0] != '/' || p[1] != '*') return *p == '\0';
+        const char *e = strstr(p + 2, "*/");
+        if (!e) return false;
+        p = e + 2;
+    }
+}
+
 /* The path a node's emitted code takes, for the profile: its products go to cuBLASLt, it
- * runs the C code on one thread, or it is kernels of its own. */
+ * runs the C code on one thread, it is kernels of its own, or it runs nothing ("none":
+ * the profile gives it 0 ms instead of the gap between two back-to-back events). */
 static const char *node_kind(CudaCtx *cx, size_t body_from, uint32_t generic_before) {
     if (cx->n_generic != generic_before) return "generic";
+    if (body_empty(cx, body_from)) return "none";
     return strstr(cx->c.w->buf + body_from, "kc_lt_matmul") ? "cublaslt" : "kernel";
 }
 
@@ -217,7 +232,6 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
     const IrGraph *g = cx->c.b.g;
     if (n->n_outputs < 1 || n->outputs[0] == IR_NONE || n->n_inputs < 2) return 0.0;
     const IrType *y = &g->values[n->outputs[0]].type, *a = &g->values[n->inputs[0]].type;
-    const IrType *b = &g->values[n->inputs[1]].type;
     double ny = (double)cgen_numel(&cx->c, n->outputs[0]);
     switch ((IrOp)n->op) {
     case IR_OP_MAT_MUL:
@@ -245,13 +259,13 @@ static double node_flops(CudaCtx *cx, const IrNode *n) {
         if (!ks || nk != 2 || a->rank != 4 || group < 1) return 0.0;
         return 2.0 * ny * (double)(ks[0] * ks[1] * (a->dims[3] / group));
     }
-    case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds;
-                                   * K's logical dimension r-2 (keys) is its dimension perm[r-2] */
-        uint32_t np;
-        const int64_t *perm = ir_attr_ints(n, IR_ATTR_FUSED_ATTENTION_K_PERM, &np);
-        int r = b->rank, kd = perm && np == (uint32_t)r && r >= 2 ? (int)perm[r - 2] : r - 2;
-        if (kd < 0 || kd >= r) return 0.0;
-        return 2.0 * ((double)cgen_numel(&cx->c, n->inputs[0]) + ny) * (double)b->dims[kd];
+    case IR_OP_FUSED_ATTENTION: { /* Q K^T and P V: (numel(Q) + numel(Y)) * Sk multiply-adds */
+        int64_t qd[4], kd[4], yd[4], st[4], off;
+        if (!cgen_attn_operand(&cx->c, n, 0, qd, st, &off) ||
+            !cgen_attn_operand(&cx->c, n, 1, kd, st, &off) ||
+            !cgen_attn_operand(&cx->c, n, 3, yd, st, &off))
+            return 0.0;
+        return 2.0 * ((double)(qd[0] * qd[1] * qd[2] * qd[3]) + ny) * (double)kd[2];
     }
     default:
         return 0.0;
@@ -418,8 +432,8 @@ static void cuda_api(BundleCtx *b, CWriter *h) {
     cw_line(h, "#define %s_PROFILE_NODES %u", U, cx->n_prof);
     cw_line(h, "extern const char *const %s_profile_nodes[%u]; /* \"OpType name\" */", N,
             cx->n_prof ? cx->n_prof : 1);
-    cw_line(h, "extern const char *const %s_profile_kinds[%u]; /* cublaslt, kernel or generic "
-               "(one thread) */", N, cx->n_prof ? cx->n_prof : 1);
+    cw_line(h, "extern const char *const %s_profile_kinds[%u]; /* cublaslt, kernel, generic "
+               "(one thread) or none (launches nothing: 0 ms) */", N, cx->n_prof ? cx->n_prof : 1);
     cw_line(h, "/* node i's floating-point operations (2 per multiply-add of its products, "
                "convolutions");
     cw_line(h, " * and attention; 0 elsewhere) and the bytes of the tensors it reads and "
@@ -523,8 +537,10 @@ static void emit_profile(CudaCtx *cx, CWriter *c) {
     cw_line(c, "if (cudaStreamSynchronize(ctx->stream) != cudaSuccess && rc == %s_OK) rc = "
                "%s_ERR_CUDA;", U, U);
     cw_open(c, "for (int i = 0; rc == %s_OK && i < %s_PROFILE_NODES; i++)", U, U);
-    cw_line(c, "if (cudaEventElapsedTime(&node_ms[i], ev[2 * i], ev[2 * i + 1]) != cudaSuccess) "
-               "rc = %s_ERR_CUDA;", U);
+    cw_line(c, "if (strcmp(%s_profile_kinds[i], \"none\") == 0) node_ms[i] = 0.0f; /* launches "
+               "nothing */", N);
+    cw_line(c, "else if (cudaEventElapsedTime(&node_ms[i], ev[2 * i], ev[2 * i + 1]) != "
+               "cudaSuccess) rc = %s_ERR_CUDA;", U);
     cw_close(c, NULL);
     cw_line(c, "while (made > 0) cudaEventDestroy(ev[--made]);");
     cw_line(c, "free(ev);");

@@ -1067,31 +1067,9 @@ bool cuda_emit_add_layernorm(CudaCtx *cx, const IrNode *add, const IrNode *ln) {
 #define ATTN_RANK 4     /* kc_attn.cuh's (B, H, rows, cols) */
 #define ATTN_TC_MAX_D 128 /* the largest head size of the tensor-core kernel */
 
-/* Logical shape and element strides (padded in front to ATTN_RANK) of operand v read
- * through perm: logical dimension i is v's dimension perm[i] (an absent perm: as stored).
- * False when perm is no permutation of v's dimensions. */
-static bool attn_operand(CudaCtx *cx, uint32_t v, const int64_t *perm, uint32_t n_perm,
-                         int64_t dims[ATTN_RANK], int64_t st[ATTN_RANK]) {
-    const IrType *t = cgen_type(&cx->c, v);
-    int r = t->rank;
-    static const int64_t ident[ATTN_RANK] = {0, 1, 2, 3};
-    if (!perm) perm = ident, n_perm = (uint32_t)r;
-    if (r < 1 || r > ATTN_RANK || n_perm != (uint32_t)r) return false;
-    int64_t stride[ATTN_RANK], s = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        stride[i] = s;
-        s *= t->dims[i];
-    }
-    bool seen[ATTN_RANK] = {false};
-    for (int i = 0; i < ATTN_RANK; i++) dims[i] = 1, st[i] = 0;
-    for (int i = 0; i < r; i++) {
-        int64_t p = perm[i];
-        if (p < 0 || p >= r || seen[p]) return false;
-        seen[p] = true;
-        dims[ATTN_RANK - r + i] = t->dims[p];
-        st[ATTN_RANK - r + i] = t->dims[p] == 1 ? 0 : stride[p];
-    }
-    return true;
+/* Operand v's device pointer moved on by off elements (a window of a packed tensor). */
+static const char *attn_ptr(CudaCtx *cx, uint32_t v, int64_t off) {
+    return off ? cgen_fmt(&cx->c, "(%s + %lld)", kptr(cx, v), (long long)off) : kptr(cx, v);
 }
 
 static const char *attn_list(CudaCtx *cx, const int64_t v[ATTN_RANK]) {
@@ -1101,23 +1079,17 @@ static const char *attn_list(CudaCtx *cx, const int64_t v[ATTN_RANK]) {
 
 /* FusedAttention (passes/fuse_attention.c): kc_attention (kc_attn.cuh), the tensor-core
  * flash-attention kernel where the operands allow it (float16, head size a multiple of 16
- * up to 128, unit inner strides, rows on 16-byte boundaries), else one thread per query row
- * (head sizes up to 128), else one warp per query row.
+ * up to 128, unit inner strides, rows and windows on 16-byte boundaries), else one thread
+ * per query row (head sizes up to 128), else one warp per query row.
  * Same operand conventions as the C emitter (backend/c/cgen_fusedattn.c). */
 static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
     const char *T = ktype(cx, n);
     if (!T) return false;
-    static const IrAttrId perm_ids[4] = {
-        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
-        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
-    uint32_t vals[4] = {n->inputs[0], n->inputs[1], n->inputs[2], n->outputs[0]};
-    int64_t dims[4][ATTN_RANK], st[4][ATTN_RANK]; /* q, k, v, y */
-    for (int o = 0; o < 4; o++) {
-        uint32_t np;
-        const int64_t *perm = ir_attr_ints(n, perm_ids[o], &np);
-        if (!attn_operand(cx, vals[o], perm, np, dims[o], st[o]))
-            return unsupported(cx, n, "an operand rank or perm the attention kernel cannot read");
-    }
+    int64_t dims[4][ATTN_RANK], st[4][ATTN_RANK], off[4]; /* q, k, v, y */
+    for (int o = 0; o < 4; o++)
+        if (!cgen_attn_operand(&cx->c, n, o, dims[o], st[o], &off[o]))
+            return unsupported(cx, n, "an operand rank, perm or window the attention kernel "
+                                      "cannot read");
     int64_t B = dims[0][0], H = dims[0][1], Sq = dims[0][2], D = dims[0][3];
     int64_t Sk = dims[1][2], Dv = dims[2][3];
     bool ok = dims[1][3] == D && dims[2][2] == Sk && dims[3][2] == Sq && dims[3][3] == Dv;
@@ -1149,7 +1121,7 @@ static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
      * contiguous and every row start on a 16-byte boundary (strides in eights) */
     bool tc = T[0] == '_' && D == Dv && D % 16 == 0 && D <= ATTN_TC_MAX_D;
     for (int o = 0; o < 4 && tc; o++) {
-        tc &= st[o][3] == 1 || dims[o][3] == 1;
+        tc &= (st[o][3] == 1 || dims[o][3] == 1) && off[o] % 8 == 0;
         for (int i = 0; i < 3; i++) tc &= st[o][i] % 8 == 0;
     }
     if (B * H > 65535) return unsupported(cx, n, "over 65535 (batch, head) pairs");
@@ -1165,8 +1137,9 @@ static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
             cgen_flit(&cx->c, scale, false));
     checked(cx, cgen_fmt(&cx->c, "kc_attention<%s, %s, %d, %d>(s, %s, %s, %s, %s, %s, &p)", T,
                          tc ? "true" : "false", small ? (int)D : 0, small ? (int)Dv : 0,
-                         kptr(cx, n->inputs[0]), kptr(cx, n->inputs[1]),
-                         kptr(cx, n->inputs[2]), has_mask ? kptr(cx, n->inputs[3]) : knull(cx, T),
+                         attn_ptr(cx, n->inputs[0], off[0]), attn_ptr(cx, n->inputs[1], off[1]),
+                         attn_ptr(cx, n->inputs[2], off[2]),
+                         has_mask ? kptr(cx, n->inputs[3]) : knull(cx, T),
                          kptr(cx, n->outputs[0])));
     cw_close(w, NULL);
     return true;

@@ -48,7 +48,7 @@ ACC_INPUTS, ACC_BATCH = 100, 32       # fp16 accuracy: 100 inputs through the ba
 COMPILE_BUDGET_S = 75                 # a torch.compile row is skipped if less than this is left
 PROFILE_RUNS = 3                      # NAME_cuda_profile runs per row (per-node median)
 TOP_OPS, TOP_NODES = 8, 10            # op types and nodes kept per row in results.json
-PROFILE_KINDS = ("cublaslt", "kernel", "generic")
+PROFILE_KINDS = ("cublaslt", "kernel", "generic", "none")  # none: launches nothing, 0 ms
 T0 = time.time()
 
 

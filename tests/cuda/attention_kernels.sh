@@ -7,7 +7,7 @@
 # fp16 with a head size in 16s up to 128, unit inner strides and rows on 16-byte boundaries
 # takes the tensor cores, other head sizes up to 128 (fp32, D 40 with a K read through a
 # stride) one thread per row, D 160 one warp per row. The model's softmaxes must all be gone
-# (fused). usage:
+# (fused). cuda_qkv: the packed projections of fuse-horizontal read through windows. usage:
 # tests/cuda/attention_kernels.sh KILN; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
@@ -51,6 +51,37 @@ if "$KILN" compile "$TMP/cuda_fattn.onnx" -o "$TMP/nf" --name m --target cuda \
     echo "ok   cuda_fattn fp16 --no-pass=fuse-attention: 7 softmax kernels"; passed=$((passed + 1))
 else
     echo "FAIL cuda_fattn fp16 --no-pass=fuse-attention"; failed=$((failed + 1))
+fi
+# cuda_qkv (fuse-horizontal): each input's projections one product, the attentions reading
+# Q, K, V as windows of it (h: columns on 16-byte boundaries, tensor cores in fp16; i:
+# heads of 12 at columns 36 and 72, the thread-per-row kernel), no Split left but the one
+# whose output is a graph output (h's fourth product); and the C bundle against ONNX Runtime
+for prec in fp16 fp32; do
+    out="$TMP/qkv_$prec"
+    T=__half TC=true
+    [ "$prec" = fp32 ] && T=float TC=false
+    if "$KILN" compile "$TMP/cuda_qkv.onnx" -o "$out" --name m --target cuda \
+            --precision "$prec" >"$out.log" 2>&1; then
+        got=$(grep -o 'kc_attention<[^>]*>' "$out/m.cu" | sed 's/kc_attention<//; s/>//; s/ //g' |
+              tr '\n' ' ' | sed 's/ $//')
+        mm=$(grep -c "kc_lt_matmul(" "$out/m.cu")
+        splits=$(grep -c "^    /\* Split '" "$out/m.cu")
+    else
+        got="refused" mm=0 splits=0
+    fi
+    if [ "$got" = "$T,$TC,32,32 $T,false,12,12" ] && [ "$mm" -eq 2 ] && [ "$splits" -eq 1 ]; then
+        echo "ok   cuda_qkv $prec: $got, 2 products, 1 Split"; passed=$((passed + 1))
+    else
+        echo "FAIL cuda_qkv $prec: got '$got', $mm products, $splits Splits" \
+             "(wanted '$T,$TC,32,32 $T,false,12,12', 2, 1)"
+        failed=$((failed + 1))
+    fi
+done
+if "$KILN" validate "$TMP/cuda_qkv.onnx" >"$TMP/qkv_validate.log" 2>&1; then
+    echo "ok   cuda_qkv C bundle vs ONNX Runtime"; passed=$((passed + 1))
+else
+    echo "FAIL cuda_qkv C bundle vs ONNX Runtime"; tail -5 "$TMP/qkv_validate.log"
+    failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

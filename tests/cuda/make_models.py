@@ -5,7 +5,8 @@ cuda_eltwise (broadcasting arithmetic, activations, Where, Cast, Clip, Max), cud
 multiplier, residual, ReLU6, HardSwish, pools) and
 cuda_attn (batched MatMul, LayerNormalization, Gelu, Transpose, Concat, Slice, Gather,
 Expand, Reshape, LogSoftmax), cuda_fattn (FusedAttention: both kc_attn.cuh kernels, masks,
-scales, tile edges) and cuda_generic (ops without a CUDA kernel, which run the C
+scales, tile edges), cuda_qkv (Q, K, V projections of one input: one packed product read
+through windows) and cuda_generic (ops without a CUDA kernel, which run the C
 backend's code on one device thread: ReduceMean, TopK, NonZero with its run-time count,
 If with subgraphs, TensorScatter's memmove). Seeded: the same bytes every run.
 usage: make_models.py OUT_DIR"""
@@ -213,6 +214,54 @@ def main():
           init("b_sc", np.float32(1 / np.sqrt(48))), init("cmask", r(1, 1, 1, 66)),
           init("d_sc", np.float32(0.25)), init("e_sc", np.float32(0.25)),
           init("f_sc", np.float32(1 / np.sqrt(128))), init("g_sc", np.float32(0.08))])
+
+    # Packed projections (passes/fuse_horizontal.c): products that read one input become one
+    # product and a Split; the attentions read Q, K, V as windows of it. h: BERT's form, x
+    # (2,24,96) -> MatMul + bias Adds -> (B,S,3,32) -> Transposes, a (B,1,1,S) mask, columns
+    # 96 and 192 on 16-byte boundaries (the tensor-core kernel in fp16), and a fourth MatMul
+    # of x whose result is a graph output (its Split output stays a copy). i: Gemms with
+    # transB and C on a 2-D z (10,36), heads of 12 at columns 36 and 72 (the row kernel).
+    nodes = []
+    for p, w in (("q", "hwq"), ("k", "hwk"), ("v", "hwv")):
+        nodes += [helper.make_node("MatMul", ["hx", w], ["h" + p + "m"]),
+                  helper.make_node("Add", ["h" + p + "m", "hb" + p], ["h" + p + "a"]),
+                  helper.make_node("Reshape", ["h" + p + "a", "hshape"], ["h" + p + "r"])]
+    nodes += [
+        helper.make_node("MatMul", ["hx", "hwo"], ["yh2"]),
+        helper.make_node("Transpose", ["hqr"], ["hqt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["hkr"], ["hkt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["hvr"], ["hvt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["hqt", "hkt"], ["hs"]),
+        helper.make_node("Div", ["hs", "h_sc"], ["hd"]),
+        helper.make_node("Add", ["hd", "hmask"], ["hm"]),
+        helper.make_node("Softmax", ["hm"], ["hp"], axis=-1),
+        helper.make_node("MatMul", ["hp", "hvt"], ["hy"]),
+        helper.make_node("Transpose", ["hy"], ["hyt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["hyt", "hout"], ["yh"]),
+    ]
+    for p in ("q", "k", "v"):
+        nodes += [helper.make_node("Gemm", ["iz", "iw" + p, "ib" + p], ["i" + p + "g"], transB=1,
+                                   beta=0.5),
+                  helper.make_node("Reshape", ["i" + p + "g", "ishape"], ["i" + p + "r"]),
+                  helper.make_node("Transpose", ["i" + p + "r"], ["i" + p + "t"],
+                                   perm=[1, 2, 0] if p == "k" else [1, 0, 2])]
+    nodes += [
+        helper.make_node("MatMul", ["iqt", "ikt"], ["is"]),
+        helper.make_node("Mul", ["is", "i_sc"], ["im"]),
+        helper.make_node("Softmax", ["im"], ["ip"], axis=-1),
+        helper.make_node("MatMul", ["ip", "ivt"], ["yi"]),
+    ]
+    hmask = np.where(rng.random((2, 1, 1, 24)) < 0.25, -1e4, 0.0)
+    save(out, "cuda_qkv", nodes, [f32("hx", [2, 24, 96]), f32("iz", [10, 36])],
+         [f32("yh", [2, 24, 96]), f32("yh2", [2, 24, 40]), f32("yi", [3, 10, 12])],
+         [init("hwq", 0.2 * r(96, 96)), init("hwk", 0.2 * r(96, 96)), init("hwv", 0.2 * r(96, 96)),
+          init("hwo", 0.2 * r(96, 40)), init("hbq", r(96)), init("hbk", r(96)), init("hbv", r(96)),
+          init("hshape", np.array([2, 24, 3, 32], np.int64)),
+          init("hout", np.array([2, 24, 96], np.int64)), init("h_sc", np.float32(np.sqrt(32))),
+          init("hmask", hmask.astype(np.float32)),
+          init("iwq", 0.3 * r(36, 36)), init("iwk", 0.3 * r(36, 36)), init("iwv", 0.3 * r(36, 36)),
+          init("ibq", r(36)), init("ibk", r(1, 36)), init("ibv", r(36)),
+          init("ishape", np.array([10, 3, 12], np.int64)), init("i_sc", np.float32(0.3))])
 
     then_g = helper.make_graph([helper.make_node("Add", ["x", "x"], ["tb"])], "then_b", [],
                                [f32("tb", [4, 6])])

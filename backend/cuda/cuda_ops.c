@@ -654,17 +654,36 @@ static bool emit_conv_kernel(CudaCtx *cx, const ConvNhwc *c, const char *params,
  * im2col costs most against the product -- its pass moves 2 bytes per element of col for
  * 2*K flops on it, so at most IGEMM_AUTO_MAX_K output channels -- and where it makes at
  * least IGEMM_AUTO_MIN_BLOCKS blocks (kc_igemm_nhwc's tile: 128 rows, 64 or 128 columns),
- * the ones measured faster; smaller products keep cuBLASLt, which splits the reduction. */
+ * the ones measured faster; smaller products keep cuBLASLt, which splits the reduction.
+ * Channels not in eights (an RGB stem) go to the element gathers (kc_igemm_nhwc_any) by the
+ * same rule, and only where a row of col, R*S*C elements written and read back by im2col,
+ * is at least the output row's K: ResNet-50's 7x7 stem (147 against 64) 2.61 -> 1.09 ms
+ * at batch 256 on an H100, MobileNetV2's 3x3 one (27 against 32) 0.77 -> 0.83 ms, kept. */
 #define IGEMM_AUTO_MAX_K 128
 #define IGEMM_AUTO_MIN_BLOCKS 128
 
 /* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_igemm_nhwc. */
-static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c) {
-    if (!c->half || c->group != 1 || c->C % 8 || c->K % 8) return false;
+static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
+    if (!c->half || c->group != 1 || c->K % 8) return false;
     if (cx->conv != CUDA_CONV_AUTO) return cx->conv == CUDA_CONV_IMPLICIT;
     int64_t rows = c->N * c->OH * c->OW, cols = c->K <= 64 ? 64 : 128;
+    if (c->C % 8 && G->kh * G->kw * c->C < c->K) return false;
     return c->K <= IGEMM_AUTO_MAX_K &&
            (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
+}
+
+/* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_conv_small
+ * (kc_nn.cuh: a reduction of R*S*C <= CONV_SMALL_MAX_RSC elements on CUDA cores, built
+ * around its store; an RGB stem) rather than im2col + cuBLASLt or the implicit GEMM:
+ * MobileNetV2's stem at batch 256 on an H100 0.77 -> 0.50 ms, at 32 0.111 -> 0.071 ms
+ * (docs/cuda.md). --conv im2col keeps im2col (the peer of the comparison). */
+#define CONV_SMALL_MAX_RSC 32
+#define CONV_SMALL_MAX_FLOATS 8192 /* kc_nn.cuh's KC_CS_MAX_FLOATS: W and bias, shared */
+
+static bool use_conv_small(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
+    int64_t rsc = G->kh * G->kw * c->C, rc = (rsc + 7) / 8 * 8;
+    return c->half && c->group == 1 && cx->conv != CUDA_CONV_IM2COL && c->K % 8 == 0 &&
+           rsc <= CONV_SMALL_MAX_RSC && rc * c->K + c->K <= CONV_SMALL_MAX_FLOATS;
 }
 
 /* A channels-last convolution: depthwise as a direct kernel; otherwise products whose rows
@@ -683,9 +702,12 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     int64_t P = c->OH * c->OW, CRS = c->C * G->kh * G->kw, CRSg = Cg * G->kh * G->kw;
     bool direct = G->kh == 1 && G->kw == 1 && G->sh == 1 && G->sw == 1 && G->ph == 0 &&
                   G->pw == 0 && c->OH == c->H && c->OW == c->W;
-    if (!direct && use_implicit(cx, c)) {
+    if (!direct && use_conv_small(cx, c, G))
+        return emit_conv_kernel(cx, c, params, "kc_conv_small", c->K);
+    if (!direct && use_implicit(cx, c, G)) {
         cuda_use_runtime(cx, "kc_igemm.cuh");
-        return emit_conv_kernel(cx, c, params, "kc_igemm_nhwc", c->K);
+        return emit_conv_kernel(cx, c, params, c->C % 8 ? "kc_igemm_nhwc_any" : "kc_igemm_nhwc",
+                                c->K);
     }
     bool epilogue = groups == 1; /* grouped: plain products, then one bias/residual/act pass */
     int64_t chunk = conv_chunk(cx, direct ? 0 : P * CRS * c->esize, c->N, true);

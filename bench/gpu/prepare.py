@@ -7,10 +7,15 @@ models.py make ResNet-50 and BERT-base small enough to carry; run.py rebuilds th
 models from the same formula on the GPU machine. BatchNorm statistics are measured here
 (models.calibrate) before the export, which folds them into the convolutions, and stored in
 OUT/bn_stats.npz (a few hundred KB), which run.py loads into its PyTorch models.
-usage: python3 bench/gpu/prepare.py KILN OUT [MODEL...]"""
+usage: python3 bench/gpu/prepare.py KILN OUT [MODEL...]
+Environment (to prepare a part, e.g. bench/gpu/conv_prepare.sh): BENCH_BATCHES="256",
+BENCH_PRECISIONS="fp16", BENCH_CONV="im2col,implicit" (the forced lowerings, for every model
+named), BENCH_ONNX=DIR (reuse DIR's NAME.onnx and bn_stats.npz instead of exporting again).
+"""
 import concurrent.futures as cf
 import hashlib
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -21,12 +26,15 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import models  # noqa: E402
 
-BATCHES = [1, 32, 256]
-PRECISIONS = ["fp32", "fp16"]
+BATCHES = [int(b) for b in os.environ.get("BENCH_BATCHES", "1,32,256").split(",")]
+PRECISIONS = os.environ.get("BENCH_PRECISIONS", "fp32,fp16").split(",")
 OPSET = 17
 # fp16 bundles compiled again with each convolution lowering forced (kiln compile --conv),
 # timed and profiled beside the default (auto) ones: the im2col vs implicit GEMM comparison
 CONV_VARIANTS = {"resnet50": ["im2col", "implicit"]}
+if "BENCH_CONV" in os.environ:
+    CONV_VARIANTS = {m: [v for v in os.environ["BENCH_CONV"].split(",") if v]
+                     for m in models.MODELS}
 XZ_DICT = "512MiB"   # > the largest weights file (BERT-base, 437 MB): gzip's 32 KiB window
                      # compresses it only 7x, xz with this window ~2000x
 
@@ -66,16 +74,22 @@ def main():
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     jobs = []
     torch.set_num_threads(2)
+    reuse = os.environ.get("BENCH_ONNX")
+    if reuse:
+        shutil.copy(pathlib.Path(reuse) / "bn_stats.npz", out / "bn_stats.npz")
     for name in names:
-        model = models.build(name)
-        models.save_stats(out / "bn_stats.npz", models.calibrate(model, name))
-        p = onnx_dir / f"{name}.onnx"
-        export(name, model, p)
-        print(f"exported {p}", flush=True)
+        if reuse:
+            p = pathlib.Path(reuse) / f"{name}.onnx"
+        else:
+            model = models.build(name)
+            models.save_stats(out / "bn_stats.npz", models.calibrate(model, name))
+            p = onnx_dir / f"{name}.onnx"
+            export(name, model, p)
+            print(f"exported {p}", flush=True)
+            del model
         jobs += [(p, f"{name}_b{b}", prec, "auto") for b in BATCHES for prec in PRECISIONS]
         jobs += [(p, f"{name}_b{b}", "fp16", conv) for b in BATCHES
                  for conv in CONV_VARIANTS.get(name, [])]
-        del model
     with cf.ThreadPoolExecutor(2) as ex:
         res = list(ex.map(lambda j: compile_one(kiln, j[0], out, *j[1:]), jobs))
     for key, stem, prec, conv, got, err in res:

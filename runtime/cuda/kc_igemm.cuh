@@ -6,9 +6,13 @@
  *
  * One block computes a BM x BN tile of Y over BK-wide slices of the reduction, STAGES
  * slices in flight (cp.async on sm_80+, plain loads below); warps hold WM x WN sub-tiles as
- * 16x16x16 WMMA fragments. Requires: float16 storage, one group, C and K multiples of 8
- * (each 16-byte load is 8 channels of one tap) and 16-byte aligned pointers; the emitter
- * uses it only then (--conv implicit, docs/cuda.md). */
+ * 16x16x16 WMMA fragments. Two gathers of A: with C a multiple of 8 each 16-byte cp.async
+ * is 8 channels of one tap (VEC); with any other C (an RGB stem: 3 channels) each thread
+ * owns one column of the slice -- one (tap, channel), divided out once per slice -- and
+ * loads its rows' elements one by one into registers before the slice in shared memory is
+ * multiplied, storing them after it (the next stage is then already free). Requires:
+ * float16 storage, one group, K a multiple of 8 (16-byte stores of Y), 16-byte aligned
+ * pointers (x: 2-byte when C % 8); the emitter uses it only then (docs/cuda.md). */
 #ifndef KILN_KC_IGEMM_CUH
 #define KILN_KC_IGEMM_CUH
 
@@ -54,8 +58,9 @@ struct KcIgSmem {
 };
 
 /* x (N,H,W,C), w (R,S,C,K), bias (K) or NULL, r like y or NULL, y (N,OH,OW,K) =
- * act(conv + bias + r); P = N*OH*OW output pixels. Grid: (ceil(K/BN), ceil(P/BM)). */
-template <int BM, int BN, int WM, int WN>
+ * act(conv + bias + r); P = N*OH*OW output pixels. Grid: (ceil(K/BN), ceil(P/BM)).
+ * VEC: C % 8 == 0 (16-byte gathers); else element gathers. */
+template <int BM, int BN, int WM, int WN, bool VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * KC_WARP)
 kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                      const __half *__restrict__ bias, const __half *__restrict__ r,
@@ -64,7 +69,9 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     using namespace nvcuda;
     typedef KcIgSmem<BM, BN> Sm;
     const int THREADS = (BM / WM) * (BN / WN) * KC_WARP;
-    const int A_PER = BM * (KC_IG_BK / 8) / THREADS; /* 16-byte loads per thread, A */
+    const int A_PER = VEC ? BM * (KC_IG_BK / 8) / THREADS /* 16-byte loads per thread, A */
+                          : BM * KC_IG_BK / THREADS;      /* or elements */
+    const int A_TPR = VEC ? KC_IG_BK / 8 : KC_IG_BK;      /* threads per row of a slice */
     const int B_PER = KC_IG_BK * (BN / 8) / THREADS; /* and W */
     const int FM = WM / 16, FN = WN / 16;
     extern __shared__ __align__(16) unsigned char kc_ig_raw[];
@@ -75,33 +82,48 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     const int32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int32_t RSC = p.R * p.S * p.C, KT = (RSC + KC_IG_BK - 1) / KC_IG_BK;
 
-    /* This thread's A rows (output pixels): image base, first input row/column. */
-    const int a_kc = (tid % (KC_IG_BK / 8)) * 8;
-    const __half *a_img[A_PER];
-    int32_t a_ih[A_PER], a_iw[A_PER];
+    /* This thread's A rows (output pixels): image offset, first input row/column; its
+     * column of each slice, a_kc (VEC: the first of 8). */
+    const int a_kc = VEC ? (tid % A_TPR) * 8 : tid % A_TPR;
+    int32_t a_img[A_PER], a_ih[A_PER], a_iw[A_PER];
 #pragma unroll
     for (int i = 0; i < A_PER; i++) {
-        int32_t pix = m0 + tid / (KC_IG_BK / 8) + i * (THREADS / (KC_IG_BK / 8));
+        int32_t pix = m0 + tid / A_TPR + i * (THREADS / A_TPR);
         int32_t ow = pix % p.OW, oh = (pix / p.OW) % p.OH, n = pix / (p.OW * p.OH);
         bool ok = pix < P;
-        a_img[i] = x + (ok ? (int64_t)n * p.H * p.W * p.C : 0);
+        a_img[i] = ok ? n * p.H * p.W * p.C : 0; /* < 2^31: kc_igemm_nhwc checks */
         a_ih[i] = ok ? oh * p.sh - p.ph : INT32_MIN / 2; /* a row past P reads nothing */
         a_iw[i] = ow * p.sw - p.pw;
     }
+    __half a_reg[VEC ? 1 : A_PER]; /* element gathers: the next slice's column, in flight */
 
-    auto load = [&](int stage, int32_t kt) {
-        __half *as = sa + stage * Sm::A_ELEMS, *bs = sb + stage * Sm::B_ELEMS;
-        int32_t k = kt * KC_IG_BK + a_kc; /* 8 channels of one tap (C % 8 == 0) */
+    /* Slice kt of A: VEC, cp.async into its stage; else into a_reg (then store_a). */
+    auto load_a = [&](int stage, int32_t kt) {
+        __half *as = sa + stage * Sm::A_ELEMS;
+        int32_t k = kt * KC_IG_BK + a_kc; /* VEC: 8 channels of one tap (C % 8 == 0) */
         int32_t tap = k / p.C, c = k - tap * p.C, rr = tap / p.S, ss = tap - rr * p.S;
         bool kin = k < RSC;
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
             int32_t ih = a_ih[i] + rr * p.dh, iw = a_iw[i] + ss * p.dw;
             bool ok = kin && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
-            const __half *src = ok ? a_img[i] + ((int64_t)ih * p.W + iw) * p.C + c : x;
-            int row = tid / (KC_IG_BK / 8) + i * (THREADS / (KC_IG_BK / 8));
-            kc_ig_copy16(as + row * Sm::A_LD + a_kc, src, ok);
+            int32_t at = ok ? a_img[i] + (ih * p.W + iw) * p.C + c : 0;
+            if (VEC) {
+                int row = tid / A_TPR + i * (THREADS / A_TPR);
+                kc_ig_copy16(as + row * Sm::A_LD + a_kc, x + at, ok);
+            } else {
+                a_reg[VEC ? 0 : i] = ok ? x[at] : __float2half_rn(0.0f);
+            }
         }
+    };
+    auto store_a = [&](int stage) {
+        __half *as = sa + stage * Sm::A_ELEMS;
+#pragma unroll
+        for (int i = 0; i < A_PER && !VEC; i++)
+            as[(tid / A_TPR + i * (THREADS / A_TPR)) * Sm::A_LD + a_kc] = a_reg[VEC ? 0 : i];
+    };
+    auto load_b = [&](int stage, int32_t kt) {
+        __half *bs = sb + stage * Sm::B_ELEMS;
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
             int q = tid + i * THREADS, kr = q / (BN / 8), nc = (q % (BN / 8)) * 8;
@@ -119,14 +141,21 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
 
 #pragma unroll
     for (int st = 0; st < KC_IG_STAGES - 1; st++) {
-        if (st < KT) load(st, st);
+        if (st < KT) {
+            load_a(st, st);
+            store_a(st);
+            load_b(st, st);
+        }
         kc_ig_commit();
     }
     for (int32_t kt = 0; kt < KT; kt++) {
         kc_ig_wait<KC_IG_STAGES - 2>();
         __syncthreads(); /* slice kt landed; slice kt-1's stage is free */
         int32_t next = kt + KC_IG_STAGES - 1;
-        if (next < KT) load(next % KC_IG_STAGES, next);
+        if (next < KT) {
+            load_a(next % KC_IG_STAGES, next);
+            load_b(next % KC_IG_STAGES, next);
+        }
         kc_ig_commit();
         const __half *as = sa + (kt % KC_IG_STAGES) * Sm::A_ELEMS;
         const __half *bs = sb + (kt % KC_IG_STAGES) * Sm::B_ELEMS;
@@ -145,6 +174,7 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
 #pragma unroll
                 for (int j = 0; j < FN; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
+        if (!VEC && next < KT) store_a(next % KC_IG_STAGES); /* read after the next sync */
     }
     kc_ig_wait<0>();
     __syncthreads(); /* the stages become each warp's 16x16 float scratch */
@@ -184,7 +214,7 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
         }
 }
 
-template <int BM, int BN, int WM, int WN>
+template <int BM, int BN, int WM, int WN, bool VEC>
 static inline int kc_igemm_launch(cudaStream_t s, const __half *x, const __half *w,
                                   const __half *bias, const __half *r, __half *y,
                                   const KcConv2d *p, int64_t P, int64_t K, int act, float al,
@@ -193,16 +223,40 @@ static inline int kc_igemm_launch(cudaStream_t s, const __half *x, const __half 
     const int threads = (BM / WM) * (BN / WN) * KC_WARP;
     /* shared memory past 48 KB is opt-in; set per launch (cheap, allowed inside a capture,
      * and right for whichever device is current) */
-    KC_CUDA(cudaFuncSetAttribute(kc_igemm_nhwc_kernel<BM, BN, WM, WN>,
+    KC_CUDA(cudaFuncSetAttribute(kc_igemm_nhwc_kernel<BM, BN, WM, WN, VEC>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Sm::BYTES));
     dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_igemm_nhwc_kernel<BM, BN, WM, WN><<<grid, threads, Sm::BYTES, s>>>(
+    kc_igemm_nhwc_kernel<BM, BN, WM, WN, VEC><<<grid, threads, Sm::BYTES, s>>>(
         x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
 
-/* The convolution of N images (p: one group, C channels); KC_ERR_SHAPE when the
+template <bool VEC>
+static inline int kc_igemm_tile(cudaStream_t s, const __half *x, const __half *w,
+                                const __half *bias, const __half *r, __half *y,
+                                const KcConv2d *p, int64_t P, int64_t K, int act, float al,
+                                float be) {
+    if (K <= 64)
+        return kc_igemm_launch<128, 64, 32, 32, VEC>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    if (((P + 127) / 128) * ((K + 127) / 128) >= KC_IG_WAVE)
+        return kc_igemm_launch<128, 128, 32, 64, VEC>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    return kc_igemm_launch<64, 64, 32, 32, VEC>(s, x, w, bias, r, y, p, P, K, act, al, be);
+}
+
+/* Whether x, w, bias, r, y and the sizes suit the kernel (x aligned to xalign bytes). */
+static inline int kc_igemm_check(const __half *x, const __half *w, const __half *bias,
+                                 const __half *r, __half *y, const KcConv2d *p, int64_t N,
+                                 int64_t K, int xalign) {
+    int64_t P = N * p->OH * p->OW;
+    if (K % 8 || !kc_small(N * p->H * p->W * p->C) || !kc_small(P * K) ||
+        ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 ||
+        (uintptr_t)x % xalign)
+        return KC_ERR_SHAPE;
+    return KC_OK;
+}
+
+/* The convolution of N images (p: one group, C channels in eights); KC_ERR_SHAPE when the
  * requirements above do not hold (the emitter checks them at compile time, so this is a
  * guard). Tile: 128x64 for at most 64 output channels (a wider one would multiply zeros);
  * else 128x128 when that makes at least KC_IG_WAVE blocks, else 64x64. */
@@ -212,14 +266,19 @@ static inline int kc_igemm_nhwc(cudaStream_t s, const __half *x, const __half *w
                                 float be) {
     int64_t P = N * p->OH * p->OW;
     if (P <= 0 || K <= 0) return KC_OK;
-    if (p->C % 8 || K % 8 || !kc_small(N * p->H * p->W * p->C) || !kc_small(P * K) ||
-        ((uintptr_t)x | (uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16)
-        return KC_ERR_SHAPE;
-    if (K <= 64)
-        return kc_igemm_launch<128, 64, 32, 32>(s, x, w, bias, r, y, p, P, K, act, al, be);
-    if (((P + 127) / 128) * ((K + 127) / 128) >= KC_IG_WAVE)
-        return kc_igemm_launch<128, 128, 32, 64>(s, x, w, bias, r, y, p, P, K, act, al, be);
-    return kc_igemm_launch<64, 64, 32, 32>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    if (p->C % 8 || kc_igemm_check(x, w, bias, r, y, p, N, K, 16)) return KC_ERR_SHAPE;
+    return kc_igemm_tile<true>(s, x, w, bias, r, y, p, P, K, act, al, be);
+}
+
+/* The same for any C (an RGB stem's 3 channels): the element gathers. */
+static inline int kc_igemm_nhwc_any(cudaStream_t s, const __half *x, const __half *w,
+                                    const __half *bias, const __half *r, __half *y,
+                                    const KcConv2d *p, int64_t N, int64_t K, int act,
+                                    float al, float be) {
+    int64_t P = N * p->OH * p->OW;
+    if (P <= 0 || K <= 0) return KC_OK;
+    if (kc_igemm_check(x, w, bias, r, y, p, N, K, 2)) return KC_ERR_SHAPE;
+    return kc_igemm_tile<false>(s, x, w, bias, r, y, p, P, K, act, al, be);
 }
 
 #endif

@@ -279,6 +279,129 @@ static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T
     return KC_OK;
 }
 
+/* Convolution with a short reduction that is not a plain 1x1 one, R*S*C <= 32 (float16,
+ * one group, K in eights): an RGB stem such as MobileNetV2's 3x3 one (27).
+ * y (N,OH,OW,K) = act(conv(x, w) + bias + r) on CUDA cores with float32 sums: at most 32
+ * multiply-adds per output element against its 2 bytes of store, where im2col + cuBLASLt
+ * writes and reads a col matrix and runs ReLU6 as a pass of its own. A block keeps W
+ * (RC x K, zero rows past R*S*C) and the bias as float in shared memory, read once per
+ * block, which then walks tiles of 256 output pixels (grid stride); a warp takes 32
+ * consecutive pixels (lane = pixel), gathers each lane's RC reduction elements once into
+ * registers as float, through a shared table of each element's offset and tap, then makes
+ * the K/8 output octets in turn: the W segment it multiplies is the same for every lane (a
+ * shared-memory broadcast), the 8 results one 16-byte store with bias, residual and
+ * activation applied before it. (The same kernel reading plain 1x1 convolutions of 16-32
+ * channels with 16-byte loads was measured 2.1x slower than cuBLASLt's product and its
+ * ReLU6 pass on MobileNetV2's expansions: docs/cuda.md.) */
+#define KC_CS_WARPS 8
+#define KC_CS_MAX_FLOATS 8192 /* RC*K of W + K of bias, float, in shared memory: 32 KB */
+
+template <int RC>
+__global__ void __launch_bounds__(KC_CS_WARPS *KC_WARP, 2) /* 16 warps an SM: 40 B of spill
+                                                               at RC 32, none below */
+kc_conv_small_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                     const __half *__restrict__ bias, const __half *__restrict__ r,
+                     __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
+                     float al, float be) {
+    extern __shared__ __align__(16) float kc_cs_smem[];
+    float *sw = kc_cs_smem, *sbias = sw + RC * K;
+    /* element k of the reduction: its offset from the pixel's tap (0,0), and that tap */
+    __shared__ int32_t t_off[RC], t_dy[RC], t_dx[RC];
+    const int32_t RSC = p.R * p.S * p.C;
+    for (int i = threadIdx.x; i < RC * K; i += blockDim.x)
+        sw[i] = i < RSC * K ? __half2float(w[i]) : 0.0f;
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        sbias[i] = bias ? __half2float(bias[i]) : 0.0f;
+    if (threadIdx.x < RC) {
+        int32_t k = threadIdx.x, c = k % p.C, tap = k / p.C, dy = (tap / p.S) * p.dh,
+                dx = (tap % p.S) * p.dw;
+        bool in = k < RSC;
+        t_off[k] = in ? (dy * p.W + dx) * p.C + c : 0;
+        t_dy[k] = in ? dy : INT32_MIN / 2; /* past R*S*C: never inside the image */
+        t_dx[k] = dx;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x % KC_WARP, warp = threadIdx.x / KC_WARP;
+    const int32_t KO = K / 8, step = gridDim.x * KC_CS_WARPS * KC_WARP;
+    for (int32_t p0 = (blockIdx.x * KC_CS_WARPS + warp) * KC_WARP; p0 < P; p0 += step) {
+        const int32_t pix = p0 + lane;
+        if (pix >= P) break; /* no barrier below: a lane may leave */
+        float xf[RC];
+        int32_t ow = pix % p.OW, oh = (pix / p.OW) % p.OH, n = pix / (p.OW * p.OH);
+        int32_t ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
+        const __half *xb = x + (int64_t)n * p.H * p.W * p.C;
+#pragma unroll
+        for (int k = 0; k < RC; k++) {
+            int32_t ih = ih0 + t_dy[k], iw = iw0 + t_dx[k];
+            bool ok = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            xf[k] = ok ? __half2float(xb[(ih0 * p.W + iw0) * p.C + t_off[k]]) : 0.0f;
+        }
+        for (int32_t j = 0; j < KO; j++) {
+            float acc[8];
+            const float4 b0 = *(const float4 *)(sbias + j * 8);
+            const float4 b1 = *(const float4 *)(sbias + j * 8 + 4);
+            acc[0] = b0.x, acc[1] = b0.y, acc[2] = b0.z, acc[3] = b0.w;
+            acc[4] = b1.x, acc[5] = b1.y, acc[6] = b1.z, acc[7] = b1.w;
+#pragma unroll
+            for (int k = 0; k < RC; k++) {
+                const float4 w0 = *(const float4 *)(sw + k * K + j * 8);
+                const float4 w1 = *(const float4 *)(sw + k * K + j * 8 + 4);
+                acc[0] += xf[k] * w0.x, acc[1] += xf[k] * w0.y;
+                acc[2] += xf[k] * w0.z, acc[3] += xf[k] * w0.w;
+                acc[4] += xf[k] * w1.x, acc[5] += xf[k] * w1.y;
+                acc[6] += xf[k] * w1.z, acc[7] += xf[k] * w1.w;
+            }
+            const int64_t at = (int64_t)pix * K + j * 8;
+            if (r) {
+                uint4 rv = *(const uint4 *)(r + at);
+                const __half *rh = (const __half *)&rv;
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[e] += __half2float(rh[e]);
+            }
+            uint4 out;
+            __half *o8 = (__half *)&out;
+#pragma unroll
+            for (int e = 0; e < 8; e++) o8[e] = __float2half_rn(kc_act(acc[e], act, al, be));
+            *(uint4 *)(y + at) = out;
+        }
+    }
+}
+
+template <int RC>
+static inline void kc_conv_small_launch(cudaStream_t s, const __half *x, const __half *w,
+                                        const __half *bias, const __half *r, __half *y,
+                                        const KcConv2d *p, int64_t P, int64_t K, int act,
+                                        float al, float be) {
+    /* 132 multiprocessors (H100/H200) x 8 blocks walk the tiles of 256 pixels; fewer blocks
+     * where there are fewer tiles */
+    int64_t tiles = (P + KC_CS_WARPS * KC_WARP - 1) / (KC_CS_WARPS * KC_WARP);
+    unsigned blocks = (unsigned)(tiles < 1056 ? tiles : 1056);
+    size_t smem = (size_t)(RC * K + K) * sizeof(float);
+    kc_conv_small_kernel<RC><<<blocks, KC_CS_WARPS * KC_WARP, smem, s>>>(
+        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+}
+
+/* x (N,H,W,C), w (R,S,C,K): one group; KC_ERR_SHAPE unless R*S*C <= 32, K % 8 == 0, the
+ * weights fit shared memory, x is 2-byte and the other pointers 16-byte aligned. */
+static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w,
+                                const __half *bias, const __half *r, __half *y,
+                                const KcConv2d *p, int64_t N, int64_t K, int act, float al,
+                                float be) {
+    int64_t P = N * p->OH * p->OW, rsc = p->R * p->S * p->C, rc = (rsc + 7) / 8 * 8;
+    if (P <= 0 || K <= 0) return KC_OK;
+    if (rsc > 32 || K % 8 || rc * K + K > KC_CS_MAX_FLOATS || !kc_small(P * K) ||
+        !kc_small(N * p->H * p->W * p->C) ||
+        ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 ||
+        (uintptr_t)x % 2)
+        return KC_ERR_SHAPE;
+    if (rc == 8) kc_conv_small_launch<8>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    else if (rc == 16) kc_conv_small_launch<16>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    else if (rc == 24) kc_conv_small_launch<24>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    else kc_conv_small_launch<32>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
 /* Pooling NHWC: x (N,H,W,C) -> y (N,OH,OW,C); the window rules of kc_pool_kernel. */
 template <typename T, typename I>
 __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # --conv of `kiln compile --target cuda` (no GPU needed): which lowering each convolution of
-# a one-conv model gets, read from the bundle (kc_igemm_nhwc calls). auto follows the rule of
-# backend/cuda/cuda_ops.c (use_implicit): implicit for fp16, one group, channels in eights, at
-# most 128 output channels and at least 128 blocks of 128 rows; im2col otherwise; plain 1x1
-# convolutions never take either. usage: tests/cuda/conv_lowering.sh KILN; ends with
-# "N passed, N failed".
+# a one-conv model gets, read from the bundle (kc_igemm_nhwc / kc_igemm_nhwc_any and
+# kc_conv_small calls). auto follows the rules of backend/cuda/cuda_ops.c: use_conv_small
+# (fp16, one group, a reduction R*S*C of at most 32, not with --conv im2col) first; then
+# use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
+# rows, and for channels not in eights (the element gathers) R*S*C >= K; im2col otherwise;
+# plain 1x1 convolutions take none of them (cuBLASLt on X). usage:
+# tests/cuda/conv_lowering.sh KILN; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
 PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
@@ -38,12 +40,14 @@ want() {
         echo "FAIL $m $prec --conv $mode: kiln refused it"; sed 's/^/     | /' "$out.log" | head -3
         failed=$((failed + 1)); return
     fi
-    n=$(grep -c 'kc_igemm_nhwc(s' "$out/m.cu")
-    if { [ "$lowering" = implicit ] && [ "$n" -eq 1 ]; } ||
-       { [ "$lowering" = im2col ] && [ "$n" -eq 0 ]; }; then
+    n=$(grep -cE 'kc_igemm_nhwc(_any)?\(s' "$out/m.cu")
+    k=$(grep -c 'kc_conv_small(s' "$out/m.cu")
+    if { [ "$lowering" = implicit ] && [ "$n" -eq 1 ] && [ "$k" -eq 0 ]; } ||
+       { [ "$lowering" = small ] && [ "$n" -eq 0 ] && [ "$k" -eq 1 ]; } ||
+       { [ "$lowering" = im2col ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ]; }; then
         echo "ok   $m $prec --conv $mode: $lowering"; passed=$((passed + 1))
     else
-        echo "FAIL $m $prec --conv $mode: $n implicit-GEMM call(s), wanted $lowering"
+        echo "FAIL $m $prec --conv $mode: $n implicit-GEMM, $k small-reduction call(s), wanted $lowering"
         failed=$((failed + 1))
     fi
 }
@@ -52,7 +56,11 @@ conv k64_big 64 64 128 3 1 1      # 16384 rows x 64 columns: 128 blocks
 conv k64_small 64 64 112 3 1 1    # 12544 rows: 98 blocks
 conv k128_s2 64 128 256 3 2 1     # stride 2: 16384 rows x 128 columns
 conv k256_big 64 256 128 3 1 1    # 256 output channels
-conv c12 12 64 128 3 1 1          # channels not in eights
+conv c12 12 64 128 3 1 1          # channels not in eights: element gathers (108 >= 64)
+conv stem7 3 64 256 7 2 1         # ResNet's stem: 7x7x3 = 147 >= 64, element gathers
+conv c3k64 3 64 256 3 2 1         # 3x3x3 = 27: the small-reduction kernel
+conv c4k64 4 64 256 3 2 1         # 3x3x4 = 36 < 64: neither rule, im2col
+conv pw16 16 96 128 1 1 1         # plain 1x1 of 16 channels: still cuBLASLt on X
 conv grouped 64 64 128 3 1 2      # two groups
 conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
 
@@ -65,8 +73,20 @@ want implicit k256_big fp16 implicit
 want im2col k64_big fp16 im2col
 want im2col k64_big fp32 auto
 want im2col k64_big fp32 implicit
-want im2col c12 fp16 implicit
+want implicit c12 fp16 implicit
+want implicit c12 fp16 auto
+want im2col c12 fp16 im2col
+want implicit stem7 fp16 auto
+want small c3k64 fp16 auto
+want small c3k64 fp16 implicit
+want im2col c3k64 fp16 im2col
+want im2col c3k64 fp32 auto
+want im2col c4k64 fp16 auto
+want implicit c4k64 fp16 implicit
+want im2col pw16 fp16 auto
+want im2col pw16 fp16 implicit
 want im2col grouped fp16 implicit
 want im2col pw fp16 implicit
+want im2col pw fp16 auto
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

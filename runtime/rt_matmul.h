@@ -21,8 +21,9 @@
 #define RT_MM_DOTS 4  /* dot products summed together (the code below names four) */
 /* Keeps a loop over RT_MM_LANES lanes a loop, so that compilers vectorise it across its lanes
  * (unrolled first, GCC vectorises the enclosing loop across its iterations instead: ~2x the
- * instructions). */
-#if defined(__GNUC__) || defined(__clang__)
+ * instructions). Not for nvcc, whose front end rejects the GCC pragma (a device thread has
+ * no vector lanes to fill anyway). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define RT_MM_NO_UNROLL _Pragma("GCC unroll 1")
 #else
 #define RT_MM_NO_UNROLL

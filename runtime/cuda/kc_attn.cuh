@@ -10,7 +10,7 @@
  *   mma.sync m16n8k16 fragments, walks the keys in tiles of 64 (K and V staged in shared
  *   memory, their B fragments read by ldmatrix, V's transposed by it), computes the tile's
  *   scores in float32 accumulators, applies scale and mask (a mask shared by all query rows,
- *   BERT's (B, 1, 1, Sk), staged in shared memory with the tile),
+ *   BERT's (B, 1, 1, Sk), copied to shared memory with the tile),
  *   keeps a running row maximum and sum (online softmax, float32), rescales its float32
  *   output accumulators, and multiplies the tile's probabilities (rounded to float16) by V
  *   on the tensor cores again. One division by the row sum at the end.
@@ -192,16 +192,21 @@ static __device__ __forceinline__ void kc_attn_mma(float c[4], const uint32_t a[
 #endif
 }
 
-/* 16 bytes global -> shared without a register stop (cp.async, sm_80+); zeros where !in
- * (src is then not read). */
-static __device__ __forceinline__ void kc_attn_cp16(void *dst, const void *src, bool in) {
+/* 16 bytes global -> shared without a register stop (cp.async, sm_80+), of which the first
+ * bytes (0..16) are read from src and the rest are zeros. */
+static __device__ __forceinline__ void kc_attn_cp16n(void *dst, const void *src, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src),
-                 "r"(in ? 16 : 0));
+                 "r"(bytes));
 #else
-    (void)dst, (void)src, (void)in;
+    (void)dst, (void)src, (void)bytes;
 #endif
+}
+
+/* all 16 bytes where in, else zeros (src is then not read) */
+static __device__ __forceinline__ void kc_attn_cp16(void *dst, const void *src, bool in) {
+    kc_attn_cp16n(dst, src, in ? 16 : 0);
 }
 
 static __device__ __forceinline__ void kc_attn_commit() {
@@ -267,8 +272,10 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
     __shared__ __align__(16) __half sks[STAGES][KC_ATTN_BN][D + 8]; /* +8: no bank conflicts */
     __shared__ __align__(16) __half svs[STAGES][KC_ATTN_BN][D + 8];
     /* a mask that every query row shares (m_st[2] = 0, BERT's (B, 1, 1, Sk)): the tile's
-     * values staged here once, in log2 units, instead of a global load per score */
-    __shared__ __align__(16) float smk[STAGES][KC_ATTN_BN];
+     * values staged here once instead of a global load per score; by cp.async with K and V
+     * where the row is contiguous and on 16 bytes (a plain load there would stall the
+     * staging threads for a memory latency before the next tile's copies start) */
+    __shared__ __align__(16) __half smk[STAGES][KC_ATTN_BN];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int lr = lane % 8, lm = lane / 8; /* the row and matrix this lane names to ldmatrix */
     const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
@@ -277,6 +284,7 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
     const __half *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
     const __half *mb = mask ? mask + bb * p.m_st[0] + hh * p.m_st[1] : NULL;
     const bool mrow = mb && p.m_st[2] == 0;
+    const bool masync = mrow && p.m_st[3] == 1 && ((uintptr_t)mb & 15) == 0;
     __half *yb = y + bb * p.y_st[0] + hh * p.y_st[1];
     const int64_t r0 = (int64_t)blockIdx.x * (16 * NW) + warp * 16;
     const int64_t rows[2] = {r0 + g, r0 + g + 8};
@@ -308,10 +316,16 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
             kc_attn_cp16(&sks[st][r][col], in ? kb + key * p.k_st[2] + col : kb, in);
             kc_attn_cp16(&svs[st][r][col], in ? vb + key * p.v_st[2] + col : vb, in);
         }
-        if (mrow)
+        if (masync) {
+            for (int c = threadIdx.x; c < KC_ATTN_BN / 8; c += NW * 32) {
+                int64_t left = p.sk - (k0 + c * 8); /* keys of this chunk inside the row */
+                int bytes = left <= 0 ? 0 : left >= 8 ? 16 : (int)left * 2;
+                kc_attn_cp16n(&smk[st][c * 8], bytes ? mb + k0 + c * 8 : mb, bytes);
+            }
+        } else if (mrow) {
             for (int c = threadIdx.x; c < KC_ATTN_BN; c += NW * 32)
-                smk[st][c] = k0 + c < p.sk ? (float)mb[(k0 + c) * p.m_st[3]] * KC_ATTN_LOG2E
-                                           : 0.0f;
+                smk[st][c] = k0 + c < p.sk ? mb[(k0 + c) * p.m_st[3]] : __float2half(0.0f);
+        }
         kc_attn_commit();
     };
     if (STAGES == 2) stage(0, 0);
@@ -353,12 +367,13 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
         float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < KC_ATTN_BN / 8; n++) {
-            const float2 mk = mrow ? *reinterpret_cast<const float2 *>(&smk[st][n * 8 + 2 * t])
-                                   : make_float2(0.0f, 0.0f);
+            const float2 mk =
+                mrow ? __half22float2(*reinterpret_cast<const __half2 *>(&smk[st][n * 8 + 2 * t]))
+                     : make_float2(0.0f, 0.0f);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int hr = e >> 1, kk = n * 8 + 2 * t + (e & 1); /* the key's place in the tile */
-                float x = s[n][e] * sc + ((e & 1) ? mk.y : mk.x);
+                float x = s[n][e] * sc + ((e & 1) ? mk.y : mk.x) * KC_ATTN_LOG2E;
                 if (kk >= nk) x = -INFINITY;
                 else if (mb && !mrow && live[hr])
                     x += (float)mb[rows[hr] * p.m_st[2] + (k0 + kk) * p.m_st[3]] *

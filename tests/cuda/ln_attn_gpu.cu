@@ -4,8 +4,9 @@
  * run, shapes that take every path (16-byte chunks with full and partial lanes, single
  * elements, rows past the register limit, misaligned rows; tensor-core attention with
  * head sizes in odd and even numbers of 16, partial key tiles, masks shared by all query
- * rows and per-row masks, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's
- * fused projection leaves it). With --time also times the kernels at BERT-base fp16 batch
+ * rows (copied with the key tiles where aligned, else loaded) and per-row masks, blocks of
+ * 1, 4 and 8 warps, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's fused
+ * projection leaves it). With --time also times the kernels at BERT-base fp16 batch
  * 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the same
  * source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu
@@ -278,12 +279,14 @@ int main(int argc, char **argv) {
     ln_case<float>("fp32", 5, 3000, false, true, 0, 1e-5);
     attn_case<64>(2, 3, 128, 1);  /* BERT's: 2 key tiles, shared mask */
     attn_case<64>(2, 3, 77, 2);   /* partial tiles and rows, per-row mask */
+    attn_case<64>(2, 3, 77, 1);   /* batch 1's mask row off 16 bytes: loaded, not cp.async */
     attn_case<64>(1, 2, 200, 0);
     attn_case<16>(2, 2, 70, 1);   /* one k16 block: ldmatrix x2 */
     attn_case<48>(1, 3, 130, 1);  /* three k16 blocks */
     attn_case<128>(1, 2, 100, 2); /* one stage */
     attn_case<64>(2, 3, 128, 1, 4); /* the launcher takes one warp a block for few heads */
     attn_case<64>(1, 2, 77, 2, 4);
+    attn_case<64>(3, 2, 77, 1, 4);
     attn_case<32>(1, 2, 100, 1, 4);
 #ifndef KC_LAB_OLD
     attn_case<64>(2, 3, 128, 1, 8);

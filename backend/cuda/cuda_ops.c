@@ -1066,7 +1066,7 @@ bool cuda_emit_add_layernorm(CudaCtx *cx, const IrNode *add, const IrNode *ln) {
         if (d < axis) rows *= tx->dims[d];
         else D *= tx->dims[d];
     }
-    if (D < 1 || D > 1024 || rows < 1) return false; /* kc_add_layernorm's KC_ADDLN_MAX */
+    if (D < 1 || D > 1024 || rows < 1) return false; /* kc_add_layernorm's KC_LN_MAX */
     if (!ir_has_input(ln, 1) || numel(cx, ln->inputs[1]) != D ||
         dtype_of(cx, ln->inputs[1]) != t ||
         (ir_has_input(ln, 2) &&

@@ -8,7 +8,9 @@
  *   16-byte boundaries; sm_80 and newer): flash attention on tensor cores. A block of NW
  *   warps takes 16*NW query rows of one (batch, head); each warp keeps its 16 rows of Q as
  *   mma.sync m16n8k16 fragments, walks the keys in tiles of 64 (K and V staged in shared
- *   memory), computes the tile's scores in float32 accumulators, applies scale and mask,
+ *   memory, their B fragments read by ldmatrix, V's transposed by it), computes the tile's
+ *   scores in float32 accumulators, applies scale and mask (a mask shared by all query rows,
+ *   BERT's (B, 1, 1, Sk), copied to shared memory with the tile),
  *   keeps a running row maximum and sum (online softmax, float32), rescales its float32
  *   output accumulators, and multiplies the tile's probabilities (rounded to float16) by V
  *   on the tensor cores again. One division by the row sum at the end.
@@ -177,10 +179,6 @@ static __device__ __forceinline__ uint32_t kc_attn_pack(float lo, float hi) {
     return *reinterpret_cast<uint32_t *>(&h);
 }
 
-static __device__ __forceinline__ uint32_t kc_attn_pack_h(__half lo, __half hi) {
-    return (uint32_t)__half_as_ushort(lo) | ((uint32_t)__half_as_ushort(hi) << 16);
-}
-
 /* c += a b: a 16x16 (row), b 16x8 (col) float16, c 16x8 float32 */
 static __device__ __forceinline__ void kc_attn_mma(float c[4], const uint32_t a[4], uint32_t b0,
                                                    uint32_t b1) {
@@ -194,16 +192,21 @@ static __device__ __forceinline__ void kc_attn_mma(float c[4], const uint32_t a[
 #endif
 }
 
-/* 16 bytes global -> shared without a register stop (cp.async, sm_80+); zeros where !in
- * (src is then not read). */
-static __device__ __forceinline__ void kc_attn_cp16(void *dst, const void *src, bool in) {
+/* 16 bytes global -> shared without a register stop (cp.async, sm_80+), of which the first
+ * bytes (0..16) are read from src and the rest are zeros. */
+static __device__ __forceinline__ void kc_attn_cp16n(void *dst, const void *src, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src),
-                 "r"(in ? 16 : 0));
+                 "r"(bytes));
 #else
-    (void)dst, (void)src, (void)in;
+    (void)dst, (void)src, (void)bytes;
 #endif
+}
+
+/* all 16 bytes where in, else zeros (src is then not read) */
+static __device__ __forceinline__ void kc_attn_cp16(void *dst, const void *src, bool in) {
+    kc_attn_cp16n(dst, src, in ? 16 : 0);
 }
 
 static __device__ __forceinline__ void kc_attn_commit() {
@@ -219,11 +222,48 @@ static __device__ __forceinline__ void kc_attn_wait() {
 #endif
 }
 
+/* ldmatrix: lanes 8i..8i+7 name the 8 rows (16 bytes each, in shared memory) of matrix i;
+ * register i of each lane gets matrix i's (row lane / 4, elements 2 (lane % 4), +1), or with
+ * .trans the transposed matrix's: (elements 2 (lane % 4), +1 of column lane / 4). One
+ * instruction for 4 (or 2) B fragments of mma.sync, where scalar loads took 8 (or 16). */
+static __device__ __forceinline__ void kc_attn_ldm4(uint32_t r[4], const __half *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned sa = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sa));
+#else
+    (void)row, r[0] = r[1] = r[2] = r[3] = 0u;
+#endif
+}
+
+static __device__ __forceinline__ void kc_attn_ldm2(uint32_t r[2], const __half *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned sa = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(sa));
+#else
+    (void)row, r[0] = r[1] = 0u;
+#endif
+}
+
+static __device__ __forceinline__ void kc_attn_ldm4t(uint32_t r[4], const __half *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned sa = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sa));
+#else
+    (void)row, r[0] = r[1] = r[2] = r[3] = 0u;
+#endif
+}
+
 /* Fragment layouts of m16n8k16 (PTX ISA): lane = 4 g + t; A: registers 0-3 hold
  * (row g, cols 2t..2t+1), (row g+8, cols 2t..), (row g, cols 2t+8..), (row g+8, cols 2t+8..);
  * B: (k 2t..2t+1, col g), (k 2t+8.., col g); C: (row g, cols 2t, 2t+1), (row g+8, same). */
 template <int D, int NW>
-__global__ void __launch_bounds__(NW * 32, NW == 4 ? (D <= 64 ? 4 : 2) : 8)
+__global__ void __launch_bounds__(NW * 32, NW == 1 ? 8 : (D <= 64 ? 16 : 8) / NW)
 kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __half *mask,
                   __half *y, KcAttn p) {
     /* two stages where they fit the 48 KiB of static shared memory: the next tile's copy
@@ -231,12 +271,20 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
     const int STAGES = D <= 64 ? 2 : 1;
     __shared__ __align__(16) __half sks[STAGES][KC_ATTN_BN][D + 8]; /* +8: no bank conflicts */
     __shared__ __align__(16) __half svs[STAGES][KC_ATTN_BN][D + 8];
+    /* a mask that every query row shares (m_st[2] = 0, BERT's (B, 1, 1, Sk)): the tile's
+     * values staged here once instead of a global load per score; by cp.async with K and V
+     * where the row is contiguous and on 16 bytes (a plain load there would stall the
+     * staging threads for a memory latency before the next tile's copies start) */
+    __shared__ __align__(16) __half smk[STAGES][KC_ATTN_BN];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int lr = lane % 8, lm = lane / 8; /* the row and matrix this lane names to ldmatrix */
     const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
     const __half *qb = q + bb * p.q_st[0] + hh * p.q_st[1];
     const __half *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
     const __half *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
     const __half *mb = mask ? mask + bb * p.m_st[0] + hh * p.m_st[1] : NULL;
+    const bool mrow = mb && p.m_st[2] == 0;
+    const bool masync = mrow && p.m_st[3] == 1 && ((uintptr_t)mb & 15) == 0;
     __half *yb = y + bb * p.y_st[0] + hh * p.y_st[1];
     const int64_t r0 = (int64_t)blockIdx.x * (16 * NW) + warp * 16;
     const int64_t rows[2] = {r0 + g, r0 + g + 8};
@@ -268,6 +316,16 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
             kc_attn_cp16(&sks[st][r][col], in ? kb + key * p.k_st[2] + col : kb, in);
             kc_attn_cp16(&svs[st][r][col], in ? vb + key * p.v_st[2] + col : vb, in);
         }
+        if (masync) {
+            for (int c = threadIdx.x; c < KC_ATTN_BN / 8; c += NW * 32) {
+                int64_t left = p.sk - (k0 + c * 8); /* keys of this chunk inside the row */
+                int bytes = left <= 0 ? 0 : left >= 8 ? 16 : (int)left * 2;
+                kc_attn_cp16n(&smk[st][c * 8], bytes ? mb + k0 + c * 8 : mb, bytes);
+            }
+        } else if (mrow) {
+            for (int c = threadIdx.x; c < KC_ATTN_BN; c += NW * 32)
+                smk[st][c] = k0 + c < p.sk ? mb[(k0 + c) * p.m_st[3]] : __float2half(0.0f);
+        }
         kc_attn_commit();
     };
     if (STAGES == 2) stage(0, 0);
@@ -289,28 +347,41 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
 #pragma unroll
         for (int n = 0; n < KC_ATTN_BN / 8; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+            /* K^T's B fragments: matrices 0-3 are the n-tile's 8 keys at columns 0-7, 8-15
+             * of k16 block kb16, then of kb16 + 1 */
 #pragma unroll
-            for (int kb16 = 0; kb16 < D / 16; kb16++) {
-                const __half *kr = &sk[n * 8 + g][kb16 * 16 + 2 * t];
-                kc_attn_mma(s[n], qa[kb16], *reinterpret_cast<const uint32_t *>(kr),
-                            *reinterpret_cast<const uint32_t *>(kr + 8));
+            for (int kb16 = 0; kb16 + 1 < D / 16; kb16 += 2) {
+                uint32_t b[4];
+                kc_attn_ldm4(b, &sk[n * 8 + lr][kb16 * 16 + lm * 8]);
+                kc_attn_mma(s[n], qa[kb16], b[0], b[1]);
+                kc_attn_mma(s[n], qa[kb16 + 1], b[2], b[3]);
+            }
+            if (D / 16 % 2) {
+                uint32_t b[2];
+                kc_attn_ldm2(b, &sk[n * 8 + lr][(D / 16 - 1) * 16 + (lm % 2) * 8]);
+                kc_attn_mma(s[n], qa[D / 16 - 1], b[0], b[1]);
             }
         }
         /* scale, mask, keys past the end; the tile's row maxima */
+        const int nk = p.sk - k0 < KC_ATTN_BN ? (int)(p.sk - k0) : KC_ATTN_BN;
         float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int n = 0; n < KC_ATTN_BN / 8; n++)
+        for (int n = 0; n < KC_ATTN_BN / 8; n++) {
+            const float2 mk =
+                mrow ? __half22float2(*reinterpret_cast<const __half2 *>(&smk[st][n * 8 + 2 * t]))
+                     : make_float2(0.0f, 0.0f);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int hr = e >> 1;
-                int64_t key = k0 + n * 8 + 2 * t + (e & 1);
-                float x = s[n][e] * sc;
-                if (key >= p.sk) x = -INFINITY;
-                else if (mb && live[hr])
-                    x += (float)mb[rows[hr] * p.m_st[2] + key * p.m_st[3]] * KC_ATTN_LOG2E;
+                int hr = e >> 1, kk = n * 8 + 2 * t + (e & 1); /* the key's place in the tile */
+                float x = s[n][e] * sc + ((e & 1) ? mk.y : mk.x) * KC_ATTN_LOG2E;
+                if (kk >= nk) x = -INFINITY;
+                else if (mb && !mrow && live[hr])
+                    x += (float)mb[rows[hr] * p.m_st[2] + (k0 + kk) * p.m_st[3]] *
+                         KC_ATTN_LOG2E;
                 s[n][e] = x;
                 tmax[hr] = fmaxf(tmax[hr], x);
             }
+        }
         float alpha[2], base[2];
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
@@ -350,12 +421,14 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
                               kc_attn_pack(s[2 * j][2], s[2 * j][3]),
                               kc_attn_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
                               kc_attn_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
-            int kr = j * 16 + 2 * t;
+            /* V's B fragments, transposed by ldmatrix: matrices 0-3 are keys 16j..16j+7,
+             * 16j+8.. at columns 8n..8n+7, then at 8(n+1).. */
 #pragma unroll
-            for (int n = 0; n < D / 8; n++) {
-                int col = n * 8 + g;
-                kc_attn_mma(o[n], pa, kc_attn_pack_h(sv[kr][col], sv[kr + 1][col]),
-                            kc_attn_pack_h(sv[kr + 8][col], sv[kr + 9][col]));
+            for (int n = 0; n < D / 8; n += 2) {
+                uint32_t b[4];
+                kc_attn_ldm4t(b, &sv[j * 16 + (lm % 2) * 8 + lr][(n + lm / 2) * 8]);
+                kc_attn_mma(o[n], pa, b[0], b[1]);
+                kc_attn_mma(o[n + 1], pa, b[2], b[3]);
             }
         }
         __syncthreads(); /* this stage is consumed before the next copy into it */

@@ -5,12 +5,14 @@
  * thread where the channels allow), global average pooling, inference batch
  * normalization, softmax and layer normalization (one warp per row). 2-D spatial shapes;
  * a 1-D op is passed as H = 1. Shapes are baked in by the emitter.
- * Sums (average pools, means, the softmax's exp-sum, layer-norm statistics) accumulate in
- * double, per thread and across the warp: a float that adds a 160x160 map one value at a
- * time loses up to 25600 ulps, a double's error stays below one float ulp for any length
- * these kernels meet. It is cheap here: these kernels move 4 (or 2) bytes per add, and even
- * GPUs with 1/64-rate double units (GeForce, Jetson) add doubles faster than memory feeds
- * them. An average over nothing (an empty map) is NaN, as rt_pool.h gives. */
+ * Sums (average pools, means, the softmax's exp-sum, statistics of normalizations over rows
+ * read from memory) accumulate in double, per thread and across the warp: a float that adds
+ * a 160x160 map one value at a time loses up to 25600 ulps, a double's error stays below one
+ * float ulp for any length these kernels meet. It is cheap here: these kernels move 4 (or 2)
+ * bytes per add, and even GPUs with 1/64-rate double units (GeForce, Jetson) add doubles
+ * faster than memory feeds them. Layer normalization of rows held in registers (up to
+ * KC_LN_MAX) sums in float: at most 32 values a lane, then the warp's tree (see there).
+ * An average over nothing (an empty map) is NaN, as rt_pool.h gives. */
 #ifndef KILN_KC_NN_CUH
 #define KILN_KC_NN_CUH
 
@@ -750,8 +752,152 @@ static inline int kc_groupnorm(cudaStream_t s, const T *x, const T *scale, const
     return KC_OK;
 }
 
-/* x, y: (rows, D); y = (x - mean) / sqrt(var + eps) * scale + bias per row; scale, bias:
- * (D) (bias optional); mean, inv_std: (rows) or NULL. Two passes over the row. */
+/* ---- layer normalization ----
+ * y = (x - mean) / sqrt(var + eps) * scale + bias per row of D; x the row itself, or a + b
+ * (kc_add_layernorm: an Add whose sum only the normalization reads, the sum never stored; it
+ * is rounded to T first, as the unfused Add stores it). scale, bias: (D) (bias optional);
+ * mean, inv_std: (rows) or NULL.
+ * Rows of up to KC_LN_MAX elements: one warp per row, the row in registers, read whole before
+ * the first store (y may be a or b itself). A lane holds N chunks of E elements, chunk r at
+ * element (lane + 32 r) E: with E = 16 / sizeof(T) (every row and scale and bias on 16 bytes)
+ * each load and store moves 16 bytes, and nothing else touches memory: the floor is the
+ * rows' bytes (BERT-base fp16 b256: 32768 rows x 768 x (2 reads + 1 write) x 2 B = 151 MB a
+ * call, ~32 us at 4.8 TB/s); scale and bias are re-read from L1/L2. Sums in float: the row
+ * is in registers, so the variance is a second pass over (v - mean)^2 (no cancellation of
+ * E[v^2] - mean^2), and a lane adds at most 32 values before the warp's 5-step tree: a few
+ * float ulps of error, far inside both precisions' tolerances.
+ * Longer rows (kc_layernorm only): kc_layernorm_kernel, two passes over memory with double
+ * sums, as the rows can be any length there. */
+#define KC_LN_MAX 1024 /* the longest row held in registers: 32 floats a lane */
+#ifndef KC_LN_WARPS /* (a kernel lab may time others) */
+#define KC_LN_WARPS 4 /* rows (warps) per block: small blocks, so the last wave is short */
+#endif
+
+static __device__ __forceinline__ float kc_warp_sumf(float v) {
+    for (int o = KC_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* f[0..E) = p[0..E) as floats: one 16-byte load where E elements are 16 bytes */
+template <typename T, int E>
+static __device__ __forceinline__ void kc_ln_load(float f[E], const T *p) {
+    if (E * sizeof(T) == 16) {
+        __align__(16) T h[E];
+        *reinterpret_cast<uint4 *>(h) = *reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+        for (int e = 0; e < E; e++) f[e] = (float)h[e];
+    } else {
+#pragma unroll
+        for (int e = 0; e < E; e++) f[e] = (float)p[e];
+    }
+}
+
+/* a: (rows, D), b: (rows, D) when ADD (else unread); E, N as above, D <= 32 N E */
+template <typename T, int E, int N, bool ADD>
+__global__ void __launch_bounds__(KC_LN_WARPS * KC_WARP)
+kc_ln_rows_kernel(const T *a, const T *b, const T *scale, const T *bias, T *y, T *mean_out,
+                  T *inv_out, int64_t rows, int D, float eps) {
+    const int64_t row = (int64_t)blockIdx.x * KC_LN_WARPS + threadIdx.x / KC_WARP;
+    const int lane = threadIdx.x % KC_WARP;
+    if (row >= rows) return;
+    const T *ar = a + row * D, *br = ADD ? b + row * D : a;
+    float v[N][E];
+    float sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < N; r++) {
+        const int j = (lane + r * KC_WARP) * E;
+        if (j < D) {
+            kc_ln_load<T, E>(v[r], ar + j);
+            if (ADD) {
+                float w[E];
+                kc_ln_load<T, E>(w, br + j);
+#pragma unroll
+                for (int e = 0; e < E; e++) v[r][e] = (float)(T)(v[r][e] + w[e]);
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; e++) v[r][e] = 0.0f;
+        }
+#pragma unroll
+        for (int e = 0; e < E; e++) sum += v[r][e];
+    }
+    const float mean = kc_warp_sumf(sum) / (float)D;
+    float sq = 0.0f;
+#pragma unroll
+    for (int r = 0; r < N; r++)
+        if ((lane + r * KC_WARP) * E < D)
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                float d = v[r][e] - mean;
+                sq += d * d;
+            }
+    const float inv = rsqrtf(kc_warp_sumf(sq) / (float)D + eps);
+#pragma unroll
+    for (int r = 0; r < N; r++) {
+        const int j = (lane + r * KC_WARP) * E;
+        if (j >= D) continue;
+        float g[E], c[E];
+        kc_ln_load<T, E>(g, scale + j);
+        if (bias) kc_ln_load<T, E>(c, bias + j);
+        __align__(16) T out[E];
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            float o = (v[r][e] - mean) * inv * g[e];
+            out[e] = (T)(bias ? o + c[e] : o);
+        }
+        if (E * sizeof(T) == 16)
+            *reinterpret_cast<uint4 *>(y + row * D + j) = *reinterpret_cast<const uint4 *>(out);
+        else
+#pragma unroll
+            for (int e = 0; e < E; e++) y[row * D + j + e] = out[e];
+    }
+    if (lane == 0 && mean_out) mean_out[row] = (T)mean;
+    if (lane == 0 && inv_out) inv_out[row] = (T)inv;
+}
+
+/* Launches kc_ln_rows_kernel<T, E, n, ADD> for the chunk count n <= N a row needs: one
+ * instance per count, so a lane's registers hold exactly its share of the row (D 768: 3
+ * chunks in float16, 6 in float32). */
+template <typename T, int E, int N, bool ADD>
+struct KcLnRows {
+    static void launch(cudaStream_t s, int n, const T *a, const T *b, const T *scale,
+                       const T *bias, T *y, T *mean, T *inv, int64_t rows, int D, float eps) {
+        if (n < N) {
+            KcLnRows<T, E, N - 1, ADD>::launch(s, n, a, b, scale, bias, y, mean, inv, rows, D,
+                                               eps);
+            return;
+        }
+        kc_ln_rows_kernel<T, E, N, ADD>
+            <<<(unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS), KC_LN_WARPS * KC_WARP, 0,
+               s>>>(a, b, scale, bias, y, mean, inv, rows, D, eps);
+    }
+};
+template <typename T, int E, bool ADD>
+struct KcLnRows<T, E, 0, ADD> {
+    static void launch(cudaStream_t, int, const T *, const T *, const T *, const T *, T *, T *,
+                       T *, int64_t, int, float) {}
+};
+
+/* The row-in-registers kernel for D <= KC_LN_MAX: 16-byte chunks where D and every pointer
+ * allow, else single elements (32 a lane). */
+template <typename T, bool ADD>
+static inline void kc_ln_rows(cudaStream_t s, const T *a, const T *b, const T *scale,
+                              const T *bias, T *y, T *mean, T *inv, int64_t rows, int D,
+                              float eps) {
+    const int E = 16 / sizeof(T);
+    uintptr_t bits = (uintptr_t)a | (uintptr_t)scale | (uintptr_t)bias | (uintptr_t)y |
+                     (ADD ? (uintptr_t)b : 0);
+    if (D % E == 0 && (bits & 15) == 0)
+        KcLnRows<T, E, KC_LN_MAX / (KC_WARP * E), ADD>::launch(
+            s, (D + KC_WARP * E - 1) / (KC_WARP * E), a, b, scale, bias, y, mean, inv, rows, D,
+            eps);
+    else
+        kc_ln_rows_kernel<T, 1, KC_LN_MAX / KC_WARP, ADD>
+            <<<(unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS), KC_LN_WARPS * KC_WARP, 0,
+               s>>>(a, b, scale, bias, y, mean, inv, rows, D, eps);
+}
+
+/* Rows longer than KC_LN_MAX: one warp per row, two passes over memory for the statistics. */
 template <typename T>
 __global__ void kc_layernorm_kernel(const T *x, const T *scale, const T *bias, T *y, T *mean_out,
                                     T *inv_out, int64_t rows, int64_t D, float eps) {
@@ -779,85 +925,22 @@ template <typename T>
 static inline int kc_layernorm(cudaStream_t s, const T *x, const T *scale, const T *bias, T *y,
                                T *mean, T *inv, int64_t rows, int64_t D, float eps) {
     if (rows <= 0 || D <= 0) return KC_OK;
-    kc_layernorm_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
-        x, scale, bias, y, mean, inv, rows, D, eps);
+    if (D <= KC_LN_MAX)
+        kc_ln_rows<T, false>(s, x, (const T *)NULL, scale, bias, y, mean, inv, rows, (int)D,
+                             eps);
+    else
+        kc_layernorm_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
+            x, scale, bias, y, mean, inv, rows, D, eps);
     KC_LAUNCHED();
     return KC_OK;
-}
-
-/* y = LayerNormalization(a + b) per row of D: an Add whose sum only the normalization reads,
- * in one kernel (the sum never stored). The sum is rounded to T first, as the unfused Add
- * stores it, then normalized as kc_layernorm does. One warp per row, the row in registers
- * (D <= KC_ADDLN_MAX), read whole before the first store: y may be a or b itself. */
-#define KC_ADDLN_VR 32 /* elements per lane */
-#define KC_ADDLN_MAX (KC_WARP * KC_ADDLN_VR)
-/* V: elements per 8-byte load (8 / sizeof(T)) where every row starts on 8 bytes, else 1 */
-template <typename T, int V>
-__global__ void kc_add_layernorm_kernel(const T *a, const T *b, const T *scale, const T *bias,
-                                        T *y, int64_t rows, int D, float eps) {
-    int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
-    int lane = threadIdx.x % KC_WARP;
-    if (row >= rows) return;
-    const T *ar = a + row * D, *br = b + row * D;
-    float v[KC_ADDLN_VR];
-    double sum = 0, sq = 0;
-#pragma unroll
-    for (int r = 0; r < KC_ADDLN_VR / V; r++) {
-        int j = (lane + r * KC_WARP) * V; /* this lane's chunk r: elements j..j+V-1 */
-        if (j < D) {
-            __align__(8) T ae[V];
-            __align__(8) T be[V];
-            if (V > 1) {
-                *reinterpret_cast<uint2 *>(ae) = *reinterpret_cast<const uint2 *>(ar + j);
-                *reinterpret_cast<uint2 *>(be) = *reinterpret_cast<const uint2 *>(br + j);
-            } else {
-                ae[0] = ar[j], be[0] = br[j];
-            }
-#pragma unroll
-            for (int e = 0; e < V; e++) v[r * V + e] = (float)(T)((float)ae[e] + (float)be[e]);
-        } else {
-#pragma unroll
-            for (int e = 0; e < V; e++) v[r * V + e] = 0.0f;
-        }
-#pragma unroll
-        for (int e = 0; e < V; e++) sum += v[r * V + e];
-    }
-    float mean = (float)(kc_warp_sum(sum) / (double)D);
-#pragma unroll
-    for (int r = 0; r < KC_ADDLN_VR / V; r++)
-#pragma unroll
-        for (int e = 0; e < V; e++) {
-            float d = v[r * V + e] - mean;
-            if ((lane + r * KC_WARP) * V < D) sq += d * d;
-        }
-    float inv = rsqrtf((float)(kc_warp_sum(sq) / (double)D) + eps);
-#pragma unroll
-    for (int r = 0; r < KC_ADDLN_VR / V; r++) {
-        int j = (lane + r * KC_WARP) * V;
-        if (j >= D) continue;
-        __align__(8) T out[V];
-#pragma unroll
-        for (int e = 0; e < V; e++) {
-            float o = (v[r * V + e] - mean) * inv * (float)scale[j + e];
-            out[e] = (T)(bias ? o + (float)bias[j + e] : o);
-        }
-        if (V > 1) *reinterpret_cast<uint2 *>(y + row * D + j) = *reinterpret_cast<uint2 *>(out);
-        else y[row * D + j] = out[0];
-    }
 }
 
 template <typename T>
 static inline int kc_add_layernorm(cudaStream_t s, const T *a, const T *b, const T *scale,
                                    const T *bias, T *y, int64_t rows, int64_t D, float eps) {
     if (rows <= 0 || D <= 0) return KC_OK;
-    if (D > KC_ADDLN_MAX) return KC_ERR_SHAPE; /* the emitter never asks */
-    const int V = 8 / sizeof(T);
-    if (D % V == 0 && (((uintptr_t)a | (uintptr_t)b | (uintptr_t)y) & 7) == 0)
-        kc_add_layernorm_kernel<T, V><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
-            a, b, scale, bias, y, rows, (int)D, eps);
-    else
-        kc_add_layernorm_kernel<T, 1><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
-            a, b, scale, bias, y, rows, (int)D, eps);
+    if (D > KC_LN_MAX) return KC_ERR_SHAPE; /* the emitter never asks */
+    kc_ln_rows<T, true>(s, a, b, scale, bias, y, (T *)NULL, (T *)NULL, rows, (int)D, eps);
     KC_LAUNCHED();
     return KC_OK;
 }

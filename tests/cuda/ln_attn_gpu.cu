@@ -1,0 +1,297 @@
+/* ln_attn_gpu.cu: the layer-normalization kernels (kc_layernorm, kc_add_layernorm of
+ * kc_nn.cuh) and the attention kernels (kc_attention of kc_attn.cuh) against a double
+ * reference on the host, on a GPU: fresh random inputs, outputs poisoned (NaN) before each
+ * run, shapes that take every path (16-byte chunks with full and partial lanes, single
+ * elements, rows past the register limit, misaligned rows; tensor-core attention with
+ * head sizes in odd and even numbers of 16, partial key tiles, masks shared by all query
+ * rows (copied with the key tiles where aligned, else loaded) and per-row masks, blocks of
+ * 1, 4 and 8 warps, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's fused
+ * projection leaves it). With --time also times the kernels at BERT-base fp16 batch
+ * 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the same
+ * source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
+ * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu
+ *        ./ln_attn_gpu [--time]; ends with "N passed, N failed". */
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "kc_attn.cuh"
+#include "kc_nn.cuh"
+
+static int passed, failed;
+static unsigned long long rng_state = 88172645463325252ull;
+
+static double urand(void) { /* xorshift64, [0, 1) */
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double nrand(void) {
+    double u = urand() + 1e-12, v = urand();
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+#define CK(call)                                                                            \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess) {                                                            \
+            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);  \
+            exit(2);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+template <typename T> static T to_t(double v) { return (T)(float)v; }
+template <typename T> static double from_t(T v) { return (double)(float)v; }
+
+/* host values rounded to T, and a device copy at element offset off (misalignment) */
+template <typename T>
+struct Buf {
+    std::vector<double> h; /* the values as T holds them */
+    T *base = NULL, *d = NULL;
+    size_t n;
+    Buf(size_t n_, double scale, int off = 0) : h(n_), n(n_) {
+        std::vector<T> t(n_);
+        for (size_t i = 0; i < n_; i++) t[i] = to_t<T>(nrand() * scale), h[i] = from_t(t[i]);
+        CK(cudaMalloc(&base, (n_ + 8) * sizeof(T)));
+        d = base + off;
+        CK(cudaMemcpy(d, t.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    void poison() { CK(cudaMemset(d, 0xff, n * sizeof(T))); } /* NaN in both types */
+    std::vector<double> get() const {
+        std::vector<T> t(n);
+        CK(cudaMemcpy(t.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+        std::vector<double> r(n);
+        for (size_t i = 0; i < n; i++) r[i] = from_t(t[i]);
+        return r;
+    }
+    ~Buf() { cudaFree(base); }
+};
+
+static void report(const char *what, double worst, double tol, long bad) {
+    if (bad == 0 && worst <= tol) {
+        printf("ok   %s (max err %.3g)\n", what, worst), passed++;
+    } else {
+        printf("FAIL %s: max err %.3g > %.3g, %ld bad\n", what, worst, tol, bad), failed++;
+    }
+}
+
+/* err of got against want: |got - want| / (1 + |want|); NaN counts as bad */
+static void compare(const std::vector<double> &got, const std::vector<double> &want,
+                    double *worst, long *bad, double tol) {
+    for (size_t i = 0; i < want.size(); i++) {
+        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
+        if (!(e <= tol)) (*bad)++;
+        if (e > *worst || e != e) *worst = e != e ? INFINITY : e;
+    }
+}
+
+template <typename T>
+static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool bias, int off,
+                    double tol) {
+    Buf<T> a(rows * D, 1.5, off), b(rows * D, 1.0, off), g(D, 1.0), c(D, 0.5),
+        y(rows * D, 1.0, off), mean(rows, 1.0), inv(rows, 1.0);
+    y.poison(), mean.poison(), inv.poison();
+    int st = add ? kc_add_layernorm<T>(0, a.d, b.d, g.d, bias ? c.d : NULL, y.d, rows, D, 1e-5f)
+                 : kc_layernorm<T>(0, a.d, g.d, bias ? c.d : NULL, y.d, mean.d, inv.d, rows, D,
+                                   1e-5f);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want(rows * D), wm(rows), wi(rows);
+    for (int64_t r = 0; r < rows; r++) {
+        std::vector<double> v(D);
+        double s = 0, q = 0;
+        for (int64_t j = 0; j < D; j++) {
+            double x = a.h[r * D + j];
+            if (add) x = from_t(to_t<T>(x + b.h[r * D + j])); /* the Add's sum, in T */
+            v[j] = x, s += x;
+        }
+        double m = s / D;
+        for (int64_t j = 0; j < D; j++) q += (v[j] - m) * (v[j] - m);
+        double iv = 1.0 / sqrt(q / D + 1e-5);
+        for (int64_t j = 0; j < D; j++)
+            want[r * D + j] = (v[j] - m) * iv * g.h[j] + (bias ? c.h[j] : 0.0);
+        wm[r] = m, wi[r] = iv;
+    }
+    double worst = 0;
+    long bad = 0;
+    compare(y.get(), want, &worst, &bad, tol);
+    if (!add) compare(mean.get(), wm, &worst, &bad, tol), compare(inv.get(), wi, &worst, &bad, tol);
+    char what[160];
+    snprintf(what, sizeof what, "%s %s rows %lld D %lld%s%s", add ? "add_layernorm" : "layernorm",
+             tname, (long long)rows, (long long)D, bias ? "" : " no bias",
+             off ? " misaligned" : "");
+    if (st != KC_OK) bad++;
+    report(what, worst, tol, bad);
+}
+
+/* Attention on Q, K, V windows of a packed (B, S, 3, H, D) tensor, as BERT's fused
+ * projection leaves it; mask: 0 none, 1 (B, 1, 1, S) shared by the query rows, 2 (B, H, S, S) */
+template <int D>
+static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0) {
+    Buf<__half> qkv(B * S * 3 * H * D, 1.0), y(B * H * S * D, 1.0);
+    int64_t mn = mask_kind == 1 ? B * S : mask_kind == 2 ? B * H * S * S : 1;
+    Buf<__half> m(mn, 1.0);
+    std::vector<__half> mh(mn);
+    for (int64_t i = 0; i < mn; i++) { /* a few keys masked off, the rest small offsets */
+        double v = urand() < 0.2 ? -10000.0 : 0.5 * nrand();
+        mh[i] = to_t<__half>(v), m.h[i] = from_t(mh[i]);
+    }
+    CK(cudaMemcpy(m.d, mh.data(), mn * sizeof(__half), cudaMemcpyHostToDevice));
+    y.poison();
+    KcAttn p;
+    memset(&p, 0, sizeof p);
+    p.b = B, p.h = H, p.sq = S, p.sk = S, p.d = D, p.dv = D;
+    int64_t st[4] = {S * 3 * H * D, D, 3 * H * D, 1};
+    for (int i = 0; i < 4; i++) p.q_st[i] = p.k_st[i] = p.v_st[i] = st[i];
+    int64_t yst[4] = {H * S * D, S * D, D, 1};
+    memcpy(p.y_st, yst, sizeof yst);
+    if (mask_kind == 1) p.m_st[0] = S, p.m_st[3] = 1;
+    if (mask_kind == 2) p.m_st[0] = H * S * S, p.m_st[1] = S * S, p.m_st[2] = S, p.m_st[3] = 1;
+    p.scale = (float)(1.0 / sqrt((double)D));
+    const __half *q = qkv.d, *k = qkv.d + H * D, *v = qkv.d + 2 * H * D;
+    int rc = KC_OK;
+    const __half *mp = mask_kind ? m.d : NULL;
+#ifndef KC_LAB_OLD
+    if (nw == 8) /* the kernel alone, 8 warps (128 query rows) a block */
+        kc_attn_tc_kernel<D, 8><<<dim3((unsigned)((S + 127) / 128), (unsigned)(B * H)), 256>>>(
+            q, k, v, mp, y.d, p);
+    else if (nw == 4) /* 4 warps: what the launcher picks for many heads (BERT b32, b256) */
+        kc_attn_tc_kernel<D, 4><<<dim3((unsigned)((S + 63) / 64), (unsigned)(B * H)), 128>>>(
+            q, k, v, mp, y.d, p);
+    else
+#endif
+        rc = kc_attention<__half, true, D, D>(0, q, k, v, mp, y.d, &p);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want(B * H * S * D);
+    std::vector<double> sc(S);
+    for (int64_t bb = 0; bb < B; bb++)
+        for (int64_t hh = 0; hh < H; hh++)
+            for (int64_t i = 0; i < S; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < S; j++) {
+                    double s = 0;
+                    for (int t = 0; t < D; t++)
+                        s += qkv.h[bb * st[0] + hh * D + i * st[2] + t] *
+                             qkv.h[bb * st[0] + H * D + hh * D + j * st[2] + t];
+                    s *= p.scale;
+                    if (mask_kind == 1) s += m.h[bb * S + j];
+                    if (mask_kind == 2) s += m.h[((bb * H + hh) * S + i) * S + j];
+                    sc[j] = s, mx = std::max(mx, s);
+                }
+                for (int64_t j = 0; j < S; j++) sc[j] = exp(sc[j] - mx), sum += sc[j];
+                for (int t = 0; t < D; t++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < S; j++)
+                        o += sc[j] * qkv.h[bb * st[0] + 2 * H * D + hh * D + j * st[2] + t];
+                    want[((bb * H + hh) * S + i) * D + t] = o / sum;
+                }
+            }
+    double worst = 0;
+    long bad = 0;
+    compare(y.get(), want, &worst, &bad, 1e-2); /* probabilities rounded to fp16 */
+    if (rc != KC_OK) bad++;
+    char what[160];
+    snprintf(what, sizeof what, "attention fp16 tc B %lld H %lld S %lld D %d mask %s%s",
+             (long long)B, (long long)H, (long long)S, D,
+             mask_kind == 0 ? "none" : mask_kind == 1 ? "(B,1,1,S)" : "(B,H,S,S)",
+             nw == 8 ? " NW 8" : nw == 4 ? " NW 4" : "");
+    report(what, worst, 1e-2, bad);
+}
+
+/* ---- timing at BERT-base fp16 batch 256 ---- */
+
+template <typename F>
+static float time_ms(F f) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < 5; i++) f();
+    std::vector<float> ts;
+    for (int i = 0; i < 20; i++) {
+        CK(cudaEventRecord(e0));
+        f();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
+static void timing(void) {
+    const int64_t B = 256, S = 128, H = 12, D = 64, rows = B * S, E = 768;
+    Buf<__half> a(rows * E, 1.0), b(rows * E, 1.0), g(E, 1.0), c(E, 1.0), y(rows * E, 1.0);
+    float ms = time_ms([&] { kc_add_layernorm<__half>(0, a.d, b.d, g.d, c.d, y.d, rows, E, 1e-12f); });
+    printf("time add_layernorm fp16 32768x768: %.4f ms, %.0f GB/s\n", ms,
+           3.0 * rows * E * 2 / ms / 1e6);
+    ms = time_ms([&] { kc_layernorm<__half>(0, a.d, g.d, c.d, y.d, NULL, NULL, rows, E, 1e-12f); });
+    printf("time layernorm fp16 32768x768: %.4f ms, %.0f GB/s\n", ms, 2.0 * rows * E * 2 / ms / 1e6);
+    Buf<__half> qkv(B * S * 3 * H * D, 1.0), yo(B * H * S * D, 1.0), m(B * S, 0.0);
+    KcAttn p;
+    memset(&p, 0, sizeof p);
+    p.b = B, p.h = H, p.sq = S, p.sk = S, p.d = D, p.dv = D;
+    int64_t st[4] = {S * 3 * H * D, D, 3 * H * D, 1}, yst[4] = {S * H * D, D, H * D, 1};
+    for (int i = 0; i < 4; i++) p.q_st[i] = p.k_st[i] = p.v_st[i] = st[i], p.y_st[i] = yst[i];
+    p.m_st[0] = S, p.m_st[3] = 1;
+    p.scale = 0.125f;
+    const __half *q = qkv.d, *k = qkv.d + H * D, *v = qkv.d + 2 * H * D;
+    double flop = 4.0 * B * H * S * S * D;
+    ms = time_ms([&] { kc_attention<__half, true, 64, 64>(0, q, k, v, m.d, yo.d, &p); });
+    printf("time attention fp16 b256 h12 s128 d64 (launcher): %.4f ms, %.0f TFLOP/s\n", ms,
+           flop / ms / 1e9);
+    ms = time_ms([&] {
+        kc_attn_tc_kernel<64, 4><<<dim3(2, B * H), 128>>>(q, k, v, m.d, yo.d, p);
+    });
+    printf("time attention NW 4: %.4f ms\n", ms);
+#ifndef KC_LAB_OLD
+    ms = time_ms([&] {
+        kc_attn_tc_kernel<64, 8><<<dim3(1, B * H), 256>>>(q, k, v, m.d, yo.d, p);
+    });
+    printf("time attention NW 8: %.4f ms\n", ms);
+#endif
+    ms = time_ms([&] {
+        kc_attn_tc_kernel<64, 4><<<dim3(2, B * H), 128>>>(q, k, v, NULL, yo.d, p);
+    });
+    printf("time attention NW 4, no mask: %.4f ms\n", ms);
+    CK(cudaDeviceSynchronize());
+}
+
+int main(int argc, char **argv) {
+    bool time = argc > 1 && strcmp(argv[1], "--time") == 0;
+    if (time) {
+        timing();
+        return 0;
+    }
+    ln_case<__half>("fp16", 37, 768, true, true, 0, 4e-3);    /* 3 chunks of 8 */
+    ln_case<__half>("fp16", 37, 768, false, true, 0, 4e-3);
+    ln_case<__half>("fp16", 9, 1000, true, false, 0, 4e-3);   /* 4 chunks, the last partial */
+    ln_case<__half>("fp16", 9, 100, true, true, 0, 4e-3);     /* not in eights: elements */
+    ln_case<__half>("fp16", 9, 768, true, true, 1, 4e-3);     /* rows off 16 bytes */
+    ln_case<__half>("fp16", 5, 1536, false, true, 0, 4e-3);   /* past the register limit */
+    ln_case<float>("fp32", 37, 768, true, true, 0, 1e-5);     /* 6 chunks of 4 */
+    ln_case<float>("fp32", 37, 768, false, false, 0, 1e-5);
+    ln_case<float>("fp32", 9, 1020, true, true, 0, 1e-5);     /* 8 chunks, the last partial */
+    ln_case<float>("fp32", 9, 33, false, true, 0, 1e-5);      /* elements */
+    ln_case<float>("fp32", 9, 512, true, true, 3, 1e-5);      /* misaligned */
+    ln_case<float>("fp32", 5, 3000, false, true, 0, 1e-5);
+    attn_case<64>(2, 3, 128, 1);  /* BERT's: 2 key tiles, shared mask */
+    attn_case<64>(2, 3, 77, 2);   /* partial tiles and rows, per-row mask */
+    attn_case<64>(2, 3, 77, 1);   /* batch 1's mask row off 16 bytes: loaded, not cp.async */
+    attn_case<64>(1, 2, 200, 0);
+    attn_case<16>(2, 2, 70, 1);   /* one k16 block: ldmatrix x2 */
+    attn_case<48>(1, 3, 130, 1);  /* three k16 blocks */
+    attn_case<128>(1, 2, 100, 2); /* one stage */
+    attn_case<64>(2, 3, 128, 1, 4); /* the launcher takes one warp a block for few heads */
+    attn_case<64>(1, 2, 77, 2, 4);
+    attn_case<64>(3, 2, 77, 1, 4);
+    attn_case<32>(1, 2, 100, 1, 4);
+#ifndef KC_LAB_OLD
+    attn_case<64>(2, 3, 128, 1, 8);
+    attn_case<64>(1, 2, 200, 2, 8);
+#endif
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

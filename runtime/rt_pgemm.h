@@ -91,8 +91,10 @@ RT_API int64_t rt_pgemm_mc(int64_t P) {
  * compiler has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
 #define RT_PGEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define RT_PGEMM_PREFETCHW(p) __builtin_prefetch((p), 1, 3)
 #else
 #define RT_PGEMM_PREFETCH(p) ((void)(p))
+#define RT_PGEMM_PREFETCHW(p) ((void)(p))
 #endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
@@ -492,6 +494,21 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
                             if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
                         }
+                        /* the next tile of the column: its output rows (stored, or read
+                         * and stored by a later reduction block) and its residual, 14 rows
+                         * M apart that no hardware prefetcher follows; where the reduction
+                         * is short (ResNet-50's 64->256 with a residual: 64 steps) the tile
+                         * stalled on them */
+                        if (p0 + RT_PGEMM_MR < pe)
+                            for (i = 0; i < RT_PGEMM_MR && p0 + RT_PGEMM_MR + i < pe; i++) {
+                                float *yn = yt + (RT_PGEMM_MR + i) * M;
+                                RT_PGEMM_PREFETCHW(yn);
+                                RT_PGEMM_PREFETCHW(yn + cols - 1);
+                                if (last && rt) {
+                                    RT_PGEMM_PREFETCH(rt + (RT_PGEMM_MR + i) * M);
+                                    RT_PGEMM_PREFETCH(rt + (RT_PGEMM_MR + i) * M + cols - 1);
+                                }
+                            }
                         for (i = 0; dense && i < RT_PGEMM_MR; i++)
                             ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
                         for (i = 0; !dense && i < RT_PGEMM_MR && !(gather && gathered == p0);

@@ -40,7 +40,7 @@
 #define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
 #define RT_PGEMM_NP 2  /* panels per tile */
 #define RT_PGEMM_MC_TILES 16
-#define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_rows_f32) */
+#define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -123,12 +123,16 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 /* The AVX-512 tile of R rows (R <= RT_PGEMM_MR), as rt_pgemm_tile_f32 below states it: called
  * with R a constant, so that the compiler keeps the 2R accumulators in registers. Each row's
  * sum runs in the same order for every R (one FMA a reduction step), so a row gives the same
- * bits in a full tile and in a short one. */
+ * bits in a full tile and in a short one. Its first pf_n reduction steps also prefetch one
+ * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
+ * next tile column's weights, spread over the tile's steps (a burst of them before the tile
+ * filled the L1's miss buffers while the tile's own reads waited). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, int64_t taps, int64_t kc,
                                           const float *const *a, const float *b, int64_t b_tap,
                                           int64_t b_panel, const float *init, int accum,
                                           float *c, int64_t ldc, const float *res, float lo,
-                                          float hi) {
+                                          float hi, const float *pf, int64_t pf_n,
+                                          int64_t pf_panel) {
     __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
     int64_t t, k;
     int r;
@@ -140,15 +144,25 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, int64_t taps, int64_t kc,
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
-        for (k = 0; k < kc; k++) {
-            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
-            const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);
-            for (r = 0; r < R; r++) {
-                const __m512 v = _mm512_set1_ps(at[r][k]);
-                c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);
-                c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);
-            }
+        const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
+#define RT_PGEMM_STEP_                                                                        \
+    {                                                                                         \
+        const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);                              \
+        const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);                              \
+        for (r = 0; r < R; r++) {                                                             \
+            const __m512 v = _mm512_set1_ps(at[r][k]);                                        \
+            c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);                                            \
+            c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);                                            \
+        }                                                                                     \
+    }
+        for (k = 0; k < kp; k++) {
+            RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
+            if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            RT_PGEMM_STEP_
         }
+        for (; k < kc; k++) RT_PGEMM_STEP_
+#undef RT_PGEMM_STEP_
+        if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
     }
     {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
@@ -173,7 +187,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
     rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res,
-                         lo, hi);
+                         lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
@@ -335,19 +349,20 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 #endif
 
 #if defined(RT_PGEMM_AVX512)
-/* A short tile: rows < RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), at the
- * cost of its rows alone. BERT's 128 rows leave 2 past 9 full tiles, ViT's 197 leave 1, a
- * 7x7 image's 49 leave 7: a full tile spent 14 rows' FMAs on them. Rows of 1 run 2 chains
- * of FMAs that wait on their latency (4 cycles on Zen 4): still a seventh of a full tile's
- * time. */
-RT_API void rt_pgemm_tile_rows_f32(int rows, int64_t taps, int64_t kc, const float *const *a,
-                                   const float *b, int64_t b_tap, int64_t b_panel,
-                                   const float *init, int accum, float *c, int64_t ldc,
-                                   const float *res, float lo, float hi) {
+/* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), with
+ * rt_pgemm_tile_avx512's prefetch (pf, pf_n, pf_panel). A short tile costs its rows alone:
+ * BERT's 128 rows leave 2 past 9 full tiles, ViT's 197 leave 1, a 7x7 image's 49 leave 7,
+ * and a full tile spent 14 rows' FMAs on them. Rows of 1 run 2 chains of FMAs that wait on
+ * their latency (4 cycles on Zen 4): still a seventh of a full tile's time. */
+RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t taps, int64_t kc, const float *const *a,
+                                 const float *b, int64_t b_tap, int64_t b_panel,
+                                 const float *init, int accum, float *c, int64_t ldc,
+                                 const float *res, float lo, float hi, const float *pf,
+                                 int64_t pf_n, int64_t pf_panel) {
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
         rt_pgemm_tile_avx512(R, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res, lo, \
-                             hi);                                                             \
+                             hi, pf, pf_n, pf_panel);                                         \
         break
     switch (rows) {
         RT_PGEMM_ROWS_(1);
@@ -364,7 +379,8 @@ RT_API void rt_pgemm_tile_rows_f32(int rows, int64_t taps, int64_t kc, const flo
         RT_PGEMM_ROWS_(12);
         RT_PGEMM_ROWS_(13);
     default:
-        rt_pgemm_tile_f32(taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res, lo, hi);
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
+                             res, lo, hi, pf, pf_n, pf_panel);
     }
 #undef RT_PGEMM_ROWS_
 }
@@ -490,10 +506,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int64_t pf_hi =
                             pf_lo + pf_share < nt * kc ? pf_lo + pf_share : nt * kc;
                         int64_t i, i2, nta = nt, kca = kc;
+#if defined(RT_PGEMM_AVX512) /* the tile spreads its share over its steps */
+                        const float *pf = pf_next ? pf_next + pf_lo * RT_PGEMM_NR : NULL;
+                        const int64_t pf_n = pf_next && pf_hi > pf_lo ? pf_hi - pf_lo : 0;
+                        const int64_t pf_panel = pf_second ? panel : 0;
+#else
                         for (i = pf_lo; pf_next && i < pf_hi; i++) {
                             RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
                             if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
                         }
+#endif
                         /* the next tile of the column: its output rows (stored, or read
                          * and stored by a later reduction block) and its residual, 14 rows
                          * M apart that no hardware prefetcher follows; where the reduction
@@ -556,16 +578,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         }
                         if (direct) { /* the epilogue in registers where it can be */
 #if defined(RT_PGEMM_AVX512)
-                            if (rows < RT_PGEMM_MR)
-                                rt_pgemm_tile_rows_f32(
-                                    (int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel, init,
-                                    !first, yt, M, last ? rt : NULL, last ? lo : -INFINITY,
-                                    last ? hi : INFINITY);
-                            else
+                            rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
+                                                 b_panel, init, !first, yt, M,
+                                                 last ? rt : NULL, last ? lo : -INFINITY,
+                                                 last ? hi : INFINITY, pf, pf_n, pf_panel);
+#else
+
+                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                                              init, !first, yt, M, last ? rt : NULL,
+                                              last ? lo : -INFINITY, last ? hi : INFINITY);
 #endif
-                                rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
-                                                  init, !first, yt, M, last ? rt : NULL,
-                                                  last ? lo : -INFINITY, last ? hi : INFINITY);
                             if (last && !act_clamps)
                                 for (i2 = 0; i2 < rows; i2++)
                                     rt_act_row_f32(yt + i2 * M, NULL, cols, act);
@@ -575,22 +597,21 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             for (i2 = 0; i2 < rows; i2++)
                                 for (j = 0; j < cols; j++)
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
+#if defined(RT_PGEMM_AVX512)
+                        rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
+                                             b_panel, init, !first, tile, RT_PGEMM_NT, NULL,
+                                             -INFINITY, INFINITY, pf, pf_n, pf_panel);
+#else
 #if defined(RT_PGEMM_AVX2)
                         if (rows == 1)
                             rt_pgemm_row_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, init, !first,
                                              tile);
                         else
-#elif defined(RT_PGEMM_AVX512)
-                        if (rows < RT_PGEMM_MR)
-                            rt_pgemm_tile_rows_f32((int)rows, nta, kca, a, bp,
-                                                   cg * RT_PGEMM_NR, b_panel, init, !first,
-                                                   tile, RT_PGEMM_NT, NULL, -INFINITY,
-                                                   INFINITY);
-                        else
 #endif
                             rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
                                               init, !first, tile, RT_PGEMM_NT, NULL,
                                               -INFINITY, INFINITY);
+#endif
                         for (i2 = 0; i2 < rows; i2++)
                             for (j = 0; j < cols; j++)
                                 yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];

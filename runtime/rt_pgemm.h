@@ -40,6 +40,7 @@
 #define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
 #define RT_PGEMM_NP 2  /* panels per tile */
 #define RT_PGEMM_MC_TILES 16
+#define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -63,6 +64,9 @@
 #define RT_PGEMM_MC_TILES 16 /* small stacks (microcontrollers): 2 x 64 pixel offsets */
 #endif
 
+#ifndef RT_PGEMM_SHORT
+#define RT_PGEMM_SHORT 0
+#endif
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
@@ -87,8 +91,10 @@ RT_API int64_t rt_pgemm_mc(int64_t P) {
  * compiler has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
 #define RT_PGEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define RT_PGEMM_PREFETCHW(p) __builtin_prefetch((p), 1, 3)
 #else
 #define RT_PGEMM_PREFETCH(p) ((void)(p))
+#define RT_PGEMM_PREFETCHW(p) ((void)(p))
 #endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
@@ -108,6 +114,66 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 }
 #endif
 
+#if defined(RT_PGEMM_AVX512)
+#if defined(__GNUC__) || defined(__clang__)
+#define RT_PGEMM_INLINE static inline __attribute__((always_inline))
+#else
+#define RT_PGEMM_INLINE static inline
+#endif
+/* The AVX-512 tile of R rows (R <= RT_PGEMM_MR), as rt_pgemm_tile_f32 below states it: called
+ * with R a constant, so that the compiler keeps the 2R accumulators in registers. Each row's
+ * sum runs in the same order for every R (one FMA a reduction step), so a row gives the same
+ * bits in a full tile and in a short one. Its first pf_n reduction steps also prefetch one
+ * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
+ * next tile column's weights, spread over the tile's steps (a burst of them before the tile
+ * filled the L1's miss buffers while the tile's own reads waited). */
+RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, int64_t taps, int64_t kc,
+                                          const float *const *a, const float *b, int64_t b_tap,
+                                          int64_t b_panel, const float *init, int accum,
+                                          float *c, int64_t ldc, const float *res, float lo,
+                                          float hi, const float *pf, int64_t pf_n,
+                                          int64_t pf_panel) {
+    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
+    int64_t t, k;
+    int r;
+    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
+    for (r = 0; r < R; r++) {
+        c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
+        c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
+    }
+    for (t = 0; t < taps; t++) {
+        const float *const *at = a + t * RT_PGEMM_MR;
+        const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
+        const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
+#define RT_PGEMM_STEP_                                                                        \
+    {                                                                                         \
+        const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);                              \
+        const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);                              \
+        for (r = 0; r < R; r++) {                                                             \
+            const __m512 v = _mm512_set1_ps(at[r][k]);                                        \
+            c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);                                            \
+            c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);                                            \
+        }                                                                                     \
+    }
+        for (k = 0; k < kp; k++) {
+            RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
+            if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            RT_PGEMM_STEP_
+        }
+        for (; k < kc; k++) RT_PGEMM_STEP_
+#undef RT_PGEMM_STEP_
+        if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
+    }
+    {
+        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+        for (r = 0; r < R; r++) {
+            rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
+            rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo, vhi);
+        }
+    }
+}
+#endif
+
 /* One tile: c[r][j] = min(max(init[j] + sum over taps t, k < kc of a[t*MR + r][k] *
  * b[t*b_tap + k*16 + j] + res[r][j], lo), hi) (j < 16), and the same for the second panel
  * at b + b_panel (AVX-512). a: taps x RT_PGEMM_MR row pointers (rows past the tile's point
@@ -120,34 +186,9 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
-    int r;
-    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
-    for (r = 0; r < RT_PGEMM_MR; r++) {
-        c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
-        c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
-    }
-    for (t = 0; t < taps; t++) {
-        const float *const *at = a + t * RT_PGEMM_MR;
-        const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
-        for (k = 0; k < kc; k++) {
-            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
-            const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);
-            for (r = 0; r < RT_PGEMM_MR; r++) {
-                const __m512 v = _mm512_set1_ps(at[r][k]);
-                c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);
-                c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);
-            }
-        }
-    }
-    {
-        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-        for (r = 0; r < RT_PGEMM_MR; r++) {
-            rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
-            rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo, vhi);
-        }
-    }
-    (void)b_panel;
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res,
+                         lo, hi, (const float *)0, 0, 0);
+    (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
     const float *s0 = accum ? c : init, *s1 = accum ? c + ldc : init;
@@ -307,6 +348,44 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 }
 #endif
 
+#if defined(RT_PGEMM_AVX512)
+/* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), with
+ * rt_pgemm_tile_avx512's prefetch (pf, pf_n, pf_panel). A short tile costs its rows alone:
+ * BERT's 128 rows leave 2 past 9 full tiles, ViT's 197 leave 1, a 7x7 image's 49 leave 7,
+ * and a full tile spent 14 rows' FMAs on them. Rows of 1 run 2 chains of FMAs that wait on
+ * their latency (4 cycles on Zen 4): still a seventh of a full tile's time. */
+RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t taps, int64_t kc, const float *const *a,
+                                 const float *b, int64_t b_tap, int64_t b_panel,
+                                 const float *init, int accum, float *c, int64_t ldc,
+                                 const float *res, float lo, float hi, const float *pf,
+                                 int64_t pf_n, int64_t pf_panel) {
+#define RT_PGEMM_ROWS_(R)                                                                     \
+    case R:                                                                                   \
+        rt_pgemm_tile_avx512(R, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res, lo, \
+                             hi, pf, pf_n, pf_panel);                                         \
+        break
+    switch (rows) {
+        RT_PGEMM_ROWS_(1);
+        RT_PGEMM_ROWS_(2);
+        RT_PGEMM_ROWS_(3);
+        RT_PGEMM_ROWS_(4);
+        RT_PGEMM_ROWS_(5);
+        RT_PGEMM_ROWS_(6);
+        RT_PGEMM_ROWS_(7);
+        RT_PGEMM_ROWS_(8);
+        RT_PGEMM_ROWS_(9);
+        RT_PGEMM_ROWS_(10);
+        RT_PGEMM_ROWS_(11);
+        RT_PGEMM_ROWS_(12);
+        RT_PGEMM_ROWS_(13);
+    default:
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
+                             res, lo, hi, pf, pf_n, pf_panel);
+    }
+#undef RT_PGEMM_ROWS_
+}
+#endif
+
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
  * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
@@ -371,14 +450,25 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             /* whole taps of few channels: the tile's rows are gathered (B's rows of
              * the block are contiguous then) */
             const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+            /* rows of one tap whose stride is a multiple of 4 KiB (the stride times C a
+             * multiple of 1024: BERT's 3072-wide product, ResNet-50's last stages and its
+             * 1x1/2 of 512 channels) fall in one set of an 8-way L1 (bits 6-11 of the
+             * address): a tile's 14 rows evict each other, and the AVX-512 tile ran at 76%
+             * of its rate on them (Zen 4). Such a tile's rows are copied to abuf first, as
+             * gathered rows are: one tile a pixel block, copied once for all its panels
+             * (whose weights then come from L2 or L3, prefetched a column ahead: BERT's
+             * 3072x768 ran 0.94x the time of a copy per tile and panel pair) */
+            const int copy =
+                !gather && nt == 1 && ((C * g->s[2]) & 1023) == 0 && RT_PGEMM_MR > 8;
             const float *xg = x + n * H * W * C + grp * cg + c0;
             int64_t t;
             for (t = 0; t < nt; t++) {
                 tap_h[t] = (t0 + t) / KW * g->d[1];
                 tap_w[t] = (t0 + t) % KW * g->d[2];
             }
-            /* gathering: one tile a pixel block, gathered once for all its panels */
-            const int64_t mc = gather ? RT_PGEMM_MR : k->mc;
+            /* gathering or copying: one tile a pixel block, its rows gathered or copied
+             * once for all its panels */
+            const int64_t mc = gather || copy ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -410,7 +500,9 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
                     for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
                         const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
-                        const int direct = rows == RT_PGEMM_MR && cols == RT_PGEMM_NT;
+                        /* AVX-512 stores short tiles of whole columns in place too */
+                        const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
+                                           cols == RT_PGEMM_NT;
                         float *yt = y + (n * P + p0) * M + mo;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
@@ -418,10 +510,31 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int64_t pf_hi =
                             pf_lo + pf_share < nt * kc ? pf_lo + pf_share : nt * kc;
                         int64_t i, i2, nta = nt, kca = kc;
+#if defined(RT_PGEMM_AVX512) /* the tile spreads its share over its steps */
+                        const float *pf = pf_next ? pf_next + pf_lo * RT_PGEMM_NR : NULL;
+                        const int64_t pf_n = pf_next && pf_hi > pf_lo ? pf_hi - pf_lo : 0;
+                        const int64_t pf_panel = pf_second ? panel : 0;
+#else
                         for (i = pf_lo; pf_next && i < pf_hi; i++) {
                             RT_PGEMM_PREFETCH(pf_next + i * RT_PGEMM_NR);
                             if (pf_second) RT_PGEMM_PREFETCH(pf_next + panel + i * RT_PGEMM_NR);
                         }
+#endif
+                        /* the next tile of the column: its output rows (stored, or read
+                         * and stored by a later reduction block) and its residual, 14 rows
+                         * M apart that no hardware prefetcher follows; where the reduction
+                         * is short (ResNet-50's 64->256 with a residual: 64 steps) the tile
+                         * stalled on them */
+                        if (p0 + RT_PGEMM_MR < pe)
+                            for (i = 0; i < RT_PGEMM_MR && p0 + RT_PGEMM_MR + i < pe; i++) {
+                                float *yn = yt + (RT_PGEMM_MR + i) * M;
+                                RT_PGEMM_PREFETCHW(yn);
+                                RT_PGEMM_PREFETCHW(yn + cols - 1);
+                                if (last && rt) {
+                                    RT_PGEMM_PREFETCH(rt + (RT_PGEMM_MR + i) * M);
+                                    RT_PGEMM_PREFETCH(rt + (RT_PGEMM_MR + i) * M + cols - 1);
+                                }
+                            }
                         for (i = 0; dense && i < RT_PGEMM_MR; i++)
                             ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
                         for (i = 0; !dense && i < RT_PGEMM_MR && !(gather && gathered == p0);
@@ -458,10 +571,28 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             nta = 1;
                             kca = nt * kc;
                         }
+                        if (copy) {
+                            for (i = 0; i < RT_PGEMM_MR && gathered != p0; i++) {
+                                const float *src = ind[i];
+                                int64_t c;
+                                for (c = 0; c < kc; c++) abuf[i][c] = src[c];
+                                arow[i] = abuf[i];
+                            }
+                            gathered = p0;
+                            a = arow;
+                        }
                         if (direct) { /* the epilogue in registers where it can be */
+#if defined(RT_PGEMM_AVX512)
+                            rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
+                                                 b_panel, init, !first, yt, M,
+                                                 last ? rt : NULL, last ? lo : -INFINITY,
+                                                 last ? hi : INFINITY, pf, pf_n, pf_panel);
+#else
+
                             rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
                                               last ? lo : -INFINITY, last ? hi : INFINITY);
+#endif
                             if (last && !act_clamps)
                                 for (i2 = 0; i2 < rows; i2++)
                                     rt_act_row_f32(yt + i2 * M, NULL, cols, act);
@@ -471,6 +602,11 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             for (i2 = 0; i2 < rows; i2++)
                                 for (j = 0; j < cols; j++)
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
+#if defined(RT_PGEMM_AVX512)
+                        rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
+                                             b_panel, init, !first, tile, RT_PGEMM_NT, NULL,
+                                             -INFINITY, INFINITY, pf, pf_n, pf_panel);
+#else
 #if defined(RT_PGEMM_AVX2)
                         if (rows == 1)
                             rt_pgemm_row_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, init, !first,
@@ -480,6 +616,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
                                               init, !first, tile, RT_PGEMM_NT, NULL,
                                               -INFINITY, INFINITY);
+#endif
                         for (i2 = 0; i2 < rows; i2++)
                             for (j = 0; j < cols; j++)
                                 yt[i2 * M + j] = tile[i2 * RT_PGEMM_NT + j];

@@ -191,6 +191,29 @@ Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
     check_case(&k5, true, true, &leaky);
 }
 
+Test(rt_pgemm, matches_the_reference_where_rows_are_copied_or_tiles_are_short) {
+    /* rows 4 KiB apart (a multiple of 1024 channels, or 512 at stride 2: copied to a buffer
+     * on AVX-512), with a short last tile (AVX-512: a tile of its rows alone), the epilogue in
+     * registers (full columns) and on stored rows (a partial second panel), across reduction
+     * blocks; a padded 3x3/2 whose zero rows are copied too; and 2048 channels into 3 rows */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 1024, 40, 1, 1, 2 * RT_PGEMM_MR + 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k, true, true, &relu);
+    Case k2 = {1, 512, 64, 1, 5, 9, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, false, &leaky);
+    Case k3 = {1, 512, 32, 1, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    check_case(&k3, false, true, NULL);
+    Case k4 = {1, 2048, 48, 1, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k4, true, false, NULL);
+    /* every short tile's row count with whole columns, one reduction block and three */
+    for (int64_t pix = RT_PGEMM_MR + 1; pix < 2 * RT_PGEMM_MR; pix++) {
+        Case k5 = {1, 40, 64, 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+        check_case(&k5, true, true, &relu);
+        Case k6 = {1, 700, 32, 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+        check_case(&k6, pix % 2 == 0, pix % 3 == 0, &leaky);
+    }
+}
+
 Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {
     say_isa();
     rng_init();

@@ -10,13 +10,15 @@
  *     u[((p*NP + q)*C + c)*16 + j] = U[i][j] of w[.][.][c][q*16 + j]   (0 past M)
  * dims (6, 6, NP, C, 16). The points are 0, +-1, +-2 and infinity (Lavin and Gray's).
  *
- * Per block of tiles: the input transform writes V (36 x tiles x C) into a stack buffer;
+ * Per block of tiles: the input transform writes V (36 x tiles x C) into a buffer (the
+ * worker's scratch in the arena where the bundle gives one, rt_wino_ws_floats, else the stack);
  * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on
  * rt_pgemm_tile_f32 into a second buffer, then the output transform adds the bias and
  * residual, applies the activation and stores the tile's pixels (inside the image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
  * range of them, independent of the others (a parallel-for splits the ranges).
- * Stack: RT_WINO_VBUF + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2: 108 + 41 KiB).
+ * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:
+ * 108 + 41 KiB, AVX-512: 108 + 63 KiB).
  * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
 #ifndef KILN_RT_WINO_H
 #define KILN_RT_WINO_H
@@ -35,6 +37,13 @@
 /* tiles a block: several microkernel tiles where the MR is small */
 #define RT_WINO_TB_MAX (RT_PGEMM_MR >= 12 ? RT_PGEMM_MR : 3 * RT_PGEMM_MR)
 #define RT_WINO_TBR ((RT_WINO_TB_MAX + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR)
+/* Tiles a block in a workspace: the largest RT_WINO_TB_MAX of any path (AVX2 and NEON 18,
+ * AVX-512 14, portable 12), so that the workspace the compiler sizes (it does not know
+ * which path the bundle builds) holds a whole block of every path at any C. On the stack,
+ * RT_WINO_VBUF holds 6 tiles of 128 channels: 6 of AVX-512's 14 microkernel rows, the
+ * other 8 computed for nothing (bench/kernels/wino.c: 128 -> 128 @28x28 at 0.75x the packed
+ * GEMM's time with 6 tiles a block, 0.48x with 14). */
+#define RT_WINO_TB_WS 18
 
 /* v = BT d B over L lanes (d, v: 6 x 6 points of L channels). */
 RT_API void rt_wino_in_f32(float v[6][6][RT_WINO_L], float d[6][6][RT_WINO_L]) {
@@ -90,14 +99,20 @@ RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) 
         }
 }
 
-/* Tiles a block for C input channels: as many as RT_WINO_VBUF holds, whole microkernel
- * tiles where there is room for one, at most RT_WINO_TB_MAX. */
-RT_API int64_t rt_wino_block(int64_t C) {
-    int64_t tb = RT_WINO_VBUF / (RT_WINO_P * C);
+/* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels. */
+RT_API int64_t rt_wino_ws_floats(int64_t C) { return (int64_t)RT_WINO_P * RT_WINO_TB_WS * C; }
+
+/* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
+ * microkernel tiles where there is room for one, at most RT_WINO_TB_MAX. */
+RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf) {
+    int64_t tb = buf / (RT_WINO_P * C);
     if (tb > RT_WINO_TB_MAX) tb = RT_WINO_TB_MAX;
     if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
     return tb < 1 ? 1 : tb;
 }
+
+/* Tiles a block on the stack (RT_WINO_VBUF). */
+RT_API int64_t rt_wino_block(int64_t C) { return rt_wino_block_in(C, RT_WINO_VBUF); }
 
 /* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
 RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
@@ -105,23 +120,24 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
            ((g->out[2] + RT_WINO_M - 1) / RT_WINO_M);
 }
 
-/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r): x (N,H,W,C), u the transformed
- * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
- * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36. */
-RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
-                                   const float *r, float *y, const RtConvGeom *g,
-                                   const RtAct *act, int64_t t_begin, int64_t t_end) {
+/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
+ * (36 x tb x C floats): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32.
+ * Every tile's bytes are the same whatever tb (a microkernel row does not see the others). */
+RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end,
+                                    float *vb, int64_t tb) {
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
     const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
     const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
-    const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR, tb = rt_wino_block(C);
+    const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
     const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
-    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    float mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
     int64_t t0;
     for (t0 = t_begin; t0 < t_end; t0 += tb) {
         const int64_t nb = t_end - t0 < tb ? t_end - t0 : tb;
@@ -223,6 +239,27 @@ RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *
     }
 }
 
+/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r): x (N,H,W,C), u the transformed
+ * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
+ * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36.
+ * V on the stack (RT_WINO_VBUF). */
+RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                   const float *r, float *y, const RtConvGeom *g,
+                                   const RtAct *act, int64_t t_begin, int64_t t_end) {
+    float vb[RT_WINO_VBUF];
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c));
+}
+
+/* rt_wino_nhwc_tiles_f32 with V in ws, a workspace of rt_wino_ws_floats(C) floats: blocks
+ * of RT_WINO_TB_MAX tiles at any C. */
+RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                      const float *r, float *y, const RtConvGeom *g,
+                                      const RtAct *act, int64_t t_begin, int64_t t_end,
+                                      float *ws) {
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws,
+                            rt_wino_block_in(g->c, rt_wino_ws_floats(g->c)));
+}
+
 /* The whole convolution: every tile of the batch. */
 RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
                              float *y, const RtConvGeom *g, const RtAct *act) {
@@ -234,24 +271,32 @@ typedef struct RtWinoTask {
     float *y;
     const RtConvGeom *g;
     const RtAct *act;
+    const RtPar *par;   /* its workers' scratch holds V, or NULL: the stack */
     int64_t per, tiles; /* tiles a task (whole blocks), tiles in all */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtWinoTask *k = (const RtWinoTask *)arg;
     const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
-    (void)worker;
-    rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
+    if (k->par)
+        rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
+                                  (float *)rt_par_scratch(k->par, worker));
+    else
+        rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
- * tasks are runs of whole tile blocks (rt_wino_block), so each block holds the tiles it
- * holds in the serial run and the bytes do not depend on the split. */
+ * tasks are runs of whole tile blocks (rt_wino_block_in), so each block holds the tiles it
+ * holds in the serial run and the bytes do not depend on the split. V goes to the workers'
+ * scratch where it holds rt_wino_ws_floats(C) floats (the emitter asks for them). */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
-    const int64_t T = rt_wino_tiles(g), tb = rt_wino_block(g->c), blocks = (T + tb - 1) / tb;
-    const int64_t n = rt_par_chunks(par, blocks, 1);
+    const int ws = par && par->scratch &&
+                   par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
+    const int64_t T = rt_wino_tiles(g);
+    const int64_t tb = ws ? rt_wino_block_in(g->c, rt_wino_ws_floats(g->c)) : rt_wino_block(g->c);
+    const int64_t blocks = (T + tb - 1) / tb, n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
     k.x = x;
     k.u = u;
@@ -260,6 +305,7 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.y = y;
     k.g = g;
     k.act = act;
+    k.par = ws ? par : NULL;
     k.per = (blocks + n - 1) / n * tb;
     k.tiles = T;
     if (T == 0) return;

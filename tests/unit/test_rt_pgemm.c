@@ -292,6 +292,20 @@ static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct 
     rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, 0, tiles / 2);
     cr_assert(memcmp(y, y2, (size_t)yn * sizeof *y) == 0, "tile ranges differ (seed %u)",
               rng_seed);
+    /* V in a workspace (the bundle's per-worker scratch, through RtPar, and in two ranges):
+     * blocks of other sizes, the same bytes */
+    int64_t wsn = rt_wino_ws_floats(g.c);
+    float *ws = poisoned_f32(wsn), *y3 = poisoned_f32(yn);
+    RtPar par = {NULL, NULL, 1, (unsigned char *)ws, wsn * (int64_t)sizeof(float)};
+    rt_wino_nhwc_par_f32(x, u, b, r, y3, &g, act, &par);
+    cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0, "workspace run differs (seed %u)",
+              rng_seed);
+    for (int64_t i = 0; i < yn; i++) y3[i] = NAN;
+    rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, tiles / 3, tiles, ws);
+    rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, 0, tiles / 3, ws);
+    cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0,
+              "workspace tile ranges differ (seed %u)", rng_seed);
+    free(ws), free(y3);
     free(x), free(w), free(b), free(r), free(y), free(y2), free(u), free(want);
 }
 

@@ -37,13 +37,20 @@
 /* tiles a block: several microkernel tiles where the MR is small */
 #define RT_WINO_TB_MAX (RT_PGEMM_MR >= 12 ? RT_PGEMM_MR : 3 * RT_PGEMM_MR)
 #define RT_WINO_TBR ((RT_WINO_TB_MAX + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR)
-/* Tiles a block in a workspace: the largest RT_WINO_TB_MAX of any path (AVX2 and NEON 18,
- * AVX-512 14, portable 12), so that the workspace the compiler sizes (it does not know
- * which path the bundle builds) holds a whole block of every path at any C. On the stack,
- * RT_WINO_VBUF holds 6 tiles of 128 channels: 6 of AVX-512's 14 microkernel rows, the
- * other 8 computed for nothing (bench/kernels/wino.c: 128 -> 128 @28x28 at 0.75x the packed
- * GEMM's time with 6 tiles a block, 0.48x with 14). */
-#define RT_WINO_TB_WS 18
+/* Tiles a block in a workspace on one worker: two microkernel heights where the MR is
+ * big, so that a 14x14 image (16 tiles) is one block and its transformed weights (9.4 MB at
+ * 256 channels) stream once, not twice (inside ResNet-50: 256@14x14 1.74-1.98 ms a layer
+ * against 1.78-2.52 with 14-tile blocks). Several workers keep RT_WINO_TB_MAX: blocks are
+ * their tasks. */
+#define RT_WINO_TB_BIG (RT_PGEMM_MR >= 12 ? 2 * RT_PGEMM_MR : RT_WINO_TB_MAX)
+/* The largest RT_WINO_TB_BIG of any path (AVX-512 28, AVX2 and NEON 18, portable 12), and
+ * the widest tile of output channels (RT_PGEMM_NT: AVX-512 32), so that the workspace the
+ * compiler sizes (it does not know which path the bundle builds) holds a whole block of
+ * every path at any C. On the stack, RT_WINO_VBUF holds 6 tiles of 128 channels: 6 of
+ * AVX-512's 14 microkernel rows, the other 8 computed for nothing (bench/kernels/wino.c:
+ * 128 -> 128 @28x28 at 0.75x the packed GEMM's time with 6 tiles a block, 0.48x with 14). */
+#define RT_WINO_TB_WS 28
+#define RT_WINO_NT_WS 32
 
 /* v = BT d B over L lanes (d, v: 6 x 6 points of L channels). */
 RT_API void rt_wino_in_f32(float v[6][6][RT_WINO_L], float d[6][6][RT_WINO_L]) {
@@ -99,8 +106,11 @@ RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) 
         }
 }
 
-/* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels. */
-RT_API int64_t rt_wino_ws_floats(int64_t C) { return (int64_t)RT_WINO_P * RT_WINO_TB_WS * C; }
+/* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels (V) and
+ * their products for one tile of output channels: 36 x RT_WINO_TB_WS x (C + RT_WINO_NT_WS). */
+RT_API int64_t rt_wino_ws_floats(int64_t C) {
+    return (int64_t)RT_WINO_P * RT_WINO_TB_WS * (C + RT_WINO_NT_WS);
+}
 
 #if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
 /* The transforms on whole vectors of channels with GCC/Clang vector extensions (the loops
@@ -172,7 +182,10 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
     for (e = 0; e < 6; e++) { /* t = AT m: column e */
         rt_wino_vf s12, d12, s34, d34;
         for (a = 0; a < 6; a++) memcpy(&m[a], src + (6 * a + e) * pstride, sizeof m[a]);
-        s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
+        s12 = m[1] + m[2];
+        d12 = m[1] - m[2];
+        s34 = m[3] + m[4];
+        d34 = m[3] - m[4];
         t[0][e] = m[0] + s12 + s34;
         t[1][e] = d12 + 2.0f * d34;
         t[2][e] = s12 + 4.0f * s34;
@@ -206,16 +219,25 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
 #endif
 
 /* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
- * microkernel tiles where there is room for one, at most RT_WINO_TB_MAX. */
-RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf) {
+ * microkernel tiles where there is room for one, at most cap. */
+RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
     int64_t tb = buf / (RT_WINO_P * C);
-    if (tb > RT_WINO_TB_MAX) tb = RT_WINO_TB_MAX;
+    if (tb > cap) tb = cap;
     if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
     return tb < 1 ? 1 : tb;
 }
 
 /* Tiles a block on the stack (RT_WINO_VBUF). */
-RT_API int64_t rt_wino_block(int64_t C) { return rt_wino_block_in(C, RT_WINO_VBUF); }
+RT_API int64_t rt_wino_block(int64_t C) {
+    return rt_wino_block_in(C, RT_WINO_VBUF, RT_WINO_TB_MAX);
+}
+
+/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG on one worker (big),
+ * else RT_WINO_TB_MAX. */
+RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
+    return rt_wino_block_in(C, (int64_t)RT_WINO_P * RT_WINO_TB_WS * C,
+                            big ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
+}
 
 /* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
 RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
@@ -224,12 +246,13 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
 }
 
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
- * (36 x tb x C floats): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32.
- * Every tile's bytes are the same whatever tb (a microkernel row does not see the others). */
+ * (36 x tb x C floats), the products in mb (36 x mr x RT_PGEMM_NT, mr >= tb rounded up to
+ * RT_PGEMM_MR): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32. Every
+ * tile's bytes are the same whatever tb (a microkernel row does not see the others). */
 RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
                                     const float *r, float *y, const RtConvGeom *g,
                                     const RtAct *act, int64_t t_begin, int64_t t_end,
-                                    float *vb, int64_t tb) {
+                                    float *vb, int64_t tb, float *mb, int64_t mr) {
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
     const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
     const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
@@ -240,7 +263,6 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
-    float mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
     int64_t t0;
     for (t0 = t_begin; t0 < t_end; t0 += tb) {
         const int64_t nb = t_end - t0 < tb ? t_end - t0 : tb;
@@ -296,7 +318,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     for (q = 0; q < RT_PGEMM_MR; q++) /* rows past the block: any valid row */
                         a[q] = vb + (p * tb + (r0 + q < nb ? r0 + q : r0)) * C;
                     rt_pgemm_tile_f32(1, C, a, bp, 0, b_panel, rt_pgemm_zero, 0,
-                                      mb + (p * RT_WINO_TBR + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
+                                      mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
                                       NULL, -INFINITY, INFINITY);
                 }
             }
@@ -310,7 +332,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     const int tcols = OW - ow0 < RT_WINO_M ? (int)(OW - ow0) : RT_WINO_M;
                     for (; cc + RT_WINO_VL <= cols; cc += RT_WINO_VL) {
                         float *y0 = y + ((n * OH + oh0) * OW + ow0) * M + m0 + cc;
-                        rt_wino_out_vec_f32(mb + i * RT_PGEMM_NT + cc, RT_WINO_TBR * RT_PGEMM_NT,
+                        rt_wino_out_vec_f32(mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
                                             b ? b + m0 + cc : NULL, y0, r ? r + (y0 - y) : NULL,
                                             OW * M, M, rows, tcols, lo, hi,
                                             act_clamps ? NULL : act);
@@ -322,7 +344,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
                     int a, e, l;
                     for (a = 0; a < RT_WINO_P; a++) {
-                        const float *src = mb + (a * RT_WINO_TBR + i) * RT_PGEMM_NT + cc;
+                        const float *src = mb + (a * mr + i) * RT_PGEMM_NT + cc;
                         for (l = 0; l < RT_WINO_L; l++) mm[a / 6][a % 6][l] = src[l];
                     }
                     rt_wino_out_f32(o, mm);
@@ -368,18 +390,20 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
 RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
                                    const float *r, float *y, const RtConvGeom *g,
                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
-    float vb[RT_WINO_VBUF];
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c));
+    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c), mb,
+                            RT_WINO_TBR);
 }
 
-/* rt_wino_nhwc_tiles_f32 with V in ws, a workspace of rt_wino_ws_floats(C) floats: blocks
- * of RT_WINO_TB_MAX tiles at any C. */
+/* rt_wino_nhwc_tiles_f32 with V and the products in ws, a workspace of rt_wino_ws_floats(C)
+ * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles (t_begin a multiple of tb). */
 RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
                                       const float *r, float *y, const RtConvGeom *g,
                                       const RtAct *act, int64_t t_begin, int64_t t_end,
-                                      float *ws) {
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws,
-                            rt_wino_block_in(g->c, rt_wino_ws_floats(g->c)));
+                                      float *ws, int64_t tb) {
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
+                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
+                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR);
 }
 
 /* The whole convolution: every tile of the batch. */
@@ -393,8 +417,8 @@ typedef struct RtWinoTask {
     float *y;
     const RtConvGeom *g;
     const RtAct *act;
-    const RtPar *par;   /* its workers' scratch holds V, or NULL: the stack */
-    int64_t per, tiles; /* tiles a task (whole blocks), tiles in all */
+    const RtPar *par;       /* its workers' scratch is the workspace, or NULL: the stack */
+    int64_t tb, per, tiles; /* tiles a block, a task (whole blocks), in all */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
@@ -402,22 +426,24 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
     if (k->par)
         rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
-                                  (float *)rt_par_scratch(k->par, worker));
+                                  (float *)rt_par_scratch(k->par, worker), k->tb);
     else
         rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
- * tasks are runs of whole tile blocks (rt_wino_block_in), so each block holds the tiles it
- * holds in the serial run and the bytes do not depend on the split. V goes to the workers'
- * scratch where it holds rt_wino_ws_floats(C) floats (the emitter asks for them). */
+ * tasks are runs of whole tile blocks, and no tile's bytes depend on its block, so none
+ * depend on the split. V and the products go to the workers' scratch where it holds
+ * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
+ * on one worker, of RT_WINO_TB_MAX on several. */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
     const int ws = par && par->scratch &&
                    par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
     const int64_t T = rt_wino_tiles(g);
-    const int64_t tb = ws ? rt_wino_block_in(g->c, rt_wino_ws_floats(g->c)) : rt_wino_block(g->c);
+    const int one = !par || !par->pfor || par->workers <= 1;
+    const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
     const int64_t blocks = (T + tb - 1) / tb, n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
     k.x = x;
@@ -428,6 +454,7 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.g = g;
     k.act = act;
     k.par = ws ? par : NULL;
+    k.tb = tb;
     k.per = (blocks + n - 1) / n * tb;
     k.tiles = T;
     if (T == 0) return;

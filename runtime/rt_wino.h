@@ -127,8 +127,8 @@ RT_API int64_t rt_wino_ws_floats(int64_t C) {
 #endif
 typedef float rt_wino_vf __attribute__((vector_size(RT_WINO_VL * sizeof(float))));
 typedef int32_t rt_wino_vi __attribute__((vector_size(RT_WINO_VL * sizeof(float))));
-
-/* (no vector passes a function boundary by value: without AVX that changes the ABI) */
+/* (Vectors go through memory at the functions' boundaries, never by value: without AVX a
+ * 32-byte vector argument or result changes the ABI, and GCC warns.) */
 
 /* V = BT d B of one tile's RT_WINO_VL channels: d read from xc (the image at the block's
  * first channel, H x W pixels of C) at rows ih0.. and columns iw0.. (0 outside), point p

@@ -105,9 +105,12 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * 128@28x28 0.57, but 256@14x14 1.55: the stack block held 4 tiles of 256 channels (3 now)
  * (rt_wino_block), so the 36 x C x M transformed weights (9.4 MB, 4x the direct ones)
  * stream from memory once per 4 tiles. Sides below 8 waste the tiles' rows (7x7: 0.69-2.1,
- * 4x4: 1.6-2.4). */
+ * 4x4: 1.6-2.4). Since the block lives in the workers' scratch (rt_wino_ws_floats: 14 tiles
+ * on AVX-512, 18 on AVX2) 256 channels pay too: lab 0.63-0.84 (AVX-512), 0.66 (AVX2 build),
+ * inside ResNet-50 256@14x14 2.33-2.52 -> 1.81-2.08 ms a layer (AVX-512 EPYC, profile.py,
+ * two alternating rounds); 512@7x7 stays at 0.95-1.03. */
 #define PLAN_WINO_MIN_CHANNELS 32  /* C and M */
-#define PLAN_WINO_MAX_CHANNELS 128 /* C */
+#define PLAN_WINO_MAX_CHANNELS 256 /* C */
 #define PLAN_WINO_MIN_SIDE 8       /* OH and OW */
 /* Whether a 3x3 stride-1 convolution of C -> M channels and an OH x OW output runs faster
  * on Winograd than on the packed GEMM: measured per shape by bench/kernels/wino.c

@@ -10,13 +10,15 @@
  *     u[((p*NP + q)*C + c)*16 + j] = U[i][j] of w[.][.][c][q*16 + j]   (0 past M)
  * dims (6, 6, NP, C, 16). The points are 0, +-1, +-2 and infinity (Lavin and Gray's).
  *
- * Per block of tiles: the input transform writes V (36 x tiles x C) into a stack buffer;
+ * Per block of tiles: the input transform writes V (36 x tiles x C) into a buffer (the
+ * worker's scratch in the arena where the bundle gives one, rt_wino_ws_floats, else the stack);
  * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on
  * rt_pgemm_tile_f32 into a second buffer, then the output transform adds the bias and
  * residual, applies the activation and stores the tile's pixels (inside the image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
  * range of them, independent of the others (a parallel-for splits the ranges).
- * Stack: RT_WINO_VBUF + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2: 108 + 41 KiB).
+ * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:
+ * 108 + 41 KiB, AVX-512: 108 + 63 KiB).
  * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
 #ifndef KILN_RT_WINO_H
 #define KILN_RT_WINO_H
@@ -35,6 +37,20 @@
 /* tiles a block: several microkernel tiles where the MR is small */
 #define RT_WINO_TB_MAX (RT_PGEMM_MR >= 12 ? RT_PGEMM_MR : 3 * RT_PGEMM_MR)
 #define RT_WINO_TBR ((RT_WINO_TB_MAX + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR)
+/* Tiles a block in a workspace on one worker: two microkernel heights where the MR is
+ * big, so that a 14x14 image (16 tiles) is one block and its transformed weights (9.4 MB at
+ * 256 channels) stream once, not twice (inside ResNet-50: 256@14x14 1.74-1.98 ms a layer
+ * against 1.78-2.52 with 14-tile blocks). Several workers keep RT_WINO_TB_MAX: blocks are
+ * their tasks. */
+#define RT_WINO_TB_BIG (RT_PGEMM_MR >= 12 ? 2 * RT_PGEMM_MR : RT_WINO_TB_MAX)
+/* The largest RT_WINO_TB_BIG of any path (AVX-512 28, AVX2 and NEON 18, portable 12), and
+ * the widest tile of output channels (RT_PGEMM_NT: AVX-512 32), so that the workspace the
+ * compiler sizes (it does not know which path the bundle builds) holds a whole block of
+ * every path at any C. On the stack, RT_WINO_VBUF holds 6 tiles of 128 channels: 6 of
+ * AVX-512's 14 microkernel rows, the other 8 computed for nothing (bench/kernels/wino.c:
+ * 128 -> 128 @28x28 at 0.75x the packed GEMM's time with 6 tiles a block, 0.48x with 14). */
+#define RT_WINO_TB_WS 28
+#define RT_WINO_NT_WS 32
 
 /* v = BT d B over L lanes (d, v: 6 x 6 points of L channels). */
 RT_API void rt_wino_in_f32(float v[6][6][RT_WINO_L], float d[6][6][RT_WINO_L]) {
@@ -90,13 +106,137 @@ RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) 
         }
 }
 
-/* Tiles a block for C input channels: as many as RT_WINO_VBUF holds, whole microkernel
- * tiles where there is room for one, at most RT_WINO_TB_MAX. */
-RT_API int64_t rt_wino_block(int64_t C) {
-    int64_t tb = RT_WINO_VBUF / (RT_WINO_P * C);
-    if (tb > RT_WINO_TB_MAX) tb = RT_WINO_TB_MAX;
+/* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels (V) and
+ * their products for one tile of output channels: 36 x RT_WINO_TB_WS x (C + RT_WINO_NT_WS). */
+RT_API int64_t rt_wino_ws_floats(int64_t C) {
+    return (int64_t)RT_WINO_P * RT_WINO_TB_WS * (C + RT_WINO_NT_WS);
+}
+
+#if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
+/* The transforms on whole vectors of channels with GCC/Clang vector extensions (the loops
+ * above otherwise, and for the channels past the last whole vector): each of the 36 points
+ * is read from the image or the products once, the intermediate t stays in registers as
+ * far as they go, and V or the pixels are written once, where the loops copy every point
+ * through d, t, v (m, t, o) on the stack and clamp lane by lane (bench/kernels/wino.c: the
+ * transforms were 46% of the 64-channel layers' time, about 0.3 of it after). */
+#define RT_WINO_VEC 1
+#if defined(__AVX512F__)
+#define RT_WINO_VL 16 /* channels a vector transform: one zmm */
+#else
+#define RT_WINO_VL 8 /* one ymm, two q registers */
+#endif
+typedef float rt_wino_vf __attribute__((vector_size(RT_WINO_VL * sizeof(float))));
+typedef int32_t rt_wino_vi __attribute__((vector_size(RT_WINO_VL * sizeof(float))));
+/* (Vectors go through memory at the functions' boundaries, never by value: without AVX a
+ * 32-byte vector argument or result changes the ABI, and GCC warns.) */
+
+/* V = BT d B of one tile's RT_WINO_VL channels: d read from xc (the image at the block's
+ * first channel, H x W pixels of C) at rows ih0.. and columns iw0.. (0 outside), point p
+ * stored at dst + p * pstride. */
+RT_API void rt_wino_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
+                               int64_t iw0, float *dst, int64_t pstride) {
+    const int inside = ih0 >= 0 && ih0 + RT_WINO_A <= H && iw0 >= 0 && iw0 + RT_WINO_A <= W;
+    const rt_wino_vf z = {0};
+    rt_wino_vf t[6][6], d[6];
+    int a, e;
+    for (e = 0; e < 6; e++) { /* t = BT d: column e */
+        for (a = 0; a < 6; a++) {
+            const int64_t ih = ih0 + a, iw = iw0 + e;
+            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+                memcpy(&d[a], xc + (ih * W + iw) * C, sizeof d[a]);
+            else
+                d[a] = z;
+        }
+        t[0][e] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+        t[1][e] = -4.0f * (d[1] + d[2]) + d[3] + d[4];
+        t[2][e] = 4.0f * (d[1] - d[2]) - d[3] + d[4];
+        t[3][e] = 2.0f * (d[3] - d[1]) - d[2] + d[4];
+        t[4][e] = 2.0f * (d[1] - d[3]) - d[2] + d[4];
+        t[5][e] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+    }
+    for (a = 0; a < 6; a++) { /* v = t B: row a */
+        const rt_wino_vf *q = t[a];
+        float *o = dst + a * 6 * pstride;
+        rt_wino_vf v[6];
+        v[0] = 4.0f * q[0] - 5.0f * q[2] + q[4];
+        v[1] = -4.0f * (q[1] + q[2]) + q[3] + q[4];
+        v[2] = 4.0f * (q[1] - q[2]) - q[3] + q[4];
+        v[3] = 2.0f * (q[3] - q[1]) - q[2] + q[4];
+        v[4] = 2.0f * (q[1] - q[3]) - q[2] + q[4];
+        v[5] = 4.0f * q[1] - 5.0f * q[3] + q[5];
+        for (e = 0; e < 6; e++) memcpy(o + e * pstride, &v[e], sizeof v[e]);
+    }
+}
+
+/* Y = AT m A of one tile's RT_WINO_VL output channels, point p of m at src + p * pstride,
+ * then the epilogue: + bias (NULL: none) + the residual r0 (NULL: none), clamped to
+ * [lo, hi] (NaN passes), act applied where it is no clamp (NULL: none), stored to the
+ * rows x cols pixels inside the image, pixel (a, e) at y0 + a * yrow + e * ycol. */
+RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *bias, float *y0,
+                                const float *r0, int64_t yrow, int64_t ycol, int rows, int cols,
+                                float lo, float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf t[4][6], o[4], m[6], bv = z;
+    int a, e;
+    if (bias) memcpy(&bv, bias, sizeof bv);
+    for (e = 0; e < 6; e++) { /* t = AT m: column e */
+        rt_wino_vf s12, d12, s34, d34;
+        for (a = 0; a < 6; a++) memcpy(&m[a], src + (6 * a + e) * pstride, sizeof m[a]);
+        s12 = m[1] + m[2];
+        d12 = m[1] - m[2];
+        s34 = m[3] + m[4];
+        d34 = m[3] - m[4];
+        t[0][e] = m[0] + s12 + s34;
+        t[1][e] = d12 + 2.0f * d34;
+        t[2][e] = s12 + 4.0f * s34;
+        t[3][e] = d12 + 8.0f * d34 + m[5];
+    }
+    for (a = 0; a < rows; a++) { /* o = t A: row a */
+        const rt_wino_vf *q = t[a];
+        const rt_wino_vf s12 = q[1] + q[2], d12 = q[1] - q[2], s34 = q[3] + q[4];
+        const rt_wino_vf d34 = q[3] - q[4];
+        o[0] = q[0] + s12 + s34;
+        o[1] = d12 + 2.0f * d34;
+        o[2] = s12 + 4.0f * s34;
+        o[3] = d12 + 8.0f * d34 + q[5];
+        for (e = 0; e < cols; e++) {
+            float *yp = y0 + a * yrow + e * ycol;
+            rt_wino_vf v = o[e] + bv, rv;
+            rt_wino_vi lt;
+            if (r0) {
+                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
+                v += rv;
+            }
+            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
+            lt = v > vhi;
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
+            memcpy(yp, &v, sizeof v);
+            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+        }
+    }
+}
+#endif
+
+/* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
+ * microkernel tiles where there is room for one, at most cap. */
+RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
+    int64_t tb = buf / (RT_WINO_P * C);
+    if (tb > cap) tb = cap;
     if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
     return tb < 1 ? 1 : tb;
+}
+
+/* Tiles a block on the stack (RT_WINO_VBUF). */
+RT_API int64_t rt_wino_block(int64_t C) {
+    return rt_wino_block_in(C, RT_WINO_VBUF, RT_WINO_TB_MAX);
+}
+
+/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG on one worker (big),
+ * else RT_WINO_TB_MAX. */
+RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
+    return rt_wino_block_in(C, (int64_t)RT_WINO_P * RT_WINO_TB_WS * C,
+                            big ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
 }
 
 /* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
@@ -105,23 +245,24 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
            ((g->out[2] + RT_WINO_M - 1) / RT_WINO_M);
 }
 
-/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r): x (N,H,W,C), u the transformed
- * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
- * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36. */
-RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
-                                   const float *r, float *y, const RtConvGeom *g,
-                                   const RtAct *act, int64_t t_begin, int64_t t_end) {
+/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
+ * (36 x tb x C floats), the products in mb (36 x mr x RT_PGEMM_NT, mr >= tb rounded up to
+ * RT_PGEMM_MR): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32. Every
+ * tile's bytes are the same whatever tb (a microkernel row does not see the others). */
+RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end,
+                                    float *vb, int64_t tb, float *mb, int64_t mr) {
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
     const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
     const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
-    const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR, tb = rt_wino_block(C);
+    const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
     const float lo = act && act->kind == RT_ACT_RELU   ? 0.0f
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
-    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
     int64_t t0;
     for (t0 = t_begin; t0 < t_end; t0 += tb) {
         const int64_t nb = t_end - t0 < tb ? t_end - t0 : tb;
@@ -130,8 +271,12 @@ RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
             const int64_t ih0 = th * RT_WINO_M - g->pad[1], iw0 = tw * RT_WINO_M - g->pad[2];
             const float *xn = x + n * H * W * C;
-            int64_t c0;
-            for (c0 = 0; c0 < C; c0 += RT_WINO_L) {
+            int64_t c0 = 0;
+#ifdef RT_WINO_VEC
+            for (; c0 + RT_WINO_VL <= C; c0 += RT_WINO_VL)
+                rt_wino_in_vec_f32(xn + c0, H, W, C, ih0, iw0, vb + i * C + c0, tb * C);
+#endif
+            for (; c0 < C; c0 += RT_WINO_L) {
                 const int64_t cw = C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L;
                 float d[6][6][RT_WINO_L], v[6][6][RT_WINO_L];
                 int a, e, l;
@@ -173,18 +318,33 @@ RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *
                     for (q = 0; q < RT_PGEMM_MR; q++) /* rows past the block: any valid row */
                         a[q] = vb + (p * tb + (r0 + q < nb ? r0 + q : r0)) * C;
                     rt_pgemm_tile_f32(1, C, a, bp, 0, b_panel, rt_pgemm_zero, 0,
-                                      mb + (p * RT_WINO_TBR + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
+                                      mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
                                       NULL, -INFINITY, INFINITY);
                 }
             }
             for (i = 0; i < nb; i++) { /* output transform and epilogue */
                 const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
-                for (cc = 0; cc < cols; cc += RT_WINO_L) {
+                cc = 0;
+#ifdef RT_WINO_VEC
+                {
+                    const int64_t oh0 = th * RT_WINO_M, ow0 = tw * RT_WINO_M;
+                    const int rows = OH - oh0 < RT_WINO_M ? (int)(OH - oh0) : RT_WINO_M;
+                    const int tcols = OW - ow0 < RT_WINO_M ? (int)(OW - ow0) : RT_WINO_M;
+                    for (; cc + RT_WINO_VL <= cols; cc += RT_WINO_VL) {
+                        float *y0 = y + ((n * OH + oh0) * OW + ow0) * M + m0 + cc;
+                        rt_wino_out_vec_f32(mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
+                                            b ? b + m0 + cc : NULL, y0, r ? r + (y0 - y) : NULL,
+                                            OW * M, M, rows, tcols, lo, hi,
+                                            act_clamps ? NULL : act);
+                    }
+                }
+#endif
+                for (; cc < cols; cc += RT_WINO_L) {
                     const int64_t cw = cols - cc < RT_WINO_L ? cols - cc : RT_WINO_L;
                     float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
                     int a, e, l;
                     for (a = 0; a < RT_WINO_P; a++) {
-                        const float *src = mb + (a * RT_WINO_TBR + i) * RT_PGEMM_NT + cc;
+                        const float *src = mb + (a * mr + i) * RT_PGEMM_NT + cc;
                         for (l = 0; l < RT_WINO_L; l++) mm[a / 6][a % 6][l] = src[l];
                     }
                     rt_wino_out_f32(o, mm);
@@ -223,6 +383,29 @@ RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *
     }
 }
 
+/* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r): x (N,H,W,C), u the transformed
+ * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
+ * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36.
+ * V on the stack (RT_WINO_VBUF). */
+RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                   const float *r, float *y, const RtConvGeom *g,
+                                   const RtAct *act, int64_t t_begin, int64_t t_end) {
+    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c), mb,
+                            RT_WINO_TBR);
+}
+
+/* rt_wino_nhwc_tiles_f32 with V and the products in ws, a workspace of rt_wino_ws_floats(C)
+ * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles (t_begin a multiple of tb). */
+RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                      const float *r, float *y, const RtConvGeom *g,
+                                      const RtAct *act, int64_t t_begin, int64_t t_end,
+                                      float *ws, int64_t tb) {
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
+                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
+                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR);
+}
+
 /* The whole convolution: every tile of the batch. */
 RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
                              float *y, const RtConvGeom *g, const RtAct *act) {
@@ -234,24 +417,34 @@ typedef struct RtWinoTask {
     float *y;
     const RtConvGeom *g;
     const RtAct *act;
-    int64_t per, tiles; /* tiles a task (whole blocks), tiles in all */
+    const RtPar *par;       /* its workers' scratch is the workspace, or NULL: the stack */
+    int64_t tb, per, tiles; /* tiles a block, a task (whole blocks), in all */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtWinoTask *k = (const RtWinoTask *)arg;
     const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
-    (void)worker;
-    rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
+    if (k->par)
+        rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
+                                  (float *)rt_par_scratch(k->par, worker), k->tb);
+    else
+        rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
- * tasks are runs of whole tile blocks (rt_wino_block), so each block holds the tiles it
- * holds in the serial run and the bytes do not depend on the split. */
+ * tasks are runs of whole tile blocks, and no tile's bytes depend on its block, so none
+ * depend on the split. V and the products go to the workers' scratch where it holds
+ * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
+ * on one worker, of RT_WINO_TB_MAX on several. */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
-    const int64_t T = rt_wino_tiles(g), tb = rt_wino_block(g->c), blocks = (T + tb - 1) / tb;
-    const int64_t n = rt_par_chunks(par, blocks, 1);
+    const int ws = par && par->scratch &&
+                   par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
+    const int64_t T = rt_wino_tiles(g);
+    const int one = !par || !par->pfor || par->workers <= 1;
+    const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
+    const int64_t blocks = (T + tb - 1) / tb, n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
     k.x = x;
     k.u = u;
@@ -260,6 +453,8 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.y = y;
     k.g = g;
     k.act = act;
+    k.par = ws ? par : NULL;
+    k.tb = tb;
     k.per = (blocks + n - 1) / n * tb;
     k.tiles = T;
     if (T == 0) return;

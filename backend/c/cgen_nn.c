@@ -14,6 +14,7 @@
 #include "backend/plan.h"
 #include "ir/geom.h"
 #include "passes/passes.h"
+#include "runtime/rt_wino.h" /* rt_wino_ws_floats: the workspace a Winograd block needs */
 
 #define NN_SPATIAL 3 /* = RT_CONV_SPATIAL: spatial dims the runtime kernels take */
 
@@ -199,6 +200,9 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     bool split = strcmp(par, "NULL") != 0;
     if (packed || wino) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
+        /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
+         * tall as the microkernel, where the stack holds fewer at 128 channels */
+        if (wino && split) cgen_par_scratch(cx, rt_wino_ws_floats(C) * (int64_t)sizeof(float));
         cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
                 wino ? "rt_wino_nhwc" : "rt_pconv_nhwc", split ? "_par" : "", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",

@@ -1,8 +1,8 @@
 /* Kernel lab of runtime/rt_wino.h against runtime/rt_pgemm.h, one thread: every convolution
  * shape of ResNet-50 (224x224, batch 1) with its count in the model, timed on the packed
  * GEMM (rt_pconv_nhwc_f32) and, for 3x3 stride-1 ones, on Winograd F(4x4, 3x3)
- * (rt_wino_nhwc_f32), alternating the two within each repetition so that both see the same
- * machine; then a sweep of 3x3 stride-1 shapes (channels x image side) that sets the
+ * (rt_wino_nhwc_tiles_ws_f32 in its workspace, as a bundle runs it on one worker),
+ * alternating the two within each repetition so that both see the same machine; then a sweep of 3x3 stride-1 shapes (channels x image side) that sets the
  * emitter's rule (backend/plan.c, plan_wino_pays). GFLOP/s are the direct convolution's
  * 2*P*M*9*C flops over the time (Winograd's "effective" rate), beside the FMA rate measured
  * here. Each Winograd output is compared with the packed GEMM's (max |diff| / max |y|).
@@ -106,6 +106,8 @@ static Result run_shape(const Shape *s) {
     float *x = malloc((size_t)xn * 4), *w = malloc((size_t)(K * s->m) * 4);
     float *wp = malloc((size_t)(np * K * RT_PGEMM_NR) * 4);
     float *u = calloc((size_t)(36 * np * s->c * RT_PGEMM_NR), 4);
+    float *ws = malloc((size_t)rt_wino_ws_floats(s->c) * 4); /* the bundle's worker scratch */
+    const int64_t tiles = rt_wino_tiles(&g), tb = rt_wino_block_ws(s->c, 1);
     float *b = malloc((size_t)s->m * 4), *y = malloc((size_t)yn * 4), *y2 = malloc((size_t)yn * 4);
     for (int64_t i = 0; i < xn; i++) x[i] = (float)((i * 7919) % 13) * 0.15f - 0.9f;
     for (int64_t i = 0; i < K * s->m; i++) w[i] = (float)((i * 104729) % 11) * 0.02f - 0.1f;
@@ -137,7 +139,7 @@ static Result run_shape(const Shape *s) {
     rt_pconv_nhwc_f32(x, wp, b, NULL, y, &g, &relu);
     if (wino) {
         double dmax = 0, ymax = 0;
-        rt_wino_nhwc_f32(x, u, b, NULL, y2, &g, &relu);
+        rt_wino_nhwc_tiles_ws_f32(x, u, b, NULL, y2, &g, &relu, 0, tiles, ws, tb);
         for (int64_t i = 0; i < yn; i++) {
             double d = fabs((double)y[i] - y2[i]);
             dmax = d > dmax ? d : dmax;
@@ -151,7 +153,7 @@ static Result run_shape(const Shape *s) {
         td[r] = now_s() - t0;
         if (wino) {
             t0 = now_s();
-            rt_wino_nhwc_f32(x, u, b, NULL, y2, &g, &relu);
+            rt_wino_nhwc_tiles_ws_f32(x, u, b, NULL, y2, &g, &relu, 0, tiles, ws, tb);
             tw[r] = now_s() - t0;
         }
     }
@@ -161,7 +163,7 @@ static Result run_shape(const Shape *s) {
         qsort(tw, RUNS, sizeof tw[0], cmp);
         res.wino_ms = tw[RUNS / 2] * 1e3;
     }
-    free(x), free(w), free(wp), free(u), free(b), free(y), free(y2);
+    free(x), free(w), free(wp), free(u), free(ws), free(b), free(y), free(y2);
     return res;
 }
 
@@ -169,7 +171,7 @@ int main(int argc, char **argv) {
     int sweep = !(argc > 1 && strcmp(argv[1], "--model") == 0);
     double peak = fma_rate() / 1e9, tot_d = 0, tot_w = 0, tot_f = 0;
     printf("path %s, tile %d x %d, Winograd block %lld tiles at C=64; FMA loop %.1f GFLOP/s\n",
-           RT_PGEMM_ISA, RT_PGEMM_MR, RT_PGEMM_NT, (long long)rt_wino_block(64), peak);
+           RT_PGEMM_ISA, RT_PGEMM_MR, RT_PGEMM_NT, (long long)rt_wino_block_ws(64, 1), peak);
     printf("ResNet-50 convolutions (x count in the model):\n");
     printf("| shape | count | GFLOP (all) | packed ms (all) | packed GFLOP/s | of peak | "
            "Winograd ms (all) | Winograd eff. GFLOP/s | Winograd / packed | rule | max err |\n");

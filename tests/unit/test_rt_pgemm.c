@@ -290,6 +290,12 @@ static float *wino_pack(const float *w, int64_t C, int64_t M) {
     return u;
 }
 
+/* A parallel-for hook that runs the tasks last to first, task i on worker i % 2. */
+static void wino_backwards(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    (void)ctx;
+    for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % 2));
+}
+
 /* k: a 3x3 stride-1 dilation-1 group-1 case. Also runs the tiles in two ranges split at
  * the middle (as a parallel-for would), which must give the same output. */
 static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
@@ -315,6 +321,30 @@ static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct 
     rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, 0, tiles / 2);
     cr_assert(memcmp(y, y2, (size_t)yn * sizeof *y) == 0, "tile ranges differ (seed %u)",
               rng_seed);
+    /* V and the products in a workspace (the bundle's per-worker scratch): through RtPar
+     * on one worker (big blocks) and on two (a hook running the tasks backwards), and in
+     * two ranges of either block size: other blocks, the same bytes */
+    int64_t wsn = rt_wino_ws_floats(g.c);
+    float *ws = poisoned_f32(2 * wsn), *y3 = poisoned_f32(yn);
+    RtPar par = {NULL, NULL, 1, (unsigned char *)ws, wsn * (int64_t)sizeof(float)};
+    rt_wino_nhwc_par_f32(x, u, b, r, y3, &g, act, &par);
+    cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0, "workspace run differs (seed %u)",
+              rng_seed);
+    for (int64_t i = 0; i < yn; i++) y3[i] = NAN;
+    par.pfor = wino_backwards, par.workers = 2;
+    rt_wino_nhwc_par_f32(x, u, b, r, y3, &g, act, &par);
+    cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0,
+              "workspace run on two workers differs (seed %u)", rng_seed);
+    for (int big = 0; big < 2; big++) {
+        int64_t tb = rt_wino_block_ws(g.c, big), mid = tiles / 3 / tb * tb;
+        for (int64_t i = 0; i < yn; i++) y3[i] = NAN;
+        rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, mid, tiles, ws, tb);
+        rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, 0, mid, ws, tb);
+        cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0,
+                  "workspace tile ranges differ, blocks of %lld (seed %u)", (long long)tb,
+                  rng_seed);
+    }
+    free(ws), free(y3);
     free(x), free(w), free(b), free(r), free(y), free(y2), free(u), free(want);
 }
 

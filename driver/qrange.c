@@ -94,8 +94,9 @@ static double mse_cost(const QRange *r, double a, double b) {
 
 /* KL(P || Q) as TensorRT's calibrator: P the histogram clipped to [a, b] with the outliers
  * added to the edge bins, Q the in-range bins alone quantized to 256 levels (each level's
- * mass spread over its nonzero bins), so clipping pays for the mass it moves. */
-static double kl_cost(const QRange *r, double a, double b) {
+ * mass spread over its nonzero bins), so clipping pays for the mass it moves. h is the
+ * histogram with the bin that holds 0 given its neighbour's count (kl_hist). */
+static double kl_cost(const QRange *r, const double *h, double a, double b) {
     float s;
     int32_t z;
     to_params(a, b, &s, &z);
@@ -114,26 +115,42 @@ static double kl_cost(const QRange *r, double a, double b) {
     for (int64_t i = 0; i < QRANGE_BINS; i++) p[i] = 0.0;
     for (int64_t i = 0; i < QRANGE_BINS; i++) {
         int64_t j = i < first ? first : i > last ? last : i;
-        p[j] += (double)r->hist[i];
+        p[j] += h[i];
     }
     for (int64_t i = first; i <= last; i++) {
         double q = nearbyint(bin_center(r, i) / s) + z;
         level[i] = (int32_t)(q < 0 ? 0 : q > QR_LEVELS - 1 ? QR_LEVELS - 1 : q);
-        mass[level[i]] += (double)r->hist[i];
-        nz[level[i]] += r->hist[i] > 0;
+        mass[level[i]] += h[i];
+        nz[level[i]] += h[i] > 0;
         tp += p[i];
-        tq += (double)r->hist[i];
+        tq += h[i];
     }
     if (!(tp > 0.0) || !(tq > 0.0)) return INFINITY;
     double kl = 0.0;
     for (int64_t i = first; i <= last; i++) {
         if (p[i] <= 0.0) continue;
         double pi = p[i] / tp;
-        double qi = r->hist[i] > 0 ? mass[level[i]] / nz[level[i]] / tq : 0.0;
+        double qi = h[i] > 0 ? mass[level[i]] / nz[level[i]] / tq : 0.0;
         if (qi < 1e-12) qi = 1e-12; /* a bin only outliers reach */
         kl += pi * log(pi / qi);
     }
     return kl;
+}
+
+/* The histogram for the KL search, with the bin that holds 0 given the count of its
+ * neighbour (away from the range's edge). Zero is a quantization level at every clipping (the
+ * zero point is an integer), so the values at exactly 0 -- after a ReLU often half of
+ * all -- carry no error whatever the range; counted in Q, where a level's mass is spread over
+ * its bins, that spike would charge every wide range for an error that does not exist and
+ * push the search to the narrowest clipping (on a trained MNIST CNN: its first ReLU clipped to
+ * 1/7 of its range, 2.9 points of top-1 lost). NVIDIA's calibrator flattens the same bin. */
+static void kl_hist(const QRange *r, double *h) {
+    for (int64_t i = 0; i < QRANGE_BINS; i++) h[i] = (double)r->hist[i];
+    int64_t zb = (int64_t)((0.0 - r->hist_lo) * QRANGE_BINS / (r->hist_hi - r->hist_lo));
+    if (zb >= QRANGE_BINS) zb = QRANGE_BINS - 1;
+    if (zb < 0) zb = 0;
+    int64_t nb = zb + 1 < QRANGE_BINS ? zb + 1 : zb - 1;
+    if (nb >= 0 && h[nb] < h[zb]) h[zb] = h[nb];
 }
 
 void qrange_params(const QRange *r, QRangeMethod m, double percentile, float *scale,
@@ -151,13 +168,15 @@ void qrange_params(const QRange *r, QRangeMethod m, double percentile, float *sc
     }
     /* each end on its own: the upper with the lower at its extreme, then the lower */
     double ba = r->hist_lo, bb = r->hist_hi;
+    double h[QRANGE_BINS]; /* kl_cost's histogram (16 KiB, as its own p) */
+    if (m == QRANGE_ENTROPY) kl_hist(r, h);
     for (int side = 0; side < 2; side++) {
         double best = INFINITY, pick = side ? ba : bb;
         if ((side ? r->hist_lo : r->hist_hi) == 0.0) continue;
         for (int k = QR_STEPS; k >= QR_MIN_STEP; k--) { /* ties keep the wider range */
             double f = (double)k / QR_STEPS;
             double a = side ? r->hist_lo * f : ba, b = side ? bb : r->hist_hi * f;
-            double c = m == QRANGE_MSE ? mse_cost(r, a, b) : kl_cost(r, a, b);
+            double c = m == QRANGE_MSE ? mse_cost(r, a, b) : kl_cost(r, h, a, b);
             if (c < best) best = c, pick = side ? a : b;
         }
         if (side) ba = pick;

@@ -66,6 +66,26 @@ Test(qrange, percentile_entropy_and_mse_clip_a_lone_outlier) {
     free(x);
 }
 
+/* A ReLU's output: half the values exactly 0, the rest exponential (scale 0.3, so the
+ * largest of 50,000 near 3.2), no outliers. Zero is exact at any clipping, so the spike must
+ * not weigh on the choice; counted against wide ranges (a level's mass spread over its bins)
+ * it pushed the search to ~0.37 of the range (now ~0.8). */
+Test(qrange, entropy_ignores_the_spike_at_zero) {
+    rng_init();
+    int64_t n = 100000;
+    float *x = rand_f32(n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = i % 2 ? 0.0f : (float)(-0.3 * log(fabs((double)x[i]) + 1e-9));
+    QRange *r = feed(x, n, QRANGE_ENTROPY);
+    float s;
+    int32_t z;
+    qrange_params(r, QRANGE_ENTROPY, 0, &s, &z);
+    double hi = (255 - z) * (double)s;
+    cr_assert(z == 0 && hi > 0.6 * r->hi, "range [0, %g] of [0, %g] (seed %u)", hi, r->hi,
+              rng_seed);
+    free(x), free(r);
+}
+
 Test(qrange, a_zero_range_quantizes_with_scale_one) {
     float x[16] = {0};
     QRangeMethod ms[] = {QRANGE_MINMAX, QRANGE_PERCENTILE, QRANGE_ENTROPY, QRANGE_MSE};

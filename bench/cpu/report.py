@@ -194,7 +194,8 @@ side's one-thread median by its {all_cores}-thread median (N = {all_cores}).
                                    extra.get("change", "an older kiln against this one"))
     # the per-node profiles and the kernel labs (bench/cpu/profile.py, layers.py,
     # bench/kernels/wino.c, dw.c, pgemm.c), written by hand from their output
-    for name in ("resnet50-profile.md", "mobile-profile.md", "pgemm-profile.md"):
+    for name in ("conv-avx512.md", "attn-profile.md", "pgemm-profile.md", "resnet50-profile.md",
+                 "mobile-profile.md"):
         notes = pathlib.Path(__file__).resolve().parent / name
         if notes.exists():
             out += "\n" + notes.read_text()

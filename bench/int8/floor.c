@@ -8,6 +8,9 @@
  *   vpmaddubsw + vpmaddwd(ones) + vpaddd   32 u8 x s8 MACs with int16 saturation (what
  *                       int8 GEMMs without VNNI commonly use; not exact, not used here)
  *   vfmadd231ps         8 fp32 MACs (the fp32 GEMM, rt_pgemm.h)
+ * and, built with AVX-512 VNNI (floor.sh does so where the CPU has it):
+ *   vpdpbusd ymm, zmm   32, 64 exact u8 x s8 MACs into int32 (rt_qgemm.h's VNNI tile)
+ *   vfmadd231ps zmm     16 fp32 MACs
  * GNU C (inline assembly); x86-64 with AVX2 and FMA. */
 #include <stdio.h>
 #include <x86intrin.h>
@@ -19,6 +22,9 @@
     "vpmaddubsw %%ymm14, %%ymm15, %%ymm12\n\tvpmaddwd %%ymm13, %%ymm12, %%ymm12\n\t"         \
     "vpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
 #define FMA(i) "vfmadd231ps %%ymm14, %%ymm15, %%ymm" #i "\n\t"
+#define DPY(i) "vpdpbusd %%ymm14, %%ymm15, %%ymm" #i "\n\t"
+#define DPZ(i) "vpdpbusd %%zmm14, %%zmm15, %%zmm" #i "\n\t"
+#define FMAZ(i) "vfmadd231ps %%zmm14, %%zmm15, %%zmm" #i "\n\t"
 #define CLOB "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
              "xmm10", "xmm11", "xmm12", "memory"
 
@@ -29,24 +35,34 @@ static double ticks(int which) {
         case 0: __asm__ volatile(R12(MADD)::: CLOB); break;
         case 1: __asm__ volatile(R12(MADDADD)::: CLOB); break;
         case 2: __asm__ volatile(R12(UBS)::: CLOB); break;
-        default: __asm__ volatile(R12(FMA)::: CLOB); break;
+        case 3: __asm__ volatile(R12(FMA)::: CLOB); break;
+#if defined(__AVX512VNNI__)
+        case 4: __asm__ volatile(R12(DPY)::: CLOB); break;
+        case 5: __asm__ volatile(R12(DPZ)::: CLOB); break;
+        default: __asm__ volatile(R12(FMAZ)::: CLOB); break;
+#endif
         }
     return (double)(__rdtsc() - t0) / (double)(n * 12);
 }
 
 int main(void) {
     static const char *name[] = {"vpmaddwd", "vpmaddwd+vpaddd", "vpmaddubsw+vpmaddwd+vpaddd",
-                                 "vfmadd231ps"};
-    static const double macs[] = {16, 16, 32, 8};
-    double best[4] = {1e30, 1e30, 1e30, 1e30};
+                                 "vfmadd231ps", "vpdpbusd ymm", "vpdpbusd zmm", "vfmadd231ps zmm"};
+    static const double macs[] = {16, 16, 32, 8, 32, 64, 16};
+    double best[7] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
+#if defined(__AVX512VNNI__)
+    const int kinds = 7;
+#else
+    const int kinds = 4;
+#endif
     int rep, i;
     for (rep = 0; rep < 60; rep++) /* interleaved, best of 60 short runs: the least disturbed */
-        for (i = 0; i < 4; i++) {
+        for (i = 0; i < kinds; i++) {
             double t = ticks(i);
             if (t < best[i]) best[i] = t;
         }
     printf("| sequence | MACs | ticks per sequence | MACs per tick | / fp32 FMA |\n|---|---|---|---|---|\n");
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < kinds; i++)
         printf("| %s | %.0f | %.3f | %.2f | %.2fx |\n", name[i], macs[i], best[i], macs[i] / best[i],
                (macs[i] / best[i]) / (macs[3] / best[3]));
     return 0;

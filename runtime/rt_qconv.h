@@ -43,6 +43,11 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     int32_t cs[RT_QGEMM_NT];
     int64_t k4 = taps * c4, pp;
     int i, j;
+#if defined(RT_QGEMM_AVX512)
+    (void)colsum, (void)cs, (void)acc, (void)pp, (void)i, (void)j, (void)k4;
+    rt_qgemm_vnni_panels(mr, a, taps, c4, wp, np, mg, nbase, q, r, y, ystride);
+    return;
+#endif
 #if defined(RT_QGEMM_AVX2)
     if (k4 <= RT_QGEMM_AVX2_KC) {
         (void)colsum;

@@ -595,6 +595,158 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
 }
 #endif
 
+#if defined(RT_QGEMM_AVX512)
+/* The requantization of 16 channels from a zmm of sums, rt_qrq8v's int32 form ("fold":
+ * every shift in 33..53 and y_zp in 0..255, checked per 16 channels by rt_qrqz_prep; the
+ * same bounds and the same value, see rt_qrq_prep). */
+typedef struct RtQRqZ {
+    __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
+    int fold;
+} RtQRqZ;
+
+RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
+    __m512i sh;
+    k->fold = 0;
+    if (ncols < RT_QGEMM_NR) return; /* the arrays end before 16 channels: rt_qrequant_row */
+    sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(q->shift + n0)));
+    k->m = _mm512_loadu_si512((const void *)(q->mult + n0));
+    k->mo = _mm512_srli_epi64(k->m, 32);
+    k->rm = res ? _mm512_loadu_si512((const void *)(q->rmult + n0)) : _mm512_setzero_si512();
+    k->rmo = _mm512_srli_epi64(k->rm, 32);
+    k->rzp = _mm512_set1_epi32(q->r_zp);
+    k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
+    k->lo32 = _mm512_set1_epi32(q->lo);
+    k->hi32 = _mm512_set1_epi32(q->hi);
+    k->fold = (_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    k->k32 = _mm512_setzero_si512();
+    if (k->fold)
+        k->k32 = _mm512_add_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(sh, _mm512_set1_epi32(33))),
+                                  _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
+}
+
+/* y[0..16) from the sums a (k->fold set; residual r[0..16) or NULL) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    __m512i pe = _mm512_mul_epi32(a, k->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
+    __m512i v;
+    if (r) {
+        __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
+    }
+    /* the high words: even lanes from pe, odd lanes from po */
+    v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
+    v = _mm512_srav_epi32(_mm512_add_epi32(v, k->k32), k->s32);
+    v = _mm512_min_epi32(_mm512_max_epi32(v, k->lo32), k->hi32);
+    _mm_storeu_si128((__m128i *)(void *)y, _mm512_cvtepi32_epi8(v));
+}
+
+/* ncols <= 16 sums of a row (a zmm) to y: rt_qrqz where the channels allow it (k->fold:
+ * all 16 there, shifts in range), else through memory and rt_qrequant_row. */
+RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, int64_t n0, int ncols, const RtQRequant *q,
+                        const uint8_t *r, uint8_t *y) {
+    int32_t acc[RT_QGEMM_NR];
+    if (k->fold) {
+        rt_qrqz(k, a, r, y);
+        return;
+    }
+    _mm512_storeu_si512((void *)acc, a);
+    rt_qrequant_row(acc, n0, ncols, q, r, y);
+}
+
+/* One panel (v = 0) or two (v = 0, 1) against the tile's 8 rows, all in registers: the
+ * accumulators c<row><v> start at the bias, and per block of 4 reduction values one weight
+ * load per panel, one broadcast per row and a vpdpbusd per row and panel (8 x 2: 16 zmm
+ * accumulators, 16 vpdpbusd per 10 loads; written out row by row since GCC at -O2 does not
+ * unroll the row loop and then keeps the accumulators in memory). */
+#define RT_QV_ROW1(i) c##i##0 = _mm512_dpbusd_epi32(c##i##0, _mm512_set1_epi32(rt_qload4(p##i + kb * 4)), b0)
+#define RT_QV_ROW2(i)                                                   \
+    do {                                                                \
+        __m512i x_ = _mm512_set1_epi32(rt_qload4(p##i + kb * 4));       \
+        c##i##0 = _mm512_dpbusd_epi32(c##i##0, x_, b0);                 \
+        c##i##1 = _mm512_dpbusd_epi32(c##i##1, x_, b1);                 \
+    } while (0)
+#define RT_QV_ROWS(ROW) \
+    ROW(0);             \
+    ROW(1);             \
+    ROW(2);             \
+    ROW(3);             \
+    ROW(4);             \
+    ROW(5);             \
+    ROW(6);             \
+    ROW(7)
+#define RT_QV_TAPS(BODY)                                                                       \
+    for (t = 0; t < taps; t++) {                                                               \
+        const uint8_t *const *at = a + t * RT_QGEMM_MR;                                        \
+        const uint8_t *p0 = at[0], *p1 = at[mr > 1 ? 1 : 0], *p2 = at[mr > 2 ? 2 : 0],         \
+                      *p3 = at[mr > 3 ? 3 : 0], *p4 = at[mr > 4 ? 4 : 0], *p5 = at[mr > 5 ? 5 : 0], \
+                      *p6 = at[mr > 6 ? 6 : 0], *p7 = at[mr > 7 ? 7 : 0];                      \
+        for (kb = 0; kb < c4; kb++, w0 += RT_QGEMM_KB, w1 += RT_QGEMM_KB) {                    \
+            BODY;                                                                              \
+        }                                                                                      \
+    }
+
+/* A row tile (mr <= 8 rows; rows past mr repeat row 0 and are not written) against all np
+ * panels, requantized from registers: columns nbase+n of y (rows ystride apart; residual
+ * rows r likewise, or NULL), n < mg. The int32 sums are the exact ones of rt_qgemm_tile
+ * plus the bias, so the bytes are those of every other path. */
+RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
+                                 const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
+                                 const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
+    int64_t k4 = taps * c4, pp, t, kb;
+    for (pp = 0; pp < np; pp += 2) {
+        int nv = np - pp >= 2 ? 2 : 1, v, i;
+        int64_t n0 = pp * RT_QGEMM_NR;
+        const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
+        __m512i out[RT_QGEMM_MR][2], bias[2];
+        for (v = 0; v < nv; v++) {
+            int64_t nc = mg - n0 - v * RT_QGEMM_NR;
+            int32_t b[RT_QGEMM_NR] = {0};
+            memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
+            bias[v] = _mm512_loadu_si512((const void *)b);
+        }
+        if (nv == 2) {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                __m512i b1 = _mm512_loadu_si512((const void *)w1);
+                RT_QV_ROWS(RT_QV_ROW2);
+            })
+            out[0][0] = c00, out[1][0] = c10, out[2][0] = c20, out[3][0] = c30;
+            out[4][0] = c40, out[5][0] = c50, out[6][0] = c60, out[7][0] = c70;
+            out[0][1] = c01, out[1][1] = c11, out[2][1] = c21, out[3][1] = c31;
+            out[4][1] = c41, out[5][1] = c51, out[6][1] = c61, out[7][1] = c71;
+        } else {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                RT_QV_ROWS(RT_QV_ROW1);
+            })
+            out[0][0] = c00, out[1][0] = c10, out[2][0] = c20, out[3][0] = c30;
+            out[4][0] = c40, out[5][0] = c50, out[6][0] = c60, out[7][0] = c70;
+        }
+        for (v = 0; v < nv; v++) {
+            int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
+            RtQRqZ k;
+            if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
+            rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
+            for (i = 0; i < mr; i++)
+                rt_qrqz_any(&k, out[i][v], nbase + nv0, (int)nc, q, r ? r + i * ystride + nbase + nv0 : NULL,
+                            y + i * ystride + nbase + nv0);
+        }
+    }
+}
+#undef RT_QV_ROW1
+#undef RT_QV_ROW2
+#undef RT_QV_ROWS
+#undef RT_QV_TAPS
+#endif
+
 /* The correction of the NEON path: acc[i][j] += 128 * colsum[j] (nothing elsewhere). */
 RT_API void rt_qgemm_colsum_fix(int mr, int n, const int32_t *colsum, int32_t *acc) {
 #if defined(RT_QGEMM_NEON)

@@ -86,7 +86,10 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
 #define RT_QCONV_RING_ROWS 64
 typedef struct RtQRing {
     uint8_t *buf;    /* rows slots x rw*cb bytes */
-    int64_t rows;    /* slots: the most input rows one tile of output pixels reads */
+    int64_t rows;    /* slots: the most input rows one tile of output pixels reads, rounded
+                      * up to a power of two where that fits (a mask, not a division, finds
+                      * a row's slot), else mask -1 */
+    int64_t mask;
     int64_t rw, cb;  /* padded width in pixels, bytes a pixel */
     int64_t tag[RT_QCONV_RING_ROWS]; /* the input row in a slot */
 } RtQRing;
@@ -101,6 +104,10 @@ RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_
     ring->cb = g->c4 * 4;
     ring->buf = buf;
     if (g->group != 1 || ring->rows > RT_QCONV_RING_ROWS || ring->rows * ring->rw * ring->cb > bytes) return 0;
+    for (i = 1; i < ring->rows; i *= 2) {
+    }
+    ring->mask = -1;
+    if (i <= RT_QCONV_RING_ROWS && i * ring->rw * ring->cb <= bytes) ring->rows = i, ring->mask = i - 1;
     for (i = 0; i < ring->rows; i++) ring->tag[i] = INT64_MIN;
     return 1;
 }
@@ -108,19 +115,20 @@ RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_
 /* The slot holding input row iy of image b (filled when it is not there yet). */
 RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint8_t *x, int32_t x_zp,
                                    int64_t b, int64_t iy) {
-    int64_t s = ((iy % ring->rows) + ring->rows) % ring->rows, j, c;
+    int64_t s = ring->mask >= 0 ? iy & ring->mask : ((iy % ring->rows) + ring->rows) % ring->rows, j, c;
     uint8_t *dst = ring->buf + s * ring->rw * ring->cb;
     if (ring->tag[s] != iy) {
+        /* the sizes in locals: the byte stores may alias the structs, which made GCC
+         * reload them for every byte */
+        const int64_t cb = ring->cb, C = g->c, pw = g->pw, w0 = pw > 0 ? pw : 0;
+        const int64_t w1 = pw + g->w < ring->rw ? pw + g->w : ring->rw;
         ring->tag[s] = iy;
-        memset(dst, x_zp, (size_t)(ring->rw * ring->cb));
-        if (iy >= 0 && iy < g->h)
-            for (j = 0; j < ring->rw; j++) {
-                int64_t ix = j - g->pw;
-                if (ix >= 0 && ix < g->w) {
-                    const uint8_t *src = x + ((b * g->h + iy) * g->w + ix) * g->c;
-                    for (c = 0; c < g->c; c++) dst[j * ring->cb + c] = src[c];
-                }
-            }
+        memset(dst, x_zp, (size_t)(ring->rw * cb));
+        if (iy >= 0 && iy < g->h) {
+            const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
+            for (j = w0; j < w1; j++, src += C)
+                for (c = 0; c < C; c++) dst[j * cb + c] = src[c];
+        }
     }
     return dst;
 }
@@ -136,9 +144,13 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     int64_t cg = g->c / g->group, mg = g->m / g->group, taps = g->kh * g->kw;
     int64_t k4 = taps * g->c4, P = g->oh * g->ow;
     const int8_t *trailer = wp + g->group * g->np * k4 * RT_QGEMM_KB;
-    int copying = cg % 4 != 0, ringed;
+    int copying = cg % 4 != 0, ringed, runs;
     memset(&ring, 0, sizeof ring);
     ringed = copying && rt_qring_init(&ring, g, copy, (int64_t)sizeof copy);
+    /* In the ring the taps along x of one kernel row (dilation 1) are one run of kw*c4
+     * blocks, which is also their order in the packed weights (kb = (ky*kw + kx)*c4 + c/4):
+     * the GEMM takes kh taps of kw*c4 blocks, one row pointer per kernel row. */
+    runs = ringed && g->dw == 1;
     int64_t b, p0, gi, t;
     int i;
     memset(padrow, x_zp, sizeof padrow);
@@ -154,6 +166,10 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                         int64_t iy = oy * g->sh - g->ph + ky * g->dh;
                         if (ringed) {
                             const uint8_t *row = rt_qring_row(&ring, g, x, x_zp, b, iy) + ox * g->sw * ring.cb;
+                            if (runs) {
+                                ptr[ky * RT_QGEMM_MR + i] = row;
+                                continue;
+                            }
                             for (kx = 0; kx < g->kw; kx++, t++) ptr[t * RT_QGEMM_MR + i] = row + kx * g->dw * ring.cb;
                             continue;
                         }
@@ -174,7 +190,8 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                         }
                     }
                 }
-                rt_qgemm_panels(mr, ptr, taps, g->c4, wp + gi * g->np * k4 * RT_QGEMM_KB,
+                rt_qgemm_panels(mr, ptr, runs ? g->kh : taps, runs ? g->kw * g->c4 : g->c4,
+                                wp + gi * g->np * k4 * RT_QGEMM_KB,
                                 trailer + gi * g->np * RT_QGEMM_NR * 4, g->np, mg, gi * mg, q,
                                 r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m,
                                 g->m);

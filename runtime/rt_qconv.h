@@ -369,7 +369,14 @@ RT_API void rt_qmaxpool2d(const RtQConv2d *g, const uint8_t *x, uint8_t *y) {
                         const uint8_t *s;
                         if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) continue;
                         s = x + ((b * g->h + iy) * g->w + ix) * C;
-                        for (c = 0; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];
+                        c = 0;
+#if defined(RT_QGEMM_YMM)
+                        for (; c + 32 <= C; c += 32)
+                            _mm256_storeu_si256((__m256i *)(void *)(o + c),
+                                                _mm256_max_epu8(_mm256_loadu_si256((const __m256i *)(const void *)(o + c)),
+                                                                _mm256_loadu_si256((const __m256i *)(const void *)(s + c))));
+#endif
+                        for (; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];
                     }
             }
 }

@@ -227,6 +227,97 @@ RT_API void rt_qgemm_rows(int64_t rows, int64_t K, int64_t c4, int64_t np, int64
     }
 }
 
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+#define RT_QDW_COLS 64 /* input columns of one chunk of RT_QDW_PIX output pixels */
+/* Depthwise on vpdpbusd, for kernels of up to 4 rows: per input column of a chunk of
+ * output pixels and block of 16 channels, the column's kernel rows (4 loads of 16 bytes,
+ * rows past the kernel's or in the padding read the row of zero points) go into one zmm,
+ * and one vpermb makes each channel's 4 rows an int32 lane; each output pixel then adds
+ * one vpdpbusd per kernel column (the weights of that column's rows permuted alike, zero
+ * past kh), so a column built once serves the kw pixels that read it (3 for a 3x3 stride
+ * 1 kernel) instead of a shuffle per tap and pixel. The 16 sums of a pixel stay in one
+ * register and are requantized from it (rt_qrqz). Returns 0 (nothing done) for kernels of
+ * more rows or chunks wider than RT_QDW_COLS columns. */
+RT_API int rt_qdw_cols(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
+                       const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
+    /* byte 4c + t of the result = byte 16t + c of the source */
+    const __m512i idx = _mm512_set_epi8(
+        63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11, 58, 42, 26, 10, 57,
+        41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3,
+        50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+    __m512i qz[RT_QDW_COLS], wq[RT_QCONV_MAX_TAPS];
+    int32_t acc[RT_QGEMM_NR];
+    const uint8_t *rp[4], *cp[RT_QDW_COLS][4]; /* the rows of a column, at channel 0 */
+    int64_t C = g->c, b, oy, x0, c, np, p, j, ky, kx, t;
+    if (g->kh > 4 || g->kw > RT_QCONV_MAX_TAPS || (RT_QDW_PIX - 1) * g->sw + (g->kw - 1) * g->dw + 1 > RT_QDW_COLS)
+        return 0;
+    for (b = 0; b < g->n; b++)
+        for (oy = 0; oy < g->oh; oy++) {
+            for (ky = 0; ky < 4; ky++) {
+                int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                rp[ky] = ky < g->kh && iy >= 0 && iy < g->h ? x + (b * g->h + iy) * g->w * C : NULL;
+            }
+            for (x0 = 0; x0 < g->ow; x0 += RT_QDW_PIX) {
+                int64_t ix0 = x0 * g->sw - g->pw, span;
+                np = g->ow - x0 < RT_QDW_PIX ? g->ow - x0 : RT_QDW_PIX;
+                span = (np - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+                for (j = 0; j < span; j++) {
+                    int64_t ix = ix0 + j;
+                    int inside = ix >= 0 && ix < g->w;
+                    for (ky = 0; ky < 4; ky++) cp[j][ky] = inside && rp[ky] ? rp[ky] + ix * C : padrow;
+                }
+                for (c = 0; c + 16 <= C; c += 16) {
+                    RtQRqZ k;
+                    int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c;
+                    for (kx = 0; kx < g->kw; kx++) {
+                        __m128i v[4];
+                        for (ky = 0; ky < 4; ky++)
+                            v[ky] = ky < g->kh ? _mm_loadu_si128((const __m128i *)(const void *)(w + (ky * g->kw + kx) * C + c))
+                                               : _mm_setzero_si128();
+                        wq[kx] = _mm512_permutexvar_epi8(
+                            idx, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(v[1], v[0])),
+                                                    _mm256_set_m128i(v[3], v[2]), 1));
+                    }
+                    for (j = 0; j < span; j++) {
+                        const uint8_t *const *s4 = cp[j];
+                        qz[j] = _mm512_permutexvar_epi8(
+                            idx, _mm512_inserti64x4(
+                                     _mm512_castsi256_si512(_mm256_inserti128_si256(
+                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[0] + c))),
+                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[1] + c)), 1)),
+                                     _mm256_inserti128_si256(
+                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[2] + c))),
+                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[3] + c)), 1),
+                                     1));
+                    }
+                    rt_qrqz_prep(&k, q, c, 16, r != NULL);
+                    for (p = 0; p < np; p++, o += C) {
+                        const __m512i *col = qz + p * g->sw;
+                        __m512i a = _mm512_loadu_si512((const void *)(q->bias + c));
+                        for (kx = 0; kx < g->kw; kx++) a = _mm512_dpbusd_epi32(a, col[kx * g->dw], wq[kx]);
+                        rt_qrqz_any(&k, a, c, 16, q, r ? r + o : NULL, y + o);
+                    }
+                }
+                for (; c < C; c++) /* the last channels, one at a time */
+                    for (p = 0; p < np; p++) {
+                        int64_t o = ((b * g->oh + oy) * g->ow + x0 + p) * C + c;
+                        int32_t sum = q->bias[c];
+                        for (ky = 0; ky < g->kh; ky++)
+                            for (kx = 0; kx < g->kw; kx++) {
+                                int64_t ix = (x0 + p) * g->sw - g->pw + kx * g->dw;
+                                t = ky * g->kw + kx;
+                                sum += (int32_t)(rp[ky] && ix >= 0 && ix < g->w ? rp[ky][ix * C + c] : padrow[c]) *
+                                       (int32_t)w[t * C + c];
+                            }
+                        acc[0] = sum;
+                        rt_qrequant_row(acc, c, 1, q, r ? r + o : NULL, y + o);
+                    }
+            }
+        }
+    return 1;
+}
+#endif
+
 /* Depthwise: y[.., c] = requant(sum_taps (x - x_zp)[.., c] * w[t][c] + bias[c]) with w
  * (KH*KW, C) int8 (backend/qplan.c lays it so), r residual or NULL. */
 RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *w,
@@ -235,6 +326,9 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ky, kx, c;
     memset(padrow, x_zp, (size_t)C);
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+    if (rt_qdw_cols(g, x, w, q, r, y, padrow)) return;
+#endif
 #if defined(RT_QGEMM_YMM)
     /* Two taps at a time: their bytes interleaved per channel and widened to int16 pairs,
      * so one vpmaddwd adds both taps' products of 8 channels exactly into int32. Pixels

@@ -642,7 +642,15 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
     v = _mm512_srav_epi32(_mm512_add_epi32(v, k->k32), k->s32);
     v = _mm512_min_epi32(_mm512_max_epi32(v, k->lo32), k->hi32);
-    _mm_storeu_si128((__m128i *)(void *)y, _mm512_cvtepi32_epi8(v));
+    {
+        __m128i b = _mm512_cvtepi32_epi8(v);
+#if defined(__GNUC__)
+        /* vpmovdb into a register, then a store: GCC otherwise fuses the two into vpmovdb
+         * to memory, which Zen 4 runs several times slower */
+        __asm__("" : "+v"(b));
+#endif
+        _mm_storeu_si128((__m128i *)(void *)y, b);
+    }
 }
 
 /* ncols <= 16 sums of a row (a zmm) to y: rt_qrqz where the channels allow it (k->fold:

@@ -44,7 +44,13 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     int64_t k4 = taps * c4, pp;
     int i, j;
 #if defined(RT_QGEMM_AVX512)
-    (void)colsum, (void)cs, (void)acc, (void)pp, (void)i, (void)j, (void)k4;
+    (void)colsum;
+    (void)cs;
+    (void)acc;
+    (void)pp;
+    (void)i;
+    (void)j;
+    (void)k4;
     rt_qgemm_vnni_panels(mr, a, taps, c4, wp, np, mg, nbase, q, r, y, ystride);
     return;
 #endif
@@ -107,7 +113,10 @@ RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_
     for (i = 1; i < ring->rows; i *= 2) {
     }
     ring->mask = -1;
-    if (i <= RT_QCONV_RING_ROWS && i * ring->rw * ring->cb <= bytes) ring->rows = i, ring->mask = i - 1;
+    if (i <= RT_QCONV_RING_ROWS && i * ring->rw * ring->cb <= bytes) {
+        ring->rows = i;
+        ring->mask = i - 1;
+    }
     for (i = 0; i < ring->rows; i++) ring->tag[i] = INT64_MIN;
     return 1;
 }

@@ -725,18 +725,18 @@ RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, 
                 __m512i b1 = _mm512_loadu_si512((const void *)w1);
                 RT_QV_ROWS(RT_QV_ROW2);
             })
-            out[0][0] = c00, out[1][0] = c10, out[2][0] = c20, out[3][0] = c30;
-            out[4][0] = c40, out[5][0] = c50, out[6][0] = c60, out[7][0] = c70;
-            out[0][1] = c01, out[1][1] = c11, out[2][1] = c21, out[3][1] = c31;
-            out[4][1] = c41, out[5][1] = c51, out[6][1] = c61, out[7][1] = c71;
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
+            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
         } else {
             __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
             RT_QV_TAPS({
                 __m512i b0 = _mm512_loadu_si512((const void *)w0);
                 RT_QV_ROWS(RT_QV_ROW1);
             })
-            out[0][0] = c00, out[1][0] = c10, out[2][0] = c20, out[3][0] = c30;
-            out[4][0] = c40, out[5][0] = c50, out[6][0] = c60, out[7][0] = c70;
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
         }
         for (v = 0; v < nv; v++) {
             int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;

@@ -601,14 +601,23 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
  * same bounds and the same value, see rt_qrq_prep). */
 typedef struct RtQRqZ {
     __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
-    int fold;
+    __m512i she, sho, rnde, rndo, lo64, hi64, yzp32; /* the int64 form (rt_qrqz_wide) */
+    int fold, wide;
 } RtQRqZ;
 
 RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
-    __m512i sh;
-    k->fold = 0;
+    __m512i sh, one = _mm512_set1_epi64(1);
+    k->fold = k->wide = 0;
     if (ncols < RT_QGEMM_NR) return; /* the arrays end before 16 channels: rt_qrequant_row */
+    k->wide = 1;
     sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(q->shift + n0)));
+    k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
+    k->sho = _mm512_srli_epi64(sh, 32);
+    k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
+    k->rndo = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->sho, one));
+    k->lo64 = _mm512_set1_epi64((int64_t)q->lo - q->y_zp);
+    k->hi64 = _mm512_set1_epi64((int64_t)q->hi - q->y_zp);
+    k->yzp32 = _mm512_set1_epi32(q->y_zp);
     k->m = _mm512_loadu_si512((const void *)(q->mult + n0));
     k->mo = _mm512_srli_epi64(k->m, 32);
     k->rm = res ? _mm512_loadu_si512((const void *)(q->rmult + n0)) : _mm512_setzero_si512();
@@ -653,13 +662,45 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     }
 }
 
+/* The same from the int64 products for any shifts (1..62; k->wide: 16 channels there):
+ * the rounding term and an arithmetic shift in int64 lanes (vpsravq: floor, as
+ * rt_qround_shift), the clamp in int64 around the zero point (floor + y_zp in [lo, hi]
+ * is floor in [lo - y_zp, hi - y_zp]), then the low words. The residual layers need it:
+ * qplan caps their shifts below 32 (both multipliers share one). */
+RT_API void rt_qrqz_wide(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    __m512i pe = _mm512_mul_epi32(a, k->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
+    __m512i v;
+    __m128i b;
+    if (r) {
+        __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
+    }
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde), k->she);
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo), k->sho);
+    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
+    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
+    v = _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+    b = _mm512_cvtepi32_epi8(v);
+#if defined(__GNUC__)
+    __asm__("" : "+v"(b)); /* as rt_qrqz */
+#endif
+    _mm_storeu_si128((__m128i *)(void *)y, b);
+}
+
 /* ncols <= 16 sums of a row (a zmm) to y: rt_qrqz where the channels allow it (k->fold:
- * all 16 there, shifts in range), else through memory and rt_qrequant_row. */
+ * all 16 there, shifts in range), rt_qrqz_wide for other shifts, else (fewer than 16
+ * channels) through memory and rt_qrequant_row. */
 RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, int64_t n0, int ncols, const RtQRequant *q,
                         const uint8_t *r, uint8_t *y) {
     int32_t acc[RT_QGEMM_NR];
     if (k->fold) {
         rt_qrqz(k, a, r, y);
+        return;
+    }
+    if (k->wide) {
+        rt_qrqz_wide(k, a, r, y);
         return;
     }
     _mm512_storeu_si512((void *)acc, a);

@@ -609,8 +609,25 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
     __m512i sh, one = _mm512_set1_epi64(1);
     k->fold = k->wide = 0;
     if (ncols < RT_QGEMM_NR) return; /* the arrays end before 16 channels: rt_qrequant_row */
-    k->wide = 1;
     sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(q->shift + n0)));
+    k->m = _mm512_loadu_si512((const void *)(q->mult + n0));
+    k->mo = _mm512_srli_epi64(k->m, 32);
+    k->rm = res ? _mm512_loadu_si512((const void *)(q->rmult + n0)) : _mm512_setzero_si512();
+    k->rmo = _mm512_srli_epi64(k->rm, 32);
+    k->rzp = _mm512_set1_epi32(q->r_zp);
+    k->fold = (_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    /* only the terms of the form taken: the prep runs per row tile and panel, which for
+     * short reductions (16-64 channels) costs as much as a fifth of the tile */
+    if (k->fold) {
+        k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
+        k->lo32 = _mm512_set1_epi32(q->lo);
+        k->hi32 = _mm512_set1_epi32(q->hi);
+        k->k32 = _mm512_add_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(sh, _mm512_set1_epi32(33))),
+                                  _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
+        return;
+    }
+    k->wide = 1;
     k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
     k->sho = _mm512_srli_epi64(sh, 32);
     k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
@@ -618,20 +635,6 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
     k->lo64 = _mm512_set1_epi64((int64_t)q->lo - q->y_zp);
     k->hi64 = _mm512_set1_epi64((int64_t)q->hi - q->y_zp);
     k->yzp32 = _mm512_set1_epi32(q->y_zp);
-    k->m = _mm512_loadu_si512((const void *)(q->mult + n0));
-    k->mo = _mm512_srli_epi64(k->m, 32);
-    k->rm = res ? _mm512_loadu_si512((const void *)(q->rmult + n0)) : _mm512_setzero_si512();
-    k->rmo = _mm512_srli_epi64(k->rm, 32);
-    k->rzp = _mm512_set1_epi32(q->r_zp);
-    k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
-    k->lo32 = _mm512_set1_epi32(q->lo);
-    k->hi32 = _mm512_set1_epi32(q->hi);
-    k->fold = (_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) == 0 &&
-              q->y_zp >= 0 && q->y_zp <= 255;
-    k->k32 = _mm512_setzero_si512();
-    if (k->fold)
-        k->k32 = _mm512_add_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(sh, _mm512_set1_epi32(33))),
-                                  _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
 }
 
 /* y[0..16) from the sums a (k->fold set; residual r[0..16) or NULL) */

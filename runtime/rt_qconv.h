@@ -304,7 +304,7 @@ RT_API int rt_qdw_cols(const RtQConv2d *g, const uint8_t *x, const int8_t *w, co
                         const __m512i *col = qz + p * g->sw;
                         __m512i a = _mm512_loadu_si512((const void *)(q->bias + c));
                         for (kx = 0; kx < g->kw; kx++) a = _mm512_dpbusd_epi32(a, col[kx * g->dw], wq[kx]);
-                        rt_qrqz_any(&k, a, c, 16, q, r ? r + o : NULL, y + o);
+                        rt_qrqz_any(&k, a, r ? r + o : NULL, y + o);
                     }
                 }
                 for (; c < C; c++) /* the last channels, one at a time */

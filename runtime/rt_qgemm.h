@@ -602,20 +602,23 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
 typedef struct RtQRqZ {
     __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
     __m512i she, sho, rnde, rndo, lo64, hi64, yzp32; /* the int64 form (rt_qrqz_wide) */
-    int fold, wide;
+    int fold;
+    __mmask16 mask; /* the channels there (a last panel of fewer than 16) */
 } RtQRqZ;
 
 RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
     __m512i sh, one = _mm512_set1_epi64(1);
-    k->fold = k->wide = 0;
-    if (ncols < RT_QGEMM_NR) return; /* the arrays end before 16 channels: rt_qrequant_row */
-    sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(q->shift + n0)));
-    k->m = _mm512_loadu_si512((const void *)(q->mult + n0));
+    /* a last panel of fewer channels reads only theirs (masked loads; the other lanes
+     * are zeros, computed and not written) */
+    __mmask16 m = ncols >= RT_QGEMM_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << ncols) - 1);
+    k->mask = m;
+    sh = _mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)m, q->shift + n0)));
+    k->m = _mm512_maskz_loadu_epi32(m, q->mult + n0);
     k->mo = _mm512_srli_epi64(k->m, 32);
-    k->rm = res ? _mm512_loadu_si512((const void *)(q->rmult + n0)) : _mm512_setzero_si512();
+    k->rm = res ? _mm512_maskz_loadu_epi32(m, q->rmult + n0) : _mm512_setzero_si512();
     k->rmo = _mm512_srli_epi64(k->rm, 32);
     k->rzp = _mm512_set1_epi32(q->r_zp);
-    k->fold = (_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) == 0 &&
+    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
               q->y_zp >= 0 && q->y_zp <= 255;
     /* only the terms of the form taken: the prep runs per row tile and panel, which for
      * short reductions (16-64 channels) costs as much as a fifth of the tile */
@@ -627,7 +630,6 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
                                   _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
         return;
     }
-    k->wide = 1;
     k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
     k->sho = _mm512_srli_epi64(sh, 32);
     k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
@@ -665,7 +667,7 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     }
 }
 
-/* The same from the int64 products for any shifts (1..62; k->wide: 16 channels there):
+/* The same from the int64 products for any shifts (1..62):
  * the rounding term and an arithmetic shift in int64 lanes (vpsravq: floor, as
  * rt_qround_shift), the clamp in int64 around the zero point (floor + y_zp in [lo, hi]
  * is floor in [lo - y_zp, hi - y_zp]), then the low words. The residual layers need it:
@@ -692,22 +694,31 @@ RT_API void rt_qrqz_wide(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *
     _mm_storeu_si128((__m128i *)(void *)y, b);
 }
 
-/* ncols <= 16 sums of a row (a zmm) to y: rt_qrqz where the channels allow it (k->fold:
- * all 16 there, shifts in range), rt_qrqz_wide for other shifts, else (fewer than 16
- * channels) through memory and rt_qrequant_row. */
-RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, int64_t n0, int ncols, const RtQRequant *q,
-                        const uint8_t *r, uint8_t *y) {
-    int32_t acc[RT_QGEMM_NR];
-    if (k->fold) {
+/* A panel of fewer than 16 channels (k->mask): its residual read and its output written
+ * through 16-byte buffers with masked loads and stores. */
+RT_API void rt_qrqz_part(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    uint8_t rb[RT_QGEMM_NR], yb[RT_QGEMM_NR];
+    if (r) _mm_storeu_si128((__m128i *)(void *)rb, _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k->mask, r)));
+    if (k->fold)
+        rt_qrqz(k, a, r ? rb : NULL, yb);
+    else
+        rt_qrqz_wide(k, a, r ? rb : NULL, yb);
+    _mm512_mask_storeu_epi8(y, (__mmask64)k->mask, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)yb)));
+}
+
+/* The sums of a row (a zmm) to y: rt_qrqz where the shifts allow it (k->fold), else
+ * rt_qrqz_wide, rt_qrqz_part for a short panel; inlined always (out of line, the sums
+ * go through memory; GCC stopped inlining it once it held the short panel's code) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    if (k->mask != 0xFFFF)
+        rt_qrqz_part(k, a, r, y);
+    else if (k->fold)
         rt_qrqz(k, a, r, y);
-        return;
-    }
-    if (k->wide) {
+    else
         rt_qrqz_wide(k, a, r, y);
-        return;
-    }
-    _mm512_storeu_si512((void *)acc, a);
-    rt_qrequant_row(acc, n0, ncols, q, r, y);
 }
 
 /* One panel (v = 0) or two (v = 0, 1) against the tile's 8 rows, all in registers: the
@@ -788,8 +799,8 @@ RT_API void rt_qgemm_vnni_row1(const uint8_t *a, int64_t k4, const int8_t *wp, i
             if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
             memcpy(b, q->bias + nbase + n0, (size_t)nc * 4);
             rt_qrqz_prep(&k, q, nbase + n0, (int)nc, r != NULL);
-            rt_qrqz_any(&k, _mm512_add_epi32(sum[v], _mm512_loadu_si512((const void *)b)), nbase + n0, (int)nc, q,
-                        r ? r + nbase + n0 : NULL, y + nbase + n0);
+            rt_qrqz_any(&k, _mm512_add_epi32(sum[v], _mm512_loadu_si512((const void *)b)), r ? r + nbase + n0 : NULL,
+                        y + nbase + n0);
         }
     }
 }
@@ -844,8 +855,7 @@ RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, 
             if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
             rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
             for (i = 0; i < mr; i++)
-                rt_qrqz_any(&k, out[i][v], nbase + nv0, (int)nc, q, r ? r + i * ystride + nbase + nv0 : NULL,
-                            y + i * ystride + nbase + nv0);
+                rt_qrqz_any(&k, out[i][v], r ? r + i * ystride + nbase + nv0 : NULL, y + i * ystride + nbase + nv0);
         }
     }
 }

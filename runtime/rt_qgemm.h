@@ -753,14 +753,15 @@ RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y
         }                                                                                      \
     }
 
-/* One row (a matrix-vector product, as a classifier's Gemm at batch 1) of k4 blocks at a
+/* One row (a matrix-vector product, as a classifier's Gemm at batch 1, or the last row
+ * tile of 1 pixel of a 7x7 output) of taps x c4 blocks, a[t*RT_QGEMM_MR] the row of tap t,
  * against all np panels: 4 panels at a time (a last group of fewer repeats panel 0's
  * weights, not written), the even and odd blocks in separate accumulators (8 chains: the
  * vpdpbusd latency hidden), instead of the 8-row tile, whose 7 other rows would be
  * repeats. Columns nbase+n of y, n < mg; the same int32 sums, the same bytes. */
-RT_API void rt_qgemm_vnni_row1(const uint8_t *a, int64_t k4, const int8_t *wp, int64_t np, int64_t mg,
-                               int64_t nbase, const RtQRequant *q, const uint8_t *r, uint8_t *y) {
-    int64_t p, kb, stride = k4 * RT_QGEMM_KB;
+RT_API void rt_qgemm_vnni_row1(const uint8_t *const *a, int64_t taps, int64_t c4, const int8_t *wp, int64_t np,
+                               int64_t mg, int64_t nbase, const RtQRequant *q, const uint8_t *r, uint8_t *y) {
+    int64_t p, kb, t, stride = taps * c4 * RT_QGEMM_KB;
     for (p = 0; p < np; p += 4) {
         int nv = np - p < 4 ? (int)(np - p) : 4, v;
         const int8_t *w0 = wp + p * stride;
@@ -768,25 +769,28 @@ RT_API void rt_qgemm_vnni_row1(const uint8_t *a, int64_t k4, const int8_t *wp, i
         const int8_t *w3 = nv > 3 ? w0 + 3 * stride : w0;
         __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
         __m512i sum[4];
-        for (kb = 0; kb + 2 <= k4; kb += 2) {
-            const int64_t off = kb * RT_QGEMM_KB;
-            __m512i x = _mm512_set1_epi32(rt_qload4(a + kb * 4)), x1 = _mm512_set1_epi32(rt_qload4(a + kb * 4 + 4));
-            e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
-            e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
-            e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
-            e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
-            o0 = _mm512_dpbusd_epi32(o0, x1, _mm512_loadu_si512((const void *)(w0 + off + RT_QGEMM_KB)));
-            o1 = _mm512_dpbusd_epi32(o1, x1, _mm512_loadu_si512((const void *)(w1 + off + RT_QGEMM_KB)));
-            o2 = _mm512_dpbusd_epi32(o2, x1, _mm512_loadu_si512((const void *)(w2 + off + RT_QGEMM_KB)));
-            o3 = _mm512_dpbusd_epi32(o3, x1, _mm512_loadu_si512((const void *)(w3 + off + RT_QGEMM_KB)));
-        }
-        if (kb < k4) {
-            const int64_t off = kb * RT_QGEMM_KB;
-            __m512i x = _mm512_set1_epi32(rt_qload4(a + kb * 4));
-            e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
-            e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
-            e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
-            e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
+        for (t = 0; t < taps; t++) {
+            const uint8_t *at = a[t * RT_QGEMM_MR];
+            for (kb = 0; kb + 2 <= c4; kb += 2) {
+                const int64_t off = (t * c4 + kb) * RT_QGEMM_KB;
+                __m512i x = _mm512_set1_epi32(rt_qload4(at + kb * 4)), x1 = _mm512_set1_epi32(rt_qload4(at + kb * 4 + 4));
+                e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
+                e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
+                e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
+                e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
+                o0 = _mm512_dpbusd_epi32(o0, x1, _mm512_loadu_si512((const void *)(w0 + off + RT_QGEMM_KB)));
+                o1 = _mm512_dpbusd_epi32(o1, x1, _mm512_loadu_si512((const void *)(w1 + off + RT_QGEMM_KB)));
+                o2 = _mm512_dpbusd_epi32(o2, x1, _mm512_loadu_si512((const void *)(w2 + off + RT_QGEMM_KB)));
+                o3 = _mm512_dpbusd_epi32(o3, x1, _mm512_loadu_si512((const void *)(w3 + off + RT_QGEMM_KB)));
+            }
+            if (kb < c4) {
+                const int64_t off = (t * c4 + kb) * RT_QGEMM_KB;
+                __m512i x = _mm512_set1_epi32(rt_qload4(at + kb * 4));
+                e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
+                e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
+                e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
+                e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
+            }
         }
         sum[0] = _mm512_add_epi32(e0, o0);
         sum[1] = _mm512_add_epi32(e1, o1);
@@ -813,8 +817,8 @@ RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, 
                                  const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
                                  const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
     int64_t k4 = taps * c4, pp, t, kb;
-    if (mr == 1 && taps == 1) {
-        rt_qgemm_vnni_row1(a[0], k4, wp, np, mg, nbase, q, r, y);
+    if (mr == 1) {
+        rt_qgemm_vnni_row1(a, taps, c4, wp, np, mg, nbase, q, r, y);
         return;
     }
     for (pp = 0; pp < np; pp += 2) {

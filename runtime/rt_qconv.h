@@ -164,13 +164,19 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     int i;
     memset(padrow, x_zp, sizeof padrow);
     for (b = 0; b < g->n; b++) {
+        int64_t ty = 0, tx = 0; /* the tile's first pixel, kept (no division per pixel) */
         if (ringed)
             for (t = 0; t < ring.rows; t++) ring.tag[t] = INT64_MIN;
         for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
             int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
             for (gi = 0; gi < g->group; gi++) {
-                for (i = 0; i < mr; i++) {
-                    int64_t oy = (p0 + i) / g->ow, ox = (p0 + i) % g->ow, ky, kx;
+                int64_t oy = ty, ox = tx;
+                for (i = 0; i < mr; i++, ox++) {
+                    int64_t ky, kx;
+                    if (ox == g->ow) {
+                        ox = 0;
+                        oy++;
+                    }
                     for (ky = 0, t = 0; ky < g->kh; ky++) {
                         int64_t iy = oy * g->sh - g->ph + ky * g->dh;
                         if (ringed) {
@@ -205,6 +211,7 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                                 r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m,
                                 g->m);
             }
+            for (tx += RT_QGEMM_MR; tx >= g->ow; tx -= g->ow) ty++;
         }
     }
 }

@@ -43,6 +43,17 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
     int32_t cs[RT_QGEMM_NT];
     int64_t k4 = taps * c4, pp;
     int i, j;
+#if defined(RT_QGEMM_AVX512)
+    (void)colsum;
+    (void)cs;
+    (void)acc;
+    (void)pp;
+    (void)i;
+    (void)j;
+    (void)k4;
+    rt_qgemm_vnni_panels(mr, a, taps, c4, wp, np, mg, nbase, q, r, y, ystride);
+    return;
+#endif
 #if defined(RT_QGEMM_AVX2)
     if (k4 <= RT_QGEMM_AVX2_KC) {
         (void)colsum;
@@ -81,7 +92,10 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
 #define RT_QCONV_RING_ROWS 64
 typedef struct RtQRing {
     uint8_t *buf;    /* rows slots x rw*cb bytes */
-    int64_t rows;    /* slots: the most input rows one tile of output pixels reads */
+    int64_t rows;    /* slots: the most input rows one tile of output pixels reads, rounded
+                      * up to a power of two where that fits (a mask, not a division, finds
+                      * a row's slot), else mask -1 */
+    int64_t mask;
     int64_t rw, cb;  /* padded width in pixels, bytes a pixel */
     int64_t tag[RT_QCONV_RING_ROWS]; /* the input row in a slot */
 } RtQRing;
@@ -96,6 +110,13 @@ RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_
     ring->cb = g->c4 * 4;
     ring->buf = buf;
     if (g->group != 1 || ring->rows > RT_QCONV_RING_ROWS || ring->rows * ring->rw * ring->cb > bytes) return 0;
+    for (i = 1; i < ring->rows; i *= 2) {
+    }
+    ring->mask = -1;
+    if (i <= RT_QCONV_RING_ROWS && i * ring->rw * ring->cb <= bytes) {
+        ring->rows = i;
+        ring->mask = i - 1;
+    }
     for (i = 0; i < ring->rows; i++) ring->tag[i] = INT64_MIN;
     return 1;
 }
@@ -103,19 +124,20 @@ RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_
 /* The slot holding input row iy of image b (filled when it is not there yet). */
 RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint8_t *x, int32_t x_zp,
                                    int64_t b, int64_t iy) {
-    int64_t s = ((iy % ring->rows) + ring->rows) % ring->rows, j, c;
+    int64_t s = ring->mask >= 0 ? iy & ring->mask : ((iy % ring->rows) + ring->rows) % ring->rows, j, c;
     uint8_t *dst = ring->buf + s * ring->rw * ring->cb;
     if (ring->tag[s] != iy) {
+        /* the sizes in locals: the byte stores may alias the structs, which made GCC
+         * reload them for every byte */
+        const int64_t cb = ring->cb, C = g->c, pw = g->pw, w0 = pw > 0 ? pw : 0;
+        const int64_t w1 = pw + g->w < ring->rw ? pw + g->w : ring->rw;
         ring->tag[s] = iy;
-        memset(dst, x_zp, (size_t)(ring->rw * ring->cb));
-        if (iy >= 0 && iy < g->h)
-            for (j = 0; j < ring->rw; j++) {
-                int64_t ix = j - g->pw;
-                if (ix >= 0 && ix < g->w) {
-                    const uint8_t *src = x + ((b * g->h + iy) * g->w + ix) * g->c;
-                    for (c = 0; c < g->c; c++) dst[j * ring->cb + c] = src[c];
-                }
-            }
+        memset(dst, x_zp, (size_t)(ring->rw * cb));
+        if (iy >= 0 && iy < g->h) {
+            const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
+            for (j = w0; j < w1; j++, src += C)
+                for (c = 0; c < C; c++) dst[j * cb + c] = src[c];
+        }
     }
     return dst;
 }
@@ -131,24 +153,38 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     int64_t cg = g->c / g->group, mg = g->m / g->group, taps = g->kh * g->kw;
     int64_t k4 = taps * g->c4, P = g->oh * g->ow;
     const int8_t *trailer = wp + g->group * g->np * k4 * RT_QGEMM_KB;
-    int copying = cg % 4 != 0, ringed;
+    int copying = cg % 4 != 0, ringed, runs;
     memset(&ring, 0, sizeof ring);
     ringed = copying && rt_qring_init(&ring, g, copy, (int64_t)sizeof copy);
+    /* In the ring the taps along x of one kernel row (dilation 1) are one run of kw*c4
+     * blocks, which is also their order in the packed weights (kb = (ky*kw + kx)*c4 + c/4):
+     * the GEMM takes kh taps of kw*c4 blocks, one row pointer per kernel row. */
+    runs = ringed && g->dw == 1;
     int64_t b, p0, gi, t;
     int i;
     memset(padrow, x_zp, sizeof padrow);
     for (b = 0; b < g->n; b++) {
+        int64_t ty = 0, tx = 0; /* the tile's first pixel, kept (no division per pixel) */
         if (ringed)
             for (t = 0; t < ring.rows; t++) ring.tag[t] = INT64_MIN;
         for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
             int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
             for (gi = 0; gi < g->group; gi++) {
-                for (i = 0; i < mr; i++) {
-                    int64_t oy = (p0 + i) / g->ow, ox = (p0 + i) % g->ow, ky, kx;
+                int64_t oy = ty, ox = tx;
+                for (i = 0; i < mr; i++, ox++) {
+                    int64_t ky, kx;
+                    if (ox == g->ow) {
+                        ox = 0;
+                        oy++;
+                    }
                     for (ky = 0, t = 0; ky < g->kh; ky++) {
                         int64_t iy = oy * g->sh - g->ph + ky * g->dh;
                         if (ringed) {
                             const uint8_t *row = rt_qring_row(&ring, g, x, x_zp, b, iy) + ox * g->sw * ring.cb;
+                            if (runs) {
+                                ptr[ky * RT_QGEMM_MR + i] = row;
+                                continue;
+                            }
                             for (kx = 0; kx < g->kw; kx++, t++) ptr[t * RT_QGEMM_MR + i] = row + kx * g->dw * ring.cb;
                             continue;
                         }
@@ -169,11 +205,13 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                         }
                     }
                 }
-                rt_qgemm_panels(mr, ptr, taps, g->c4, wp + gi * g->np * k4 * RT_QGEMM_KB,
+                rt_qgemm_panels(mr, ptr, runs ? g->kh : taps, runs ? g->kw * g->c4 : g->c4,
+                                wp + gi * g->np * k4 * RT_QGEMM_KB,
                                 trailer + gi * g->np * RT_QGEMM_NR * 4, g->np, mg, gi * mg, q,
                                 r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m,
                                 g->m);
             }
+            for (tx += RT_QGEMM_MR; tx >= g->ow; tx -= g->ow) ty++;
         }
     }
 }
@@ -205,6 +243,97 @@ RT_API void rt_qgemm_rows(int64_t rows, int64_t K, int64_t c4, int64_t np, int64
     }
 }
 
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+#define RT_QDW_COLS 64 /* input columns of one chunk of RT_QDW_PIX output pixels */
+/* Depthwise on vpdpbusd, for kernels of up to 4 rows: per input column of a chunk of
+ * output pixels and block of 16 channels, the column's kernel rows (4 loads of 16 bytes,
+ * rows past the kernel's or in the padding read the row of zero points) go into one zmm,
+ * and one vpermb makes each channel's 4 rows an int32 lane; each output pixel then adds
+ * one vpdpbusd per kernel column (the weights of that column's rows permuted alike, zero
+ * past kh), so a column built once serves the kw pixels that read it (3 for a 3x3 stride
+ * 1 kernel) instead of a shuffle per tap and pixel. The 16 sums of a pixel stay in one
+ * register and are requantized from it (rt_qrqz). Returns 0 (nothing done) for kernels of
+ * more rows or chunks wider than RT_QDW_COLS columns. */
+RT_API int rt_qdw_cols(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
+                       const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
+    /* byte 4c + t of the result = byte 16t + c of the source */
+    const __m512i idx = _mm512_set_epi8(
+        63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11, 58, 42, 26, 10, 57,
+        41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3,
+        50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+    __m512i qz[RT_QDW_COLS], wq[RT_QCONV_MAX_TAPS];
+    int32_t acc[RT_QGEMM_NR];
+    const uint8_t *rp[4], *cp[RT_QDW_COLS][4]; /* the rows of a column, at channel 0 */
+    int64_t C = g->c, b, oy, x0, c, np, p, j, ky, kx, t;
+    if (g->kh > 4 || g->kw > RT_QCONV_MAX_TAPS || (RT_QDW_PIX - 1) * g->sw + (g->kw - 1) * g->dw + 1 > RT_QDW_COLS)
+        return 0;
+    for (b = 0; b < g->n; b++)
+        for (oy = 0; oy < g->oh; oy++) {
+            for (ky = 0; ky < 4; ky++) {
+                int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                rp[ky] = ky < g->kh && iy >= 0 && iy < g->h ? x + (b * g->h + iy) * g->w * C : NULL;
+            }
+            for (x0 = 0; x0 < g->ow; x0 += RT_QDW_PIX) {
+                int64_t ix0 = x0 * g->sw - g->pw, span;
+                np = g->ow - x0 < RT_QDW_PIX ? g->ow - x0 : RT_QDW_PIX;
+                span = (np - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+                for (j = 0; j < span; j++) {
+                    int64_t ix = ix0 + j;
+                    int inside = ix >= 0 && ix < g->w;
+                    for (ky = 0; ky < 4; ky++) cp[j][ky] = inside && rp[ky] ? rp[ky] + ix * C : padrow;
+                }
+                for (c = 0; c + 16 <= C; c += 16) {
+                    RtQRqZ k;
+                    int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c;
+                    for (kx = 0; kx < g->kw; kx++) {
+                        __m128i v[4];
+                        for (ky = 0; ky < 4; ky++)
+                            v[ky] = ky < g->kh ? _mm_loadu_si128((const __m128i *)(const void *)(w + (ky * g->kw + kx) * C + c))
+                                               : _mm_setzero_si128();
+                        wq[kx] = _mm512_permutexvar_epi8(
+                            idx, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(v[1], v[0])),
+                                                    _mm256_set_m128i(v[3], v[2]), 1));
+                    }
+                    for (j = 0; j < span; j++) {
+                        const uint8_t *const *s4 = cp[j];
+                        qz[j] = _mm512_permutexvar_epi8(
+                            idx, _mm512_inserti64x4(
+                                     _mm512_castsi256_si512(_mm256_inserti128_si256(
+                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[0] + c))),
+                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[1] + c)), 1)),
+                                     _mm256_inserti128_si256(
+                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[2] + c))),
+                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[3] + c)), 1),
+                                     1));
+                    }
+                    rt_qrqz_prep(&k, q, c, 16, r != NULL);
+                    for (p = 0; p < np; p++, o += C) {
+                        const __m512i *col = qz + p * g->sw;
+                        __m512i a = _mm512_loadu_si512((const void *)(q->bias + c));
+                        for (kx = 0; kx < g->kw; kx++) a = _mm512_dpbusd_epi32(a, col[kx * g->dw], wq[kx]);
+                        rt_qrqz_any(&k, a, r ? r + o : NULL, y + o);
+                    }
+                }
+                for (; c < C; c++) /* the last channels, one at a time */
+                    for (p = 0; p < np; p++) {
+                        int64_t o = ((b * g->oh + oy) * g->ow + x0 + p) * C + c;
+                        int32_t sum = q->bias[c];
+                        for (ky = 0; ky < g->kh; ky++)
+                            for (kx = 0; kx < g->kw; kx++) {
+                                int64_t ix = (x0 + p) * g->sw - g->pw + kx * g->dw;
+                                t = ky * g->kw + kx;
+                                sum += (int32_t)(rp[ky] && ix >= 0 && ix < g->w ? rp[ky][ix * C + c] : padrow[c]) *
+                                       (int32_t)w[t * C + c];
+                            }
+                        acc[0] = sum;
+                        rt_qrequant_row(acc, c, 1, q, r ? r + o : NULL, y + o);
+                    }
+            }
+        }
+    return 1;
+}
+#endif
+
 /* Depthwise: y[.., c] = requant(sum_taps (x - x_zp)[.., c] * w[t][c] + bias[c]) with w
  * (KH*KW, C) int8 (backend/qplan.c lays it so), r residual or NULL. */
 RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *w,
@@ -213,6 +342,9 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ky, kx, c;
     memset(padrow, x_zp, (size_t)C);
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+    if (rt_qdw_cols(g, x, w, q, r, y, padrow)) return;
+#endif
 #if defined(RT_QGEMM_YMM)
     /* Two taps at a time: their bytes interleaved per channel and widened to int16 pairs,
      * so one vpmaddwd adds both taps' products of 8 channels exactly into int32. Pixels
@@ -347,7 +479,14 @@ RT_API void rt_qmaxpool2d(const RtQConv2d *g, const uint8_t *x, uint8_t *y) {
                         const uint8_t *s;
                         if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) continue;
                         s = x + ((b * g->h + iy) * g->w + ix) * C;
-                        for (c = 0; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];
+                        c = 0;
+#if defined(RT_QGEMM_YMM)
+                        for (; c + 32 <= C; c += 32)
+                            _mm256_storeu_si256((__m256i *)(void *)(o + c),
+                                                _mm256_max_epu8(_mm256_loadu_si256((const __m256i *)(const void *)(o + c)),
+                                                                _mm256_loadu_si256((const __m256i *)(const void *)(s + c))));
+#endif
+                        for (; c < C; c++) o[c] = s[c] > o[c] ? s[c] : o[c];
                     }
             }
 }

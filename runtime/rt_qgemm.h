@@ -595,6 +595,280 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
 }
 #endif
 
+#if defined(RT_QGEMM_AVX512)
+/* The requantization of 16 channels from a zmm of sums, rt_qrq8v's int32 form ("fold":
+ * every shift in 33..53 and y_zp in 0..255, checked per 16 channels by rt_qrqz_prep; the
+ * same bounds and the same value, see rt_qrq_prep). */
+typedef struct RtQRqZ {
+    __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
+    __m512i she, sho, rnde, rndo, lo64, hi64, yzp32; /* the int64 form (rt_qrqz_wide) */
+    int fold;
+    __mmask16 mask; /* the channels there (a last panel of fewer than 16) */
+} RtQRqZ;
+
+RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
+    __m512i sh, one = _mm512_set1_epi64(1);
+    /* a last panel of fewer channels reads only theirs (masked loads; the other lanes
+     * are zeros, computed and not written) */
+    __mmask16 m = ncols >= RT_QGEMM_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << ncols) - 1);
+    k->mask = m;
+    sh = _mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)m, q->shift + n0)));
+    k->m = _mm512_maskz_loadu_epi32(m, q->mult + n0);
+    k->mo = _mm512_srli_epi64(k->m, 32);
+    k->rm = res ? _mm512_maskz_loadu_epi32(m, q->rmult + n0) : _mm512_setzero_si512();
+    k->rmo = _mm512_srli_epi64(k->rm, 32);
+    k->rzp = _mm512_set1_epi32(q->r_zp);
+    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    /* only the terms of the form taken: the prep runs per row tile and panel, which for
+     * short reductions (16-64 channels) costs as much as a fifth of the tile */
+    if (k->fold) {
+        k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
+        k->lo32 = _mm512_set1_epi32(q->lo);
+        k->hi32 = _mm512_set1_epi32(q->hi);
+        k->k32 = _mm512_add_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(sh, _mm512_set1_epi32(33))),
+                                  _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
+        return;
+    }
+    k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
+    k->sho = _mm512_srli_epi64(sh, 32);
+    k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
+    k->rndo = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->sho, one));
+    k->lo64 = _mm512_set1_epi64((int64_t)q->lo - q->y_zp);
+    k->hi64 = _mm512_set1_epi64((int64_t)q->hi - q->y_zp);
+    k->yzp32 = _mm512_set1_epi32(q->y_zp);
+}
+
+/* y[0..16) from the sums a (k->fold set; residual r[0..16) or NULL) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    __m512i pe = _mm512_mul_epi32(a, k->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
+    __m512i v;
+    if (r) {
+        __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
+    }
+    /* the high words: even lanes from pe, odd lanes from po */
+    v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
+    v = _mm512_srav_epi32(_mm512_add_epi32(v, k->k32), k->s32);
+    v = _mm512_min_epi32(_mm512_max_epi32(v, k->lo32), k->hi32);
+    {
+        __m128i b = _mm512_cvtepi32_epi8(v);
+#if defined(__GNUC__)
+        /* vpmovdb into a register, then a store: GCC otherwise fuses the two into vpmovdb
+         * to memory, which Zen 4 runs several times slower */
+        __asm__("" : "+v"(b));
+#endif
+        _mm_storeu_si128((__m128i *)(void *)y, b);
+    }
+}
+
+/* The same from the int64 products for any shifts (1..62):
+ * the rounding term and an arithmetic shift in int64 lanes (vpsravq: floor, as
+ * rt_qround_shift), the clamp in int64 around the zero point (floor + y_zp in [lo, hi]
+ * is floor in [lo - y_zp, hi - y_zp]), then the low words. The residual layers need it:
+ * qplan caps their shifts below 32 (both multipliers share one). */
+RT_API void rt_qrqz_wide(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    __m512i pe = _mm512_mul_epi32(a, k->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
+    __m512i v;
+    __m128i b;
+    if (r) {
+        __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
+    }
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde), k->she);
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo), k->sho);
+    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
+    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
+    v = _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+    b = _mm512_cvtepi32_epi8(v);
+#if defined(__GNUC__)
+    __asm__("" : "+v"(b)); /* as rt_qrqz */
+#endif
+    _mm_storeu_si128((__m128i *)(void *)y, b);
+}
+
+/* A panel of fewer than 16 channels (k->mask): its residual read and its output written
+ * through 16-byte buffers with masked loads and stores. */
+RT_API void rt_qrqz_part(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    uint8_t rb[RT_QGEMM_NR], yb[RT_QGEMM_NR];
+    if (r) _mm_storeu_si128((__m128i *)(void *)rb, _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k->mask, r)));
+    if (k->fold)
+        rt_qrqz(k, a, r ? rb : NULL, yb);
+    else
+        rt_qrqz_wide(k, a, r ? rb : NULL, yb);
+    _mm512_mask_storeu_epi8(y, (__mmask64)k->mask, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)yb)));
+}
+
+/* The sums of a row (a zmm) to y: rt_qrqz where the shifts allow it (k->fold), else
+ * rt_qrqz_wide, rt_qrqz_part for a short panel; inlined always (out of line, the sums
+ * go through memory; GCC stopped inlining it once it held the short panel's code) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
+    if (k->mask != 0xFFFF)
+        rt_qrqz_part(k, a, r, y);
+    else if (k->fold)
+        rt_qrqz(k, a, r, y);
+    else
+        rt_qrqz_wide(k, a, r, y);
+}
+
+/* One panel (v = 0) or two (v = 0, 1) against the tile's 8 rows, all in registers: the
+ * accumulators c<row><v> start at the bias, and per block of 4 reduction values one weight
+ * load per panel, one broadcast per row and a vpdpbusd per row and panel (8 x 2: 16 zmm
+ * accumulators, 16 vpdpbusd per 10 loads; written out row by row since GCC at -O2 does not
+ * unroll the row loop and then keeps the accumulators in memory). */
+#define RT_QV_ROW1(i) c##i##0 = _mm512_dpbusd_epi32(c##i##0, _mm512_set1_epi32(rt_qload4(p##i + kb * 4)), b0)
+#define RT_QV_ROW2(i)                                                   \
+    do {                                                                \
+        __m512i x_ = _mm512_set1_epi32(rt_qload4(p##i + kb * 4));       \
+        c##i##0 = _mm512_dpbusd_epi32(c##i##0, x_, b0);                 \
+        c##i##1 = _mm512_dpbusd_epi32(c##i##1, x_, b1);                 \
+    } while (0)
+#define RT_QV_ROWS(ROW) \
+    ROW(0);             \
+    ROW(1);             \
+    ROW(2);             \
+    ROW(3);             \
+    ROW(4);             \
+    ROW(5);             \
+    ROW(6);             \
+    ROW(7)
+#define RT_QV_TAPS(BODY)                                                                       \
+    for (t = 0; t < taps; t++) {                                                               \
+        const uint8_t *const *at = a + t * RT_QGEMM_MR;                                        \
+        const uint8_t *p0 = at[0], *p1 = at[mr > 1 ? 1 : 0], *p2 = at[mr > 2 ? 2 : 0],         \
+                      *p3 = at[mr > 3 ? 3 : 0], *p4 = at[mr > 4 ? 4 : 0], *p5 = at[mr > 5 ? 5 : 0], \
+                      *p6 = at[mr > 6 ? 6 : 0], *p7 = at[mr > 7 ? 7 : 0];                      \
+        for (kb = 0; kb < c4; kb++, w0 += RT_QGEMM_KB, w1 += RT_QGEMM_KB) {                    \
+            BODY;                                                                              \
+        }                                                                                      \
+    }
+
+/* One row (a matrix-vector product, as a classifier's Gemm at batch 1, or the last row
+ * tile of 1 pixel of a 7x7 output) of taps x c4 blocks, a[t*RT_QGEMM_MR] the row of tap t,
+ * against all np panels: 4 panels at a time (a last group of fewer repeats panel 0's
+ * weights, not written), the even and odd blocks in separate accumulators (8 chains: the
+ * vpdpbusd latency hidden), instead of the 8-row tile, whose 7 other rows would be
+ * repeats. Columns nbase+n of y, n < mg; the same int32 sums, the same bytes. */
+RT_API void rt_qgemm_vnni_row1(const uint8_t *const *a, int64_t taps, int64_t c4, const int8_t *wp, int64_t np,
+                               int64_t mg, int64_t nbase, const RtQRequant *q, const uint8_t *r, uint8_t *y) {
+    int64_t p, kb, t, stride = taps * c4 * RT_QGEMM_KB;
+    for (p = 0; p < np; p += 4) {
+        int nv = np - p < 4 ? (int)(np - p) : 4, v;
+        const int8_t *w0 = wp + p * stride;
+        const int8_t *w1 = nv > 1 ? w0 + stride : w0, *w2 = nv > 2 ? w0 + 2 * stride : w0;
+        const int8_t *w3 = nv > 3 ? w0 + 3 * stride : w0;
+        __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
+        __m512i sum[4];
+        for (t = 0; t < taps; t++) {
+            const uint8_t *at = a[t * RT_QGEMM_MR];
+            for (kb = 0; kb + 2 <= c4; kb += 2) {
+                const int64_t off = (t * c4 + kb) * RT_QGEMM_KB;
+                __m512i x = _mm512_set1_epi32(rt_qload4(at + kb * 4)), x1 = _mm512_set1_epi32(rt_qload4(at + kb * 4 + 4));
+                e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
+                e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
+                e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
+                e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
+                o0 = _mm512_dpbusd_epi32(o0, x1, _mm512_loadu_si512((const void *)(w0 + off + RT_QGEMM_KB)));
+                o1 = _mm512_dpbusd_epi32(o1, x1, _mm512_loadu_si512((const void *)(w1 + off + RT_QGEMM_KB)));
+                o2 = _mm512_dpbusd_epi32(o2, x1, _mm512_loadu_si512((const void *)(w2 + off + RT_QGEMM_KB)));
+                o3 = _mm512_dpbusd_epi32(o3, x1, _mm512_loadu_si512((const void *)(w3 + off + RT_QGEMM_KB)));
+            }
+            if (kb < c4) {
+                const int64_t off = (t * c4 + kb) * RT_QGEMM_KB;
+                __m512i x = _mm512_set1_epi32(rt_qload4(at + kb * 4));
+                e0 = _mm512_dpbusd_epi32(e0, x, _mm512_loadu_si512((const void *)(w0 + off)));
+                e1 = _mm512_dpbusd_epi32(e1, x, _mm512_loadu_si512((const void *)(w1 + off)));
+                e2 = _mm512_dpbusd_epi32(e2, x, _mm512_loadu_si512((const void *)(w2 + off)));
+                e3 = _mm512_dpbusd_epi32(e3, x, _mm512_loadu_si512((const void *)(w3 + off)));
+            }
+        }
+        sum[0] = _mm512_add_epi32(e0, o0);
+        sum[1] = _mm512_add_epi32(e1, o1);
+        sum[2] = _mm512_add_epi32(e2, o2);
+        sum[3] = _mm512_add_epi32(e3, o3);
+        for (v = 0; v < nv; v++) {
+            int64_t n0 = (p + v) * RT_QGEMM_NR, nc = mg - n0;
+            int32_t b[RT_QGEMM_NR] = {0};
+            RtQRqZ k;
+            if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
+            memcpy(b, q->bias + nbase + n0, (size_t)nc * 4);
+            rt_qrqz_prep(&k, q, nbase + n0, (int)nc, r != NULL);
+            rt_qrqz_any(&k, _mm512_add_epi32(sum[v], _mm512_loadu_si512((const void *)b)), r ? r + nbase + n0 : NULL,
+                        y + nbase + n0);
+        }
+    }
+}
+
+/* A row tile (mr <= 8 rows; rows past mr repeat row 0 and are not written) against all np
+ * panels, requantized from registers: columns nbase+n of y (rows ystride apart; residual
+ * rows r likewise, or NULL), n < mg. The int32 sums are the exact ones of rt_qgemm_tile
+ * plus the bias, so the bytes are those of every other path. */
+RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
+                                 const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
+                                 const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
+    int64_t k4 = taps * c4, pp, t, kb;
+    if (mr == 1) {
+        rt_qgemm_vnni_row1(a, taps, c4, wp, np, mg, nbase, q, r, y);
+        return;
+    }
+    for (pp = 0; pp < np; pp += 2) {
+        int nv = np - pp >= 2 ? 2 : 1, v, i;
+        int64_t n0 = pp * RT_QGEMM_NR;
+        const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
+        __m512i out[RT_QGEMM_MR][2], bias[2];
+        for (v = 0; v < nv; v++) {
+            int64_t nc = mg - n0 - v * RT_QGEMM_NR;
+            int32_t b[RT_QGEMM_NR] = {0};
+            memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
+            bias[v] = _mm512_loadu_si512((const void *)b);
+        }
+        if (nv == 2) {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                __m512i b1 = _mm512_loadu_si512((const void *)w1);
+                RT_QV_ROWS(RT_QV_ROW2);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
+            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
+        } else {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                RT_QV_ROWS(RT_QV_ROW1);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+        }
+        for (v = 0; v < nv; v++) {
+            int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
+            RtQRqZ k;
+            if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
+            rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
+            for (i = 0; i < mr; i++)
+                rt_qrqz_any(&k, out[i][v], r ? r + i * ystride + nbase + nv0 : NULL, y + i * ystride + nbase + nv0);
+        }
+    }
+}
+#undef RT_QV_ROW1
+#undef RT_QV_ROW2
+#undef RT_QV_ROWS
+#undef RT_QV_TAPS
+#endif
+
 /* The correction of the NEON path: acc[i][j] += 128 * colsum[j] (nothing elsewhere). */
 RT_API void rt_qgemm_colsum_fix(int mr, int n, const int32_t *colsum, int32_t *acc) {
 #if defined(RT_QGEMM_NEON)

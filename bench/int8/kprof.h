@@ -1,8 +1,9 @@
 /* kprof.h: a per-layer profile of an int8 Kiln bundle, for bench/int8/profile.sh. Included
  * ahead of the bundle's C file (cc -include kprof.h), it pulls in rt_qconv.h and then wraps
- * every int8 kernel call by a macro of the same name that times the call (CLOCK_MONOTONIC)
- * under its source line, so each node is one entry; convolutions also record their
- * geometry and MACs. At exit it prints one line per node, slowest first, with ms per run
+ * every int8 kernel call by a macro of the same name that times the call under its source
+ * line, so each node is one entry, in CPU time of the thread (CLOCK_THREAD_CPUTIME_ID: on a
+ * shared, loaded machine the time a preempted call waits is not its own); convolutions also
+ * record their geometry and MACs. At exit it prints one line per node, slowest first, with ms per run
  * and GMAC/s, and the sum by class (depthwise, 1x1, kxk, gemm, the rest). The time outside
  * the wrapped kernels (float ops, quantize/dequantize at the edges) is what bench_main's
  * total has beyond the sum. Not part of any bundle; C99 with POSIX clocks. */
@@ -28,7 +29,7 @@ static int kprof_n;
 
 static double kprof_now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 

@@ -5,9 +5,11 @@
 # fp32, on the model suite's ResNet-50 and MobileNetV2 (the export cache of tests/models;
 # run tests/models/run.py once if they are missing). Kiln bundles are built with
 # cc -O2 -march=native (the int8 kernels take the CPU's best path: AVX-512 VNNI or AVX-VNNI
-# where the CPU has it, else AVX2) and timed by bench/passes/bench_main.c (one run after a
-# warm-up). All contenders of a model take turns, one run each, RUNS rounds; the table gives
-# the medians. With KILN_BEFORE=PATH/TO/other-kiln the int8 model is also built by
+# where the CPU has it, else AVX2) and timed by bench/int8/same_main.c (one run after a
+# warm-up). Times are CPU time of the running thread (Kiln: CLOCK_THREAD_CPUTIME_ID; ONNX
+# Runtime with one intra-op thread runs on the calling thread: time.thread_time), so that
+# on a shared, loaded machine the time a run waits for a core is not counted. All
+# contenders of a model take turns, one run each, RUNS rounds; the table gives the medians. With KILN_BEFORE=PATH/TO/other-kiln the int8 model is also built by
 # that kiln (an older commit's kernels) and timed in the same run: a before/after column.
 # Prints a table.
 # Usage: [KILN_BEFORE=kiln] bench/int8/run.sh [PATH/TO/kiln] [RUNS]
@@ -44,8 +46,8 @@ kiln_build() { # KILN MODEL NAME [kiln compile options] -> the bench program's p
     "$CC" -std=c99 -O2 -march=native -D_POSIX_C_SOURCE=200809L -D_ISOC11_SOURCE -I"$dir" \
         -include "$dir/bm.h" -DBENCH_NAME=bm -DBENCH_ALIGN=BM_ALIGN \
         -DBENCH_WEIGHTS_SIZE=BM_WEIGHTS_SIZE -DBENCH_ARENA_SIZE=BM_ARENA_SIZE \
-        -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 -Dlogits=output \
-        "$ROOT/bench/passes/bench_main.c" "$dir/bm.c" -o "$dir/bench" -lm
+        -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 \
+        "$ROOT/bench/int8/same_main.c" "$dir/bm.c" -o "$dir/bench" -lm
     echo "$dir"
 }
 
@@ -89,12 +91,12 @@ def session(path):
     s.run(None, x)
     return s
 def ort_ms(s):
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     s.run(None, x)
-    return (time.perf_counter() - t0) * 1e3
+    return (time.thread_time() - t0) * 1e3
 def kiln_ms(d):
-    r = subprocess.run([f"{d}/bench", f"{d}/bm_weights.bin", "1"], check=True, capture_output=True, text=True)
-    return float(re.search(r"median_ms=([0-9.]+)", r.stdout).group(1))
+    r = subprocess.run([f"{d}/bench", f"{d}/bm_weights.bin", f"{d}/out.bin", "1"], check=True, capture_output=True, text=True)
+    return float(re.search(r"cpu_median_ms=([0-9.]+)", r.stdout).group(1))
 o32, o8 = session(model), session(out)
 t = {k: [] for k in ["k32", "k8", "kb", "o32", "o8"]}
 for _ in range(runs):
@@ -112,4 +114,4 @@ print(row + " |")
 PY
 done
 echo
-echo "cc: $("$CC" --version | head -n 1); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); one thread; median of $RUNS rounds, the contenders in turn; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cc: $("$CC" --version | head -n 1); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); one thread; CPU time, median of $RUNS rounds, the contenders in turn; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

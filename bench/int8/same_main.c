@@ -2,13 +2,30 @@
  * float input field `input` of BENCH_INPUT_ELEMS, one float output field `output` of
  * BENCH_OUTPUT_ELEMS) on bench_main.c's seeded input, its output written raw to OUT_FILE:
  * for bench/int8/icount.sh, which compares two kilns' bundles byte for byte and counts
- * their instructions under callgrind.
- *   same_main WEIGHTS_FILE OUT_FILE */
+ * their instructions under callgrind. With RUNS, it then times RUNS more runs and prints
+ * the median and minimum in CPU time of the thread (CLOCK_THREAD_CPUTIME_ID: on a shared,
+ * loaded machine a run's wall-clock time counts the time it waited for a core) and the
+ * median wall-clock time, for bench/int8/run.sh. Build with -D_POSIX_C_SOURCE=200809L.
+ *   same_main WEIGHTS_FILE OUT_FILE [RUNS] */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
+
+#define SAME_MAX_RUNS 1000
+
+static double now_ms(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 static void *alloc_aligned(size_t size) {
     size_t rounded = (size + BENCH_ALIGN - 1) / BENCH_ALIGN * BENCH_ALIGN;
@@ -20,11 +37,13 @@ int main(int argc, char **argv) {
     CAT(BENCH_NAME, _inputs) in;
     CAT(BENCH_NAME, _outputs) out;
     unsigned s = 12345u;
+    static double cpu[SAME_MAX_RUNS], wall[SAME_MAX_RUNS];
     void *weights, *arena;
     FILE *f;
     size_t i;
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s WEIGHTS_FILE OUT_FILE\n", argv[0]);
+    int runs = argc == 4 ? atoi(argv[3]) : 0, r;
+    if ((argc != 3 && argc != 4) || runs < 0 || runs > SAME_MAX_RUNS) {
+        fprintf(stderr, "usage: %s WEIGHTS_FILE OUT_FILE [RUNS]\n", argv[0]);
         return 2;
     }
     weights = alloc_aligned(BENCH_WEIGHTS_SIZE);
@@ -42,6 +61,17 @@ int main(int argc, char **argv) {
     if (CAT(BENCH_NAME, _run)(&in, &out, weights, arena) != 0) return 1;
     f = fopen(argv[2], "wb");
     if (!f || fwrite(output, sizeof output, 1, f) != 1 || fclose(f) != 0) return 1;
+    for (r = 0; r < runs; r++) {
+        double c0 = now_ms(CLOCK_THREAD_CPUTIME_ID), w0 = now_ms(CLOCK_MONOTONIC);
+        CAT(BENCH_NAME, _run)(&in, &out, weights, arena);
+        wall[r] = now_ms(CLOCK_MONOTONIC) - w0;
+        cpu[r] = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+    }
+    if (runs > 0) {
+        qsort(cpu, (size_t)runs, sizeof cpu[0], cmp_double);
+        qsort(wall, (size_t)runs, sizeof wall[0], cmp_double);
+        printf("cpu_median_ms=%.3f cpu_min_ms=%.3f wall_median_ms=%.3f\n", cpu[runs / 2], cpu[0], wall[runs / 2]);
+    }
     free(weights);
     free(arena);
     return 0;

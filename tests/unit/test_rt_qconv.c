@@ -67,13 +67,17 @@ static int32_t ref_requant(int64_t t, int s, int32_t y_zp, int32_t lo, int32_t h
 }
 
 /* Per-channel multipliers: random below 2^31 with shifts that keep the outputs in range
- * of the clamp often enough to be interesting. */
+ * of the clamp often enough to be interesting. With a residual, half the calls keep every
+ * shift in 33..38, where the AVX2 and AVX-512 paths requantize in int32 lanes (rt_qrq_prep,
+ * rt_qrqz_prep: all the channels of a vector must be in range), the other half both sides
+ * of 32. */
 static void rand_requant(int64_t m, int32_t *mult, int32_t *rmult, uint8_t *shift) {
+    bool int32_form = rng_u32() % 2 == 0;
     for (int64_t c = 0; c < m; c++) {
         if (rmult) { /* a shift shared with the residual's multiplier: smaller (qplan.c) */
             mult[c] = (int32_t)(rng_u32() >> 11) | (1 << 19);
             rmult[c] = (int32_t)(rng_u32() >> 2);
-            shift[c] = (uint8_t)rng_range(28, 34); /* both sides of 32 (AVX2's two ways) */
+            shift[c] = (uint8_t)(int32_form ? rng_range(33, 38) : rng_range(28, 34));
         } else {
             mult[c] = (int32_t)(rng_u32() >> 1) | (1 << 29);
             shift[c] = (uint8_t)(rng_u32() % 8 == 0 ? rng_range(26, 37) : rng_range(38, 44));

@@ -1,11 +1,18 @@
-/* rt_fusedattn.h: FusedAttention (passes/fuse_attention.c), softmax(scale * Q K^T + mask) V
- * one query row at a time: the row's scores go to a caller-provided scratch row of Sk
- * elements (a small node's on the stack; rt_fused_attention_par's, each worker's own, in the
- * arena: rt_par.h), so the (Sq, Sk) score matrix never exists.
- * Every operand is read through element strides, which is how the Transposes around the
- * pattern were absorbed. The softmax subtracts the row maximum and sums through rt_sum.h,
- * like rt_softmax.h; float exp is rt_vmath.h's. Contiguous head dimensions take loops that
- * vectorize (lane-split Q.K, contiguous P.V). C99. */
+/* rt_fusedattn.h: FusedAttention (passes/fuse_attention.c), softmax(scale * Q K^T + mask) V,
+ * without the (Sq, Sk) score matrix. Two ways, the same results up to rounding:
+ * - the row path (float and double; the reference): one query row at a time, its scores in a
+ *   scratch row of Sk elements, each score a dot product over the head dimension (lane-split
+ *   when contiguous), P V as a sum of V's rows;
+ * - the K^T path (float): per (batch, head), K^T in scratch (D rows of Sk keys padded to 16),
+ *   then per tile of RT_FA_MR query rows the scores as a small product Q_tile K^T whose
+ *   vectors hold 16 keys of one query (no horizontal sums: an earlier 4-keys-at-once form of
+ *   the row path paid a fixed-order horizontal sum per score and gained nothing), the
+ *   softmax on those rows, and P V as a product over V's rows. AVX-512 tiles where the
+ *   compiler targets it (RT_FA_AVX512), portable loops that vectorize else.
+ * Scratch is the caller's: a small node's on the stack, rt_fused_attention_par's per worker
+ * in the arena (rt_par.h). Every operand is read through element strides, which is how the
+ * Transposes around the pattern were absorbed. The softmax subtracts the row maximum and sums
+ * in blocks (rt_sum.h), so its error does not grow with Sk; float exp is rt_vmath.h's. C99. */
 #ifndef KILN_RT_FUSEDATTN_H
 #define KILN_RT_FUSEDATTN_H
 
@@ -14,7 +21,21 @@
 #include "rt_sum.h"
 #include "rt_vmath.h"
 
-#define RT_FA_LANES 8 /* partial sums of a contiguous dot product: one AVX register */
+#if defined(__AVX512F__) && !defined(RT_FA_PORTABLE) && !defined(__CUDACC__)
+#define RT_FA_AVX512 1
+#include <immintrin.h>
+#endif
+
+#define RT_FA_LANES 8 /* partial sums of a contiguous dot product (row path): one AVX register */
+#define RT_FA_MR 6    /* query rows a K^T tile: 6 x 4 zmm accumulators, 4 vectors of K^T or V
+                         and a broadcast: 29 of 32 registers */
+#define RT_FA_NV 16   /* floats a vector; keys are padded to a multiple in K^T */
+#define RT_FA_NB 4    /* vectors a tile's row: 64 keys (scores) or 64 outputs (P V) */
+#define RT_FA_SUM_BLOCK 512 /* values summed in RT_FA_NV lanes before they join an rt_sum:
+                               32 a lane, as rt_sum's blocks */
+/* Floats of scratch the K^T path uses: K^T (d rows of sk keys padded to RT_FA_NV), then
+ * RT_FA_MR rows of scores of the same length. */
+#define RT_FA_KT_SCRATCH(sk, d) (((sk) + RT_FA_NV - 1) / RT_FA_NV * RT_FA_NV * ((d) + RT_FA_MR))
 
 /* Shapes and element strides of the logical operands, batch and head first:
  * q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), mask (B,H,Sq,Sk) (stride 0 on broadcast
@@ -24,8 +45,8 @@ typedef struct RtFusedAttn {
     int64_t q_st[4], k_st[4], v_st[4], m_st[4], y_st[4];
 } RtFusedAttn;
 
-/* Defines rt_fused_attention_SFX(p, q, k, v, mask, y, row, scale); mask may be NULL;
- * row: scratch of p->sk elements. */
+/* Defines rt_fused_attention_SFX(p, q, k, v, mask, y, row, scale), the row path; mask may be
+ * NULL; row: scratch of p->sk elements. */
 #define RT_FUSEDATTN_DEFINE(SFX, T, EXP)                                                       \
     /* a . b over n elements at strides as, bs: RT_FA_LANES partial sums side by side when     \
      * both are contiguous (the head dimension usually is), so that the loop vectorizes. */    \
@@ -44,39 +65,34 @@ typedef struct RtFusedAttn {
                                               const T *v, const T *mask, T *y, T *row,         \
                                               T scale, int64_t b, int64_t h, int64_t i_lo,     \
                                               int64_t i_hi) {                                  \
+        const T *qb = q + b * p->q_st[0] + h * p->q_st[1];                                     \
+        const T *kb = k + b * p->k_st[0] + h * p->k_st[1];                                     \
+        const T *vb = v + b * p->v_st[0] + h * p->v_st[1];                                     \
+        T *yb = y + b * p->y_st[0] + h * p->y_st[1];                                           \
         int64_t i, j, t;                                                                       \
-        {                                                                                      \
-            {                                                                                  \
-                const T *qb = q + b * p->q_st[0] + h * p->q_st[1];                             \
-                const T *kb = k + b * p->k_st[0] + h * p->k_st[1];                             \
-                const T *vb = v + b * p->v_st[0] + h * p->v_st[1];                             \
-                T *yb = y + b * p->y_st[0] + h * p->y_st[1];                                   \
-                for (i = i_lo; i < i_hi; i++) {                                                \
-                    const T *qr = qb + i * p->q_st[2];                                         \
-                    T *yr = yb + i * p->y_st[2];                                               \
-                    T mx = 0, inv;                                                             \
-                    for (j = 0; j < p->sk; j++) {                                              \
-                        const T *kr = kb + j * p->k_st[2];                                     \
-                        T s = rt_fa_dot_##SFX(qr, p->q_st[3], kr, p->k_st[3], p->d) * scale;   \
-                        if (mask)                                                              \
-                            s += mask[b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] +       \
-                                      j * p->m_st[3]];                                         \
-                        row[j] = s;                                                            \
-                        if (j == 0 || s > mx) mx = s;                                          \
-                    }                                                                          \
-                    for (j = 0; j < p->sk; j++) row[j] = EXP(row[j] - mx);                     \
-                    inv = 1 / rt_sum_##SFX(row, p->sk, 1);                                     \
-                    for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] = 0;                        \
-                    for (j = 0; j < p->sk; j++) {                                              \
-                        const T *vr = vb + j * p->v_st[2];                                     \
-                        T w = row[j] * inv;                                                    \
-                        if (p->y_st[3] == 1 && p->v_st[3] == 1)                                \
-                            for (t = 0; t < p->dv; t++) yr[t] += w * vr[t];                    \
-                        else                                                                   \
-                            for (t = 0; t < p->dv; t++)                                        \
-                                yr[t * p->y_st[3]] += w * vr[t * p->v_st[3]];                  \
-                    }                                                                          \
-                }                                                                              \
+        for (i = i_lo; i < i_hi; i++) {                                                        \
+            const T *qr = qb + i * p->q_st[2];                                                 \
+            T *yr = yb + i * p->y_st[2];                                                       \
+            T mx = 0, inv;                                                                     \
+            for (j = 0; j < p->sk; j++) {                                                      \
+                const T *kr = kb + j * p->k_st[2];                                             \
+                T s = rt_fa_dot_##SFX(qr, p->q_st[3], kr, p->k_st[3], p->d) * scale;           \
+                if (mask)                                                                      \
+                    s += mask[b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] +               \
+                              j * p->m_st[3]];                                                 \
+                row[j] = s;                                                                    \
+                if (j == 0 || s > mx) mx = s;                                                  \
+            }                                                                                  \
+            for (j = 0; j < p->sk; j++) row[j] = EXP(row[j] - mx);                             \
+            inv = 1 / rt_sum_##SFX(row, p->sk, 1);                                             \
+            for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] = 0;                                \
+            for (j = 0; j < p->sk; j++) {                                                      \
+                const T *vr = vb + j * p->v_st[2];                                             \
+                T w = row[j] * inv;                                                            \
+                if (p->y_st[3] == 1 && p->v_st[3] == 1)                                        \
+                    for (t = 0; t < p->dv; t++) yr[t] += w * vr[t];                            \
+                else                                                                           \
+                    for (t = 0; t < p->dv; t++) yr[t * p->y_st[3]] += w * vr[t * p->v_st[3]];  \
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
@@ -86,7 +102,212 @@ typedef struct RtFusedAttn {
         for (b = 0; b < p->b; b++)                                                             \
             for (h = 0; h < p->h; h++)                                                         \
                 rt_fused_attention_rows_##SFX(p, q, k, v, mask, y, row, scale, b, h, 0, p->sq); \
-    }                                                                                          \
+    }
+
+RT_FUSEDATTN_DEFINE(f32, float, rt_vexp_f32)
+RT_FUSEDATTN_DEFINE(f64, double, exp)
+
+/* ---- the K^T path (float) ---- */
+
+#ifdef RT_FA_AVX512
+#if defined(__GNUC__) || defined(__clang__)
+#define RT_FA_INLINE __attribute__((always_inline)) /* the tile's sizes become constants */
+#else
+#define RT_FA_INLINE
+#endif
+/* One tile of rt_fa_gemm_f32: mr rows of c, nb vectors wide, the last vector's lanes masked by
+ * `last` (keys or outputs past the end: not read from b, not stored). Called with constant
+ * sizes (6 x 4 and the edges' 6 x 1, 1 x 4, 1 x 1), so that, inlined, its loops unroll and
+ * the accumulators stay in registers. */
+RT_FA_INLINE RT_API void rt_fa_tile_f32(const int mr, const int nb, int64_t kn, const float *a,
+                                        int64_t a_rs, int64_t a_cs, const float *b,
+                                        int64_t b_rs, float *c, int64_t c_rs, const float *mul,
+                                        __mmask16 last) {
+    __m512 acc[RT_FA_MR][RT_FA_NB], bv[RT_FA_NB];
+    int64_t k;
+    int r, u;
+    for (r = 0; r < mr; r++)
+        for (u = 0; u < nb; u++) acc[r][u] = _mm512_setzero_ps();
+    for (k = 0; k < kn; k++) {
+        const float *bk = b + k * b_rs, *ak = a + k * a_cs;
+        for (u = 0; u < nb - 1; u++) bv[u] = _mm512_loadu_ps(bk + u * RT_FA_NV);
+        bv[nb - 1] = _mm512_maskz_loadu_ps(last, bk + (nb - 1) * RT_FA_NV);
+        for (r = 0; r < mr; r++) {
+            const __m512 av = _mm512_set1_ps(ak[r * a_rs]);
+            for (u = 0; u < nb; u++) acc[r][u] = _mm512_fmadd_ps(av, bv[u], acc[r][u]);
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        const __m512 m = _mm512_set1_ps(mul[r]);
+        for (u = 0; u < nb; u++)
+            _mm512_mask_storeu_ps(c + r * c_rs + u * RT_FA_NV,
+                                  u == nb - 1 ? last : (__mmask16)0xffff,
+                                  _mm512_mul_ps(acc[r][u], m));
+    }
+}
+#endif
+
+/* c[r * c_rs + j] = mul[r] * sum over k < kn of a[r * a_rs + k * a_cs] * b[k * b_rs + j], for
+ * r < rows (<= RT_FA_MR), j < cols: the two products of a tile of query rows, the scores
+ * (a: Q, b: K^T) and P V (a: the probabilities, b: V). b's and c's rows are contiguous. */
+RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *a,
+                           int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                           int64_t c_rs, const float *mul) {
+#ifdef RT_FA_AVX512
+    const int64_t wide = RT_FA_NB * RT_FA_NV;
+    int64_t r0, j0;
+    for (r0 = 0; r0 < rows; r0 += rows - r0 >= RT_FA_MR ? RT_FA_MR : 1) {
+        const int full = rows - r0 >= RT_FA_MR;
+        const float *ar = a + r0 * a_rs;
+        float *cr = c + r0 * c_rs;
+        for (j0 = 0; j0 + wide <= cols; j0 += wide)
+            if (full)
+                rt_fa_tile_f32(RT_FA_MR, RT_FA_NB, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
+                               mul + r0, 0xffff);
+            else
+                rt_fa_tile_f32(1, RT_FA_NB, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
+                               mul + r0, 0xffff);
+        for (; j0 < cols; j0 += RT_FA_NV) {
+            const int64_t w = cols - j0 < RT_FA_NV ? cols - j0 : RT_FA_NV;
+            const __mmask16 last = (__mmask16)((1u << w) - 1);
+            if (full)
+                rt_fa_tile_f32(RT_FA_MR, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
+                               mul + r0, last);
+            else
+                rt_fa_tile_f32(1, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs, mul + r0,
+                               last);
+        }
+    }
+#else
+    /* i-k-j over a tile of RT_FA_NB * RT_FA_NV columns: the inner loop vectorizes */
+    float acc[RT_FA_MR][RT_FA_NB * RT_FA_NV];
+    int64_t j0, k, r, j;
+    for (j0 = 0; j0 < cols; j0 += RT_FA_NB * RT_FA_NV) {
+        const int64_t w = cols - j0 < RT_FA_NB * RT_FA_NV ? cols - j0 : RT_FA_NB * RT_FA_NV;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < w; j++) acc[r][j] = 0;
+        for (k = 0; k < kn; k++) {
+            const float *bk = b + k * b_rs + j0;
+            for (r = 0; r < rows; r++) {
+                const float av = a[r * a_rs + k * a_cs];
+                float *ar = acc[r];
+                for (j = 0; j < w; j++) ar[j] += av * bk[j];
+            }
+        }
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < w; j++) c[r * c_rs + j0 + j] = acc[r][j] * mul[r];
+    }
+#endif
+}
+
+/* x[0..n) = e^(x - max x), and returns their sum: RT_FA_NV lanes side by side, each
+ * RT_FA_SUM_BLOCK values' lanes added pairwise (8 + 8, 4 + 4, ...) and the blocks joined
+ * through rt_sum_add, so that the error stays bounded as in rt_sum.h. The max and the sum
+ * in AVX-512 registers where the compiler targets them (GCC leaves the portable lane loops
+ * scalar: a third of the kernel's time at Sk = 128), the exp loop vectorized by the compiler
+ * either way. */
+RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
+    float lane[RT_FA_NV], mx = x[0];
+    int64_t j0, j, m = n - n % RT_FA_NV;
+    int l;
+    RtSumf32 s;
+#ifdef RT_FA_AVX512
+    __m512 acc = _mm512_set1_ps(x[0]);
+    for (j = 0; j < m; j += RT_FA_NV) acc = _mm512_max_ps(acc, _mm512_loadu_ps(x + j));
+    mx = _mm512_reduce_max_ps(acc);
+#else
+    if (m > 0) {
+        for (l = 0; l < RT_FA_NV; l++) lane[l] = x[l];
+        for (j0 = RT_FA_NV; j0 < m; j0 += RT_FA_NV)
+            for (l = 0; l < RT_FA_NV; l++) lane[l] = x[j0 + l] > lane[l] ? x[j0 + l] : lane[l];
+        for (l = 0; l < RT_FA_NV; l++) mx = lane[l] > mx ? lane[l] : mx;
+    }
+#endif
+    for (j = m; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    for (j = 0; j < n; j++) x[j] = rt_vexp_f32(x[j] - mx);
+    rt_sum_init_f32(&s);
+    for (j0 = 0; j0 < m; j0 += RT_FA_SUM_BLOCK) {
+        const int64_t e = m - j0 < RT_FA_SUM_BLOCK ? m : j0 + RT_FA_SUM_BLOCK;
+#ifdef RT_FA_AVX512
+        acc = _mm512_setzero_ps();
+        for (j = j0; j < e; j += RT_FA_NV) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + j));
+        _mm512_storeu_ps(lane, acc);
+#else
+        for (l = 0; l < RT_FA_NV; l++) lane[l] = 0;
+        for (j = j0; j < e; j += RT_FA_NV)
+            for (l = 0; l < RT_FA_NV; l++) lane[l] += x[j + l];
+#endif
+        for (l = RT_FA_NV / 2; l > 0; l /= 2) {
+            int i;
+            for (i = 0; i < l; i++) lane[i] += lane[i + l];
+        }
+        rt_sum_add_f32(&s, lane[0]);
+    }
+    for (j = m; j < n; j++) rt_sum_add_f32(&s, x[j]);
+    return rt_sum_total_f32(&s);
+}
+
+/* Query rows [i_lo, i_hi) of batch b, head h through K^T; ws: RT_FA_KT_SCRATCH(p->sk, p->d)
+ * floats. A V or Y whose last dimension is strided goes the row path (ws holds its row). */
+RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q, const float *k,
+                                           const float *v, const float *mask, float *y,
+                                           float *ws, float scale, int64_t b, int64_t h,
+                                           int64_t i_lo, int64_t i_hi) {
+    const int64_t sk = p->sk, d = p->d, skp = (sk + RT_FA_NV - 1) / RT_FA_NV * RT_FA_NV;
+    const float *qb = q + b * p->q_st[0] + h * p->q_st[1];
+    const float *kb = k + b * p->k_st[0] + h * p->k_st[1];
+    const float *vb = v + b * p->v_st[0] + h * p->v_st[1];
+    const float *mb = mask ? mask + b * p->m_st[0] + h * p->m_st[1] : (const float *)0;
+    float *yb = y + b * p->y_st[0] + h * p->y_st[1];
+    float *kt = ws, *sc = ws + d * skp; /* K^T (d, skp), scores (RT_FA_MR, skp) */
+    float scl[RT_FA_MR], inv[RT_FA_MR];
+    int64_t i0, j, t, r;
+    if (p->v_st[3] != 1 || p->y_st[3] != 1) {
+        rt_fused_attention_rows_f32(p, q, k, v, mask, y, ws, scale, b, h, i_lo, i_hi);
+        return;
+    }
+    for (j = 0; j < sk; j++) {
+        const float *kr = kb + j * p->k_st[2];
+        for (t = 0; t < d; t++) kt[t * skp + j] = kr[t * p->k_st[3]];
+    }
+    for (t = 0; t < d; t++) /* the padding's scores are computed and never read */
+        for (j = sk; j < skp; j++) kt[t * skp + j] = 0;
+    for (r = 0; r < RT_FA_MR; r++) scl[r] = scale;
+    for (i0 = i_lo; i0 < i_hi; i0 += RT_FA_MR) {
+        const int64_t rows = i_hi - i0 < RT_FA_MR ? i_hi - i0 : RT_FA_MR;
+        rt_fa_gemm_f32(rows, skp, d, qb + i0 * p->q_st[2], p->q_st[2], p->q_st[3], kt, skp, sc,
+                       skp, scl);
+        for (r = 0; r < rows; r++) {
+            float *s = sc + r * skp;
+            if (mb) {
+                const float *mr = mb + (i0 + r) * p->m_st[2];
+                const int64_t ms = p->m_st[3];
+                if (ms == 1)
+                    for (j = 0; j < sk; j++) s[j] += mr[j];
+                else
+                    for (j = 0; j < sk; j++) s[j] += mr[j * ms];
+            }
+            inv[r] = 1 / rt_fa_softmax_row_f32(s, sk);
+        }
+        rt_fa_gemm_f32(rows, p->dv, sk, sc, skp, 1, vb, p->v_st[2], yb + i0 * p->y_st[2],
+                       p->y_st[2], inv);
+    }
+}
+
+/* rt_fused_attention_f32 through K^T; ws: RT_FA_KT_SCRATCH(p->sk, p->d) floats. */
+RT_API void rt_fused_attention_kt_f32(const RtFusedAttn *p, const float *q, const float *k,
+                                      const float *v, const float *mask, float *y, float *ws,
+                                      float scale) {
+    int64_t b, h;
+    for (b = 0; b < p->b; b++)
+        for (h = 0; h < p->h; h++)
+            rt_fused_attention_kt_rows_f32(p, q, k, v, mask, y, ws, scale, b, h, 0, p->sq);
+}
+
+/* Defines rt_fused_attention_par_SFX: ROWS (the row path for double, K^T for float) over
+ * par's workers, tasks of (batch, head, chunk of query rows); each worker's scratch is its
+ * own (the row path: p->sk elements of T; K^T: RT_FA_KT_SCRATCH(p->sk, p->d) floats). */
+#define RT_FUSEDATTN_PAR_DEFINE(SFX, T, ROWS)                                                  \
     typedef struct RtFusedAttnTask##SFX {                                                      \
         const RtFusedAttn *p;                                                                  \
         const T *q, *k, *v, *mask;                                                             \
@@ -98,12 +319,9 @@ typedef struct RtFusedAttn {
         const RtFusedAttnTask##SFX *a = (const RtFusedAttnTask##SFX *)arg;                     \
         const int64_t bh = task / a->n_ic, i_lo = task % a->n_ic * a->ic;                      \
         const int64_t i_hi = i_lo + a->ic < a->p->sq ? i_lo + a->ic : a->p->sq;                \
-        rt_fused_attention_rows_##SFX(a->p, a->q, a->k, a->v, a->mask, a->y,                   \
-                                      (T *)rt_par_scratch(a->par, worker), a->scale,           \
-                                      bh / a->p->h, bh % a->p->h, i_lo, i_hi);                 \
+        ROWS(a->p, a->q, a->k, a->v, a->mask, a->y, (T *)rt_par_scratch(a->par, worker),       \
+             a->scale, bh / a->p->h, bh % a->p->h, i_lo, i_hi);                                \
     }                                                                                          \
-    /* rt_fused_attention_SFX over par's workers (rt_par.h), tasks of (batch, head, chunk of  \
-     * query rows); each worker's row of scores is its scratch (p->sk elements of T). */       \
     RT_API void rt_fused_attention_par_##SFX(const RtFusedAttn *p, const T *q, const T *k,     \
                                              const T *v, const T *mask, T *y, T scale,         \
                                              const RtPar *par) {                               \
@@ -124,7 +342,7 @@ typedef struct RtFusedAttn {
         rt_par_run(par, bh * a.n_ic, rt_fused_attention_task_##SFX, &a);                       \
     }
 
-RT_FUSEDATTN_DEFINE(f32, float, rt_vexp_f32)
-RT_FUSEDATTN_DEFINE(f64, double, exp)
+RT_FUSEDATTN_PAR_DEFINE(f32, float, rt_fused_attention_kt_rows_f32)
+RT_FUSEDATTN_PAR_DEFINE(f64, double, rt_fused_attention_rows_f64)
 
 #endif

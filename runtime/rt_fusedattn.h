@@ -145,6 +145,36 @@ RT_FA_INLINE RT_API void rt_fa_tile_f32(const int mr, const int nb, int64_t kn, 
                                   _mm512_mul_ps(acc[r][u], m));
     }
 }
+/* dst[t * ds + j] = src[j * ss + t] for j, t < 16: a 16 x 16 block transposed in registers
+ * (pairs of floats, of doubles, then 128-bit blocks twice: 64 shuffles for 256 floats). */
+RT_API void rt_fa_transpose16_f32(const float *src, int64_t ss, float *dst, int64_t ds) {
+    __m512 r[16], t[16];
+    int i;
+    for (i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ss);
+    for (i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (i = 0; i < 16; i += 4) {
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (i = 0; i < 4; i++) { /* r[i + 4k]: column i of the 4 x 4 block of rows 4k.. */
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+    for (i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ds, r[i]);
+}
 #endif
 
 /* c[r * c_rs + j] = mul[r] * sum over k < kn of a[r * a_rs + k * a_cs] * b[k * b_rs + j], for
@@ -154,28 +184,38 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
                            int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs, float *c,
                            int64_t c_rs, const float *mul) {
 #ifdef RT_FA_AVX512
-    const int64_t wide = RT_FA_NB * RT_FA_NV;
-    int64_t r0, j0;
+    /* vectors of a row cut into tiles of 4, the last two evened out (5 = 3 + 2, 6 = 3 + 3,
+     * 7 = 4 + 3): a 1-vector tile runs at a third of the rate (7 loads for 6 FMAs) */
+    const int64_t nv = (cols + RT_FA_NV - 1) / RT_FA_NV;
+    const __mmask16 tail = (__mmask16)((1u << (cols - (nv - 1) * RT_FA_NV)) - 1);
+    int64_t r0, v0;
     for (r0 = 0; r0 < rows; r0 += rows - r0 >= RT_FA_MR ? RT_FA_MR : 1) {
         const int full = rows - r0 >= RT_FA_MR;
         const float *ar = a + r0 * a_rs;
         float *cr = c + r0 * c_rs;
-        for (j0 = 0; j0 + wide <= cols; j0 += wide)
-            if (full)
-                rt_fa_tile_f32(RT_FA_MR, RT_FA_NB, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
-                               mul + r0, 0xffff);
-            else
-                rt_fa_tile_f32(1, RT_FA_NB, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
-                               mul + r0, 0xffff);
-        for (; j0 < cols; j0 += RT_FA_NV) {
-            const int64_t w = cols - j0 < RT_FA_NV ? cols - j0 : RT_FA_NV;
-            const __mmask16 last = (__mmask16)((1u << w) - 1);
-            if (full)
-                rt_fa_tile_f32(RT_FA_MR, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
-                               mul + r0, last);
-            else
-                rt_fa_tile_f32(1, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs, mul + r0,
-                               last);
+        for (v0 = 0; v0 < nv;) {
+            const int64_t left = nv - v0;
+            const int nb = left == 5 || left == 6 ? 3 : left > 4 ? RT_FA_NB : (int)left;
+            const __mmask16 last = v0 + nb == nv ? tail : (__mmask16)0xffff;
+            const float *bj = b + v0 * RT_FA_NV;
+            float *cj = cr + v0 * RT_FA_NV;
+#define RT_FA_TILE_CASE(NB)                                                                    \
+    case NB:                                                                                   \
+        if (full)                                                                              \
+            rt_fa_tile_f32(RT_FA_MR, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0,      \
+                           last);                                                              \
+        else                                                                                   \
+            rt_fa_tile_f32(1, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
+        break;
+            switch (nb) {
+                RT_FA_TILE_CASE(1)
+                RT_FA_TILE_CASE(2)
+                RT_FA_TILE_CASE(3)
+                default:
+                RT_FA_TILE_CASE(4)
+            }
+#undef RT_FA_TILE_CASE
+            v0 += nb;
         }
     }
 #else
@@ -201,8 +241,9 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
 }
 
 /* x[0..n) = e^(x - max x), and returns their sum: RT_FA_NV lanes side by side, each
- * RT_FA_SUM_BLOCK values' lanes added pairwise (8 + 8, 4 + 4, ...) and the blocks joined
- * through rt_sum_add, so that the error stays bounded as in rt_sum.h. The max and the sum
+ * RT_FA_SUM_BLOCK values' lanes added pairwise (8 + 8, 4 + 4, ...: rt_sum's block of 32
+ * and 4 of its pairwise levels) and the block closed into an rt_sum as one of its blocks, so
+ * that the error keeps rt_sum's bound. The max and the sum
  * in AVX-512 registers where the compiler targets them (GCC leaves the portable lane loops
  * scalar: a third of the kernel's time at Sk = 128), the exp loop vectorized by the compiler
  * either way. */
@@ -241,7 +282,9 @@ RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
             int i;
             for (i = 0; i < l; i++) lane[i] += lane[i + l];
         }
-        rt_sum_add_f32(&s, lane[0]);
+        s.part = lane[0]; /* one closed block of rt_sum: its error bound holds */
+        s.n_part = RT_SUM_BLOCK;
+        rt_sum_close_f32(&s);
     }
     for (j = m; j < n; j++) rt_sum_add_f32(&s, x[j]);
     return rt_sum_total_f32(&s);
@@ -266,7 +309,17 @@ RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q,
         rt_fused_attention_rows_f32(p, q, k, v, mask, y, ws, scale, b, h, i_lo, i_hi);
         return;
     }
-    for (j = 0; j < sk; j++) {
+    j = 0;
+#ifdef RT_FA_AVX512
+    if (p->k_st[3] == 1) /* 16 x 16 blocks in registers; the scalar loops do the edges */
+        for (; j + 16 <= sk; j += 16) {
+            for (t = 0; t + 16 <= d; t += 16)
+                rt_fa_transpose16_f32(kb + j * p->k_st[2] + t, p->k_st[2], kt + t * skp + j, skp);
+            for (; t < d; t++)
+                for (r = 0; r < 16; r++) kt[t * skp + j + r] = kb[(j + r) * p->k_st[2] + t];
+        }
+#endif
+    for (; j < sk; j++) {
         const float *kr = kb + j * p->k_st[2];
         for (t = 0; t < d; t++) kt[t * skp + j] = kr[t * p->k_st[3]];
     }

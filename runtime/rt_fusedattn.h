@@ -24,6 +24,14 @@
 #if defined(__AVX512F__) && !defined(RT_FA_PORTABLE) && !defined(__CUDACC__)
 #define RT_FA_AVX512 1
 #include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_FA_PORTABLE) && !defined(__CUDACC__)
+#define RT_FA_AVX2 1
+#include <immintrin.h>
+#endif
+#if (defined(RT_FA_AVX512) || defined(RT_FA_AVX2)) && (defined(__GNUC__) || defined(__clang__))
+#define RT_FA_INLINE __attribute__((always_inline)) /* the tile's sizes become constants */
+#else
+#define RT_FA_INLINE
 #endif
 
 #define RT_FA_LANES 8 /* partial sums of a contiguous dot product (row path): one AVX register */
@@ -110,11 +118,6 @@ RT_FUSEDATTN_DEFINE(f64, double, exp)
 /* ---- the K^T path (float) ---- */
 
 #ifdef RT_FA_AVX512
-#if defined(__GNUC__) || defined(__clang__)
-#define RT_FA_INLINE __attribute__((always_inline)) /* the tile's sizes become constants */
-#else
-#define RT_FA_INLINE
-#endif
 /* One tile of rt_fa_gemm_f32: mr rows of c, nb vectors wide, the last vector's lanes masked by
  * `last` (keys or outputs past the end: not read from b, not stored). Called with constant
  * sizes (6 x 4 and the edges' 6 x 1, 1 x 4, 1 x 1), so that, inlined, its loops unroll and
@@ -177,6 +180,38 @@ RT_API void rt_fa_transpose16_f32(const float *src, int64_t ss, float *dst, int6
 }
 #endif
 
+#ifdef RT_FA_AVX2
+/* The AVX2 tile of rt_fa_gemm_f32: mr rows of c, nb (1 or 2) vectors of 8 wide, the last
+ * vector's first `w` lanes loaded and stored (6 x 2 ymm accumulators, 2 vectors of b and a
+ * broadcast: 15 of 16 registers). */
+RT_FA_INLINE RT_API void rt_fa_tile8_f32(const int mr, const int nb, int64_t kn, const float *a,
+                                         int64_t a_rs, int64_t a_cs, const float *b,
+                                         int64_t b_rs, float *c, int64_t c_rs, const float *mul,
+                                         int w) {
+    const __m256i lastm = _mm256_cmpgt_epi32(_mm256_set1_epi32(w),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 acc[RT_FA_MR][2], bv[2];
+    int64_t k;
+    int r, u;
+    for (r = 0; r < mr; r++)
+        for (u = 0; u < nb; u++) acc[r][u] = _mm256_setzero_ps();
+    for (k = 0; k < kn; k++) {
+        const float *bk = b + k * b_rs, *ak = a + k * a_cs;
+        if (nb == 2) bv[0] = _mm256_loadu_ps(bk);
+        bv[nb - 1] = _mm256_maskload_ps(bk + (nb - 1) * 8, lastm);
+        for (r = 0; r < mr; r++) {
+            const __m256 av = _mm256_broadcast_ss(ak + r * a_rs);
+            for (u = 0; u < nb; u++) acc[r][u] = _mm256_fmadd_ps(av, bv[u], acc[r][u]);
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        const __m256 m = _mm256_set1_ps(mul[r]);
+        if (nb == 2) _mm256_storeu_ps(c + r * c_rs, _mm256_mul_ps(acc[r][0], m));
+        _mm256_maskstore_ps(c + r * c_rs + (nb - 1) * 8, lastm, _mm256_mul_ps(acc[r][nb - 1], m));
+    }
+}
+#endif
+
 /* c[r * c_rs + j] = mul[r] * sum over k < kn of a[r * a_rs + k * a_cs] * b[k * b_rs + j], for
  * r < rows (<= RT_FA_MR), j < cols: the two products of a tile of query rows, the scores
  * (a: Q, b: K^T) and P V (a: the probabilities, b: V). b's and c's rows are contiguous. */
@@ -218,6 +253,29 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
             v0 += nb;
         }
     }
+#elif defined(RT_FA_AVX2)
+    int64_t r0, j0;
+    for (r0 = 0; r0 < rows; r0 += rows - r0 >= RT_FA_MR ? RT_FA_MR : 1) {
+        const int full = rows - r0 >= RT_FA_MR;
+        const float *ar = a + r0 * a_rs;
+        float *cr = c + r0 * c_rs;
+        for (j0 = 0; j0 < cols; j0 += 16) {
+            const int64_t left = cols - j0;
+            const int w = (int)(left > 16 ? 8 : left > 8 ? left - 8 : left);
+            if (left > 8 && full)
+                rt_fa_tile8_f32(RT_FA_MR, 2, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
+                                mul + r0, w);
+            else if (left > 8)
+                rt_fa_tile8_f32(1, 2, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs, mul + r0,
+                                w);
+            else if (full)
+                rt_fa_tile8_f32(RT_FA_MR, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs,
+                                mul + r0, w);
+            else
+                rt_fa_tile8_f32(1, 1, kn, ar, a_rs, a_cs, b + j0, b_rs, cr + j0, c_rs, mul + r0,
+                                w);
+        }
+    }
 #else
     /* i-k-j over a tile of RT_FA_NB * RT_FA_NV columns: the inner loop vectorizes */
     float acc[RT_FA_MR][RT_FA_NB * RT_FA_NV];
@@ -243,8 +301,8 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
 /* x[0..n) = e^(x - max x), and returns their sum: RT_FA_NV lanes side by side, each
  * RT_FA_SUM_BLOCK values' lanes added pairwise (8 + 8, 4 + 4, ...: rt_sum's block of 32
  * and 4 of its pairwise levels) and the block closed into an rt_sum as one of its blocks, so
- * that the error keeps rt_sum's bound. The max and the sum
- * in AVX-512 registers where the compiler targets them (GCC leaves the portable lane loops
+ * that the error keeps rt_sum's bound. The max and the sum in AVX-512 or AVX2 registers
+ * where the compiler targets them (GCC leaves the portable lane loops
  * scalar: a third of the kernel's time at Sk = 128), the exp loop vectorized by the compiler
  * either way. */
 RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
@@ -256,6 +314,16 @@ RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
     __m512 acc = _mm512_set1_ps(x[0]);
     for (j = 0; j < m; j += RT_FA_NV) acc = _mm512_max_ps(acc, _mm512_loadu_ps(x + j));
     mx = _mm512_reduce_max_ps(acc);
+#elif defined(RT_FA_AVX2)
+    if (m > 0) {
+        __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
+        for (j = RT_FA_NV; j < m; j += RT_FA_NV) {
+            lo = _mm256_max_ps(lo, _mm256_loadu_ps(x + j));
+            hi = _mm256_max_ps(hi, _mm256_loadu_ps(x + j + 8));
+        }
+        _mm256_storeu_ps(lane, _mm256_max_ps(lo, hi));
+        for (l = 0; l < 8; l++) mx = lane[l] > mx ? lane[l] : mx;
+    }
 #else
     if (m > 0) {
         for (l = 0; l < RT_FA_NV; l++) lane[l] = x[l];
@@ -273,6 +341,16 @@ RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
         acc = _mm512_setzero_ps();
         for (j = j0; j < e; j += RT_FA_NV) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + j));
         _mm512_storeu_ps(lane, acc);
+#elif defined(RT_FA_AVX2)
+        { /* lanes 0-7 and 8-15 as the portable loop's */
+            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+            for (j = j0; j < e; j += RT_FA_NV) {
+                lo = _mm256_add_ps(lo, _mm256_loadu_ps(x + j));
+                hi = _mm256_add_ps(hi, _mm256_loadu_ps(x + j + 8));
+            }
+            _mm256_storeu_ps(lane, lo);
+            _mm256_storeu_ps(lane + 8, hi);
+        }
 #else
         for (l = 0; l < RT_FA_NV; l++) lane[l] = 0;
         for (j = j0; j < e; j += RT_FA_NV)

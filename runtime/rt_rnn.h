@@ -103,18 +103,24 @@ RT_RNN_PROJ_GEMM_DEFINE(f64, double)
 
 /* rt_rnn_gemv_SFX(v, M, n, k, c, y, par): as rt_rnn_gemv_gemm_SFX. The recurrent product of
  * every step is one: at batch 1, M (R: G*H rows of H) comes from L3 each step (4 MiB at
- * H = 512), so that its rate is the rate of that stream. The AVX-512 form reads 8 rows of M
- * side by side against one load of v, 16 lanes a row summed at its end (~80 GB/s on the
- * EPYC host against ~67 for rt_gemm's 4 dot products of 8 lanes); rows among par's workers
- * in multiples of 8, each row summed alike whatever its task. */
-#if defined(RT_FA_AVX512) && !defined(RT_RNN_PORTABLE) /* rt_fusedattn.h's AVX-512 test */
+ * H = 512), so that its rate is the rate of that stream. The AVX-512 (AVX2) form reads 8
+ * rows of M side by side against one load of v, 16 (8) lanes a row summed at its end (~80
+ * GB/s on the EPYC host against ~67 for rt_gemm's 4 dot products of 8 lanes); rows among
+ * par's workers in multiples of 8, each row summed alike whatever its task. */
+#if defined(RT_FA_AVX512) && !defined(RT_RNN_PORTABLE) /* rt_fusedattn.h's ISA tests */
+#define RT_RNN_AVX512 1
+#elif defined(RT_FA_AVX2) && !defined(RT_RNN_PORTABLE)
+#define RT_RNN_AVX2 1
+#endif
+#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
 #include <immintrin.h>
-#define RT_RNN_GEMV_ROWS 8 /* rows of M a pass: 8 sums and v's vector, 9 loads a step of 16 */
+#define RT_RNN_GEMV_ROWS 8 /* rows of M a pass: 8 sums and v's vector, 9 loads a step */
 #if defined(__GNUC__) || defined(__clang__)
 #define RT_RNN_INLINE __attribute__((always_inline)) /* nr becomes a constant */
 #else
 #define RT_RNN_INLINE
 #endif
+#ifdef RT_RNN_AVX512
 /* y[g0 + r] = c[g0 + r] + M[g0 + r] . v for r < nr (1 or RT_RNN_GEMV_ROWS). */
 RT_RNN_INLINE RT_API void rt_rnn_gemv_tile_f32(const int nr, const float *v, const float *M,
                                                int64_t k, const float *c, float *y,
@@ -138,6 +144,40 @@ RT_RNN_INLINE RT_API void rt_rnn_gemv_tile_f32(const int nr, const float *v, con
     }
     for (r = 0; r < nr; r++) y[g0 + r] = (c ? c[g0 + r] : 0.0f) + _mm512_reduce_add_ps(acc[r]);
 }
+#else
+/* The AVX2 form: 8 lanes a row, the tail through a masked load. */
+RT_RNN_INLINE RT_API void rt_rnn_gemv_tile_f32(const int nr, const float *v, const float *M,
+                                               int64_t k, const float *c, float *y,
+                                               int64_t g0) {
+    const int64_t km = k - k % 8;
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k % 8)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 acc[RT_RNN_GEMV_ROWS];
+    const float *m0 = M + g0 * k;
+    float lane[8];
+    int64_t t;
+    int r, l;
+    for (r = 0; r < nr; r++) acc[r] = _mm256_setzero_ps();
+    for (t = 0; t < km; t += 8) {
+        const __m256 x = _mm256_loadu_ps(v + t);
+        for (r = 0; r < nr; r++)
+            acc[r] = _mm256_fmadd_ps(x, _mm256_loadu_ps(m0 + r * k + t), acc[r]);
+    }
+    if (k % 8) {
+        const __m256 x = _mm256_maskload_ps(v + km, tail);
+        for (r = 0; r < nr; r++)
+            acc[r] = _mm256_fmadd_ps(x, _mm256_maskload_ps(m0 + r * k + km, tail), acc[r]);
+    }
+    for (r = 0; r < nr; r++) {
+        _mm256_storeu_ps(lane, acc[r]);
+        for (l = 4; l > 0; l /= 2) { /* 4 + 4, 2 + 2, 1 + 1 */
+            int i;
+            for (i = 0; i < l; i++) lane[i] += lane[i + l];
+        }
+        y[g0 + r] = (c ? c[g0 + r] : 0.0f) + lane[0];
+    }
+}
+#endif
 RT_API void rt_rnn_gemv_rows_f32(const float *v, const float *M, int64_t k, const float *c,
                                  float *y, int64_t lo, int64_t hi) {
     int64_t g = lo;
@@ -165,6 +205,14 @@ RT_API void rt_rnn_gemv_f32(const float *v, const float *M, int64_t n, int64_t k
     a.rows = (units + n_tasks - 1) / n_tasks * RT_RNN_GEMV_ROWS;
     rt_par_run(par, (n + a.rows - 1) / a.rows, rt_rnn_gemv_task_f32, &a);
 }
+#else
+RT_API void rt_rnn_gemv_f32(const float *v, const float *M, int64_t n, int64_t k, const float *c,
+                            float *y, const RtPar *par) {
+    rt_rnn_gemv_gemm_f32(v, M, n, k, c, y, par);
+}
+#endif
+
+#ifdef RT_RNN_AVX512
 /* The input projection's tile: y[(t0 + r) * ys + g0 + c] = x[t0 + r] . w[g0 + c] for r < nr,
  * c < nc (<= 4): 4 x 4 dot products of 16 lanes (8 loads a step of 16 for 16 FMAs), the 16
  * sums reduced together (4 levels of block and lane shuffles, lane 4r + c holds sum (r, c)).
@@ -290,10 +338,6 @@ RT_API void rt_rnn_proj_f32(const float *x, int64_t xs, int64_t m, const float *
 RT_API void rt_rnn_proj_f32(const float *x, int64_t xs, int64_t m, const float *w, int64_t k,
                             int64_t n, float *y, const RtPar *par) {
     rt_rnn_proj_gemm_f32(x, xs, m, w, k, n, y, par);
-}
-RT_API void rt_rnn_gemv_f32(const float *v, const float *M, int64_t n, int64_t k, const float *c,
-                            float *y, const RtPar *par) {
-    rt_rnn_gemv_gemm_f32(v, M, n, k, c, y, par);
 }
 #endif
 RT_API void rt_rnn_proj_f64(const double *x, int64_t xs, int64_t m, const double *w, int64_t k,

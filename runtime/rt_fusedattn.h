@@ -12,12 +12,14 @@
  * Scratch is the caller's: a small node's on the stack, rt_fused_attention_par's per worker
  * in the arena (rt_par.h). Every operand is read through element strides, which is how the
  * Transposes around the pattern were absorbed. The softmax subtracts the row maximum and sums
- * in blocks (rt_sum.h), so its error does not grow with Sk; float exp is rt_vmath.h's. C99. */
+ * in blocks (rt_sum.h), so its error does not grow with Sk: the K^T path's rows through
+ * rt_softmax.h's rt_softmax_row_f32; float exp is rt_vmath.h's. C99. */
 #ifndef KILN_RT_FUSEDATTN_H
 #define KILN_RT_FUSEDATTN_H
 
 #include "rt_common.h"
 #include "rt_par.h"
+#include "rt_softmax.h" /* rt_softmax_row_f32 */
 #include "rt_sum.h"
 #include "rt_vmath.h"
 
@@ -39,8 +41,6 @@
                          and a broadcast: 29 of 32 registers */
 #define RT_FA_NV 16   /* floats a vector; keys are padded to a multiple in K^T */
 #define RT_FA_NB 4    /* vectors a tile's row: 64 keys (scores) or 64 outputs (P V) */
-#define RT_FA_SUM_BLOCK 512 /* values summed in RT_FA_NV lanes before they join an rt_sum:
-                               32 a lane, as rt_sum's blocks */
 /* Floats of scratch the K^T path uses: K^T (d rows of sk keys padded to RT_FA_NV), then
  * RT_FA_MR rows of scores of the same length. */
 #define RT_FA_KT_SCRATCH(sk, d) (((sk) + RT_FA_NV - 1) / RT_FA_NV * RT_FA_NV * ((d) + RT_FA_MR))
@@ -298,76 +298,6 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
 #endif
 }
 
-/* x[0..n) = e^(x - max x), and returns their sum: RT_FA_NV lanes side by side, each
- * RT_FA_SUM_BLOCK values' lanes added pairwise (8 + 8, 4 + 4, ...: rt_sum's block of 32
- * and 4 of its pairwise levels) and the block closed into an rt_sum as one of its blocks, so
- * that the error keeps rt_sum's bound. The max and the sum in AVX-512 or AVX2 registers
- * where the compiler targets them (GCC leaves the portable lane loops
- * scalar: a third of the kernel's time at Sk = 128), the exp loop vectorized by the compiler
- * either way. */
-RT_API float rt_fa_softmax_row_f32(float *x, int64_t n) {
-    float lane[RT_FA_NV], mx = x[0];
-    int64_t j0, j, m = n - n % RT_FA_NV;
-    int l;
-    RtSumf32 s;
-#ifdef RT_FA_AVX512
-    __m512 acc = _mm512_set1_ps(x[0]);
-    for (j = 0; j < m; j += RT_FA_NV) acc = _mm512_max_ps(acc, _mm512_loadu_ps(x + j));
-    mx = _mm512_reduce_max_ps(acc);
-#elif defined(RT_FA_AVX2)
-    if (m > 0) {
-        __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
-        for (j = RT_FA_NV; j < m; j += RT_FA_NV) {
-            lo = _mm256_max_ps(lo, _mm256_loadu_ps(x + j));
-            hi = _mm256_max_ps(hi, _mm256_loadu_ps(x + j + 8));
-        }
-        _mm256_storeu_ps(lane, _mm256_max_ps(lo, hi));
-        for (l = 0; l < 8; l++) mx = lane[l] > mx ? lane[l] : mx;
-    }
-#else
-    if (m > 0) {
-        for (l = 0; l < RT_FA_NV; l++) lane[l] = x[l];
-        for (j0 = RT_FA_NV; j0 < m; j0 += RT_FA_NV)
-            for (l = 0; l < RT_FA_NV; l++) lane[l] = x[j0 + l] > lane[l] ? x[j0 + l] : lane[l];
-        for (l = 0; l < RT_FA_NV; l++) mx = lane[l] > mx ? lane[l] : mx;
-    }
-#endif
-    for (j = m; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-    for (j = 0; j < n; j++) x[j] = rt_vexp_f32(x[j] - mx);
-    rt_sum_init_f32(&s);
-    for (j0 = 0; j0 < m; j0 += RT_FA_SUM_BLOCK) {
-        const int64_t e = m - j0 < RT_FA_SUM_BLOCK ? m : j0 + RT_FA_SUM_BLOCK;
-#ifdef RT_FA_AVX512
-        acc = _mm512_setzero_ps();
-        for (j = j0; j < e; j += RT_FA_NV) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + j));
-        _mm512_storeu_ps(lane, acc);
-#elif defined(RT_FA_AVX2)
-        { /* lanes 0-7 and 8-15 as the portable loop's */
-            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-            for (j = j0; j < e; j += RT_FA_NV) {
-                lo = _mm256_add_ps(lo, _mm256_loadu_ps(x + j));
-                hi = _mm256_add_ps(hi, _mm256_loadu_ps(x + j + 8));
-            }
-            _mm256_storeu_ps(lane, lo);
-            _mm256_storeu_ps(lane + 8, hi);
-        }
-#else
-        for (l = 0; l < RT_FA_NV; l++) lane[l] = 0;
-        for (j = j0; j < e; j += RT_FA_NV)
-            for (l = 0; l < RT_FA_NV; l++) lane[l] += x[j + l];
-#endif
-        for (l = RT_FA_NV / 2; l > 0; l /= 2) {
-            int i;
-            for (i = 0; i < l; i++) lane[i] += lane[i + l];
-        }
-        s.part = lane[0]; /* one closed block of rt_sum: its error bound holds */
-        s.n_part = RT_SUM_BLOCK;
-        rt_sum_close_f32(&s);
-    }
-    for (j = m; j < n; j++) rt_sum_add_f32(&s, x[j]);
-    return rt_sum_total_f32(&s);
-}
-
 /* Query rows [i_lo, i_hi) of batch b, head h through K^T; ws: RT_FA_KT_SCRATCH(p->sk, p->d)
  * floats. A V or Y whose last dimension is strided goes the row path (ws holds its row). */
 RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q, const float *k,
@@ -418,7 +348,7 @@ RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q,
                 else
                     for (j = 0; j < sk; j++) s[j] += mr[j * ms];
             }
-            inv[r] = 1 / rt_fa_softmax_row_f32(s, sk);
+            inv[r] = 1 / rt_softmax_row_f32(s, s, sk);
         }
         rt_fa_gemm_f32(rows, p->dv, sk, sc, skp, 1, vb, p->v_st[2], yb + i0 * p->y_st[2],
                        p->y_st[2], inv);

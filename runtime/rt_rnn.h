@@ -201,7 +201,12 @@ RT_API void rt_rnn_gemv_f32(const float *v, const float *M, int64_t n, int64_t k
     const int64_t units = (n + RT_RNN_GEMV_ROWS - 1) / RT_RNN_GEMV_ROWS;
     const int64_t n_tasks = rt_par_chunks(par, units, 1);
     RtRnnGemvTask a;
-    a.v = v, a.M = M, a.c = c, a.y = y, a.n = n, a.k = k;
+    a.v = v;
+    a.M = M;
+    a.c = c;
+    a.y = y;
+    a.n = n;
+    a.k = k;
     a.rows = (units + n_tasks - 1) / n_tasks * RT_RNN_GEMV_ROWS;
     rt_par_run(par, (n + a.rows - 1) / a.rows, rt_rnn_gemv_task_f32, &a);
 }
@@ -328,7 +333,14 @@ RT_API void rt_rnn_proj_f32(const float *x, int64_t xs, int64_t m, const float *
     const int64_t step = panels ? RT_RNN_PANEL : 4, units = (n + step - 1) / step;
     const int64_t n_tasks = rt_par_chunks(par, units, 1);
     RtRnnProjTask a;
-    a.x = x, a.w = w, a.y = y, a.xs = xs, a.m = m, a.k = k, a.n = n, a.par = par;
+    a.x = x;
+    a.w = w;
+    a.y = y;
+    a.xs = xs;
+    a.m = m;
+    a.k = k;
+    a.n = n;
+    a.par = par;
     a.cols = (units + n_tasks - 1) / n_tasks * step;
     if (m > 0)
         rt_par_run(par, (n + a.cols - 1) / a.cols,

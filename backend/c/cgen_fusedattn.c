@@ -1,15 +1,17 @@
 /* C backend emitter of FusedAttention (passes/fuse_attention.c): the logical operands' shapes
  * and element strides (through the absorbed transposes' perms and packed windows) baked into
- * a static RtFusedAttn, a scratch row of Sk scores on the stack, one call into
- * runtime/rt_fusedattn.h. float and double. */
+ * a static RtFusedAttn, the kernel's scratch (float: K^T and a tile's scores; double: a row
+ * of Sk scores) on the stack or, where the node shares its work, per worker in the arena,
+ * one call into runtime/rt_fusedattn.h. float and double. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "runtime/rt_fusedattn.h"
 
 #define FA_RANK 4           /* the kernel's (B, H, rows, cols) */
-#define FA_MAX_ROW 16384    /* scratch row elements on the stack: 64 KiB of float */
+#define FA_MAX_ROW 16384    /* scratch elements on the stack: 64 KiB of float */
 
 /* Logical shape, element strides (padded in front to FA_RANK) and element offset of
  * FusedAttention node n's operand k (0 Q, 1 K, 2 V, 3 Y): the value as stored, or (q_window,
@@ -135,22 +137,29 @@ static bool emit_fused_attention(CgenCtx *cx, const IrNode *n) {
     char lit[64]; /* the scale as a C literal of the compute type */
     snprintf(lit, sizeof lit, dbl ? "%.17g" : "%.9g", scale);
     if (!strpbrk(lit, ".en")) strcat(lit, ".0");
-    /* big enough to share: the rows of scores are the workers' scratch in the arena */
+    /* float goes through K^T (rt_fused_attention_kt_*), whose scratch holds K^T and a tile's
+     * scores; double, and float whose K^T would not fit the stack, through rows of scores */
+    int64_t kt_elems = RT_FA_KT_SCRATCH(Sk, D);
+    int64_t elem = dbl ? (int64_t)sizeof(double) : (int64_t)sizeof(float);
+    /* big enough to share: the scratch is the workers' in the arena */
     const char *par = cgen_par(cx, (double)B * (double)H * (double)Sq * (double)Sk *
                                        (double)(D + Dv));
+    const char *q = ptr[0], *k = ptr[1], *v = ptr[2], *y = cgen_ptr(cx, n->outputs[0]);
+    const char *m = has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", *f = dbl ? "" : "f";
     if (strcmp(par, "NULL") != 0) {
-        cgen_par_scratch(cx, Sk * (int64_t)(dbl ? sizeof(double) : sizeof(float)));
+        cgen_par_scratch(cx, (dbl ? Sk : kt_elems) * elem);
         cw_line(w, "rt_fused_attention_par_%s(&p, %s, %s, %s, %s, %s, %s%s, par);",
-                dbl ? "f64" : "f32", ptr[0], ptr[1], ptr[2],
-                has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, n->outputs[0]), lit,
-                dbl ? "" : "f");
-        cw_close(w, NULL);
-        return true;
+                dbl ? "f64" : "f32", q, k, v, m, y, lit, f);
+    } else if (!dbl && kt_elems <= FA_MAX_ROW) {
+        cw_line(w, "float ws[%lld]; /* RT_FA_KT_SCRATCH(%lld, %lld): K^T, a tile's scores */",
+                (long long)kt_elems, (long long)Sk, (long long)D);
+        cw_line(w, "rt_fused_attention_kt_f32(&p, %s, %s, %s, %s, %s, ws, %sf);", q, k, v, m, y,
+                lit);
+    } else {
+        cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
+        cw_line(w, "rt_fused_attention_%s(&p, %s, %s, %s, %s, %s, row, %s%s);",
+                dbl ? "f64" : "f32", q, k, v, m, y, lit, f);
     }
-    cw_line(w, "%s row[%lld]; /* one row of scores */", bundle_ctype(t), (long long)Sk);
-    cw_line(w, "rt_fused_attention_%s(&p, %s, %s, %s, %s, %s, row, %s%s);", dbl ? "f64" : "f32",
-            ptr[0], ptr[1], ptr[2], has_mask ? cgen_ptr(cx, n->inputs[3]) : "NULL",
-            cgen_ptr(cx, n->outputs[0]), lit, dbl ? "" : "f");
     cw_close(w, NULL);
     return true;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/c/cgen.h"
+#include "runtime/rt_rnn.h"
 
 /* Scratch on the stack: 256 KiB holds an LSTM of hidden size 8192 at one step per chunk (8
  * rows of floats), far above the hidden sizes of exported sequence models, and far below the
@@ -249,6 +250,8 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     /* the recurrent product of a step (G*H units x H) is the smallest piece that splits */
     const char *par = cgen_par(cx, (double)G * (double)H * (double)H);
     bool split = strcmp(par, "NULL") != 0;
+    /* float packs panels of W^T for the input projection in the workers' scratch */
+    if (split && t == IR_DTYPE_F32) cgen_par_scratch(cx, RT_RNN_PROJ_SCRATCH(I));
     const char *call =
         cgen_fmt(cx, "rt_rnn%s_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws%s%s)",
                  split ? "_par" : "", sfx,

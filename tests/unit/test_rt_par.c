@@ -155,11 +155,13 @@ Test(rt_par, fused_attention_gives_the_serial_bytes_with_per_worker_scratch) {
                      {0, 0, T, 1}, {H * S * D, S * D, D, 1}};
     float *q = rand_f32(B * H * S * D), *k = rand_f32(B * H * T * D), *v = rand_f32(B * H * T * D);
     float *mask = rand_f32(S * T), *want = poisoned_f32(B * H * S * D);
-    float *got = poisoned_f32(B * H * S * D), row[T];
-    rt_fused_attention_f32(&p, q, k, v, mask, want, row, 0.35f);
+    float *got = poisoned_f32(B * H * S * D), ws[RT_FA_KT_SCRATCH(17, 8)];
+    /* float shares the K^T path: the serial bytes are rt_fused_attention_kt_f32's */
+    rt_fused_attention_kt_f32(&p, q, k, v, mask, want, ws, 0.35f);
     for (size_t wi = 0; wi < N_WORKERS; wi++) {
         Hook hk = {workers[wi], 1, 0, 0};
-        const int64_t stride = 128; /* >= T floats, a multiple of 64 */
+        /* >= RT_FA_KT_SCRATCH(T, D) floats, a multiple of 64 bytes */
+        const int64_t stride = (RT_FA_KT_SCRATCH(T, D) * (int64_t)sizeof(float) + 63) / 64 * 64;
         unsigned char *scratch = malloc((size_t)(stride * workers[wi]));
         RtPar pp = par_of(&hk, scratch, stride);
         poison(got, B * H * S * D);

@@ -2,10 +2,14 @@
  * random inputs, with outputs poisoned first, against reference loops written here in double
  * that step the whole batch per time step (the kernel steps one batch row at a time), each
  * with the input projection in chunks of 1 step, 2 steps (a remainder chunk for odd lengths)
- * and the whole sequence. The seed is printed with any failure. */
+ * and the whole sequence; sizes that leave remainders of the AVX-512 tiles (8 rows of the
+ * recurrent product, 4 x 4 dot products of the input projection, 16 lanes of every sum: the
+ * test also builds at -march=native); and shared among workers, byte for byte the serial
+ * result. The seed is printed with any failure. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/rt_rnn.h"
@@ -200,6 +204,71 @@ Test(rt_rnn, gru_reverse_matches_reference_in_both_reset_orders) {
         run_and_compare(&c);
         free_case(&c);
     }
+}
+
+Test(rt_rnn, lstm_at_sizes_off_every_tile_matches_reference) {
+    rng_init();
+    /* gates 4 * 19 = 76 rows (9 x 8 + 4), input 37 and hidden 19 (16 lanes + 5, + 3) */
+    Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 37, 19, true);
+    run_and_compare(&c);
+    free_case(&c);
+}
+
+Test(rt_rnn, gru_at_sizes_off_every_tile_matches_reference_in_both_reset_orders) {
+    for (int lbr = 0; lbr <= 1; lbr++) {
+        rng_init();
+        /* 2H = 70 and H = 35 rows of the recurrent products, GH = 105 = 26 x 4 + 1 columns */
+        Case c = make_case(RT_RNN_GRU, 1, 0, 6, 1, 21, 35, true);
+        c.p.linear_before_reset = lbr;
+        run_and_compare(&c);
+        free_case(&c);
+    }
+}
+
+static void reverse_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    (void)ctx;
+    for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % 3));
+}
+
+/* Through rt_rnn_par_f32 with per-worker scratch for W's panels (RT_RNN_PROJ_SCRATCH: the
+ * AVX-512 build packs them; 164 gate rows = 2 panels of 64 + 36, input 45 = 2 x 16 + 13):
+ * one worker against the reference, then 3 workers (tasks in reverse order) against one,
+ * byte for byte; and without scratch (the dot products) against the reference too. */
+Test(rt_rnn, shared_among_workers_gives_the_serial_bytes) {
+    rng_init();
+    Case c = make_case(RT_RNN_LSTM, 1, 0, 7, 2, 45, 41, true);
+    RtRnn *p = &c.p;
+    p->chunk = 3;
+    int64_t ny = p->seq * p->batch * p->hidden, nh = p->batch * p->hidden;
+    int64_t nws = RT_RNN_SCRATCH(c.G, p->hidden, p->chunk), stride = RT_RNN_PROJ_SCRATCH(45);
+    float *y0 = poisoned_f32(ny), *y1 = poisoned_f32(ny), *h0 = poisoned_f32(nh);
+    float *h1 = poisoned_f32(nh), *c0 = poisoned_f32(nh), *ws = poisoned_f32(nws);
+    float *scratch = poisoned_f32(3 * stride / (int64_t)sizeof(float));
+    double *ry = malloc((size_t)ny * sizeof *ry), *rh = malloc((size_t)nh * sizeof *rh);
+    double *rc = malloc((size_t)nh * sizeof *rc);
+    RtPar one = {NULL, NULL, 1, (unsigned char *)scratch, stride};
+    RtPar three = {reverse_pfor, NULL, 3, (unsigned char *)scratch, stride};
+    RtPar bare = {reverse_pfor, NULL, 3, NULL, 0};
+    reference(&c, ry, rh, rc);
+    cr_assert_eq(rt_rnn_par_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y0, h0, c0, ws,
+                                &one),
+                 0);
+    expect_close(y0, ry, ny, "Y (one worker)");
+    expect_close(h0, rh, nh, "Y_h (one worker)");
+    expect_close(c0, rc, nh, "Y_c (one worker)");
+    cr_assert_eq(rt_rnn_par_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y1, h1, c0, ws,
+                                &three),
+                 0);
+    cr_assert(memcmp(y0, y1, (size_t)ny * sizeof *y0) == 0, "seed %u: Y differs", rng_seed);
+    cr_assert(memcmp(h0, h1, (size_t)nh * sizeof *h0) == 0, "seed %u: Y_h differs", rng_seed);
+    poison(y1, ny);
+    cr_assert_eq(rt_rnn_par_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y1, h1, c0, ws,
+                                &bare),
+                 0);
+    expect_close(y1, ry, ny, "Y (no scratch)");
+    free(y0), free(y1), free(h0), free(h1), free(c0), free(ws), free(scratch);
+    free(ry), free(rh), free(rc);
+    free_case(&c);
 }
 
 Test(rt_rnn, simple_rnn_bidirectional_matches_reference) {

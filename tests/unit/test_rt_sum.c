@@ -236,6 +236,31 @@ Test(rt_norm, layernorm_over_rows_of_1e5_is_within_the_bound) {
     free(y);
 }
 
+/* The same with a scale and a bias per column (scale_step 1: the AVX-512 path's form, the
+ * sums in 16 lanes over blocks of 512 closed into an rt_sum): the same bound. */
+Test(rt_norm, layernorm_with_per_column_scale_over_rows_of_1e5_is_within_the_bound) {
+    rng_init();
+    int64_t cols = 100003; /* blocks of 512, a partial one and 3 values past the last vector */
+    float *x = activations(cols), *y = poisoned_f32(cols), *sc = rand_f32(cols);
+    float *bi = rand_f32(cols), mean, inv_std;
+    for (int64_t j = 0; j < cols; j++) x[j] += 3.0f;
+    rt_layernorm_f32(x, sc, bi, y, &mean, &inv_std, 1, cols, 1, 1, 1e-5f);
+    double abs_sum, mu = sum_f64(x, cols, 1, &abs_sum) / (double)cols, var = 0;
+    for (int64_t j = 0; j < cols; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
+    var /= (double)cols;
+    cr_assert(fabs(mean - mu) <= sum_bound(cols, 1) * abs_sum / (double)cols,
+              "mean %.9g vs %.9g (seed %u)", (double)mean, mu, rng_seed);
+    double inv = 1 / sqrt(var + 1e-5);
+    cr_assert(fabs(inv_std - inv) <= 4 * sum_bound(cols, 3) * inv, "inv_std %.9g vs %.9g",
+              (double)inv_std, inv);
+    for (int64_t j = 0; j < cols; j++) {
+        double want = ((double)x[j] - mu) * inv * sc[j] + bi[j];
+        cr_assert(fabs(y[j] - want) <= 1e-4 * (1 + fabs(want)), "y[%lld] %.9g vs %.9g (seed %u)",
+                  (long long)j, (double)y[j], want, rng_seed);
+    }
+    free(x), free(y), free(sc), free(bi);
+}
+
 /* ---- empty reductions: every output written, with ONNX's values ---- */
 
 Test(rt_pool, global_pools_of_an_empty_map_give_nan_and_minus_infinity) {

@@ -514,7 +514,9 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
                 int64_t q;
-                for (q = pb; q < pe; q++) {
+                /* (dense rows need no coordinates: a block's divisions cost 16->96's
+                 * 14x32 tiles of 16 reduction steps ~5% of their time on Zen 4) */
+                for (q = pb; !dense && q < pe; q++) {
                     pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
                     pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
                 }

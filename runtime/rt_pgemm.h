@@ -146,66 +146,71 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, int64_t ta
                                           int accum, float *c, int64_t ldc, int64_t cols,
                                           const float *res, float lo, float hi,
                                           const float *pf, int64_t pf_n, int64_t pf_panel) {
-    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
+    /* the accumulators are named, not an array: GCC kept an array's in registers inside
+     * the reduction loop alone, storing the start values to the stack and loading them
+     * (and the sums back for the epilogue): 4 x 28 zmm moves a tile, a tenth of a tile of
+     * 16 reduction steps */
+#define RT_PGEMM_RS_(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define RT_PGEMM_DECL_(r) __m512 c0_##r = _mm512_setzero_ps(), c1_##r = c0_##r;
+    RT_PGEMM_RS_(RT_PGEMM_DECL_)
+#undef RT_PGEMM_DECL_
     int64_t t, k;
-    int r;
     const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
     /* the lanes stored of the last panel (all where cols fills it) */
     const int whole = cols == 16 * NPN;
     const __mmask16 mlast = (__mmask16)(cols - 16 * (NPN - 1) >= 16
                                             ? 0xFFFF
                                             : (1u << (cols - 16 * (NPN - 1))) - 1u);
-    for (r = 0; r < R; r++) {
-        if (NPN == 1) {
-            c0[r] = accum ? _mm512_maskz_loadu_ps(mlast, c + r * ldc) : i0;
-            c1[r] = c0[r]; /* unused */
-        } else if (whole) {
-            c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
-            c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
-        } else {
-            c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
-            c1[r] = accum ? _mm512_maskz_loadu_ps(mlast, c + r * ldc + 16) : i1;
-        }
+    const __mmask16 m0 = NPN == 1 ? mlast : (__mmask16)0xFFFF, m1 = NPN == 1 ? 0 : mlast;
+#define RT_PGEMM_INIT_(r)                                                                     \
+    if (r < R) {                                                                              \
+        c0_##r = accum ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : i0;                         \
+        if (NPN > 1) c1_##r = accum ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : i1;       \
     }
+    RT_PGEMM_RS_(RT_PGEMM_INIT_)
+#undef RT_PGEMM_INIT_
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
         const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
-#define RT_PGEMM_STEP_                                                                        \
-    {                                                                                         \
-        const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);                              \
-        const __m512 w1 = NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR) : w0;               \
-        for (r = 0; r < R; r++) {                                                             \
-            const __m512 v = _mm512_set1_ps(at[r][k]);                                        \
-            c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);                                            \
-            if (NPN > 1) c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);                               \
-        }                                                                                     \
+#define RT_PGEMM_FMA_(r)                                                                      \
+    if (r < R) {                                                                              \
+        const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
+        c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
+        if (NPN > 1) c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                 \
     }
-        for (k = 0; k < kp; k++) {
-            RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
-            if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
-            RT_PGEMM_STEP_
+        for (k = 0; k < kc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR) : w0;
+            if (k < kp) { /* one branch, not a loop of its own: the sums stay in registers */
+                RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
+                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            }
+            RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }
-        for (; k < kc; k++) RT_PGEMM_STEP_
-#undef RT_PGEMM_STEP_
+#undef RT_PGEMM_FMA_
         if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
     }
     {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-        for (r = 0; r < R; r++)
-            if (NPN == 1) {
-                rt_pgemm_st16m(c + r * ldc, mlast, c0[r], res ? res + r * ldc : res, vlo, vhi);
-            } else if (whole) {
-                rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
-                rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo,
-                              vhi);
-            } else {
-                rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
-                rt_pgemm_st16m(c + r * ldc + 16, mlast, c1[r], res ? res + r * ldc + 16 : res,
-                               vlo, vhi);
-            }
+#define RT_PGEMM_ST_(r)                                                                       \
+    if (r < R) {                                                                              \
+        const float *rr = res ? res + r * ldc : res;                                          \
+        if (NPN == 1) {                                                                       \
+            rt_pgemm_st16m(c + r * ldc, mlast, c0_##r, rr, vlo, vhi);                         \
+        } else if (whole) {                                                                   \
+            rt_pgemm_st16(c + r * ldc, c0_##r, rr, vlo, vhi);                                 \
+            rt_pgemm_st16(c + r * ldc + 16, c1_##r, rr ? rr + 16 : rr, vlo, vhi);             \
+        } else {                                                                              \
+            rt_pgemm_st16(c + r * ldc, c0_##r, rr, vlo, vhi);                                 \
+            rt_pgemm_st16m(c + r * ldc + 16, mlast, c1_##r, rr ? rr + 16 : rr, vlo, vhi);     \
+        }                                                                                     \
     }
-    (void)b_panel, (void)i1;
+        RT_PGEMM_RS_(RT_PGEMM_ST_)
+#undef RT_PGEMM_ST_
+    }
+#undef RT_PGEMM_RS_
+    (void)b_panel, (void)i1, (void)m1;
 }
 #endif
 

@@ -133,14 +133,17 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 #endif
 /* The AVX-512 tile of R rows (R <= RT_PGEMM_MR) and NPN panels (1 or 2), as rt_pgemm_tile_f32
  * below states it, storing (and with accum reading) its rows' first cols columns alone
- * (cols <= 16 * NPN; the rest of c and res untouched): called with R and NPN constants, so
- * that the compiler keeps the NPN*R accumulators in registers. Each row's sum runs in the
+ * (cols <= 16 * NPN; the rest of c and res untouched); with HALF (NPN 2, cols <= 24) the
+ * second panel's FMAs are 256 bits wide (Zen 4 runs a zmm FMA as two: 24 columns cost 21
+ * cycles a step instead of 28). Called with R, NPN and HALF constants, so that the compiler
+ * keeps the NPN*R accumulators in registers. Each row's sum runs in the
  * same order for every R and NPN (one FMA a reduction step), so a row gives the same bits in
  * a full tile and in a short or narrow one. Its first pf_n reduction steps also prefetch one
  * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
  * next tile column's weights, spread over the tile's steps (a burst of them before the tile
  * filled the L1's miss buffers while the tile's own reads waited). */
-RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, int64_t taps,
+RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
+                                          int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -177,11 +180,19 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, int64_t ta
     if (r < R) {                                                                              \
         const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
         c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
-        if (NPN > 1) c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                 \
+        if (NPN > 1 && HALF)                                                                  \
+            c1_##r = _mm512_castps256_ps512(_mm256_fmadd_ps(                                  \
+                _mm512_castps512_ps256(v), _mm512_castps512_ps256(w1),                        \
+                _mm512_castps512_ps256(c1_##r)));                                             \
+        else if (NPN > 1)                                                                     \
+            c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                          \
     }
         for (k = 0; k < kc; k++) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
-            const __m512 w1 = NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR) : w0;
+            const __m512 w1 = NPN > 1 && HALF
+                                  ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
+                              : NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR)
+                                        : w0;
             if (k < kp) { /* one branch, not a loop of its own: the sums stay in registers */
                 RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
                 if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
@@ -226,7 +237,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
                          RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
@@ -397,7 +408,8 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
  * seventh of a full tile's time. A narrow tile (cols <= 16: MobileNetV2's and EfficientNet's
  * 16 output channels, the odd last panel of 144, 240 or 1000) runs one panel, and a partial
  * one stores its columns masked, in place: the full tile spent a second panel's FMAs on a
- * copy of the first, and its rows went through a buffer and rt_act_row_f32. */
+ * copy of the first, and its rows went through a buffer and rt_act_row_f32; one of 24 or
+ * fewer (MobileNetV2's 24-channel projections) runs its second panel at 256 bits. */
 RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
                                  const float *const *a, const float *b, int64_t b_tap,
                                  int64_t b_panel, const float *init, int accum, float *c,
@@ -406,11 +418,14 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
         if (cols <= RT_PGEMM_NR)                                                              \
-            rt_pgemm_tile_avx512(R, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,   \
-                                 cols, res, lo, hi, pf, pf_n, pf_panel);                      \
+            rt_pgemm_tile_avx512(R, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (cols <= RT_PGEMM_NR + 8)                                                     \
+            rt_pgemm_tile_avx512(R, 2, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,   \
-                                 cols, res, lo, hi, pf, pf_n, pf_panel);                      \
+            rt_pgemm_tile_avx512(R, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
         RT_PGEMM_ROWS_(1);

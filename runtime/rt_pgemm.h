@@ -42,6 +42,14 @@
 #define RT_PGEMM_MC_TILES 16
 #define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #define RT_PGEMM_PART 1  /* tiles of fewer columns too: one panel, masked stores */
+/* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
+ * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel
+ * (gcc's: 0.86x), lab, Zen 4 */
+#if defined(__clang__)
+#define RT_PGEMM_HALF 0
+#else
+#define RT_PGEMM_HALF 1
+#endif
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -420,7 +428,7 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
         if (cols <= RT_PGEMM_NR)                                                              \
             rt_pgemm_tile_avx512(R, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        else if (cols <= RT_PGEMM_NR + 8)                                                     \
+        else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
             rt_pgemm_tile_avx512(R, 2, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \

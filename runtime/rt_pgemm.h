@@ -41,6 +41,15 @@
 #define RT_PGEMM_NP 2  /* panels per tile */
 #define RT_PGEMM_MC_TILES 16
 #define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
+#define RT_PGEMM_PART 1  /* tiles of fewer columns too: one panel, masked stores */
+/* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
+ * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel
+ * (gcc's: 0.86x), lab, Zen 4 */
+#if defined(__clang__)
+#define RT_PGEMM_HALF 0
+#else
+#define RT_PGEMM_HALF 1
+#endif
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__) && !defined(RT_PGEMM_PORTABLE) &&              \
     !defined(__CUDACC__)
@@ -66,6 +75,9 @@
 
 #ifndef RT_PGEMM_SHORT
 #define RT_PGEMM_SHORT 0
+#endif
+#ifndef RT_PGEMM_PART
+#define RT_PGEMM_PART 0
 #endif
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
@@ -106,6 +118,13 @@ RT_API void rt_pgemm_st16(float *c, __m512 v, const float *res, __m512 lo, __m51
     if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res));
     _mm512_storeu_ps(c, _mm512_min_ps(hi, _mm512_max_ps(lo, v))); /* NaN passes */
 }
+
+/* rt_pgemm_st16 on the lanes of m alone (the others neither read nor written) */
+RT_API void rt_pgemm_st16m(float *c, __mmask16 m, __m512 v, const float *res, __m512 lo,
+                           __m512 hi) {
+    if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
+    _mm512_mask_storeu_ps(c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
+}
 #elif defined(RT_PGEMM_AVX2)
 /* c[0..8) = min(max(v + res[0..8), lo), hi) (res NULL: no residual) */
 RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256 hi) {
@@ -120,57 +139,97 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 #else
 #define RT_PGEMM_INLINE static inline
 #endif
-/* The AVX-512 tile of R rows (R <= RT_PGEMM_MR), as rt_pgemm_tile_f32 below states it: called
- * with R a constant, so that the compiler keeps the 2R accumulators in registers. Each row's
- * sum runs in the same order for every R (one FMA a reduction step), so a row gives the same
- * bits in a full tile and in a short one. Its first pf_n reduction steps also prefetch one
+/* The AVX-512 tile of R rows (R <= RT_PGEMM_MR) and NPN panels (1 or 2), as rt_pgemm_tile_f32
+ * below states it, storing (and with accum reading) its rows' first cols columns alone
+ * (cols <= 16 * NPN; the rest of c and res untouched); with HALF (NPN 2, cols <= 24) the
+ * second panel's FMAs are 256 bits wide (Zen 4 runs a zmm FMA as two: 24 columns cost 21
+ * cycles a step instead of 28). Called with R, NPN and HALF constants, so that the compiler
+ * keeps the NPN*R accumulators in registers. Each row's sum runs in the
+ * same order for every R and NPN (one FMA a reduction step), so a row gives the same bits in
+ * a full tile and in a short or narrow one. Its first pf_n reduction steps also prefetch one
  * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
  * next tile column's weights, spread over the tile's steps (a burst of them before the tile
  * filled the L1's miss buffers while the tile's own reads waited). */
-RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, int64_t taps, int64_t kc,
-                                          const float *const *a, const float *b, int64_t b_tap,
-                                          int64_t b_panel, const float *init, int accum,
-                                          float *c, int64_t ldc, const float *res, float lo,
-                                          float hi, const float *pf, int64_t pf_n,
-                                          int64_t pf_panel) {
-    __m512 c0[RT_PGEMM_MR], c1[RT_PGEMM_MR];
+RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
+                                          int64_t taps,
+                                          int64_t kc, const float *const *a, const float *b,
+                                          int64_t b_tap, int64_t b_panel, const float *init,
+                                          int accum, float *c, int64_t ldc, int64_t cols,
+                                          const float *res, float lo, float hi,
+                                          const float *pf, int64_t pf_n, int64_t pf_panel) {
+    /* the accumulators are named, not an array: GCC kept an array's in registers inside
+     * the reduction loop alone, storing the start values to the stack and loading them
+     * (and the sums back for the epilogue): 4 x 28 zmm moves a tile, a tenth of a tile of
+     * 16 reduction steps */
+#define RT_PGEMM_RS_(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define RT_PGEMM_DECL_(r) __m512 c0_##r = _mm512_setzero_ps(), c1_##r = c0_##r;
+    RT_PGEMM_RS_(RT_PGEMM_DECL_)
+#undef RT_PGEMM_DECL_
     int64_t t, k;
-    int r;
     const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
-    for (r = 0; r < R; r++) {
-        c0[r] = accum ? _mm512_loadu_ps(c + r * ldc) : i0;
-        c1[r] = accum ? _mm512_loadu_ps(c + r * ldc + 16) : i1;
+    /* the lanes stored of the last panel (all where cols fills it) */
+    const int whole = cols == 16 * NPN;
+    const __mmask16 mlast = (__mmask16)(cols - 16 * (NPN - 1) >= 16
+                                            ? 0xFFFF
+                                            : (1u << (cols - 16 * (NPN - 1))) - 1u);
+    const __mmask16 m0 = NPN == 1 ? mlast : (__mmask16)0xFFFF, m1 = NPN == 1 ? 0 : mlast;
+#define RT_PGEMM_INIT_(r)                                                                     \
+    if (r < R) {                                                                              \
+        c0_##r = accum ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : i0;                         \
+        if (NPN > 1) c1_##r = accum ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : i1;       \
     }
+    RT_PGEMM_RS_(RT_PGEMM_INIT_)
+#undef RT_PGEMM_INIT_
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
         const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
-#define RT_PGEMM_STEP_                                                                        \
-    {                                                                                         \
-        const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);                              \
-        const __m512 w1 = _mm512_loadu_ps(b1 + k * RT_PGEMM_NR);                              \
-        for (r = 0; r < R; r++) {                                                             \
-            const __m512 v = _mm512_set1_ps(at[r][k]);                                        \
-            c0[r] = _mm512_fmadd_ps(v, w0, c0[r]);                                            \
-            c1[r] = _mm512_fmadd_ps(v, w1, c1[r]);                                            \
-        }                                                                                     \
+#define RT_PGEMM_FMA_(r)                                                                      \
+    if (r < R) {                                                                              \
+        const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
+        c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
+        if (NPN > 1 && HALF)                                                                  \
+            c1_##r = _mm512_castps256_ps512(_mm256_fmadd_ps(                                  \
+                _mm512_castps512_ps256(v), _mm512_castps512_ps256(w1),                        \
+                _mm512_castps512_ps256(c1_##r)));                                             \
+        else if (NPN > 1)                                                                     \
+            c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                          \
     }
-        for (k = 0; k < kp; k++) {
-            RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
-            if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
-            RT_PGEMM_STEP_
+        for (k = 0; k < kc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = NPN > 1 && HALF
+                                  ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
+                              : NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR)
+                                        : w0;
+            if (k < kp) { /* one branch, not a loop of its own: the sums stay in registers */
+                RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
+                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            }
+            RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }
-        for (; k < kc; k++) RT_PGEMM_STEP_
-#undef RT_PGEMM_STEP_
+#undef RT_PGEMM_FMA_
         if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
     }
     {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-        for (r = 0; r < R; r++) {
-            rt_pgemm_st16(c + r * ldc, c0[r], res ? res + r * ldc : res, vlo, vhi);
-            rt_pgemm_st16(c + r * ldc + 16, c1[r], res ? res + r * ldc + 16 : res, vlo, vhi);
-        }
+#define RT_PGEMM_ST_(r)                                                                       \
+    if (r < R) {                                                                              \
+        const float *rr = res ? res + r * ldc : res;                                          \
+        if (NPN == 1) {                                                                       \
+            rt_pgemm_st16m(c + r * ldc, mlast, c0_##r, rr, vlo, vhi);                         \
+        } else if (whole) {                                                                   \
+            rt_pgemm_st16(c + r * ldc, c0_##r, rr, vlo, vhi);                                 \
+            rt_pgemm_st16(c + r * ldc + 16, c1_##r, rr ? rr + 16 : rr, vlo, vhi);             \
+        } else {                                                                              \
+            rt_pgemm_st16(c + r * ldc, c0_##r, rr, vlo, vhi);                                 \
+            rt_pgemm_st16m(c + r * ldc + 16, mlast, c1_##r, rr ? rr + 16 : rr, vlo, vhi);     \
+        }                                                                                     \
     }
+        RT_PGEMM_RS_(RT_PGEMM_ST_)
+#undef RT_PGEMM_ST_
+    }
+#undef RT_PGEMM_RS_
+    (void)b_panel, (void)i1, (void)m1;
 }
 #endif
 
@@ -186,8 +245,8 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res,
-                         lo, hi, (const float *)0, 0, 0);
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
+                         RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
@@ -349,20 +408,32 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 #endif
 
 #if defined(RT_PGEMM_AVX512)
-/* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), with
- * rt_pgemm_tile_avx512's prefetch (pf, pf_n, pf_panel). A short tile costs its rows alone:
- * BERT's 128 rows leave 2 past 9 full tiles, ViT's 197 leave 1, a 7x7 image's 49 leave 7,
- * and a full tile spent 14 rows' FMAs on them. Rows of 1 run 2 chains of FMAs that wait on
- * their latency (4 cycles on Zen 4): still a seventh of a full tile's time. */
-RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t taps, int64_t kc, const float *const *a,
-                                 const float *b, int64_t b_tap, int64_t b_panel,
-                                 const float *init, int accum, float *c, int64_t ldc,
-                                 const float *res, float lo, float hi, const float *pf,
-                                 int64_t pf_n, int64_t pf_panel) {
+/* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), of
+ * its first cols <= RT_PGEMM_NT columns, with rt_pgemm_tile_avx512's prefetch (pf, pf_n,
+ * pf_panel). A short tile costs its rows alone: BERT's 128 rows leave 2 past 9 full tiles,
+ * ViT's 197 leave 1, a 7x7 image's 49 leave 7, and a full tile spent 14 rows' FMAs on them.
+ * Rows of 1 run 2 chains of FMAs that wait on their latency (4 cycles on Zen 4): still a
+ * seventh of a full tile's time. A narrow tile (cols <= 16: MobileNetV2's and EfficientNet's
+ * 16 output channels, the odd last panel of 144, 240 or 1000) runs one panel, and a partial
+ * one stores its columns masked, in place: the full tile spent a second panel's FMAs on a
+ * copy of the first, and its rows went through a buffer and rt_act_row_f32; one of 24 or
+ * fewer (MobileNetV2's 24-channel projections) runs its second panel at 256 bits. */
+RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
+                                 const float *const *a, const float *b, int64_t b_tap,
+                                 int64_t b_panel, const float *init, int accum, float *c,
+                                 int64_t ldc, const float *res, float lo, float hi,
+                                 const float *pf, int64_t pf_n, int64_t pf_panel) {
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
-        rt_pgemm_tile_avx512(R, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc, res, lo, \
-                             hi, pf, pf_n, pf_panel);                                         \
+        if (cols <= RT_PGEMM_NR)                                                              \
+            rt_pgemm_tile_avx512(R, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
+            rt_pgemm_tile_avx512(R, 2, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else                                                                                  \
+            rt_pgemm_tile_avx512(R, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
         RT_PGEMM_ROWS_(1);
@@ -378,9 +449,7 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t taps, int64_t kc, const float
         RT_PGEMM_ROWS_(11);
         RT_PGEMM_ROWS_(12);
         RT_PGEMM_ROWS_(13);
-    default:
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
-                             res, lo, hi, pf, pf_n, pf_panel);
+        RT_PGEMM_ROWS_(RT_PGEMM_MR);
     }
 #undef RT_PGEMM_ROWS_
 }
@@ -473,7 +542,9 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
                 int64_t q;
-                for (q = pb; q < pe; q++) {
+                /* (dense rows need no coordinates: a block's divisions cost 16->96's
+                 * 14x32 tiles of 16 reduction steps ~5% of their time on Zen 4) */
+                for (q = pb; !dense && q < pe; q++) {
                     pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
                     pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
                 }
@@ -500,9 +571,9 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
                     for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
                         const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
-                        /* AVX-512 stores short tiles of whole columns in place too */
+                        /* AVX-512 stores short and narrow tiles in place too */
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
-                                           cols == RT_PGEMM_NT;
+                                           (cols == RT_PGEMM_NT || RT_PGEMM_PART);
                         float *yt = y + (n * P + p0) * M + mo;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
@@ -583,8 +654,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         }
                         if (direct) { /* the epilogue in registers where it can be */
 #if defined(RT_PGEMM_AVX512)
-                            rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
-                                                 b_panel, init, !first, yt, M,
+                            rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
+                                                 cg * RT_PGEMM_NR, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,
                                                  last ? hi : INFINITY, pf, pf_n, pf_panel);
 #else
@@ -603,8 +674,9 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                 for (j = 0; j < cols; j++)
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
 #if defined(RT_PGEMM_AVX512)
-                        rt_pgemm_tile_pf_f32((int)rows, nta, kca, a, bp, cg * RT_PGEMM_NR,
-                                             b_panel, init, !first, tile, RT_PGEMM_NT, NULL,
+                        rt_pgemm_tile_pf_f32((int)rows, RT_PGEMM_NT, nta, kca, a, bp,
+                                             cg * RT_PGEMM_NR, b_panel, init, !first, tile,
+                                             RT_PGEMM_NT, NULL,
                                              -INFINITY, INFINITY, pf, pf_n, pf_panel);
 #else
 #if defined(RT_PGEMM_AVX2)

@@ -138,6 +138,12 @@ static const Shape shapes[] = {
     {"mobilenet_v2", "mbv2 1x1 96->24 @56", 1, 56, 56, 96, 24, 1, 1, RT_ACT_NONE, 0},
     {"mobilenet_v2", "mbv2 1x1 32->192 @28", 1, 28, 28, 32, 192, 1, 1, RT_ACT_CLIP, 0},
     {"mobilenet_v2", "mbv2 1x1 960->160 @7", 1, 7, 7, 960, 160, 1, 1, RT_ACT_NONE, 0},
+    {"mobilenet_v2", "mbv2 1x1 16->96 @112", 1, 112, 112, 16, 96, 1, 1, RT_ACT_CLIP, 0},
+    {"mobilenet_v2", "mbv2 1x1 24->144 @56", 2, 56, 56, 24, 144, 1, 1, RT_ACT_CLIP, 0},
+    {"mobilenet_v2", "mbv2 1x1 144->24 @56 res", 1, 56, 56, 144, 24, 1, 1, RT_ACT_NONE, 1},
+    {"mobilenet_v2", "mbv2 1x1 144->32 @28", 1, 28, 28, 144, 32, 1, 1, RT_ACT_NONE, 0},
+    {"efficientnet_b0", "effb0 1x1 40->240 @28", 2, 28, 28, 40, 240, 1, 1, RT_ACT_RELU, 0},
+    {"efficientnet_b0", "effb0 1x1 480->112 @14", 1, 14, 14, 480, 112, 1, 1, RT_ACT_NONE, 0},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

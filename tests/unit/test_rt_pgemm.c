@@ -238,6 +238,46 @@ Test(rt_pgemm, lets_nan_through_the_clamping_epilogue) {
     free(x), free(w), free(y), free(wp);
 }
 
+Test(rt_pgemm, matches_the_reference_for_narrow_and_partial_column_tiles) {
+    /* output channels that leave a last tile of one panel or of a partial one (AVX-512: one
+     * panel's FMAs, or a second panel of 8 columns at 256 bits, masked stores in place)
+     * under ReLU6 with a residual: MobileNetV2's and EfficientNet's 16, 24, 40, 144 and 26
+     * (past the half panel), short reductions and one across blocks (300 channels: 2
+     * chunks, the narrow tile reading back its masked columns); and groups of 12 and 20
+     * channels, whose columns past the group's are the next group's or the next pixel's */
+    RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    static const int64_t ms[] = {8, 16, 24, 26, 40, 144};
+    static const int64_t cs[] = {16, 24, 300};
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+            Case k = {1, cs[ci], ms[mi], 1, 3, 2 * RT_PGEMM_MR + 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+            check_case(&k, true, true, &relu6);
+        }
+    Case k2 = {1, 48, 24, 2, 5, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &relu6);
+    Case k3 = {2, 600, 40, 2, 3, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k3, true, true, &relu6);
+}
+
+Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
+    /* floats past y (the last pixel's row ends at a partial panel) keep their values */
+    say_isa();
+    rng_init();
+    Case k = {1, 24, 24, 1, 1, RT_PGEMM_MR + 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    RtConvGeom g = case_geom(&k);
+    RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0};
+    int64_t pn, yn = g.out[2] * g.m;
+    float *x = rand_f32(g.in[2] * g.c), *w = rand_f32(g.c * g.m), *b = rand_f32(g.m);
+    float *r = rand_f32(yn + 32), *y = poisoned_f32(yn + 32);
+    float *wp = pack(w, &g, &pn);
+    for (int64_t i = yn; i < yn + 32; i++) y[i] = -7.0f;
+    rt_pconv_nhwc_f32(x, wp, b, r, y, &g, &relu6);
+    for (int64_t i = yn; i < yn + 32; i++)
+        cr_assert(y[i] == -7.0f, "float %lld past y is %g (seed %u)", (long long)(i - yn),
+                  (double)y[i], rng_seed);
+    free(x), free(w), free(b), free(r), free(y), free(wp);
+}
+
 Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {
     /* K = 9 * 300 and more panels than one L2 block holds */
     Case k = {1, 300, 160, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};

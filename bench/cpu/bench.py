@@ -329,8 +329,15 @@ def machine():
         flags = re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split()
         info["isa"] = ("avx512f" if "avx512f" in flags else
                        "avx2+fma" if "avx2" in flags and "fma" in flags else "other")
-        # the nominal peak at the reported clock: 2 FMA pipes x lanes x 2 flops per cycle
+        # the nominal peak at the reported clock: 2 FMA pipes x lanes x 2 flops per cycle;
+        # AMD's family 25 (Zen 3, Zen 4) has 256-bit FMA pipes: Zen 4 runs a 512-bit FMA as
+        # two halves, so its two pipes do 8 lanes a cycle each, AVX-512 or not
         lanes = {"avx512f": 16, "avx2+fma": 8}.get(info["isa"])
+        vendor = re.search(r"^vendor_id\s*:\s*(.*)$", text, re.M)
+        family = re.search(r"^cpu family\s*:\s*(\d+)$", text, re.M)
+        if vendor and family and vendor.group(1) == "AuthenticAMD" and int(family.group(1)) <= 25:
+            lanes = 8 if lanes else None
+        info["fma_lanes"] = lanes
         if lanes and info["mhz_reported"]:
             info["nominal_gflops"] = round(2 * lanes * 2 * info["mhz_reported"] / 1e3, 1)
     except (OSError, AttributeError):

@@ -151,8 +151,8 @@ ONNX Runtime {v['onnxruntime']}, OpenVINO {v['openvino']}, {m.get('cc', '')}.
 
 **Machine**: {m.get('cpu')}, {m.get('cores')} cores, {m.get('isa')}, clock reported
 {m.get('mhz_reported')} MHz. **Peak of one core**: {m.get('nominal_gflops', '-')} GFLOP/s
-nominal (2 FMA pipes x {8 if m.get('isa') == 'avx2+fma' else 16} float lanes x 2 flops x the
-reported clock); measured in the same run on FMA chains (`bench/cpu/peak.c`):
+nominal (2 FMA pipes x {m.get('fma_lanes') or (8 if m.get('isa') == 'avx2+fma' else 16)} float lanes x 2 flops x the
+reported clock{'; AMD family 25: 256-bit FMA pipes, a 512-bit FMA runs as two halves' if m.get('fma_lanes') == 8 and m.get('isa') == 'avx512f' else ''}); measured in the same run on FMA chains (`bench/cpu/peak.c`):
 {res['peak'].get('gflops', '-')} GFLOP/s{peak_note(res)}. The tables use the higher of the
 two. The machine is shared (2 cores; the 1-minute load average was {load(res, 'start')} at
 the start of the run and {load(res, 'end')} at its end), so every figure is noisy and slower

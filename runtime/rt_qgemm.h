@@ -606,6 +606,12 @@ typedef struct RtQRqZ {
     __mmask16 mask; /* the channels there (a last panel of fewer than 16) */
 } RtQRqZ;
 
+/* inlined always: GCC -O3 (not -O2) left it and rt_qrqz_wide out of line in the GEMM and
+ * the depthwise kernel, and the struct then goes through memory at every row tile and panel:
+ * MobileNetV2 int8 ran ~10% slower at -O3 than at -O2 (issue 13; bench/int8/inline.sh) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
     __m512i sh, one = _mm512_set1_epi64(1);
     /* a last panel of fewer channels reads only theirs (masked loads; the other lanes
@@ -672,6 +678,9 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
  * rt_qround_shift), the clamp in int64 around the zero point (floor + y_zp in [lo, hi]
  * is floor in [lo - y_zp, hi - y_zp]), then the low words. The residual layers need it:
  * qplan caps their shifts below 32 (both multipliers share one). */
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* as rt_qrqz_prep: -O3 left it out of line */
+#endif
 RT_API void rt_qrqz_wide(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     __m512i pe = _mm512_mul_epi32(a, k->m);
     __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);

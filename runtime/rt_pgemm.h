@@ -519,6 +519,13 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             /* whole taps of few channels: the tile's rows are gathered (B's rows of
              * the block are contiguous then) */
             const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+            /* ... or, one group, unit dilation across and the whole kernel in this block, read
+             * by kernel rows: a kernel row's KW taps are one run of KW*cg values of x,
+             * read in place through KH row pointers a pixel (MobileNetV2's 3x3/2 stem of
+             * 3 channels: the gather, 9 bounds checks and 3 runs copied a pixel, cost as
+             * much as the pixel's 27 x 32 FMAs). Same sums in the same order: the same
+             * bits as gathered */
+            const int rowwise = gather && nt == taps && g->d[2] == 1 && G == 1;
             /* rows of one tap whose stride is a multiple of 4 KiB (the stride times C a
              * multiple of 1024: BERT's 3072-wide product, ResNet-50's last stages and its
              * 1x1/2 of 512 channels) fall in one set of an 8-way L1 (bits 6-11 of the
@@ -580,7 +587,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
                         const int64_t pf_hi =
                             pf_lo + pf_share < nt * kc ? pf_lo + pf_share : nt * kc;
-                        int64_t i, i2, nta = nt, kca = kc;
+                        int64_t i, i2, nta = nt, kca = kc, b_tap = cg * RT_PGEMM_NR;
 #if defined(RT_PGEMM_AVX512) /* the tile spreads its share over its steps */
                         const float *pf = pf_next ? pf_next + pf_lo * RT_PGEMM_NR : NULL;
                         const int64_t pf_n = pf_next && pf_hi > pf_lo ? pf_hi - pf_lo : 0;
@@ -606,9 +613,44 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                     RT_PGEMM_PREFETCH(rt + (RT_PGEMM_MR + i) * M + cols - 1);
                                 }
                             }
+                        /* a pixel's kernel row inside the image across is read in place;
+                         * one in the padding across (the image's first and last columns)
+                         * is gathered to abuf with its zeros, one above or below is the
+                         * zero row */
+                        for (i = 0; rowwise && gathered != p0 && i < RT_PGEMM_MR; i++) {
+                            const int64_t qi = p0 - pb + (i < rows ? i : 0), iw0 = pix_w[qi];
+                            const int inside = iw0 >= 0 && iw0 + KW <= W;
+                            int64_t kh, kw, c;
+                            for (kh = 0; kh < KH; kh++) {
+                                const int64_t ih = pix_h[qi] + kh * g->d[1];
+                                float *dst = abuf[i] + kh * KW * cg;
+                                if (ih < 0 || ih >= H) {
+                                    ind[kh * RT_PGEMM_MR + i] = rt_pgemm_zero;
+                                    continue;
+                                }
+                                if (inside) {
+                                    ind[kh * RT_PGEMM_MR + i] = xg + (ih * W + iw0) * C;
+                                    continue;
+                                }
+                                for (kw = 0; kw < KW; kw++)
+                                    for (c = 0; c < cg; c++)
+                                        dst[kw * cg + c] =
+                                            iw0 + kw < 0 || iw0 + kw >= W
+                                                ? 0.0f
+                                                : xg[(ih * W + iw0 + kw) * C + c];
+                                ind[kh * RT_PGEMM_MR + i] = dst;
+                            }
+                        }
+                        if (rowwise) {
+                            gathered = p0;
+                            nta = KH;
+                            kca = KW * cg;
+                            b_tap = KW * cg * RT_PGEMM_NR; /* a kernel row's weights */
+                        }
                         for (i = 0; dense && i < RT_PGEMM_MR; i++)
                             ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
-                        for (i = 0; !dense && i < RT_PGEMM_MR && !(gather && gathered == p0);
+                        for (i = 0; !dense && !rowwise && i < RT_PGEMM_MR &&
+                                    !(gather && gathered == p0);
                              i++) {
                             const int64_t qi = p0 - pb + (i < rows ? i : 0);
                             for (t = 0; t < nt; t++) {
@@ -620,7 +662,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                         : xg + (ih * W + iw) * C;
                             }
                         }
-                        if (gather) { /* few channels a tap: one row of nt*kc per pixel */
+                        if (gather && !rowwise) { /* few channels a tap: one row of nt*kc */
                             if (gathered != p0)
                                 for (i = 0; i < RT_PGEMM_MR; i++) {
                                     float *dst = abuf[i];
@@ -655,12 +697,12 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         if (direct) { /* the epilogue in registers where it can be */
 #if defined(RT_PGEMM_AVX512)
                             rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
-                                                 cg * RT_PGEMM_NR, b_panel, init, !first, yt, M,
+                                                 b_tap, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,
                                                  last ? hi : INFINITY, pf, pf_n, pf_panel);
 #else
 
-                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                            rt_pgemm_tile_f32(nta, kca, a, bp, b_tap, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
                                               last ? lo : -INFINITY, last ? hi : INFINITY);
 #endif
@@ -675,17 +717,17 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                     tile[i2 * RT_PGEMM_NT + j] = yt[i2 * M + j];
 #if defined(RT_PGEMM_AVX512)
                         rt_pgemm_tile_pf_f32((int)rows, RT_PGEMM_NT, nta, kca, a, bp,
-                                             cg * RT_PGEMM_NR, b_panel, init, !first, tile,
+                                             b_tap, b_panel, init, !first, tile,
                                              RT_PGEMM_NT, NULL,
                                              -INFINITY, INFINITY, pf, pf_n, pf_panel);
 #else
 #if defined(RT_PGEMM_AVX2)
                         if (rows == 1)
-                            rt_pgemm_row_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, init, !first,
+                            rt_pgemm_row_f32(nta, kca, a, bp, b_tap, init, !first,
                                              tile);
                         else
 #endif
-                            rt_pgemm_tile_f32(nta, kca, a, bp, cg * RT_PGEMM_NR, b_panel,
+                            rt_pgemm_tile_f32(nta, kca, a, bp, b_tap, b_panel,
                                               init, !first, tile, RT_PGEMM_NT, NULL,
                                               -INFINITY, INFINITY);
 #endif

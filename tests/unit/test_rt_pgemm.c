@@ -101,6 +101,7 @@ static double *conv_ref(const float *x, const float *w, const float *b, const fl
                     if (act && act->kind == RT_ACT_LEAKY_RELU) acc = acc < 0 ? act->alpha * acc : acc;
                     if (act && act->kind == RT_ACT_CLIP)
                         acc = acc < act->alpha ? act->alpha : acc > act->beta ? act->beta : acc;
+                    if (act && act->kind == RT_ACT_SILU) acc = acc / (1.0 + exp(-acc));
                     y[at] = acc;
                 }
     return y;
@@ -276,6 +277,39 @@ Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
         cr_assert(y[i] == -7.0f, "float %lld past y is %g (seed %u)", (long long)(i - yn),
                   (double)y[i], rng_seed);
     free(x), free(w), free(b), free(r), free(y), free(wp);
+}
+
+Test(rt_pgemm, matches_the_reference_for_small_channel_stems_read_by_kernel_rows) {
+    /* 1-4 channels a group (whole taps gathered, or with unit dilation across read by
+     * kernel rows: in place inside the image, gathered with zeros at its left and right
+     * edges, the zero row above and below): 3x3/2 stems padded both sides, end only (TF's
+     * SAME) and not at all, a 7x7/2 ResNet stem, 3x3/1 and 5x3 with dilation down, on odd
+     * sizes whose rows don't fall on tile boundaries, output channels not a multiple of 16,
+     * batches; and dilation across (the gather kept). Clip's epilogue in registers, SiLU's
+     * on the stored rows */
+    RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0}, silu = {RT_ACT_SILU, 0.0, 0.0};
+    static const int64_t ms[] = {5, 17, 32, 40};
+    for (int64_t c = 1; c <= 4; c++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            const int64_t m = ms[mi];
+            const RtAct *act = (c + (int64_t)mi) % 2 ? &relu6 : &silu;
+            Case k = {1, c, m, 1, 9, 61, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+            check_case(&k, true, false, act);
+            Case k2 = {2, c, m, 1, 8, 32, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1};
+            check_case(&k2, c % 2 == 0, mi % 2 == 0, act);
+            Case k3 = {1, c, m, 1, 7, 45, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0};
+            check_case(&k3, true, true, act);
+            Case k4 = {1, c, m, 1, 11, 67, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3};
+            check_case(&k4, true, false, act);
+            Case k5 = {1, c, m, 1, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+            check_case(&k5, true, false, act);
+            Case k6 = {1, c, m, 1, 9, 23, 5, 3, 1, 2, 2, 1, 2, 0, 3, 1};
+            check_case(&k6, false, true, act);
+            Case k7 = {1, c, m, 1, 9, 23, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2};
+            check_case(&k7, true, false, act);
+        }
+    Case k8 = {1, 6, 20, 2, 9, 41, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}; /* 3 channels a group */
+    check_case(&k8, true, false, &relu6);
 }
 
 Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {

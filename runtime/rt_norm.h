@@ -264,6 +264,37 @@ RT_LAYERNORM_DEFINE(bf16, uint16_t, float, rt_norm_stats_bf16, rt_bf16_to_f32, r
  * rt_sum's block of 32 and 4 of its pairwise levels), each block closed into an rt_sum as one
  * of its blocks, so that the error keeps rt_sum's bound (GCC leaves the reference's sums
  * scalar: ~1.3 ns a value, a 768-wide row 1 us). */
+#if (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))) &&                      \
+    !defined(RT_NORM_PORTABLE) && !defined(__CUDACC__)
+/* One block's 16 lane sums folded (8 + 8, 4 + 4, ...) and closed into s as one of its blocks. */
+RT_API void rt_norm_close16_f32(RtSumf32 *s, float lane[16]) {
+    int l, i;
+    for (l = 8; l > 0; l /= 2)
+        for (i = 0; i < l; i++) lane[i] += lane[i + l];
+    s->part = lane[0]; /* one closed block of rt_sum */
+    s->n_part = RT_SUM_BLOCK;
+    rt_sum_close_f32(s);
+}
+
+/* The values past the last whole 16 (m..n) added one at a time; s's total. */
+RT_API float rt_norm_finish16_f32(RtSumf32 *s, const float *x, int64_t m, int64_t n, float mu,
+                                  int sq) {
+    int64_t j;
+    for (j = m; j < n; j++) rt_sum_add_f32(s, sq ? (x[j] - mu) * (x[j] - mu) : x[j]);
+    return rt_sum_total_f32(s);
+}
+
+RT_API float rt_norm_sum16_f32(const float *x, int64_t n, float mu, int sq);
+
+/* A row's mean and 1 / sqrt(variance + eps) through rt_norm_sum16_f32. */
+RT_API void rt_norm_row16_f32(const float *xp, int64_t cols, float eps, float *mu, float *inv) {
+    const float m = rt_norm_sum16_f32(xp, cols, 0.0f, 0) / (float)cols;
+    const float var = rt_norm_sum16_f32(xp, cols, m, 1) / (float)cols;
+    *mu = m;
+    *inv = 1 / sqrtf(var + eps);
+}
+#endif
+
 #if defined(__AVX512F__) && !defined(RT_NORM_PORTABLE) && !defined(__CUDACC__)
 #include <immintrin.h>
 /* The sum of x[0..n), or of (x - mu)^2 when sq. */
@@ -272,7 +303,6 @@ RT_API float rt_norm_sum16_f32(const float *x, int64_t n, float mu, int sq) {
     const __m512 vmu = _mm512_set1_ps(mu);
     float lane[16];
     int64_t j0, j;
-    int l, i;
     RtSumf32 s;
     rt_sum_init_f32(&s);
     for (j0 = 0; j0 < m; j0 += 512) {
@@ -287,14 +317,9 @@ RT_API float rt_norm_sum16_f32(const float *x, int64_t n, float mu, int sq) {
             acc = _mm512_add_ps(acc, v);
         }
         _mm512_storeu_ps(lane, acc);
-        for (l = 8; l > 0; l /= 2)
-            for (i = 0; i < l; i++) lane[i] += lane[i + l];
-        s.part = lane[0]; /* one closed block of rt_sum */
-        s.n_part = RT_SUM_BLOCK;
-        rt_sum_close_f32(&s);
+        rt_norm_close16_f32(&s, lane);
     }
-    for (j = m; j < n; j++) rt_sum_add_f32(&s, sq ? (x[j] - mu) * (x[j] - mu) : x[j]);
-    return rt_sum_total_f32(&s);
+    return rt_norm_finish16_f32(&s, x, m, n, mu, sq);
 }
 RT_API void rt_layernorm_f32(const float *x, const float *scale, const float *bias, float *y,
                              float *mean, float *inv_std, int64_t rows, int64_t cols,
@@ -310,9 +335,8 @@ RT_API void rt_layernorm_f32(const float *x, const float *scale, const float *bi
     for (r = 0; r < rows; r++) {
         const float *xp = x + r * cols;
         float *yp = y + r * cols;
-        const float mu = rt_norm_sum16_f32(xp, cols, 0.0f, 0) / (float)cols;
-        const float var = rt_norm_sum16_f32(xp, cols, mu, 1) / (float)cols;
-        const float inv = 1 / sqrtf(var + eps);
+        float mu, inv;
+        rt_norm_row16_f32(xp, cols, eps, &mu, &inv);
         const __m512 vmu = _mm512_set1_ps(mu), vinv = _mm512_set1_ps(inv);
         for (j = 0; j <= m; j += 16) {
             const __mmask16 k = j < m ? (__mmask16)0xffff : tail;
@@ -333,7 +357,6 @@ RT_API float rt_norm_sum16_f32(const float *x, int64_t n, float mu, int sq) {
     const __m256 vmu = _mm256_set1_ps(mu);
     float lane[16];
     int64_t j0, j;
-    int l, i;
     RtSumf32 s;
     rt_sum_init_f32(&s);
     for (j0 = 0; j0 < m; j0 += 512) {
@@ -352,14 +375,9 @@ RT_API float rt_norm_sum16_f32(const float *x, int64_t n, float mu, int sq) {
         }
         _mm256_storeu_ps(lane, lo);
         _mm256_storeu_ps(lane + 8, hi);
-        for (l = 8; l > 0; l /= 2)
-            for (i = 0; i < l; i++) lane[i] += lane[i + l];
-        s.part = lane[0]; /* one closed block of rt_sum */
-        s.n_part = RT_SUM_BLOCK;
-        rt_sum_close_f32(&s);
+        rt_norm_close16_f32(&s, lane);
     }
-    for (j = m; j < n; j++) rt_sum_add_f32(&s, sq ? (x[j] - mu) * (x[j] - mu) : x[j]);
-    return rt_sum_total_f32(&s);
+    return rt_norm_finish16_f32(&s, x, m, n, mu, sq);
 }
 RT_API void rt_layernorm_f32(const float *x, const float *scale, const float *bias, float *y,
                              float *mean, float *inv_std, int64_t rows, int64_t cols,
@@ -374,9 +392,8 @@ RT_API void rt_layernorm_f32(const float *x, const float *scale, const float *bi
     for (r = 0; r < rows; r++) {
         const float *xp = x + r * cols;
         float *yp = y + r * cols;
-        const float mu = rt_norm_sum16_f32(xp, cols, 0.0f, 0) / (float)cols;
-        const float var = rt_norm_sum16_f32(xp, cols, mu, 1) / (float)cols;
-        const float inv = 1 / sqrtf(var + eps);
+        float mu, inv;
+        rt_norm_row16_f32(xp, cols, eps, &mu, &inv);
         const __m256 vmu = _mm256_set1_ps(mu), vinv = _mm256_set1_ps(inv);
         for (j = 0; j < m; j += 8) {
             __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xp + j), vmu), vinv);

@@ -13,28 +13,17 @@ B="$2"
 NAME="${3:-mobilenet_v2}"
 CC="${CC:-cc}"
 PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+. "$ROOT/bench/int8/lib.sh"
 WORK="$(mktemp -d)"
 trap '[ -n "${ICOUNT_KEEP:-}" ] && cp -r "$WORK" "$ICOUNT_KEEP"; rm -rf "$WORK"' EXIT
 
-model="$(ls -t "$HOME"/.cache/kiln/models/*/"$NAME".onnx 2>/dev/null | head -n 1)"
-[ -n "$model" ] || { echo "no $NAME.onnx in ~/.cache/kiln/models: run tests/models/run.py first" >&2; exit 1; }
-"$PY" - "$WORK/cal" <<'PY'
-import os, sys
-import numpy as np
-os.makedirs(sys.argv[1])
-rng = np.random.default_rng(20261125)
-for i in range(8):
-    np.save(f"{sys.argv[1]}/{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
-PY
+model="$(int8_model "$NAME")"
+int8_samples "$WORK/cal"
 "$A" calibrate "$model" --data "$WORK/cal" --method minmax -o "$WORK/q.qparams" --quiet
 for side in A B; do
     kiln="${!side}" dir="$WORK/$side"
     "$kiln" compile "$model" -o "$dir" --name bm --quiet --int8 "$WORK/q.qparams" 2>/dev/null
-    "$CC" -std=c99 -O2 -march=native -D_POSIX_C_SOURCE=200809L -D_ISOC11_SOURCE -I"$dir" \
-        -include "$dir/bm.h" -DBENCH_NAME=bm -DBENCH_ALIGN=BM_ALIGN \
-        -DBENCH_WEIGHTS_SIZE=BM_WEIGHTS_SIZE -DBENCH_ARENA_SIZE=BM_ARENA_SIZE \
-        -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 \
-        "$ROOT/bench/int8/same_main.c" "$dir/bm.c" -o "$dir/run" -lm
+    int8_bench_cc "$dir" "$dir/run" -std=c99 -O2 -march=native
     "$dir/run" "$dir/bm_weights.bin" "$dir/out.bin"
 done
 cmp "$WORK/A/out.bin" "$WORK/B/out.bin"

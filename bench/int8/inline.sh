@@ -13,6 +13,7 @@ KILN="${1:-$ROOT/build/kiln}"
 NAME="${2:-mobilenet_v2}"
 CC="${CC:-cc}"
 PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+. "$ROOT/bench/int8/lib.sh"
 
 check() { # BINARY -> 0 when no out-of-line call to rt_qrqz_prep / rt_qrqz_wide / rt_qrqz
     local bad
@@ -34,26 +35,14 @@ fi
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-model="$(ls -t "$HOME"/.cache/kiln/models/*/"$NAME".onnx 2>/dev/null | head -n 1)"
-[ -n "$model" ] || { echo "no $NAME.onnx in ~/.cache/kiln/models: run tests/models/run.py first" >&2; exit 1; }
-"$PY" - "$WORK/cal" <<'PY'
-import os, sys
-import numpy as np
-os.makedirs(sys.argv[1])
-rng = np.random.default_rng(20261125)
-for i in range(8):
-    np.save(f"{sys.argv[1]}/{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
-PY
+model="$(int8_model "$NAME")"
+int8_samples "$WORK/cal"
 "$KILN" calibrate "$model" --data "$WORK/cal" --method minmax -o "$WORK/q.qparams" --quiet
 dir="$WORK/b"
 "$KILN" compile "$model" -o "$dir" --name bm --quiet --int8 "$WORK/q.qparams" >&2
 rc=0
 for opt in -O3 -O2; do
-    "$CC" $opt -march=native -D_POSIX_C_SOURCE=200809L -D_ISOC11_SOURCE -I"$dir" \
-        -include "$dir/bm.h" -DBENCH_NAME=bm -DBENCH_ALIGN=BM_ALIGN \
-        -DBENCH_WEIGHTS_SIZE=BM_WEIGHTS_SIZE -DBENCH_ARENA_SIZE=BM_ARENA_SIZE \
-        -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 \
-        "$ROOT/bench/int8/same_main.c" "$dir/bm.c" -o "$dir/bench$opt" -lm
+    int8_bench_cc "$dir" "$dir/bench$opt" $opt -march=native
     check "$dir/bench$opt" || rc=1
 done
 grep -q avx512 /proc/cpuinfo || echo "note: no AVX-512 on this CPU, the rt_qrqz path is not built"

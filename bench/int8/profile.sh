@@ -16,19 +16,12 @@ OPT="${OPT:--O2}"
 # KEEP: a folder to keep the calibrated bundle in (to rebuild it, or objdump it), else a temp one.
 KEEP="${KEEP:-}"
 PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+. "$ROOT/bench/int8/lib.sh"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-model="$(ls -t "$HOME"/.cache/kiln/models/*/"$NAME".onnx 2>/dev/null | head -n 1)"
-[ -n "$model" ] || { echo "no $NAME.onnx in ~/.cache/kiln/models: run tests/models/run.py first" >&2; exit 1; }
-"$PY" - "$WORK/cal" <<'PY'
-import os, sys
-import numpy as np
-os.makedirs(sys.argv[1])
-rng = np.random.default_rng(20261125)
-for i in range(8):
-    np.save(f"{sys.argv[1]}/{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
-PY
+model="$(int8_model "$NAME")"
+int8_samples "$WORK/cal"
 "$KILN" calibrate "$model" --data "$WORK/cal" --method minmax -o "$WORK/q.qparams" --quiet
 dir="$WORK/b"
 "$KILN" compile "$model" -o "$dir" --name bm --quiet --int8 "$WORK/q.qparams" >&2

@@ -21,35 +21,18 @@ KILN="${1:-$ROOT/build/kiln}"
 RUNS="${2:-10}"
 CC="${CC:-cc}"
 PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
+. "$ROOT/bench/int8/lib.sh"
 BEFORE="${KILN_BEFORE:-}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-find_model() {
-    local m
-    m="$(ls -t "$HOME"/.cache/kiln/models/*/"$1".onnx 2>/dev/null | head -n 1)"
-    [ -n "$m" ] || { echo "no $1.onnx in ~/.cache/kiln/models: run tests/models/run.py first" >&2; exit 1; }
-    echo "$m"
-}
-
-"$PY" - "$WORK/cal" <<'PY'
-import os, sys
-import numpy as np
-os.makedirs(sys.argv[1])
-rng = np.random.default_rng(20261125)
-for i in range(8):
-    np.save(f"{sys.argv[1]}/{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
-PY
+int8_samples "$WORK/cal"
 
 kiln_build() { # KILN MODEL NAME [kiln compile options] -> the bench program's path
     local kiln="$1" model="$2" name="$3" dir="$WORK/$3"
     shift 3
     "$kiln" compile "$model" -o "$dir" --name bm --quiet "$@" >&2
-    "$CC" -O3 -march=native -D_POSIX_C_SOURCE=200809L -D_ISOC11_SOURCE -I"$dir" \
-        -include "$dir/bm.h" -DBENCH_NAME=bm -DBENCH_ALIGN=BM_ALIGN \
-        -DBENCH_WEIGHTS_SIZE=BM_WEIGHTS_SIZE -DBENCH_ARENA_SIZE=BM_ARENA_SIZE \
-        -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 \
-        "$ROOT/bench/int8/same_main.c" "$dir/bm.c" -o "$dir/bench" -lm
+    int8_bench_cc "$dir" "$dir/bench" -O3 -march=native
     echo "$dir"
 }
 
@@ -61,7 +44,7 @@ else
     echo "|---|---|---|---|---|---|---|"
 fi
 for name in resnet50 mobilenet_v2; do
-    model="$(find_model "$name")"
+    model="$(int8_model "$name")"
     "$KILN" calibrate "$model" --data "$WORK/cal" --method minmax -o "$WORK/$name.qparams" --quiet
     dirs=("$(kiln_build "$KILN" "$model" "$name-fp32")"
           "$(kiln_build "$KILN" "$model" "$name-int8" --int8 "$WORK/$name.qparams")")

@@ -4,7 +4,7 @@
 # fp16) into build/gpu-bench (weights xz-compressed, deduplicated; with nvcc here, also each
 # bundle's shared library for run.py). Then, on the GPU machine:
 #   python3 bench/gpu/run.py build/gpu-bench OUTDIR      (carry build/gpu-bench)
-# and here: python3 bench/gpu/report.py OUTDIR/results.json > docs/gpu-bench.md
+# and here: python3 bench/gpu/report.py OUTDIR/results.json bench/gpu/notes.md > docs/gpu-bench.md
 # usage: bench/gpu/prepare.sh KILN [OUT] [MODEL...]
 set -e
 KILN=${1:?usage: bench/gpu/prepare.sh KILN [OUT] [MODEL...]}

@@ -466,6 +466,7 @@ def main():
                 try:
                     row.update(profile_summary(*k.profile(PROFILE_RUNS), row["kiln_ms"],
                                                name in lowered))
+                    row["ceilings"] = res["ceilings"]   # this call's: the rates' reference
                 except Exception as ex:  # noqa: BLE001
                     row["prof_err"] = str(ex)[:200]
                 if b == ACC_BATCH or b == 1:

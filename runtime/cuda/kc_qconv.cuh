@@ -46,24 +46,60 @@ static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult,
     return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
+/* The same result with the per-channel terms folded ahead, for the QConv epilogues (about
+ * a third fewer instructions a value, which the 1x1 layers' epilogues are bound by): acc
+ * already holds the bias, k0 = 2^(shift-1) - r_zp * rmult (the rounding and the residual's
+ * zero point), r the raw residual byte, and the clamp taken before adding y_zp (l = lo -
+ * y_zp, h = hi - y_zp): clamp(y_zp + q, lo, hi) = y_zp + clamp(q, l, h). Only the sums'
+ * grouping changes, in int64 without overflow: the same bytes as kc_qrequant. */
+static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mult, int64_t k0,
+                                                        int32_t r, int32_t rmult, int shift,
+                                                        int32_t l, int32_t h) {
+    int64_t t = (int64_t)acc * mult + k0 + (int64_t)r * rmult;
+    int64_t q = t >= 0 ? t >> shift : -((-t - 1) >> shift) - 1; /* floor(t / 2^shift) */
+    return q < l ? l : q > h ? h : (int32_t)q;
+}
+
+/* k0 of kc_qrequant_k for channel n of the (4, M) table rq */
+static __device__ __forceinline__ int64_t kc_qk0(const int32_t *rq, int M, int n, int32_t r_zp) {
+    return ((int64_t)1 << (rq[3 * M + n] - 1)) - (int64_t)r_zp * rq[2 * M + n];
+}
+
+/* The accumulators of a warp's 64 x 32 tile from channel c0 on start at the bias (the
+ * epilogues add none); channels past M at 0. */
+static __device__ __forceinline__ void kc_qacc_bias(int32_t (&acc)[4][4][4], const int32_t *bias,
+                                                    int M, int c0, int tig) {
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int n = c0 + nt * 8 + tig * 2 + j;
+            int32_t b = n < M ? bias[n] : 0;
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) acc[mt][nt][j] = acc[mt][nt][2 + j] = b;
+        }
+}
+
 /* The QConv kernels' epilogue: a warp's 64 x 32 tile of int32 sums (acc[mt][nt], the
  * mma.sync m16n8 fragment layout: rows g and g + 8, columns 2 tig and 2 tig + 1 of each
- * 16 x 8 block) from pixel r0 and channel c0 on: bias, residual, requantization and clamp,
- * one store of uint8 each. rq: bias, multiplier, residual multiplier and shift per channel. */
+ * 16 x 8 block, the bias already in) from pixel r0 and channel c0 on: residual,
+ * requantization and clamp, one store of uint8 each. rq: bias, multiplier, residual multiplier and shift per channel. */
 static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4][4][4],
                                                          const int32_t *__restrict__ rq,
                                                          const uint8_t *__restrict__ res,
                                                          uint8_t *__restrict__ y,
                                                          const KcQConv &p, int P, int r0,
                                                          int c0, int g, int tig) {
-    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+    const int32_t *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+    const int32_t l = p.lo - p.y_zp, hh = p.hi - p.y_zp;
 #pragma unroll
     for (int nt = 0; nt < 4; nt++) {
 #pragma unroll
         for (int j = 0; j < 2; j++) {
             int n = c0 + nt * 8 + tig * 2 + j;
             if (n >= p.M) continue;
-            int32_t b = bias[n], m = mult[n], rm = rmult[n], sh = shift[n];
+            int32_t m = mult[n], rm = res ? rmult[n] : 0, sh = shift[n];
+            int64_t k0 = kc_qk0(rq, p.M, n, res ? p.r_zp : 0);
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -71,8 +107,8 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
                     int pix = r0 + mt * 16 + g + 8 * h;
                     if (pix >= P) continue;
                     size_t o = (size_t)pix * p.M + n;
-                    int32_t r = res ? (int32_t)res[o] - p.r_zp : 0;
-                    y[o] = kc_qrequant(acc[mt][nt][2 * h + j] + b, m, rm, r, sh, p.y_zp, p.lo, p.hi);
+                    int32_t r = res ? (int32_t)res[o] : 0;
+                    y[o] = (uint8_t)(p.y_zp + kc_qrequant_k(acc[mt][nt][2 * h + j], m, k0, r, rm, sh, l, hh));
                 }
         }
     }
@@ -106,13 +142,15 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         }
         __syncthreads();
     }
-    const int32_t *bias = rq, *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+    const int32_t *mult = rq + p.M, *rmult = rq + 2 * p.M, *shift = rq + 3 * p.M;
+    const int32_t l = p.lo - p.y_zp, hh = p.hi - p.y_zp;
 #pragma unroll
     for (int nt = 0; nt < 4; nt++) {
         const int cl = wn * 32 + nt * 8 + tig * 2, n = col0 + cl;
         if (n >= p.M) continue; /* the pair lies in one 16-channel chunk: both or neither */
-        int32_t b0 = bias[n], b1 = bias[n + 1], m0 = mult[n], m1 = mult[n + 1];
-        int32_t rm0 = rmult[n], rm1 = rmult[n + 1], s0 = shift[n], s1 = shift[n + 1];
+        int32_t m0 = mult[n], m1 = mult[n + 1], s0 = shift[n], s1 = shift[n + 1];
+        int32_t rm0 = res ? rmult[n] : 0, rm1 = res ? rmult[n + 1] : 0;
+        int64_t k00 = kc_qk0(rq, p.M, n, res ? p.r_zp : 0), k01 = kc_qk0(rq, p.M, n + 1, res ? p.r_zp : 0);
 #pragma unroll
         for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -120,11 +158,11 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
                 uint16_t *e = (uint16_t *)(void *)(ys + (wm * 64 + mt * 16 + g + 8 * h) * LD + cl);
                 int32_t r0 = 0, r1 = 0;
                 if (res) {
-                    uint16_t rr = *e;
-                    r0 = (int32_t)(rr & 0xff) - p.r_zp, r1 = (int32_t)(rr >> 8) - p.r_zp;
+                    uint32_t rr = *e;
+                    r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
                 }
-                uint8_t v0 = kc_qrequant(acc[mt][nt][2 * h] + b0, m0, rm0, r0, s0, p.y_zp, p.lo, p.hi);
-                uint8_t v1 = kc_qrequant(acc[mt][nt][2 * h + 1] + b1, m1, rm1, r1, s1, p.y_zp, p.lo, p.hi);
+                int32_t v0 = p.y_zp + kc_qrequant_k(acc[mt][nt][2 * h], m0, k00, r0, rm0, s0, l, hh);
+                int32_t v1 = p.y_zp + kc_qrequant_k(acc[mt][nt][2 * h + 1], m1, k01, r1, rm1, s1, l, hh);
                 *e = (uint16_t)(v0 | (v1 << 8));
             }
     }
@@ -135,6 +173,11 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         if (pix < P && n < p.M)
             *(uint4 *)(void *)(y + (size_t)pix * p.M + n) = *(const uint4 *)(const void *)(ys + r * LD + q * 16);
     }
+}
+
+/* Whether the shared-memory epilogue applies (the same answer in every block). */
+static __device__ __forceinline__ bool kc_qepi16(const KcQConv &p, const uint8_t *y, const uint8_t *res) {
+    return p.M % 16 == 0 && ((uintptr_t)y & 15) == 0 && ((uintptr_t)res & 15) == 0;
 }
 
 /* Four 8 x 16-byte matrices from shared memory (ldmatrix .b16): lane l gives the address
@@ -184,11 +227,6 @@ static __device__ __forceinline__ void kc_qgather(const uint8_t *__restrict__ x,
     if (VW == 16) *(uint4 *)(void *)dst = *(const uint4 *)(const void *)src;
     else if (VW == 4) *(uint32_t *)(void *)dst = *(const uint32_t *)(const void *)src;
     else dst[0] = src[0];
-}
-
-/* Whether the shared-memory epilogue applies (the same answer in every block). */
-static __device__ __forceinline__ bool kc_qepi16(const KcQConv &p, const uint8_t *y, const uint8_t *res) {
-    return p.M % 16 == 0 && ((uintptr_t)y & 15) == 0 && ((uintptr_t)res & 15) == 0;
 }
 
 static __device__ __forceinline__ void kc_mma_u8s8(int32_t *d, const uint32_t *a, const uint32_t *b) {
@@ -251,12 +289,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     const uint32_t zp = (uint32_t)p.x_zp;
     uint4 ra[AP], rb[2];
     int32_t acc[4][4][4];
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) acc[a][b][c] = 0;
+    kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
     const int nk = p.Kp / KC_QBK;
     auto load = [&](int kt) {
         int k = kt * KC_QBK + cc * 16;
@@ -331,13 +364,14 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 }
 
 /* The channels-in-sixteens form (C % 16 == 0, X on 16 bytes): 32-byte reduction stages in a
- * three-stage cp.async pipeline (16-byte copies straight from X and W into shared memory;
+ * four-stage cp.async pipeline (16-byte copies straight from X and W into shared memory;
  * a chunk in the padding is an ordinary store of the zero point, one past K or the last
  * pixel of zeros), rows padded to 48 bytes (conflict-free fragment loads). The reduction
  * index walks (ky, kx, c) incrementally: no division in the loop. Same tiles, warps,
  * fragments and epilogue as kc_qconv_mma_kernel. */
 #ifndef KC_QSTAGES
-#define KC_QSTAGES 4 /* 4 x (128 + 128) x 48 bytes: the 48 KB of static shared memory */
+#define KC_QSTAGES 4 /* 4 x (128 + 128) x 48 bytes: the 48 KB of static shared memory
+                       * (H200 ResNet-50 batch 256: 10.99 ms against 11.06 with 3) */
 #endif
 #define KC_QLD16 48
 static __device__ __forceinline__ void kc_cp16(void *smem, const void *g) {
@@ -379,12 +413,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
     int c = h * 16, ky = 0, kx = 0;
     while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
     int32_t acc[4][4][4];
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[a][b][e] = 0;
+    kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
     const int nk = p.Kp / 32;
     auto issue = [&](int kt) {
         const int buf = kt % KC_QSTAGES;

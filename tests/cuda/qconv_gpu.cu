@@ -1,6 +1,6 @@
 /* qconv_gpu.cu: the int8 convolution kernel (kc_qconv of kc_qconv.cuh) against the C
  * target's integer formula on the host, byte for byte, on a GPU: fresh random uint8 inputs,
- * int8 weights, zero points, biases, multipliers and shifts, outputs poisoned before each
+ * int8 weights, zero points, biases, multipliers and shifts (1 to 42), outputs poisoned before each
  * run, on shapes that take every path: the cp.async form (C % 16 == 0) with 64 and 128
  * channel blocks, the 4-byte and byte gathers, the byte gather through the reduction table
  * (an RGB 7x7 stem, Kp <= KC_QKTAB) and without it (Kp past the table), pixel counts that
@@ -120,10 +120,15 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
         for (int k = 0; k < p.Kp; k++) w[(size_t)m * p.Kp + k] = k < p.K ? (int8_t)urand32() : 0;
     for (auto &v : r) v = (uint8_t)urand32();
     for (int m = 0; m < c.M; m++) {
+        /* shifts 1..42 (below 32 the 64-bit shift's low word is not the answer alone); the
+         * multipliers take the sums to about +-100 where the shift allows (small shifts
+         * saturate), the residual term to about +-64 */
+        int sh = irand(1, 42);
         rq[m] = irand(-40000, 40000);
-        rq[c.M + m] = irand(1 << 19, 1 << 21);            /* the sums to about +-100 */
-        rq[2 * c.M + m] = c.res ? irand(-(1 << 30), 1 << 30) : 0; /* the residual to +-64 */
-        rq[3 * c.M + m] = irand(30, 32);
+        rq[c.M + m] = sh > 12 ? irand(1 << (sh - 13), (int)((1u << (sh - 11)) - 1)) : irand(1, 3);
+        rq[2 * c.M + m] = !c.res ? 0 : sh > 3 && sh < 33 ? irand(-(1 << (sh - 2)), 1 << (sh - 2))
+                                                        : irand(-(1 << 30), 1 << 30);
+        rq[3 * c.M + m] = sh;
     }
 }
 

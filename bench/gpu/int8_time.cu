@@ -81,12 +81,14 @@ int main(int argc, char **argv) {
         first = false;
     }
     printf("}");
-    if (getenv("INT8_TIME_NODES")) { /* the slowest nodes, for the docs' breakdown */
+    if (getenv("INT8_TIME_NODES")) { /* the N slowest nodes (12 for a value below 2), for the docs' breakdown */
+        int top = atoi(getenv("INT8_TIME_NODES"));
+        top = top < 2 ? 12 : top;
         std::vector<int> idx(PN);
         for (int i = 0; i < PN; i++) idx[i] = i;
         std::sort(idx.begin(), idx.end(), [&](int a, int b) { return node[a] > node[b]; });
         printf(", \"slowest\": [");
-        for (int i = 0; i < PN && i < 12; i++)
+        for (int i = 0; i < PN && i < top; i++)
             printf("%s[\"%s\", %.4f]", i ? ", " : "", F(_profile_nodes)[idx[i]], node[idx[i]]);
         printf("]");
     }

@@ -1,0 +1,235 @@
+/* qconv_gpu.cu: the int8 convolution kernel (kc_qconv of kc_qconv.cuh) against the C
+ * target's integer formula on the host, byte for byte, on a GPU: fresh random uint8 inputs,
+ * int8 weights, zero points, biases, multipliers and shifts (1 to 42), outputs poisoned before each
+ * run, on shapes that take every path: the cp.async form (C % 16 == 0) with 64 and 128
+ * channel blocks, the 4-byte and byte gathers, the byte gather through the reduction table
+ * (an RGB 7x7 stem, Kp <= KC_QKTAB) and without it (Kp past the table), pixel counts that
+ * are not multiples of the 128-pixel tile, channel counts in 16s (the shared-memory
+ * epilogue, with and without a residual, partial column blocks) and not (the fragment
+ * epilogue), an output one byte off 16 (the fragment epilogue), strides, pads, dilations.
+ * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
+ * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
+ * times an older kernel.
+ * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
+ *        ./qconv_gpu [--time]; ends with "N passed, N failed". */
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "kc_qconv.cuh"
+
+static int passed, failed;
+static unsigned long long rng_state = 0x2545F4914F6CDD1Dull;
+
+static uint32_t urand32(void) { /* xorshift64 */
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+static int irand(int lo, int hi) { return lo + (int)(urand32() % (uint32_t)(hi - lo + 1)); }
+
+#define CK(call)                                                                            \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess) {                                                            \
+            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);  \
+            exit(2);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+struct Case {
+    const char *what;
+    int N, H, W, C, M, R, S, sh, sw, ph, pw, dh, dw;
+    bool res;
+    int yoff; /* the output's byte offset from a 16-byte boundary */
+};
+
+/* y = clamp(y_zp + round(((bias + sum x w) * mult + (r - r_zp) * rmult) / 2^shift)):
+ * rt_qrequant1's formula, the reference of every QConv kernel */
+static void reference(const Case &c, const KcQConv &p, const std::vector<uint8_t> &x,
+                      const std::vector<int8_t> &w, const std::vector<int32_t> &rq,
+                      const std::vector<uint8_t> &r, std::vector<uint8_t> &y) {
+    for (int n = 0; n < c.N; n++)
+        for (int oy = 0; oy < p.OH; oy++)
+            for (int ox = 0; ox < p.OW; ox++)
+                for (int m = 0; m < c.M; m++) {
+                    int64_t acc = rq[m];
+                    for (int ky = 0; ky < c.R; ky++)
+                        for (int kx = 0; kx < c.S; kx++) {
+                            int iy = oy * c.sh - c.ph + ky * c.dh, ix = ox * c.sw - c.pw + kx * c.dw;
+                            bool in = iy >= 0 && iy < c.H && ix >= 0 && ix < c.W;
+                            for (int ch = 0; ch < c.C; ch++) {
+                                int32_t xv = in ? x[((size_t)(n * c.H + iy) * c.W + ix) * c.C + ch] : p.x_zp;
+                                acc += xv * w[(size_t)m * p.Kp + (ky * c.S + kx) * c.C + ch];
+                            }
+                        }
+                    size_t o = ((size_t)(n * p.OH + oy) * p.OW + ox) * c.M + m;
+                    int64_t t = (int64_t)(int32_t)acc * rq[c.M + m];
+                    if (c.res) t += (int64_t)((int32_t)r[o] - p.r_zp) * rq[2 * c.M + m];
+                    int s = rq[3 * c.M + m];
+                    int64_t v = ((t + ((int64_t)1 << (s - 1))) >> s) + p.y_zp;
+                    y[o] = (uint8_t)(v < p.lo ? p.lo : v > p.hi ? p.hi : v);
+                }
+}
+
+static KcQConv params(const Case &c) {
+    KcQConv p;
+    p.N = c.N, p.H = c.H, p.W = c.W, p.C = c.C, p.M = c.M, p.R = c.R, p.S = c.S;
+    p.sh = c.sh, p.sw = c.sw, p.ph = c.ph, p.pw = c.pw, p.dh = c.dh, p.dw = c.dw;
+    p.OH = (c.H + 2 * c.ph - c.dh * (c.R - 1) - 1) / c.sh + 1;
+    p.OW = (c.W + 2 * c.pw - c.dw * (c.S - 1) - 1) / c.sw + 1;
+    p.K = c.R * c.S * c.C, p.Kp = (p.K + KC_QBK - 1) / KC_QBK * KC_QBK;
+    p.x_zp = irand(0, 255), p.y_zp = irand(0, 255), p.r_zp = irand(0, 255);
+    p.lo = irand(0, 1) ? 0 : irand(0, 80), p.hi = irand(0, 1) ? 255 : irand(170, 255);
+    return p;
+}
+
+struct Dev {
+    uint8_t *x, *r, *ybase, *y;
+    int8_t *w;
+    int32_t *rq;
+};
+
+static Dev upload(const Case &c, const KcQConv &p, const std::vector<uint8_t> &x,
+                  const std::vector<int8_t> &w, const std::vector<int32_t> &rq,
+                  const std::vector<uint8_t> &r, size_t ny) {
+    Dev d;
+    CK(cudaMalloc(&d.x, x.size()));
+    CK(cudaMalloc(&d.w, w.size()));
+    CK(cudaMalloc(&d.rq, rq.size() * 4));
+    CK(cudaMalloc(&d.r, ny));
+    CK(cudaMalloc(&d.ybase, ny + 16));
+    d.y = d.ybase + c.yoff;
+    CK(cudaMemcpy(d.x, x.data(), x.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.w, w.data(), w.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.rq, rq.data(), rq.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.r, r.data(), ny, cudaMemcpyHostToDevice));
+    (void)p;
+    return d;
+}
+
+static void release(Dev &d) {
+    cudaFree(d.x), cudaFree(d.w), cudaFree(d.rq), cudaFree(d.r), cudaFree(d.ybase);
+}
+
+static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::vector<int8_t> &w,
+                 std::vector<int32_t> &rq, std::vector<uint8_t> &r) {
+    for (auto &v : x) v = (uint8_t)urand32();
+    for (int m = 0; m < c.M; m++)
+        for (int k = 0; k < p.Kp; k++) w[(size_t)m * p.Kp + k] = k < p.K ? (int8_t)urand32() : 0;
+    for (auto &v : r) v = (uint8_t)urand32();
+    for (int m = 0; m < c.M; m++) {
+        /* shifts 1..42 (below 32 the 64-bit shift's low word is not the answer alone); the
+         * multipliers take the sums to about +-100 where the shift allows (small shifts
+         * saturate), the residual term to about +-64 */
+        int sh = irand(1, 42);
+        rq[m] = irand(-40000, 40000);
+        rq[c.M + m] = sh > 12 ? irand(1 << (sh - 13), (int)((1u << (sh - 11)) - 1)) : irand(1, 3);
+        rq[2 * c.M + m] = !c.res ? 0 : sh > 3 && sh < 33 ? irand(-(1 << (sh - 2)), 1 << (sh - 2))
+                                                        : irand(-(1 << 30), 1 << 30);
+        rq[3 * c.M + m] = sh;
+    }
+}
+
+static void run_case(const Case &c) {
+    KcQConv p = params(c);
+    size_t nx = (size_t)c.N * c.H * c.W * c.C, ny = (size_t)c.N * p.OH * p.OW * c.M;
+    std::vector<uint8_t> x(nx), r(ny), y(ny), want(ny);
+    std::vector<int8_t> w((size_t)c.M * p.Kp);
+    std::vector<int32_t> rq(4 * (size_t)c.M);
+    fill(c, p, x, w, rq, r);
+    reference(c, p, x, w, rq, r, want);
+    Dev d = upload(c, p, x, w, rq, r, ny);
+    CK(cudaMemset(d.ybase, 0xa5, ny + 16)); /* poison: unwritten outputs show up */
+    int rc = kc_qconv(0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y.data(), d.y, ny, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> guard(16);
+    CK(cudaMemcpy(guard.data(), d.ybase + c.yoff + ny, 16 - c.yoff, cudaMemcpyDeviceToHost));
+    release(d);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ny; i++)
+        if (y[i] != want[i] && !bad++) first = i;
+    bool spill = false;
+    for (int i = 0; i < 16 - c.yoff; i++) spill |= guard[i] != 0xa5;
+    int distinct = 0;
+    bool seen[256] = {false};
+    for (size_t i = 0; i < ny; i++) distinct += !seen[want[i]], seen[want[i]] = true;
+    if (rc == KC_OK && !bad && !spill && distinct > 16) {
+        passed++;
+        printf("ok   %s: %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s, %zu bytes\n", c.what, c.N,
+               c.H, c.W, c.C, c.N, p.OH, p.OW, c.M, c.R, c.S, c.sh, c.ph, c.dh,
+               c.res ? " +residual" : "", ny);
+    } else {
+        failed++;
+        printf("FAIL %s: rc %d, %zu of %zu bytes differ (first at %zu: %d, want %d), %s, %d "
+               "distinct values\n", c.what, rc, bad, ny, first, bad ? y[first] : 0,
+               bad ? want[first] : 0, spill ? "wrote past the end" : "no spill", distinct);
+    }
+}
+
+/* median milliseconds of 20 runs of one convolution (random data, no check) */
+static float time_case(const Case &c) {
+    KcQConv p = params(c);
+    size_t nx = (size_t)c.N * c.H * c.W * c.C, ny = (size_t)c.N * p.OH * p.OW * c.M;
+    std::vector<uint8_t> x(nx), r(ny);
+    std::vector<int8_t> w((size_t)c.M * p.Kp);
+    std::vector<int32_t> rq(4 * (size_t)c.M);
+    fill(c, p, x, w, rq, r);
+    Dev d = upload(c, p, x, w, rq, r, ny);
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> ms;
+    for (int i = 0; i < 23; i++) {
+        CK(cudaEventRecord(a));
+        kc_qconv(0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        if (i >= 3) ms.push_back(t);
+    }
+    release(d);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+int main(int argc, char **argv) {
+    static const Case cases[] = {
+        /* what                       N   H   W   C    M  R  S sh sw ph pw dh dw res yoff */
+        {"stem, table gather",         2, 23, 21, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"rgb 3x3, M 24",              1, 17, 19, 3,   24, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
+        {"C 5, 5x5, M 48",             3,  9, 11, 5,   48, 5, 5, 1, 1, 2, 2, 1, 1, true, 0},
+        {"C 7, 9x9, Kp past table",    1, 12, 13, 7,   32, 9, 9, 1, 1, 4, 4, 1, 1, false, 0},
+        {"C 12, 4-byte gather",        2, 10,  9, 12, 160, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
+        {"1x1 K 64, residual",         2, 13, 11, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+        {"1x1 K 64, M 48",             1, 15, 15, 64,  48, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+        {"3x3 C 32 s2 d2, M 136",      2, 19, 17, 32, 136, 3, 3, 2, 2, 2, 2, 2, 2, true, 0},
+        {"3x3 C 48, M 80",             1, 14, 14, 48,  80, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
+        {"3x3 C 64 s2, M 128",         2, 16, 16, 64, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
+        {"1x1 C 128, y off 16",        1,  9, 10, 128, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 1},
+        {"stem, y off 16",             1, 11, 12, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 3},
+    };
+    int nd = 0;
+    CK(cudaGetDeviceCount(&nd));
+    for (const Case &c : cases) run_case(c);
+    if (argc > 1 && !strcmp(argv[1], "--time")) {
+        static const Case t[] = {
+            {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+            {"layer1 conv3 b256 (+res)",  256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+            {"layer1 conv1 b256",         256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer1 conv2 3x3 b256",     256, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+            {"layer3 conv2 3x3 b256",     256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+        };
+        for (const Case &c : t) {
+            KcQConv p = params(c);
+            double ops = 2.0 * c.N * p.OH * p.OW * c.M * p.K;
+            float ms = time_case(c);
+            printf("time %-26s %8.4f ms %7.1f TOPS\n", c.what, ms, ops / ms / 1e9);
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

@@ -138,6 +138,20 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_runs_of_8_4_and_1_pixel_t
     check_case(&k5, true, false);
 }
 
+Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tiles_of_16_channels) {
+    /* channels a multiple of 16 above 32: AVX-512 builds take 16 channels a tile
+     * (rt_conv_nhwc_dwk16; 16 and 32 keep 8); 3x3 and 5x5, stride 1 and 2, interiors of
+     * 8 + 4 + 1..3 pixels, with and without the residual and activation epilogue */
+    Case k = {1, 48, 48, 48, 7, 29, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+    check_case(&k, true, true);
+    Case k2 = {2, 32, 32, 32, 9, 35, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    check_case(&k2, false, false);
+    Case k3 = {1, 16, 16, 16, 8, 30, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1};
+    check_case(&k3, true, false);
+    Case k4 = {1, 64, 64, 64, 5, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k4, true, true);
+}
+
 Test(rt_conv_nhwc, matches_the_reference_for_a_depthwise_multiplier_of_two) {
     Case k = {1, 4, 8, 4, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false);

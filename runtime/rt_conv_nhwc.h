@@ -63,6 +63,47 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
                                  int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
     const int64_t M = g->m, T = RT_CNHWC_TILE_M;
     int64_t m0 = 0, kh, kw;
+#if defined(__AVX512F__)
+    /* blocks of 16 on AVX-512 where the run's tiles take them (rt_conv_nhwc_dw_runk_f32):
+     * EfficientNet's 7x7 layers of 5x5 kernels put 4 of a row's 7 pixels here */
+    for (; M % 16 == 0 && M > 32 && m0 + 64 <= M; m0 += 64) {
+        typedef float v16f __attribute__((vector_size(16 * sizeof(float))));
+        v16f a0, a1, a2, a3, xv, wv;
+        if (b) {
+            memcpy(&a0, b + m0, sizeof a0);
+            memcpy(&a1, b + m0 + 16, sizeof a1);
+            memcpy(&a2, b + m0 + 32, sizeof a2);
+            memcpy(&a3, b + m0 + 48, sizeof a3);
+        } else {
+            memset(&a0, 0, sizeof a0);
+            a1 = a2 = a3 = a0;
+        }
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
+                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
+                memcpy(&xv, xr, sizeof xv);
+                memcpy(&wv, wr, sizeof wv);
+                a0 += xv * wv;
+                memcpy(&xv, xr + 16, sizeof xv);
+                memcpy(&wv, wr + 16, sizeof wv);
+                a1 += xv * wv;
+                memcpy(&xv, xr + 32, sizeof xv);
+                memcpy(&wv, wr + 32, sizeof wv);
+                a2 += xv * wv;
+                memcpy(&xv, xr + 48, sizeof xv);
+                memcpy(&wv, wr + 48, sizeof wv);
+                a3 += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a0, sizeof a0);
+        memcpy(yp + m0 + 16, &a1, sizeof a1);
+        memcpy(yp + m0 + 32, &a2, sizeof a2);
+        memcpy(yp + m0 + 48, &a3, sizeof a3);
+    }
+#endif
     for (; m0 + 4 * T <= M; m0 += 4 * T) {
         rt_cnhwc_v8f a0, a1, a2, a3, xv, wv;
         if (b) {

@@ -144,8 +144,8 @@ RT_ACT_DEFINE(f64, double, erf, tanh)
 
 /* y: rows x cols, rows ld apart; y[r][j] = act(y[r][j]): a tile of a packed product
  * (rt_pgemm.h) just stored, one call a tile instead of one a row (the rows' sigmoid loops
- * inline here: a call and the kind's switch a row of 32 values cost 16->96's SiLU tiles
- * a sixth of their time, Zen 4). */
+ * inline here, where a row of 32 values paid a call and the kind's switch; measured only
+ * together with the vector rows: 16->96 @112 with SiLU 0.76-0.78x, bench/kernels/pgemm.c). */
 RT_API void rt_act_rows_f32(float *y, int64_t ld, int64_t rows, int64_t cols, const RtAct *a) {
     int64_t r;
     if (a->kind == RT_ACT_SIGMOID || a->kind == RT_ACT_SILU) {

@@ -63,6 +63,47 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
                                  int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
     const int64_t M = g->m, T = RT_CNHWC_TILE_M;
     int64_t m0 = 0, kh, kw;
+#if defined(__AVX512F__)
+    /* blocks of 16 on AVX-512 where the run's tiles take them (rt_conv_nhwc_dw_runk_f32):
+     * EfficientNet's 7x7 layers of 5x5 kernels put 4 of a row's 7 pixels here */
+    for (; M % 16 == 0 && M > 32 && m0 + 64 <= M; m0 += 64) {
+        typedef float v16f __attribute__((vector_size(16 * sizeof(float))));
+        v16f a0, a1, a2, a3, xv, wv;
+        if (b) {
+            memcpy(&a0, b + m0, sizeof a0);
+            memcpy(&a1, b + m0 + 16, sizeof a1);
+            memcpy(&a2, b + m0 + 32, sizeof a2);
+            memcpy(&a3, b + m0 + 48, sizeof a3);
+        } else {
+            memset(&a0, 0, sizeof a0);
+            a1 = a2 = a3 = a0;
+        }
+        for (kh = kh_lo; kh < kh_hi; kh++) {
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
+                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
+                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
+                memcpy(&xv, xr, sizeof xv);
+                memcpy(&wv, wr, sizeof wv);
+                a0 += xv * wv;
+                memcpy(&xv, xr + 16, sizeof xv);
+                memcpy(&wv, wr + 16, sizeof wv);
+                a1 += xv * wv;
+                memcpy(&xv, xr + 32, sizeof xv);
+                memcpy(&wv, wr + 32, sizeof wv);
+                a2 += xv * wv;
+                memcpy(&xv, xr + 48, sizeof xv);
+                memcpy(&wv, wr + 48, sizeof wv);
+                a3 += xv * wv;
+            }
+        }
+        memcpy(yp + m0, &a0, sizeof a0);
+        memcpy(yp + m0 + 16, &a1, sizeof a1);
+        memcpy(yp + m0 + 32, &a2, sizeof a2);
+        memcpy(yp + m0 + 48, &a3, sizeof a3);
+    }
+#endif
     for (; m0 + 4 * T <= M; m0 += 4 * T) {
         rt_cnhwc_v8f a0, a1, a2, a3, xv, wv;
         if (b) {
@@ -132,34 +173,47 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
 #else
 #define RT_CNHWC_UNROLL
 #endif
-static inline __attribute__((always_inline)) void
-rt_conv_nhwc_dwk_f32(const float *x0, const float *w0, const float *b, float *y, int64_t M,
-                     int64_t xrow, int64_t wrow, int64_t n_kh, const int KW, const int S,
-                     const int NP) {
-    rt_cnhwc_v8f acc[RT_CNHWC_DW_NP], wv[5], xv;
-    int64_t kh;
-    int p, j, kw;
-    RT_CNHWC_UNROLL for (p = 0; p < NP; p++) {
-        if (b) memcpy(&acc[p], b, sizeof acc[p]);
-        else memset(&acc[p], 0, sizeof acc[p]);
+/* One tile (see above) for a vector type VT of the tile's channels: 8 (rt_cnhwc_v8f) or, where
+ * the bundle is built for AVX-512 and M is a multiple of 16 above 32, 16 (rt_cnhwc_v16f: half
+ * the instructions of two 8-channel tiles, Zen 4 dispatching a zmm operation as one;
+ * EfficientNet's depthwise layers, all of 16k channels, 0.90-0.98x the time in
+ * bench/kernels/dw.sh, noisy). */
+#define RT_CNHWC_DWK_DEFINE(NAME, VT)                                                           \
+    static inline __attribute__((always_inline)) void NAME(                                   \
+        const float *x0, const float *w0, const float *b, float *y, int64_t M, int64_t xrow,  \
+        int64_t wrow, int64_t n_kh, const int KW, const int S, const int NP) {                \
+        VT acc[RT_CNHWC_DW_NP], wv[5], xv;                                                    \
+        int64_t kh;                                                                           \
+        int p, j, kw;                                                                         \
+        RT_CNHWC_UNROLL for (p = 0; p < NP; p++) {                                            \
+            if (b) memcpy(&acc[p], b, sizeof acc[p]);                                         \
+            else memset(&acc[p], 0, sizeof acc[p]);                                           \
+        }                                                                                     \
+        for (kh = 0; kh < n_kh; kh++) {                                                       \
+            /* stepped, not indexed: j * M would hold a register per column */                \
+            const float *xr = x0 + kh * xrow, *wr = w0 + kh * wrow;                           \
+            RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {                                     \
+                memcpy(&wv[kw], wr, sizeof wv[kw]);                                           \
+                wr += M;                                                                      \
+            }                                                                                 \
+            RT_CNHWC_UNROLL for (j = 0; j < (NP - 1) * S + KW; j++) {                         \
+                memcpy(&xv, xr, sizeof xv);                                                   \
+                xr += M;                                                                      \
+                RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {                                 \
+                    const int q = j - kw; /* pixel q / S reads column j at tap kw */          \
+                    if (q >= 0 && q % S == 0 && q / S < NP) acc[q / S] += xv * wv[kw];        \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+        RT_CNHWC_UNROLL for (p = 0; p < NP; p++) memcpy(y + p * M, &acc[p], sizeof acc[p]);   \
     }
-    for (kh = 0; kh < n_kh; kh++) {
-        const float *xr = x0 + kh * xrow, *wr = w0 + kh * wrow; /* stepped, not indexed: */
-        RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {           /* j * M would hold a     */
-            memcpy(&wv[kw], wr, sizeof wv[kw]);                 /* register per column    */
-            wr += M;
-        }
-        RT_CNHWC_UNROLL for (j = 0; j < (NP - 1) * S + KW; j++) {
-            memcpy(&xv, xr, sizeof xv);
-            xr += M;
-            RT_CNHWC_UNROLL for (kw = 0; kw < KW; kw++) {
-                const int q = j - kw; /* pixel q / S reads column j at tap kw */
-                if (q >= 0 && q % S == 0 && q / S < NP) acc[q / S] += xv * wv[kw];
-            }
-        }
-    }
-    RT_CNHWC_UNROLL for (p = 0; p < NP; p++) memcpy(y + p * M, &acc[p], sizeof acc[p]);
-}
+RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
+#if defined(__AVX512F__)
+#define RT_CNHWC_DW16 1
+typedef float rt_cnhwc_v16f __attribute__((vector_size(16 * sizeof(float))));
+RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
+#endif
+#undef RT_CNHWC_DWK_DEFINE
 
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
  * 8-channel block: tiles of 8 pixels, then of 4, then single ones. */
@@ -171,6 +225,24 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
     const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
     const float *xk = xn + (ih * g->in[2] - g->pad[2]) * M, *wk = w + kh_lo * wrow;
     int64_t p = 0, m0;
+#if defined(RT_CNHWC_DW16)
+    /* (not 32 channels: EfficientNet's 32 @ 112 ran 1.05-1.11x the time of 8-channel tiles) */
+    if (M % 16 == 0 && M > 32) {
+        for (; p + 8 <= n; p += 8)
+            for (m0 = 0; m0 < M; m0 += 16)
+                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 8);
+        for (; p + 4 <= n; p += 4)
+            for (m0 = 0; m0 < M; m0 += 16)
+                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
+        for (; p < n; p++)
+            for (m0 = 0; m0 < M; m0 += 16)
+                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
+        return;
+    }
+#endif
     for (; p + 8 <= n; p += 8)
         for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
             rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,

@@ -706,9 +706,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                               init, !first, yt, M, last ? rt : NULL,
                                               last ? lo : -INFINITY, last ? hi : INFINITY);
 #endif
-                            if (last && !act_clamps)
-                                for (i2 = 0; i2 < rows; i2++)
-                                    rt_act_row_f32(yt + i2 * M, NULL, cols, act);
+                            if (last && !act_clamps) rt_act_rows_f32(yt, M, rows, cols, act);
                             continue;
                         }
                         if (!first)

@@ -85,6 +85,88 @@ RT_API float rt_vexp_f32(float x) { return rt_vm_sel(x < RT_VM_EXP_LO, 0.0f, rt_
 /* 1 / (1 + e^-x): e^-x is +inf below -88.7 (y = 0) and at most 2.4e-38 above 86.64 (y = 1). */
 RT_API float rt_vsigmoid_f32(float x) { return 1.0f / (1.0f + rt_vexp_nz_f32(-x)); }
 
+/* Sigmoid and SiLU on whole vectors, for the fused epilogues' rows (rt_act_row_f32): the
+ * loops above vectorize, but to 8 lanes (GCC tunes Zen 4 as Zen 3), with both clamps of the
+ * exp as selects and e^x built in the exponent bits; here each 16 (AVX-512) or 8 (AVX2+FMA)
+ * values take: a clamp of x (two min/max, NaN passing), m = round(-x log2 e), r = x + m ln2
+ * (one FMA: fl(ln2)'s error times |m| <= 128 stays below 2.5e-7 of r), e^-r = P(r) of
+ * degree 5 (least squares on |r| <= ln2/2, 1.7e-7 relative in float Horner), 2^m P(r) by
+ * vscalefps (AVX-512: 2^m of any m, overflow to +inf) or in the exponent bits (AVX2: m
+ * clamped to [-126, 128], 2^128 is the +inf pattern), d = 1 + e^-x, then 1 / d or x / d:
+ * one division (Zen 4's divider runs beside the FMA pipes; a reciprocal estimate and its
+ * Newton step cost more FMAs than the division cost, 0.22 against 0.18 ns a value).
+ * Measured (a loop over 4096 values in L1, Zen 4): 0.18 ns a SiLU value against 0.41 for the
+ * loop of rt_vsigmoid_f32's form; Cody and Waite's second FMA (ln 2 in two parts) cost 15%
+ * more. Error (tests/unit/test_rt_vmath.c prints it): 4.2 ulp on [-20, 20], 6 ulp beyond
+ * (fl(ln 2)'s error times m), against rt_vsigmoid_f32's 3.2; x below -88.8 gives d = +inf
+ * (sigmoid 0, SiLU -0, NaN at -inf, as y / (1 + e^-y) gives), x above 87.3 gives e^-x ~ 0
+ * (sigmoid 1, SiLU x), NaN gives NaN. */
+#define RT_VM_SIG_LO -88.8f /* -x log2 e rounds to 128: 2^m is +inf */
+#define RT_VM_SIG_HI 87.3f  /* -x log2 e rounds to -126: 2^m is normal */
+#define RT_VM_SIG_C1 -0.9999997019767761f /* e^-r = 1 + r (C1 + r (C2 + ...)) */
+#define RT_VM_SIG_C2 0.4999915063381195f
+#define RT_VM_SIG_C3 -0.1666763573884964f
+#define RT_VM_SIG_C4 0.04189793020486832f
+#define RT_VM_SIG_C5 -0.008290311321616173f
+#define RT_VM_LN2 0.693147182f /* fl(ln 2) */
+
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+#include <immintrin.h>
+/* 1 + e^-x of 16 values (x clamped as above; NaN passes: max and min return their second
+ * operand where one is NaN) */
+static inline __m512 rt_vsig_den16_f32(__m512 x) {
+    const __m512 c = _mm512_min_ps(_mm512_set1_ps(RT_VM_SIG_HI),
+                                   _mm512_max_ps(_mm512_set1_ps(RT_VM_SIG_LO), x));
+    const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(-RT_VM_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fmadd_ps(m, _mm512_set1_ps(RT_VM_LN2), c);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(RT_VM_SIG_C5), r, _mm512_set1_ps(RT_VM_SIG_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RT_VM_SIG_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RT_VM_SIG_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RT_VM_SIG_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    /* m = 128 at c = RT_VM_SIG_LO: P(r) 2^128 is +inf as in the AVX2 form (P(r) >= 1) */
+    return _mm512_add_ps(_mm512_scalef_ps(p, m), _mm512_set1_ps(1.0f));
+}
+
+/* sigmoid of 16 values */
+static inline __m512 rt_vsigmoid16_f32(__m512 x) {
+    return _mm512_div_ps(_mm512_set1_ps(1.0f), rt_vsig_den16_f32(x));
+}
+
+/* SiLU (x sigmoid x) of 16 values */
+static inline __m512 rt_vsilu16_f32(__m512 x) { return _mm512_div_ps(x, rt_vsig_den16_f32(x)); }
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__CUDACC__)
+#include <immintrin.h>
+/* 1 + e^-x of 8 values, as rt_vsig_den16_f32 (2^m in the exponent bits) */
+static inline __m256 rt_vsig_den8_f32(__m256 x) {
+    const __m256 c = _mm256_min_ps(_mm256_set1_ps(RT_VM_SIG_HI),
+                                   _mm256_max_ps(_mm256_set1_ps(RT_VM_SIG_LO), x));
+    const __m256 m = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(-RT_VM_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 r = _mm256_fmadd_ps(m, _mm256_set1_ps(RT_VM_LN2), c);
+    /* biased exponent m + 127 in [1, 255]: 2^m, or +inf at m = 128 (NaN: any) */
+    const __m256i e = _mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_cvtps_epi32(m), _mm256_set1_epi32(127)), 23);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(RT_VM_SIG_C5), r, _mm256_set1_ps(RT_VM_SIG_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(RT_VM_SIG_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(RT_VM_SIG_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(RT_VM_SIG_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_fmadd_ps(p, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f));
+}
+
+/* sigmoid of 8 values */
+static inline __m256 rt_vsigmoid8_f32(__m256 x) {
+    return _mm256_div_ps(_mm256_set1_ps(1.0f), rt_vsig_den8_f32(x));
+}
+
+/* SiLU of 8 values */
+static inline __m256 rt_vsilu8_f32(__m256 x) { return _mm256_div_ps(x, rt_vsig_den8_f32(x)); }
+#endif
+
 /* tanh x: x P(x^2) near 0 (1 - 2/(e^2x + 1) loses the low bits there), 1 - 2/(e^2|x| + 1)
  * beyond, with the sign of x. |x| is clamped to 10, where tanh rounds to 1. */
 RT_API float rt_vtanh_f32(float x) {

@@ -1,7 +1,8 @@
 /* vmath_bench: ns per element of the float math that the C bundles call, libm's (what the
  * bundles called before runtime/rt_vmath.h) against rt_vmath.h's, in the loops the runtime
  * and the elementwise emitter write: y[i] = f(x[i]) over 4096 floats (in L1), plus GELU and
- * SiLU as the fused epilogue computes them, and a 128-wide softmax row (attention's shape).
+ * SiLU as the fused epilogue computes them, a 128-wide softmax row (attention's shape), and
+ * the epilogue's SiLU row (its vector forms against the loop of rt_vexp_nz_f32).
  * Build and run: bench/cpu/vmath_bench.sh (gcc -O3 -march=native). Prints one line per
  * function: libm ns/elt, vmath ns/elt, speed-up. Medians of 15 repeats. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
@@ -10,6 +11,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <string.h>
+
+#include "runtime/rt_act.h"
 #include "runtime/rt_softmax.h"
 #include "runtime/rt_vmath.h"
 
@@ -64,6 +68,20 @@ LOOP(gelu_vm, 0.5f * v * (1.0f + rt_verf_f32(v * 0.70710678f)))
 LOOP(silu_libm, v / (1.0f + expf(-v)))
 LOOP(silu_vm, v / (1.0f + rt_vexp_f32(-v)))
 
+/* The fused epilogue's SiLU row (rt_act.h, in place: a copy first, on both sides): the loop
+ * of rt_vexp_nz_f32 that the compiler vectorizes, then rt_act_sigmoid_row_f32 (AVX-512 or
+ * AVX2 vector forms where built for them). The "libm" column is the loop here. */
+static void silu_row_loop(void) {
+    int i;
+    memcpy(ys, xs, sizeof ys);
+    for (i = 0; i < N; i++) ys[i] = ys[i] / (1.0f + rt_vexp_nz_f32(-ys[i]));
+}
+
+static void silu_row_vec(void) {
+    memcpy(ys, xs, sizeof ys);
+    rt_act_sigmoid_row_f32(ys, N, 1);
+}
+
 static void softmax_old(void) {
     int r;
     for (r = 0; r < N / ROW; r++) softmax_libm(xs + r * ROW, ys + r * ROW, ROW);
@@ -96,6 +114,7 @@ int main(void) {
         {"erf", erf_libm, erf_vm},          {"sigmoid", sigmoid_libm, sigmoid_vm},
         {"gelu (erf)", gelu_libm, gelu_vm}, {"silu", silu_libm, silu_vm},
         {"softmax 128", softmax_old, softmax_new},
+        {"silu row", silu_row_loop, silu_row_vec}, /* loop of rt_vexp_nz, vector forms */
     };
     unsigned s = 12345u;
     int i;

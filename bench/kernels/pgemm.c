@@ -144,6 +144,16 @@ static const Shape shapes[] = {
     {"mobilenet_v2", "mbv2 1x1 144->32 @28", 1, 28, 28, 144, 32, 1, 1, RT_ACT_NONE, 0},
     {"efficientnet_b0", "effb0 1x1 40->240 @28", 2, 28, 28, 40, 240, 1, 1, RT_ACT_RELU, 0},
     {"efficientnet_b0", "effb0 1x1 480->112 @14", 1, 14, 14, 480, 112, 1, 1, RT_ACT_NONE, 0},
+    {"effb0 silu", "effb0 1x1 16->96 @112 silu", 1, 112, 112, 16, 96, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 16->96 @112 none", 0, 112, 112, 16, 96, 1, 1, RT_ACT_NONE, 0},
+    {"effb0 silu", "effb0 1x1 24->144 @56 silu", 2, 56, 56, 24, 144, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 24->144 @56 none", 0, 56, 56, 24, 144, 1, 1, RT_ACT_NONE, 0},
+    {"effb0 silu", "effb0 1x1 40->240 @28 silu", 2, 28, 28, 40, 240, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 80->480 @14 silu", 3, 14, 14, 80, 480, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 112->672 @14 silu", 3, 14, 14, 112, 672, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 192->1152 @7 silu", 4, 7, 7, 192, 1152, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 1x1 320->1280 @7 silu", 1, 7, 7, 320, 1280, 1, 1, RT_ACT_SILU, 0},
+    {"effb0 silu", "effb0 3x3/2 3->32 @224 silu", 1, 224, 224, 3, 32, 3, 2, RT_ACT_SILU, 0},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -161,6 +171,8 @@ static double act_ref(int kind, double v) {
     case RT_ACT_RELU: return v < 0 ? 0 : v;
     case RT_ACT_CLIP: return v < 0 ? 0 : v > 6 ? 6 : v;
     case RT_ACT_GELU: return 0.5 * v * (1 + erf(v * RT_ACT_SQRT1_2));
+    case RT_ACT_SIGMOID: return 1 / (1 + exp(-v));
+    case RT_ACT_SILU: return v / (1 + exp(-v));
     default: return v;
     }
 }

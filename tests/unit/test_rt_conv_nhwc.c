@@ -138,6 +138,27 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_runs_of_8_4_and_1_pixel_t
     check_case(&k5, true, false);
 }
 
+Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tiles_of_16_channels) {
+    /* channels a multiple of 16 above 32: AVX-512 builds take 16 channels a tile
+     * (rt_conv_nhwc_dwk16; 16 and 32 keep 8) and a vector; 3x3 and 5x5, stride 1 and 2,
+     * interiors of 8 + 4 + 1..3 pixels, with and without the residual and activation
+     * epilogue */
+    Case k = {1, 48, 48, 48, 7, 29, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+    check_case(&k, true, true);
+    Case k2 = {2, 32, 32, 32, 9, 35, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    check_case(&k2, false, false);
+    Case k3 = {1, 16, 16, 16, 8, 30, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1};
+    check_case(&k3, true, false);
+    Case k4 = {1, 64, 64, 64, 5, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k4, true, true);
+    /* edge pixels (rt_conv_nhwc_dw8_f32): 64 channels at a time in blocks of 16, then the
+     * rest (16 or 32) in blocks of 8; 7 wide with a 5x5 kernel, as EfficientNet's last stage */
+    Case k5 = {1, 80, 80, 80, 7, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+    check_case(&k5, true, true);
+    Case k6 = {2, 96, 96, 96, 9, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    check_case(&k6, false, false);
+}
+
 Test(rt_conv_nhwc, matches_the_reference_for_a_depthwise_multiplier_of_two) {
     Case k = {1, 4, 8, 4, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false);

@@ -2,12 +2,16 @@
  * against double libm over the whole float range (every 127th bit pattern of each sign, about
  * 33 million inputs per function, plus the specials), measuring the largest error in ulps of
  * the exact result and the largest absolute error; the figures are printed (the header's
- * comment quotes them) and held to bounds well inside the node tests' rtol 1e-3. */
+ * comment quotes them) and held to bounds well inside the node tests' rtol 1e-3. The rows of
+ * sigmoid and SiLU (rt_act_sigmoid_row_f32: AVX-512, AVX2 or the portable loop, whichever
+ * the build has; tests/CMakeLists.txt builds this file once per path) likewise, plus their
+ * specials and row remainders. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/rt_act.h"
 #include "runtime/rt_vmath.h"
 
 #define STRIDE 127u /* odd, so that every mantissa pattern class is visited */
@@ -111,4 +115,102 @@ Test(rt_vmath, exp_without_its_zero_select_changes_no_sigmoid) {
     }
     cr_expect(diff == 0, "%u values of 1 / (1 + e^x) differ", diff);
     cr_expect(wrong == 0, "%u values of e^x are neither rt_vexp_f32's nor the floor", wrong);
+}
+
+static double ref_silu(double x) { return x / (1 + exp(-x)); }
+
+/* rt_act_sigmoid_row_f32 over the finite floats in [lo, hi] (both signs, by bit pattern, in
+ * rows of up to 1000 values) against ref. */
+static Err sweep_row(int silu, float lo, float hi) {
+    static float x[1000], y[1000];
+    Err e = {0, 0, 0, 0};
+    int n = 0, i;
+    for (uint32_t sign = 0; sign < 2; sign++)
+        for (uint64_t u = 0; u < 0x7f800000u + STRIDE; u += STRIDE) {
+            int flush = u >= 0x7f800000u;
+            if (!flush) {
+                float v = from_bits((uint32_t)u | (sign << 31));
+                if (v >= lo && v <= hi) x[n++] = v;
+            }
+            if (n == 1000 || (flush && n > 0)) {
+                memcpy(y, x, sizeof(float) * (size_t)n);
+                rt_act_sigmoid_row_f32(y, n, silu);
+                for (i = 0; i < n; i++)
+                    measure(&e, x[i], y[i], (silu ? ref_silu : ref_sigmoid)((double)x[i]));
+                n = 0;
+            }
+        }
+    return e;
+}
+
+/* Within 5 ulp on [-20, 20] (where sigmoid is above 2e-9), 8 elsewhere above -86.64: the
+ * vector forms' one-FMA reduction (rt_vmath.h) adds fl(ln 2)'s error times m (~1 ulp at
+ * x = -17, ~3 more at m = 120) to the polynomial's 3; below -86.64 the result is below
+ * 2.4e-38. */
+static void expect_row(int silu, const char *name) {
+    Err c = sweep_row(silu, -20.0f, 20.0f), e = sweep_row(silu, -86.64f, INFINITY);
+    Err t = sweep_row(silu, -INFINITY, -86.64f);
+    report(name, e);
+    cr_expect(c.ulp <= 5.0, "%s: %.2f ulp at %.9g", name, c.ulp, (double)c.at_ulp);
+    cr_expect(e.ulp <= 8.0, "%s: %.2f ulp at %.9g", name, e.ulp, (double)e.at_ulp);
+    /* SiLU: x / (1 + e^-x); below -88.8 the exp is +inf and the quotient -0 */
+    cr_expect(t.abs <= (silu ? 1e-35 : 2.4e-38), "%s: abs error %g at %.9g", name, t.abs,
+              (double)t.at_abs);
+}
+
+Test(rt_vmath, sigmoid_rows_within_5_ulp_on_20) { expect_row(0, "sigmoid row"); }
+
+Test(rt_vmath, silu_rows_within_5_ulp_on_20) { expect_row(1, "silu row"); }
+
+Test(rt_vmath, sigmoid_and_silu_rows_specials) {
+    float x[8] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e30f, -88.9f};
+    float s[8], q[8];
+    memcpy(s, x, sizeof x);
+    memcpy(q, x, sizeof x);
+    rt_act_sigmoid_row_f32(s, 8, 0);
+    rt_act_sigmoid_row_f32(q, 8, 1);
+    cr_expect(isnan(s[0]) && isnan(q[0]), "NaN: %g %g", (double)s[0], (double)q[0]);
+    cr_expect(s[1] == 1.0f && q[1] == INFINITY, "+inf: %g %g", (double)s[1], (double)q[1]);
+    /* SiLU(-inf) is -inf / +inf, NaN, as y / (1 + e^-y) in any form */
+    cr_expect(s[2] == 0.0f && isnan(q[2]), "-inf: %g %g", (double)s[2], (double)q[2]);
+    cr_expect(s[3] == 0.5f && q[3] == 0.0f && !signbit(q[3]), "0: %g %g", (double)s[3],
+              (double)q[3]);
+    cr_expect(s[4] == 0.5f && q[4] == 0.0f && signbit(q[4]), "-0: %g %g", (double)s[4],
+              (double)q[4]);
+    cr_expect(s[5] == 1.0f && q[5] == 1e30f, "1e30: %g %g", (double)s[5], (double)q[5]);
+    cr_expect(s[6] == 0.0f && q[6] == 0.0f, "-1e30: %g %g", (double)s[6], (double)q[6]);
+    cr_expect(s[7] == 0.0f && q[7] == 0.0f, "-88.9: %g %g", (double)s[7], (double)q[7]);
+}
+
+/* Every row length 0..40 at every start 0..3 (the vector loops' remainders, masked or not):
+ * the row's values within 5 ulp of rt_vsigmoid_f32's (on [-16, 16)), the values around it
+ * untouched. */
+Test(rt_vmath, sigmoid_and_silu_rows_keep_their_remainders) {
+    float x[48], y[48];
+    unsigned seed = 99u;
+    int silu, n, off, i;
+    for (silu = 0; silu < 2; silu++)
+        for (n = 0; n <= 40; n++)
+            for (off = 0; off < 4; off++) {
+                for (i = 0; i < 48; i++) {
+                    seed = seed * 1103515245u + 12345u;
+                    x[i] = (float)((seed >> 8) & 0xffff) / 2048.0f - 16.0f; /* [-16, 16) */
+                    y[i] = x[i];
+                }
+                rt_act_sigmoid_row_f32(y + off, n, silu);
+                for (i = 0; i < 48; i++) {
+                    if (i < off || i >= off + n) {
+                        cr_assert(memcmp(&y[i], &x[i], sizeof y[i]) == 0,
+                                  "silu %d, n %d, start %d: element %d written", silu, n, off, i);
+                        continue;
+                    }
+                    {
+                        double want = rt_vsigmoid_f32(x[i]) * (silu ? (double)x[i] : 1.0);
+                        Err e = {0, 0, 0, 0};
+                        measure(&e, x[i], y[i], want);
+                        cr_assert(e.ulp <= 5.0, "silu %d, n %d, start %d, x %g: %g, want %g",
+                                  silu, n, off, (double)x[i], (double)y[i], want);
+                    }
+                }
+            }
 }

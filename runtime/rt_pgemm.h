@@ -42,6 +42,13 @@
 #define RT_PGEMM_MC_TILES 16
 #define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #define RT_PGEMM_PART 1  /* tiles of fewer columns too: one panel, masked stores */
+/* 768 reduction values a block: BERT's and ViT's 768-wide products run in one block, so
+ * that each tile fills and drains its 28 accumulators once (not 3 times, reading back its
+ * partial sums), and a GELU product's activation runs on rows still in L1. The pair of
+ * panels' block (96 KiB) comes from L2: at 256 values (32 KiB, the whole L1 beside the
+ * tile's rows) it already did. Lab, Zen 4: BERT-base's products 0.95x the time of 256's
+ * (weights flushed: 0.93x), ViT-B/16's 0.95x, ResNet-50's 1x1 0.98x and 3x3 0.93x */
+#define RT_PGEMM_KC 768
 /* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
  * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel
  * (gcc's: 0.86x), lab, Zen 4 */
@@ -82,7 +89,9 @@
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
+#ifndef RT_PGEMM_KC
 #define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
+#endif
 /* Pixels per block at most: their input rows (MC x KC floats) stay in L2. AVX2: 240 x 256
  * floats, 240 KiB of a Zen 3 or Skylake core's 512 KiB-1 MiB, so that a weight panel's block
  * comes into L1 once per 40 tiles; 16 tiles elsewhere. Blocks are balanced (rt_pgemm_mc):
@@ -461,8 +470,9 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
  * the pixels (any row of the image: pixels are flattened) into blocks of rt_pgemm_mc; for
- * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
- * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
+ * each, every panel's block of weights (KC x 16 floats: half of L1 at 256, in L2 on
+ * AVX-512) stays near while the pixel block's tiles stream past it, their input rows (MC x
+ * KC floats) staying in L2 (abuf: MR x KC floats on the stack, 42 KiB on AVX-512). Later
  * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
  * each tile as it is stored: bias in the accumulators' start (first block), residual and
  * ReLU/Clip in registers (a full tile), other activations (and partial tiles) through

@@ -155,10 +155,12 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * cycles a step instead of 28). Called with R, NPN and HALF constants, so that the compiler
  * keeps the NPN*R accumulators in registers. Each row's sum runs in the
  * same order for every R and NPN (one FMA a reduction step), so a row gives the same bits in
- * a full tile and in a short or narrow one. Its first pf_n reduction steps also prefetch one
- * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
- * next tile column's weights, spread over the tile's steps (a burst of them before the tile
- * filled the L1's miss buffers while the tile's own reads waited). */
+ * a full tile and in a short or narrow one. Every (taps*kc/pf_n)-th of its reduction steps,
+ * from the first, also prefetches the next line of pf (and of pf + pf_panel where pf_panel is
+ * not 0), pf_n lines in all: the driver's share of the next tile column's weights, spread
+ * over the whole tile (a burst of them before the tile filled the L1's miss buffers while the
+ * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
+ * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
                                           int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
@@ -189,10 +191,12 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     }
     RT_PGEMM_RS_(RT_PGEMM_INIT_)
 #undef RT_PGEMM_INIT_
+    /* one line (a panel) every pf_sp steps, from the first; pf_n <= taps * kc */
+    const int64_t pf_sp = pf_n > 0 ? taps * kc / pf_n : 0;
+    int64_t pf_cd = pf_n > 0 ? 1 : INT64_MAX;
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
-        const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
         const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
@@ -210,14 +214,15 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
                                   ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
                               : NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR)
                                         : w0;
-            if (k < kp) { /* one branch, not a loop of its own: the sums stay in registers */
-                RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
-                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            if (--pf_cd == 0) { /* one branch, not a loop of its own: the sums stay in registers */
+                RT_PGEMM_PREFETCH(pf);
+                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel);
+                pf += RT_PGEMM_NR;
+                pf_cd = --pf_n > 0 ? pf_sp : INT64_MAX;
             }
             RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }
 #undef RT_PGEMM_FMA_
-        if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
     }
     {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);

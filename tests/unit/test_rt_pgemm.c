@@ -184,7 +184,8 @@ Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
     check_case(&k, true, true, &relu);
     Case k2 = {1, KC2, 24, 1, 1, 2 * RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
     check_case(&k2, true, true, &leaky);
-    Case k3 = {1, 2 * (RT_PGEMM_KC + 44), 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* 2 chunks a group */
+    /* 2 (KC + 44) channels in 2 groups, padded: 2 chunks a group */
+    Case k3 = {1, 2 * (RT_PGEMM_KC + 44), 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k3, true, false, &relu);
     /* a lone last pixel (AVX2: the one-row tile) across reduction blocks: a padded 3x3 on a
      * 7x7 image (49 pixels) of 2 KC + 8 channels, and one pixel of 4 KC + 6 (not a multiple of

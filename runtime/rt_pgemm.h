@@ -47,7 +47,10 @@
  * partial sums), and a GELU product's activation runs on rows still in L1. The pair of
  * panels' block (96 KiB) comes from L2: at 256 values (32 KiB, the whole L1 beside the
  * tile's rows) it already did. Lab, Zen 4: BERT-base's products 0.95x the time of 256's
- * (weights flushed: 0.93x), ViT-B/16's 0.95x, ResNet-50's 1x1 0.98x and 3x3 0.93x */
+ * (weights flushed: 0.93x), ViT-B/16's 0.95x, ResNet-50's 1x1 0.98x and 3x3 0.93x. Never
+ * a multiple of 1024: abuf's rows, KC floats apart, would then share one L1 set as the rows
+ * copied into it did (1024: BERT's 3072x768, whose rows are copied, ran 1.65x the time
+ * of 768's, its other products 0.98-1.00x, lab) */
 #define RT_PGEMM_KC 768
 /* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
  * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel

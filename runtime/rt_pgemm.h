@@ -42,6 +42,16 @@
 #define RT_PGEMM_MC_TILES 16
 #define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #define RT_PGEMM_PART 1  /* tiles of fewer columns too: one panel, masked stores */
+/* 768 reduction values a block: BERT's and ViT's 768-wide products run in one block, so
+ * that each tile fills and drains its 28 accumulators once (not 3 times, reading back its
+ * partial sums), and a GELU product's activation runs on rows still in L1. The pair of
+ * panels' block (96 KiB) comes from L2: at 256 values (32 KiB, the whole L1 beside the
+ * tile's rows) it already did. Lab, Zen 4: BERT-base's products 0.95x the time of 256's
+ * (weights flushed: 0.93x), ViT-B/16's 0.95x, ResNet-50's 1x1 0.98x and 3x3 0.93x. Never
+ * a multiple of 1024: abuf's rows, KC floats apart, would then share one L1 set as the rows
+ * copied into it did (1024: BERT's 3072x768, whose rows are copied, ran 1.65x the time
+ * of 768's, its other products 0.98-1.00x, lab) */
+#define RT_PGEMM_KC 768
 /* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
  * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel
  * (gcc's: 0.86x), lab, Zen 4 */
@@ -82,7 +92,9 @@
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
 #define RT_PGEMM_MAX_TAPS 64  /* kernel taps (KH*KW) of one indirection table on the stack */
+#ifndef RT_PGEMM_KC
 #define RT_PGEMM_KC 256 /* reduction values per block: a panel's block of weights is 16 KiB */
+#endif
 /* Pixels per block at most: their input rows (MC x KC floats) stay in L2. AVX2: 240 x 256
  * floats, 240 KiB of a Zen 3 or Skylake core's 512 KiB-1 MiB, so that a weight panel's block
  * comes into L1 once per 40 tiles; 16 tiles elsewhere. Blocks are balanced (rt_pgemm_mc):
@@ -146,10 +158,12 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * cycles a step instead of 28). Called with R, NPN and HALF constants, so that the compiler
  * keeps the NPN*R accumulators in registers. Each row's sum runs in the
  * same order for every R and NPN (one FMA a reduction step), so a row gives the same bits in
- * a full tile and in a short or narrow one. Its first pf_n reduction steps also prefetch one
- * line each of pf (and of pf + pf_panel where pf_panel is not 0): the driver's share of the
- * next tile column's weights, spread over the tile's steps (a burst of them before the tile
- * filled the L1's miss buffers while the tile's own reads waited). */
+ * a full tile and in a short or narrow one. Every (taps*kc/pf_n)-th of its reduction steps,
+ * from the first, also prefetches the next line of pf (and of pf + pf_panel where pf_panel is
+ * not 0), pf_n lines in all: the driver's share of the next tile column's weights, spread
+ * over the whole tile (a burst of them before the tile filled the L1's miss buffers while the
+ * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
+ * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
                                           int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
@@ -180,10 +194,12 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     }
     RT_PGEMM_RS_(RT_PGEMM_INIT_)
 #undef RT_PGEMM_INIT_
+    /* one line (a panel) every pf_sp steps, from the first; pf_n <= taps * kc */
+    const int64_t pf_sp = pf_n > 0 ? taps * kc / pf_n : 0;
+    int64_t pf_cd = pf_n > 0 ? 1 : INT64_MAX;
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
-        const int64_t kp = pf_n < kc ? pf_n : kc; /* steps that prefetch */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
         const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
@@ -201,14 +217,15 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
                                   ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
                               : NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR)
                                         : w0;
-            if (k < kp) { /* one branch, not a loop of its own: the sums stay in registers */
-                RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
-                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel + k * RT_PGEMM_NR);
+            if (--pf_cd == 0) { /* one branch, not a loop of its own: the sums stay in registers */
+                RT_PGEMM_PREFETCH(pf);
+                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel);
+                pf += RT_PGEMM_NR;
+                pf_cd = --pf_n > 0 ? pf_sp : INT64_MAX;
             }
             RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }
 #undef RT_PGEMM_FMA_
-        if (kp > 0) pf += kp * RT_PGEMM_NR, pf_n -= kp;
     }
     {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
@@ -461,8 +478,9 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
  * the pixels (any row of the image: pixels are flattened) into blocks of rt_pgemm_mc; for
- * each, every panel's block of weights (KC x 16 floats: half of L1) stays in L1 while the
- * pixel block's tiles stream past it, their input rows (MC x KC floats) staying in L2. Later
+ * each, every panel's block of weights (KC x 16 floats: half of L1 at 256, in L2 on
+ * AVX-512) stays near while the pixel block's tiles stream past it, their input rows (MC x
+ * KC floats) staying in L2 (abuf: MR x KC floats on the stack, 42 KiB on AVX-512). Later
  * reduction blocks add into the tiles they find. The epilogue runs with the last block, on
  * each tile as it is stored: bias in the accumulators' start (first block), residual and
  * ReLU/Clip in registers (a full tile), other activations (and partial tiles) through

@@ -172,23 +172,27 @@ Test(rt_pgemm, applies_the_bias_residual_and_activation_epilogue) {
     check_case(&k2, true, true, &relu);
 }
 
+#define KC3 (RT_PGEMM_KC / 3 - 15) /* whole taps, 3 a block */
+#define KC2 (2 * RT_PGEMM_KC + 8)   /* one tap in 3 chunks */
 Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {
     /* more pixels than a block (RT_PGEMM_MC) with a partial last tile; reductions cut into
-     * blocks of whole taps (70 channels: 3 taps a block) and into channel chunks of one tap
-     * (520 channels: 3 chunks), with the epilogue after the last block */
+     * blocks of whole taps (KC/3 - 15 channels, 70 at KC 256: 3 taps a block) and into channel
+     * chunks of one tap (2 KC + 8 channels, 520: 3 chunks), with the epilogue after the last
+     * block (channel counts follow RT_PGEMM_KC: AVX-512's blocks are 768) */
     RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
-    Case k = {1, 70, 40, 1, 20, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    Case k = {1, KC3, 40, 1, 20, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, true, &relu);
-    Case k2 = {1, 520, 24, 1, 1, 2 * RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    Case k2 = {1, KC2, 24, 1, 1, 2 * RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
     check_case(&k2, true, true, &leaky);
-    Case k3 = {1, 600, 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}; /* 300 per group, padded */
+    /* 2 (KC + 44) channels in 2 groups, padded: 2 chunks a group */
+    Case k3 = {1, 2 * (RT_PGEMM_KC + 44), 36, 2, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k3, true, false, &relu);
     /* a lone last pixel (AVX2: the one-row tile) across reduction blocks: a padded 3x3 on a
-     * 7x7 image (49 pixels) of 520 channels, and one pixel of 1030 (not a multiple of the
-     * one-row tile's 4 partial sums) into 24 channels (a partial panel) */
-    Case k4 = {1, 520, 40, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+     * 7x7 image (49 pixels) of 2 KC + 8 channels, and one pixel of 4 KC + 6 (not a multiple of
+     * the one-row tile's 4 partial sums) into 24 channels (a partial panel) */
+    Case k4 = {1, KC2, 40, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k4, true, true, &relu);
-    Case k5 = {1, 1030, 24, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    Case k5 = {1, 4 * RT_PGEMM_KC + 6, 24, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
     check_case(&k5, true, true, &leaky);
 }
 
@@ -210,7 +214,7 @@ Test(rt_pgemm, matches_the_reference_where_rows_are_copied_or_tiles_are_short) {
     for (int64_t pix = RT_PGEMM_MR + 1; pix < 2 * RT_PGEMM_MR; pix++) {
         Case k5 = {1, 40, 64, 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
         check_case(&k5, true, true, &relu);
-        Case k6 = {1, 700, 32, 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+        Case k6 = {1, 3 * RT_PGEMM_KC - 68, 32, 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
         check_case(&k6, pix % 2 == 0, pix % 3 == 0, &leaky);
     }
 }

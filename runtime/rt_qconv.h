@@ -15,6 +15,7 @@
 #define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
 #define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
+#define RT_QCONV_BAND_C4 32     /* 1x1 layers of up to 128 input channels take bands of row tiles */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */
@@ -32,7 +33,8 @@ RT_API void rt_qcolsum(const int8_t *trailer, int64_t n0, int n, int32_t *out) {
     for (j = 0; j < n; j++) memcpy(&out[j], trailer + (n0 + j) * 4, 4);
 }
 
-/* One row tile against every panel of one group: rows' pointers per tap in a (taps x MR),
+/* One row tile (with AVX-512, a band of up to RT_QGEMM_BAND: rt_qgemm_vnni_panels) against
+ * every panel of one group: rows' pointers per tap in a (taps x MR),
  * panels at wp (k4 blocks each), columns nbase.. nbase+mg of the output rows y[i*ystride]
  * (residual rows r[i*ystride] or NULL). */
 RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
@@ -160,19 +162,26 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
      * blocks, which is also their order in the packed weights (kb = (ky*kw + kx)*c4 + c/4):
      * the GEMM takes kh taps of kw*c4 blocks, one row pointer per kernel row. */
     runs = ringed && g->dw == 1;
-    int64_t b, p0, gi, t;
-    int i;
+    int64_t b, p0, gi, t, nt = runs ? g->kh : taps;
+    int i, band = 1;
+#if defined(RT_QGEMM_AVX512)
+    /* 1x1 layers of short reductions: RT_QGEMM_BAND row tiles a call (their pointer tables
+     * one after the other), so the requantization terms are made once for them */
+    if (taps == 1 && !copying && g->c4 <= RT_QCONV_BAND_C4) band = RT_QGEMM_BAND;
+#endif
     memset(padrow, x_zp, sizeof padrow);
     for (b = 0; b < g->n; b++) {
         int64_t ty = 0, tx = 0; /* the tile's first pixel, kept (no division per pixel) */
         if (ringed)
             for (t = 0; t < ring.rows; t++) ring.tag[t] = INT64_MIN;
-        for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
-            int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
+        for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR * band) {
+            int mr = (int)(P - p0 < RT_QGEMM_MR * band ? P - p0 : RT_QGEMM_MR * band);
             for (gi = 0; gi < g->group; gi++) {
                 int64_t oy = ty, ox = tx;
                 for (i = 0; i < mr; i++, ox++) {
                     int64_t ky, kx;
+                    /* row i of tap t: at ptr[((i / MR) * nt + t) * MR + i % MR] */
+                    const uint8_t **pi = ptr + (i / RT_QGEMM_MR) * nt * RT_QGEMM_MR + i % RT_QGEMM_MR;
                     if (ox == g->ow) {
                         ox = 0;
                         oy++;
@@ -182,10 +191,10 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                         if (ringed) {
                             const uint8_t *row = rt_qring_row(&ring, g, x, x_zp, b, iy) + ox * g->sw * ring.cb;
                             if (runs) {
-                                ptr[ky * RT_QGEMM_MR + i] = row;
+                                pi[ky * RT_QGEMM_MR] = row;
                                 continue;
                             }
-                            for (kx = 0; kx < g->kw; kx++, t++) ptr[t * RT_QGEMM_MR + i] = row + kx * g->dw * ring.cb;
+                            for (kx = 0; kx < g->kw; kx++, t++) pi[t * RT_QGEMM_MR] = row + kx * g->dw * ring.cb;
                             continue;
                         }
                         for (kx = 0; kx < g->kw; kx++, t++) {
@@ -201,17 +210,17 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                                 for (; c < g->c4 * 4; c++) dst[c] = (uint8_t)x_zp;
                                 src = dst;
                             }
-                            ptr[t * RT_QGEMM_MR + i] = src;
+                            pi[t * RT_QGEMM_MR] = src;
                         }
                     }
                 }
-                rt_qgemm_panels(mr, ptr, runs ? g->kh : taps, runs ? g->kw * g->c4 : g->c4,
+                rt_qgemm_panels(mr, ptr, nt, runs ? g->kw * g->c4 : g->c4,
                                 wp + gi * g->np * k4 * RT_QGEMM_KB,
                                 trailer + gi * g->np * RT_QGEMM_NR * 4, g->np, mg, gi * mg, q,
                                 r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m,
                                 g->m);
             }
-            for (tx += RT_QGEMM_MR; tx >= g->ow; tx -= g->ow) ty++;
+            for (tx += mr; tx >= g->ow; tx -= g->ow) ty++;
         }
     }
 }

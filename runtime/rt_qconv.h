@@ -15,6 +15,7 @@
 #define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
 #define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
+#define RT_QCONV_BAND_C4 32     /* 1x1 layers of up to 128 input channels take bands of row tiles */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */
@@ -142,6 +143,43 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
     return dst;
 }
 
+#if defined(RT_QGEMM_AVX512)
+/* A 1x1 layer of a short reduction (group g with channels a multiple of 4, at most
+ * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_panels (with
+ * one tap, tile u's row pointers are rows u*MR.. of the table), so the requantization terms
+ * of a panel pair are made once for 64 rows instead of 8. A function of its own: folded
+ * into rt_qconv2d's loop, the band made GCC compile the RGB stems' ring path 5-9% slower. */
+RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t *padrow, const int8_t *wp,
+                            const RtQRequant *q, const uint8_t *r, uint8_t *y) {
+    const uint8_t *ptr[RT_QGEMM_MR * RT_QGEMM_BAND];
+    int64_t cg = g->c / g->group, mg = g->m / g->group, P = g->oh * g->ow, b, p0, gi;
+    int i;
+    for (b = 0; b < g->n; b++) {
+        int64_t ty = 0, tx = 0; /* the band's first pixel */
+        for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR * RT_QGEMM_BAND) {
+            int rows = (int)(P - p0 < RT_QGEMM_MR * RT_QGEMM_BAND ? P - p0 : RT_QGEMM_MR * RT_QGEMM_BAND);
+            for (gi = 0; gi < g->group; gi++) {
+                int64_t oy = ty, ox = tx;
+                for (i = 0; i < rows; i++, ox++) {
+                    int64_t iy, ix;
+                    if (ox == g->ow) {
+                        ox = 0;
+                        oy++;
+                    }
+                    iy = oy * g->sh - g->ph;
+                    ix = ox * g->sw - g->pw;
+                    ptr[i] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
+                                                                         : padrow;
+                }
+                rt_qgemm_vnni_panels(rows, ptr, 1, g->c4, wp + gi * g->np * g->c4 * RT_QGEMM_KB, g->np, mg, gi * mg, q,
+                                     r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m, g->m);
+            }
+            for (tx += rows; tx >= g->ow; tx -= g->ow) ty++;
+        }
+    }
+}
+#endif
+
 /* y = requant(conv(x - x_zp, w) + bias [+ residual]): x (N,H,W,C), wp packed (rt_qgemm.h),
  * r (N,OH,OW,M) or NULL, y (N,OH,OW,M). */
 RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *wp,
@@ -163,6 +201,12 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     int64_t b, p0, gi, t;
     int i;
     memset(padrow, x_zp, sizeof padrow);
+#if defined(RT_QGEMM_AVX512)
+    if (taps == 1 && !copying && g->c4 <= RT_QCONV_BAND_C4) {
+        rt_qconv2d_band(g, x, padrow, wp, q, r, y);
+        return;
+    }
+#endif
     for (b = 0; b < g->n; b++) {
         int64_t ty = 0, tx = 0; /* the tile's first pixel, kept (no division per pixel) */
         if (ringed)
@@ -243,93 +287,284 @@ RT_API void rt_qgemm_rows(int64_t rows, int64_t K, int64_t c4, int64_t np, int64
     }
 }
 
-#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
-#define RT_QDW_COLS 64 /* input columns of one chunk of RT_QDW_PIX output pixels */
-/* Depthwise on vpdpbusd, for kernels of up to 4 rows: per input column of a chunk of
- * output pixels and block of 16 channels, the column's kernel rows (4 loads of 16 bytes,
- * rows past the kernel's or in the padding read the row of zero points) go into one zmm,
- * and one vpermb makes each channel's 4 rows an int32 lane; each output pixel then adds
- * one vpdpbusd per kernel column (the weights of that column's rows permuted alike, zero
- * past kh), so a column built once serves the kw pixels that read it (3 for a 3x3 stride
- * 1 kernel) instead of a shuffle per tap and pixel. The 16 sums of a pixel stay in one
- * register and are requantized from it (rt_qrqz). Returns 0 (nothing done) for kernels of
- * more rows or chunks wider than RT_QDW_COLS columns. */
-RT_API int rt_qdw_cols(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
-                       const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
-    /* byte 4c + t of the result = byte 16t + c of the source */
-    const __m512i idx = _mm512_set_epi8(
-        63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11, 58, 42, 26, 10, 57,
-        41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3,
-        50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
-    __m512i qz[RT_QDW_COLS], wq[RT_QCONV_MAX_TAPS];
-    int32_t acc[RT_QGEMM_NR];
-    const uint8_t *rp[4], *cp[RT_QDW_COLS][4]; /* the rows of a column, at channel 0 */
-    int64_t C = g->c, b, oy, x0, c, np, p, j, ky, kx, t;
-    if (g->kh > 4 || g->kw > RT_QCONV_MAX_TAPS || (RT_QDW_PIX - 1) * g->sw + (g->kw - 1) * g->dw + 1 > RT_QDW_COLS)
-        return 0;
-    for (b = 0; b < g->n; b++)
-        for (oy = 0; oy < g->oh; oy++) {
-            for (ky = 0; ky < 4; ky++) {
-                int64_t iy = oy * g->sh - g->ph + ky * g->dh;
-                rp[ky] = ky < g->kh && iy >= 0 && iy < g->h ? x + (b * g->h + iy) * g->w * C : NULL;
-            }
-            for (x0 = 0; x0 < g->ow; x0 += RT_QDW_PIX) {
-                int64_t ix0 = x0 * g->sw - g->pw, span;
-                np = g->ow - x0 < RT_QDW_PIX ? g->ow - x0 : RT_QDW_PIX;
-                span = (np - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-                for (j = 0; j < span; j++) {
-                    int64_t ix = ix0 + j;
-                    int inside = ix >= 0 && ix < g->w;
-                    for (ky = 0; ky < 4; ky++) cp[j][ky] = inside && rp[ky] ? rp[ky] + ix * C : padrow;
-                }
-                for (c = 0; c + 16 <= C; c += 16) {
-                    RtQRqZ k;
-                    int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c;
-                    for (kx = 0; kx < g->kw; kx++) {
-                        __m128i v[4];
-                        for (ky = 0; ky < 4; ky++)
-                            v[ky] = ky < g->kh ? _mm_loadu_si128((const __m128i *)(const void *)(w + (ky * g->kw + kx) * C + c))
-                                               : _mm_setzero_si128();
-                        wq[kx] = _mm512_permutexvar_epi8(
-                            idx, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(v[1], v[0])),
-                                                    _mm256_set_m128i(v[3], v[2]), 1));
-                    }
-                    for (j = 0; j < span; j++) {
-                        const uint8_t *const *s4 = cp[j];
-                        qz[j] = _mm512_permutexvar_epi8(
-                            idx, _mm512_inserti64x4(
-                                     _mm512_castsi256_si512(_mm256_inserti128_si256(
-                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[0] + c))),
-                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[1] + c)), 1)),
-                                     _mm256_inserti128_si256(
-                                         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s4[2] + c))),
-                                         _mm_loadu_si128((const __m128i *)(const void *)(s4[3] + c)), 1),
-                                     1));
-                    }
-                    rt_qrqz_prep(&k, q, c, 16, r != NULL);
-                    for (p = 0; p < np; p++, o += C) {
-                        const __m512i *col = qz + p * g->sw;
-                        __m512i a = _mm512_loadu_si512((const void *)(q->bias + c));
-                        for (kx = 0; kx < g->kw; kx++) a = _mm512_dpbusd_epi32(a, col[kx * g->dw], wq[kx]);
-                        rt_qrqz_any(&k, a, r ? r + o : NULL, y + o);
-                    }
-                }
-                for (; c < C; c++) /* the last channels, one at a time */
-                    for (p = 0; p < np; p++) {
-                        int64_t o = ((b * g->oh + oy) * g->ow + x0 + p) * C + c;
-                        int32_t sum = q->bias[c];
-                        for (ky = 0; ky < g->kh; ky++)
-                            for (kx = 0; kx < g->kw; kx++) {
-                                int64_t ix = (x0 + p) * g->sw - g->pw + kx * g->dw;
-                                t = ky * g->kw + kx;
-                                sum += (int32_t)(rp[ky] && ix >= 0 && ix < g->w ? rp[ky][ix * C + c] : padrow[c]) *
-                                       (int32_t)w[t * C + c];
-                            }
-                        acc[0] = sum;
-                        rt_qrequant_row(acc, c, 1, q, r ? r + o : NULL, y + o);
-                    }
-            }
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VL__) /* the pairs' 32-byte loads and stores */
+#define RT_QDW_ZPIX 16  /* output pixels of a chunk (AVX-512) */
+#define RT_QDW_ZCOLS 40 /* input columns of a chunk: 10 KB of interleaved columns, in L1 */
+#define RT_QDW_ZKW 8    /* kernel columns */
+#define RT_QDW_BAND 4   /* output rows that share one channel block's prepared terms */
+
+/* Four rows of 64 bytes (a..d) as four zmm of int32 lanes, each lane one channel's 4 rows:
+ * o[k] lane 4l+e = channel 16l + 4k + e (the in-lane unpacks' order). _mm512_packs_epi32
+ * then _mm512_packus_epi16 of such four undo it: the bytes come back in channel order. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qdw_z4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i *o) {
+    __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
+    o[0] = _mm512_unpacklo_epi16(ab0, cd0);
+    o[1] = _mm512_unpackhi_epi16(ab0, cd0);
+    o[2] = _mm512_unpacklo_epi16(ab1, cd1);
+    o[3] = _mm512_unpackhi_epi16(ab1, cd1);
+}
+
+/* 64 int32 of channel order (4 zmm loads, mask m of 64 channels) in rt_qdw_z4's order:
+ * o[k] 128-bit lane l = the loads' lane k of load l (a 4x4 transpose of 128-bit blocks).
+ * pair: 32 channels, twice (loads 2 and 3 repeat 0 and 1; see rt_qdw_z). */
+RT_API void rt_qdw_zperm(const int32_t *p, uint64_t m, int pair, __m512i *o) {
+    __m512i n0 = _mm512_maskz_loadu_epi32((__mmask16)m, p), n1 = _mm512_maskz_loadu_epi32((__mmask16)(m >> 16), p + 16);
+    __m512i n2 = pair ? n0 : _mm512_maskz_loadu_epi32((__mmask16)(m >> 32), p + 32);
+    __m512i n3 = pair ? n1 : _mm512_maskz_loadu_epi32((__mmask16)(m >> 48), p + 48);
+    __m512i t0 = _mm512_shuffle_i32x4(n0, n1, 0x44), t1 = _mm512_shuffle_i32x4(n0, n1, 0xEE);
+    __m512i t2 = _mm512_shuffle_i32x4(n2, n3, 0x44), t3 = _mm512_shuffle_i32x4(n2, n3, 0xEE);
+    o[0] = _mm512_shuffle_i32x4(t0, t2, 0x88);
+    o[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
+    o[2] = _mm512_shuffle_i32x4(t1, t3, 0x88);
+    o[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
+}
+
+/* 64 bytes widened to int32 in rt_qdw_z4's order (unpacks with zero) */
+RT_API void rt_qdw_zwiden(__m512i v, __m512i *o) {
+    rt_qdw_z4(v, _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), o);
+}
+
+/* The terms of one block of 64 channels (or 32 twice: pair), in rt_qdw_z4's order: the bias,
+ * the int32 form (fold, as rt_qrqz_prep) or the int64 one (rt_qrqz_wide), the residual's
+ * multiplier. */
+typedef struct RtQDwZ {
+    __m512i bias[4], m[4], mo[4], rm[4], rmo[4], s32[4], k32[4];
+    __m512i she[4], sho[4], rnde[4], rndo[4];
+    __m512i lo64, hi64, yzp32, rzp, lo8, hi8;
+    uint64_t mask; /* the channels there (pair: in both halves) */
+    int fold, pair;
+} RtQDwZ;
+
+/* 64 bytes at p (mask m), or with pair 32 bytes at p and 32 at p2 (mask m's low half) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qdw_zload(const void *p, const void *p2, uint64_t m, int pair) {
+    if (pair)
+        return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8((__mmask32)m, p)),
+                                  _mm256_maskz_loadu_epi8((__mmask32)m, p2), 1);
+    return _mm512_maskz_loadu_epi8((__mmask64)m, p);
+}
+
+RT_API void rt_qdw_zprep(RtQDwZ *k, const RtQRequant *q, int64_t c0, int64_t nc, int pair, int res) {
+    const __m512i one = _mm512_set1_epi64(1);
+    uint64_t m = nc >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nc) - 1;
+    __m512i shb = rt_qdw_zload(q->shift + c0, q->shift + c0, m, pair), sh[4];
+    int j;
+    if (pair) m |= m << 32;
+    k->mask = m;
+    k->pair = pair;
+    k->fold = (_mm512_mask_cmplt_epu8_mask((__mmask64)m, shb, _mm512_set1_epi8(33)) |
+               _mm512_mask_cmpgt_epu8_mask((__mmask64)m, shb, _mm512_set1_epi8(53))) == 0 &&
+              q->y_zp >= 0 && q->y_zp <= 255;
+    rt_qdw_zwiden(shb, sh);
+    rt_qdw_zperm(q->bias + c0, m, pair, k->bias);
+    rt_qdw_zperm(q->mult + c0, m, pair, k->m);
+    if (res) rt_qdw_zperm(q->rmult + c0, m, pair, k->rm);
+    else k->rm[0] = k->rm[1] = k->rm[2] = k->rm[3] = _mm512_setzero_si512();
+    k->rzp = _mm512_set1_epi32(q->r_zp);
+    k->lo8 = _mm512_set1_epi8((char)q->lo);
+    k->hi8 = _mm512_set1_epi8((char)q->hi);
+    k->lo64 = _mm512_set1_epi64((int64_t)q->lo - q->y_zp);
+    k->hi64 = _mm512_set1_epi64((int64_t)q->hi - q->y_zp);
+    k->yzp32 = _mm512_set1_epi32(q->y_zp);
+    for (j = 0; j < 4; j++) {
+        k->mo[j] = _mm512_srli_epi64(k->m[j], 32);
+        k->rmo[j] = res ? _mm512_srli_epi64(k->rm[j], 32) : _mm512_setzero_si512();
+        if (k->fold) {
+            k->s32[j] = _mm512_sub_epi32(sh[j], _mm512_set1_epi32(32));
+            k->k32[j] = _mm512_add_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(sh[j], _mm512_set1_epi32(33))),
+                                         _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32[j]));
+            k->she[j] = k->sho[j] = k->rnde[j] = k->rndo[j] = _mm512_setzero_si512(); /* unused */
+        } else {
+            k->s32[j] = k->k32[j] = _mm512_setzero_si512(); /* unused */
+            k->she[j] = _mm512_and_si512(sh[j], _mm512_set1_epi64(0xFFFFFFFF));
+            k->sho[j] = _mm512_srli_epi64(sh[j], 32);
+            k->rnde[j] = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she[j], one));
+            k->rndo[j] = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->sho[j], one));
         }
+    }
+}
+
+/* One of a pixel's four sums (block j) requantized to int32 with the zero point, as rt_qrqz
+ * (fold) or rt_qrqz_wide computes it; rv: the residual's lanes less r_zp, or NULL. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qdw_zrq(const RtQDwZ *k, int j, __m512i a, const __m512i *rv) {
+    __m512i pe = _mm512_mul_epi32(a, k->m[j]);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo[j]);
+    if (rv) {
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv[j], k->rm[j]));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv[j], 32), k->rmo[j]));
+    }
+    if (k->fold)
+        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k->k32[j]),
+                                 k->s32[j]);
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde[j]), k->she[j]);
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo[j]), k->sho[j]);
+    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
+    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+}
+
+/* The 64 outputs of one pixel from its four sums (rt_qdw_z4's order): each to int32 with the
+ * zero point (rt_qdw_zrq), then packed to bytes with saturation (monotone, so the clamp to
+ * [lo, hi] inside 0..255 after it is the same clamp) and stored (the channels there). Written
+ * out per sum: GCC at -O2 keeps a loop over them, and the sums, in memory. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qdw_zstore(const RtQDwZ *k, __m512i a0, __m512i a1, __m512i a2, __m512i a3, const uint8_t *r,
+                          const uint8_t *r2, uint8_t *y, uint8_t *y2) {
+    __m512i rv[4], v0, v1, v2, v3, out;
+    if (r) {
+        const __m512i zero = _mm512_setzero_si512();
+        __m512i b = rt_qdw_zload(r, r2, k->mask, k->pair);
+        __m512i lo = _mm512_unpacklo_epi8(b, zero), hi = _mm512_unpackhi_epi8(b, zero);
+        rv[0] = _mm512_sub_epi32(_mm512_unpacklo_epi16(lo, zero), k->rzp);
+        rv[1] = _mm512_sub_epi32(_mm512_unpackhi_epi16(lo, zero), k->rzp);
+        rv[2] = _mm512_sub_epi32(_mm512_unpacklo_epi16(hi, zero), k->rzp);
+        rv[3] = _mm512_sub_epi32(_mm512_unpackhi_epi16(hi, zero), k->rzp);
+        v0 = rt_qdw_zrq(k, 0, a0, rv);
+        v1 = rt_qdw_zrq(k, 1, a1, rv);
+        v2 = rt_qdw_zrq(k, 2, a2, rv);
+        v3 = rt_qdw_zrq(k, 3, a3, rv);
+    } else {
+        v0 = rt_qdw_zrq(k, 0, a0, NULL);
+        v1 = rt_qdw_zrq(k, 1, a1, NULL);
+        v2 = rt_qdw_zrq(k, 2, a2, NULL);
+        v3 = rt_qdw_zrq(k, 3, a3, NULL);
+    }
+    out = _mm512_packus_epi16(_mm512_packs_epi32(v0, v1), _mm512_packs_epi32(v2, v3));
+    out = _mm512_min_epu8(_mm512_max_epu8(out, k->lo8), k->hi8);
+    if (!k->pair) {
+        _mm512_mask_storeu_epi8(y, (__mmask64)k->mask, out);
+        return;
+    }
+    _mm256_mask_storeu_epi8(y, (__mmask32)k->mask, _mm512_castsi512_si256(out));
+    if (y2) _mm256_mask_storeu_epi8(y2, (__mmask32)k->mask, _mm512_extracti64x4_epi64(out, 1));
+}
+
+/* Depthwise on vpdpbusd for kernels of up to 4 rows, 64 channels at a time: per input column
+ * of a chunk of output pixels, the column's kernel rows (64 bytes each; rows past the kernel's
+ * are zeros, rows and columns in the padding read the row of zero points) interleave into four
+ * zmm of int32 lanes (rt_qdw_z4: 8 unpacks for 64 channels), each lane one channel's 4 rows;
+ * each output pixel then adds one vpdpbusd per kernel column and zmm (the weights of that
+ * kernel column interleaved alike, zero past kh), so a column built once serves the kw pixels
+ * that read it. The sums of a pixel stay in four registers, are requantized from them and
+ * packed back to channel order (rt_qdw_zstore). The terms of a channel block are prepared once
+ * per band of RT_QDW_BAND output rows. Returns 0 (nothing done) for kernels of more rows or
+ * columns, or too wide for a chunk of one pixel. */
+RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
+                    const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
+    __m512i col[RT_QDW_ZCOLS][4], wq[RT_QDW_ZKW][4];
+    __m512i w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23; /* wq[0..2] of a 3x3 */
+    const __m512i zero = _mm512_setzero_si512();
+    const uint8_t *rp[4]; /* the kernel rows at channel c0, or the row of zero points */
+    int64_t rs[4];        /* their pixel strides: C, or 0 for the row of zero points */
+    RtQDwZ k;
+    int64_t C = g->c, ekw = (g->kw - 1) * g->dw + 1, pix, b, oy0, oy, c0, x0, np, p, j, ky, kx;
+    int pair = 0;
+    if (g->kh > 4 || g->kw > RT_QDW_ZKW || ekw > RT_QDW_ZCOLS) return 0;
+    for (kx = g->kw; kx < 3; kx++) wq[kx][0] = wq[kx][1] = wq[kx][2] = wq[kx][3] = zero; /* read, unused */
+    pix = (RT_QDW_ZCOLS - ekw) / g->sw + 1;
+    if (pix > RT_QDW_ZPIX) pix = RT_QDW_ZPIX;
+    for (b = 0; b < g->n; b++)
+        for (oy0 = 0; oy0 < g->oh; oy0 += RT_QDW_BAND)
+            for (c0 = 0; c0 < C; c0 += pair ? 32 : 64) {
+                int64_t nc = C - c0 < 64 ? C - c0 : 64, step;
+                uint64_t mb;
+                pair = nc <= 32;
+                step = pair ? 2 : 1;
+                rt_qdw_zprep(&k, q, c0, nc, pair, r != NULL);
+                mb = k.mask;
+                for (kx = 0; kx < g->kw; kx++) {
+                    __m512i v[4];
+                    for (ky = 0; ky < 4; ky++) {
+                        const int8_t *wr = w + (ky * g->kw + kx) * C + c0;
+                        v[ky] = ky < g->kh ? rt_qdw_zload(wr, wr, mb, pair) : zero;
+                    }
+                    rt_qdw_z4(v[0], v[1], v[2], v[3], wq[kx]);
+                }
+                w00 = wq[0][0];
+                w01 = wq[0][1];
+                w02 = wq[0][2];
+                w03 = wq[0][3];
+                w10 = wq[1][0];
+                w11 = wq[1][1];
+                w12 = wq[1][2];
+                w13 = wq[1][3];
+                w20 = wq[2][0];
+                w21 = wq[2][1];
+                w22 = wq[2][2];
+                w23 = wq[2][3];
+                for (oy = oy0; oy < oy0 + RT_QDW_BAND && oy < g->oh; oy++) {
+                    for (ky = 0; ky < 4; ky++) { /* rows past kh read zero points: their weights are 0 */
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                        int in = ky < g->kh && iy >= 0 && iy < g->h;
+                        rp[ky] = in ? x + (b * g->h + iy) * g->w * C + c0 : padrow + c0;
+                        rs[ky] = in ? C : 0;
+                    }
+                    /* the pixel's outputs (and a pair's second, when there is one) */
+#define RT_QDW_ZSTORE()                                                                         \
+    rt_qdw_zstore(&k, a0, a1, a2, a3, r ? r + o : NULL, r && p + 1 < np ? r + o + C : r ? r + o : NULL, y + o, \
+                  p + 1 < np ? y + o + C : NULL)
+                    for (x0 = 0; x0 < g->ow; x0 += pix) {
+                        int64_t ix0 = x0 * g->sw - g->pw, span;
+                        int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c0;
+                        np = g->ow - x0 < pix ? g->ow - x0 : pix;
+                        span = (np - 1) * g->sw + ekw;
+                        for (j = 0; j < span; j++) {
+                            /* a pair's upper half: the column of the next pixel (sw on) */
+                            int64_t ix = ix0 + j, ix2 = ix + g->sw;
+                            const uint8_t *pad = padrow + c0;
+                            int in1 = ix >= 0 && ix < g->w, in2 = ix2 >= 0 && ix2 < g->w;
+                            /* written out: as a loop GCC at -O2 keeps the rows in memory */
+                            rt_qdw_z4(rt_qdw_zload(in1 ? rp[0] + ix * rs[0] : pad, in2 ? rp[0] + ix2 * rs[0] : pad, mb, pair),
+                                      rt_qdw_zload(in1 ? rp[1] + ix * rs[1] : pad, in2 ? rp[1] + ix2 * rs[1] : pad, mb, pair),
+                                      rt_qdw_zload(in1 ? rp[2] + ix * rs[2] : pad, in2 ? rp[2] + ix2 * rs[2] : pad, mb, pair),
+                                      rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad, in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair),
+                                      col[j]);
+                        }
+                        if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
+                            for (p = 0; p < np; p += step, o += step * C) {
+                                __m512i(*cp)[4] = col + p * g->sw; /* not const: C99 will not convert */
+                                __m512i a0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], w00);
+                                __m512i a1 = _mm512_dpbusd_epi32(k.bias[1], cp[0][1], w01);
+                                __m512i a2 = _mm512_dpbusd_epi32(k.bias[2], cp[0][2], w02);
+                                __m512i a3 = _mm512_dpbusd_epi32(k.bias[3], cp[0][3], w03);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[1][0], w10);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[1][1], w11);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[1][2], w12);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[1][3], w13);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[2][0], w20);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[2][1], w21);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[2][2], w22);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[2][3], w23);
+                                RT_QDW_ZSTORE();
+                            }
+                        else
+                            for (p = 0; p < np; p += step, o += step * C) {
+                                __m512i(*cp)[4] = col + p * g->sw;
+                                __m512i a0 = k.bias[0], a1 = k.bias[1], a2 = k.bias[2], a3 = k.bias[3];
+                                for (kx = 0; kx < g->kw; kx++) {
+                                    const __m512i *cc = cp[kx * g->dw];
+                                    a0 = _mm512_dpbusd_epi32(a0, cc[0], wq[kx][0]);
+                                    a1 = _mm512_dpbusd_epi32(a1, cc[1], wq[kx][1]);
+                                    a2 = _mm512_dpbusd_epi32(a2, cc[2], wq[kx][2]);
+                                    a3 = _mm512_dpbusd_epi32(a3, cc[3], wq[kx][3]);
+                                }
+                                RT_QDW_ZSTORE();
+                            }
+                    }
+                }
+            }
+#undef RT_QDW_ZSTORE
     return 1;
 }
 #endif
@@ -342,8 +577,8 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ky, kx, c;
     memset(padrow, x_zp, (size_t)C);
-#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
-    if (rt_qdw_cols(g, x, w, q, r, y, padrow)) return;
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VL__)
+    if (rt_qdw_z(g, x, w, q, r, y, padrow)) return;
 #endif
 #if defined(RT_QGEMM_YMM)
     /* Two taps at a time: their bytes interleaved per channel and widened to int16 pairs,

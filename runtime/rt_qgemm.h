@@ -66,6 +66,8 @@
 #define RT_QGEMM_NT 32 /* columns per tile: two panels */
 #define RT_QGEMM_KB 64 /* bytes of one packed block: NR columns x 4 */
 #define RT_QGEMM_AVX2_KC 256 /* blocks of the reduction widened at a time (AVX2: 16 KB) */
+#define RT_QGEMM_BAND 8 /* row tiles of a 1x1 layer with a short reduction that share the
+                         * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_panels) */
 
 /* The requantization of one node, per output channel n (arrays of M):
  *   t = acc * mult[n] + (r - r_zp) * rmult[n]    (int64; the residual term only with r)
@@ -818,57 +820,144 @@ RT_API void rt_qgemm_vnni_row1(const uint8_t *const *a, int64_t taps, int64_t c4
     }
 }
 
-/* A row tile (mr <= 8 rows; rows past mr repeat row 0 and are not written) against all np
- * panels, requantized from registers: columns nbase+n of y (rows ystride apart; residual
- * rows r likewise, or NULL), n < mg. The int32 sums are the exact ones of rt_qgemm_tile
- * plus the bias, so the bytes are those of every other path. */
-RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
+/* The int32 outputs (zero point added; not yet clamped by the int32 form) of one row's 16
+ * channels, as rt_qrqz (k->fold) or rt_qrqz_wide computes them, for packing (rt_qrqz_2x2). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
+    __m512i pe = _mm512_mul_epi32(a, k->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
+    if (r) {
+        __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
+        po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
+    }
+    if (k->fold)
+        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k->k32),
+                                 k->s32);
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde), k->she);
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo), k->sho);
+    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
+    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+}
+
+/* Two rows of two full panels (32 channels each) to bytes at once: the four int32 vectors
+ * (rt_qrqz_v) packed with saturation (vpackssdw, vpackuswb: monotone, so the clamp to [lo,
+ * hi] inside 0..255 after them is the same clamp), one vpermd back to channel order, one
+ * clamp for 64 outputs, two 32-byte stores: 8 operations where four rt_qrqz tails take 20.
+ * y0, y1 (and r0, r1 or NULL): the rows' first channels. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz_2x2(const RtQRqZ *k0, const RtQRqZ *k1, __m512i a00, __m512i a01, __m512i a10, __m512i a11,
+                        const uint8_t *r0, const uint8_t *r1, uint8_t *y0, uint8_t *y1, __m512i lo, __m512i hi) {
+    /* after the packs, dword 4l+t of a 128-bit lane l holds: t=0 row 0 ch 4l..4l+3, t=1 row 0
+     * ch 16+4l.., t=2 row 1 ch 4l.., t=3 row 1 ch 16+4l.. */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i v00 = rt_qrqz_v(k0, a00, r0), v01 = rt_qrqz_v(k1, a01, r0 ? r0 + RT_QGEMM_NR : NULL);
+    __m512i v10 = rt_qrqz_v(k0, a10, r1), v11 = rt_qrqz_v(k1, a11, r1 ? r1 + RT_QGEMM_NR : NULL);
+    __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v00, v01), _mm512_packs_epi32(v10, v11));
+    b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
+    _mm256_storeu_si256((__m256i *)(void *)y0, _mm512_castsi512_si256(b));
+    _mm256_storeu_si256((__m256i *)(void *)y1, _mm512_extracti64x4_epi64(b, 1));
+}
+
+/* Four rows of one full panel (16 channels) at once, as rt_qrqz_2x2 (the same vpermd: after
+ * the packs dword 4l+t of lane l is row t's channels 4l..4l+3); four 16-byte stores. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qrqz_4x1(const RtQRqZ *k, __m512i a0, __m512i a1, __m512i a2, __m512i a3, const uint8_t *r,
+                        uint8_t *y, int64_t stride, __m512i lo, __m512i hi) {
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i v0 = rt_qrqz_v(k, a0, r), v1 = rt_qrqz_v(k, a1, r ? r + stride : NULL);
+    __m512i v2 = rt_qrqz_v(k, a2, r ? r + 2 * stride : NULL), v3 = rt_qrqz_v(k, a3, r ? r + 3 * stride : NULL);
+    __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v0, v1), _mm512_packs_epi32(v2, v3));
+    b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
+    _mm_storeu_si128((__m128i *)(void *)y, _mm512_castsi512_si128(b));
+    _mm_storeu_si128((__m128i *)(void *)(y + stride), _mm512_extracti32x4_epi32(b, 1));
+    _mm_storeu_si128((__m128i *)(void *)(y + 2 * stride), _mm512_extracti32x4_epi32(b, 2));
+    _mm_storeu_si128((__m128i *)(void *)(y + 3 * stride), _mm512_extracti32x4_epi32(b, 3));
+}
+
+/* Rows (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of mr <= 8 rows, tile u's row pointers at
+ * a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr repeat its row 0 and are not written)
+ * against all np panels, requantized from registers: columns nbase+n of y (rows ystride
+ * apart; residual rows r likewise, or NULL), n < mg. Per panel pair the requantization
+ * terms are made once for all the tiles (a band of tiles: short reductions spend as much
+ * on them as on the products). The int32 sums are the exact ones of rt_qgemm_tile plus the
+ * bias, so the bytes are those of every other path. */
+RT_API void rt_qgemm_vnni_panels(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
                                  const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
                                  const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
     int64_t k4 = taps * c4, pp, t, kb;
-    if (mr == 1) {
-        rt_qgemm_vnni_row1(a, taps, c4, wp, np, mg, nbase, q, r, y);
+    const __m512i lo8 = _mm512_set1_epi8((char)q->lo), hi8 = _mm512_set1_epi8((char)q->hi);
+    if (rows == 1) {
+        rt_qgemm_vnni_row1(a0, taps, c4, wp, np, mg, nbase, q, r, y);
         return;
     }
     for (pp = 0; pp < np; pp += 2) {
-        int nv = np - pp >= 2 ? 2 : 1, v, i;
+        int nv = np - pp >= 2 ? 2 : 1, v, i, u;
         int64_t n0 = pp * RT_QGEMM_NR;
-        const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
-        __m512i out[RT_QGEMM_MR][2], bias[2];
-        for (v = 0; v < nv; v++) {
-            int64_t nc = mg - n0 - v * RT_QGEMM_NR;
-            int32_t b[RT_QGEMM_NR] = {0};
-            memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
-            bias[v] = _mm512_loadu_si512((const void *)b);
-        }
-        if (nv == 2) {
-            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
-            RT_QV_TAPS({
-                __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                __m512i b1 = _mm512_loadu_si512((const void *)w1);
-                RT_QV_ROWS(RT_QV_ROW2);
-            })
-            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
-            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
-        } else {
-            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-            RT_QV_TAPS({
-                __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                RT_QV_ROWS(RT_QV_ROW1);
-            })
-            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-        }
+        __m512i bias[2];
+        RtQRqZ kq[2];
         for (v = 0; v < nv; v++) {
             int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
-            RtQRqZ k;
+            int32_t b[RT_QGEMM_NR] = {0};
             if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
-            rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
-            for (i = 0; i < mr; i++)
-                rt_qrqz_any(&k, out[i][v], r ? r + i * ystride + nbase + nv0 : NULL, y + i * ystride + nbase + nv0);
+            memcpy(b, q->bias + nbase + nv0, (size_t)nc * 4);
+            bias[v] = _mm512_loadu_si512((const void *)b);
+        }
+        for (u = 0; u * RT_QGEMM_MR < rows; u++) {
+            const uint8_t *const *a = a0 + u * taps * RT_QGEMM_MR;
+            const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
+            int mr = rows - u * RT_QGEMM_MR < RT_QGEMM_MR ? rows - u * RT_QGEMM_MR : RT_QGEMM_MR;
+            int64_t yo = u * RT_QGEMM_MR * ystride + nbase + n0;
+            __m512i out[RT_QGEMM_MR][2];
+            if (nv == 2) {
+                __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+                __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
+                RT_QV_TAPS({
+                    __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                    __m512i b1 = _mm512_loadu_si512((const void *)w1);
+                    RT_QV_ROWS(RT_QV_ROW2);
+                })
+                out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+                out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+                out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
+                out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
+            } else {
+                __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+                RT_QV_TAPS({
+                    __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                    RT_QV_ROWS(RT_QV_ROW1);
+                })
+                out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+                out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+            }
+            if (u == 0) /* after the first tile's products, as a single tile had them */
+                for (v = 0; v < nv; v++) {
+                    int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
+                    rt_qrqz_prep(&kq[v], q, nbase + nv0, (int)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR), r != NULL);
+                }
+            i = 0;
+            if (nv == 2 && kq[0].mask == 0xFFFF && kq[1].mask == 0xFFFF) /* rows two at a time, packed */
+                for (; i + 2 <= mr; i += 2)
+                    rt_qrqz_2x2(&kq[0], &kq[1], out[i][0], out[i][1], out[i + 1][0], out[i + 1][1],
+                                r ? r + yo + i * ystride : NULL, r ? r + yo + (i + 1) * ystride : NULL,
+                                y + yo + i * ystride, y + yo + (i + 1) * ystride, lo8, hi8);
+            for (v = 0; v < nv; v++) {
+                int64_t yv = yo + v * RT_QGEMM_NR;
+                t = i;
+                if (kq[v].mask == 0xFFFF) /* a single full panel (or one beside a part panel): rows four at a time */
+                    for (; t + 4 <= mr; t += 4)
+                        rt_qrqz_4x1(&kq[v], out[t][v], out[t + 1][v], out[t + 2][v], out[t + 3][v],
+                                    r ? r + yv + t * ystride : NULL, y + yv + t * ystride, ystride, lo8, hi8);
+                for (; t < mr; t++)
+                    rt_qrqz_any(&kq[v], out[t][v], r ? r + yv + t * ystride : NULL, y + yv + t * ystride);
+            }
         }
     }
 }

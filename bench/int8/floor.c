@@ -12,9 +12,14 @@
  * and, built with AVX-512 VNNI (floor.sh does so where the CPU has it):
  *   vpdpbusd ymm, zmm   32, 64 exact u8 x s8 MACs into int32 (rt_qgemm.h's VNNI tile)
  *   vfmadd231ps zmm     16 fp32 MACs
+ * Then the copy bandwidth (bytes read + bytes written per second, 32-byte loads and stores)
+ * of buffers that stay in L2 and of ones that spill to L3: the floor of a memory-bound
+ * layer (a depthwise convolution reads its input and writes its output once).
  * GNU C (inline assembly); x86-64 with AVX2 and FMA. */
-#define _POSIX_C_SOURCE 199309L
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <immintrin.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define R12(op) op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7) op(8) op(9) op(10) op(11)
@@ -53,6 +58,25 @@ static double ns_per(int which) {
     return (now_ns() - t0) / (double)(n * 12);
 }
 
+/* GB/s of bytes in + out copying `bytes` (two buffers of that size), best of 40 */
+static double copy_gbs(size_t bytes) {
+    void *a, *b;
+    double best = 1e30;
+    int rep;
+    if (posix_memalign(&a, 64, bytes) || posix_memalign(&b, 64, bytes)) return 0;
+    for (size_t i = 0; i < bytes; i++) ((unsigned char *)a)[i] = (unsigned char)i;
+    for (rep = 0; rep < 40; rep++) {
+        double t0 = now_ns(), t;
+        for (size_t i = 0; i < bytes; i += 32)
+            _mm256_store_si256((__m256i *)(void *)((char *)b + i), _mm256_load_si256((const __m256i *)(const void *)((char *)a + i)));
+        t = now_ns() - t0;
+        if (t < best) best = t;
+    }
+    free(a);
+    free(b);
+    return 2.0 * (double)bytes / best;
+}
+
 int main(void) {
     static const char *name[] = {"vpmaddwd", "vpmaddwd+vpaddd", "vpmaddubsw+vpmaddwd+vpaddd",
                                  "vfmadd231ps", "vpdpbusd ymm", "vpdpbusd zmm", "vfmadd231ps zmm"};
@@ -73,5 +97,8 @@ int main(void) {
     for (i = 0; i < kinds; i++)
         printf("| %s | %.0f | %.3f | %.2f | %.2fx |\n", name[i], macs[i], best[i], macs[i] / best[i],
                (macs[i] / best[i]) / (macs[3] / best[3]));
+    printf("\n| copy (in + out) | GB/s |\n|---|---|\n");
+    printf("| 2 x 256 KB (L2) | %.1f |\n", copy_gbs((size_t)256 << 10));
+    printf("| 2 x 4 MB (L3) | %.1f |\n", copy_gbs((size_t)4 << 20));
     return 0;
 }

@@ -118,7 +118,11 @@ static void check_case(const Case *k, bool with_bias, bool with_res, const RtAct
     float *wp = pack(w, &g, &pn);
     double *want = conv_ref(x, w, b, r, &g, act);
     rt_pconv_nhwc_f32(x, wp, b, r, y, &g, act);
-    expect_close_tol(y, want, yn, TOL_F32, "pconv f32");
+    /* a float sum's rounding grows as the square root of its terms: beyond 1024 (AVX-512's
+     * reduction blocks of 768 put up to 14k terms in one sum here) the tolerance grows so */
+    double terms = (double)(g.k[1] * g.k[2] * (g.c / g.group));
+    expect_close_tol(y, want, yn, TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0),
+                     "pconv f32");
     free(x), free(w), free(b), free(r), free(y), free(wp), free(want);
 }
 

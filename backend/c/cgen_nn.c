@@ -321,10 +321,16 @@ static bool emit_global_pool(CgenCtx *cx, const IrNode *n) {
     if (nc == 0) return true; /* nothing to compute; an empty map still gives NaN or -inf */
     cgen_use_runtime(cx, "rt_pool.h");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
-    if (nhwc) {
-        cw_line(cx->w, "rt_global_pool_nhwc_%s(%s, %s, %lld, %lld, %lld, %d); /* (N,H,W,C) */",
-                sfx, px, py, (long long)tx->dims[0], (long long)size, (long long)ch,
-                is_max ? 1 : 0);
+    if (nhwc) { /* one add or compare an element: shared by channel blocks from 64 Ki up */
+        const char *par = cgen_par(cx, (double)tx->dims[0] * (double)size * (double)ch);
+        if (strcmp(par, "NULL") != 0)
+            cw_line(cx->w, "rt_global_pool_nhwc_par_%s(%s, %s, %lld, %lld, %lld, %d, par); "
+                           "/* (N,H,W,C) */", sfx, px, py, (long long)tx->dims[0],
+                    (long long)size, (long long)ch, is_max ? 1 : 0);
+        else
+            cw_line(cx->w, "rt_global_pool_nhwc_%s(%s, %s, %lld, %lld, %lld, %d); /* (N,H,W,C) */",
+                    sfx, px, py, (long long)tx->dims[0], (long long)size, (long long)ch,
+                    is_max ? 1 : 0);
         return true;
     }
     if (n->op == IR_OP_GLOBAL_LP_POOL)

@@ -1,9 +1,11 @@
 /* kiln_pool.c: the pool of kiln_pool.h. A call publishes (fn, arg) and one range of task
  * indices a worker, then bumps the generation (release) and wakes the threads that sleep;
  * every worker, the caller too, takes the tasks of its own range in order, then those left in
- * the others' ranges; the caller returns when every thread has counted itself out of `busy`
- * (acq_rel: the tasks' writes are visible then). A thread that waits, a worker for the next
- * call or the caller for the workers' end, polls (the generation, `busy`) while the threads it
+ * the others' ranges. A worker joins the call first (a count in `state`), and once the caller
+ * has run out of tasks it closes the call and waits only for the workers that joined to leave
+ * (`left`, release/acquire: the tasks' writes are visible then): a worker that a loaded
+ * machine kept off its core never joins, and does not hold the call up for its time slice. A thread that waits, a worker for the next
+ * call or the caller for the workers' end, polls (the generation, `left`) while the threads it
  * waits for are on a core, at most KILN_POOL_SPIN_US, then sleeps (kiln_pool.h says why).
  *
  * Why ranges and not one shared counter: the kernels cut their outputs into tasks in order
@@ -23,9 +25,9 @@ static long long us_of(clockid_t clock) {
     return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
-/* A new call was published (worker) or every worker is done (caller). */
+/* A new call was published (worker) or every worker that joined the call has left (caller). */
 static int ready(KilnPool *p, int caller, unsigned long long seen) {
-    if (caller) return atomic_load_explicit(&p->busy, memory_order_acquire) == 0;
+    if (caller) return atomic_load_explicit(&p->left, memory_order_acquire) == p->joined;
     return atomic_load_explicit(&p->generation, memory_order_acquire) != seen;
 }
 
@@ -85,6 +87,17 @@ static void drain(KilnPool *p, int worker) {
     for (k = 0; k < p->n; k++) drain_range(p, (worker + k) % p->n, worker);
 }
 
+/* Joins call `id` unless it is closed (its caller ran out of tasks first) or over: 1 if it did.
+ * The state's count of joined workers tells the caller whom to wait for. */
+static int join(KilnPool *p, unsigned long long id) {
+    unsigned long long s = atomic_load_explicit(&p->state, memory_order_acquire);
+    while (s / KILN_POOL_STATE_ID == id && !(s & KILN_POOL_CLOSED))
+        if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 1;
+    return 0;
+}
+
 static void *thread_main(void *arg) {
     KilnPoolSeat *seat = (KilnPoolSeat *)arg;
     KilnPool *p = seat->pool;
@@ -99,13 +112,13 @@ static void *thread_main(void *arg) {
         }
         seen = atomic_load_explicit(&p->generation, memory_order_acquire);
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
-        last_caller = p->caller; /* read between the call's publication and our `busy` count */
+        if (!join(p, seen)) continue; /* done without us: nothing to count out of */
+        last_caller = p->caller;      /* stable until we leave: the caller waits for that */
         drain(p, seat->worker);
-        if (atomic_fetch_sub_explicit(&p->busy, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->lock);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->lock);
-        }
+        atomic_fetch_add_explicit(&p->left, 1, memory_order_release);
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->lock);
     }
 }
 
@@ -116,7 +129,9 @@ int kiln_pool_init(KilnPool *p, int n) {
     p->fn = 0;
     p->arg = 0;
     atomic_init(&p->generation, 0);
-    atomic_init(&p->busy, 0);
+    atomic_init(&p->state, 0);
+    atomic_init(&p->left, 0);
+    p->joined = 0;
     atomic_init(&p->stop, 0);
     p->caller = pthread_self();
     for (i = 0; i < KILN_POOL_MAX; i++) {
@@ -163,12 +178,20 @@ void kiln_pool_for(void *ctx, int64_t n_tasks, KilnPoolTask fn, void *arg) {
         atomic_store_explicit(&p->range[w].next, n_tasks * w / p->n, memory_order_relaxed);
         p->range[w].end = n_tasks * (w + 1) / p->n;
     }
-    atomic_store_explicit(&p->busy, p->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&p->left, 0, memory_order_relaxed);
+    /* the call's state: open, nobody joined (release: the fields above go with it) */
+    atomic_store_explicit(&p->state,
+                          (atomic_load_explicit(&p->generation, memory_order_relaxed) + 1) *
+                              KILN_POOL_STATE_ID,
+                          memory_order_release);
     kick(p);
     drain(p, 0);
+    /* no task is left to take: close the call, and wait for those who joined it to leave */
+    p->joined = (int)(atomic_fetch_or_explicit(&p->state, KILN_POOL_CLOSED, memory_order_acq_rel) &
+                      KILN_POOL_JOINED);
     if (poll_ready(p, 1, 0, p->caller)) return;
     pthread_mutex_lock(&p->lock);
-    while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0)
+    while (atomic_load_explicit(&p->left, memory_order_acquire) < p->joined)
         pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }

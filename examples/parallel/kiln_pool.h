@@ -34,6 +34,10 @@
 #define KILN_POOL_CHECK_US 10 /* between two looks at the others' CPU time (a system call) */
 #define KILN_POOL_POLLS 256   /* polls between two reads of the clock (~0.1 us) */
 
+#define KILN_POOL_JOINED 127u   /* KilnPool.state: the count of workers that joined */
+#define KILN_POOL_CLOSED 128u   /* KilnPool.state: no more may join */
+#define KILN_POOL_STATE_ID 256u /* KilnPool.state: the call's generation, times this */
+
 typedef void (*KilnPoolTask)(void *arg, int64_t task, int worker);
 
 /* One worker's share of a call's tasks: [next, end), taken from the front by its owner and,
@@ -58,7 +62,10 @@ struct KilnPool {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     atomic_ullong generation; /* bumped for each call: wakes the threads */
-    atomic_int busy;          /* threads still working on this generation */
+    atomic_ullong state;      /* the call: generation * KILN_POOL_STATE_ID, KILN_POOL_CLOSED
+                                 once the caller ran out of tasks, + the workers that joined */
+    atomic_int left;          /* joined workers that are done with the call */
+    int joined;               /* the caller's copy of the count at closing */
     atomic_int stop;
     pthread_t caller;         /* the thread of the latest call */
     /* the call in progress */

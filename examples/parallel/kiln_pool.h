@@ -30,8 +30,12 @@
  * wakes gets a core back at once. So a thread polls only while the threads it waits for run:
  * it reads their CPU-time clocks (pthread_getcpuclockid) and sleeps as soon as they got less
  * than half a core. */
+#ifndef KILN_POOL_SPIN_US /* -DKILN_POOL_SPIN_US=N to tune; ~5 is the old 20000 polls */
 #define KILN_POOL_SPIN_US 500 /* polling at most: longer than the gaps inside a model */
+#endif
+#ifndef KILN_POOL_CHECK_US
 #define KILN_POOL_CHECK_US 10 /* between two looks at the others' CPU time (a system call) */
+#endif
 #define KILN_POOL_POLLS 256   /* polls between two reads of the clock (~0.1 us) */
 
 #define KILN_POOL_JOINED 127u   /* KilnPool.state: the count of workers that joined */

@@ -601,7 +601,15 @@ RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
     const int64_t n_tasks = rt_par_chunks(par, blocks, 1);
     RtRnnLstmTask a;
     if (n_tasks <= 1) return 0;
-    a.p = p, a.act = act, a.g = g, a.hn = hn, a.c = c, a.t1 = t1, a.R = R, a.P = P, a.hp = hp;
+    a.p = p;
+    a.act = act;
+    a.g = g;
+    a.hn = hn;
+    a.c = c;
+    a.t1 = t1;
+    a.R = R;
+    a.P = P;
+    a.hp = hp;
     a.units = (blocks + n_tasks - 1) / n_tasks * RT_RNN_SPLIT_UNITS;
     rt_par_run(par, (H + a.units - 1) / a.units, rt_rnn_lstm_task_f32, &a);
     return 1;

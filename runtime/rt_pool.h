@@ -10,9 +10,12 @@
 #define KILN_RT_POOL_H
 
 #include "rt_common.h"
+#include "rt_par.h"
 #include "rt_sum.h"
 
 #define RT_POOL_SPATIAL 3 /* (D,H,W): 1D and 2D pools use leading sizes of 1 */
+#define RT_POOL_PAR_CHANNELS 16 /* the channels-last global pool's split: 16 floats are one
+                                   cache line, so that no two tasks read one line */
 
 typedef struct RtPoolGeom {
     int64_t nc;                      /* planes: batch * channels */
@@ -287,22 +290,62 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
         }                                                                                     \
     }                                                                                         \
                                                                                               \
-    /* x: (N,S,C), y: (N,C); is_max: GlobalMaxPool, else GlobalAveragePool */                 \
+    /* Channels [k0, k1) of one image's global pool: xn (S,C), yn (C). Each channel is its    \
+     * own reduction over the map, in the same order whichever range it falls in. */          \
+    RT_API void rt_global_pool_nhwc_range_##SFX(const T *xn, T *yn, int64_t size, int64_t c,  \
+                                                int64_t k0, int64_t k1, int is_max) {         \
+        int64_t i, k;                                                                         \
+        if (is_max) { /* an empty map (size 0) gives -inf, as ReduceMax */                    \
+            for (k = k0; k < k1; k++) yn[k] = size ? xn[k] : (T)-INFINITY;                    \
+            for (i = 1; i < size; i++)                                                        \
+                for (k = k0; k < k1; k++)                                                     \
+                    yn[k] = xn[i * c + k] > yn[k] ? xn[i * c + k] : yn[k];                    \
+        } else { /* an empty map (size 0) gives NaN, as the NCHW kernel */                    \
+            rt_sum_rows_##SFX(xn + k0, size, c, k1 - k0, yn + k0);                            \
+            for (k = k0; k < k1; k++) yn[k] = yn[k] / (T)size;                                \
+        }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    typedef struct RtGlobalPoolTask##SFX {                                                    \
+        const T *x;                                                                           \
+        T *y;                                                                                 \
+        int64_t size, c, per, n_kc; /* channels a task (RT_POOL_PAR_CHANNELS-multiple), tasks \
+                                       an image */                                            \
+        int is_max;                                                                           \
+    } RtGlobalPoolTask##SFX;                                                                  \
+                                                                                              \
+    RT_API void rt_global_pool_nhwc_task_##SFX(void *arg, int64_t task, int worker) {         \
+        const RtGlobalPoolTask##SFX *t = (const RtGlobalPoolTask##SFX *)arg;                  \
+        const int64_t n = task / t->n_kc, k0 = task % t->n_kc * t->per;                       \
+        (void)worker;                                                                         \
+        rt_global_pool_nhwc_range_##SFX(t->x + n * t->size * t->c, t->y + n * t->c, t->size,  \
+                                        t->c, k0, k0 + t->per < t->c ? k0 + t->per : t->c,    \
+                                        t->is_max);                                           \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,S,C), y: (N,C); is_max: GlobalMaxPool, else GlobalAveragePool. Tasks are        \
+     * (image, block of channels) among par's workers (rt_par.h; NULL: serial): a task owns   \
+     * whole channels, so no sum is split. */                                                 \
+    RT_API void rt_global_pool_nhwc_par_##SFX(const T *x, T *y, int64_t n_batch,              \
+                                              int64_t size, int64_t c, int is_max,            \
+                                              const RtPar *par) {                             \
+        const int64_t units = (c + RT_POOL_PAR_CHANNELS - 1) / RT_POOL_PAR_CHANNELS;          \
+        const int64_t n_kc = rt_par_chunks(par, units, n_batch);                              \
+        RtGlobalPoolTask##SFX t;                                                              \
+        if (n_batch <= 0 || c <= 0) return;                                                   \
+        t.x = x;                                                                              \
+        t.y = y;                                                                              \
+        t.size = size;                                                                        \
+        t.c = c;                                                                              \
+        t.per = (units + n_kc - 1) / n_kc * RT_POOL_PAR_CHANNELS;                             \
+        t.n_kc = (c + t.per - 1) / t.per;                                                     \
+        t.is_max = is_max;                                                                    \
+        rt_par_run(par, n_batch * t.n_kc, rt_global_pool_nhwc_task_##SFX, &t);                \
+    }                                                                                         \
+                                                                                              \
     RT_API void rt_global_pool_nhwc_##SFX(const T *x, T *y, int64_t n_batch, int64_t size,    \
                                           int64_t c, int is_max) {                            \
-        int64_t n, i, k;                                                                      \
-        for (n = 0; n < n_batch; n++) {                                                       \
-            const T *xn = x + n * size * c;                                                   \
-            T *restrict yn = y + n * c;                                                       \
-            if (is_max) { /* an empty map (size 0) gives -inf, as ReduceMax */                \
-                for (k = 0; k < c; k++) yn[k] = size ? xn[k] : (T)-INFINITY;                  \
-                for (i = 1; i < size; i++)                                                    \
-                    for (k = 0; k < c; k++) yn[k] = xn[i * c + k] > yn[k] ? xn[i * c + k] : yn[k]; \
-            } else { /* an empty map (size 0) gives NaN, as the NCHW kernel */                \
-                rt_sum_rows_##SFX(xn, size, c, c, yn);                                        \
-                for (k = 0; k < c; k++) yn[k] = yn[k] / (T)size;                              \
-            }                                                                                 \
-        }                                                                                     \
+        rt_global_pool_nhwc_par_##SFX(x, y, n_batch, size, c, is_max, (const RtPar *)0);      \
     }
 
 RT_POOL_DEFINE_NHWC(f32, float)

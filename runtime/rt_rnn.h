@@ -361,6 +361,20 @@ RT_API void rt_rnn_gemv_f64(const double *v, const double *M, int64_t n, int64_t
     rt_rnn_gemv_gemm_f64(v, M, n, k, c, y, par);
 }
 
+/* rt_rnn_lstm_split_SFX(par, p, act, g, R, P, hp, hn, c, t1): one LSTM step as rt_rnn_step_SFX
+ * computes it, its hidden units shared among par's workers; 0 where it does not (no workers,
+ * or a recurrent product that is not summed row by row: only the ISA rows below split). */
+RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act, float *g,
+                                 const float *R, const float *P, const float *hp, float *hn,
+                                 float *c, float *t1);
+RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 double *g, const double *R, const double *P, const double *hp,
+                                 double *hn, double *c, double *t1) {
+    (void)par, (void)p, (void)act, (void)g, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1;
+    return 0; /* rt_gemm sums the double product: its tiles decide the order */
+}
+
 /* Defines rt_rnn_SFX. With G = 4 (LSTM, gates i o f c), 3 (GRU, gates z r h) or 1 (RNN) and
  * D = num_dir, layout 0: x: (S, B, I), y: (S, D, B, H), h0/c0/y_h/y_c: (D, B, H); layout 1:
  * x: (B, S, I), y: (B, S, D, H), h0/c0/y_h/y_c: (B, D, H). w: (D, G*H, I), r: (D, G*H, H),
@@ -418,6 +432,38 @@ RT_API void rt_rnn_gemv_f64(const double *v, const double *M, int64_t n, int64_t
         if (!p->has_clip) return;                                                                  \
         for (j = 0; j < n; j++) v[j] = v[j] < lo ? lo : v[j] > hi ? hi : v[j];                     \
     }                                                                                              \
+    /* The LSTM step after its recurrent product, for hidden units [j0, j1): g holds the      \
+     * gate pre-activations (i o f c, H each), c the cell (updated), hn the output; every      \
+     * unit alone, so that any split of the units gives the same bytes. t1: H elements. */    \
+    RT_API void rt_rnn_lstm_gates_##SFX(const RtRnn *p, const RtRnnAct *act, T *g, const T *P,  \
+                                        T *c, T *t1, T *hn, int64_t j0, int64_t j1) {          \
+        const int64_t H = p->hidden, n = j1 - j0;                                                  \
+        T *gi = g + j0, *go = g + H + j0, *gf = g + 2 * H + j0, *gc = g + 3 * H + j0;              \
+        const T *Pi = P ? P + j0 : NULL, *Po = P ? P + H + j0 : NULL;                              \
+        const T *Pf = P ? P + 2 * H + j0 : NULL;                                                   \
+        int64_t j;                                                                                 \
+        c += j0, t1 += j0, hn += j0;                                                               \
+        if (P)                                                                                     \
+            for (j = 0; j < n; j++) gi[j] += Pi[j] * c[j], gf[j] += Pf[j] * c[j];                  \
+        rt_rnn_clip_row_##SFX(p, gi, n);                                                           \
+        rt_rnn_act_row_##SFX(&act[0], gi, n);                                                      \
+        if (p->input_forget) {                                                                     \
+            for (j = 0; j < n; j++) gf[j] = 1 - gi[j];                                             \
+        } else {                                                                                   \
+            rt_rnn_clip_row_##SFX(p, gf, n);                                                       \
+            rt_rnn_act_row_##SFX(&act[0], gf, n);                                                  \
+        }                                                                                          \
+        rt_rnn_clip_row_##SFX(p, gc, n);                                                           \
+        rt_rnn_act_row_##SFX(&act[1], gc, n);                                                      \
+        for (j = 0; j < n; j++) c[j] = gf[j] * c[j] + gi[j] * gc[j];                               \
+        if (P)                                                                                     \
+            for (j = 0; j < n; j++) go[j] += Po[j] * c[j];                                         \
+        rt_rnn_clip_row_##SFX(p, go, n);                                                           \
+        rt_rnn_act_row_##SFX(&act[0], go, n);                                                      \
+        for (j = 0; j < n; j++) t1[j] = c[j];                                                      \
+        rt_rnn_act_row_##SFX(&act[2], t1, n);                                                      \
+        for (j = 0; j < n; j++) hn[j] = go[j] * t1[j];                                             \
+    }                                                                                              \
     /* One step of one batch row: hp -> hn (and the LSTM cell c in place). g: the step's row of  \
      * the input projection (x W^T + the biases, G*H), overwritten; t1: H elements. */    \
     RT_API void rt_rnn_step_##SFX(const RtPar *par, const RtRnn *p, const RtRnnAct *act, T *g,     \
@@ -426,28 +472,9 @@ RT_API void rt_rnn_gemv_f64(const double *v, const double *M, int64_t n, int64_t
                                   T *t1) {                                                         \
         int64_t H = p->hidden, j;                                                                  \
         if (p->kind == RT_RNN_LSTM) { /* gates i o f c */                                          \
-            T *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;                              \
+            if (rt_rnn_lstm_split_##SFX(par, p, act, g, R, P, hp, hn, c, t1)) return;              \
             rt_rnn_gemv_##SFX(hp, R, 4 * H, H, g, g, par);                                         \
-            if (P)                                                                                 \
-                for (j = 0; j < H; j++) gi[j] += P[j] * c[j], gf[j] += P[2 * H + j] * c[j];        \
-            rt_rnn_clip_row_##SFX(p, gi, H);                                                       \
-            rt_rnn_act_row_##SFX(&act[0], gi, H);                                                  \
-            if (p->input_forget) {                                                                 \
-                for (j = 0; j < H; j++) gf[j] = 1 - gi[j];                                         \
-            } else {                                                                               \
-                rt_rnn_clip_row_##SFX(p, gf, H);                                                   \
-                rt_rnn_act_row_##SFX(&act[0], gf, H);                                              \
-            }                                                                                      \
-            rt_rnn_clip_row_##SFX(p, gc, H);                                                       \
-            rt_rnn_act_row_##SFX(&act[1], gc, H);                                                  \
-            for (j = 0; j < H; j++) c[j] = gf[j] * c[j] + gi[j] * gc[j];                           \
-            if (P)                                                                                 \
-                for (j = 0; j < H; j++) go[j] += P[H + j] * c[j];                                  \
-            rt_rnn_clip_row_##SFX(p, go, H);                                                       \
-            rt_rnn_act_row_##SFX(&act[0], go, H);                                                  \
-            for (j = 0; j < H; j++) t1[j] = c[j];                                                  \
-            rt_rnn_act_row_##SFX(&act[2], t1, H);                                                  \
-            for (j = 0; j < H; j++) hn[j] = go[j] * t1[j];                                         \
+            rt_rnn_lstm_gates_##SFX(p, act, g, P, c, t1, hn, 0, H);                                \
         } else if (p->kind == RT_RNN_GRU) { /* gates z r h */                                      \
             T *gz = g, *gr = g + H, *gh = g + 2 * H;                                               \
             rt_rnn_gemv_##SFX(hp, R, 2 * H, H, g, g, par);                                         \
@@ -544,5 +571,57 @@ RT_API void rt_rnn_gemv_f64(const double *v, const double *M, int64_t n, int64_t
 
 RT_RNN_DEFINE(f32, float, rt_vexp_f32, rt_vtanh_f32, logf, fabsf)
 RT_RNN_DEFINE(f64, double, exp, tanh, log, fabs)
+
+#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
+#define RT_RNN_SPLIT_UNITS 16 /* hidden units a block: two tiles of RT_RNN_GEMV_ROWS rows a gate,
+                                 and whole vectors of the gate functions */
+typedef struct RtRnnLstmTask {
+    const RtRnn *p;
+    const RtRnnAct *act;
+    float *g, *hn, *c, *t1;
+    const float *R, *P, *hp;
+    int64_t units; /* hidden units a task: a multiple of RT_RNN_SPLIT_UNITS */
+} RtRnnLstmTask;
+/* Task i: units [j0, j1), their rows of the four gates (rt_rnn_gemv_rows_f32 sums every row
+ * alone, in one order), then their cells and outputs. */
+RT_API void rt_rnn_lstm_task_f32(void *arg, int64_t task, int worker) {
+    const RtRnnLstmTask *a = (const RtRnnLstmTask *)arg;
+    const int64_t H = a->p->hidden, j0 = task * a->units;
+    const int64_t j1 = j0 + a->units < H ? j0 + a->units : H;
+    int64_t q;
+    (void)worker;
+    for (q = 0; q < 4; q++)
+        rt_rnn_gemv_rows_f32(a->hp, a->R, H, a->g, a->g, q * H + j0, q * H + j1);
+    rt_rnn_lstm_gates_f32(a->p, a->act, a->g, a->P, a->c, a->t1, a->hn, j0, j1);
+}
+RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act, float *g,
+                                 const float *R, const float *P, const float *hp, float *hn,
+                                 float *c, float *t1) {
+    const int64_t H = p->hidden, blocks = (H + RT_RNN_SPLIT_UNITS - 1) / RT_RNN_SPLIT_UNITS;
+    const int64_t n_tasks = rt_par_chunks(par, blocks, 1);
+    RtRnnLstmTask a;
+    if (n_tasks <= 1) return 0;
+    a.p = p;
+    a.act = act;
+    a.g = g;
+    a.hn = hn;
+    a.c = c;
+    a.t1 = t1;
+    a.R = R;
+    a.P = P;
+    a.hp = hp;
+    a.units = (blocks + n_tasks - 1) / n_tasks * RT_RNN_SPLIT_UNITS;
+    rt_par_run(par, (H + a.units - 1) / a.units, rt_rnn_lstm_task_f32, &a);
+    return 1;
+}
+#else
+RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act, float *g,
+                                 const float *R, const float *P, const float *hp, float *hn,
+                                 float *c, float *t1) {
+    (void)par, (void)p, (void)act, (void)g, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1;
+    return 0; /* the portable product is rt_gemm's: its tiles decide the order */
+}
+#endif
 
 #endif

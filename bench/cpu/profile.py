@@ -10,7 +10,15 @@ the direct convolution, also for Winograd: its "effective" rate) and GFLOP/s, an
 per kind with the share of the total. The clock pairs cost ~50 ns a call (60 calls in
 ResNet-50: 0.003 ms; a CPU-time read costs more, ~0.2 us).
 
-usage: python bench/cpu/profile.py --kiln PATH MODEL [--reps N] [--warmup N]
+With --threads N (N > 1) it compiles with --workers N and times every node by the wall clock
+(CLOCK_MONOTONIC, from the calling thread, which is worker 0) twice per rep, in the same
+process: once under NAME_run (one thread) and once under NAME_run_parallel on
+examples/parallel's kiln_pool of N threads (the run after an untimed parallel run, so the
+pool's threads spin as they do between back-to-back calls). It prints per node both times,
+the speed-up, and how often the node called the hook and with how many tasks in all (a
+counting hook wraps kiln_pool_for): a node with no calls ran serially.
+
+usage: python bench/cpu/profile.py --kiln PATH MODEL [--reps N] [--warmup N] [--threads N]
                                    [--peak GFLOPS] [--work DIR] [-- KILN_COMPILE_FLAGS...]
 """
 import argparse
@@ -29,9 +37,10 @@ GEOM = re.compile(r"\.n = (\d+), \.c = (\d+), \.m = (\d+), \.group = (\d+),\s*"
 PRELUDE = r"""#define _POSIX_C_SOURCE 199309L
 #include <time.h>
 static double kp_ms[%d];
+int kp_node; /* the node being timed: the counting hook of --threads charges it */
 static double kp_now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    clock_gettime(%s, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 double *net_profile_ms(void) { return kp_ms; }
@@ -80,8 +89,25 @@ int main(int argc, char **argv) {
 }
 """
 
+# --threads: the same model, per rep one NAME_run and one NAME_run_parallel (after an untimed
+# one, so the pool's threads are spinning), through a hook that counts calls and tasks per node
+PAR_MAIN = r"""
+#include "kiln_pool.h"
+extern int kp_node;
+static long long kp_calls[@N_CALLS@], kp_tasks[@N_CALLS@];
+static KilnPool pool;
+static void kp_for(void *ctx, int64_t n_tasks, KilnPoolTask fn, void *arg) {
+    kp_calls[kp_node]++;
+    kp_tasks[kp_node] += n_tasks;
+    kiln_pool_for(ctx, n_tasks, fn, arg);
+}
+static int run_par(const net_inputs *in, net_outputs *out, const void *w, void *arena) {
+    return net_run_parallel(in, out, w, arena, kp_for, &pool);
+}
+"""
 
-def instrument(src):
+
+def instrument(src, clock="CLOCK_THREAD_CPUTIME_ID"):
     """The bundle's C with every node's block of NAME_run timed (its kernel call, or the
     loops the elementwise emitter writes inline); returns (text, calls) where calls[i] is
     (kernel, geometry match or None) of node i: its first runtime call, else its op."""
@@ -98,7 +124,7 @@ def instrument(src):
             op = m.group(1)
         if line == "    {" and op:
             start = len(out)
-            out.append("    { double kp_t0 = kp_now();")
+            out.append(f"    {{ double kp_t0 = (kp_node = {len(calls)}, kp_now());")
             continue
         if line == "    }" and start is not None:
             body = lines[i - (len(out) - start) + 1:i]
@@ -114,7 +140,36 @@ def instrument(src):
             start, op = None, None
             continue
         out.append(line)
-    return PRELUDE % max(len(calls), 1) + "\n".join(out) + "\n", calls
+    return PRELUDE % (max(len(calls), 1), clock) + "\n".join(out) + "\n", calls
+
+
+def par_main_source(src, threads, n_calls):
+    """main_source's harness turned into the --threads one: serial and parallel runs."""
+    head, loop = src.split("    double *ms = net_profile_ms();")
+    head = head.replace('#include "net.h"\n', '#include "net.h"\n' +
+                        PAR_MAIN.replace("@N_CALLS@", str(n_calls)))
+    return head + f"""    double *ms = net_profile_ms();
+    if (kiln_pool_init(&pool, {threads}) != 0) return 2;
+    for (i = 0; i < warmup; i++) net_run(&in, &out, w, arena), run_par(&in, &out, w, arena);
+    for (i = 0; i < reps; i++) {{
+        for (j = 0; j < {n_calls}; j++) ms[j] = 0;
+        if (net_run(&in, &out, w, arena) != NET_OK) return 1;
+        printf("S");
+        for (j = 0; j < {n_calls}; j++) printf(" %.6f", ms[j]);
+        if (run_par(&in, &out, w, arena) != NET_OK) return 1;
+        for (j = 0; j < {n_calls}; j++) ms[j] = 0, kp_calls[j] = 0, kp_tasks[j] = 0;
+        if (run_par(&in, &out, w, arena) != NET_OK) return 1;
+        printf("\\nP");
+        for (j = 0; j < {n_calls}; j++) printf(" %.6f", ms[j]);
+        printf("\\n");
+    }}
+    printf("C");
+    for (j = 0; j < {n_calls}; j++) printf(" %lld/%lld", kp_calls[j], kp_tasks[j]);
+    printf("\\n");
+    kiln_pool_destroy(&pool);
+    return 0;
+}}
+"""
 
 
 def main_source(hdr, n_calls):
@@ -169,6 +224,45 @@ def tensor_bytes(g):
     return 4 * (n * ih * iw * c + n * oh * ow * m + kh * kw * (c // grp) * m)
 
 
+def report_threads(a, calls, stdout):
+    """--threads: per node and per kind, one thread next to N, the speed-up and the hook's
+    calls/tasks (medians over the reps; totals are medians of the per-run sums)."""
+    rows = [line.split() for line in stdout.splitlines()]
+    ser = [[float(x) for x in r[1:]] for r in rows if r[0] == "S"]
+    par = [[float(x) for x in r[1:]] for r in rows if r[0] == "P"]
+    hook = [tuple(int(v) for v in x.split("/")) for r in rows if r[0] == "C" for x in r[1:]]
+    m1 = [statistics.median(c) for c in zip(*ser)]
+    mn = [statistics.median(c) for c in zip(*par)]
+    t1, tn = statistics.median(map(sum, ser)), statistics.median(map(sum, par))
+    n = a.threads
+    serial_ms = sum(ms for ms, (c, _) in zip(mn, hook) if c == 0)
+    print(f"{a.model}: {len(calls)} nodes; node sum, median of {a.reps}: 1 thread {t1:.3f} ms, "
+          f"{n} threads {tn:.3f} ms (x{t1 / tn:.2f}); nodes that never call the hook: "
+          f"{serial_ms:.3f} ms of the {n}-thread time ({100 * serial_ms / tn:.0f}%); "
+          f"hook calls per run {sum(c for c, _ in hook)}")
+    by_kind = {}
+    for (kernel, g), ms1, msn, (c, t) in zip(calls, m1, mn, hook):
+        e = by_kind.setdefault(kind(kernel, g), [0, 0.0, 0.0, 0, 0])
+        e[0] += 1
+        e[1] += ms1
+        e[2] += msn
+        e[3] += c
+        e[4] += t
+    print(f"| kind | nodes | 1T ms | {n}T ms | speed-up | share of {n}T | hook calls | tasks |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for k, (cnt, ms1, msn, c, t) in sorted(by_kind.items(), key=lambda kv: -kv[1][2]):
+        print(f"| {k} | {cnt} | {ms1:.3f} | {msn:.3f} | {ms1 / msn if msn > 0 else 0:.2f} | "
+              f"{100 * msn / tn:.1f}% | {c} | {t} |")
+    print("\nper node (graph order):")
+    print(f"| # | kind | C -> M | out | 1T ms | {n}T ms | speed-up | hook calls/tasks |")
+    print("|---:|---|---|---|---:|---:|---:|---|")
+    for i, ((kernel, g), ms1, msn, (c, t)) in enumerate(zip(calls, m1, mn, hook)):
+        shape = f"{g.group(2)} -> {g.group(3)}" if g else ""
+        o = f"{g.group(9)}x{g.group(10)}" if g else ""
+        print(f"| {i} | {kind(kernel, g)} | {shape} | {o} | {ms1:.4f} | {msn:.4f} | "
+              f"{ms1 / msn if msn > 0 else 0:.2f} | {c}/{t} |")
+
+
 def main():
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -182,24 +276,37 @@ def main():
     ap.add_argument("--peak", type=float, default=98.5, help="one core's GFLOP/s (peak.c)")
     ap.add_argument("--work", default="/tmp/kiln-profile")
     ap.add_argument("--json", help="also write every node's kind, ms, flops and bytes here")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="N > 1: wall time per node, one thread next to N (kiln_pool)")
     a = ap.parse_args(argv)
+    if a.threads > 1:
+        extra = ["--workers", str(a.threads), *extra]
     work = pathlib.Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
     b = work / "bundle"
     subprocess.run([a.kiln, "compile", a.model, "-o", str(b), "--name", "net", "--quiet",
                     *extra], check=True)
-    text, calls = instrument((b / "net.c").read_text())
+    text, calls = instrument((b / "net.c").read_text(),
+                             "CLOCK_MONOTONIC" if a.threads > 1 else "CLOCK_THREAD_CPUTIME_ID")
     (b / "net.c").write_text(text)
     hdr = (b / "net.h").read_text()
     src, ins, outs = main_source(hdr, len(calls))
     if not ins or not outs:
         sys.exit("profile.py: cannot find the inputs' and outputs' sizes in net.h")
+    pool = pathlib.Path(__file__).resolve().parents[2] / "examples" / "parallel"
+    if a.threads > 1:
+        src = par_main_source(src, a.threads, len(calls))
     (work / "main.c").write_text(src)
     exe = work / "prof"  # GNU mode contracts a * b + c to FMAs, as the bundle's CMakeLists build
-    subprocess.run(["cc", "-std=gnu11", "-O3", "-march=native", f"-I{b}", str(b / "net.c"),
-                    str(work / "main.c"), "-lm", "-o", str(exe)], check=True)
+    subprocess.run(["cc", "-std=gnu11", "-O3", "-march=native", f"-I{b}", f"-I{pool}",
+                    str(b / "net.c"), str(work / "main.c"), "-lm", "-o", str(exe)]
+                   + ([str(pool / "kiln_pool.c"), "-pthread"] if a.threads > 1 else []),
+                   check=True)
     r = subprocess.run([str(exe), str(b / "net_weights.bin"), str(a.reps), str(a.warmup)],
                        capture_output=True, text=True, check=True)
+    if a.threads > 1:
+        report_threads(a, calls, r.stdout)
+        return
     runs = [[float(x) for x in line.split()] for line in r.stdout.splitlines()]
     med = [statistics.median(col) for col in zip(*runs)]
     totals = [sum(run) for run in runs]

@@ -6,7 +6,9 @@
 # ids), give the very bytes of NAME_run of the --workers 1 bundle, which matches ONNX
 # Runtime; every hook checks its calls (each task once, worker ids in range). The 4-worker
 # bundles run once more under ASan/UBSan and under ThreadSanitizer, with no report, and
-# build under clang -Weverything (test_weverything.sh's exceptions).
+# build under clang -Weverything (test_weverything.sh's exceptions); the 3-worker bundles
+# also build at -march=native (the ISA paths), their pool and shuffled runs the bytes of
+# their own NAME_run.
 # Usage: test_parallel.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
 
@@ -100,6 +102,33 @@ PYEOF
             fail "$model --workers $w: outputs differ from NAME_run's or a hook check failed:$bad"
         fi
     done
+    # the ISA paths (AVX2/AVX-512 where the build machine has them: the packed GEMM's and
+    # the recurrent product's tiles, the LSTM steps split by units) split as the portable
+    # ones do: the 3-worker bundle at -march=native, each hook against its own serial run
+    B="$TMP/$model-w3"
+    if [ -f "$B/$model.c" ] && build "$B" "$model" "$B/native" -O2 -march=native \
+        >"$TMP/build.log" 2>&1; then
+        bad=""
+        run_mode "$B/native" "$B" serial || bad="$bad serial" # B/serial.out*: native bytes
+        same_native() {
+            local k
+            for k in $(seq "$n_out"); do cmp -s "$B/serial.out$k" "$1/$2.out$k" || return 1; done
+        }
+        for t in 2 3; do
+            { run_mode "$B/native" "$B" pool KILN_PAR_THREADS="$t" && same_native "$B" pool; } ||
+                bad="$bad pool$t"
+        done
+        { run_mode "$B/native" "$B" shuffle KILN_PAR_SEED=3 && same_native "$B" shuffle; } ||
+            bad="$bad shuffle"
+        if [ -z "$bad" ]; then
+            pass "$model --workers 3 at -march=native: pool and shuffled hooks give NAME_run's bytes"
+        else
+            fail "$model --workers 3 at -march=native: outputs differ from NAME_run's:$bad"
+        fi
+    elif [ -f "$B/$model.c" ]; then
+        fail "$model --workers 3: builds at -march=native"
+        sed 's/^/    /' "$TMP/build.log" | head -n 20
+    fi
     B="$TMP/$model-w4"
     [ -f "$B/$model.c" ] || continue
     if command -v clang >/dev/null; then # test_weverything.sh's flags and exceptions

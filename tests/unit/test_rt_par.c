@@ -12,6 +12,7 @@
 #include "runtime/rt_fusedattn.h"
 #include "runtime/rt_matmul.h"
 #include "runtime/rt_pgemm.h"
+#include "runtime/rt_pool.h"
 
 #include "rt_test_util.h"
 
@@ -145,6 +146,34 @@ Test(rt_par, channels_last_convolutions_give_the_serial_bytes_for_any_split) {
         }
         free(x), free(w), free(b), free(want), free(got);
     }
+}
+
+Test(rt_par, channels_last_global_pools_give_the_serial_bytes_for_any_split) {
+    /* channel counts with a tail block, one block only (more workers than tasks), many */
+    static const int64_t cases[][3] = {{2, 143, 37}, {1, 50, 5}, {3, 7, 200}, {1, 1000, 16}};
+    for (size_t ci = 0; ci < 4; ci++)
+        for (int is_max = 0; is_max < 2; is_max++) {
+            rng_init();
+            const int64_t n = cases[ci][0], size = cases[ci][1], c = cases[ci][2];
+            float *x = rand_f32(n * size * c), *want = poisoned_f32(n * c), *got = poisoned_f32(n * c);
+            rt_global_pool_nhwc_f32(x, want, n, size, c, is_max);
+            for (size_t wi = 0; wi < N_WORKERS; wi++)
+                for (int sh = 0; sh < 2; sh++) {
+                    Hook hk = {workers[wi], sh, 0, 0};
+                    RtPar p = par_of(&hk, NULL, 0);
+                    poison(got, n * c);
+                    rt_global_pool_nhwc_par_f32(x, got, n, size, c, is_max, &p);
+                    cr_assert(memcmp(got, want, (size_t)(n * c) * sizeof *got) == 0,
+                              "global %s pool %lldx%lldx%lld, %d workers%s: not the serial bytes "
+                              "(seed %u)", is_max ? "max" : "average", (long long)n,
+                              (long long)size, (long long)c, workers[wi], sh ? " shuffled" : "",
+                              rng_seed);
+                    cr_assert(hk.tasks > 1 || n * ((c + RT_POOL_PAR_CHANNELS - 1) /
+                                                   RT_POOL_PAR_CHANNELS) == 1,
+                              "global pool did not split");
+                }
+            free(x), free(want), free(got);
+        }
 }
 
 Test(rt_par, fused_attention_gives_the_serial_bytes_with_per_worker_scratch) {

@@ -335,3 +335,63 @@ Test(rt_rnn, activation_functions_follow_their_onnx_definitions) {
     a = (RtRnnAct){RT_RNN_ELU, 1.0f, 0};
     cr_assert_float_eq(rt_rnn_act_f64(&a, -1.0), exp(-1.0) - 1, 1e-12);
 }
+
+/* A hook that runs the tasks last to first, worker ids cycling over ctx's count, and counts
+ * the LSTM steps that split by hidden units (rt_rnn_lstm_task_f32) and their tasks. */
+typedef struct SplitHook {
+    int workers;
+    int64_t unit_calls, unit_tasks;
+} SplitHook;
+
+static void split_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    SplitHook *h = (SplitHook *)ctx;
+#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
+    if (fn == rt_rnn_lstm_task_f32) h->unit_calls++, h->unit_tasks += n;
+#endif
+    for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % h->workers));
+}
+
+/* The LSTM step shared by blocks of hidden units (each task its units' four gate rows, then
+ * their cells and outputs): Y, Y_h and Y_c byte for byte those of the serial run, for hidden
+ * sizes with a tail block (41), many blocks with peepholes, clip and the coupled input-forget
+ * gate (100), and one block (8: more workers than blocks, so the step does not split). */
+Test(rt_rnn, lstm_steps_split_by_hidden_units_give_the_serial_bytes) {
+    static const int64_t hidden[] = {41, 100, 8};
+    static const int n_workers[] = {2, 3, 7};
+    for (int hi = 0; hi < 3; hi++) {
+        rng_init();
+        Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 19, hidden[hi], true);
+        RtRnn *p = &c.p;
+        if (hi == 1) p->has_clip = 1, p->clip = 0.8f, p->input_forget = 1;
+        int64_t ny = p->seq * 2 * p->batch * p->hidden, nh = 2 * p->batch * p->hidden;
+        float *ws = poisoned_f32(RT_RNN_SCRATCH(c.G, p->hidden, p->chunk));
+        float *y0 = poisoned_f32(ny), *h0 = poisoned_f32(nh), *c0 = poisoned_f32(nh);
+        float *y1 = poisoned_f32(ny), *h1 = poisoned_f32(nh), *c1 = poisoned_f32(nh);
+        cr_assert_eq(rt_rnn_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y0, h0, c0, ws),
+                     0);
+        for (int wi = 0; wi < 3; wi++) {
+            SplitHook hk = {n_workers[wi], 0, 0};
+            RtPar par = {split_pfor, &hk, n_workers[wi], NULL, 0};
+            poison(y1, ny), poison(h1, nh), poison(c1, nh);
+            cr_assert_eq(rt_rnn_par_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y1, h1,
+                                        c1, ws, &par),
+                         0);
+            cr_assert(memcmp(y0, y1, (size_t)ny * sizeof *y0) == 0,
+                      "H %lld, %d workers, seed %u: Y differs", (long long)p->hidden,
+                      n_workers[wi], rng_seed);
+            cr_assert(memcmp(h0, h1, (size_t)nh * sizeof *h0) == 0, "seed %u: Y_h differs",
+                      rng_seed);
+            cr_assert(memcmp(c0, c1, (size_t)nh * sizeof *c0) == 0, "seed %u: Y_c differs",
+                      rng_seed);
+#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
+            if (p->hidden > RT_RNN_SPLIT_UNITS)
+                cr_assert(hk.unit_calls > 0 && hk.unit_tasks > hk.unit_calls,
+                          "H %lld: the steps did not split by units", (long long)p->hidden);
+            else
+                cr_assert_eq(hk.unit_calls, 0, "H %lld: one block split", (long long)p->hidden);
+#endif
+        }
+        free(ws), free(y0), free(h0), free(c0), free(y1), free(h1), free(c1);
+        free_case(&c);
+    }
+}

@@ -32,8 +32,10 @@ Test(runtime_select, a_bundle_that_uses_one_pool_gets_that_family_and_not_the_ot
     cr_expect(strstr(pool, "#define RT_POOL_DEFINE_NHWC") != NULL, "and its macro");
     cr_expect(strstr(pool, "RT_POOL_DEFINE_AVG(f16") == NULL, "no float16 average pools");
     cr_expect(strstr(pool, "#define RT_POOL_DEFINE_MAX") == NULL, "no NCHW max pool macro");
-    cr_expect(strlen(pool) < strlen(bundle_runtime_file("rt_pool.h")->text) / 2,
-              "less than half of rt_pool.h (%zu of %zu bytes)", strlen(pool),
+    /* the NHWC family (max, average and the global pools with their per-worker split) is
+     * about half of the file; the NCHW and float16 families make up the rest */
+    cr_expect(strlen(pool) < strlen(bundle_runtime_file("rt_pool.h")->text) * 2 / 3,
+              "less than two thirds of rt_pool.h (%zu of %zu bytes)", strlen(pool),
               strlen(bundle_runtime_file("rt_pool.h")->text));
     free_texts(out, 3);
 }

@@ -879,7 +879,7 @@ static void cuda_test_teardown(BundleCtx *b, CWriter *c) {
     cw_line(c, "if (ctx) %s_cuda_free(ctx);", b->opts->name);
 }
 
-static const char *const cuda_includes[] = {"<cuda_runtime_api.h>", NULL};
+static const char *const cuda_includes[] = {"<stddef.h>", "<cuda_runtime_api.h>", NULL};
 
 static const BundleDialect cuda_dialect = {
     .label = "CUDA",

@@ -42,6 +42,10 @@ typedef struct KcMatmul {
 #define KC_LT_TUNE_WARMUP 2 /* untimed runs of each candidate */
 #define KC_LT_TUNE_REPS 7   /* timed runs of each candidate, each between two events: median */
 #define KC_LT_TUNE_MARGIN 0.03f /* another than the first only when this much faster */
+/* A product whose first algorithm takes less keeps it: BERT-base batch 1's products (8-15
+ * us) chose others 2% faster alone and their graph ran 1-3% slower; batch 32's graph ran
+ * 1.5% faster, from its fc1 products (32 us, 6% faster alone) (H200, gpu-tune-check). */
+#define KC_LT_TUNE_MIN_MS 0.02f
 
 /* The algorithm of one product site and the product it was chosen for: it is used only for
  * a call with the same shape and epilogue whose operands are at least as aligned (a site in
@@ -104,7 +108,8 @@ static inline int kc_lt_site_fits(const KcLtSite *t, const KcMatmul *p, cublasLt
  * KC_LT_TUNE_WARMUP, each run after a write over twice the L2 cache, so that operands come
  * from memory as in the graph, where the weights and often the activations are not in L2
  * (timed hot, BERT-base batch 1's picks were faster alone but slower in the graph). The
- * first stays unless another is KC_LT_TUNE_MARGIN faster (noise otherwise picks at random).
+ * first stays unless another is KC_LT_TUNE_MARGIN faster (noise otherwise picks at random)
+ * or it takes less than KC_LT_TUNE_MIN_MS.
  * A candidate cuBLASLt refuses to run is skipped. ms[0]: the first's median (-1: refused),
  * ms[1]: the chosen one's. Waits for the stream. */
 static inline int kc_lt_pick(cublasLtHandle_t lt, cudaStream_t s, void *ws, size_t ws_size,
@@ -163,7 +168,8 @@ static inline int kc_lt_pick(cublasLtHandle_t lt, cudaStream_t s, void *ws, size
             *best = c;
         }
     }
-    if (*best != 0 && out_ms[0] > 0.0f && best_ms > out_ms[0] * (1.0f - KC_LT_TUNE_MARGIN)) {
+    if (*best != 0 && out_ms[0] > 0.0f &&
+        (best_ms > out_ms[0] * (1.0f - KC_LT_TUNE_MARGIN) || out_ms[0] < KC_LT_TUNE_MIN_MS)) {
         *best = 0;
         best_ms = out_ms[0];
     }

@@ -503,7 +503,9 @@ def main():
                 row["kiln_ms"] = k.time(iters)
                 for f in ("tuned", "tune_s", "untuned_ms", "tuned_ms"):
                     row.pop(f, None)
-                if a.tune:   # A/B in this call: untuned, tuned, untuned again, tuned again
+                if a.tune and not k.lib.kb_tuning(k.ctx, None, 0):
+                    row["tuned"] = False     # a bundle from before NAME_cuda_tune
+                elif a.tune:   # A/B in this call: untuned, tuned, untuned again, tuned again
                     plain = k.tuning()       # no site set: the heuristic's first everywhere
                     t = time.time()
                     k.tune()

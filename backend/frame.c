@@ -23,6 +23,8 @@ static const struct {
      "a CUDA runtime call failed (no device, no kernel image for it, launch failure...)"},
     {BUNDLE_STATUS_CUDA, "ERR_CUBLAS", 11, "a cuBLASLt call failed or found no algorithm"},
     {BUNDLE_STATUS_CUDA, "ERR_NOMEM", 12, "host or device memory allocation failed"},
+    {BUNDLE_STATUS_CUDA, "ERR_TUNING", 13,
+     "a tuning cache from another cuBLASLt version, device or model, or damaged"},
 };
 #define N_STATUS (sizeof status_codes / sizeof status_codes[0])
 

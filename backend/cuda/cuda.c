@@ -147,6 +147,10 @@ static void cw_truncate(CWriter *w, size_t len) {
     }
 }
 
+const char *cuda_lt_site(CudaCtx *cx) {
+    return cgen_fmt(&cx->c, "&ctx->lt_sites[%u], ctx->lt_tuning", cx->n_lt_sites++);
+}
+
 /* A warning that node n runs on the generic path (its C code on one device thread), with
  * its size and why: a slow node should never go unnoticed. */
 static void warn_generic(CudaCtx *cx, const IrNode *n, const char *why) {
@@ -167,7 +171,7 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     }
     if (!cgen_emit_table[n->op]) return cuda_emit_table[n->op](cx, n);
     size_t body_len = cx->c.w->len, kernels_len = cx->kernels->len;
-    uint32_t n_kernels = cx->n_kernels;
+    uint32_t n_kernels = cx->n_kernels, n_lt_sites = cx->n_lt_sites;
     bool uses_status = cx->uses_status;
     Diag quiet, *d = cx->c.b.d;
     diag_init(&quiet);
@@ -185,6 +189,7 @@ static bool emit_node(CudaCtx *cx, const IrNode *n) {
     cw_truncate(cx->c.w, body_len);
     cw_truncate(cx->kernels, kernels_len);
     cx->n_kernels = n_kernels;
+    cx->n_lt_sites = n_lt_sites;
     cx->uses_status = uses_status;
     return cuda_emit_generic(cx, n);
 }
@@ -393,6 +398,9 @@ static void cuda_usage(BundleCtx *b, CWriter *h) {
     cw_line(h, " * the graph and copies the outputs out, all on the caller's stream (a pointer equal");
     cw_line(h, " * to the context's buffer, see %s_cuda_io, is not copied). One run at a time per", N);
     cw_line(h, " * context: runs on different streams share its buffers. Needs CUDA 12 or newer.");
+    cw_line(h, " * Optional: %s_cuda_tune(ctx) times cuBLASLt's candidate algorithms per product", N);
+    cw_line(h, " * and keeps the fastest; %s_cuda_tuning / %s_cuda_load_tuning save and restore", N, N);
+    cw_line(h, " * that choice, so that a later process runs the same algorithms (same output bytes).");
     bundle_emit_count_usage(b, h);
 }
 
@@ -423,6 +431,19 @@ static void cuda_api(BundleCtx *b, CWriter *h) {
     cw_line(h, "void %s_cuda_io(const %s_cuda_ctx *ctx, %s_inputs *in, %s_outputs *out);", N, N,
             N, N);
     cw_line(h, "void %s_cuda_free(%s_cuda_ctx *ctx);", N, N);
+    cw_blank(h);
+    cw_line(h, "/* cuBLASLt algorithm tuning (docs/cuda.md). Without it each product runs the");
+    cw_line(h, " * heuristic's first algorithm. %s_cuda_tune runs the model once, eagerly, on the", N);
+    cw_line(h, " * context's own buffers (no run in flight), timing up to 8 algorithms per product,");
+    cw_line(h, " * and captures the graph again with the fastest; synchronous. %s_cuda_tuning", N);
+    cw_line(h, " * writes the choice into buf if it holds `bytes` and returns its size (buf NULL: the");
+    cw_line(h, " * size only). %s_cuda_load_tuning takes such bytes and captures again; bytes of", N);
+    cw_line(h, " * another cuBLASLt version, device or model, or damaged: %s_ERR_TUNING, the", U);
+    cw_line(h, " * context unchanged. */");
+    cw_line(h, "#define %s_LT_SITES %u /* cuBLASLt product sites */", U, cx->n_lt_sites);
+    cw_line(h, "int %s_cuda_tune(%s_cuda_ctx *ctx);", N, N);
+    cw_line(h, "size_t %s_cuda_tuning(const %s_cuda_ctx *ctx, void *buf, size_t bytes);", N, N);
+    cw_line(h, "int %s_cuda_load_tuning(%s_cuda_ctx *ctx, const void *buf, size_t bytes);", N, N);
     cw_blank(h);
     cw_line(h, "/* Where the time goes: runs the model once outside the graph, synchronously, on "
                "the");
@@ -497,6 +518,57 @@ static void emit_run_host(CudaCtx *cx, IrGraph *g, CWriter *c) {
     cw_line(c, "KC_CUDA(cudaStreamSynchronize(ctx->stream));");
     cw_line(c, "return %s;", cx->uses_status ? cgen_fmt(&cx->c, "%s_cuda_status(ctx)", N)
                                              : cgen_fmt(&cx->c, "%s_OK", U));
+    cw_close(c, NULL);
+}
+
+/* 64-bit FNV-1a of a string: the model identity of a tuning cache (NAME_LT_MODEL). */
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* NAME_cuda_tune, NAME_cuda_tuning and NAME_cuda_load_tuning (kc_blas.cuh's sites and
+ * cache). A failure leaves the sites, and so the graph, as they were. */
+static void emit_tuning(CudaCtx *cx, CWriter *c) {
+    const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
+    cw_open(c, "int %s_cuda_tune(%s_cuda_ctx *ctx)", N, N);
+    cw_line(c, "KcLtSite *old;");
+    cw_line(c, "int rc;");
+    cw_line(c, "if (!ctx) return %s_ERR_NULL;", U);
+    cw_line(c, "old = (KcLtSite *)malloc(sizeof ctx->lt_sites);");
+    cw_line(c, "if (!old) return %s_ERR_NOMEM;", U);
+    cw_line(c, "memcpy(old, ctx->lt_sites, sizeof ctx->lt_sites);");
+    cw_line(c, "memset(ctx->lt_sites, 0, sizeof ctx->lt_sites);");
+    cw_line(c, "ctx->lt_tuning = 1; /* eager, on the private stream: nothing is captured */");
+    cw_line(c, "rc = %s_enqueue(ctx, ctx->stream, NULL);", N);
+    cw_line(c, "ctx->lt_tuning = 0;");
+    cw_line(c, "if (cudaStreamSynchronize(ctx->stream) != cudaSuccess && rc == %s_OK) rc = "
+               "%s_ERR_CUDA;", U, U);
+    cw_line(c, "if (rc == %s_OK) rc = %s_capture(ctx);", U, N);
+    cw_line(c, "if (rc != %s_OK) memcpy(ctx->lt_sites, old, sizeof ctx->lt_sites);", U);
+    cw_line(c, "free(old);");
+    cw_line(c, "return rc;");
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "size_t %s_cuda_tuning(const %s_cuda_ctx *ctx, void *buf, size_t bytes)", N, N);
+    cw_line(c, "return ctx ? kc_lt_tuning_write(ctx->lt_sites, %s_LT_SITES, %s_LT_MODEL, buf, "
+               "bytes) : 0;", U, U);
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "int %s_cuda_load_tuning(%s_cuda_ctx *ctx, const void *buf, size_t bytes)", N, N);
+    cw_line(c, "KcLtSite *old;");
+    cw_line(c, "int rc;");
+    cw_line(c, "if (!ctx || !buf) return %s_ERR_NULL;", U);
+    cw_line(c, "old = (KcLtSite *)malloc(sizeof ctx->lt_sites);");
+    cw_line(c, "if (!old) return %s_ERR_NOMEM;", U);
+    cw_line(c, "memcpy(old, ctx->lt_sites, sizeof ctx->lt_sites);");
+    cw_line(c, "rc = kc_lt_tuning_read(ctx->lt_sites, %s_LT_SITES, %s_LT_MODEL, buf, bytes);", U,
+            U);
+    cw_line(c, "if (rc == %s_OK) rc = %s_capture(ctx);", U, N);
+    cw_line(c, "if (rc != %s_OK) memcpy(ctx->lt_sites, old, sizeof ctx->lt_sites);", U);
+    cw_line(c, "free(old);");
+    cw_line(c, "return rc;");
     cw_close(c, NULL);
 }
 
@@ -577,6 +649,8 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "#define %s_OFF_LT_WS %lld /* cuBLASLt workspace */", U, (long long)L->lt_ws);
     cw_line(c, "#define %s_LT_WS_BYTES %d", U, CUDA_LT_WORKSPACE);
     cw_line(c, "#define %s_OFF_STATUS %lld", U, (long long)L->status);
+    cw_line(c, "#define %s_LT_MODEL 0x%016llxull /* FNV-1a of %s_enqueue's body: the model a "
+               "tuning cache is for */", U, (unsigned long long)fnv1a(cx->c.w->buf ? cx->c.w->buf : ""), N);
     cw_line(c, "#define %s_COMPUTE %s", U,
             cx->prec == CUDA_PREC_FP16 ? "CUBLAS_COMPUTE_32F_FAST_16F" : "CUBLAS_COMPUTE_32F");
     cw_blank(c);
@@ -591,6 +665,9 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_line(c, "cudaStream_t stream;    /* private: capture and run_host */");
     cw_line(c, "cudaGraph_t graph;");
     cw_line(c, "cudaGraphExec_t exec;");
+    cw_line(c, "KcLtSite lt_sites[%u]; /* per product: its cuBLASLt algorithm once tuned */",
+            cx->n_lt_sites ? cx->n_lt_sites : 1);
+    cw_line(c, "int lt_tuning;          /* set during %s_cuda_tune's eager run */", N);
     cw_close(c, ";");
     cw_blank(c);
     if (cx->kernels->len) {
@@ -641,9 +718,37 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     cw_close(c, NULL);
     cw_blank(c);
 
-    cw_open(c, "static int %s_setup(%s_cuda_ctx *ctx, const void *host_weights)", N, N);
+    cw_line(c, "/* Captures the model as a new graph on the private stream; the old one stays on "
+               "failure. */");
+    cw_open(c, "static int %s_capture(%s_cuda_ctx *ctx)", N, N);
+    cw_line(c, "cudaGraph_t graph = NULL;");
+    cw_line(c, "cudaGraphExec_t exec = NULL;");
     cw_line(c, "cudaError_t cap;");
     cw_line(c, "int rc;");
+    cw_line(c, "KC_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));");
+    cw_line(c, "rc = %s_enqueue(ctx, ctx->stream, NULL);", N);
+    cw_line(c, "cap = cudaStreamEndCapture(ctx->stream, &graph); /* ends it on failure too */");
+    cw_line(c, "if (rc == %s_OK && cap != cudaSuccess) rc = %s_ERR_CUDA;", U, U);
+    cw_line(c, "if (rc == %s_OK && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) rc = "
+               "%s_ERR_CUDA;", U, U);
+    cw_line(c, "if (rc == %s_OK && cudaGraphUpload(exec, ctx->stream) != cudaSuccess) rc = "
+               "%s_ERR_CUDA;", U, U);
+    cw_line(c, "if (rc == %s_OK && cudaStreamSynchronize(ctx->stream) != cudaSuccess) rc = "
+               "%s_ERR_CUDA;", U, U);
+    cw_line(c, "if (rc != %s_OK) {", U);
+    cw_line(c, "    if (exec) cudaGraphExecDestroy(exec);");
+    cw_line(c, "    if (graph) cudaGraphDestroy(graph);");
+    cw_line(c, "    return rc;");
+    cw_line(c, "}");
+    cw_line(c, "if (ctx->exec) cudaGraphExecDestroy(ctx->exec); /* freed once a launch of it ends */");
+    cw_line(c, "if (ctx->graph) cudaGraphDestroy(ctx->graph);");
+    cw_line(c, "ctx->graph = graph;");
+    cw_line(c, "ctx->exec = exec;");
+    cw_line(c, "return %s_OK;", U);
+    cw_close(c, NULL);
+    cw_blank(c);
+
+    cw_open(c, "static int %s_setup(%s_cuda_ctx *ctx, const void *host_weights)", N, N);
     cw_line(c, "if (cudaMalloc((void **)&ctx->dev, %s_DEVICE_BYTES) != cudaSuccess) return "
                "%s_ERR_NOMEM;", U, U);
     cw_line(c, "KC_CUDA(cudaMemset(ctx->dev, 0, %s_DEVICE_BYTES));", U);
@@ -672,15 +777,7 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
     }
     cw_line(c, "if (cublasLtCreate(&ctx->lt) != CUBLAS_STATUS_SUCCESS) return %s_ERR_CUBLAS;", U);
     cw_line(c, "KC_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));");
-    cw_line(c, "KC_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));");
-    cw_line(c, "rc = %s_enqueue(ctx, ctx->stream, NULL);", N);
-    cw_line(c, "cap = cudaStreamEndCapture(ctx->stream, &ctx->graph); /* ends it on failure too */");
-    cw_line(c, "if (rc != KC_OK) return rc;");
-    cw_line(c, "if (cap != cudaSuccess) return %s_ERR_CUDA;", U);
-    cw_line(c, "KC_CUDA(cudaGraphInstantiate(&ctx->exec, ctx->graph, 0));");
-    cw_line(c, "KC_CUDA(cudaGraphUpload(ctx->exec, ctx->stream));");
-    cw_line(c, "KC_CUDA(cudaStreamSynchronize(ctx->stream));");
-    cw_line(c, "return %s_OK;", U);
+    cw_line(c, "return %s_capture(ctx);", N);
     cw_close(c, NULL);
     cw_blank(c);
 
@@ -732,6 +829,8 @@ static void emit_source(CudaCtx *cx, IrGraph *g, CWriter *c, const DevLayout *L)
 
     emit_run_host(cx, g, c);
     cw_blank(c);
+    emit_tuning(cx, c);
+    cw_blank(c);
     emit_profile(cx, c);
 }
 
@@ -744,7 +843,10 @@ static void cuda_readme_facts(BundleCtx *b, CWriter *c) {
     cw_line(c, "- matrix products: cuBLASLt, %s",
             cx->prec == CUDA_PREC_FP16 ? "fp16 tensor cores with fp32 accumulation"
                                        : "fp32 (TF32 off)");
-    cw_line(c, "- the whole model is one CUDA graph, captured at init");
+    cw_line(c, "- the whole model is one CUDA graph, captured at init; `%s_cuda_tune` picks "
+               "cuBLASLt's fastest algorithm for each of the %u product sites (optional; "
+               "`%s_cuda_tuning` / `%s_cuda_load_tuning` save and restore the choice)",
+            b->opts->name, cx->n_lt_sites, b->opts->name, b->opts->name);
     if (cx->n_generic)
         cw_line(c, "- %u node(s) without a CUDA kernel run the C backend's code on one device "
                    "thread (correct, slow)", cx->n_generic);
@@ -777,7 +879,7 @@ static void cuda_test_teardown(BundleCtx *b, CWriter *c) {
     cw_line(c, "if (ctx) %s_cuda_free(ctx);", b->opts->name);
 }
 
-static const char *const cuda_includes[] = {"<cuda_runtime_api.h>", NULL};
+static const char *const cuda_includes[] = {"<stddef.h>", "<cuda_runtime_api.h>", NULL};
 
 static const BundleDialect cuda_dialect = {
     .label = "CUDA",

@@ -45,6 +45,7 @@ typedef struct CudaCtx {
     uint32_t n_generic;  /* nodes run as the C backend's code on one device thread */
     uint32_t n_parallel; /* nodes run as the C backend's code on one thread per output element */
     uint32_t n_prof;     /* nodes timed by NAME_cuda_profile, in emission order */
+    uint32_t n_lt_sites; /* kc_lt_matmul calls emitted: the context's KcLtSite slots */
     const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
     double *prof_flops, *prof_bytes; /* per profiled node: arithmetic, tensor bytes touched */
     const struct DevLayout *layout; /* the device allocation, once laid out */
@@ -56,6 +57,10 @@ typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);
 extern CudaEmitFn cuda_emit_table[IR_OP_COUNT];
 void cuda_tables_init(void);
 bool cuda_op_supported(IrOp op);
+
+/* "&ctx->lt_sites[i], ctx->lt_tuning" for the next kc_lt_matmul call: its product site i
+ * (numbered in emission order), whose algorithm NAME_cuda_tune chooses. */
+const char *cuda_lt_site(CudaCtx *cx);
 
 /* Records that the bundle needs runtime/cuda/FILE (e.g. "kc_nn.cuh") or runtime/FILE. */
 void cuda_use_runtime(CudaCtx *cx, const char *file);

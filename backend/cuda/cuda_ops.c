@@ -446,8 +446,9 @@ static void emit_lt(CudaCtx *cx, const MmPlan *p) {
     cw_line(w, "p.act = %s; p.act_alpha = %s; p.act_beta = %s;", p->act ? p->act : "KC_ACT_NONE",
             cgen_flit(&cx->c, p->act_alpha, false), cgen_flit(&cx->c, p->act_beta, false));
     if (p->half) cw_line(w, "p.half = 1;");
-    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p)) != KC_OK) "
-               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, p->half));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &p, %s)) != KC_OK) "
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, p->half),
+            cuda_lt_site(cx));
     cw_close(w, NULL);
 }
 
@@ -760,8 +761,9 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
                 grouped ? cgen_fmt(&cx->c, " + g * %lld", (long long)CRSg) : "");
     if (c->res && epilogue) cw_line(w, "m.C = %s;", ri);
     cw_line(w, "m.D = %s%s;", yi, gm);
-    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, c->half));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m, %s)) != KC_OK) "
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, c->half),
+            cuda_lt_site(cx));
     if (grouped) cw_close(w, NULL);
     if (chunks) cw_close(w, NULL);
     if (!epilogue && (c->bias || c->res || strcmp(c->act, "KC_ACT_NONE") != 0))
@@ -865,8 +867,8 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
         cw_line(w, "m.A = col;");
     }
     cw_line(w, "m.D = %s;", yi);
-    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m)) != KC_OK) "
-               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, half));
+    cw_line(w, "if ((rc = kc_lt_matmul(ctx->lt, s, lt_ws, %s_LT_WS_BYTES, %s, &m, %s)) != KC_OK) "
+               "return rc;", bundle_upper_name(&cx->c.b), compute_type(cx, half), cuda_lt_site(cx));
     if (chunks) cw_close(w, NULL);
     if (ir_has_input(n, 2) || strcmp(act, "KC_ACT_NONE") != 0 || (fused && ir_has_input(n, 3)))
         checked(cx, cgen_fmt(&cx->c, "kc_bias_act(s, y, %s, %s, %lld, %lld, %lld, %s, %s, %s)",

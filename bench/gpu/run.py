@@ -17,9 +17,12 @@ table to stdout.
 torch.compile: reduce-overhead at batch 1; at batch 32/256 each mode of --large-mode (a comma
 list) is compiled and timed in the call, and the row keeps the fastest as the peer (the others
 in compile_modes, a failure's reason in compile_err).
+--tune: each Kiln row is timed untuned, then with NAME_cuda_tune's cuBLASLt algorithms, then
+both again (the untuned choice reloaded from a cache saved before tuning): untuned_ms and
+tuned_ms hold the four medians, kiln_ms the better tuned one, "tuned": true.
 usage: python3 bench/gpu/run.py BENCHDIR OUTDIR [--deadline S] [--skip-kiln] [--skip-eager]
            [--compile none|b1|large|all] [--large-mode MODE[,MODE..]]
-           [--models M,..] [--compile-keys KEY,..]"""
+           [--models M,..] [--compile-keys KEY,..] [--tune]"""
 import argparse
 import concurrent.futures as cf
 import ctypes
@@ -79,6 +82,16 @@ double kb_prof_bytes(int i) {{ return {name}_profile_bytes[i]; }}
     else:
         prof += """double kb_prof_flops(int i) { (void)i; return -1.0; }
 double kb_prof_bytes(int i) { (void)i; return -1.0; }
+"""
+    if re.search(r"\b%s_cuda_tune\s*\(" % name, header):   # cuBLASLt algorithm tuning
+        prof += f"""int kb_tune(void *ctx) {{ return {name}_cuda_tune(({name}_cuda_ctx *)ctx); }}
+size_t kb_tuning(void *ctx, void *buf, size_t n) {{ return {name}_cuda_tuning(({name}_cuda_ctx *)ctx, buf, n); }}
+int kb_load_tuning(void *ctx, const void *buf, size_t n) {{ return {name}_cuda_load_tuning(({name}_cuda_ctx *)ctx, buf, n); }}
+"""
+    else:
+        prof += """int kb_tune(void *ctx) { (void)ctx; return -1; }
+size_t kb_tuning(void *ctx, void *buf, size_t n) { (void)ctx; (void)buf; (void)n; return 0; }
+int kb_load_tuning(void *ctx, const void *buf, size_t n) { (void)ctx; (void)buf; (void)n; return -1; }
 """
     set_in = "".join(f"    p[{i}] = (void *)in.{f};\n" for i, f in enumerate(ins))
     set_out = "".join(f"    p[{len(ins) + i}] = (void *)out.{f};\n" for i, f in enumerate(outs))
@@ -186,6 +199,10 @@ class Kiln:
             getattr(self.lib, f).restype = ctypes.c_double
             getattr(self.lib, f).argtypes = [ctypes.c_int]
         self.lib.kb_profile.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
+        self.lib.kb_tune.argtypes = [ctypes.c_void_p]
+        self.lib.kb_tuning.restype = ctypes.c_size_t
+        self.lib.kb_tuning.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        self.lib.kb_load_tuning.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         st = ctypes.c_int(0)
         self.ctx = self.lib.kb_init(str(weights).encode(), ctypes.byref(st))
         if not self.ctx:
@@ -244,6 +261,25 @@ class Kiln:
         if n and flops[0] < 0:
             flops = nbytes = None
         return nodes, kinds, med, flops, nbytes
+
+    def tune(self):
+        """NAME_cuda_tune; raises RuntimeError when the bundle has none or it fails."""
+        rc = self.lib.kb_tune(self.ctx)
+        if rc:
+            raise RuntimeError(f"tune: status {rc}")
+
+    def tuning(self):
+        """The context's tuning cache (NAME_cuda_tuning) as bytes."""
+        n = self.lib.kb_tuning(self.ctx, None, 0)
+        buf = ctypes.create_string_buffer(max(n, 1))
+        if n == 0 or self.lib.kb_tuning(self.ctx, buf, n) != n:
+            raise RuntimeError("tuning: no cache")
+        return buf.raw[:n]
+
+    def load_tuning(self, data):
+        rc = self.lib.kb_load_tuning(self.ctx, data, len(data))
+        if rc:
+            raise RuntimeError(f"load_tuning: status {rc}")
 
     def free(self):
         self.lib.kb_free(self.ctx)
@@ -389,6 +425,10 @@ def main():
     ap.add_argument("--compile-keys", default="",
                     help="comma list: torch.compile only these rows (e.g. resnet50_b256_fp16)")
     ap.add_argument("--prebuild", action="store_true", help="only build the libraries")
+    ap.add_argument("--tune", action="store_true",
+                    help="Kiln rows: time the untuned graph, NAME_cuda_tune, time the tuned one, "
+                         "then both again (the untuned choice reloaded from a cache); kiln_ms "
+                         "is the tuned time")
     a = ap.parse_args()
     if a.prebuild:
         prebuild(pathlib.Path(a.bench), shutil.which("nvcc") or "nvcc", a.arch)
@@ -461,6 +501,23 @@ def main():
                 xs = models.inputs(name, b, 0, "cuda")
                 k.set_inputs(xs)
                 row["kiln_ms"] = k.time(iters)
+                for f in ("tuned", "tune_s", "untuned_ms", "tuned_ms"):
+                    row.pop(f, None)
+                if a.tune and not k.lib.kb_tuning(k.ctx, None, 0):
+                    row["tuned"] = False     # a bundle from before NAME_cuda_tune
+                elif a.tune:   # A/B in this call: untuned, tuned, untuned again, tuned again
+                    plain = k.tuning()       # no site set: the heuristic's first everywhere
+                    t = time.time()
+                    k.tune()
+                    row["tune_s"] = round(time.time() - t, 2)
+                    tuned = k.tuning()
+                    row["untuned_ms"], row["tuned_ms"] = [row["kiln_ms"]], [k.time(iters)]
+                    k.load_tuning(plain)
+                    row["untuned_ms"].append(k.time(iters))
+                    k.load_tuning(tuned)
+                    row["tuned_ms"].append(k.time(iters))
+                    row["kiln_ms"] = min(row["tuned_ms"])
+                    row["tuned"] = True
                 for f in [f for f in row if f.startswith("prof_")] + ["gap_ms"]:
                     row.pop(f, None)
                 try:

@@ -22,6 +22,7 @@
 #define KC_ERR_CUDA 10
 #define KC_ERR_CUBLAS 11
 #define KC_ERR_NOMEM 12
+#define KC_ERR_TUNING 13 /* a tuning cache of another cuBLASLt, device or model, or damaged */
 
 #define KC_THREADS 256       /* threads per block of the 1-D kernels */
 #define KC_MAX_BLOCKS 65536  /* grid cap; kernels loop (grid stride) over the rest */

@@ -164,7 +164,8 @@ all-core rows least of all.
 `-DCMAKE_C_FLAGS=-march=native`, and a C harness that times each call alone with
 CLOCK_MONOTONIC (weights and inputs loaded before): `NAME_run` on one thread,
 `NAME_run_parallel` on examples/parallel's pthreads pool for all cores. ONNX Runtime: CPU execution provider, all graph optimizations,
-`intra_op_num_threads` 1 then {all_cores}. OpenVINO: CPU, f32 precision, latency hint,
+`intra_op_num_threads` 1 then {all_cores}. OpenVINO (in a child process of its own: its idle worker
+threads had taken a core from the runs after it): CPU, f32 precision, latency hint,
 `INFERENCE_NUM_THREADS` 1 then {all_cores}. Each: {c['warmup']} untimed runs, then {c['reps']}
 timed; cells are median (minimum) in ms. Ratio: Kiln's median over the faster peer's (below
 1 is Kiln ahead). GFLOP: 2 x the multiply-accumulates of `kiln inspect`. Kiln's output

@@ -402,14 +402,8 @@ RT_API __m512i rt_qdw_zrq(const RtQDwZ *k, int j, __m512i a, const __m512i *rv) 
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv[j], k->rm[j]));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv[j], 32), k->rmo[j]));
     }
-    if (k->fold)
-        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k->k32[j]),
-                                 k->s32[j]);
-    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde[j]), k->she[j]);
-    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo[j]), k->sho[j]);
-    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
-    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
-    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+    return rt_qrq_close(pe, po, k->fold, k->k32[j], k->s32[j], k->rnde[j], k->rndo[j], k->she[j], k->sho[j], k->lo64,
+                        k->hi64, k->yzp32);
 }
 
 /* The 64 outputs of one pixel from its four sums (rt_qdw_z4's order): each to int32 with the

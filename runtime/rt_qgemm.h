@@ -820,6 +820,24 @@ RT_API void rt_qgemm_vnni_row1(const uint8_t *const *a, int64_t taps, int64_t c4
     }
 }
 
+/* The close that rt_qrqz_v and rt_qdw_zrq share: the even and odd lanes' 64-bit terms pe, po
+ * (product and residual term) to int32 with the zero point: the folded form (fold: the
+ * high words, one 32-bit add and shift) or rounding, shift and clamp in 64 bits. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qrq_close(__m512i pe, __m512i po, int fold, __m512i k32, __m512i s32, __m512i rnde, __m512i rndo,
+                            __m512i she, __m512i sho, __m512i lo64, __m512i hi64, __m512i yzp32) {
+    if (fold)
+        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k32),
+                                 s32);
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, rnde), she);
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, rndo), sho);
+    pe = _mm512_min_epi64(_mm512_max_epi64(pe, lo64), hi64);
+    po = _mm512_min_epi64(_mm512_max_epi64(po, lo64), hi64);
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), yzp32);
+}
+
 /* The int32 outputs (zero point added; not yet clamped by the int32 form) of one row's 16
  * channels, as rt_qrqz (k->fold) or rt_qrqz_wide computes them, for packing (rt_qrqz_2x2). */
 #if defined(__GNUC__)
@@ -833,14 +851,8 @@ RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
-    if (k->fold)
-        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k->k32),
-                                 k->s32);
-    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, k->rnde), k->she);
-    po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo), k->sho);
-    pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
-    po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
-    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+    return rt_qrq_close(pe, po, k->fold, k->k32, k->s32, k->rnde, k->rndo, k->she, k->sho, k->lo64, k->hi64,
+                        k->yzp32);
 }
 
 /* Two rows of two full panels (32 channels each) to bytes at once: the four int32 vectors

@@ -55,6 +55,47 @@ RT_API void rt_conv_nhwc_tile4x8_f32(int64_t cg, int64_t M, const float *const *
     memcpy(acc[3], &a3, sizeof a3);
 }
 
+/* rt_conv_nhwc_dw8_f32's step: 4 blocks of L channels from m0 (VT: a vector of L floats), the
+ * pixel's taps summed into 4 independent chains, bias first; the AVX-512 blocks of 16 and the
+ * 8-channel tiles are this same loop. */
+#define RT_CNHWC_DW_EDGE4(VT, L)                                                                \
+    do {                                                                                       \
+        VT a0, a1, a2, a3, xv, wv;                                                             \
+        if (b) {                                                                               \
+            memcpy(&a0, b + m0, sizeof a0);                                                    \
+            memcpy(&a1, b + m0 + (L), sizeof a1);                                              \
+            memcpy(&a2, b + m0 + 2 * (L), sizeof a2);                                          \
+            memcpy(&a3, b + m0 + 3 * (L), sizeof a3);                                          \
+        } else {                                                                               \
+            memset(&a0, 0, sizeof a0);                                                         \
+            a1 = a2 = a3 = a0;                                                                 \
+        }                                                                                      \
+        for (kh = kh_lo; kh < kh_hi; kh++) {                                                   \
+            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];                        \
+            for (kw = kw_lo; kw < kw_hi; kw++) {                                               \
+                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];                    \
+                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;                          \
+                const float *wr = w + (kh * g->k[2] + kw) * M + m0;                            \
+                memcpy(&xv, xr, sizeof xv);                                                    \
+                memcpy(&wv, wr, sizeof wv);                                                    \
+                a0 += xv * wv;                                                                 \
+                memcpy(&xv, xr + (L), sizeof xv);                                              \
+                memcpy(&wv, wr + (L), sizeof wv);                                              \
+                a1 += xv * wv;                                                                 \
+                memcpy(&xv, xr + 2 * (L), sizeof xv);                                          \
+                memcpy(&wv, wr + 2 * (L), sizeof wv);                                          \
+                a2 += xv * wv;                                                                 \
+                memcpy(&xv, xr + 3 * (L), sizeof xv);                                          \
+                memcpy(&wv, wr + 3 * (L), sizeof wv);                                          \
+                a3 += xv * wv;                                                                 \
+            }                                                                                  \
+        }                                                                                      \
+        memcpy(yp + m0, &a0, sizeof a0);                                                       \
+        memcpy(yp + m0 + (L), &a1, sizeof a1);                                                 \
+        memcpy(yp + m0 + 2 * (L), &a2, sizeof a2);                                             \
+        memcpy(yp + m0 + 3 * (L), &a3, sizeof a3);                                             \
+    } while (0)
+
 /* Depthwise, multiplier 1, M a multiple of the tile: one pixel whose taps [kh_lo, kh_hi) x
  * [kw_lo, kw_hi) are inside the input, 4 channel blocks of 8 at a time where they fit (4
  * independent FMA chains: one block at a time waits on the FMA latency every tap). */
@@ -66,80 +107,12 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
 #if defined(__AVX512F__)
     /* blocks of 16 on AVX-512 where the run's tiles take them (rt_conv_nhwc_dw_runk_f32):
      * EfficientNet's 7x7 layers of 5x5 kernels put 4 of a row's 7 pixels here */
-    for (; M % 16 == 0 && M > 32 && m0 + 64 <= M; m0 += 64) {
+    {
         typedef float v16f __attribute__((vector_size(16 * sizeof(float))));
-        v16f a0, a1, a2, a3, xv, wv;
-        if (b) {
-            memcpy(&a0, b + m0, sizeof a0);
-            memcpy(&a1, b + m0 + 16, sizeof a1);
-            memcpy(&a2, b + m0 + 32, sizeof a2);
-            memcpy(&a3, b + m0 + 48, sizeof a3);
-        } else {
-            memset(&a0, 0, sizeof a0);
-            a1 = a2 = a3 = a0;
-        }
-        for (kh = kh_lo; kh < kh_hi; kh++) {
-            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
-            for (kw = kw_lo; kw < kw_hi; kw++) {
-                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
-                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
-                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
-                memcpy(&xv, xr, sizeof xv);
-                memcpy(&wv, wr, sizeof wv);
-                a0 += xv * wv;
-                memcpy(&xv, xr + 16, sizeof xv);
-                memcpy(&wv, wr + 16, sizeof wv);
-                a1 += xv * wv;
-                memcpy(&xv, xr + 32, sizeof xv);
-                memcpy(&wv, wr + 32, sizeof wv);
-                a2 += xv * wv;
-                memcpy(&xv, xr + 48, sizeof xv);
-                memcpy(&wv, wr + 48, sizeof wv);
-                a3 += xv * wv;
-            }
-        }
-        memcpy(yp + m0, &a0, sizeof a0);
-        memcpy(yp + m0 + 16, &a1, sizeof a1);
-        memcpy(yp + m0 + 32, &a2, sizeof a2);
-        memcpy(yp + m0 + 48, &a3, sizeof a3);
+        for (; M % 16 == 0 && M > 32 && m0 + 64 <= M; m0 += 64) RT_CNHWC_DW_EDGE4(v16f, 16);
     }
 #endif
-    for (; m0 + 4 * T <= M; m0 += 4 * T) {
-        rt_cnhwc_v8f a0, a1, a2, a3, xv, wv;
-        if (b) {
-            memcpy(&a0, b + m0, sizeof a0);
-            memcpy(&a1, b + m0 + T, sizeof a1);
-            memcpy(&a2, b + m0 + 2 * T, sizeof a2);
-            memcpy(&a3, b + m0 + 3 * T, sizeof a3);
-        } else {
-            memset(&a0, 0, sizeof a0);
-            a1 = a2 = a3 = a0;
-        }
-        for (kh = kh_lo; kh < kh_hi; kh++) {
-            const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
-            for (kw = kw_lo; kw < kw_hi; kw++) {
-                const int64_t iw = ow * g->s[2] - g->pad[2] + kw * g->d[2];
-                const float *xr = xn + (ih * g->in[2] + iw) * M + m0;
-                const float *wr = w + (kh * g->k[2] + kw) * M + m0;
-                memcpy(&xv, xr, sizeof xv);
-                memcpy(&wv, wr, sizeof wv);
-                a0 += xv * wv;
-                memcpy(&xv, xr + T, sizeof xv);
-                memcpy(&wv, wr + T, sizeof wv);
-                a1 += xv * wv;
-                memcpy(&xv, xr + 2 * T, sizeof xv);
-                memcpy(&wv, wr + 2 * T, sizeof wv);
-                a2 += xv * wv;
-                memcpy(&xv, xr + 3 * T, sizeof xv);
-                memcpy(&wv, wr + 3 * T, sizeof wv);
-                a3 += xv * wv;
-            }
-        }
-        memcpy(yp + m0, &a0, sizeof a0);
-        memcpy(yp + m0 + T, &a1, sizeof a1);
-        memcpy(yp + m0 + 2 * T, &a2, sizeof a2);
-        memcpy(yp + m0 + 3 * T, &a3, sizeof a3);
-    }
+    for (; m0 + 4 * T <= M; m0 += 4 * T) RT_CNHWC_DW_EDGE4(rt_cnhwc_v8f, T);
     for (; m0 < M; m0 += T) {
         rt_cnhwc_v8f a, xv, wv;
         if (b) memcpy(&a, b + m0, sizeof a);

@@ -529,26 +529,41 @@ static uint64_t fnv1a(const char *s) {
 }
 
 /* NAME_cuda_tune, NAME_cuda_tuning and NAME_cuda_load_tuning (kc_blas.cuh's sites and
- * cache). A failure leaves the sites, and so the graph, as they were. */
+ * cache). Tuning and loading share NAME_set_sites: new sites, then the graph captured again;
+ * a failure leaves the sites, and so the graph, as they were. */
 static void emit_tuning(CudaCtx *cx, CWriter *c) {
     const char *N = cx->c.b.opts->name, *U = bundle_upper_name(&cx->c.b);
-    cw_open(c, "int %s_cuda_tune(%s_cuda_ctx *ctx)", N, N);
-    cw_line(c, "KcLtSite *old;");
+    cw_line(c, "/* Every site tuned: the enqueue run eagerly on the private stream (nothing is "
+               "captured), each product timing its candidates. */");
+    cw_open(c, "static int %s_tune_sites(%s_cuda_ctx *ctx)", N, N);
     cw_line(c, "int rc;");
-    cw_line(c, "if (!ctx) return %s_ERR_NULL;", U);
-    cw_line(c, "old = (KcLtSite *)malloc(sizeof ctx->lt_sites);");
-    cw_line(c, "if (!old) return %s_ERR_NOMEM;", U);
-    cw_line(c, "memcpy(old, ctx->lt_sites, sizeof ctx->lt_sites);");
     cw_line(c, "memset(ctx->lt_sites, 0, sizeof ctx->lt_sites);");
-    cw_line(c, "ctx->lt_tuning = 1; /* eager, on the private stream: nothing is captured */");
+    cw_line(c, "ctx->lt_tuning = 1;");
     cw_line(c, "rc = %s_enqueue(ctx, ctx->stream, NULL);", N);
     cw_line(c, "ctx->lt_tuning = 0;");
     cw_line(c, "if (cudaStreamSynchronize(ctx->stream) != cudaSuccess && rc == %s_OK) rc = "
                "%s_ERR_CUDA;", U, U);
+    cw_line(c, "return rc;");
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_line(c, "/* New sites, tuned (buf NULL) or read from a cache, and the graph captured with "
+               "them; a failure puts the old sites back. */");
+    cw_open(c, "static int %s_set_sites(%s_cuda_ctx *ctx, const void *buf, size_t bytes)", N, N);
+    cw_line(c, "KcLtSite *old = (KcLtSite *)malloc(sizeof ctx->lt_sites);");
+    cw_line(c, "int rc;");
+    cw_line(c, "if (!old) return %s_ERR_NOMEM;", U);
+    cw_line(c, "memcpy(old, ctx->lt_sites, sizeof ctx->lt_sites);");
+    cw_line(c, "rc = buf ? kc_lt_tuning_read(ctx->lt_sites, %s_LT_SITES, %s_LT_MODEL, buf, bytes)",
+            U, U);
+    cw_line(c, "         : %s_tune_sites(ctx);", N);
     cw_line(c, "if (rc == %s_OK) rc = %s_capture(ctx);", U, N);
     cw_line(c, "if (rc != %s_OK) memcpy(ctx->lt_sites, old, sizeof ctx->lt_sites);", U);
     cw_line(c, "free(old);");
     cw_line(c, "return rc;");
+    cw_close(c, NULL);
+    cw_blank(c);
+    cw_open(c, "int %s_cuda_tune(%s_cuda_ctx *ctx)", N, N);
+    cw_line(c, "return ctx ? %s_set_sites(ctx, NULL, 0) : %s_ERR_NULL;", N, U);
     cw_close(c, NULL);
     cw_blank(c);
     cw_open(c, "size_t %s_cuda_tuning(const %s_cuda_ctx *ctx, void *buf, size_t bytes)", N, N);
@@ -557,18 +572,7 @@ static void emit_tuning(CudaCtx *cx, CWriter *c) {
     cw_close(c, NULL);
     cw_blank(c);
     cw_open(c, "int %s_cuda_load_tuning(%s_cuda_ctx *ctx, const void *buf, size_t bytes)", N, N);
-    cw_line(c, "KcLtSite *old;");
-    cw_line(c, "int rc;");
-    cw_line(c, "if (!ctx || !buf) return %s_ERR_NULL;", U);
-    cw_line(c, "old = (KcLtSite *)malloc(sizeof ctx->lt_sites);");
-    cw_line(c, "if (!old) return %s_ERR_NOMEM;", U);
-    cw_line(c, "memcpy(old, ctx->lt_sites, sizeof ctx->lt_sites);");
-    cw_line(c, "rc = kc_lt_tuning_read(ctx->lt_sites, %s_LT_SITES, %s_LT_MODEL, buf, bytes);", U,
-            U);
-    cw_line(c, "if (rc == %s_OK) rc = %s_capture(ctx);", U, N);
-    cw_line(c, "if (rc != %s_OK) memcpy(ctx->lt_sites, old, sizeof ctx->lt_sites);", U);
-    cw_line(c, "free(old);");
-    cw_line(c, "return rc;");
+    cw_line(c, "return ctx && buf ? %s_set_sites(ctx, buf, bytes) : %s_ERR_NULL;", N, U);
     cw_close(c, NULL);
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <vector>
 
+#include "gpu_test.h"
 #include "kc_attn.cuh"
 #include "kc_nn.cuh"
 
@@ -32,15 +33,6 @@ static double nrand(void) {
     double u = urand() + 1e-12, v = urand();
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
-
-#define CK(call)                                                                            \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);  \
-            exit(2);                                                                        \
-        }                                                                                   \
-    } while (0)
 
 template <typename T> static T to_t(double v) { return (T)(float)v; }
 template <typename T> static double from_t(T v) { return (double)(float)v; }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <vector>
 
+#include "gpu_test.h"
 #include "kc_qconv.cuh"
 
 static int passed, failed;
@@ -28,15 +29,6 @@ static uint32_t urand32(void) { /* xorshift64 */
     return (uint32_t)(rng_state >> 32);
 }
 static int irand(int lo, int hi) { return lo + (int)(urand32() % (uint32_t)(hi - lo + 1)); }
-
-#define CK(call)                                                                            \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);  \
-            exit(2);                                                                        \
-        }                                                                                   \
-    } while (0)
 
 struct Case {
     const char *what;

@@ -662,6 +662,32 @@ void shape_constant_of_shape(ShapeCtx *c) {
 
 /* Integer ranges are evaluated only with start and delta far from int64 overflow. */
 #define SHAPE_RANGE_INT_LIMIT 1e15
+/* An integer range longer than the known-value limit (position ids over a static sequence)
+ * is still a compile-time constant: when folding, it is written straight into a tensor of up
+ * to this many elements, so that no node computes it at run time. Float ranges stay nodes:
+ * ONNX Runtime accumulates them step by step, which rounds differently. */
+#define SHAPE_RANGE_FOLD_MAX 65536
+
+static void fold_long_int_range(ShapeCtx *c, IrDType dt, int64_t len, int64_t start,
+                                int64_t delta) {
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    size_t width = 8;
+    if (dt == IR_DTYPE_I32) lo = INT32_MIN, hi = INT32_MAX, width = 4;
+    else if (dt == IR_DTYPE_I16) lo = INT16_MIN, hi = INT16_MAX, width = 2;
+    else if (dt != IR_DTYPE_I64) return;
+    if (!(fabs((double)start + (double)(len - 1) * (double)delta) < SHAPE_RANGE_INT_LIMIT)) return;
+    int64_t last = start + (len - 1) * delta;
+    if (start < lo || start > hi || last < lo || last > hi) return;
+    IrTensor *t = ir_tensor_new(c->g->arena, dt, 1, &len);
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < len; i++) {
+        int64_t x = start + i * delta;
+        if (width == 8) memcpy(p + 8 * i, &x, 8);
+        else if (width == 4) memcpy(p + 4 * i, &(int32_t){(int32_t)x}, 4);
+        else memcpy(p + 2 * i, &(int16_t){(int16_t)x}, 2);
+    }
+    shape_set_known(c, 0, t);
+}
 
 void shape_range(ShapeCtx *c) {
     IrDType dt = shape_dtype(c, 0);
@@ -682,10 +708,15 @@ void shape_range(ShapeCtx *c) {
     int64_t len = cnt > 0 ? (int64_t)cnt : 0;
     shape_set_dim(&c->out[0], 0, shape_dim_static(len));
     /* partial evaluation: start + i * delta, in the element type */
+    bool int_ok = fabs(v[0]) < SHAPE_RANGE_INT_LIMIT && fabs(v[2]) < SHAPE_RANGE_INT_LIMIT;
+    if (len > SHAPE_MAX_KNOWN_ELEMS) {
+        if (c->st->fold && int_ok && len <= SHAPE_RANGE_FOLD_MAX)
+            fold_long_int_range(c, dt, len, (int64_t)v[0], (int64_t)v[2]);
+        return;
+    }
     ShapeVals r;
     if (!shape_vals_init(&r, dt, &c->out[0])) return;
-    if (!r.is_float && !(fabs(v[0]) < SHAPE_RANGE_INT_LIMIT && fabs(v[2]) < SHAPE_RANGE_INT_LIMIT))
-        return;
+    if (!r.is_float && !int_ok) return;
     for (uint32_t i = 0; i < r.n; i++) {
         int64_t iv = (int64_t)v[0] + (int64_t)i * (int64_t)v[2];
         if (!shape_vals_put(&r, i, r.is_float, iv, v[0] + (double)i * v[2])) return;

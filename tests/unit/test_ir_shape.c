@@ -578,6 +578,50 @@ Test(ir_shape, evaluates_reductions_ranges_tiles_and_casts_of_known_values) {
     ir_graph_free(g);
 }
 
+/* Position ids: Range(0, Gather(Shape(x), 1), 1) over a static sequence longer than the
+ * known-value limit still folds into a constant (int64 and int32), and a float range of that
+ * length stays a node. */
+Test(ir_shape, folds_long_integer_ranges_into_constants) {
+    IrGraph *g = ir_graph_new("t");
+    uint32_t x = add_input(g, "x", IR_DTYPE_F32, 3, (int64_t[]){1, 200, 8});
+    uint32_t sh = add1(g, IR_OP_SHAPE, (uint32_t[]){x}, 1);
+    uint32_t idx = add_const_scalar(g, "idx", IR_DTYPE_I64, &(int64_t){1});
+    uint32_t len = add1(g, IR_OP_GATHER, (uint32_t[]){sh, idx}, 2);
+    uint32_t c0 = add_const_scalar(g, "zero", IR_DTYPE_I64, &(int64_t){0});
+    uint32_t c1 = add_const_scalar(g, "one", IR_DTYPE_I64, &(int64_t){1});
+    uint32_t ids = add1(g, IR_OP_RANGE, (uint32_t[]){c0, len, c1}, 3);
+    uint32_t s32 = add_const_scalar(g, "s32", IR_DTYPE_I32, &(int32_t){-5});
+    uint32_t l32 = add_const_scalar(g, "l32", IR_DTYPE_I32, &(int32_t){295});
+    uint32_t d32 = add_const_scalar(g, "d32", IR_DTYPE_I32, &(int32_t){3});
+    uint32_t r32 = add1(g, IR_OP_RANGE, (uint32_t[]){s32, l32, d32}, 3);
+    uint32_t sf = add_const_scalar(g, "sf", IR_DTYPE_F32, &(float){0});
+    uint32_t lf = add_const_scalar(g, "lf", IR_DTYPE_F32, &(float){100});
+    uint32_t df = add_const_scalar(g, "df", IR_DTYPE_F32, &(float){0.5f});
+    uint32_t rf = add1(g, IR_OP_RANGE, (uint32_t[]){sf, lf, df}, 3);
+    fold_ok(g);
+    const IrValue *v = &g->values[ids];
+    cr_assert_eq(v->kind, IR_VALUE_CONST, "the int64 range was not folded");
+    cr_assert_eq(v->tensor->dtype, IR_DTYPE_I64);
+    cr_assert_eq(v->tensor->n_elems, 200);
+    for (int64_t i = 0; i < 200; i++) {
+        int64_t got;
+        memcpy(&got, (const uint8_t *)v->tensor->data + 8 * i, 8);
+        cr_assert_eq(got, i, "element %lld: %lld", (long long)i, (long long)got);
+    }
+    v = &g->values[r32];
+    cr_assert_eq(v->kind, IR_VALUE_CONST, "the int32 range was not folded");
+    cr_assert_eq(v->tensor->dtype, IR_DTYPE_I32);
+    cr_assert_eq(v->tensor->n_elems, 100);
+    for (int64_t i = 0; i < 100; i++) {
+        int32_t got;
+        memcpy(&got, (const uint8_t *)v->tensor->data + 4 * i, 4);
+        cr_assert_eq(got, -5 + 3 * i, "element %lld: %d", (long long)i, got);
+    }
+    cr_assert_eq(g->values[rf].kind, IR_VALUE_NODE);
+    assert_type(g, rf, "tensor(f32)[200]");
+    ir_graph_free(g);
+}
+
 /* Values computed from graph input data are not known at compile time: the shapes they
  * drive stay unknown, and nothing is folded. */
 Test(ir_shape, leaves_shapes_computed_from_input_data_unknown) {

@@ -261,8 +261,9 @@ static void attn_tile_case(const char *tname, int64_t B, int64_t H, int64_t Sq, 
     compare(got, want, &worst, &bad, tol);
     if (rc != KC_OK) bad++;
     char what[200];
-    snprintf(what, sizeof what, "attention %s tile B %lld H %lld Sq %lld Sk %lld D %d DV %d mask %d%s%s",
-             tname, (long long)B, (long long)H, (long long)Sq, (long long)Sk, D, DV, mask_kind,
+    snprintf(what, sizeof what,
+             "attention %s tile B %lld H %lld Sq %lld Sk %lld D %d DV %d mask %d%s%s", tname,
+             (long long)B, (long long)H, (long long)Sq, (long long)Sk, D, DV, mask_kind,
              qs > 1 ? " Q strided" : "", off ? " misaligned" : "");
     report(what, worst, tol, bad);
 }
@@ -331,7 +332,9 @@ static void timing(void) {
             KcAttn p32 = p;
             p32.b = bt;
             const float *q3 = q32.d, *k3 = q32.d + H * D, *v3 = q32.d + 2 * H * D;
-            ms = time_ms([&] { kc_attention<float, false, 64, 64>(0, q3, k3, v3, m32.d, y32.d, &p32); });
+            ms = time_ms([&] {
+                kc_attention<float, false, 64, 64>(0, q3, k3, v3, m32.d, y32.d, &p32);
+            });
             printf("time attention fp32 b%lld h12 s128 d64: %.4f ms, %.2f TFLOP/s\n",
                    (long long)bt, ms, 4.0 * bt * H * S * S * D / ms / 1e9);
         }

@@ -1103,8 +1103,8 @@ static const char *attn_list(CudaCtx *cx, const int64_t v[ATTN_RANK]) {
 
 /* FusedAttention (passes/fuse_attention.c): kc_attention (kc_attn.cuh), the tensor-core
  * flash-attention kernel where the operands allow it (float16, head size a multiple of 16
- * up to 128, unit inner strides, rows and windows on 16-byte boundaries), else one thread
- * per query row (head sizes up to 128), else one warp per query row.
+ * up to 128, unit inner strides, rows and windows on 16-byte boundaries), else the tiled
+ * float kernel (head sizes up to 128), else one warp per query row.
  * Same operand conventions as the C emitter (backend/c/cgen_fusedattn.c). */
 static bool emit_fused_attention(CudaCtx *cx, const IrNode *n) {
     const char *T = ktype(cx, n);

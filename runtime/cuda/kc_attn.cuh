@@ -14,9 +14,10 @@
  *   keeps a running row maximum and sum (online softmax, float32), rescales its float32
  *   output accumulators, and multiplies the tile's probabilities (rounded to float16) by V
  *   on the tensor cores again. One division by the row sum at the end.
- * - kc_attn_thread (float32 and float16, head sizes up to KC_ATTN_MAX_D, any strides): one
- *   thread per query row, Q's row and the output row in registers, K and V tiles in shared
- *   memory, the online softmax in float32.
+ * - kc_attn_tile (float32 and float16, head sizes up to KC_ATTN_MAX_D, any strides): a block
+ *   per tile of 16 (or 8) query rows, eight threads a row, K and V tiles in shared memory as
+ *   float32, the online softmax in float32 (the thread-per-row kernel it replaced made 24
+ *   blocks at BERT-base batch 1 and left the GPU idle).
  * - kc_attn_rows (anything else: larger heads): one warp per query row; a first walk over
  *   the keys finds the row maximum and sum online, a second one recomputes each score and
  *   accumulates p * V for up to 32 * KC_ATTN_VR output columns at a time. Float32.
@@ -38,9 +39,7 @@ typedef struct KcAttn {
 #define KC_ATTN_VR 4      /* output columns per lane of kc_attn_rows' second walk */
 #define KC_ATTN_WARPS 4   /* rows (warps) per block of kc_attn_rows */
 #define KC_ATTN_BN 64     /* keys per tile of kc_attn_tc */
-#define KC_ATTN_TROWS 64  /* query rows (threads) per block of kc_attn_thread */
-#define KC_ATTN_TKEYS 32  /* keys per shared-memory tile of kc_attn_thread */
-#define KC_ATTN_MAX_D 128 /* the largest head size of kc_attn_tc and kc_attn_thread */
+#define KC_ATTN_MAX_D 128 /* the largest head size of kc_attn_tc and kc_attn_tile */
 
 static __device__ __forceinline__ float kc_attn_wsum(float v) {
     for (int o = KC_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -103,73 +102,172 @@ __global__ void kc_attn_rows_kernel(const T *q, const T *k, const T *v, const T 
     }
 }
 
-/* ---- one thread per query row, head sizes up to KC_ATTN_MAX_D ---- */
+/* ---- a block per tile of query rows, eight threads a row (float32 arithmetic) ---- */
 
-/* A block of KC_ATTN_TROWS threads takes as many query rows of one (batch, head); each keeps
- * its row of Q (scaled) and its output row in registers and walks the keys of tiles staged in
- * shared memory (every thread reads the same key at once: broadcasts), with the online
- * softmax: the accumulators are rescaled only when a score exceeds the running maximum. */
-template <typename T, int D, int DV>
-__global__ void __launch_bounds__(KC_ATTN_TROWS)
-kc_attn_thread_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAttn p) {
-    __shared__ __align__(16) float sk[KC_ATTN_TKEYS][D];
-    __shared__ __align__(16) float sv[KC_ATTN_TKEYS][DV];
+/* 4 elements t..t+3 of a row whose element stride is st, as floats; those at or past n
+ * read as 0. vec: the 4 are contiguous and the first sits on 4 elements' boundary (one
+ * 16-byte load for float, 8 for float16). Read-only global loads (ld.global.nc), so the
+ * compiler may issue a tile's loads together ahead of its shared-memory stores. */
+template <typename T>
+static __device__ __forceinline__ float4 kc_attn_ld4(const T *row, int64_t st, int t, int n,
+                                                     bool vec) {
+    if (vec && t + 4 <= n) {
+        if (sizeof(T) == 4) return __ldg(reinterpret_cast<const float4 *>(row + t));
+        float2 r = __ldg(reinterpret_cast<const float2 *>(row + t));
+        const __half2 *h = reinterpret_cast<const __half2 *>(&r);
+        float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+    float e[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) e[u] = t + u < n ? (float)__ldg(row + (t + u) * st) : 0.0f;
+    return make_float4(e[0], e[1], e[2], e[3]);
+}
+
+static __device__ __forceinline__ float kc_attn_dot4(float4 a, float4 b, float acc) {
+    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
+
+/* A block of 8 QT threads takes QT query rows of one (batch, head), 8 threads (lanes of one
+ * warp) a row, and walks the keys in tiles of KT staged in shared memory as float32, with
+ * the online softmax in float32:
+ * - scores: lane c of a row takes keys c, c + 8, ... of the tile against its copy of Q's row
+ *   (scaled, in registers), 16-byte reads of K rows whose stride (SKW) puts the 8 lanes'
+ *   keys on 8 different bank quads (no conflicts; the other rows' lanes read the same words);
+ * - the row's maximum and sum over its 8 lanes by shuffles; the probabilities go through a
+ *   per-row strip of shared memory (only this warp reads it: __syncwarp);
+ * - output: lane c holds columns 4 (c + 8 h) .. + 3 (h < NCH) of the row, 16-byte reads of V
+ *   with the 8 lanes on one contiguous 128 bytes, 4 FMAs a read.
+ * The thread that owns a row's scores owns its output: the rescale by the new maximum stays
+ * in registers. Floor at BERT-base (S 128, D 64): 4.2 MFLOP a head; batch 1's 12 heads make
+ * 96 blocks of 16 rows (8 rows, 192 blocks, where 16 would leave SMs without two blocks). */
+template <typename T, int D, int DV, int QT>
+__global__ void __launch_bounds__(8 * QT)
+kc_attn_tile_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAttn p) {
+    constexpr int NT = 8 * QT;                          /* threads */
+    constexpr int D4 = (D + 3) / 4 * 4;                 /* Q and K columns, padded with 0 */
+    constexpr int SKW = D4 + ((D4 / 4) % 2 ? 0 : 4);    /* K row stride: an odd number of quads */
+    constexpr int NCH = (DV + 31) / 32;                 /* output quads per lane */
+    constexpr int SVW = 32 * NCH;                       /* V row width, padded with 0 */
+    constexpr int KT = SKW <= 68 && SVW <= 64 ? 64 : 32; /* keys per tile: under 48 KiB */
+    constexpr int KU = KT / 8;                          /* scores per lane and tile */
+    constexpr int SPW = KT + 8;                         /* probability strip: rows 8 banks apart */
+    __shared__ __align__(16) float sk[KT * SKW];
+    __shared__ __align__(16) float sv[KT * SVW];
+    __shared__ __align__(16) float sp[QT * SPW];
+    const int r = threadIdx.x / 8, c = threadIdx.x % 8;
     const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
-    const int64_t i = (int64_t)blockIdx.x * KC_ATTN_TROWS + threadIdx.x;
+    const int64_t i = (int64_t)blockIdx.x * QT + r;
     const bool live = i < p.sq;
     const T *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
     const T *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
     const T *mr = mask && live ? mask + bb * p.m_st[0] + hh * p.m_st[1] + i * p.m_st[2] : NULL;
+    /* whole 16-byte (8-byte) loads of K and V rows: unit inner stride, rows and base on
+     * 4 elements' boundary (the block's choice, the same for every thread) */
+    const bool vk = p.k_st[3] == 1 && p.k_st[2] % 4 == 0 && ((uintptr_t)kb % (4 * sizeof(T))) == 0;
+    const bool vv = p.v_st[3] == 1 && p.v_st[2] % 4 == 0 && ((uintptr_t)vb % (4 * sizeof(T))) == 0;
     const float sc = p.scale * KC_ATTN_LOG2E; /* scores in log2 units: exp2f below */
-    float qr[D], o[DV];
-    if (live) {
-        const T *qp = q + bb * p.q_st[0] + hh * p.q_st[1] + i * p.q_st[2];
+    float4 q4[D4 / 4];
+    {
+        const T *qp = q + bb * p.q_st[0] + hh * p.q_st[1] + (live ? i : 0) * p.q_st[2];
+        const bool vq = p.q_st[3] == 1 && ((uintptr_t)qp % (4 * sizeof(T))) == 0;
 #pragma unroll
-        for (int t = 0; t < D; t++) qr[t] = (float)qp[t * p.q_st[3]] * sc;
-    } else {
-#pragma unroll
-        for (int t = 0; t < D; t++) qr[t] = 0.0f;
-    }
-#pragma unroll
-    for (int t = 0; t < DV; t++) o[t] = 0.0f;
-    float m = -INFINITY, l = 0.0f;
-    for (int64_t k0 = 0; k0 < p.sk; k0 += KC_ATTN_TKEYS) {
-        __syncthreads(); /* the previous tile is consumed */
-        for (int c = threadIdx.x; c < KC_ATTN_TKEYS * D; c += KC_ATTN_TROWS) {
-            int64_t key = k0 + c / D;
-            sk[c / D][c % D] = key < p.sk ? (float)kb[key * p.k_st[2] + (c % D) * p.k_st[3]] : 0.0f;
+        for (int t = 0; t < D4 / 4; t++) {
+            float4 x = live ? kc_attn_ld4(qp, p.q_st[3], 4 * t, D, vq) : make_float4(0, 0, 0, 0);
+            q4[t] = make_float4(x.x * sc, x.y * sc, x.z * sc, x.w * sc);
         }
-        for (int c = threadIdx.x; c < KC_ATTN_TKEYS * DV; c += KC_ATTN_TROWS) {
-            int64_t key = k0 + c / DV;
-            sv[c / DV][c % DV] =
-                key < p.sk ? (float)vb[key * p.v_st[2] + (c % DV) * p.v_st[3]] : 0.0f;
+    }
+    float4 o[NCH];
+#pragma unroll
+    for (int h = 0; h < NCH; h++) o[h] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t k0 = 0; k0 < p.sk; k0 += KT) {
+        const int nk = p.sk - k0 < KT ? (int)(p.sk - k0) : KT;
+        __syncthreads(); /* the previous tile is consumed */
+        /* K and V rows k0.. as quads; keys past the end and padding columns read as 0 */
+#pragma unroll
+        for (int it = 0; it < (KT * (D4 / 4) + NT - 1) / NT; it++) {
+            const int e = threadIdx.x + it * NT, key = e / (D4 / 4), t = 4 * (e % (D4 / 4));
+            if (e >= KT * (D4 / 4)) break;
+            float4 x = key < nk ? kc_attn_ld4(kb + (k0 + key) * p.k_st[2], p.k_st[3], t, D, vk)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            *reinterpret_cast<float4 *>(&sk[key * SKW + t]) = x;
+        }
+#pragma unroll
+        for (int it = 0; it < (KT * (SVW / 4) + NT - 1) / NT; it++) {
+            const int e = threadIdx.x + it * NT, key = e / (SVW / 4), t = 4 * (e % (SVW / 4));
+            if (e >= KT * (SVW / 4)) break;
+            float4 x = key < nk ? kc_attn_ld4(vb + (k0 + key) * p.v_st[2], p.v_st[3], t, DV, vv)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            *reinterpret_cast<float4 *>(&sv[key * SVW + t]) = x;
         }
         __syncthreads();
-        int nk = p.sk - k0 < KC_ATTN_TKEYS ? (int)(p.sk - k0) : KC_ATTN_TKEYS;
-        for (int j = 0; j < nk; j++) {
-            float s = 0.0f;
+        float s[KU];
+        float tmax = -INFINITY;
 #pragma unroll
-            for (int t = 0; t < D; t++) s += qr[t] * sk[j][t];
-            if (mr) s += (float)mr[(k0 + j) * p.m_st[3]] * KC_ATTN_LOG2E;
-            if (s > m) { /* a new maximum: rescale what was summed so far */
-                float a = exp2f(m - s);
-                l *= a;
+        for (int u = 0; u < KU; u++) {
+            const int kk = c + 8 * u;
+            const float *kr = &sk[kk * SKW];
+            float a = 0.0f;
 #pragma unroll
-                for (int t = 0; t < DV; t++) o[t] *= a;
-                m = s;
-            }
-            float w = m == -INFINITY ? 0.0f : exp2f(s - m); /* only -inf so far: adds 0 */
-            l += w;
+            for (int t = 0; t < D4 / 4; t++)
+                a = kc_attn_dot4(q4[t], *reinterpret_cast<const float4 *>(kr + 4 * t), a);
+            if (kk >= nk) a = -INFINITY;
+            else if (mr) a += (float)mr[(k0 + kk) * p.m_st[3]] * KC_ATTN_LOG2E;
+            s[u] = a;
+            tmax = fmaxf(tmax, a);
+        }
+        /* the row's 8 lanes: maximum, then the sum of exp2 from it (online softmax) */
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 4));
+        const float mn = fmaxf(m, tmax);
+        const float base = mn == -INFINITY ? 0.0f : mn; /* only -inf so far: exp2 gives 0 */
+        const float alpha = exp2f(m - base);
+        m = mn;
+        float tsum = 0.0f;
 #pragma unroll
-            for (int t = 0; t < DV; t++) o[t] += w * sv[j][t];
+        for (int u = 0; u < KU; u++) {
+            float pe = exp2f(s[u] - base);
+            tsum += pe;
+            sp[r * SPW + c + 8 * u] = pe;
+        }
+        tsum += __shfl_xor_sync(0xffffffffu, tsum, 1);
+        tsum += __shfl_xor_sync(0xffffffffu, tsum, 2);
+        tsum += __shfl_xor_sync(0xffffffffu, tsum, 4);
+        l = l * alpha + tsum;
+#pragma unroll
+        for (int h = 0; h < NCH; h++)
+            o[h] = make_float4(o[h].x * alpha, o[h].y * alpha, o[h].z * alpha, o[h].w * alpha);
+        __syncwarp(); /* the row's probabilities are in sp */
+        /* o += P V over the whole tile: keys past the end have p = 0 and V rows of 0 */
+#pragma unroll 4
+        for (int j = 0; j < KT; j += 4) {
+            const float4 w = *reinterpret_cast<const float4 *>(&sp[r * SPW + j]);
+            const float wj[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+#pragma unroll
+                for (int h = 0; h < NCH; h++) {
+                    const float4 x =
+                        *reinterpret_cast<const float4 *>(&sv[(j + u) * SVW + 4 * (c + 8 * h)]);
+                    o[h].x = fmaf(wj[u], x.x, o[h].x), o[h].y = fmaf(wj[u], x.y, o[h].y);
+                    o[h].z = fmaf(wj[u], x.z, o[h].z), o[h].w = fmaf(wj[u], x.w, o[h].w);
+                }
         }
     }
     if (!live) return;
     /* rows of -inf only: NaN, as the unfused softmax gives */
-    float inv = m == -INFINITY ? NAN : 1.0f / l;
+    const float inv = m == -INFINITY ? NAN : 1.0f / l;
     T *yr = y + bb * p.y_st[0] + hh * p.y_st[1] + i * p.y_st[2];
 #pragma unroll
-    for (int t = 0; t < DV; t++) yr[t * p.y_st[3]] = (T)(o[t] * inv);
+    for (int h = 0; h < NCH; h++) {
+        const int t = 4 * (c + 8 * h);
+        const float e[4] = {o[h].x, o[h].y, o[h].z, o[h].w};
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (t + u < DV) yr[(t + u) * p.y_st[3]] = (T)(e[u] * inv);
+    }
 }
 
 /* ---- flash attention on tensor cores (float16) ---- */
@@ -491,7 +589,7 @@ struct KcAttnTc<__half, 0> {
 
 /* FusedAttention: TC (the emitter's compile-time verdict: float16, D = DV in 16s, unit inner
  * strides, row strides in eights) tries the tensor-core kernel; D, DV (0: over
- * KC_ATTN_MAX_D) select the thread-per-row kernel; else one warp per row. */
+ * KC_ATTN_MAX_D) select the tiled kernel; else one warp per row. */
 template <typename T, bool TC, int D, int DV>
 static inline int kc_attention(cudaStream_t s, const T *q, const T *k, const T *v,
                                const T *mask, T *y, const KcAttn *p) {
@@ -500,9 +598,19 @@ static inline int kc_attention(cudaStream_t s, const T *q, const T *k, const T *
     if (heads > 65535) return KC_ERR_SHAPE; /* grid y: the emitter refuses these */
     if (TC && KcAttnTc<T, TC ? D : 0>::launch(s, q, k, v, mask, y, p)) {
     } else if (D > 0 && DV > 0) {
-        kc_attn_thread_kernel<T, D ? D : 1, DV ? DV : 1>
-            <<<dim3((unsigned)((p->sq + KC_ATTN_TROWS - 1) / KC_ATTN_TROWS), (unsigned)heads),
-               KC_ATTN_TROWS, 0, s>>>(q, k, v, mask, y, *p);
+        /* 16 rows a block where that still gives every SM two blocks, else 8 */
+        int dev = 0, sms = 132;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return KC_ERR_CUDA;
+        if ((p->sq + 15) / 16 * heads >= 2 * (int64_t)sms)
+            kc_attn_tile_kernel<T, D ? D : 1, DV ? DV : 1, 16>
+                <<<dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), 128, 0, s>>>(
+                    q, k, v, mask, y, *p);
+        else
+            kc_attn_tile_kernel<T, D ? D : 1, DV ? DV : 1, 8>
+                <<<dim3((unsigned)((p->sq + 7) / 8), (unsigned)heads), 64, 0, s>>>(
+                    q, k, v, mask, y, *p);
     } else {
         int64_t blocks = (rows + KC_ATTN_WARPS - 1) / KC_ATTN_WARPS;
         if (blocks > INT32_MAX) return KC_ERR_SHAPE;

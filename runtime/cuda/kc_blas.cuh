@@ -1,8 +1,9 @@
 /* kc_blas.cuh: matrix products of CUDA bundles through cuBLASLt. kc_lt_matmul is one
  * column-major, strided-batched D = act(alpha * op(A) op(B) + beta * C + bias) in float32
  * or float16 storage; the emitter maps row-major products onto it by swapping the operands
- * (C = A B row-major is C^T = B^T A^T column-major). The epilogue (bias, ReLU, tanh GELU)
- * is fused when cuBLASLt has an algorithm for it, else applied by kc_bias_act after a
+ * (C = A B row-major is C^T = B^T A^T column-major). The epilogue (bias, ReLU, tanh GELU;
+ * erf GELU too in float16, kc_lt_epilogue) is fused when cuBLASLt has an algorithm for
+ * it, else applied by kc_bias_act after a
  * plain product. Compute type: CUBLAS_COMPUTE_32F, which is no TF32 on float32 storage and
  * fp16 tensor cores with fp32 accumulation on float16 storage (--precision fp16); float32
  * products left in an fp16 bundle use CUBLAS_COMPUTE_32F_FAST_16F. Descriptors live only
@@ -281,12 +282,16 @@ done:
     return rc;
 }
 
-/* The fused epilogue for p's bias and activation, or DEFAULT when cuBLASLt has none
- * (its GELU is the tanh form, so erf GELU is applied by kc_bias_act). */
+/* The fused epilogue for p's bias and activation, or DEFAULT when cuBLASLt has none.
+ * cuBLASLt's GELU is the tanh form: it differs from the exact erf GELU by at most 4.7e-4
+ * (at |x| = 2.70), and everywhere by at most 0.63 of the worst rounding of x itself to
+ * float16 (half an ulp of x; the ratio peaks at |x| = 1), so float16 storage takes it for
+ * erf GELU too (BERT's fc1: one pass over its (rows, 3072) output less); float32 keeps the
+ * exact erf through kc_bias_act (docs/cuda.md). */
 static inline cublasLtEpilogue_t kc_lt_epilogue(const KcMatmul *p) {
     if (p->act == KC_ACT_NONE) return p->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     if (p->act == KC_ACT_RELU) return p->bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    if (p->act == KC_ACT_GELU_TANH)
+    if (p->act == KC_ACT_GELU_TANH || (p->act == KC_ACT_GELU && p->half))
         return p->bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     return CUBLASLT_EPILOGUE_DEFAULT;
 }

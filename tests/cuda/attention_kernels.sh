@@ -3,10 +3,10 @@
 # --target cuda (the target runs FusedAttention natively), and each attention of
 # tests/cuda/make_models.py's cuda_fattn gets the kernel of kc_attn.cuh the emitter's rule
 # gives it, read from the bundle (kc_attention<T, TC, D, DV> calls: TC true, the tensor-core
-# kernel; D, DV > 0, the thread-per-row kernel; else one warp per row):
+# kernel; D, DV > 0, the tiled float kernel; else one warp per row):
 # fp16 with a head size in 16s up to 128, unit inner strides and rows on 16-byte boundaries
 # takes the tensor cores, other head sizes up to 128 (fp32, D 40 with a K read through a
-# stride) one thread per row, D 160 one warp per row. The model's softmaxes must all be gone
+# stride) the tiled float kernel, D 160 one warp per row. The model's softmaxes must all be gone
 # (fused). cuda_qkv: the packed projections of fuse-horizontal read through windows. usage:
 # tests/cuda/attention_kernels.sh KILN; ends with "N passed, N failed".
 set -u
@@ -54,7 +54,7 @@ else
 fi
 # cuda_qkv (fuse-horizontal): each input's projections one product, the attentions reading
 # Q, K, V as windows of it (h: columns on 16-byte boundaries, tensor cores in fp16; i:
-# heads of 12 at columns 36 and 72, the thread-per-row kernel), no Split left but the one
+# heads of 12 at columns 36 and 72, the tiled float kernel), no Split left but the one
 # whose output is a graph output (h's fourth product); and the C bundle against ONNX Runtime
 for prec in fp16 fp32; do
     out="$TMP/qkv_$prec"

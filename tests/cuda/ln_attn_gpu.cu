@@ -6,9 +6,11 @@
  * head sizes in odd and even numbers of 16, partial key tiles, masks shared by all query
  * rows (copied with the key tiles where aligned, else loaded) and per-row masks, blocks of
  * 1, 4 and 8 warps, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's fused
- * projection leaves it). With --time also times the kernels at BERT-base fp16 batch
- * 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the same
- * source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
+ * projection leaves it; the tiled float kernel in float32 and float16 with head sizes in
+ * partial quads, D != DV, strided and misaligned operands, rows of -inf only). With --time
+ * also times the kernels at BERT-base fp16 batch 256 and the float32 attention at batch 1,
+ * 32 and 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the
+ * same source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu
  *        ./ln_attn_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -191,6 +193,81 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
     report(what, worst, 1e-2, bad);
 }
 
+/* The tiled kernel (float32 and float16 without tensor cores): Q read as (B, Sq, H, D) with
+ * element stride qs (2: every other element, no 16-byte loads), K (B, H, Sk, D), V
+ * (B, Sk, H, DV), y (B, Sq, H, DV), base pointers off 16 bytes where off; mask as in
+ * attn_case, 3: a (B, 1, 1, Sk) mask whose first row is all -inf (NaN rows, as the unfused
+ * softmax). D, DV: any sizes up to KC_ATTN_MAX_D (quads with a partial last one, V padding). */
+template <typename T, int D, int DV>
+static void attn_tile_case(const char *tname, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                           int mask_kind, int qs, int off, double tol) {
+    Buf<T> qb(B * Sq * H * D * qs, 1.0, off), kb(B * H * Sk * D, 1.0, off),
+        vb(B * Sk * H * DV, 1.0, off), y(B * Sq * H * DV, 1.0, off);
+    int64_t mn = mask_kind == 2 ? B * H * Sq * Sk : mask_kind ? B * Sk : 1;
+    Buf<T> m(mn, 1.0);
+    std::vector<T> mh(mn);
+    for (int64_t i = 0; i < mn; i++) {
+        double v = urand() < 0.2 ? -10000.0 : 0.5 * nrand();
+        if (mask_kind == 3 && i < Sk) v = -INFINITY;
+        mh[i] = to_t<T>(v), m.h[i] = from_t(mh[i]);
+    }
+    CK(cudaMemcpy(m.d, mh.data(), mn * sizeof(T), cudaMemcpyHostToDevice));
+    y.poison();
+    KcAttn p;
+    memset(&p, 0, sizeof p);
+    p.b = B, p.h = H, p.sq = Sq, p.sk = Sk, p.d = D, p.dv = DV;
+    int64_t qst[4] = {Sq * H * D * qs, D * qs, H * D * qs, qs}, kst[4] = {H * Sk * D, Sk * D, D, 1},
+            vst[4] = {Sk * H * DV, DV, H * DV, 1}, yst[4] = {Sq * H * DV, DV, H * DV, 1};
+    memcpy(p.q_st, qst, sizeof qst), memcpy(p.k_st, kst, sizeof kst);
+    memcpy(p.v_st, vst, sizeof vst), memcpy(p.y_st, yst, sizeof yst);
+    if (mask_kind == 1 || mask_kind == 3) p.m_st[0] = Sk, p.m_st[3] = 1;
+    if (mask_kind == 2) p.m_st[0] = H * Sq * Sk, p.m_st[1] = Sq * Sk, p.m_st[2] = Sk, p.m_st[3] = 1;
+    p.scale = (float)(1.0 / sqrt((double)D));
+    int rc = kc_attention<T, false, D, DV>(0, qb.d, kb.d, vb.d, mask_kind ? m.d : NULL, y.d, &p);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want(B * Sq * H * DV), sc(Sk);
+    for (int64_t bb = 0; bb < B; bb++)
+        for (int64_t hh = 0; hh < H; hh++)
+            for (int64_t i = 0; i < Sq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < Sk; j++) {
+                    double s = 0;
+                    for (int t = 0; t < D; t++)
+                        s += qb.h[bb * qst[0] + hh * qst[1] + i * qst[2] + t * qs] *
+                             kb.h[bb * kst[0] + hh * kst[1] + j * kst[2] + t];
+                    s *= p.scale;
+                    if (mask_kind == 1 || mask_kind == 3) s += m.h[bb * Sk + j];
+                    if (mask_kind == 2) s += m.h[((bb * H + hh) * Sq + i) * Sk + j];
+                    sc[j] = s, mx = std::max(mx, s);
+                }
+                for (int64_t j = 0; j < Sk; j++) sc[j] = exp(sc[j] - mx), sum += sc[j];
+                for (int t = 0; t < DV; t++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < Sk; j++)
+                        o += sc[j] * vb.h[bb * vst[0] + hh * vst[1] + j * vst[2] + t];
+                    want[bb * yst[0] + hh * yst[1] + i * yst[2] + t] =
+                        mx == -INFINITY ? NAN : o / sum;
+                }
+            }
+    std::vector<double> got = y.get();
+    long bad = 0;
+    double worst = 0;
+    for (size_t e = 0; e < want.size(); e++) { /* NaN where the row is all -inf, else close */
+        if (want[e] != want[e]) {
+            if (got[e] == got[e]) bad++;
+            got[e] = want[e] = 0.0;
+        }
+    }
+    compare(got, want, &worst, &bad, tol);
+    if (rc != KC_OK) bad++;
+    char what[200];
+    snprintf(what, sizeof what,
+             "attention %s tile B %lld H %lld Sq %lld Sk %lld D %d DV %d mask %d%s%s", tname,
+             (long long)B, (long long)H, (long long)Sq, (long long)Sk, D, DV, mask_kind,
+             qs > 1 ? " Q strided" : "", off ? " misaligned" : "");
+    report(what, worst, tol, bad);
+}
+
 /* ---- timing at BERT-base fp16 batch 256 ---- */
 
 template <typename F>
@@ -249,6 +326,19 @@ static void timing(void) {
     });
     printf("time attention NW 4, no mask: %.4f ms\n", ms);
     CK(cudaDeviceSynchronize());
+    { /* float32 at BERT-base batch 1, 32, 256 (the launcher: kc_attn_tile in this tree) */
+        Buf<float> q32(B * S * 3 * H * D, 1.0), y32(B * H * S * D, 1.0), m32(B * S, 0.0);
+        for (int64_t bt : {1, 32, 256}) {
+            KcAttn p32 = p;
+            p32.b = bt;
+            const float *q3 = q32.d, *k3 = q32.d + H * D, *v3 = q32.d + 2 * H * D;
+            ms = time_ms([&] {
+                kc_attention<float, false, 64, 64>(0, q3, k3, v3, m32.d, y32.d, &p32);
+            });
+            printf("time attention fp32 b%lld h12 s128 d64: %.4f ms, %.2f TFLOP/s\n",
+                   (long long)bt, ms, 4.0 * bt * H * S * S * D / ms / 1e9);
+        }
+    }
 }
 
 int main(int argc, char **argv) {
@@ -284,6 +374,17 @@ int main(int argc, char **argv) {
     attn_case<64>(2, 3, 128, 1, 8);
     attn_case<64>(1, 2, 200, 2, 8);
 #endif
+    attn_tile_case<float, 64, 64>("fp32", 1, 12, 128, 128, 1, 1, 0, 1e-5); /* BERT b1: 8 rows */
+    attn_tile_case<float, 64, 64>("fp32", 3, 12, 128, 128, 1, 1, 0, 1e-5); /* 16 rows a block */
+    attn_tile_case<float, 64, 64>("fp32", 2, 3, 77, 100, 2, 1, 0, 1e-5);   /* partial tiles */
+    attn_tile_case<float, 64, 64>("fp32", 2, 2, 37, 130, 3, 2, 1, 1e-5);   /* strided, off 16 B */
+    attn_tile_case<float, 40, 24>("fp32", 1, 3, 50, 65, 1, 1, 0, 1e-5);    /* D != DV */
+    attn_tile_case<float, 13, 7>("fp32", 2, 2, 19, 33, 0, 2, 0, 1e-5);     /* partial quads */
+    attn_tile_case<float, 128, 128>("fp32", 1, 2, 70, 100, 2, 1, 0, 1e-5); /* 32-key tiles */
+    attn_tile_case<float, 96, 128>("fp32", 12, 12, 40, 90, 1, 1, 0, 1e-5); /* 16 rows, 3 quads */
+    attn_tile_case<__half, 40, 24>("fp16", 2, 3, 50, 65, 2, 1, 0, 2e-3);
+    attn_tile_case<__half, 64, 64>("fp16", 1, 3, 33, 70, 1, 2, 1, 2e-3);
+    attn_tile_case<__half, 36, 36>("fp16", 1, 3, 33, 70, 1, 1, 2, 2e-3);  /* off 4 bytes */
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

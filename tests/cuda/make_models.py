@@ -155,9 +155,9 @@ def main():
     # Transposes, Div scale, a full (B,H,Sq,Sk) additive mask with -1e4 entries, Sq = 37 and
     # Sk = 70 (past one 64-key tile), D 32: the tensor-core kernel in fp16. b: (B,H,S,D) as
     # stored, Mul scale, no mask, D 48 (tensor cores). c: D 40 and Dv 24, a (1,1,1,Sk) mask:
-    # the row kernel in fp16 too. d: rank 3 (no head dimension), D 16, Sq 5 < one row tile.
+    # the tiled float kernel in fp16 too. d: rank 3 (no head dimension), D 16, Sq 5 < one row tile.
     # e: 140 heads of 70 rows (the four-warp blocks), D 16. f: D 128, the largest head size
-    # of the tensor-core and thread-per-row kernels. g: D 160, Dv 136: one warp per row.
+    # of the tensor-core and tiled float kernels. g: D 160, Dv 136: one warp per row.
     nodes = [
         helper.make_node("Transpose", ["aq"], ["aqt"], perm=[0, 2, 1, 3]),
         helper.make_node("Transpose", ["ak"], ["akt"], perm=[0, 2, 3, 1]),

@@ -550,7 +550,13 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
 #endif
 }
 
-/* The column tile: 128 channels (eight warps) where the layer has that many, else 64. */
+/* The column tile: 128 channels (eight warps) where the layer has that many and KC_QBN_MAX
+ * allows, else 64. KC_QBN_MAX 64 (an A/B knob, like KC_QSTAGES): four blocks of four warps
+ * an SM instead of two of eight (128 registers a thread either way), each A tile loaded
+ * twice as often. */
+#ifndef KC_QBN_MAX
+#define KC_QBN_MAX 128
+#endif
 template <int VW>
 static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
                                    const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
@@ -563,7 +569,7 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
-    int bn = p->M >= 128 ? 128 : 64;
+    int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
     dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
     if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
         if (bn == 128) kc_qconv_mma16_kernel<128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);

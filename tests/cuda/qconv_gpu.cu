@@ -118,7 +118,7 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
     for (auto &v : r) v = (uint8_t)urand32();
     int rsh = irand(30, 31);
     for (int m = 0; m < c.M; m++) {
-        if (c.rqform == 1) { /* acc * mult about +-2^37, the residual term r 2^30 and more */
+        if (c.rqform == 1) { /* acc * mult about +-2^35, the residual term r 2^30 and more */
             rq[m] = irand(-40000, 40000);
             rq[c.M + m] = irand(1 << 18, (1 << 21) - 1);
             rq[2 * c.M + m] = c.res ? irand(1 << 30, 0x7fffffff) : 0;

@@ -26,7 +26,8 @@ first=$(hdr "${VARS[0]}") last=$(hdr "${VARS[${#VARS[@]}-1]}")
 # the kernel test against the first and the last header (a copy beside each: the test's
 # #include "kc_qconv.cuh" looks in the source's folder first)
 for h in first last; do
-    mkdir -p "$W/qc_$h" && cp "${!h}"/kc_qconv.cuh "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" "$W/qc_$h/"
+    mkdir -p "$W/qc_$h" && cp "${!h}"/kc_qconv.cuh "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
+        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/"
     (nvcc -std=c++17 -O3 -arch=sm_90 -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
 done

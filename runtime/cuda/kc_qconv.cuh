@@ -46,18 +46,64 @@ static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult,
     return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
-/* The same result with the per-channel terms folded ahead, for the QConv epilogues (about
- * a third fewer instructions a value, which the 1x1 layers' epilogues are bound by): acc
+/* a * b + c in one 32 x 32 -> 64-bit multiply-add (IMAD.WIDE): NVVM keeps a multiplier
+ * hoisted as int64 and multiplies in 64 x 64 bits otherwise */
+static __device__ __forceinline__ int64_t kc_qmadw(int32_t a, int32_t b, int64_t c) {
+    int64_t d;
+    asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
+    return d;
+}
+
+/* The same result with the per-channel terms folded ahead, for the QConv epilogues: acc
  * already holds the bias, k0 = 2^(shift-1) - r_zp * rmult (the rounding and the residual's
  * zero point), r the raw residual byte, and the clamp taken before adding y_zp (l = lo -
  * y_zp, h = hi - y_zp): clamp(y_zp + q, lo, hi) = y_zp + clamp(q, l, h). Only the sums'
- * grouping changes, in int64 without overflow: the same bytes as kc_qrequant. */
+ * grouping changes, in int64 without overflow: the same bytes as kc_qrequant. The floor is
+ * t >> shift itself: nvcc shifts signed integers arithmetically (shr.s64), so the two-sided
+ * form of kc_qround_shift is not needed here. Most channels take kc_qrequant_hi instead. */
+template <bool RES = true>
 static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mult, int64_t k0,
                                                         int32_t r, int32_t rmult, int shift,
                                                         int32_t l, int32_t h) {
-    int64_t t = (int64_t)acc * mult + k0 + (int64_t)r * rmult;
-    int64_t q = t >= 0 ? t >> shift : -((-t - 1) >> shift) - 1; /* floor(t / 2^shift) */
+    int64_t t = kc_qmadw(acc, mult, k0);
+    if (RES) t = kc_qmadw(r, rmult, t);
+    int64_t q = t >> shift; /* floor(t / 2^shift) */
     return q < l ? l : q > h ? h : (int32_t)q;
+}
+
+/* kc_qrequant_k when floor(t / 2^shift) is the high word of t, floor(t / 2^32), shifted by s32
+ * more (two floors compose): always within 32 bits, so the shift and the clamp are 32-bit
+ * where kc_qrequant_k shifts and compares in 64 bits (see kc_qhi_terms for the shifts below
+ * 32). rk scales the residual byte (r << rk). With kc_qmadw, H200 ResNet-50 batch 256: 10.90
+ * -> 10.69 ms, layer1 conv3 0.408 -> 0.381 ms: the 1x1 layers are not bound by these
+ * instructions. */
+template <bool RES>
+static __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, int32_t mult, int64_t k0,
+                                                         int32_t r, int32_t rmult, int rk,
+                                                         int s32, int32_t l, int32_t h) {
+    int64_t t = kc_qmadw(acc, mult, k0);
+    if (RES) t = kc_qmadw(r << rk, rmult, t);
+    int32_t q = (int32_t)(t >> 32) >> s32;
+    return min(max(q, l), h);
+}
+
+/* The terms of kc_qrequant_hi for a channel of kc_qrequant_k's (mult, k0, shift), or false.
+ * shift >= 32 (the usual case without a residual: qplan_multiplier gives a multiplier m below
+ * 1/2 a shift of 31 - e >= 32, m in [2^(e-1), 2^e)): s32 = shift - 32. With a residual the
+ * shift is capped by the residual's multiplier (ResNet-50: 30 or 31 on every such layer);
+ * there t 2^j with j = 32 - shift has the same floor at 2^32, and for 16 <= shift < 32 and
+ * |mult| < 2^(shift-1) it is exact in the same instructions: mult 2^j within int32, k0 2^j,
+ * the residual byte r 2^j (under 2^24; rmult itself stays), |t 2^j| < 2^62 + 2^57. */
+static __device__ __forceinline__ bool kc_qhi_terms(int32_t &mult, int64_t &k0, int &rk, int &s32,
+                                                    int shift) {
+    if (shift >= 32) {
+        rk = 0, s32 = shift - 32;
+        return true;
+    }
+    if (shift < 16 || mult < -(1 << (shift - 1)) || mult >= 1 << (shift - 1)) return false;
+    rk = 32 - shift, s32 = 0;
+    mult *= 1 << rk, k0 *= (int64_t)1 << rk;
+    return true;
 }
 
 /* k0 of kc_qrequant_k for channel n of the (4, M) table rq */
@@ -66,7 +112,8 @@ static __device__ __forceinline__ int64_t kc_qk0(const int32_t *rq, int M, int n
 }
 
 /* The accumulators of a warp's 64 x 32 tile from channel c0 on start at the bias (the
- * epilogues add none); channels past M at 0. */
+ * epilogues add none); channels past M at 0. ADD: the bias added to them instead. */
+template <bool ADD = false>
 static __device__ __forceinline__ void kc_qacc_bias(int32_t (&acc)[4][4][4], const int32_t *bias,
                                                     int M, int c0, int tig) {
 #pragma unroll
@@ -76,7 +123,10 @@ static __device__ __forceinline__ void kc_qacc_bias(int32_t (&acc)[4][4][4], con
             int n = c0 + nt * 8 + tig * 2 + j;
             int32_t b = n < M ? bias[n] : 0;
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++) acc[mt][nt][j] = acc[mt][nt][2 + j] = b;
+            for (int mt = 0; mt < 4; mt++) {
+                acc[mt][nt][j] = (ADD ? acc[mt][nt][j] : 0) + b;
+                acc[mt][nt][2 + j] = (ADD ? acc[mt][nt][2 + j] : 0) + b;
+            }
         }
 }
 
@@ -114,6 +164,40 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
     }
 }
 
+/* The requantization terms of one thread's channel pair (n, n + 1) in kc_qconv_epilogue16 */
+typedef struct KcQPair {
+    int32_t m[2], rm[2], s[2], rk[2], l, h, y_zp;
+    int64_t k0[2];
+} KcQPair;
+
+/* The pair's 8 x 2 values of acc[.][nt] in place in the shared tile (e: row g of the warp's
+ * 64 rows, the pair's column), residual bytes read from there first (RES); HI: c holds
+ * kc_qhi_terms' terms for both channels (kc_qrequant_hi), else kc_qrequant_k's. */
+template <bool RES, bool HI, int LD>
+static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4], int nt,
+                                                    const KcQPair &c, uint8_t *e) {
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint16_t *q = (uint16_t *)(void *)(e + (mt * 16 + 8 * h) * LD);
+            int32_t r0 = 0, r1 = 0;
+            if (RES) {
+                uint32_t rr = *q;
+                r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
+            }
+            int32_t v0, v1;
+            if (HI) {
+                v0 = kc_qrequant_hi<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
+                v1 = kc_qrequant_hi<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
+            } else {
+                v0 = kc_qrequant_k<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
+                v1 = kc_qrequant_k<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
+            }
+            *q = (uint16_t)((c.y_zp + v0) | ((c.y_zp + v1) << 8));
+        }
+}
+
 /* The same epilogue through shared memory, for M % 16 == 0 with y (and the residual) on 16
  * bytes: the block's 128 x BN residual tile comes in as 16-byte row chunks, each thread
  * requantizes its fragment values in place (two channels, one 2-byte store), and the uint8
@@ -148,23 +232,22 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
     for (int nt = 0; nt < 4; nt++) {
         const int cl = wn * 32 + nt * 8 + tig * 2, n = col0 + cl;
         if (n >= p.M) continue; /* the pair lies in one 16-channel chunk: both or neither */
-        int32_t m0 = mult[n], m1 = mult[n + 1], s0 = shift[n], s1 = shift[n + 1];
-        int32_t rm0 = res ? rmult[n] : 0, rm1 = res ? rmult[n + 1] : 0;
-        int64_t k00 = kc_qk0(rq, p.M, n, res ? p.r_zp : 0), k01 = kc_qk0(rq, p.M, n + 1, res ? p.r_zp : 0);
-#pragma unroll
-        for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint16_t *e = (uint16_t *)(void *)(ys + (wm * 64 + mt * 16 + g + 8 * h) * LD + cl);
-                int32_t r0 = 0, r1 = 0;
-                if (res) {
-                    uint32_t rr = *e;
-                    r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
-                }
-                int32_t v0 = p.y_zp + kc_qrequant_k(acc[mt][nt][2 * h], m0, k00, r0, rm0, s0, l, hh);
-                int32_t v1 = p.y_zp + kc_qrequant_k(acc[mt][nt][2 * h + 1], m1, k01, r1, rm1, s1, l, hh);
-                *e = (uint16_t)(v0 | (v1 << 8));
-            }
+        KcQPair c;
+        c.m[0] = mult[n], c.m[1] = mult[n + 1], c.s[0] = shift[n], c.s[1] = shift[n + 1];
+        c.rm[0] = res ? rmult[n] : 0, c.rm[1] = res ? rmult[n + 1] : 0;
+        c.k0[0] = kc_qk0(rq, p.M, n, res ? p.r_zp : 0), c.k0[1] = kc_qk0(rq, p.M, n + 1, res ? p.r_zp : 0);
+        c.rk[0] = c.rk[1] = 0, c.l = l, c.h = hh, c.y_zp = p.y_zp;
+        uint8_t *e = ys + (wm * 64 + g) * LD + cl;
+        /* one form for the whole loop (a uniform branch where a warp's channels agree) */
+        KcQPair hi = c;
+        if (kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0]) &&
+            kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1])) {
+            if (res) kc_qepi_pair<true, true, LD>(acc, nt, hi, e);
+            else kc_qepi_pair<false, true, LD>(acc, nt, hi, e);
+        } else {
+            if (res) kc_qepi_pair<true, false, LD>(acc, nt, c, e);
+            else kc_qepi_pair<false, false, LD>(acc, nt, c, e);
+        }
     }
     __syncthreads();
 #pragma unroll
@@ -289,7 +372,10 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     const uint32_t zp = (uint32_t)p.x_zp;
     uint4 ra[AP], rb[2];
     int32_t acc[4][4][4];
-    kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
+    /* from 0, the bias added after the main loop: held through this kernel's loop it costs
+     * the RGB stem 37 registers (171 against 134) and 0.32 ms of 1.12 (H200, batch 256) */
+#pragma unroll
+    for (int q = 0; q < 64; q++) acc[q / 16][q / 4 % 4][q % 4] = 0;
     const int nk = p.Kp / KC_QBK;
     auto load = [&](int kt) {
         int k = kt * KC_QBK + cc * 16;
@@ -353,6 +439,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             __syncthreads();
         }
     }
+    kc_qacc_bias<true>(acc, rq, p.M, col0 + wn * 32, tig);
     /* epilogue: bias, residual, requantization and clamp, one store of uint8 */
     if (kc_qepi16(p, y, res)) {
         __syncthreads(); /* As is free: every warp is past its last fragment load */
@@ -463,7 +550,13 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
 #endif
 }
 
-/* The column tile: 128 channels (eight warps) where the layer has that many, else 64. */
+/* The column tile: 128 channels (eight warps) where the layer has that many and KC_QBN_MAX
+ * allows, else 64. KC_QBN_MAX 64 (an A/B knob, like KC_QSTAGES): four blocks of four warps
+ * an SM instead of two of eight (128 registers a thread either way), each A tile loaded
+ * twice as often. */
+#ifndef KC_QBN_MAX
+#define KC_QBN_MAX 128
+#endif
 template <int VW>
 static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
                                    const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
@@ -476,7 +569,7 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
-    int bn = p->M >= 128 ? 128 : 64;
+    int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
     dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
     if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
         if (bn == 128) kc_qconv_mma16_kernel<128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);

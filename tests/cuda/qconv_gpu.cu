@@ -6,7 +6,10 @@
  * (an RGB 7x7 stem, Kp <= KC_QKTAB) and without it (Kp past the table), pixel counts that
  * are not multiples of the 128-pixel tile, channel counts in 16s (the shared-memory
  * epilogue, with and without a residual, partial column blocks) and not (the fragment
- * epilogue), an output one byte off 16 (the fragment epilogue), strides, pads, dilations.
+ * epilogue), an output one byte off 16 (the fragment epilogue), strides, pads, dilations;
+ * requantization terms drawn at random (shifts 1 to 42: kc_qrequant_k, and kc_qrequant_hi
+ * from 16 on) and as on ResNet-50's residual layers (shift 30 or 31, residual multipliers of
+ * 2^30 and more: kc_qrequant_hi with the residual byte scaled).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.
@@ -35,6 +38,8 @@ struct Case {
     int N, H, W, C, M, R, S, sh, sw, ph, pw, dh, dw;
     bool res;
     int yoff; /* the output's byte offset from a 16-byte boundary */
+    int rqform; /* 0: random shifts 1..42; 1: ResNet-50's residual layers (one shift, 30
+                 * or 31, small multipliers, residual multipliers in [2^30, 2^31)) */
 };
 
 /* y = clamp(y_zp + round(((bias + sum x w) * mult + (r - r_zp) * rmult) / 2^shift)):
@@ -111,7 +116,15 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
     for (int m = 0; m < c.M; m++)
         for (int k = 0; k < p.Kp; k++) w[(size_t)m * p.Kp + k] = k < p.K ? (int8_t)urand32() : 0;
     for (auto &v : r) v = (uint8_t)urand32();
+    int rsh = irand(30, 31);
     for (int m = 0; m < c.M; m++) {
+        if (c.rqform == 1) { /* acc * mult about +-2^35, the residual term r 2^30 and more */
+            rq[m] = irand(-40000, 40000);
+            rq[c.M + m] = irand(1 << 18, (1 << 21) - 1);
+            rq[2 * c.M + m] = c.res ? irand(1 << 30, 0x7fffffff) : 0;
+            rq[3 * c.M + m] = rsh;
+            continue;
+        }
         /* shifts 1..42 (below 32 the 64-bit shift's low word is not the answer alone); the
          * multipliers take the sums to about +-100 where the shift allows (small shifts
          * saturate), the residual term to about +-64 */
@@ -203,6 +216,8 @@ int main(int argc, char **argv) {
         {"3x3 C 64 s2, M 128",         2, 16, 16, 64, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
         {"1x1 C 128, y off 16",        1,  9, 10, 128, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 1},
         {"stem, y off 16",             1, 11, 12, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 3},
+        {"1x1 K 64, ResNet residual rq", 2, 13, 11, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 C 128 M 64, ResNet rq",  1,  9, 10, 128, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
     };
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
@@ -210,7 +225,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--time")) {
         static const Case t[] = {
             {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
-            {"layer1 conv3 b256 (+res)",  256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+            {"layer1 conv3 b256 (+res)",  256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv1 b256",         256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
             {"layer1 conv2 3x3 b256",     256, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
             {"layer3 conv2 3x3 b256",     256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},

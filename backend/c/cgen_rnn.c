@@ -6,6 +6,7 @@
  * because the memory plan has no per-node workspace yet: chunk is as many steps as fit, up
  * to RNN_MAX_CHUNK. float32 and float64. */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/c/cgen.h"
@@ -148,6 +149,66 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
     return true;
 }
 
+/* ---- the float LSTM's weights in the kernel's layout ---- */
+
+/* A new constant of the graph: `data`'s tensor under w's name and `suffix`. */
+static uint32_t rnn_add_packed(IrGraph *g, uint32_t w, const char *suffix, IrTensor *pt) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", g->values[w].name ? g->values[w].name : "w", suffix);
+    pt->name = ir_arena_strdup(g->arena, name);
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, pt->rank, pt->dims);
+    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = pt;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
+/* Whether v is a float constant of the given dims whose data the compiler holds. */
+static bool rnn_const_f32(const IrGraph *g, uint32_t v, const int64_t dims[3]) {
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_CONST || !val->tensor || val->tensor->dtype != IR_DTYPE_F32 ||
+        !val->tensor->data || val->type.rank != 3)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (val->type.dims[i] != dims[i]) return false;
+    return true;
+}
+
+/* Every float LSTM whose W and R are constants gets them as the kernel's panels
+ * (runtime/rt_rnn.h): W (D, 4H, I) as (D, 4H/64 rounded up, I, 64) (RT_RNN_W_PACKED), R
+ * (D, 4H, H) as (D, H/16 rounded up, H, 64) (RT_RNN_LSTM_PACKED); emit_rnn knows them by
+ * rank 4 and sets RtRnn.packed. The step then streams R in one pass, and the input
+ * projection no longer transposes W at run time. */
+bool cgen_rnn_prepare(IrGraph *g, Diag *d) {
+    (void)d;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrNode *n = &g->nodes[i];
+        if (n->dead || n->op != IR_OP_LSTM || n->n_inputs < 3) continue;
+        const IrType *tx = &g->values[n->inputs[RNN_IN_X]].type;
+        const IrType *tw = &g->values[n->inputs[RNN_IN_W]].type;
+        if (tx->dtype != IR_DTYPE_F32 || tx->rank != 3 || tw->rank != 3 || tw->dims[1] % 4 ||
+            tw->dims[0] < 1 || tw->dims[1] < 4 || tw->dims[2] < 1)
+            continue;
+        int64_t D = tw->dims[0], H = tw->dims[1] / 4, I = tw->dims[2];
+        if (ir_attr_present(n, IR_ATTR_LSTM_HIDDEN_SIZE) &&
+            ir_attr_i(n, IR_ATTR_LSTM_HIDDEN_SIZE) != H)
+            continue;
+        int64_t dw[3] = {D, 4 * H, I}, dr[3] = {D, 4 * H, H};
+        if (!rnn_const_f32(g, n->inputs[RNN_IN_W], dw) || !rnn_const_f32(g, n->inputs[RNN_IN_R], dr))
+            continue;
+        int64_t pw[4] = {D, (4 * H + RT_RNN_PANEL - 1) / RT_RNN_PANEL, I, RT_RNN_PANEL};
+        int64_t pr[4] = {D, RT_RNN_LSTM_BLOCKS(H), H, RT_RNN_LSTM_COLS};
+        IrTensor *tpw = ir_tensor_new(g->arena, IR_DTYPE_F32, 4, pw);
+        IrTensor *tpr = ir_tensor_new(g->arena, IR_DTYPE_F32, 4, pr);
+        rt_rnn_pack_w_f32(g->values[n->inputs[RNN_IN_W]].tensor->data, 4 * H, I, D, tpw->data);
+        rt_rnn_lstm_pack_f32(g->values[n->inputs[RNN_IN_R]].tensor->data, H, D, tpr->data);
+        uint32_t vw = rnn_add_packed(g, n->inputs[RNN_IN_W], ".panels", tpw);
+        uint32_t vr = rnn_add_packed(g, n->inputs[RNN_IN_R], ".panels", tpr);
+        n->inputs[RNN_IN_W] = vw, n->inputs[RNN_IN_R] = vr;
+    }
+    return true;
+}
+
 static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     RnnIds ids;
     if (!rnn_ids((IrOp)n->op, &ids)) return cgen_unsupported(cx, n, "this op as a recurrence");
@@ -159,7 +220,9 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     int64_t layout = ir_attr_i(n, ids.layout);
     if (layout != 0 && layout != 1)
         return cgen_unsupported(cx, n, "layout %lld", (long long)layout);
-    if (tx->rank != 3 || tw->rank != 3)
+    /* rank 4: cgen_rnn_prepare's panels of a float LSTM */
+    bool packed = ids.kind == 2 && t == IR_DTYPE_F32 && tw->rank == 4;
+    if (tx->rank != 3 || tw->rank != (packed ? 4 : 3))
         return cgen_unsupported(cx, n, "X or W of rank other than 3");
     const char *dir = ir_attr_s(n, ids.direction);
     int n_dir = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
@@ -167,7 +230,7 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     if (n_dir == 1 && !reverse && strcmp(dir, "forward") != 0)
         return cgen_unsupported(cx, n, "direction '%s'", dir);
     int64_t S = tx->dims[layout ? 1 : 0], B = tx->dims[layout ? 0 : 1], I = tx->dims[2];
-    int64_t G = ids.gates, H = tw->dims[1] / G;
+    int64_t G = ids.gates, H = packed ? cgen_type(cx, rv)->dims[2] : tw->dims[1] / G;
     if (ir_attr_present(n, ids.hidden)) H = ir_attr_i(n, ids.hidden);
     if (S < 0 || B < 0 || I < 0 || H <= 0)
         return cgen_unsupported(cx, n, "non-static or empty dimensions");
@@ -184,8 +247,10 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     for (uint32_t i = 0; i < 3; i++)
         out[i] = rnn_has_out(n, i) ? n->outputs[i] : IR_NONE;
     if (ids.kind != 2) in[RNN_IN_C0] = in[RNN_IN_P] = out[RNN_OUT_Y_C] = IR_NONE;
-    if (!rnn_check(cx, n, in[RNN_IN_W], t, 3, dw, "W") ||
-        !rnn_check(cx, n, in[RNN_IN_R], t, 3, dr, "R") ||
+    int64_t dwp[4] = {n_dir, (G * H + RT_RNN_PANEL - 1) / RT_RNN_PANEL, I, RT_RNN_PANEL};
+    int64_t drp[4] = {n_dir, RT_RNN_LSTM_BLOCKS(H), H, RT_RNN_LSTM_COLS};
+    if (!rnn_check(cx, n, in[RNN_IN_W], t, packed ? 4 : 3, packed ? dwp : dw, "W") ||
+        !rnn_check(cx, n, in[RNN_IN_R], t, packed ? 4 : 3, packed ? drp : dr, "R") ||
         !rnn_check(cx, n, in[RNN_IN_B], t, 2, db, "B") ||
         !rnn_check(cx, n, in[RNN_IN_SEQ_LENS], IR_DTYPE_I32, 1, dsl, "sequence_lens") ||
         !rnn_check(cx, n, in[RNN_IN_H0], t, 3, dh, "initial_h") ||
@@ -239,7 +304,7 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "},");
     cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d,",
             has_clip ? 1 : 0, cgen_flit(cx, clip, false), input_forget != 0, lbr != 0);
-    cw_line(w, ".chunk = %lld", (long long)chunk);
+    cw_line(w, ".chunk = %lld%s", (long long)chunk, packed ? ", .packed = 1" : "");
     w->indent--;
     cw_line(w, "};");
     cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld, %lld, %lld) */", ct,
@@ -250,8 +315,9 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     /* the recurrent product of a step (G*H units x H) is the smallest piece that splits */
     const char *par = cgen_par(cx, (double)G * (double)H * (double)H);
     bool split = strcmp(par, "NULL") != 0;
-    /* float packs panels of W^T for the input projection in the workers' scratch */
-    if (split && t == IR_DTYPE_F32) cgen_par_scratch(cx, RT_RNN_PROJ_SCRATCH(I));
+    /* float packs panels of W^T for the input projection in the workers' scratch, unless
+     * the compiler did (packed) */
+    if (split && t == IR_DTYPE_F32 && !packed) cgen_par_scratch(cx, RT_RNN_PROJ_SCRATCH(I));
     const char *call =
         cgen_fmt(cx, "rt_rnn%s_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws%s%s)",
                  split ? "_par" : "", sfx,

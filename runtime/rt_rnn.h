@@ -6,10 +6,13 @@
  * in loops that vectorize (float sigmoid and tanh from rt_vmath.h). Both products are
  * rt_gemm (rt_matmul.h) but for float where the compiler targets AVX-512: there, 4 x 4 dot
  * products of 16 lanes reduced together (the projection) and 8 rows against one vector (the
- * recurrent product, a stream of R from L3 at batch 1). rt_rnn_par_SFX shares each product's
- * units among the workers of an RtPar (rt_par.h; the steps stay in order, one after
- * another). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next
- * hidden state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
+ * recurrent product, a stream of R from L3 at batch 1). A float LSTM whose weights the
+ * compiler packed (RtRnn.packed, backend/c/cgen_rnn.c) takes its own two: the projection on
+ * W's prepacked panels, and a step that streams R's gate-interleaved panels once (the sums
+ * of a block of units' four gates end together, its cells follow). rt_rnn_par_SFX shares
+ * each product's units among the workers of an RtPar (rt_par.h; the steps stay in order, one
+ * after another). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous
+ * and next hidden state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
 #ifndef KILN_RT_RNN_H
 #define KILN_RT_RNN_H
@@ -748,7 +751,6 @@ RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
  * of v[k] * pan[k][q][u] for the gates q and units u < nu, pan its panel (H, 4, UNITS).
  * Floor: the panel's 256 * H bytes from wherever they live (L3 at H = 512: 4 MiB a step);
  * 8 (AVX-512) FMAs a 512 bytes, far below what one core can compute. */
-#define RT_RNN_LSTM_PF 0 /* bytes ahead to prefetch; 0: the hardware's prefetchers alone */
 #ifdef RT_RNN_AVX512
 /* 8 sums of 16 lanes: the 4 gates at even k and at odd k (4 FMAs of latency 4 per chain
  * keep both FMA pipes busy), added at the end. */
@@ -762,10 +764,6 @@ RT_API void rt_rnn_lstm_block_f32(const float *v, const float *pan, int64_t H, f
     for (k = 0; k + 2 <= H; k += 2) {
         const float *pk = pan + k * RT_RNN_LSTM_COLS;
         const __m512 x0 = _mm512_set1_ps(v[k]), x1 = _mm512_set1_ps(v[k + 1]);
-#if RT_RNN_LSTM_PF
-        for (q = 0; q < 8; q++)
-            _mm_prefetch((const char *)pk + RT_RNN_LSTM_PF + 64 * q, _MM_HINT_T0);
-#endif
         for (q = 0; q < 4; q++) {
             a[q] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(pk + 16 * q), a[q]);
             a[4 + q] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(pk + RT_RNN_LSTM_COLS + 16 * q),

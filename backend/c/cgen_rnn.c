@@ -194,7 +194,8 @@ bool cgen_rnn_prepare(IrGraph *g, Diag *d) {
             ir_attr_i(n, IR_ATTR_LSTM_HIDDEN_SIZE) != H)
             continue;
         int64_t dw[3] = {D, 4 * H, I}, dr[3] = {D, 4 * H, H};
-        if (!rnn_const_f32(g, n->inputs[RNN_IN_W], dw) || !rnn_const_f32(g, n->inputs[RNN_IN_R], dr))
+        if (!rnn_const_f32(g, n->inputs[RNN_IN_W], dw) ||
+            !rnn_const_f32(g, n->inputs[RNN_IN_R], dr))
             continue;
         int64_t pw[4] = {D, (4 * H + RT_RNN_PANEL - 1) / RT_RNN_PANEL, I, RT_RNN_PANEL};
         int64_t pr[4] = {D, RT_RNN_LSTM_BLOCKS(H), H, RT_RNN_LSTM_COLS};

@@ -70,9 +70,10 @@ static float stream(const float *buf, int64_t lo, int64_t hi) {
 #endif
 }
 
-enum { K_STREAM, K_ROWS, K_PACKED, K_PROJ, K_LAYER, K_LAYER_PACKED, K_COUNT };
-static const char *const names[K_COUNT] = {"stream", "rows", "packed", "proj(31)", "layer",
-                                           "layer/pk"};
+enum { K_STREAM, K_ROWS, K_PACKED, K_PACKED_ALT, K_PROJ, K_LAYER, K_LAYER_PACKED, K_COUNT };
+static const char *const names[K_COUNT] = {"stream", "rows", "packed", "packed/alt",
+                                           "proj(31)", "layer", "layer/pk"};
+static int step_no;
 static float *ws, *B0, *Yl, *scratch, *Wp;
 /* The bench model's second layer whole (rt_rnn_par_f32: input 512, 64 steps in chunks of 31
  * as the bundle's stack scratch holds), W and R as ONNX lays them out or packed; one thread. */
@@ -84,7 +85,8 @@ static void layer(int packed) {
     p.num_dir = 1, p.act[0][0].fn = RT_RNN_SIGMOID, p.act[0][1].fn = p.act[0][2].fn = RT_RNN_TANH;
     p.chunk = 31, p.packed = packed;
     par.scratch = (unsigned char *)scratch;
-    rt_rnn_par_f32(&p, X, packed ? Wp : W, packed ? Rp : R, B0, NULL, hv, hv, NULL, Yl, NULL, NULL, ws, &par);
+    rt_rnn_par_f32(&p, X, packed ? Wp : W, packed ? Rp : R, B0, NULL, hv, hv, NULL, Yl, NULL,
+                   NULL, ws, &par);
 }
 
 static void one_step(int kind, int t, int nt) {
@@ -103,6 +105,12 @@ static void one_step(int kind, int t, int nt) {
     case K_PACKED:
         for (b = b0; b < b1; b++)
             rt_rnn_lstm_block_f32(hv, Rp + b * H * RT_RNN_LSTM_COLS, H, g, b * 16, 16);
+        break;
+    case K_PACKED_ALT: /* the blocks backwards every other step: the last read are in L2 */
+        for (b = b0; b < b1; b++) {
+            const int64_t bb = step_no & 1 ? b0 + b1 - 1 - b : b;
+            rt_rnn_lstm_block_f32(hv, Rp + bb * H * RT_RNN_LSTM_COLS, H, g, bb * 16, 16);
+        }
         break;
     case K_LAYER:
     case K_LAYER_PACKED:
@@ -126,6 +134,7 @@ static void *run_job(void *arg) {
     int s;
     for (s = 0; s < j->steps; s++) {
         one_step(j->kind, j->t, n_threads);
+        if (j->t == 0) step_no++;
         if (n_threads > 1) barrier();
     }
     return NULL;

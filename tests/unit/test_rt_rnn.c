@@ -177,7 +177,8 @@ static void run_and_compare_chunk(Case *c, int64_t chunk) {
     double *ry = malloc((size_t)ny * sizeof *ry), *rh = malloc((size_t)nh * sizeof *rh);
     double *rc = malloc((size_t)nh * sizeof *rc);
     int rc_status = rt_rnn_f32(
-        p, c->x, p->packed ? c->wp : c->w, p->packed ? c->rp : c->r, c->b, c->lens, c->h0, p->kind == RT_RNN_LSTM ? c->c0 : NULL,
+        p, c->x, p->packed ? c->wp : c->w, p->packed ? c->rp : c->r, c->b, c->lens, c->h0,
+        p->kind == RT_RNN_LSTM ? c->c0 : NULL,
         p->kind == RT_RNN_LSTM ? c->peep : NULL, y, y_h, p->kind == RT_RNN_LSTM ? y_c : NULL, ws);
     cr_assert_eq(rc_status, RT_OK);
     reference(c, ry, rh, rc);

@@ -4,7 +4,8 @@
  * few hidden states and the gate values of `chunk` time steps, whose input projection is one
  * matrix product) is a local array of the node's block, bounded by RNN_MAX_STACK_BYTES,
  * because the memory plan has no per-node workspace yet: chunk is as many steps as fit, up
- * to RNN_MAX_CHUNK. float32 and float64. */
+ * to RNN_MAX_CHUNK. float32 and float64. A float LSTM's constant W and R are laid out for the
+ * kernel's packed path at compile time (cgen_rnn_prepare, before emission). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,7 +152,7 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
 
 /* ---- the float LSTM's weights in the kernel's layout ---- */
 
-/* A new constant of the graph: `data`'s tensor under w's name and `suffix`. */
+/* Adds pt to g as a constant named as w with `suffix`; returns its value. */
 static uint32_t rnn_add_packed(IrGraph *g, uint32_t w, const char *suffix, IrTensor *pt) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", g->values[w].name ? g->values[w].name : "w", suffix);
@@ -222,7 +223,8 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     if (layout != 0 && layout != 1)
         return cgen_unsupported(cx, n, "layout %lld", (long long)layout);
     /* rank 4: cgen_rnn_prepare's panels of a float LSTM */
-    bool packed = ids.kind == 2 && t == IR_DTYPE_F32 && tw->rank == 4;
+    bool packed =
+        ids.kind == 2 && t == IR_DTYPE_F32 && tw->rank == 4 && cgen_type(cx, rv)->rank == 4;
     if (tx->rank != 3 || tw->rank != (packed ? 4 : 3))
         return cgen_unsupported(cx, n, "X or W of rank other than 3");
     const char *dir = ir_attr_s(n, ids.direction);

@@ -12,8 +12,8 @@
  * clock (CLOCK_MONOTONIC); median and minimum of REPS runs of STEPS steps (proj: 2 steps);
  * on a loaded machine read the minima. proj: the panels' path (W packed per call, 6 x 64
  * tiles), GFLOP/s in place of GB/s.
- * Build and run: cc -std=gnu11 -O3 -march=native -I. bench/kernels/rnn.c -o /tmp/rnn -lm
- * -lpthread && /tmp/rnn [REPS] */
+ * Build and run: cc -std=gnu11 -O3 -march=native -I. bench/kernels/rnn.c
+ * examples/parallel/kiln_pool.c -o /tmp/rnn -lm -lpthread && /tmp/rnn [REPS] */
 #define _POSIX_C_SOURCE 200112L
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "examples/parallel/kiln_pool.h"
 #include "runtime/rt_rnn.h"
 
 #define H 512
@@ -75,11 +76,14 @@ static const char *const names[K_COUNT] = {"stream", "rows", "packed", "packed/a
                                            "proj(31)", "layer", "layer/pk"};
 static int step_no;
 static float *ws, *B0, *Yl, *scratch, *Wp;
+static KilnPool pool;
 /* The bench model's second layer whole (rt_rnn_par_f32: input 512, 64 steps in chunks of 31
- * as the bundle's stack scratch holds), W and R as ONNX lays them out or packed; one thread. */
+ * as the bundle's stack scratch holds), W and R as ONNX lays them out or packed; two threads:
+ * through examples/parallel's kiln_pool, as the bundle's NAME_run_parallel. */
 static void layer(int packed) {
     RtRnn p;
     RtPar par = {NULL, NULL, 1, NULL, RT_RNN_PROJ_SCRATCH(H)};
+    if (n_threads > 1) par.pfor = kiln_pool_for, par.ctx = &pool, par.workers = n_threads;
     memset(&p, 0, sizeof p);
     p.kind = RT_RNN_LSTM, p.seq = STEPS, p.batch = 1, p.input = H, p.hidden = H;
     p.num_dir = 1, p.act[0][0].fn = RT_RNN_SIGMOID, p.act[0][1].fn = p.act[0][2].fn = RT_RNN_TANH;
@@ -132,6 +136,10 @@ typedef struct Job {
 static void *run_job(void *arg) {
     const Job *j = (const Job *)arg;
     int s;
+    if (j->kind >= K_LAYER) { /* the pool's threads, or none, share it */
+        if (j->t == 0) layer(j->kind == K_LAYER_PACKED);
+        return NULL;
+    }
     for (s = 0; s < j->steps; s++) {
         one_step(j->kind, j->t, n_threads);
         if (j->t == 0) step_no++;
@@ -147,6 +155,10 @@ static double timed(int kind, int steps) {
     int t;
     for (t = 0; t < n_threads; t++) jobs[t].kind = kind, jobs[t].t = t, jobs[t].steps = steps;
     t0 = now();
+    if (kind >= K_LAYER) {
+        run_job(&jobs[0]);
+        return now() - t0;
+    }
     for (t = 1; t < n_threads; t++) pthread_create(&th[t], NULL, run_job, &jobs[t]);
     run_job(&jobs[0]);
     for (t = 1; t < n_threads; t++) pthread_join(th[t], NULL);
@@ -175,7 +187,7 @@ int main(int argc, char **argv) {
     W = rnd((int64_t)ROWS * H), Y = rnd(31 * ROWS);
     PW[0] = rnd(RT_RNN_PANEL * H), PW[1] = rnd(RT_RNN_PANEL * H);
     ws = rnd(RT_RNN_SCRATCH(4, H, 31)), B0 = rnd(2 * ROWS), Yl = rnd(STEPS * H);
-    scratch = rnd(RT_RNN_PANEL * H);
+    scratch = rnd(2 * RT_RNN_PANEL * H);
     X = rnd(STEPS * H);
     Wp = aligned_alloc(64, RT_RNN_W_PACKED(ROWS, H) * sizeof(float));
     rt_rnn_pack_w_f32(W, ROWS, H, 1, Wp);
@@ -200,8 +212,9 @@ int main(int argc, char **argv) {
         for (k = 0; k < K_COUNT; k++) {
             timed(k, 4); /* warm: R into the caches */
             const int steps = k == K_PROJ ? 2 : k >= K_LAYER ? 1 : STEPS;
-            if (k >= K_LAYER && n_threads > 1) continue;
+            if (k >= K_LAYER && n_threads > 1 && kiln_pool_init(&pool, n_threads) != 0) return 1;
             for (r = 0; r < reps; r++) ts[r] = timed(k, steps) / steps;
+            if (k >= K_LAYER && n_threads > 1) kiln_pool_destroy(&pool);
             qsort(ts, (size_t)reps, sizeof *ts, cmp);
             printf("%d thread(s) %-9s %8.1f %8.1f  %6.1f %s\n", n_threads, names[k],
                    ts[reps / 2] * 1e6, ts[0] * 1e6,

@@ -65,9 +65,11 @@ typedef struct RtRnn {
     int input_forget;        /* LSTM: the forget gate is 1 - the input gate */
     int linear_before_reset; /* GRU: apply R_h before the reset gate */
     int64_t chunk;           /* time steps whose input projection is one product (>= 1) */
-    int packed; /* float LSTM: w and r hold the panels of rt_rnn_pack_w_f32 and
-                   rt_rnn_lstm_pack_f32 (RT_RNN_W_PACKED, RT_RNN_LSTM_PACKED) */
+    int packed; /* float: RT_RNN_PACKED_W, RT_RNN_PACKED_R (LSTM) or both; 0: ONNX's layout */
 } RtRnn;
+
+#define RT_RNN_PACKED_W 1 /* w holds rt_rnn_pack_w_f32's panels (RT_RNN_W_PACKED) */
+#define RT_RNN_PACKED_R 2 /* r holds rt_rnn_lstm_pack_f32's panels (RT_RNN_LSTM_PACKED) */
 
 /* The float LSTM's recurrent weights as the compiler lays them out (rt_rnn_lstm_pack_f32):
  * per direction, blocks of RT_RNN_LSTM_UNITS hidden units, each a panel (H, 4, UNITS) whose
@@ -81,7 +83,7 @@ typedef struct RtRnn {
 /* elements of the packed r of one direction */
 #define RT_RNN_LSTM_PACKED(hidden) (RT_RNN_LSTM_BLOCKS(hidden) * RT_RNN_LSTM_COLS * (hidden))
 
-/* The float LSTM's input weights W (G*H, I) as the compiler lays them out beside them
+/* The float input weights W (G*H, I) of every kind, as the compiler lays them out
  * (rt_rnn_pack_w_f32): per direction, RT_RNN_PANEL rows of W at a time as a panel of W^T
  * (I, RT_RNN_PANEL), zero past G*H: the panels rt_rnn_proj_panels_f32 would otherwise pack
  * anew at every chunk (a transpose of all of W each time: ~14% of a layer's time at the
@@ -469,11 +471,11 @@ RT_API void rt_rnn_proj_packed_f32(const float *x, int64_t xs, int64_t m, const 
 RT_API void rt_rnn_proj_packed_f64(const double *x, int64_t xs, int64_t m, const double *wp,
                                    int64_t k, int64_t n, double *y, const RtPar *par) {
     (void)x, (void)xs, (void)m, (void)wp, (void)k, (void)n, (void)y, (void)par;
-    /* never reached: the compiler packs float weights only (RtRnn.packed) */
+    /* never reached: the compiler packs float weights only (RT_RNN_PACKED_W) */
 }
 
 /* rt_rnn_lstm_packed_SFX(par, p, act, g, R, P, hp, hn, c, t1): one LSTM step as
- * rt_rnn_step_SFX computes it where p->packed (R: the panels of one direction), its blocks of
+ * rt_rnn_step_SFX computes it where r is packed (R: the panels of one direction), its blocks of
  * units shared among par's workers; 0 where r is not packed. */
 RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
                                   float *g, const float *R, const float *P, const float *hp,
@@ -628,8 +630,8 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
             for (b = 0; b < B; b++)                                                                \
                 if (seq_lens[b] < 0 || seq_lens[b] > S) return RT_ERR_VALUE;                       \
         for (d = 0; d < D; d++) {                                                                  \
-            const T *W = w + d * (p->packed ? RT_RNN_W_PACKED(GH, I) : GH * I);                    \
-            const T *R = r + d * (p->packed ? RT_RNN_LSTM_PACKED(H) : GH * H);                     \
+            const T *W = w + d * (p->packed & RT_RNN_PACKED_W ? RT_RNN_W_PACKED(GH, I) : GH * I);  \
+            const T *R = r + d * (p->packed & RT_RNN_PACKED_R ? RT_RNN_LSTM_PACKED(H) : GH * H);   \
             const T *Wb = bias ? bias + d * 2 * GH : NULL;                                         \
             const T *P = peep ? peep + d * 3 * H : NULL;                                           \
             int rev = p->reverse || d == 1;                                                        \
@@ -647,7 +649,7 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
                 for (s0 = 0; s0 < len; s0 += C) {                                                  \
                     /* the input projection of n steps [lo, lo + n) in one product */             \
                     int64_t n = len - s0 < C ? len - s0 : C, lo = rev ? len - s0 - n : s0, k;      \
-                    if (p->packed)                                                         \
+                    if (p->packed & RT_RNN_PACKED_W)                                       \
                         rt_rnn_proj_packed_##SFX(xb + lo * xstep, xstep, n, W, I, GH, xw, par);    \
                     else                                                                           \
                         rt_rnn_proj_##SFX(xb + lo * xstep, xstep, n, W, I, GH, xw, par);          \
@@ -845,7 +847,7 @@ RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnA
                                   float *hn, float *c, float *t1) {
     const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden), n_tasks = rt_par_chunks(par, nb, 1);
     RtRnnLstmPackedTask a;
-    if (!p->packed) return 0;
+    if (!(p->packed & RT_RNN_PACKED_R)) return 0;
     a.p = p;
     a.act = act;
     a.g = g;

@@ -64,14 +64,20 @@ static void free_case(Case *c) {
     free(c->lens), free(c->wp), free(c->rp);
 }
 
-/* The float LSTM's weights as the compiler packs them (cgen_rnn_prepare), poisoned first. */
-static void pack_case(Case *c) {
+/* The weights as the compiler packs them (cgen_rnn_prepare), poisoned first: `flags`
+ * RT_RNN_PACKED_W and (LSTM) RT_RNN_PACKED_R; r stays as it is without the latter. */
+static void pack_case(Case *c, int flags) {
     const int64_t H = c->p.hidden, D = c->p.num_dir;
-    c->wp = poisoned_f32(D * RT_RNN_W_PACKED(4 * H, c->p.input));
-    c->rp = poisoned_f32(D * RT_RNN_LSTM_PACKED(H));
-    rt_rnn_pack_w_f32(c->w, 4 * H, c->p.input, D, c->wp);
-    rt_rnn_lstm_pack_f32(c->r, H, D, c->rp);
-    c->p.packed = 1;
+    c->wp = poisoned_f32(D * RT_RNN_W_PACKED(c->G * H, c->p.input));
+    rt_rnn_pack_w_f32(c->w, c->G * H, c->p.input, D, c->wp);
+    if (flags & RT_RNN_PACKED_R) {
+        c->rp = poisoned_f32(D * RT_RNN_LSTM_PACKED(H));
+        rt_rnn_lstm_pack_f32(c->r, H, D, c->rp);
+    } else {
+        c->rp = malloc((size_t)(D * c->G * H * H) * sizeof *c->rp);
+        memcpy(c->rp, c->r, (size_t)(D * c->G * H * H) * sizeof *c->rp);
+    }
+    c->p.packed = flags;
 }
 
 /* Reference: y (S, D, B, H), y_h / y_c (D, B, H), all in double, batch stepped together. */
@@ -237,7 +243,22 @@ Test(rt_rnn, lstm_with_packed_weights_matches_reference) {
         rng_init();
         Case c = make_case(RT_RNN_LSTM, i == 2 ? 1 : 2, i == 2, 5, 2, sizes[i][0], sizes[i][1],
                            i != 2);
-        pack_case(&c);
+        pack_case(&c, RT_RNN_PACKED_W | RT_RNN_PACKED_R);
+        run_and_compare(&c);
+        free_case(&c);
+    }
+}
+
+/* W alone packed (the projection's panels) under each kind, R as ONNX lays it out: gate rows
+ * off the panels of 64 (LSTM 4 x 19 = 76, GRU 3 x 35 = 105 in both reset orders, RNN 70). */
+Test(rt_rnn, every_kind_with_packed_input_weights_matches_reference) {
+    static const int kinds[] = {RT_RNN_LSTM, RT_RNN_GRU, RT_RNN_GRU, RT_RNN_SIMPLE};
+    static const int64_t hidden[] = {19, 35, 35, 70};
+    for (int i = 0; i < 4; i++) {
+        rng_init();
+        Case c = make_case(kinds[i], 2, 0, 5, 2, 21, hidden[i], true);
+        c.p.linear_before_reset = i == 2;
+        pack_case(&c, RT_RNN_PACKED_W);
         run_and_compare(&c);
         free_case(&c);
     }
@@ -395,7 +416,7 @@ Test(rt_rnn, lstm_steps_split_by_hidden_units_give_the_serial_bytes) {
             Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 19, hidden[hi], true);
             RtRnn *p = &c.p;
             if (hi == 1) p->has_clip = 1, p->clip = 0.8f, p->input_forget = 1;
-            if (pk) pack_case(&c);
+            if (pk) pack_case(&c, RT_RNN_PACKED_W | RT_RNN_PACKED_R);
             const float *w = pk ? c.wp : c.w, *r = pk ? c.rp : c.r;
             int64_t ny = p->seq * 2 * p->batch * p->hidden, nh = 2 * p->batch * p->hidden;
             float *ws = poisoned_f32(RT_RNN_SCRATCH(c.G, p->hidden, p->chunk));

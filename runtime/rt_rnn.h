@@ -6,13 +6,14 @@
  * in loops that vectorize (float sigmoid and tanh from rt_vmath.h). Both products are
  * rt_gemm (rt_matmul.h) but for float where the compiler targets AVX-512: there, 4 x 4 dot
  * products of 16 lanes reduced together (the projection) and 8 rows against one vector (the
- * recurrent product, a stream of R from L3 at batch 1). A float LSTM whose weights the
- * compiler packed (RtRnn.packed, backend/c/cgen_rnn.c) takes its own two: the projection on
- * W's prepacked panels, and a step that streams R's gate-interleaved panels once (the sums
- * of a block of units' four gates end together, its cells follow). rt_rnn_par_SFX shares
- * each product's units among the workers of an RtPar (rt_par.h; the steps stay in order, one
- * after another). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous
- * and next hidden state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
+ * recurrent product, a stream of R from L3 at batch 1). Weights the compiler packed
+ * (RtRnn.packed, backend/c/cgen_rnn.c) take their own: float W of any kind, the projection
+ * on its prepacked panels; a float LSTM's R, a step that streams its gate-interleaved panels
+ * once (the sums of a block of units' four gates end together, its cells follow) on every
+ * ISA path (AVX-512, AVX2, portable loops). rt_rnn_par_SFX shares each product's units
+ * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another).
+ * Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next hidden
+ * state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
 #ifndef KILN_RT_RNN_H
 #define KILN_RT_RNN_H

@@ -4,8 +4,10 @@
  * with the input projection in chunks of 1 step, 2 steps (a remainder chunk for odd lengths)
  * and the whole sequence; sizes that leave remainders of the AVX-512 tiles (8 rows of the
  * recurrent product, 4 x 4 dot products of the input projection, 16 lanes of every sum: the
- * test also builds at -march=native); and shared among workers, byte for byte the serial
- * result. The seed is printed with any failure. */
+ * test also builds at -march=native); with the weights in the compiler's packed layouts
+ * (W's panels for every kind, the LSTM's gate-interleaved R: tail blocks of units, odd k);
+ * and shared among workers, byte for byte the serial result. The seed is printed with any
+ * failure. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>

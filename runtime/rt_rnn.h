@@ -6,10 +6,14 @@
  * in loops that vectorize (float sigmoid and tanh from rt_vmath.h). Both products are
  * rt_gemm (rt_matmul.h) but for float where the compiler targets AVX-512: there, 4 x 4 dot
  * products of 16 lanes reduced together (the projection) and 8 rows against one vector (the
- * recurrent product, a stream of R from L3 at batch 1). rt_rnn_par_SFX shares each product's
- * units among the workers of an RtPar (rt_par.h; the steps stay in order, one after
- * another). Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next
- * hidden state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
+ * recurrent product, a stream of R from L3 at batch 1). Weights the compiler packed
+ * (RtRnn.packed, backend/c/cgen_rnn.c) take their own: float W of any kind, the projection
+ * on its prepacked panels; a float LSTM's R, a step that streams its gate-interleaved panels
+ * once (the sums of a block of units' four gates end together, its cells follow) on every
+ * ISA path (AVX-512, AVX2, portable loops). rt_rnn_par_SFX shares each product's units
+ * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another).
+ * Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next hidden
+ * state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
 #ifndef KILN_RT_RNN_H
 #define KILN_RT_RNN_H
@@ -62,7 +66,66 @@ typedef struct RtRnn {
     int input_forget;        /* LSTM: the forget gate is 1 - the input gate */
     int linear_before_reset; /* GRU: apply R_h before the reset gate */
     int64_t chunk;           /* time steps whose input projection is one product (>= 1) */
+    int packed; /* float: RT_RNN_PACKED_W, RT_RNN_PACKED_R (LSTM) or both; 0: ONNX's layout */
 } RtRnn;
+
+#define RT_RNN_PACKED_W 1 /* w holds rt_rnn_pack_w_f32's panels (RT_RNN_W_PACKED) */
+#define RT_RNN_PACKED_R 2 /* r holds rt_rnn_lstm_pack_f32's panels (RT_RNN_LSTM_PACKED) */
+
+/* The float LSTM's recurrent weights as the compiler lays them out (rt_rnn_lstm_pack_f32):
+ * per direction, blocks of RT_RNN_LSTM_UNITS hidden units, each a panel (H, 4, UNITS) whose
+ * row k holds R[q*H + j][k] of the four gates q (i o f c) of the block's units j, zero past
+ * H. One step's product then reads one contiguous stream (the hardware prefetchers' best
+ * case), h[k] broadcast against whole vectors of units: no horizontal sums, and the sums of
+ * all four gates of a block end in registers together, ready for its cells. */
+#define RT_RNN_LSTM_UNITS 16 /* a zmm of units a gate: 4 sums of 16 lanes, 8 with k split */
+#define RT_RNN_LSTM_COLS (4 * RT_RNN_LSTM_UNITS) /* floats of a panel row: 256 bytes */
+#define RT_RNN_LSTM_BLOCKS(hidden) (((hidden) + RT_RNN_LSTM_UNITS - 1) / RT_RNN_LSTM_UNITS)
+/* elements of the packed r of one direction */
+#define RT_RNN_LSTM_PACKED(hidden) (RT_RNN_LSTM_BLOCKS(hidden) * RT_RNN_LSTM_COLS * (hidden))
+
+/* The float input weights W (G*H, I) of every kind, as the compiler lays them out
+ * (rt_rnn_pack_w_f32): per direction, RT_RNN_PANEL rows of W at a time as a panel of W^T
+ * (I, RT_RNN_PANEL), zero past G*H: the panels rt_rnn_proj_panels_f32 would otherwise pack
+ * anew at every chunk (a transpose of all of W each time: ~14% of a layer's time at the
+ * bench's sizes). Elements of one direction: */
+#define RT_RNN_W_PACKED(rows, input)                                                               \
+    (((rows) + RT_RNN_PANEL - 1) / RT_RNN_PANEL * RT_RNN_PANEL * (input))
+
+/* out (num_dir * RT_RNN_W_PACKED(rows, input)) = w (num_dir, rows, input) as panels. */
+RT_API void rt_rnn_pack_w_f32(const float *w, int64_t rows, int64_t input, int64_t num_dir,
+                              float *out) {
+    int64_t d, pn, t, j;
+    for (d = 0; d < num_dir; d++) {
+        const float *wd = w + d * rows * input;
+        float *od = out + d * RT_RNN_W_PACKED(rows, input);
+        for (pn = 0; pn < (rows + RT_RNN_PANEL - 1) / RT_RNN_PANEL; pn++)
+            for (t = 0; t < input; t++)
+                for (j = 0; j < RT_RNN_PANEL; j++) {
+                    const int64_t row = pn * RT_RNN_PANEL + j;
+                    od[(pn * input + t) * RT_RNN_PANEL + j] =
+                        row < rows ? wd[row * input + t] : 0.0f;
+                }
+    }
+}
+
+/* out (num_dir * RT_RNN_LSTM_PACKED(H)) = r (num_dir, 4H, H) as panels; the compiler's
+ * layout (backend/c/cgen_rnn.c), also the tests'. */
+RT_API void rt_rnn_lstm_pack_f32(const float *r, int64_t H, int64_t num_dir, float *out) {
+    int64_t d, b, k, q, u;
+    for (d = 0; d < num_dir; d++) {
+        const float *rd = r + d * 4 * H * H;
+        float *od = out + d * RT_RNN_LSTM_PACKED(H);
+        for (b = 0; b < RT_RNN_LSTM_BLOCKS(H); b++)
+            for (k = 0; k < H; k++)
+                for (q = 0; q < 4; q++)
+                    for (u = 0; u < RT_RNN_LSTM_UNITS; u++) {
+                        const int64_t j = b * RT_RNN_LSTM_UNITS + u;
+                        od[(b * H + k) * RT_RNN_LSTM_COLS + q * RT_RNN_LSTM_UNITS + u] =
+                            j < H ? rd[(q * H + j) * H + k] : 0.0f;
+                    }
+    }
+}
 
 /* Defines rt_rnn_gemv_gemm_SFX(v, M, n, k, c, y, par): y[0..n) = c[0..n) + v @ M^T for M (n, k)
  * row-major (the rows of W or R of some gates), or v @ M^T alone when c is NULL: one product
@@ -367,6 +430,64 @@ RT_API void rt_rnn_gemv_f64(const double *v, const double *M, int64_t n, int64_t
 RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act, float *g,
                                  const float *R, const float *P, const float *hp, float *hn,
                                  float *c, float *t1);
+/* rt_rnn_proj_packed_SFX(x, xs, m, wp, k, n, y, par): rt_rnn_proj_SFX's product with w
+ * packed (wp: the RT_RNN_W_PACKED(n, k) panels of one direction): the rows of x against
+ * each panel as the attention's tiles (rt_fa_gemm_f32: 6 rows x 64 columns where the
+ * compiler targets AVX-512, loops that vectorize else), panels among par's workers. */
+typedef struct RtRnnProjPackedTask {
+    const float *x, *wp;
+    float *y;
+    int64_t xs, m, k, n, panels; /* panels a task */
+} RtRnnProjPackedTask;
+RT_API void rt_rnn_proj_packed_task_f32(void *arg, int64_t task, int worker) {
+    static const float one[RT_FA_MR] = {1, 1, 1, 1, 1, 1};
+    const RtRnnProjPackedTask *a = (const RtRnnProjPackedTask *)arg;
+    const int64_t np = (a->n + RT_RNN_PANEL - 1) / RT_RNN_PANEL, p0 = task * a->panels;
+    const int64_t p1 = p0 + a->panels < np ? p0 + a->panels : np;
+    int64_t pn, t;
+    (void)worker;
+    for (pn = p0; pn < p1; pn++) {
+        const int64_t g0 = pn * RT_RNN_PANEL;
+        const int64_t nc = a->n - g0 < RT_RNN_PANEL ? a->n - g0 : RT_RNN_PANEL;
+        for (t = 0; t < a->m; t += RT_FA_MR)
+            rt_fa_gemm_f32(a->m - t < RT_FA_MR ? a->m - t : RT_FA_MR, nc, a->k, a->x + t * a->xs,
+                           a->xs, 1, a->wp + g0 * a->k, RT_RNN_PANEL, a->y + t * a->n + g0,
+                           a->n, one);
+    }
+}
+RT_API void rt_rnn_proj_packed_f32(const float *x, int64_t xs, int64_t m, const float *wp,
+                                   int64_t k, int64_t n, float *y, const RtPar *par) {
+    const int64_t np = (n + RT_RNN_PANEL - 1) / RT_RNN_PANEL, n_tasks = rt_par_chunks(par, np, 1);
+    RtRnnProjPackedTask a;
+    a.x = x;
+    a.wp = wp;
+    a.y = y;
+    a.xs = xs;
+    a.m = m;
+    a.k = k;
+    a.n = n;
+    a.panels = (np + n_tasks - 1) / n_tasks;
+    if (m > 0) rt_par_run(par, (np + a.panels - 1) / a.panels, rt_rnn_proj_packed_task_f32, &a);
+}
+RT_API void rt_rnn_proj_packed_f64(const double *x, int64_t xs, int64_t m, const double *wp,
+                                   int64_t k, int64_t n, double *y, const RtPar *par) {
+    (void)x, (void)xs, (void)m, (void)wp, (void)k, (void)n, (void)y, (void)par;
+    /* never reached: the compiler packs float weights only (RT_RNN_PACKED_W) */
+}
+
+/* rt_rnn_lstm_packed_SFX(par, p, act, g, R, P, hp, hn, c, t1): one LSTM step as
+ * rt_rnn_step_SFX computes it where r is packed (R: the panels of one direction), its blocks of
+ * units shared among par's workers; 0 where r is not packed. */
+RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                  float *g, const float *R, const float *P, const float *hp,
+                                  float *hn, float *c, float *t1);
+RT_API int rt_rnn_lstm_packed_f64(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                  double *g, const double *R, const double *P, const double *hp,
+                                  double *hn, double *c, double *t1) {
+    (void)par, (void)p, (void)act, (void)g, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1;
+    return 0; /* the compiler packs float weights only */
+}
 RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
                                  double *g, const double *R, const double *P, const double *hp,
                                  double *hn, double *c, double *t1) {
@@ -472,6 +593,7 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
                                   T *t1) {                                                         \
         int64_t H = p->hidden, j;                                                                  \
         if (p->kind == RT_RNN_LSTM) { /* gates i o f c */                                          \
+            if (rt_rnn_lstm_packed_##SFX(par, p, act, g, R, P, hp, hn, c, t1)) return;             \
             if (rt_rnn_lstm_split_##SFX(par, p, act, g, R, P, hp, hn, c, t1)) return;              \
             rt_rnn_gemv_##SFX(hp, R, 4 * H, H, g, g, par);                                         \
             rt_rnn_lstm_gates_##SFX(p, act, g, P, c, t1, hn, 0, H);                                \
@@ -509,7 +631,8 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
             for (b = 0; b < B; b++)                                                                \
                 if (seq_lens[b] < 0 || seq_lens[b] > S) return RT_ERR_VALUE;                       \
         for (d = 0; d < D; d++) {                                                                  \
-            const T *W = w + d * GH * I, *R = r + d * GH * H;                                      \
+            const T *W = w + d * (p->packed & RT_RNN_PACKED_W ? RT_RNN_W_PACKED(GH, I) : GH * I);  \
+            const T *R = r + d * (p->packed & RT_RNN_PACKED_R ? RT_RNN_LSTM_PACKED(H) : GH * H);   \
             const T *Wb = bias ? bias + d * 2 * GH : NULL;                                         \
             const T *P = peep ? peep + d * 3 * H : NULL;                                           \
             int rev = p->reverse || d == 1;                                                        \
@@ -527,7 +650,10 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
                 for (s0 = 0; s0 < len; s0 += C) {                                                  \
                     /* the input projection of n steps [lo, lo + n) in one product */             \
                     int64_t n = len - s0 < C ? len - s0 : C, lo = rev ? len - s0 - n : s0, k;      \
-                    rt_rnn_proj_##SFX(xb + lo * xstep, xstep, n, W, I, GH, xw, par);              \
+                    if (p->packed & RT_RNN_PACKED_W)                                       \
+                        rt_rnn_proj_packed_##SFX(xb + lo * xstep, xstep, n, W, I, GH, xw, par);    \
+                    else                                                                           \
+                        rt_rnn_proj_##SFX(xb + lo * xstep, xstep, n, W, I, GH, xw, par);          \
                     if (Wb)                                                                        \
                         for (k = 0; k < n; k++)                                                    \
                             for (j = 0; j < GH; j++) /* GRU's Rbh waits for the reset */    \
@@ -623,5 +749,118 @@ RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
     return 0; /* the portable product is rt_gemm's: its tiles decide the order */
 }
 #endif
+
+/* The packed LSTM step (RT_RNN_LSTM_PACKED). A block's product: g[q*H + j0 + u] += sum over k
+ * of v[k] * pan[k][q][u] for the gates q and units u < nu, pan its panel (H, 4, UNITS).
+ * Floor: the panel's 256 * H bytes from wherever they live (L3 at H = 512: 4 MiB a step);
+ * 8 (AVX-512) FMAs a 512 bytes, far below what one core can compute. */
+#ifdef RT_RNN_AVX512
+/* 8 sums of 16 lanes: the 4 gates at even k and at odd k (4 FMAs of latency 4 per chain
+ * keep both FMA pipes busy), added at the end. */
+RT_API void rt_rnn_lstm_block_f32(const float *v, const float *pan, int64_t H, float *g,
+                                  int64_t j0, int nu) {
+    const __mmask16 m = (__mmask16)((1u << nu) - 1);
+    __m512 a[8];
+    int64_t k;
+    int q;
+    for (q = 0; q < 8; q++) a[q] = _mm512_setzero_ps();
+    for (k = 0; k + 2 <= H; k += 2) {
+        const float *pk = pan + k * RT_RNN_LSTM_COLS;
+        const __m512 x0 = _mm512_set1_ps(v[k]), x1 = _mm512_set1_ps(v[k + 1]);
+        for (q = 0; q < 4; q++) {
+            a[q] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(pk + 16 * q), a[q]);
+            a[4 + q] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(pk + RT_RNN_LSTM_COLS + 16 * q),
+                                       a[4 + q]);
+        }
+    }
+    if (k < H) {
+        const __m512 x0 = _mm512_set1_ps(v[k]);
+        for (q = 0; q < 4; q++)
+            a[q] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(pan + k * RT_RNN_LSTM_COLS + 16 * q), a[q]);
+    }
+    for (q = 0; q < 4; q++) {
+        float *gq = g + q * H + j0;
+        const __m512 s = _mm512_add_ps(a[q], a[4 + q]);
+        _mm512_mask_storeu_ps(gq, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, gq), s));
+    }
+}
+#elif defined(RT_RNN_AVX2)
+/* 8 sums of 8 lanes: each gate's 16 units in two. */
+RT_API void rt_rnn_lstm_block_f32(const float *v, const float *pan, int64_t H, float *g,
+                                  int64_t j0, int nu) {
+    __m256 a[8];
+    float s[RT_RNN_LSTM_COLS];
+    int64_t k;
+    int q, u;
+    for (q = 0; q < 8; q++) a[q] = _mm256_setzero_ps();
+    for (k = 0; k < H; k++) {
+        const float *pk = pan + k * RT_RNN_LSTM_COLS;
+        const __m256 x = _mm256_set1_ps(v[k]);
+        for (q = 0; q < 8; q++) a[q] = _mm256_fmadd_ps(x, _mm256_loadu_ps(pk + 8 * q), a[q]);
+    }
+    for (q = 0; q < 8; q++) _mm256_storeu_ps(s + 8 * q, a[q]);
+    for (q = 0; q < 4; q++)
+        for (u = 0; u < nu; u++) g[q * H + j0 + u] += s[q * RT_RNN_LSTM_UNITS + u];
+}
+#else
+/* The portable form: one row of the panel a k, in a loop that vectorizes. */
+RT_API void rt_rnn_lstm_block_f32(const float *v, const float *pan, int64_t H, float *g,
+                                  int64_t j0, int nu) {
+    float s[RT_RNN_LSTM_COLS];
+    int64_t k;
+    int q, u;
+    for (q = 0; q < RT_RNN_LSTM_COLS; q++) s[q] = 0;
+    for (k = 0; k < H; k++) {
+        const float *pk = pan + k * RT_RNN_LSTM_COLS;
+        const float x = v[k];
+        for (q = 0; q < RT_RNN_LSTM_COLS; q++) s[q] += x * pk[q];
+    }
+    for (q = 0; q < 4; q++)
+        for (u = 0; u < nu; u++) g[q * H + j0 + u] += s[q * RT_RNN_LSTM_UNITS + u];
+}
+#endif
+typedef struct RtRnnLstmPackedTask {
+    const RtRnn *p;
+    const RtRnnAct *act;
+    float *g, *hn, *c, *t1;
+    const float *R, *P, *hp;
+    int64_t blocks; /* blocks of RT_RNN_LSTM_UNITS units a task */
+} RtRnnLstmPackedTask;
+/* Task i: blocks [b0, b1), their products (each block summed alone, in one order), then the
+ * cells and outputs of their units. */
+RT_API void rt_rnn_lstm_packed_task_f32(void *arg, int64_t task, int worker) {
+    const RtRnnLstmPackedTask *a = (const RtRnnLstmPackedTask *)arg;
+    const int64_t H = a->p->hidden, nb = RT_RNN_LSTM_BLOCKS(H), b0 = task * a->blocks;
+    const int64_t b1 = b0 + a->blocks < nb ? b0 + a->blocks : nb;
+    const int64_t j1 = b1 * RT_RNN_LSTM_UNITS < H ? b1 * RT_RNN_LSTM_UNITS : H;
+    int64_t b;
+    (void)worker;
+    for (b = b0; b < b1; b++) {
+        const int64_t j0 = b * RT_RNN_LSTM_UNITS;
+        rt_rnn_lstm_block_f32(a->hp, a->R + b * H * RT_RNN_LSTM_COLS, H, a->g, j0,
+                              (int)(H - j0 < RT_RNN_LSTM_UNITS ? H - j0 : RT_RNN_LSTM_UNITS));
+    }
+    rt_rnn_lstm_gates_f32(a->p, a->act, a->g, a->P, a->c, a->t1, a->hn, b0 * RT_RNN_LSTM_UNITS,
+                          j1);
+}
+RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                  float *g, const float *R, const float *P, const float *hp,
+                                  float *hn, float *c, float *t1) {
+    const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden), n_tasks = rt_par_chunks(par, nb, 1);
+    RtRnnLstmPackedTask a;
+    if (!(p->packed & RT_RNN_PACKED_R)) return 0;
+    a.p = p;
+    a.act = act;
+    a.g = g;
+    a.hn = hn;
+    a.c = c;
+    a.t1 = t1;
+    a.R = R;
+    a.P = P;
+    a.hp = hp;
+    a.blocks = (nb + n_tasks - 1) / n_tasks;
+    rt_par_run(par, (nb + a.blocks - 1) / a.blocks, rt_rnn_lstm_packed_task_f32, &a);
+    return 1;
+}
 
 #endif

@@ -122,6 +122,8 @@ void cgen_register_control(CgenEmitFn *table);
  * and dead nodes dropped inside them, loop bodies re-typed from the static types of their
  * initial values. */
 bool cgen_control_prepare(IrGraph *g, Diag *d);
+/* Lays out the weights of float LSTMs for runtime/rt_rnn.h's packed step (cgen_rnn.c). */
+bool cgen_rnn_prepare(IrGraph *g, Diag *d);
 void cgen_register_quant(CgenEmitFn *table);
 void cgen_register_qint8(CgenEmitFn *table); /* the quantize pass's int8 kernels */
 void cgen_register_misc(CgenEmitFn *table);

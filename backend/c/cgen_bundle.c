@@ -25,7 +25,7 @@ bool cgen_op_native(IrOp op) { return cgen_op_supported(op); }
 
 bool cgen_prepare(IrGraph *g, const BundleOptions *o, Diag *d) {
     return qplan_pack_weights(g, d) && plan_pack_weights_f32(g, !(o && o->no_winograd), d) &&
-           cgen_control_prepare(g, d);
+           cgen_control_prepare(g, d) && cgen_rnn_prepare(g, d);
 }
 
 /* Every node of g and of its subgraphs has a kernel, and every value that needs storage is a

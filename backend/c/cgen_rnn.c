@@ -4,8 +4,10 @@
  * few hidden states and the gate values of `chunk` time steps, whose input projection is one
  * matrix product) is a local array of the node's block, bounded by RNN_MAX_STACK_BYTES,
  * because the memory plan has no per-node workspace yet: chunk is as many steps as fit, up
- * to RNN_MAX_CHUNK. float32 and float64. */
+ * to RNN_MAX_CHUNK. float32 and float64. Constant float W (and an LSTM's R) are laid out for
+ * the kernel's packed paths at compile time (cgen_rnn_prepare, before emission). */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/c/cgen.h"
@@ -148,6 +150,76 @@ static bool rnn_activations(CgenCtx *cx, const IrNode *n, const RnnIds *ids, int
     return true;
 }
 
+/* ---- float weights in the kernel's layout ---- */
+
+/* Adds pt to g as a constant named as w with `suffix`; returns its value. */
+static uint32_t rnn_add_packed(IrGraph *g, uint32_t w, const char *suffix, IrTensor *pt) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", g->values[w].name ? g->values[w].name : "w", suffix);
+    pt->name = ir_arena_strdup(g->arena, name);
+    IrType ty = ir_type_tensor(IR_DTYPE_F32, pt->rank, pt->dims);
+    uint32_t v = ir_value_add(g, pt->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = pt;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
+/* Whether v is a float constant of the given dims whose data the compiler holds. */
+static bool rnn_const_f32(const IrGraph *g, uint32_t v, const int64_t dims[3]) {
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_CONST || !val->tensor || val->tensor->dtype != IR_DTYPE_F32 ||
+        !val->tensor->data || val->type.rank != 3)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (val->type.dims[i] != dims[i]) return false;
+    return true;
+}
+
+/* Whether n rows padded to a multiple of `unit` grow by at most an eighth: the panels' zero
+ * rows cost weight bytes (flash on a microcontroller) that small layers do not win back. */
+static bool rnn_pad_ok(int64_t n, int64_t unit) {
+    return (n + unit - 1) / unit * unit * 8 <= n * 9;
+}
+
+/* Every float LSTM, GRU and RNN whose W is a constant gets it as the input projection's
+ * panels (runtime/rt_rnn.h): W (D, G*H, I) as (D, G*H/64 rounded up, I, 64)
+ * (RT_RNN_W_PACKED): the projection no longer transposes W at run time. An LSTM whose R is a
+ * constant too gets R (D, 4H, H) as (D, H/16 rounded up, H, 64) (RT_RNN_LSTM_PACKED): its
+ * step streams R in one pass. Each where its padding is small (rnn_pad_ok). emit_rnn knows
+ * both by rank 4 and sets RtRnn.packed. */
+bool cgen_rnn_prepare(IrGraph *g, Diag *d) {
+    (void)d;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        IrNode *n = &g->nodes[i];
+        RnnIds ids;
+        if (n->dead || !rnn_ids((IrOp)n->op, &ids) || n->n_inputs < 3) continue;
+        const IrType *tx = &g->values[n->inputs[RNN_IN_X]].type;
+        const IrType *tw = &g->values[n->inputs[RNN_IN_W]].type;
+        int64_t G = ids.gates;
+        if (tx->dtype != IR_DTYPE_F32 || tx->rank != 3 || tw->rank != 3 || tw->dims[1] % G ||
+            tw->dims[0] < 1 || tw->dims[1] < G || tw->dims[2] < 1)
+            continue;
+        int64_t D = tw->dims[0], H = tw->dims[1] / G, I = tw->dims[2];
+        if (ir_attr_present(n, ids.hidden) && ir_attr_i(n, ids.hidden) != H) continue;
+        int64_t dw[3] = {D, G * H, I}, dr[3] = {D, G * H, H};
+        if (!rnn_const_f32(g, n->inputs[RNN_IN_W], dw) || !rnn_pad_ok(G * H, RT_RNN_PANEL))
+            continue;
+        bool pack_r = ids.kind == RT_RNN_LSTM && rnn_const_f32(g, n->inputs[RNN_IN_R], dr) &&
+                      rnn_pad_ok(H, RT_RNN_LSTM_UNITS);
+        int64_t pw[4] = {D, (G * H + RT_RNN_PANEL - 1) / RT_RNN_PANEL, I, RT_RNN_PANEL};
+        IrTensor *tpw = ir_tensor_new(g->arena, IR_DTYPE_F32, 4, pw);
+        rt_rnn_pack_w_f32(g->values[n->inputs[RNN_IN_W]].tensor->data, G * H, I, D, tpw->data);
+        n->inputs[RNN_IN_W] = rnn_add_packed(g, n->inputs[RNN_IN_W], ".panels", tpw);
+        if (pack_r) {
+            int64_t pr[4] = {D, RT_RNN_LSTM_BLOCKS(H), H, RT_RNN_LSTM_COLS};
+            IrTensor *tpr = ir_tensor_new(g->arena, IR_DTYPE_F32, 4, pr);
+            rt_rnn_lstm_pack_f32(g->values[n->inputs[RNN_IN_R]].tensor->data, H, D, tpr->data);
+            n->inputs[RNN_IN_R] = rnn_add_packed(g, n->inputs[RNN_IN_R], ".panels", tpr);
+        }
+    }
+    return true;
+}
+
 static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     RnnIds ids;
     if (!rnn_ids((IrOp)n->op, &ids)) return cgen_unsupported(cx, n, "this op as a recurrence");
@@ -159,7 +231,10 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     int64_t layout = ir_attr_i(n, ids.layout);
     if (layout != 0 && layout != 1)
         return cgen_unsupported(cx, n, "layout %lld", (long long)layout);
-    if (tx->rank != 3 || tw->rank != 3)
+    /* rank 4: cgen_rnn_prepare's panels (float W of every kind, float R of an LSTM) */
+    bool packed_w = t == IR_DTYPE_F32 && tw->rank == 4;
+    bool packed_r = packed_w && ids.kind == RT_RNN_LSTM && cgen_type(cx, rv)->rank == 4;
+    if (tx->rank != 3 || tw->rank != (packed_w ? 4 : 3))
         return cgen_unsupported(cx, n, "X or W of rank other than 3");
     const char *dir = ir_attr_s(n, ids.direction);
     int n_dir = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
@@ -167,7 +242,9 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     if (n_dir == 1 && !reverse && strcmp(dir, "forward") != 0)
         return cgen_unsupported(cx, n, "direction '%s'", dir);
     int64_t S = tx->dims[layout ? 1 : 0], B = tx->dims[layout ? 0 : 1], I = tx->dims[2];
-    int64_t G = ids.gates, H = tw->dims[1] / G;
+    /* H from W's rows, or where W is packed from R's dim 2 (in both of R's layouts) */
+    const IrType *tr = cgen_type(cx, rv);
+    int64_t G = ids.gates, H = !packed_w ? tw->dims[1] / G : tr->rank >= 3 ? tr->dims[2] : 0;
     if (ir_attr_present(n, ids.hidden)) H = ir_attr_i(n, ids.hidden);
     if (S < 0 || B < 0 || I < 0 || H <= 0)
         return cgen_unsupported(cx, n, "non-static or empty dimensions");
@@ -184,8 +261,10 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     for (uint32_t i = 0; i < 3; i++)
         out[i] = rnn_has_out(n, i) ? n->outputs[i] : IR_NONE;
     if (ids.kind != 2) in[RNN_IN_C0] = in[RNN_IN_P] = out[RNN_OUT_Y_C] = IR_NONE;
-    if (!rnn_check(cx, n, in[RNN_IN_W], t, 3, dw, "W") ||
-        !rnn_check(cx, n, in[RNN_IN_R], t, 3, dr, "R") ||
+    int64_t dwp[4] = {n_dir, (G * H + RT_RNN_PANEL - 1) / RT_RNN_PANEL, I, RT_RNN_PANEL};
+    int64_t drp[4] = {n_dir, RT_RNN_LSTM_BLOCKS(H), H, RT_RNN_LSTM_COLS};
+    if (!rnn_check(cx, n, in[RNN_IN_W], t, packed_w ? 4 : 3, packed_w ? dwp : dw, "W") ||
+        !rnn_check(cx, n, in[RNN_IN_R], t, packed_r ? 4 : 3, packed_r ? drp : dr, "R") ||
         !rnn_check(cx, n, in[RNN_IN_B], t, 2, db, "B") ||
         !rnn_check(cx, n, in[RNN_IN_SEQ_LENS], IR_DTYPE_I32, 1, dsl, "sequence_lens") ||
         !rnn_check(cx, n, in[RNN_IN_H0], t, 3, dh, "initial_h") ||
@@ -239,7 +318,11 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     cw_line(w, "},");
     cw_line(w, ".has_clip = %d, .clip = %s, .input_forget = %d, .linear_before_reset = %d,",
             has_clip ? 1 : 0, cgen_flit(cx, clip, false), input_forget != 0, lbr != 0);
-    cw_line(w, ".chunk = %lld", (long long)chunk);
+    if (packed_w || packed_r)
+        cw_line(w, ".chunk = %lld, .packed = %s", (long long)chunk,
+                packed_r ? "RT_RNN_PACKED_W | RT_RNN_PACKED_R" : "RT_RNN_PACKED_W");
+    else
+        cw_line(w, ".chunk = %lld", (long long)chunk);
     w->indent--;
     cw_line(w, "};");
     cw_line(w, "%s ws[%lld]; /* RT_RNN_SCRATCH(%lld, %lld, %lld) */", ct,
@@ -250,8 +333,9 @@ static bool emit_rnn(CgenCtx *cx, const IrNode *n) {
     /* the recurrent product of a step (G*H units x H) is the smallest piece that splits */
     const char *par = cgen_par(cx, (double)G * (double)H * (double)H);
     bool split = strcmp(par, "NULL") != 0;
-    /* float packs panels of W^T for the input projection in the workers' scratch */
-    if (split && t == IR_DTYPE_F32) cgen_par_scratch(cx, RT_RNN_PROJ_SCRATCH(I));
+    /* float packs panels of W^T for the input projection in the workers' scratch, unless
+     * the compiler did (packed_w) */
+    if (split && t == IR_DTYPE_F32 && !packed_w) cgen_par_scratch(cx, RT_RNN_PROJ_SCRATCH(I));
     const char *call =
         cgen_fmt(cx, "rt_rnn%s_%s(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ws%s%s)",
                  split ? "_par" : "", sfx,

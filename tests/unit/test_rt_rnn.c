@@ -4,8 +4,10 @@
  * with the input projection in chunks of 1 step, 2 steps (a remainder chunk for odd lengths)
  * and the whole sequence; sizes that leave remainders of the AVX-512 tiles (8 rows of the
  * recurrent product, 4 x 4 dot products of the input projection, 16 lanes of every sum: the
- * test also builds at -march=native); and shared among workers, byte for byte the serial
- * result. The seed is printed with any failure. */
+ * test also builds at -march=native); with the weights in the compiler's packed layouts
+ * (W's panels for every kind, the LSTM's gate-interleaved R: tail blocks of units, odd k);
+ * and shared among workers, byte for byte the serial result. The seed is printed with any
+ * failure. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ typedef struct Case {
     RtRnn p;
     int64_t G;
     float *x, *w, *r, *b, *h0, *c0, *peep;
+    float *wp, *rp; /* w and r packed (pack_case), what the kernel reads where p.packed */
     int32_t *lens;
 } Case;
 
@@ -60,7 +63,23 @@ static Case make_case(int kind, int num_dir, int reverse, int64_t S, int64_t B, 
 
 static void free_case(Case *c) {
     free(c->x), free(c->w), free(c->r), free(c->b), free(c->h0), free(c->c0), free(c->peep);
-    free(c->lens);
+    free(c->lens), free(c->wp), free(c->rp);
+}
+
+/* The weights as the compiler packs them (cgen_rnn_prepare), poisoned first: `flags`
+ * RT_RNN_PACKED_W and (LSTM) RT_RNN_PACKED_R; r stays as it is without the latter. */
+static void pack_case(Case *c, int flags) {
+    const int64_t H = c->p.hidden, D = c->p.num_dir;
+    c->wp = poisoned_f32(D * RT_RNN_W_PACKED(c->G * H, c->p.input));
+    rt_rnn_pack_w_f32(c->w, c->G * H, c->p.input, D, c->wp);
+    if (flags & RT_RNN_PACKED_R) {
+        c->rp = poisoned_f32(D * RT_RNN_LSTM_PACKED(H));
+        rt_rnn_lstm_pack_f32(c->r, H, D, c->rp);
+    } else {
+        c->rp = malloc((size_t)(D * c->G * H * H) * sizeof *c->rp);
+        memcpy(c->rp, c->r, (size_t)(D * c->G * H * H) * sizeof *c->rp);
+    }
+    c->p.packed = flags;
 }
 
 /* Reference: y (S, D, B, H), y_h / y_c (D, B, H), all in double, batch stepped together. */
@@ -166,7 +185,8 @@ static void run_and_compare_chunk(Case *c, int64_t chunk) {
     double *ry = malloc((size_t)ny * sizeof *ry), *rh = malloc((size_t)nh * sizeof *rh);
     double *rc = malloc((size_t)nh * sizeof *rc);
     int rc_status = rt_rnn_f32(
-        p, c->x, c->w, c->r, c->b, c->lens, c->h0, p->kind == RT_RNN_LSTM ? c->c0 : NULL,
+        p, c->x, p->packed ? c->wp : c->w, p->packed ? c->rp : c->r, c->b, c->lens, c->h0,
+        p->kind == RT_RNN_LSTM ? c->c0 : NULL,
         p->kind == RT_RNN_LSTM ? c->peep : NULL, y, y_h, p->kind == RT_RNN_LSTM ? y_c : NULL, ws);
     cr_assert_eq(rc_status, RT_OK);
     reference(c, ry, rh, rc);
@@ -212,6 +232,38 @@ Test(rt_rnn, lstm_at_sizes_off_every_tile_matches_reference) {
     Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 37, 19, true);
     run_and_compare(&c);
     free_case(&c);
+}
+
+/* The packed weights (RtRnn.packed): hidden sizes with a tail block of units (19 = 16 + 3,
+ * 41 = 2 x 16 + 9) and an odd count of k (the AVX-512 form's pairs of k), one block (16),
+ * gate rows off the projection's panels of 64 (4 x 41 = 164 = 2 x 64 + 36), both
+ * directions and every optional input, or reverse without them. (Clip and the coupled gates
+ * are the split test's.) */
+Test(rt_rnn, lstm_with_packed_weights_matches_reference) {
+    static const int64_t sizes[][2] = {{37, 19}, {45, 41}, {8, 16}}; /* input, hidden */
+    for (int i = 0; i < 3; i++) {
+        rng_init();
+        Case c = make_case(RT_RNN_LSTM, i == 2 ? 1 : 2, i == 2, 5, 2, sizes[i][0], sizes[i][1],
+                           i != 2);
+        pack_case(&c, RT_RNN_PACKED_W | RT_RNN_PACKED_R);
+        run_and_compare(&c);
+        free_case(&c);
+    }
+}
+
+/* W alone packed (the projection's panels) under each kind, R as ONNX lays it out: gate rows
+ * off the panels of 64 (LSTM 4 x 19 = 76, GRU 3 x 35 = 105 in both reset orders, RNN 70). */
+Test(rt_rnn, every_kind_with_packed_input_weights_matches_reference) {
+    static const int kinds[] = {RT_RNN_LSTM, RT_RNN_GRU, RT_RNN_GRU, RT_RNN_SIMPLE};
+    static const int64_t hidden[] = {19, 35, 35, 70};
+    for (int i = 0; i < 4; i++) {
+        rng_init();
+        Case c = make_case(kinds[i], 2, 0, 5, 2, 21, hidden[i], true);
+        c.p.linear_before_reset = i == 2;
+        pack_case(&c, RT_RNN_PACKED_W);
+        run_and_compare(&c);
+        free_case(&c);
+    }
 }
 
 Test(rt_rnn, gru_at_sizes_off_every_tile_matches_reference_in_both_reset_orders) {
@@ -348,50 +400,61 @@ static void split_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
 #if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
     if (fn == rt_rnn_lstm_task_f32) h->unit_calls++, h->unit_tasks += n;
 #endif
+    if (fn == rt_rnn_lstm_packed_task_f32) h->unit_calls++, h->unit_tasks += n;
     for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % h->workers));
 }
 
 /* The LSTM step shared by blocks of hidden units (each task its units' four gate rows, then
  * their cells and outputs): Y, Y_h and Y_c byte for byte those of the serial run, for hidden
  * sizes with a tail block (41), many blocks with peepholes, clip and the coupled input-forget
- * gate (100), and one block (8: more workers than blocks, so the step does not split). */
+ * gate (100), and one block (8: more workers than blocks, so the step does not split); with
+ * the weights as ONNX lays them out (the ISA rows split) and packed (every path splits). */
 Test(rt_rnn, lstm_steps_split_by_hidden_units_give_the_serial_bytes) {
     static const int64_t hidden[] = {41, 100, 8};
     static const int n_workers[] = {2, 3, 7};
-    for (int hi = 0; hi < 3; hi++) {
-        rng_init();
-        Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 19, hidden[hi], true);
-        RtRnn *p = &c.p;
-        if (hi == 1) p->has_clip = 1, p->clip = 0.8f, p->input_forget = 1;
-        int64_t ny = p->seq * 2 * p->batch * p->hidden, nh = 2 * p->batch * p->hidden;
-        float *ws = poisoned_f32(RT_RNN_SCRATCH(c.G, p->hidden, p->chunk));
-        float *y0 = poisoned_f32(ny), *h0 = poisoned_f32(nh), *c0 = poisoned_f32(nh);
-        float *y1 = poisoned_f32(ny), *h1 = poisoned_f32(nh), *c1 = poisoned_f32(nh);
-        cr_assert_eq(rt_rnn_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y0, h0, c0, ws),
-                     0);
-        for (int wi = 0; wi < 3; wi++) {
-            SplitHook hk = {n_workers[wi], 0, 0};
-            RtPar par = {split_pfor, &hk, n_workers[wi], NULL, 0};
-            poison(y1, ny), poison(h1, nh), poison(c1, nh);
-            cr_assert_eq(rt_rnn_par_f32(p, c.x, c.w, c.r, c.b, c.lens, c.h0, c.c0, c.peep, y1, h1,
-                                        c1, ws, &par),
+    for (int pk = 0; pk < 2; pk++)
+        for (int hi = 0; hi < 3; hi++) {
+            rng_init();
+            Case c = make_case(RT_RNN_LSTM, 2, 0, 5, 2, 19, hidden[hi], true);
+            RtRnn *p = &c.p;
+            if (hi == 1) p->has_clip = 1, p->clip = 0.8f, p->input_forget = 1;
+            if (pk) pack_case(&c, RT_RNN_PACKED_W | RT_RNN_PACKED_R);
+            const float *w = pk ? c.wp : c.w, *r = pk ? c.rp : c.r;
+            int64_t ny = p->seq * 2 * p->batch * p->hidden, nh = 2 * p->batch * p->hidden;
+            float *ws = poisoned_f32(RT_RNN_SCRATCH(c.G, p->hidden, p->chunk));
+            float *y0 = poisoned_f32(ny), *h0 = poisoned_f32(nh), *c0 = poisoned_f32(nh);
+            float *y1 = poisoned_f32(ny), *h1 = poisoned_f32(nh), *c1 = poisoned_f32(nh);
+            cr_assert_eq(rt_rnn_f32(p, c.x, w, r, c.b, c.lens, c.h0, c.c0, c.peep, y0, h0, c0, ws),
                          0);
-            cr_assert(memcmp(y0, y1, (size_t)ny * sizeof *y0) == 0,
-                      "H %lld, %d workers, seed %u: Y differs", (long long)p->hidden,
-                      n_workers[wi], rng_seed);
-            cr_assert(memcmp(h0, h1, (size_t)nh * sizeof *h0) == 0, "seed %u: Y_h differs",
-                      rng_seed);
-            cr_assert(memcmp(c0, c1, (size_t)nh * sizeof *c0) == 0, "seed %u: Y_c differs",
-                      rng_seed);
+            for (int wi = 0; wi < 3; wi++) {
+                SplitHook hk = {n_workers[wi], 0, 0};
+                RtPar par = {split_pfor, &hk, n_workers[wi], NULL, 0};
+                poison(y1, ny), poison(h1, nh), poison(c1, nh);
+                cr_assert_eq(rt_rnn_par_f32(p, c.x, w, r, c.b, c.lens, c.h0, c.c0, c.peep, y1, h1,
+                                            c1, ws, &par),
+                             0);
+                cr_assert(memcmp(y0, y1, (size_t)ny * sizeof *y0) == 0,
+                          "H %lld, %d workers, packed %d, seed %u: Y differs",
+                          (long long)p->hidden, n_workers[wi], pk, rng_seed);
+                cr_assert(memcmp(h0, h1, (size_t)nh * sizeof *h0) == 0, "seed %u: Y_h differs",
+                          rng_seed);
+                cr_assert(memcmp(c0, c1, (size_t)nh * sizeof *c0) == 0, "seed %u: Y_c differs",
+                          rng_seed);
+                int splits = pk ? p->hidden > RT_RNN_LSTM_UNITS : 0;
 #if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
-            if (p->hidden > RT_RNN_SPLIT_UNITS)
-                cr_assert(hk.unit_calls > 0 && hk.unit_tasks > hk.unit_calls,
-                          "H %lld: the steps did not split by units", (long long)p->hidden);
-            else
-                cr_assert_eq(hk.unit_calls, 0, "H %lld: one block split", (long long)p->hidden);
+                if (!pk) splits = p->hidden > RT_RNN_SPLIT_UNITS;
+#else
+                if (!pk) continue; /* rt_gemm's product: the step does not split */
 #endif
+                if (splits)
+                    cr_assert(hk.unit_calls > 0 && hk.unit_tasks > hk.unit_calls,
+                              "H %lld, packed %d: the steps did not split by units",
+                              (long long)p->hidden, pk);
+                else
+                    cr_assert_eq(hk.unit_calls, 0, "H %lld: one block split",
+                                 (long long)p->hidden);
+            }
+            free(ws), free(y0), free(h0), free(c0), free(y1), free(h1), free(c1);
+            free_case(&c);
         }
-        free(ws), free(y0), free(h0), free(c0), free(y1), free(h1), free(c1);
-        free_case(&c);
-    }
 }

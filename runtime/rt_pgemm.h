@@ -605,6 +605,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
                                            (cols == RT_PGEMM_NT || RT_PGEMM_PART);
                         float *yt = y + (n * P + p0) * M + mo;
+                        const int64_t pf_end = gather ? p_hi : pe; /* prefetched rows end */
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
                         const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
@@ -629,11 +630,14 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                          * KiB apart (M = 256, 512) fall in 4 or 2 groups of L1 sets (bits
                          * 6-11 of the address), and the next tile's 28 output and 28
                          * residual lines, prefetched into L1 beside the tile's own, evicted
-                         * each other there; L2's sets (bits 6-16) keep them apart */
-                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pe)
+                         * each other there; L2's sets (bits 6-16) keep them apart.
+                         * Gathered tiles are pixel blocks of one tile: their rows are those
+                         * of the block two ahead (the 7x7 stem's 3.2 MB of output had no
+                         * prefetch) */
+                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pf_end)
                             for (i = 0; i < RT_PGEMM_MR; i++) {
                                 const int64_t ahead = RT_PGEMM_YPF_TILES * RT_PGEMM_MR + i;
-                                if (p0 + ahead >= pe) break;
+                                if (p0 + ahead >= pf_end) break;
                                 RT_PGEMM_PREFETCH_L2(yt + ahead * M);
                                 RT_PGEMM_PREFETCH_L2(yt + ahead * M + cols - 1);
                                 if (last && rt) {

@@ -145,7 +145,7 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
 
 #if defined(RT_QGEMM_AVX512)
 /* A 1x1 layer of a short reduction (group g with channels a multiple of 4, at most
- * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_panels (with
+ * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_band (with
  * one tap, tile u's row pointers are rows u*MR.. of the table), so the requantization terms
  * of a panel pair are made once for 64 rows instead of 8. A function of its own: folded
  * into rt_qconv2d's loop, the band made GCC compile the RGB stems' ring path 5-9% slower. */
@@ -171,7 +171,7 @@ RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t 
                     ptr[i] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
                                                                          : padrow;
                 }
-                rt_qgemm_vnni_panels(rows, ptr, 1, g->c4, wp + gi * g->np * g->c4 * RT_QGEMM_KB, g->np, mg, gi * mg, q,
+                rt_qgemm_vnni_band(rows, ptr, 1, g->c4, wp + gi * g->np * g->c4 * RT_QGEMM_KB, g->np, mg, gi * mg, q,
                                      r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m, g->m);
             }
             for (tx += rows; tx >= g->ow; tx -= g->ow) ty++;

@@ -67,7 +67,7 @@
 #define RT_QGEMM_KB 64 /* bytes of one packed block: NR columns x 4 */
 #define RT_QGEMM_AVX2_KC 256 /* blocks of the reduction widened at a time (AVX2: 16 KB) */
 #define RT_QGEMM_BAND 8 /* row tiles of a 1x1 layer with a short reduction that share the
-                         * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_panels) */
+                         * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_band) */
 
 /* The requantization of one node, per output channel n (arrays of M):
  *   t = acc * mult[n] + (r - r_zp) * rmult[n]    (int64; the residual term only with r)
@@ -894,16 +894,75 @@ RT_API void rt_qrqz_4x1(const RtQRqZ *k, __m512i a0, __m512i a1, __m512i a2, __m
     _mm_storeu_si128((__m128i *)(void *)(y + 3 * stride), _mm512_extracti32x4_epi32(b, 3));
 }
 
-/* Rows (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of mr <= 8 rows, tile u's row pointers at
- * a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr repeat its row 0 and are not written)
- * against all np panels, requantized from registers: columns nbase+n of y (rows ystride
- * apart; residual rows r likewise, or NULL), n < mg. Per panel pair the requantization
- * terms are made once for all the tiles (a band of tiles: short reductions spend as much
- * on them as on the products). The int32 sums are the exact ones of rt_qgemm_tile plus the
+/* A row tile (mr <= 8 rows; rows past mr repeat row 0 and are not written) against all np
+ * panels, requantized from registers row by row: columns nbase+n of y (rows ystride apart;
+ * residual rows r likewise, or NULL), n < mg. Every layer but the short 1x1s takes this
+ * form, not rt_qgemm_vnni_band's: the band's loop over tiles and packed requantization, run
+ * for single tiles, made ResNet-50's 3x3 and long 1x1 layers 3-8% slower and its 7x7 stem
+ * 7% (bench/int8/nodeab.sh, per node, minima; the packed rows alone in this form: 2%, the
+ * products in an always-inline helper shared with the band: 1%, stem 3%, so the products
+ * are written out in both). The int32 sums are the exact ones of rt_qgemm_tile plus the
  * bias, so the bytes are those of every other path. */
-RT_API void rt_qgemm_vnni_panels(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
+RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
                                  const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
                                  const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
+    int64_t k4 = taps * c4, pp, t, kb;
+    if (mr == 1) {
+        rt_qgemm_vnni_row1(a, taps, c4, wp, np, mg, nbase, q, r, y);
+        return;
+    }
+    for (pp = 0; pp < np; pp += 2) {
+        int nv = np - pp >= 2 ? 2 : 1, v, i;
+        int64_t n0 = pp * RT_QGEMM_NR;
+        const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
+        __m512i out[RT_QGEMM_MR][2], bias[2];
+        for (v = 0; v < nv; v++) {
+            int64_t nc = mg - n0 - v * RT_QGEMM_NR;
+            int32_t b[RT_QGEMM_NR] = {0};
+            memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
+            bias[v] = _mm512_loadu_si512((const void *)b);
+        }
+        if (nv == 2) {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                __m512i b1 = _mm512_loadu_si512((const void *)w1);
+                RT_QV_ROWS(RT_QV_ROW2);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
+            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
+        } else {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                RT_QV_ROWS(RT_QV_ROW1);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+        }
+        for (v = 0; v < nv; v++) {
+            int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
+            RtQRqZ k;
+            if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
+            rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
+            for (i = 0; i < mr; i++)
+                rt_qrqz_any(&k, out[i][v], r ? r + i * ystride + nbase + nv0 : NULL, y + i * ystride + nbase + nv0);
+        }
+    }
+}
+
+/* Rows of a 1x1 layer with a short reduction (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of
+ * mr <= 8 rows, tile u's row pointers at a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr
+ * repeat its row 0 and are not written) against all np panels, as rt_qgemm_vnni_panels, but
+ * per panel pair the requantization terms are made once for all the tiles (short
+ * reductions spend as much on them as on the products), and rows are requantized two
+ * (rt_qrqz_2x2) or four (rt_qrqz_4x1) at a time. The same int32 sums, the same bytes. */
+RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
+                               const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
+                               const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
     int64_t k4 = taps * c4, pp, t, kb;
     const __m512i lo8 = _mm512_set1_epi8((char)q->lo), hi8 = _mm512_set1_epi8((char)q->hi);
     if (rows == 1) {

@@ -839,11 +839,12 @@ RT_API __m512i rt_qrq_close(__m512i pe, __m512i po, int fold, __m512i k32, __m51
 }
 
 /* The int32 outputs (zero point added; not yet clamped by the int32 form) of one row's 16
- * channels, as rt_qrqz (k->fold) or rt_qrqz_wide computes them, for packing (rt_qrqz_2x2). */
+ * channels, as rt_qrqz (fold, k->fold's value) or rt_qrqz_wide computes them, for packing
+ * (rt_qrqz_2x2). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
+RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r, int fold) {
     __m512i pe = _mm512_mul_epi32(a, k->m);
     __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
     if (r) {
@@ -851,7 +852,7 @@ RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
-    return rt_qrq_close(pe, po, k->fold, k->k32, k->s32, k->rnde, k->rndo, k->she, k->sho, k->lo64, k->hi64,
+    return rt_qrq_close(pe, po, fold, k->k32, k->s32, k->rnde, k->rndo, k->she, k->sho, k->lo64, k->hi64,
                         k->yzp32);
 }
 
@@ -859,17 +860,21 @@ RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
  * (rt_qrqz_v) packed with saturation (vpackssdw, vpackuswb: monotone, so the clamp to [lo,
  * hi] inside 0..255 after them is the same clamp), one vpermd back to channel order, one
  * clamp for 64 outputs, two 32-byte stores: 8 operations where four rt_qrqz tails take 20.
- * y0, y1 (and r0, r1 or NULL): the rows' first channels. */
+ * y0, y1 (and r0, r1 or NULL): the rows' first channels. fold: both panels' form, a constant
+ * where the caller knows it (one form's code, not two behind a branch per vector), or -1:
+ * each panel's own (k->fold). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_2x2(const RtQRqZ *k0, const RtQRqZ *k1, __m512i a00, __m512i a01, __m512i a10, __m512i a11,
-                        const uint8_t *r0, const uint8_t *r1, uint8_t *y0, uint8_t *y1, __m512i lo, __m512i hi) {
+                        const uint8_t *r0, const uint8_t *r1, uint8_t *y0, uint8_t *y1, __m512i lo, __m512i hi,
+                        int fold) {
     /* after the packs, dword 4l+t of a 128-bit lane l holds: t=0 row 0 ch 4l..4l+3, t=1 row 0
      * ch 16+4l.., t=2 row 1 ch 4l.., t=3 row 1 ch 16+4l.. */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    __m512i v00 = rt_qrqz_v(k0, a00, r0), v01 = rt_qrqz_v(k1, a01, r0 ? r0 + RT_QGEMM_NR : NULL);
-    __m512i v10 = rt_qrqz_v(k0, a10, r1), v11 = rt_qrqz_v(k1, a11, r1 ? r1 + RT_QGEMM_NR : NULL);
+    int f0 = fold < 0 ? k0->fold : fold, f1 = fold < 0 ? k1->fold : fold;
+    __m512i v00 = rt_qrqz_v(k0, a00, r0, f0), v01 = rt_qrqz_v(k1, a01, r0 ? r0 + RT_QGEMM_NR : NULL, f1);
+    __m512i v10 = rt_qrqz_v(k0, a10, r1, f0), v11 = rt_qrqz_v(k1, a11, r1 ? r1 + RT_QGEMM_NR : NULL, f1);
     __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v00, v01), _mm512_packs_epi32(v10, v11));
     b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
     _mm256_storeu_si256((__m256i *)(void *)y0, _mm512_castsi512_si256(b));
@@ -877,15 +882,17 @@ RT_API void rt_qrqz_2x2(const RtQRqZ *k0, const RtQRqZ *k1, __m512i a00, __m512i
 }
 
 /* Four rows of one full panel (16 channels) at once, as rt_qrqz_2x2 (the same vpermd: after
- * the packs dword 4l+t of lane l is row t's channels 4l..4l+3); four 16-byte stores. */
+ * the packs dword 4l+t of lane l is row t's channels 4l..4l+3; fold likewise); four 16-byte
+ * stores. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_4x1(const RtQRqZ *k, __m512i a0, __m512i a1, __m512i a2, __m512i a3, const uint8_t *r,
-                        uint8_t *y, int64_t stride, __m512i lo, __m512i hi) {
+                        uint8_t *y, int64_t stride, __m512i lo, __m512i hi, int fold) {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    __m512i v0 = rt_qrqz_v(k, a0, r), v1 = rt_qrqz_v(k, a1, r ? r + stride : NULL);
-    __m512i v2 = rt_qrqz_v(k, a2, r ? r + 2 * stride : NULL), v3 = rt_qrqz_v(k, a3, r ? r + 3 * stride : NULL);
+    int f = fold < 0 ? k->fold : fold;
+    __m512i v0 = rt_qrqz_v(k, a0, r, f), v1 = rt_qrqz_v(k, a1, r ? r + stride : NULL, f);
+    __m512i v2 = rt_qrqz_v(k, a2, r ? r + 2 * stride : NULL, f), v3 = rt_qrqz_v(k, a3, r ? r + 3 * stride : NULL, f);
     __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v0, v1), _mm512_packs_epi32(v2, v3));
     b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
     _mm_storeu_si128((__m128i *)(void *)y, _mm512_castsi512_si128(b));
@@ -954,6 +961,32 @@ RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, 
     }
 }
 
+/* The requantization of one tile of rt_qgemm_vnni_band (out: its sums, rows yo.. of y):
+ * rows two at a time where both panels are full (rt_qrqz_2x2), four of one full panel
+ * (rt_qrqz_4x1), the rest one by one; fold as rt_qrqz_2x2's. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qgemm_vnni_band_rq(const RtQRqZ *kq, int nv, int mr, __m512i out[RT_QGEMM_MR][2], const uint8_t *r,
+                                  uint8_t *y, int64_t yo, int64_t ystride, __m512i lo8, __m512i hi8, int fold) {
+    int i = 0, v, t;
+    if (nv == 2 && kq[0].mask == 0xFFFF && kq[1].mask == 0xFFFF) /* rows two at a time, packed */
+        for (; i + 2 <= mr; i += 2)
+            rt_qrqz_2x2(&kq[0], &kq[1], out[i][0], out[i][1], out[i + 1][0], out[i + 1][1],
+                        r ? r + yo + i * ystride : NULL, r ? r + yo + (i + 1) * ystride : NULL, y + yo + i * ystride,
+                        y + yo + (i + 1) * ystride, lo8, hi8, fold);
+    for (v = 0; v < nv; v++) {
+        int64_t yv = yo + v * RT_QGEMM_NR;
+        t = i;
+        if (kq[v].mask == 0xFFFF) /* a single full panel (or one beside a part panel): rows four at a time */
+            for (; t + 4 <= mr; t += 4)
+                rt_qrqz_4x1(&kq[v], out[t][v], out[t + 1][v], out[t + 2][v], out[t + 3][v],
+                            r ? r + yv + t * ystride : NULL, y + yv + t * ystride, ystride, lo8, hi8, fold);
+        for (; t < mr; t++)
+            rt_qrqz_any(&kq[v], out[t][v], r ? r + yv + t * ystride : NULL, y + yv + t * ystride);
+    }
+}
+
 /* Rows of a 1x1 layer with a short reduction (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of
  * mr <= 8 rows, tile u's row pointers at a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr
  * repeat its row 0 and are not written) against all np panels, as rt_qgemm_vnni_panels, but
@@ -970,7 +1003,7 @@ RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps,
         return;
     }
     for (pp = 0; pp < np; pp += 2) {
-        int nv = np - pp >= 2 ? 2 : 1, v, i, u;
+        int nv = np - pp >= 2 ? 2 : 1, v, u;
         int64_t n0 = pp * RT_QGEMM_NR;
         __m512i bias[2];
         RtQRqZ kq[2];
@@ -1013,22 +1046,13 @@ RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps,
                     int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
                     rt_qrqz_prep(&kq[v], q, nbase + nv0, (int)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR), r != NULL);
                 }
-            i = 0;
-            if (nv == 2 && kq[0].mask == 0xFFFF && kq[1].mask == 0xFFFF) /* rows two at a time, packed */
-                for (; i + 2 <= mr; i += 2)
-                    rt_qrqz_2x2(&kq[0], &kq[1], out[i][0], out[i][1], out[i + 1][0], out[i + 1][1],
-                                r ? r + yo + i * ystride : NULL, r ? r + yo + (i + 1) * ystride : NULL,
-                                y + yo + i * ystride, y + yo + (i + 1) * ystride, lo8, hi8);
-            for (v = 0; v < nv; v++) {
-                int64_t yv = yo + v * RT_QGEMM_NR;
-                t = i;
-                if (kq[v].mask == 0xFFFF) /* a single full panel (or one beside a part panel): rows four at a time */
-                    for (; t + 4 <= mr; t += 4)
-                        rt_qrqz_4x1(&kq[v], out[t][v], out[t + 1][v], out[t + 2][v], out[t + 3][v],
-                                    r ? r + yv + t * ystride : NULL, y + yv + t * ystride, ystride, lo8, hi8);
-                for (; t < mr; t++)
-                    rt_qrqz_any(&kq[v], out[t][v], r ? r + yv + t * ystride : NULL, y + yv + t * ystride);
-            }
+            /* one form's code where both panels take it (the residual layers the int64 one) */
+            if (kq[0].fold && (nv == 1 || kq[1].fold))
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, 1);
+            else if (!kq[0].fold && (nv == 1 || !kq[1].fold))
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, 0);
+            else
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, -1);
         }
     }
 }

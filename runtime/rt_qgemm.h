@@ -603,6 +603,7 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
  * same bounds and the same value, see rt_qrq_prep). */
 typedef struct RtQRqZ {
     __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
+    __m512i rd; /* the int32 form's lift of shifts below 33: the residual's left shift, d = 33 - s */
     __m512i she, sho, rnde, rndo, lo64, hi64, yzp32; /* the int64 form (rt_qrqz_wide) */
     int fold;
     __mmask16 mask; /* the channels there (a last panel of fewer than 16) */
@@ -615,7 +616,8 @@ typedef struct RtQRqZ {
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
-    __m512i sh, one = _mm512_set1_epi64(1);
+    __m512i sh, d, one = _mm512_set1_epi64(1);
+    __mmask16 lift;
     /* a last panel of fewer channels reads only theirs (masked loads; the other lanes
      * are zeros, computed and not written) */
     __mmask16 m = ncols >= RT_QGEMM_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << ncols) - 1);
@@ -626,11 +628,32 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
     k->rm = res ? _mm512_maskz_loadu_epi32(m, q->rmult + n0) : _mm512_setzero_si512();
     k->rmo = _mm512_srli_epi64(k->rm, 32);
     k->rzp = _mm512_set1_epi32(q->r_zp);
-    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
+    /* Shifts s of 26..32 (the residual layers': qplan caps their shifts below 32) join the
+     * int32 form where the multiplier takes the missing bits: with d = 33 - s,
+     * t 2^d = acc (mult << d) + ((r - r_zp) << d) rmult exactly, and floor((t + 2^(s-1)) /
+     * 2^s) = floor((t 2^d + 2^32) / 2^33), the form's value at shift 33. mult << d stays
+     * below 2^31 (checked: ResNet-50's residual layers have mult below 2^24), |r - r_zp| << d
+     * below 2^15, so |t 2^d| < 2^62 + 2^46 and the high word plus k32 fits in int32 (the
+     * bound rt_qrq_prep states, with room). The int64 form's 11 operations a vector become
+     * the int32 form's 4 and one shift of the residual. */
+    lift = _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33));
+    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(26)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
               q->y_zp >= 0 && q->y_zp <= 255;
+    d = _mm512_setzero_si512();
+    if (lift && k->fold) { /* only there: the prep runs once per panel of a one-row tile (rt_qgemm_vnni_row1) */
+        d = _mm512_maskz_sub_epi32(lift, _mm512_set1_epi32(33), sh);
+        if (_mm512_mask_cmpgt_epu32_mask(m, k->m, _mm512_srlv_epi32(_mm512_set1_epi32(0x7FFFFFFF), d)))
+            k->fold = 0;
+        else {
+            sh = _mm512_max_epi32(sh, _mm512_set1_epi32(33));
+            k->m = _mm512_sllv_epi32(k->m, d);
+            k->mo = _mm512_srli_epi64(k->m, 32);
+        }
+    }
     /* only the terms of the form taken: the prep runs per row tile and panel, which for
      * short reductions (16-64 channels) costs as much as a fifth of the tile */
     if (k->fold) {
+        k->rd = d;
         k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
         k->lo32 = _mm512_set1_epi32(q->lo);
         k->hi32 = _mm512_set1_epi32(q->hi);
@@ -638,6 +661,7 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
                                   _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
         return;
     }
+    k->rd = _mm512_setzero_si512();
     k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
     k->sho = _mm512_srli_epi64(sh, 32);
     k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
@@ -657,6 +681,7 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     __m512i v;
     if (r) {
         __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        rv = _mm512_sllv_epi32(rv, k->rd); /* the lift of shifts below 33 (rt_qrqz_prep) */
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
@@ -849,6 +874,7 @@ RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r, int fold)
     __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
     if (r) {
         __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        if (fold) rv = _mm512_sllv_epi32(rv, k->rd); /* as rt_qrqz */
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }

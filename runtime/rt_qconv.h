@@ -15,7 +15,7 @@
 #define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
 #define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
-#define RT_QCONV_BAND_C4 32     /* 1x1 layers of up to 128 input channels take bands of row tiles */
+#define RT_QCONV_BAND_C4 64     /* 1x1 layers of up to 256 input channels take bands of row tiles */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */

@@ -139,10 +139,11 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
     g.kh = rng_range(1, depthwise ? 5 : 3), g.kw = rng_range(1, depthwise ? 5 : 3);
     g.sh = rng_range(1, 2), g.sw = rng_range(1, 2), g.dh = rng_range(1, 2), g.dw = rng_range(1, 2);
     if (big) g.kh = g.kw = 3, g.dh = g.dw = 1;
-    if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d), full and part panels */
+    if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d, up to RT_QCONV_BAND_C4
+                      * blocks of 4 channels) and single tiles past them, full and part panels */
         static const int64_t ms[] = {16, 24, 32, 48, 64, 96};
         g.group = 1;
-        g.c = 4 * rng_range(1, 36);
+        g.c = 4 * rng_range(1, 80);
         g.m = rng_u32() % 2 ? ms[rng_u32() % 6] : rng_range(1, 100);
         g.h = rng_range(1, 14), g.w = rng_range(1, 14);
         g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;

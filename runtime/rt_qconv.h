@@ -147,7 +147,7 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
 /* A 1x1 layer of a short reduction (group g with channels a multiple of 4, at most
  * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_band (with
  * one tap, tile u's row pointers are rows u*MR.. of the table), so the requantization terms
- * of a panel pair are made once for 64 rows instead of 8. A function of its own: folded
+ * of a panel pair are made once for 128 rows instead of 8. A function of its own: folded
  * into rt_qconv2d's loop, the band made GCC compile the RGB stems' ring path 5-9% slower. */
 RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t *padrow, const int8_t *wp,
                             const RtQRequant *q, const uint8_t *r, uint8_t *y) {

@@ -66,8 +66,8 @@
 #define RT_QGEMM_NT 32 /* columns per tile: two panels */
 #define RT_QGEMM_KB 64 /* bytes of one packed block: NR columns x 4 */
 #define RT_QGEMM_AVX2_KC 256 /* blocks of the reduction widened at a time (AVX2: 16 KB) */
-#define RT_QGEMM_BAND 8 /* row tiles of a 1x1 layer with a short reduction that share the
-                         * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_band) */
+#define RT_QGEMM_BAND 16 /* row tiles of a 1x1 layer with a short reduction that share the
+                          * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_band) */
 
 /* The requantization of one node, per output channel n (arrays of M):
  *   t = acc * mult[n] + (r - r_zp) * rmult[n]    (int64; the residual term only with r)

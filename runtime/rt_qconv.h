@@ -15,7 +15,7 @@
 #define RT_QCONV_MAX_TAPS 128   /* kernel taps (KH*KW): 11x11 fits */
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
 #define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
-#define RT_QCONV_BAND_C4 32     /* 1x1 layers of up to 128 input channels take bands of row tiles */
+#define RT_QCONV_BAND_C4 64     /* 1x1 layers of up to 256 input channels take bands of row tiles */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */
@@ -145,9 +145,9 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
 
 #if defined(RT_QGEMM_AVX512)
 /* A 1x1 layer of a short reduction (group g with channels a multiple of 4, at most
- * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_panels (with
+ * RT_QCONV_BAND_C4 blocks): RT_QGEMM_BAND row tiles a call of rt_qgemm_vnni_band (with
  * one tap, tile u's row pointers are rows u*MR.. of the table), so the requantization terms
- * of a panel pair are made once for 64 rows instead of 8. A function of its own: folded
+ * of a panel pair are made once for 128 rows instead of 8. A function of its own: folded
  * into rt_qconv2d's loop, the band made GCC compile the RGB stems' ring path 5-9% slower. */
 RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t *padrow, const int8_t *wp,
                             const RtQRequant *q, const uint8_t *r, uint8_t *y) {
@@ -171,7 +171,7 @@ RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t 
                     ptr[i] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
                                                                          : padrow;
                 }
-                rt_qgemm_vnni_panels(rows, ptr, 1, g->c4, wp + gi * g->np * g->c4 * RT_QGEMM_KB, g->np, mg, gi * mg, q,
+                rt_qgemm_vnni_band(rows, ptr, 1, g->c4, wp + gi * g->np * g->c4 * RT_QGEMM_KB, g->np, mg, gi * mg, q,
                                      r ? r + (b * P + p0) * g->m : NULL, y + (b * P + p0) * g->m, g->m);
             }
             for (tx += rows; tx >= g->ow; tx -= g->ow) ty++;
@@ -185,6 +185,7 @@ RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t 
 RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *wp,
                        const RtQRequant *q, const uint8_t *r, uint8_t *y) {
     const uint8_t *ptr[RT_QCONV_MAX_TAPS * RT_QGEMM_MR];
+    const uint8_t *rowp[RT_QCONV_MAX_TAPS]; /* kernel row ky's input row (NULL: padding) */
     uint8_t padrow[RT_QCONV_MAX_C + 4];
     uint8_t copy[RT_QCONV_COPY_MAX];
     RtQRing ring;
@@ -214,17 +215,26 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
         for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR) {
             int mr = (int)(P - p0 < RT_QGEMM_MR ? P - p0 : RT_QGEMM_MR);
             for (gi = 0; gi < g->group; gi++) {
-                int64_t oy = ty, ox = tx;
+                int64_t oy = ty, ox = tx, roy = INT64_MIN; /* roy: the output row rowp is of */
                 for (i = 0; i < mr; i++, ox++) {
                     int64_t ky, kx;
                     if (ox == g->ow) {
                         ox = 0;
                         oy++;
                     }
+                    /* the kernel rows' input rows, once per output row of the tile instead
+                     * of per pixel: the RGB stems' ring lookups (kh a pixel) and the other
+                     * layers' row offsets and bounds */
+                    if (oy != roy)
+                        for (ky = 0, roy = oy; ky < g->kh; ky++) {
+                            int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                            rowp[ky] = ringed ? rt_qring_row(&ring, g, x, x_zp, b, iy)
+                                       : iy >= 0 && iy < g->h ? x + (b * g->h + iy) * g->w * g->c + gi * cg
+                                                              : NULL;
+                        }
                     for (ky = 0, t = 0; ky < g->kh; ky++) {
-                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
                         if (ringed) {
-                            const uint8_t *row = rt_qring_row(&ring, g, x, x_zp, b, iy) + ox * g->sw * ring.cb;
+                            const uint8_t *row = rowp[ky] + ox * g->sw * ring.cb;
                             if (runs) {
                                 ptr[ky * RT_QGEMM_MR + i] = row;
                                 continue;
@@ -234,10 +244,7 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
                         }
                         for (kx = 0; kx < g->kw; kx++, t++) {
                             int64_t ix = ox * g->sw - g->pw + kx * g->dw;
-                            const uint8_t *src =
-                                iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
-                                    ? x + ((b * g->h + iy) * g->w + ix) * g->c + gi * cg
-                                    : padrow;
+                            const uint8_t *src = rowp[ky] && ix >= 0 && ix < g->w ? rowp[ky] + ix * g->c : padrow;
                             if (copying) { /* one row's taps end to end (rt_qgemm_tile) */
                                 uint8_t *dst = copy + (i * taps + t) * g->c4 * 4;
                                 int64_t c;

@@ -66,8 +66,8 @@
 #define RT_QGEMM_NT 32 /* columns per tile: two panels */
 #define RT_QGEMM_KB 64 /* bytes of one packed block: NR columns x 4 */
 #define RT_QGEMM_AVX2_KC 256 /* blocks of the reduction widened at a time (AVX2: 16 KB) */
-#define RT_QGEMM_BAND 8 /* row tiles of a 1x1 layer with a short reduction that share the
-                         * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_panels) */
+#define RT_QGEMM_BAND 16 /* row tiles of a 1x1 layer with a short reduction that share the
+                          * requantization terms of a panel pair (AVX-512: rt_qgemm_vnni_band) */
 
 /* The requantization of one node, per output channel n (arrays of M):
  *   t = acc * mult[n] + (r - r_zp) * rmult[n]    (int64; the residual term only with r)
@@ -603,6 +603,7 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
  * same bounds and the same value, see rt_qrq_prep). */
 typedef struct RtQRqZ {
     __m512i m, mo, rm, rmo, rzp, s32, k32, lo32, hi32;
+    __m512i rd; /* the int32 form's lift of shifts below 33: the residual's left shift, d = 33 - s */
     __m512i she, sho, rnde, rndo, lo64, hi64, yzp32; /* the int64 form (rt_qrqz_wide) */
     int fold;
     __mmask16 mask; /* the channels there (a last panel of fewer than 16) */
@@ -615,7 +616,8 @@ typedef struct RtQRqZ {
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, int res) {
-    __m512i sh, one = _mm512_set1_epi64(1);
+    __m512i sh, d, one = _mm512_set1_epi64(1);
+    __mmask16 lift;
     /* a last panel of fewer channels reads only theirs (masked loads; the other lanes
      * are zeros, computed and not written) */
     __mmask16 m = ncols >= RT_QGEMM_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << ncols) - 1);
@@ -626,11 +628,32 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
     k->rm = res ? _mm512_maskz_loadu_epi32(m, q->rmult + n0) : _mm512_setzero_si512();
     k->rmo = _mm512_srli_epi64(k->rm, 32);
     k->rzp = _mm512_set1_epi32(q->r_zp);
-    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(33)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
+    /* Shifts s of 26..32 (the residual layers': qplan caps their shifts below 32) join the
+     * int32 form where the multiplier takes the missing bits: with d = 33 - s,
+     * t 2^d = acc (mult << d) + ((r - r_zp) << d) rmult exactly, and floor((t + 2^(s-1)) /
+     * 2^s) = floor((t 2^d + 2^32) / 2^33), the form's value at shift 33. mult << d stays
+     * below 2^31 (checked: ResNet-50's residual layers have mult below 2^24), |r - r_zp| << d
+     * below 2^15, so |t 2^d| < 2^62 + 2^46 and the high word plus k32 fits in int32 (the
+     * bound rt_qrq_prep states, with room). The int64 form's 11 operations a vector become
+     * the int32 form's 4 and one shift of the residual. */
+    lift = _mm512_mask_cmplt_epi32_mask(m, sh, _mm512_set1_epi32(33));
+    k->fold = ((_mm512_cmplt_epi32_mask(sh, _mm512_set1_epi32(26)) | _mm512_cmpgt_epi32_mask(sh, _mm512_set1_epi32(53))) & m) == 0 &&
               q->y_zp >= 0 && q->y_zp <= 255;
+    d = _mm512_setzero_si512();
+    if (lift && k->fold) { /* only there: the prep runs once per panel of a one-row tile (rt_qgemm_vnni_row1) */
+        d = _mm512_maskz_sub_epi32(lift, _mm512_set1_epi32(33), sh);
+        if (_mm512_mask_cmpgt_epu32_mask(m, k->m, _mm512_srlv_epi32(_mm512_set1_epi32(0x7FFFFFFF), d)))
+            k->fold = 0;
+        else {
+            sh = _mm512_max_epi32(sh, _mm512_set1_epi32(33));
+            k->m = _mm512_sllv_epi32(k->m, d);
+            k->mo = _mm512_srli_epi64(k->m, 32);
+        }
+    }
     /* only the terms of the form taken: the prep runs per row tile and panel, which for
      * short reductions (16-64 channels) costs as much as a fifth of the tile */
     if (k->fold) {
+        k->rd = d;
         k->s32 = _mm512_sub_epi32(sh, _mm512_set1_epi32(32));
         k->lo32 = _mm512_set1_epi32(q->lo);
         k->hi32 = _mm512_set1_epi32(q->hi);
@@ -638,6 +661,7 @@ RT_API void rt_qrqz_prep(RtQRqZ *k, const RtQRequant *q, int64_t n0, int ncols, 
                                   _mm512_sllv_epi32(_mm512_set1_epi32(q->y_zp), k->s32));
         return;
     }
+    k->rd = _mm512_setzero_si512();
     k->she = _mm512_and_si512(sh, _mm512_set1_epi64(0xFFFFFFFF));
     k->sho = _mm512_srli_epi64(sh, 32);
     k->rnde = _mm512_sllv_epi64(one, _mm512_sub_epi64(k->she, one));
@@ -657,6 +681,7 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
     __m512i v;
     if (r) {
         __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        rv = _mm512_sllv_epi32(rv, k->rd); /* the lift of shifts below 33 (rt_qrqz_prep) */
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
@@ -839,19 +864,21 @@ RT_API __m512i rt_qrq_close(__m512i pe, __m512i po, int fold, __m512i k32, __m51
 }
 
 /* The int32 outputs (zero point added; not yet clamped by the int32 form) of one row's 16
- * channels, as rt_qrqz (k->fold) or rt_qrqz_wide computes them, for packing (rt_qrqz_2x2). */
+ * channels, as rt_qrqz (fold, k->fold's value) or rt_qrqz_wide computes them, for packing
+ * (rt_qrqz_2x2). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
+RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r, int fold) {
     __m512i pe = _mm512_mul_epi32(a, k->m);
     __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), k->mo);
     if (r) {
         __m512i rv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)r)), k->rzp);
+        if (fold) rv = _mm512_sllv_epi32(rv, k->rd); /* as rt_qrqz */
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
-    return rt_qrq_close(pe, po, k->fold, k->k32, k->s32, k->rnde, k->rndo, k->she, k->sho, k->lo64, k->hi64,
+    return rt_qrq_close(pe, po, fold, k->k32, k->s32, k->rnde, k->rndo, k->she, k->sho, k->lo64, k->hi64,
                         k->yzp32);
 }
 
@@ -859,17 +886,21 @@ RT_API __m512i rt_qrqz_v(const RtQRqZ *k, __m512i a, const uint8_t *r) {
  * (rt_qrqz_v) packed with saturation (vpackssdw, vpackuswb: monotone, so the clamp to [lo,
  * hi] inside 0..255 after them is the same clamp), one vpermd back to channel order, one
  * clamp for 64 outputs, two 32-byte stores: 8 operations where four rt_qrqz tails take 20.
- * y0, y1 (and r0, r1 or NULL): the rows' first channels. */
+ * y0, y1 (and r0, r1 or NULL): the rows' first channels. fold: both panels' form, a constant
+ * where the caller knows it (one form's code, not two behind a branch per vector), or -1:
+ * each panel's own (k->fold). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_2x2(const RtQRqZ *k0, const RtQRqZ *k1, __m512i a00, __m512i a01, __m512i a10, __m512i a11,
-                        const uint8_t *r0, const uint8_t *r1, uint8_t *y0, uint8_t *y1, __m512i lo, __m512i hi) {
+                        const uint8_t *r0, const uint8_t *r1, uint8_t *y0, uint8_t *y1, __m512i lo, __m512i hi,
+                        int fold) {
     /* after the packs, dword 4l+t of a 128-bit lane l holds: t=0 row 0 ch 4l..4l+3, t=1 row 0
      * ch 16+4l.., t=2 row 1 ch 4l.., t=3 row 1 ch 16+4l.. */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    __m512i v00 = rt_qrqz_v(k0, a00, r0), v01 = rt_qrqz_v(k1, a01, r0 ? r0 + RT_QGEMM_NR : NULL);
-    __m512i v10 = rt_qrqz_v(k0, a10, r1), v11 = rt_qrqz_v(k1, a11, r1 ? r1 + RT_QGEMM_NR : NULL);
+    int f0 = fold < 0 ? k0->fold : fold, f1 = fold < 0 ? k1->fold : fold;
+    __m512i v00 = rt_qrqz_v(k0, a00, r0, f0), v01 = rt_qrqz_v(k1, a01, r0 ? r0 + RT_QGEMM_NR : NULL, f1);
+    __m512i v10 = rt_qrqz_v(k0, a10, r1, f0), v11 = rt_qrqz_v(k1, a11, r1 ? r1 + RT_QGEMM_NR : NULL, f1);
     __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v00, v01), _mm512_packs_epi32(v10, v11));
     b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
     _mm256_storeu_si256((__m256i *)(void *)y0, _mm512_castsi512_si256(b));
@@ -877,15 +908,17 @@ RT_API void rt_qrqz_2x2(const RtQRqZ *k0, const RtQRqZ *k1, __m512i a00, __m512i
 }
 
 /* Four rows of one full panel (16 channels) at once, as rt_qrqz_2x2 (the same vpermd: after
- * the packs dword 4l+t of lane l is row t's channels 4l..4l+3); four 16-byte stores. */
+ * the packs dword 4l+t of lane l is row t's channels 4l..4l+3; fold likewise); four 16-byte
+ * stores. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 RT_API void rt_qrqz_4x1(const RtQRqZ *k, __m512i a0, __m512i a1, __m512i a2, __m512i a3, const uint8_t *r,
-                        uint8_t *y, int64_t stride, __m512i lo, __m512i hi) {
+                        uint8_t *y, int64_t stride, __m512i lo, __m512i hi, int fold) {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    __m512i v0 = rt_qrqz_v(k, a0, r), v1 = rt_qrqz_v(k, a1, r ? r + stride : NULL);
-    __m512i v2 = rt_qrqz_v(k, a2, r ? r + 2 * stride : NULL), v3 = rt_qrqz_v(k, a3, r ? r + 3 * stride : NULL);
+    int f = fold < 0 ? k->fold : fold;
+    __m512i v0 = rt_qrqz_v(k, a0, r, f), v1 = rt_qrqz_v(k, a1, r ? r + stride : NULL, f);
+    __m512i v2 = rt_qrqz_v(k, a2, r ? r + 2 * stride : NULL, f), v3 = rt_qrqz_v(k, a3, r ? r + 3 * stride : NULL, f);
     __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(v0, v1), _mm512_packs_epi32(v2, v3));
     b = _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, b), lo), hi);
     _mm_storeu_si128((__m128i *)(void *)y, _mm512_castsi512_si128(b));
@@ -894,16 +927,101 @@ RT_API void rt_qrqz_4x1(const RtQRqZ *k, __m512i a0, __m512i a1, __m512i a2, __m
     _mm_storeu_si128((__m128i *)(void *)(y + 3 * stride), _mm512_extracti32x4_epi32(b, 3));
 }
 
-/* Rows (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of mr <= 8 rows, tile u's row pointers at
- * a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr repeat its row 0 and are not written)
- * against all np panels, requantized from registers: columns nbase+n of y (rows ystride
- * apart; residual rows r likewise, or NULL), n < mg. Per panel pair the requantization
- * terms are made once for all the tiles (a band of tiles: short reductions spend as much
- * on them as on the products). The int32 sums are the exact ones of rt_qgemm_tile plus the
+/* A row tile (mr <= 8 rows; rows past mr repeat row 0 and are not written) against all np
+ * panels, requantized from registers row by row: columns nbase+n of y (rows ystride apart;
+ * residual rows r likewise, or NULL), n < mg. Every layer but the short 1x1s takes this
+ * form, not rt_qgemm_vnni_band's: the band's loop over tiles and packed requantization, run
+ * for single tiles, made ResNet-50's 3x3 and long 1x1 layers 3-8% slower and its 7x7 stem
+ * 7% (bench/int8/nodeab.sh, per node, minima; the packed rows alone in this form: 2%, the
+ * products in an always-inline helper shared with the band: 1%, stem 3%, so the products
+ * are written out in both). The int32 sums are the exact ones of rt_qgemm_tile plus the
  * bias, so the bytes are those of every other path. */
-RT_API void rt_qgemm_vnni_panels(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
+RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, int64_t c4,
                                  const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
                                  const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
+    int64_t k4 = taps * c4, pp, t, kb;
+    if (mr == 1) {
+        rt_qgemm_vnni_row1(a, taps, c4, wp, np, mg, nbase, q, r, y);
+        return;
+    }
+    for (pp = 0; pp < np; pp += 2) {
+        int nv = np - pp >= 2 ? 2 : 1, v, i;
+        int64_t n0 = pp * RT_QGEMM_NR;
+        const int8_t *w0 = wp + pp * k4 * RT_QGEMM_KB, *w1 = w0 + k4 * RT_QGEMM_KB;
+        __m512i out[RT_QGEMM_MR][2], bias[2];
+        for (v = 0; v < nv; v++) {
+            int64_t nc = mg - n0 - v * RT_QGEMM_NR;
+            int32_t b[RT_QGEMM_NR] = {0};
+            memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
+            bias[v] = _mm512_loadu_si512((const void *)b);
+        }
+        if (nv == 2) {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                __m512i b1 = _mm512_loadu_si512((const void *)w1);
+                RT_QV_ROWS(RT_QV_ROW2);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
+            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
+        } else {
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+            RT_QV_TAPS({
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);
+                RT_QV_ROWS(RT_QV_ROW1);
+            })
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
+        }
+        for (v = 0; v < nv; v++) {
+            int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
+            RtQRqZ k;
+            if (nc > RT_QGEMM_NR) nc = RT_QGEMM_NR;
+            rt_qrqz_prep(&k, q, nbase + nv0, (int)nc, r != NULL);
+            for (i = 0; i < mr; i++)
+                rt_qrqz_any(&k, out[i][v], r ? r + i * ystride + nbase + nv0 : NULL, y + i * ystride + nbase + nv0);
+        }
+    }
+}
+
+/* The requantization of one tile of rt_qgemm_vnni_band (out: its sums, rows yo.. of y):
+ * rows two at a time where both panels are full (rt_qrqz_2x2), four of one full panel
+ * (rt_qrqz_4x1), the rest one by one; fold as rt_qrqz_2x2's. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API void rt_qgemm_vnni_band_rq(const RtQRqZ *kq, int nv, int mr, __m512i out[RT_QGEMM_MR][2], const uint8_t *r,
+                                  uint8_t *y, int64_t yo, int64_t ystride, __m512i lo8, __m512i hi8, int fold) {
+    int i = 0, v, t;
+    if (nv == 2 && kq[0].mask == 0xFFFF && kq[1].mask == 0xFFFF) /* rows two at a time, packed */
+        for (; i + 2 <= mr; i += 2)
+            rt_qrqz_2x2(&kq[0], &kq[1], out[i][0], out[i][1], out[i + 1][0], out[i + 1][1],
+                        r ? r + yo + i * ystride : NULL, r ? r + yo + (i + 1) * ystride : NULL, y + yo + i * ystride,
+                        y + yo + (i + 1) * ystride, lo8, hi8, fold);
+    for (v = 0; v < nv; v++) {
+        int64_t yv = yo + v * RT_QGEMM_NR;
+        t = i;
+        if (kq[v].mask == 0xFFFF) /* a single full panel (or one beside a part panel): rows four at a time */
+            for (; t + 4 <= mr; t += 4)
+                rt_qrqz_4x1(&kq[v], out[t][v], out[t + 1][v], out[t + 2][v], out[t + 3][v],
+                            r ? r + yv + t * ystride : NULL, y + yv + t * ystride, ystride, lo8, hi8, fold);
+        for (; t < mr; t++)
+            rt_qrqz_any(&kq[v], out[t][v], r ? r + yv + t * ystride : NULL, y + yv + t * ystride);
+    }
+}
+
+/* Rows of a 1x1 layer with a short reduction (up to RT_QGEMM_MR * RT_QGEMM_BAND: tiles of
+ * mr <= 8 rows, tile u's row pointers at a0 + u*taps*RT_QGEMM_MR; rows past a tile's mr
+ * repeat its row 0 and are not written) against all np panels, as rt_qgemm_vnni_panels, but
+ * per panel pair the requantization terms are made once for all the tiles (short
+ * reductions spend as much on them as on the products), and rows are requantized two
+ * (rt_qrqz_2x2) or four (rt_qrqz_4x1) at a time. The same int32 sums, the same bytes. */
+RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
+                               const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
+                               const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {
     int64_t k4 = taps * c4, pp, t, kb;
     const __m512i lo8 = _mm512_set1_epi8((char)q->lo), hi8 = _mm512_set1_epi8((char)q->hi);
     if (rows == 1) {
@@ -911,7 +1029,7 @@ RT_API void rt_qgemm_vnni_panels(int rows, const uint8_t *const *a0, int64_t tap
         return;
     }
     for (pp = 0; pp < np; pp += 2) {
-        int nv = np - pp >= 2 ? 2 : 1, v, i, u;
+        int nv = np - pp >= 2 ? 2 : 1, v, u;
         int64_t n0 = pp * RT_QGEMM_NR;
         __m512i bias[2];
         RtQRqZ kq[2];
@@ -954,22 +1072,13 @@ RT_API void rt_qgemm_vnni_panels(int rows, const uint8_t *const *a0, int64_t tap
                     int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
                     rt_qrqz_prep(&kq[v], q, nbase + nv0, (int)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR), r != NULL);
                 }
-            i = 0;
-            if (nv == 2 && kq[0].mask == 0xFFFF && kq[1].mask == 0xFFFF) /* rows two at a time, packed */
-                for (; i + 2 <= mr; i += 2)
-                    rt_qrqz_2x2(&kq[0], &kq[1], out[i][0], out[i][1], out[i + 1][0], out[i + 1][1],
-                                r ? r + yo + i * ystride : NULL, r ? r + yo + (i + 1) * ystride : NULL,
-                                y + yo + i * ystride, y + yo + (i + 1) * ystride, lo8, hi8);
-            for (v = 0; v < nv; v++) {
-                int64_t yv = yo + v * RT_QGEMM_NR;
-                t = i;
-                if (kq[v].mask == 0xFFFF) /* a single full panel (or one beside a part panel): rows four at a time */
-                    for (; t + 4 <= mr; t += 4)
-                        rt_qrqz_4x1(&kq[v], out[t][v], out[t + 1][v], out[t + 2][v], out[t + 3][v],
-                                    r ? r + yv + t * ystride : NULL, y + yv + t * ystride, ystride, lo8, hi8);
-                for (; t < mr; t++)
-                    rt_qrqz_any(&kq[v], out[t][v], r ? r + yv + t * ystride : NULL, y + yv + t * ystride);
-            }
+            /* one form's code where both panels take it (the residual layers the int64 one) */
+            if (kq[0].fold && (nv == 1 || kq[1].fold))
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, 1);
+            else if (!kq[0].fold && (nv == 1 || !kq[1].fold))
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, 0);
+            else
+                rt_qgemm_vnni_band_rq(kq, nv, mr, out, r, y, yo, ystride, lo8, hi8, -1);
         }
     }
 }

@@ -19,7 +19,7 @@
 typedef struct KProf {
     int line;
     const char *kind;
-    double ms, macs;
+    double ms, macs, min; /* min: the fastest single call (a node runs once a run) */
     long calls;
     char geo[96];
 } KProf;
@@ -59,7 +59,9 @@ static void kprof_conv(KProf *k, const RtQConv2d *g, int dw) {
         KProf *kp_ = kprof_at(__LINE__, kind);                                                 \
         double t0_ = kprof_now();                                                              \
         call;                                                                                  \
-        kp_->ms += kprof_now() - t0_;                                                          \
+        t0_ = kprof_now() - t0_;                                                               \
+        kp_->ms += t0_;                                                                        \
+        if (kp_->calls == 0 || t0_ < kp_->min) kp_->min = t0_;                                 \
         kp_->calls++;                                                                          \
         setup;                                                                                 \
     } while (0)
@@ -98,6 +100,10 @@ __attribute__((destructor)) static void kprof_dump(void) {
         printf("kprof class %-9s %8.2f ms %5.1f%%  %8.1f MMAC  %6.2f GMAC/s\n",
                classes[c] ? classes[c] : "rest", cms[c], 100 * cms[c] / total, cmacs[c] * 1e-6,
                cms[c] > 0 ? cmacs[c] / cms[c] * 1e-6 : 0.0);
+    if (getenv("KPROF_RAW")) /* per node by source line, for a same-run A/B of two bundles */
+        for (i = 0; i < kprof_n; i++)
+            printf("kprofraw %d %s %.4f %.4f %s\n", kprof_v[i].line, kprof_v[i].kind, kprof_v[i].min,
+                   kprof_v[i].ms / (double)kprof_v[i].calls, kprof_v[i].geo);
     for (i = 0; i < kprof_n; i++) {
         double ms = kprof_v[i].ms / (double)kprof_v[i].calls;
         printf("kprof %8.3f ms %5.1f%%  %-9s %6.2f GMAC/s  %s\n", ms, 100 * ms / total,

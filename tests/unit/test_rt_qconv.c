@@ -119,8 +119,10 @@ static void check_bytes(const uint8_t *got, const uint8_t *want, int64_t n, cons
 
 /* One random convolution; depthwise picks one channel per group (kernels up to 5x5); big
  * gives reductions past one KC chunk of the AVX2 tile (RT_QGEMM_AVX2_KC blocks of 4), the
- * chunk boundary falling inside a tap. */
-static void conv_case(bool depthwise, bool residual, bool big, bool pointwise) {
+ * chunk boundary falling inside a tap; stem an RGB-like first layer (1-4 channels, 3x3 or
+ * 7x7, stride 2, rows wide enough that a row tile lies in one output row or straddles two:
+ * the ring's rows looked up once per output row of a tile). */
+static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, bool stem) {
     RtQConv2d g;
     memset(&g, 0, sizeof g);
     g.n = rng_range(1, 2);
@@ -137,16 +139,26 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise) {
     g.kh = rng_range(1, depthwise ? 5 : 3), g.kw = rng_range(1, depthwise ? 5 : 3);
     g.sh = rng_range(1, 2), g.sw = rng_range(1, 2), g.dh = rng_range(1, 2), g.dw = rng_range(1, 2);
     if (big) g.kh = g.kw = 3, g.dh = g.dw = 1;
-    if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d), full and part panels */
+    if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d, up to RT_QCONV_BAND_C4
+                      * blocks of 4 channels) and single tiles past them, full and part panels */
         static const int64_t ms[] = {16, 24, 32, 48, 64, 96};
         g.group = 1;
-        g.c = 4 * rng_range(1, 36);
+        g.c = 4 * rng_range(1, 80);
         g.m = rng_u32() % 2 ? ms[rng_u32() % 6] : rng_range(1, 100);
         g.h = rng_range(1, 14), g.w = rng_range(1, 14);
         g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
     }
+    if (stem) {
+        g.group = 1;
+        g.c = rng_range(1, 4);
+        g.m = rng_range(1, 70);
+        g.kh = g.kw = rng_u32() % 2 ? 7 : 3;
+        g.sh = g.sw = 2, g.dh = g.dw = 1;
+        g.h = rng_range(g.kh, 20), g.w = rng_range(g.kw, 48);
+    }
     int64_t ekh = (g.kh - 1) * g.dh + 1, ekw = (g.kw - 1) * g.dw + 1;
     g.ph = pointwise ? 0 : rng_range(0, ekh - 1), g.pw = pointwise ? 0 : rng_range(0, ekw - 1);
+    if (stem) g.ph = g.pw = g.kh / 2;
     if (g.h + 2 * g.ph < ekh) g.h = ekh;
     if (g.w + 2 * g.pw < ekw) g.w = ekw;
     g.oh = (g.h + 2 * g.ph - ekh) / g.sh + 1, g.ow = (g.w + 2 * g.pw - ekw) / g.sw + 1;
@@ -212,11 +224,19 @@ Test(rt_qconv, convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 60; rep++) {
         rng_init();
-        conv_case(false, rep % 3 == 0, false, false);
+        conv_case(false, rep % 3 == 0, false, false, false);
     }
     for (int rep = 0; rep < 4; rep++) {
         rng_init();
-        conv_case(false, rep % 2 == 0, true, false);
+        conv_case(false, rep % 2 == 0, true, false, false);
+    }
+}
+
+Test(rt_qconv, rgb_stems_match_naive_loops_byte_for_byte) {
+    say_isa();
+    for (int rep = 0; rep < 16; rep++) {
+        rng_init();
+        conv_case(false, rep % 4 == 0, false, false, true);
     }
 }
 
@@ -224,7 +244,7 @@ Test(rt_qconv, pointwise_convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
-        conv_case(false, rep % 2 == 0, false, true);
+        conv_case(false, rep % 2 == 0, false, true, false);
     }
 }
 
@@ -232,7 +252,7 @@ Test(rt_qconv, depthwise_convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
-        conv_case(true, rep % 2 == 0, false, false);
+        conv_case(true, rep % 2 == 0, false, false, false);
     }
 }
 

@@ -22,8 +22,10 @@
 
 #include "rt_common.h"
 
+#ifndef RT_PAR_TASKS_PER_WORKER /* a -D to try others */
 #define RT_PAR_TASKS_PER_WORKER 4 /* tasks a worker gets: evens out tiles of unequal cost
                                      and workers that the OS delays, at little overhead */
+#endif
 
 /* The hook's types; NAME_task_fn and NAME_parallel_for_fn of a bundle's header are these. */
 typedef void (*RtTaskFn)(void *arg, int64_t task, int worker);

@@ -465,9 +465,46 @@ bool cgen_eltwise_op(IrOp op) {
     return op != IR_OP_UNKNOWN && map_table[op] != NULL;
 }
 
+/* A float Add/Sub/Mul/Div whose loops merged into one or two, columns stepping by 0 or 1:
+ * the operation of rt_binary_par_f32 (rt_eltwise.h), or -1. */
+static int binary_par_op(CgenCtx *cx, const IrNode *n, const CgenMap *m) {
+    static const IrOp ops[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV};
+    int op = -1;
+    for (int i = 0; i < 4; i++)
+        if ((IrOp)n->op == ops[i]) op = i;
+    if (op < 0 || m->n_in != 2 || m->L.rank < 1 || m->L.rank > 2) return -1;
+    if (cgen_type(cx, m->out)->dtype != IR_DTYPE_F32) return -1;
+    for (int k = 0; k < 2; k++) {
+        if (cgen_type(cx, m->ins[k])->dtype != IR_DTYPE_F32) return -1;
+        if (m->L.stride[k + 1][m->L.rank - 1] > 1) return -1;
+    }
+    return op;
+}
+
+/* Large float Add/Sub/Mul/Div maps go to the workers (rt_binary_par_f32): BERT's residual
+ * Adds and EfficientNet's squeeze-excitation scale Muls, which ran serially inline. An
+ * element counts as a multiply-add against CGEN_PAR_MIN_MACS (64 Ki: ~15 us on one core,
+ * where two tasks save more than the hook costs). Smaller ones stay inline loops. */
 static bool emit_eltwise(CgenCtx *cx, const IrNode *n) {
     CgenMap m;
-    return cgen_eltwise_map(cx, n, &m) && render_map(cx, &m);
+    if (!cgen_eltwise_map(cx, n, &m)) return false;
+    int op = binary_par_op(cx, n, &m);
+    if (op < 0 || strcmp(cgen_par(cx, (double)cgen_numel(cx, m.out)), "NULL") == 0)
+        return render_map(cx, &m);
+    const CgenBcastLoop *L = &m.L;
+    int64_t rows = L->rank == 2 ? L->dims[0] : 1, cols = L->dims[L->rank - 1];
+    int64_t rs[2], cs[2];
+    for (int k = 0; k < 2; k++) {
+        rs[k] = L->rank == 2 ? L->stride[k + 1][0] : 0;
+        cs[k] = L->stride[k + 1][L->rank - 1];
+    }
+    static const char *const names[] = {"RT_BIN_ADD", "RT_BIN_SUB", "RT_BIN_MUL", "RT_BIN_DIV"};
+    cgen_use_runtime(cx, "rt_eltwise.h");
+    cw_line(cx->w, "rt_binary_par_f32(%s, %s, %lld, %lld, %s, %lld, %lld, %s, %lld, %lld, par);",
+            names[op], cgen_ptr(cx, m.ins[0]), (long long)rs[0], (long long)cs[0],
+            cgen_ptr(cx, m.ins[1]), (long long)rs[1], (long long)cs[1], cgen_ptr(cx, m.out),
+            (long long)rows, (long long)cols);
+    return true;
 }
 
 void cgen_register_eltwise(CgenEmitFn *table) {

@@ -481,13 +481,19 @@ static bool emit_layer_norm(CgenCtx *cx, const IrNode *n) {
                 (long long)rows, (long long)cols, (long long)step[0], cgen_flit(cx, eps, dt == IR_DTYPE_F64));
         return true;
     }
-    const char *fn = cgen_fmt(cx, "rt_layernorm_%s(", sfx);
+    /* float rows are shared among the workers (a row's statistics stay in one task); an
+     * element counts as a multiply-add against CGEN_PAR_MIN_MACS (two passes over the row) */
+    const char *par =
+        dt == IR_DTYPE_F32 && rows > 1 ? cgen_par(cx, (double)rows * (double)cols) : "NULL";
+    bool split = strcmp(par, "NULL") != 0;
+    const char *fn = cgen_fmt(cx, "rt_layernorm_%s%s(", split ? "par_" : "", sfx);
     cw_line(cx->w, "%s%s, %s, %s, %s, %s, %s,", fn, cgen_ptr(cx, n->inputs[0]),
             cgen_ptr(cx, n->inputs[1]), ir_has_input(n, 2) ? cgen_ptr(cx, n->inputs[2]) : "NULL",
             cgen_ptr(cx, n->outputs[0]), nn_has_output(n, 1) ? cgen_ptr(cx, n->outputs[1]) : "NULL",
             nn_has_output(n, 2) ? cgen_ptr(cx, n->outputs[2]) : "NULL");
-    cw_line(cx->w, "%*s%lld, %lld, %lld, %lld, %s);", (int)strlen(fn), "", (long long)rows,
-            (long long)cols, (long long)step[0], (long long)step[1], cgen_flit(cx, eps, dt == IR_DTYPE_F64));
+    cw_line(cx->w, "%*s%lld, %lld, %lld, %lld, %s%s);", (int)strlen(fn), "", (long long)rows,
+            (long long)cols, (long long)step[0], (long long)step[1],
+            cgen_flit(cx, eps, dt == IR_DTYPE_F64), split ? ", par" : "");
     return true;
 }
 

@@ -51,12 +51,12 @@ static long long others_cpu_us(KilnPool *p, int caller, pthread_t last_caller) {
 
 /* Polls ready() while it pays: 1 when it holds, 0 when the thread should sleep instead, that
  * is after KILN_POOL_SPIN_US, or sooner when the threads it waits for got less than half a
- * core over the last KILN_POOL_CHECK_US (kiln_pool.h: they are off their cores, and polling
- * may be what keeps them off). */
+ * core over each of the last two KILN_POOL_CHECK_US (kiln_pool.h: they are off their cores,
+ * and polling may be what keeps them off; one short window is an interrupt as often). */
 static int poll_ready(KilnPool *p, int caller, unsigned long long seen, pthread_t last_caller) {
     const long long t0 = us_of(CLOCK_MONOTONIC);
     long long t_check = t0, cpu_check = others_cpu_us(p, caller, last_caller);
-    int spin;
+    int spin, off = 0; /* windows in a row in which the others got less than half a core */
     for (;;) {
         long long t;
         for (spin = 0; spin < KILN_POOL_POLLS; spin++)
@@ -65,7 +65,8 @@ static int poll_ready(KilnPool *p, int caller, unsigned long long seen, pthread_
         if (t - t0 >= KILN_POOL_SPIN_US) return 0;
         if (t - t_check >= KILN_POOL_CHECK_US && cpu_check >= 0) {
             long long cpu = others_cpu_us(p, caller, last_caller);
-            if (cpu >= 0 && 2 * (cpu - cpu_check) < t - t_check) return 0;
+            off = cpu >= 0 && 2 * (cpu - cpu_check) < t - t_check ? off + 1 : 0;
+            if (off == 2) return 0;
             t_check = t, cpu_check = cpu;
         }
     }

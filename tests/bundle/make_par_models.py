@@ -4,7 +4,8 @@ NAME_run_parallel shares among workers (runtime/rt_par.h), each big enough to pa
 emitter's threshold: a conv net (packed GEMM convolutions, strided, Winograd, a residual, a Gemm), a
 depthwise net (the channels-last depthwise kernel), a transformer block (projections on the
 packed GEMM, fused attention over heads, a batched MatMul of two activations on rt_gemm) and
-an LSTM (each step's gate products split by units) followed by a product.
+an LSTM (each step's gate products split by units) followed by a product, and a net of the
+row and elementwise splits (LayerNormalization by rows, float Add/Sub/Mul/Div maps).
 
 usage: make_par_models.py OUT_DIR
 """
@@ -129,6 +130,33 @@ def lstm(rng, path):
     save(nodes, inits, [T, B, I], [("y", [T * B, 40]), ("Yh", [2, B, Hd])], path)
 
 
+def eltnorm(rng, path):
+    """The splits of LayerNormalization (rows of 47: the vector paths' tails) and of float
+    binary maps of 64 Ki elements and more: a squeeze-excitation scale (a 1x1 convolution's
+    channels-last output times a per-channel value from a pooled branch, EfficientNet's Mul),
+    a vector along the rows, a column of per-row values, same shapes (one merged loop). Every
+    map is a graph output, so that no elementwise chain fuses them."""
+    C, H, W = 24, 61, 47
+    inits = [weight(rng, "k1", (C, C, 1, 1)), weight(rng, "c1", (C,)),
+             weight(rng, "k2", (C, C, 1, 1)), weight(rng, "c2", (C,)),
+             weight(rng, "g", (W,)), weight(rng, "b", (W,)),
+             numpy_helper.from_array(rng.uniform(0.5, 2.0, W).astype(np.float32), "dv"),
+             weight(rng, "col", (C * H, 1)), const("rows", [C * H, W])]
+    nodes = [helper.make_node("Conv", ["x", "k1", "c1"], ["v1"]),
+             helper.make_node("GlobalAveragePool", ["v1"], ["p"]),
+             helper.make_node("Conv", ["p", "k2", "c2"], ["s"]),
+             helper.make_node("Mul", ["s", "v1"], ["se"]),
+             helper.make_node("Reshape", ["x", "rows"], ["r"]),
+             helper.make_node("LayerNormalization", ["r", "g", "b"], ["ln"], axis=-1),
+             helper.make_node("Div", ["ln", "dv"], ["dn"]),
+             helper.make_node("Mul", ["ln", "col"], ["cm"]),
+             helper.make_node("Sub", ["ln", "r"], ["df"]),
+             helper.make_node("Add", ["ln", "r"], ["sm"])]
+    save(nodes, inits, [1, C, H, W],
+         [("se", [1, C, H, W]), ("ln", [C * H, W]), ("dn", [C * H, W]), ("cm", [C * H, W]),
+          ("df", [C * H, W]), ("sm", [C * H, W])], path)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -137,6 +165,7 @@ def main():
     dwnet(rng, out / "par_dwnet.onnx")
     attention(rng, out / "par_attention.onnx")
     lstm(rng, out / "par_lstm.onnx")
+    eltnorm(rng, out / "par_eltnorm.onnx")
 
 
 if __name__ == "__main__":

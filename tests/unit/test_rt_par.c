@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "runtime/rt_conv_nhwc.h"
+#include "runtime/rt_eltwise.h"
 #include "runtime/rt_fusedattn.h"
 #include "runtime/rt_matmul.h"
+#include "runtime/rt_norm.h"
 #include "runtime/rt_pgemm.h"
 #include "runtime/rt_pool.h"
 
@@ -201,6 +203,74 @@ Test(rt_par, fused_attention_gives_the_serial_bytes_with_per_worker_scratch) {
         free(scratch);
     }
     free(q), free(k), free(v), free(mask), free(want), free(got);
+}
+
+Test(rt_par, layernorm_rows_give_the_serial_bytes) {
+    /* odd widths (the vector paths' tails), fewer rows than 7 workers' tasks, one row */
+    static const int64_t shapes[][2] = {{1464, 47}, {5, 768}, {1, 33}, {130, 16}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        rng_init();
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        float *x = rand_f32(n), *g = rand_f32(cols), *b = rand_f32(cols);
+        float *want = poisoned_f32(n), *got = poisoned_f32(n);
+        float *mw = poisoned_f32(rows), *iw = poisoned_f32(rows);
+        float *mg = poisoned_f32(rows), *ig = poisoned_f32(rows);
+        rt_layernorm_f32(x, g, b, want, mw, iw, rows, cols, 1, 1, 1e-5f);
+        for (size_t wi = 0; wi < N_WORKERS; wi++)
+            for (int sh = 0; sh < 2; sh++) {
+                Hook hk = {workers[wi], sh, 0, 0};
+                RtPar p = par_of(&hk, NULL, 0);
+                poison(got, n), poison(mg, rows), poison(ig, rows);
+                rt_layernorm_par_f32(x, g, b, got, mg, ig, rows, cols, 1, 1, 1e-5f, &p);
+                cr_assert(memcmp(got, want, (size_t)n * sizeof *got) == 0 &&
+                              memcmp(mg, mw, (size_t)rows * sizeof *mg) == 0 &&
+                              memcmp(ig, iw, (size_t)rows * sizeof *ig) == 0,
+                          "layernorm %lldx%lld, %d workers%s: not the serial bytes (seed %u)",
+                          (long long)rows, (long long)cols, workers[wi], sh ? " shuffled" : "",
+                          rng_seed);
+                cr_assert(hk.tasks > 1 || rows == 1, "layernorm did not split");
+            }
+        free(x), free(g), free(b), free(want), free(got), free(mw), free(iw), free(mg), free(ig);
+    }
+}
+
+Test(rt_par, binary_maps_give_the_plain_loop_and_serial_bytes) {
+    /* (rows, cols, x0's row and column steps, x1's): same shapes merged into one row, a
+     * per-channel scale over pixels (x0 broadcast, EfficientNet's SE Mul), a vector along
+     * the rows, a column of per-row values, two scalars; fewer rows than tasks */
+    static const int64_t cases[][6] = {{1, 98311, 0, 1, 0, 1},  {2867, 24, 0, 1, 24, 1},
+                                       {3, 1000, 1000, 1, 0, 1}, {1464, 47, 47, 1, 1, 0},
+                                       {37, 41, 0, 0, 0, 0},     {5, 7, 7, 1, 7, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        for (int op = RT_BIN_ADD; op <= RT_BIN_DIV; op++) {
+            rng_init();
+            const int64_t rows = cases[ci][0], cols = cases[ci][1], n = rows * cols;
+            const int64_t rs0 = cases[ci][2], cs0 = cases[ci][3], rs1 = cases[ci][4],
+                          cs1 = cases[ci][5];
+            float *x0 = rand_f32((rows - 1) * rs0 + (cols - 1) * cs0 + 1);
+            float *x1 = rand_f32((rows - 1) * rs1 + (cols - 1) * cs1 + 1);
+            float *want = poisoned_f32(n), *got = poisoned_f32(n);
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) {
+                    const float a = x0[i * rs0 + j * cs0], b = x1[i * rs1 + j * cs1];
+                    want[i * cols + j] = op == RT_BIN_ADD ? a + b : op == RT_BIN_SUB ? a - b
+                                       : op == RT_BIN_MUL ? a * b : a / b;
+                }
+            for (size_t wi = 0; wi <= N_WORKERS; wi++)
+                for (int sh = 0; sh < 2; sh++) {
+                    Hook hk = {wi < N_WORKERS ? workers[wi] : 1, sh, 0, 0};
+                    RtPar p = par_of(&hk, NULL, 0);
+                    poison(got, n);
+                    rt_binary_par_f32(op, x0, rs0, cs0, x1, rs1, cs1, got, rows, cols,
+                                      wi < N_WORKERS ? &p : NULL);
+                    cr_assert(memcmp(got, want, (size_t)n * sizeof *got) == 0,
+                              "binary op %d %lldx%lld, %d workers%s: not the loop's bytes "
+                              "(seed %u)", op, (long long)rows, (long long)cols,
+                              wi < N_WORKERS ? workers[wi] : 1, sh ? " shuffled" : "", rng_seed);
+                    cr_assert(wi == N_WORKERS || hk.tasks > 1, "binary map did not split");
+                }
+            free(x0), free(x1), free(want), free(got);
+        }
 }
 
 Test(rt_par, a_null_par_or_one_worker_runs_serially_in_order) {

@@ -789,6 +789,37 @@ RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y
         }                                                                                      \
     }
 
+/* One tile's int32 sums over every tap and reduction block, from the bias: 8 rows of nv (1
+ * or 2) vectors of 16 output channels into out[row][vector]; w0 and w1 advance over the
+ * panels as RT_QV_TAPS walks them. */
+#define RT_QV_TILE(out, bias, nv)                                                                  \
+    do {                                                                                           \
+        if ((nv) == 2) {                                                                           \
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00,          \
+                    c60 = c00, c70 = c00;                                                          \
+            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01,          \
+                    c61 = c01, c71 = c01;                                                          \
+            RT_QV_TAPS({                                                                           \
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);                                 \
+                __m512i b1 = _mm512_loadu_si512((const void *)w1);                                 \
+                RT_QV_ROWS(RT_QV_ROW2);                                                            \
+            })                                                                                     \
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;                    \
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;                    \
+            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;                    \
+            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;                    \
+        } else {                                                                                   \
+            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00,          \
+                    c60 = c00, c70 = c00;                                                          \
+            RT_QV_TAPS({                                                                           \
+                __m512i b0 = _mm512_loadu_si512((const void *)w0);                                 \
+                RT_QV_ROWS(RT_QV_ROW1);                                                            \
+            })                                                                                     \
+            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;                    \
+            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;                    \
+        }                                                                                          \
+    } while (0)
+
 /* One row (a matrix-vector product, as a classifier's Gemm at batch 1, or the last row
  * tile of 1 pixel of a 7x7 output) of taps x c4 blocks, a[t*RT_QGEMM_MR] the row of tap t,
  * against all np panels: 4 panels at a time (a last group of fewer repeats panel 0's
@@ -955,27 +986,7 @@ RT_API void rt_qgemm_vnni_panels(int mr, const uint8_t *const *a, int64_t taps, 
             memcpy(b, q->bias + nbase + n0 + v * RT_QGEMM_NR, (size_t)(nc < RT_QGEMM_NR ? nc : RT_QGEMM_NR) * 4);
             bias[v] = _mm512_loadu_si512((const void *)b);
         }
-        if (nv == 2) {
-            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-            __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
-            RT_QV_TAPS({
-                __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                __m512i b1 = _mm512_loadu_si512((const void *)w1);
-                RT_QV_ROWS(RT_QV_ROW2);
-            })
-            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-            out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
-            out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
-        } else {
-            __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-            RT_QV_TAPS({
-                __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                RT_QV_ROWS(RT_QV_ROW1);
-            })
-            out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-            out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-        }
+        RT_QV_TILE(out, bias, nv);
         for (v = 0; v < nv; v++) {
             int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
             RtQRqZ k;
@@ -1046,27 +1057,7 @@ RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps,
             int mr = rows - u * RT_QGEMM_MR < RT_QGEMM_MR ? rows - u * RT_QGEMM_MR : RT_QGEMM_MR;
             int64_t yo = u * RT_QGEMM_MR * ystride + nbase + n0;
             __m512i out[RT_QGEMM_MR][2];
-            if (nv == 2) {
-                __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-                __m512i c01 = bias[1], c11 = c01, c21 = c01, c31 = c01, c41 = c01, c51 = c01, c61 = c01, c71 = c01;
-                RT_QV_TAPS({
-                    __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                    __m512i b1 = _mm512_loadu_si512((const void *)w1);
-                    RT_QV_ROWS(RT_QV_ROW2);
-                })
-                out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-                out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-                out[0][1] = c01; out[1][1] = c11; out[2][1] = c21; out[3][1] = c31;
-                out[4][1] = c41; out[5][1] = c51; out[6][1] = c61; out[7][1] = c71;
-            } else {
-                __m512i c00 = bias[0], c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-                RT_QV_TAPS({
-                    __m512i b0 = _mm512_loadu_si512((const void *)w0);
-                    RT_QV_ROWS(RT_QV_ROW1);
-                })
-                out[0][0] = c00; out[1][0] = c10; out[2][0] = c20; out[3][0] = c30;
-                out[4][0] = c40; out[5][0] = c50; out[6][0] = c60; out[7][0] = c70;
-            }
+            RT_QV_TILE(out, bias, nv);
             if (u == 0) /* after the first tile's products, as a single tile had them */
                 for (v = 0; v < nv; v++) {
                     int64_t nv0 = n0 + v * RT_QGEMM_NR, nc = mg - nv0;
@@ -1086,6 +1077,7 @@ RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps,
 #undef RT_QV_ROW2
 #undef RT_QV_ROWS
 #undef RT_QV_TAPS
+#undef RT_QV_TILE
 #endif
 
 /* The correction of the NEON path: acc[i][j] += 128 * colsum[j] (nothing elsewhere). */

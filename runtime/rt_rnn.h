@@ -698,22 +698,42 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
 RT_RNN_DEFINE(f32, float, rt_vexp_f32, rt_vtanh_f32, logf, fabsf)
 RT_RNN_DEFINE(f64, double, exp, tanh, log, fabs)
 
-#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
-#define RT_RNN_SPLIT_UNITS 16 /* hidden units a block: two tiles of RT_RNN_GEMV_ROWS rows a gate,
-                                 and whole vectors of the gate functions */
+/* One float LSTM step's operands, shared by its tasks; per: what a task owns (hidden units, a
+ * multiple of RT_RNN_SPLIT_UNITS, for rt_rnn_lstm_task_f32; blocks of RT_RNN_LSTM_UNITS units
+ * for rt_rnn_lstm_packed_task_f32). */
 typedef struct RtRnnLstmTask {
     const RtRnn *p;
     const RtRnnAct *act;
     float *g, *hn, *c, *t1;
     const float *R, *P, *hp;
-    int64_t units; /* hidden units a task: a multiple of RT_RNN_SPLIT_UNITS */
+    int64_t per;
 } RtRnnLstmTask;
+RT_API RtRnnLstmTask rt_rnn_lstm_task_of(const RtRnn *p, const RtRnnAct *act, float *g,
+                                         const float *R, const float *P, const float *hp,
+                                         float *hn, float *c, float *t1, int64_t per) {
+    RtRnnLstmTask a;
+    a.p = p;
+    a.act = act;
+    a.g = g;
+    a.hn = hn;
+    a.c = c;
+    a.t1 = t1;
+    a.R = R;
+    a.P = P;
+    a.hp = hp;
+    a.per = per;
+    return a;
+}
+
+#if defined(RT_RNN_AVX512) || defined(RT_RNN_AVX2)
+#define RT_RNN_SPLIT_UNITS 16 /* hidden units a block: two tiles of RT_RNN_GEMV_ROWS rows a gate,
+                                 and whole vectors of the gate functions */
 /* Task i: units [j0, j1), their rows of the four gates (rt_rnn_gemv_rows_f32 sums every row
  * alone, in one order), then their cells and outputs. */
 RT_API void rt_rnn_lstm_task_f32(void *arg, int64_t task, int worker) {
     const RtRnnLstmTask *a = (const RtRnnLstmTask *)arg;
-    const int64_t H = a->p->hidden, j0 = task * a->units;
-    const int64_t j1 = j0 + a->units < H ? j0 + a->units : H;
+    const int64_t H = a->p->hidden, j0 = task * a->per;
+    const int64_t j1 = j0 + a->per < H ? j0 + a->per : H;
     int64_t q;
     (void)worker;
     for (q = 0; q < 4; q++)
@@ -727,17 +747,9 @@ RT_API int rt_rnn_lstm_split_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
     const int64_t n_tasks = rt_par_chunks(par, blocks, 1);
     RtRnnLstmTask a;
     if (n_tasks <= 1) return 0;
-    a.p = p;
-    a.act = act;
-    a.g = g;
-    a.hn = hn;
-    a.c = c;
-    a.t1 = t1;
-    a.R = R;
-    a.P = P;
-    a.hp = hp;
-    a.units = (blocks + n_tasks - 1) / n_tasks * RT_RNN_SPLIT_UNITS;
-    rt_par_run(par, (H + a.units - 1) / a.units, rt_rnn_lstm_task_f32, &a);
+    a = rt_rnn_lstm_task_of(p, act, g, R, P, hp, hn, c, t1,
+                            (blocks + n_tasks - 1) / n_tasks * RT_RNN_SPLIT_UNITS);
+    rt_par_run(par, (H + a.per - 1) / a.per, rt_rnn_lstm_task_f32, &a);
     return 1;
 }
 #else
@@ -819,19 +831,12 @@ RT_API void rt_rnn_lstm_block_f32(const float *v, const float *pan, int64_t H, f
         for (u = 0; u < nu; u++) g[q * H + j0 + u] += s[q * RT_RNN_LSTM_UNITS + u];
 }
 #endif
-typedef struct RtRnnLstmPackedTask {
-    const RtRnn *p;
-    const RtRnnAct *act;
-    float *g, *hn, *c, *t1;
-    const float *R, *P, *hp;
-    int64_t blocks; /* blocks of RT_RNN_LSTM_UNITS units a task */
-} RtRnnLstmPackedTask;
 /* Task i: blocks [b0, b1), their products (each block summed alone, in one order), then the
  * cells and outputs of their units. */
 RT_API void rt_rnn_lstm_packed_task_f32(void *arg, int64_t task, int worker) {
-    const RtRnnLstmPackedTask *a = (const RtRnnLstmPackedTask *)arg;
-    const int64_t H = a->p->hidden, nb = RT_RNN_LSTM_BLOCKS(H), b0 = task * a->blocks;
-    const int64_t b1 = b0 + a->blocks < nb ? b0 + a->blocks : nb;
+    const RtRnnLstmTask *a = (const RtRnnLstmTask *)arg;
+    const int64_t H = a->p->hidden, nb = RT_RNN_LSTM_BLOCKS(H), b0 = task * a->per;
+    const int64_t b1 = b0 + a->per < nb ? b0 + a->per : nb;
     const int64_t j1 = b1 * RT_RNN_LSTM_UNITS < H ? b1 * RT_RNN_LSTM_UNITS : H;
     int64_t b;
     (void)worker;
@@ -847,19 +852,10 @@ RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnA
                                   float *g, const float *R, const float *P, const float *hp,
                                   float *hn, float *c, float *t1) {
     const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden), n_tasks = rt_par_chunks(par, nb, 1);
-    RtRnnLstmPackedTask a;
+    RtRnnLstmTask a;
     if (!(p->packed & RT_RNN_PACKED_R)) return 0;
-    a.p = p;
-    a.act = act;
-    a.g = g;
-    a.hn = hn;
-    a.c = c;
-    a.t1 = t1;
-    a.R = R;
-    a.P = P;
-    a.hp = hp;
-    a.blocks = (nb + n_tasks - 1) / n_tasks;
-    rt_par_run(par, (nb + a.blocks - 1) / a.blocks, rt_rnn_lstm_packed_task_f32, &a);
+    a = rt_rnn_lstm_task_of(p, act, g, R, P, hp, hn, c, t1, (nb + n_tasks - 1) / n_tasks);
+    rt_par_run(par, (nb + a.per - 1) / a.per, rt_rnn_lstm_packed_task_f32, &a);
     return 1;
 }
 

@@ -18,9 +18,7 @@ OPT="${OPT:--O3}"
 [ $# -ge 2 ] || { echo "usage: $0 KILN_A KILN_B [KILN_C...]" >&2; exit 2; }
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
-int8_samples "$W/cal"
-model="$(int8_model "$NAME")"
-"$1" calibrate "$model" --data "$W/cal" --method minmax -o "$W/q.qparams" --quiet
+model="$(int8_ab_calibrate "$1")"
 n=0
 for k in "$@"; do
     "$k" compile "$model" -o "$W/b$n" --name bm --quiet --int8 "$W/q.qparams" >&2

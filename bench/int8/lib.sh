@@ -36,3 +36,14 @@ int8_bench_cc() {
         -DBENCH_INPUT_ELEMS=150528 -DBENCH_OUTPUT_ELEMS=1000 \
         "$ROOT/bench/int8/same_main.c" "$dir/bm.c" -o "$out" -lm
 }
+
+# int8_ab_calibrate KILN: the A/B scripts' common start (they set W, a temporary folder): the
+# 8 samples in W/cal, the suite model NAME (echoed), and one minmax calibration by KILN
+# (a trailing :DIR, nodeab.sh's runtime override, ignored) into W/q.qparams
+int8_ab_calibrate() {
+    local model
+    int8_samples "$W/cal"
+    model="$(int8_model "$NAME")"
+    "${1%%:*}" calibrate "$model" --data "$W/cal" --method minmax -o "$W/q.qparams" --quiet >&2
+    echo "$model"
+}

@@ -489,8 +489,8 @@ static bool emit_eltwise(CgenCtx *cx, const IrNode *n) {
     CgenMap m;
     if (!cgen_eltwise_map(cx, n, &m)) return false;
     int op = binary_par_op(cx, n, &m);
-    if (op < 0 || strcmp(cgen_par(cx, (double)cgen_numel(cx, m.out)), "NULL") == 0)
-        return render_map(cx, &m);
+    const char *par = op < 0 ? "NULL" : cgen_par(cx, (double)cgen_numel(cx, m.out));
+    if (strcmp(par, "NULL") == 0) return render_map(cx, &m);
     const CgenBcastLoop *L = &m.L;
     int64_t rows = L->rank == 2 ? L->dims[0] : 1, cols = L->dims[L->rank - 1];
     int64_t rs[2], cs[2];
@@ -500,10 +500,10 @@ static bool emit_eltwise(CgenCtx *cx, const IrNode *n) {
     }
     static const char *const names[] = {"RT_BIN_ADD", "RT_BIN_SUB", "RT_BIN_MUL", "RT_BIN_DIV"};
     cgen_use_runtime(cx, "rt_eltwise.h");
-    cw_line(cx->w, "rt_binary_par_f32(%s, %s, %lld, %lld, %s, %lld, %lld, %s, %lld, %lld, par);",
+    cw_line(cx->w, "rt_binary_par_f32(%s, %s, %lld, %lld, %s, %lld, %lld, %s, %lld, %lld, %s);",
             names[op], cgen_ptr(cx, m.ins[0]), (long long)rs[0], (long long)cs[0],
             cgen_ptr(cx, m.ins[1]), (long long)rs[1], (long long)cs[1], cgen_ptr(cx, m.out),
-            (long long)rows, (long long)cols);
+            (long long)rows, (long long)cols, par);
     return true;
 }
 

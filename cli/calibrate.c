@@ -4,8 +4,9 @@
  * (passes/debug_outputs.h), builds it with the system C compiler, and runs it on each
  * sample; the statistics stream (driver/qrange.h), two passes over the samples for the
  * histogram methods. Samples (cli/samples.c): .npy/.npz files, one sample each or a batch
- * along a first axis, for a model with one float input. Errors name the file and the
- * tensor; the .qparams appears only when everything succeeded. */
+ * along a first axis; a model of several inputs (token ids and a mask, say) takes .npz files
+ * with a member per input. Float32 inputs get ranges; other inputs are only fed. Errors
+ * name the file and the tensor; the .qparams appears only when everything succeeded. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,10 +30,10 @@ const char cli_calibrate_help[] =
     "Runs MODEL (float) on the samples in DIR and writes the quantization parameters of\n"
     "its input and every computed float tensor to FILE.qparams, for kiln compile --int8.\n"
     "Kiln runs the model itself: it compiles it with every intermediate exposed and builds\n"
-    "that with the C compiler. The model has one float input; DIR is a folder of .npy or\n"
-    ".npz files (name order) or one such file: a .npy holds one sample (float32, the\n"
-    "input's shape) or N along a first axis, a .npz (numpy.savez) the same under the\n"
-    "input's name or as its only member.\n"
+    "that with the C compiler. DIR is a folder of .npy or .npz files (name order) or one\n"
+    "such file: a .npy holds one sample (of the input's type and shape) or N along a first\n"
+    "axis; a .npz (numpy.savez) the same under each input's name (a model of one input:\n"
+    "or as its only member). A model of several inputs takes .npz files.\n"
     "\n"
     "options:\n"
     "  --data DIR|FILE       the calibration samples\n"
@@ -45,15 +46,12 @@ const char cli_calibrate_help[] =
     "  --dim, --shape        as for kiln compile\n"
     "  --quiet               no progress line\n";
 
-#define CAL_MAX_RANK 32
-
 typedef struct Cal {
     const char *model, *data, *out, *cc;
     QRangeMethod method;
     double percentile;
     int64_t max_samples;
     char work[64];
-    CliSampleSet set;
     int64_t n_samples; /* used: the set's, or the first --samples of them */
     /* the compiled program's outputs: names, element counts, which are calibrated */
     uint32_t n_out;
@@ -61,31 +59,27 @@ typedef struct Cal {
     int64_t *out_numel;
     bool *tracked;
     QRange *ranges; /* per output */
-    QRange in_range;
-    const char *in_name;
-    int64_t in_numel;
-    int in_rank;
-    int64_t in_dims[CAL_MAX_RANK];
+    CliFeed feed;
+    QRange *in_ranges; /* per input (float32 ones only are used) */
     CliProgress progress;
 } Cal;
 
 /* Runs the program on sample k and feeds the outputs to the ranges (pass 1 or 2). */
-static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf, bool hist) {
-    char *in = cli_cat3(c->work, "/", "in.bin"), *log = cli_cat3(c->work, "/", "run.log");
-    bool ok = in && log && cli_sample_read("calibrate", &c->set, k, c->in_name, c->in_numel, x);
-    if (ok) {
-        if (hist) qrange_add_hist(&c->in_range, x, c->in_numel);
-        else qrange_add_minmax(&c->in_range, x, c->in_numel);
-        FILE *f = fopen(in, "wb");
-        ok = f && fwrite(x, sizeof *x, (size_t)c->in_numel, f) == (size_t)c->in_numel;
-        if (f) ok &= fclose(f) == 0;
+static bool run_sample(Cal *c, const char *exe, int64_t k, float *buf, bool hist) {
+    char *log = cli_cat3(c->work, "/", "run.log");
+    bool ok = log && cli_feed_write("calibrate", &c->feed, k, c->work);
+    for (uint32_t i = 0; ok && i < c->feed.n; i++) {
+        const IrValue *in = &c->feed.in[i];
+        if (in->type.dtype != IR_DTYPE_F32) continue;
+        if (hist) qrange_add_hist(&c->in_ranges[i], c->feed.buf[i], ir_type_numel(&in->type));
+        else qrange_add_minmax(&c->in_ranges[i], c->feed.buf[i], ir_type_numel(&in->type));
     }
-    char **argv = calloc(c->n_out + 4, sizeof *argv);
+    char **argv = calloc(c->n_out + c->feed.n + 3, sizeof *argv);
     uint32_t a = 0;
     if (ok && argv) {
         argv[a++] = (char *)exe;
         argv[a++] = cli_cat3(c->work, "/", "bundle/calib_weights.bin");
-        argv[a++] = cli_cat3(in, "", "");
+        for (uint32_t i = 0; i < c->feed.n; i++) argv[a++] = cli_feed_arg(c->work, i);
         for (uint32_t o = 0; o < c->n_out; o++) {
             char file[32];
             snprintf(file, sizeof file, "out_%u.bin", o);
@@ -94,12 +88,12 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
         int st = cli_run_logged(argv, log);
         if (st != 0) {
             fprintf(stderr, "kiln calibrate: error: %s: the compiled model failed on this sample "
-                    "(exit %d)\n", c->set.v[k].path, st);
+                    "(exit %d)\n", c->feed.sets[0].v[k].path, st);
             ok = false;
         }
         for (uint32_t o = 0; ok && o < c->n_out; o++) {
             if (!c->tracked[o]) continue;
-            FILE *f = fopen(argv[3 + o], "rb");
+            FILE *f = fopen(argv[2 + c->feed.n + o], "rb");
             ok = f && fread(buf, sizeof *buf, (size_t)c->out_numel[o], f) == (size_t)c->out_numel[o];
             if (f) fclose(f);
             if (!ok) {
@@ -115,7 +109,6 @@ static bool run_sample(Cal *c, const char *exe, int64_t k, float *x, float *buf,
     }
     for (uint32_t i = 1; argv && i < a; i++) free(argv[i]);
     free(argv);
-    free(in);
     free(log);
     return ok;
 }
@@ -183,10 +176,12 @@ static bool write_qparams(const Cal *c, const char *sha) {
     fprintf(f, ", %lld samples; per tensor: scale, uint8 zero point\n", (long long)c->n_samples);
     float s;
     int32_t z;
-    /* the input first, then the computed tensors in graph order */
-    if (!strpbrk(c->in_name, " \t\n")) {
-        qrange_params(&c->in_range, c->method, c->percentile, &s, &z);
-        fprintf(f, "tensor %s scale=%.9g zero_point=%d\n", c->in_name, (double)s, (int)z);
+    /* the float inputs first, then the computed tensors in graph order */
+    for (uint32_t i = 0; i < c->feed.n; i++) {
+        const IrValue *in = &c->feed.in[i];
+        if (in->type.dtype != IR_DTYPE_F32 || !in->name || strpbrk(in->name, " \t\n")) continue;
+        qrange_params(&c->in_ranges[i], c->method, c->percentile, &s, &z);
+        fprintf(f, "tensor %s scale=%.9g zero_point=%d\n", in->name, (double)s, (int)z);
     }
     for (uint32_t o = 0; o < c->n_out; o++) {
         if (!c->tracked[o]) continue;
@@ -270,24 +265,14 @@ int cli_calibrate_run(int argc, char **argv) {
     if (!g) return rc;
     rc = CLI_EXIT_MODEL;
     char *exe = NULL;
-    float *x = NULL, *buf = NULL;
+    float *buf = NULL;
     cli_progress_init(&c.progress, "calibrate", quiet);
-    qrange_init(&c.in_range);
-    if (g->n_inputs != 1 || g->values[g->inputs[0]].type.dtype != IR_DTYPE_F32 ||
-        !ir_type_is_static(&g->values[g->inputs[0]].type) ||
-        g->values[g->inputs[0]].type.rank > CAL_MAX_RANK) {
-        fprintf(stderr, "kiln calibrate: error: %s: calibrating needs one float32 input of a "
-                "static shape (this model has %u inputs; --shape fixes open dims)\n", c.model,
-                g->n_inputs);
-        goto done;
-    }
-    const IrValue *in = &g->values[g->inputs[0]];
-    c.in_name = in->name;
-    c.in_rank = in->type.rank;
-    for (int i = 0; i < c.in_rank; i++) c.in_dims[i] = in->type.dims[i];
-    c.in_numel = ir_type_numel(&in->type);
-    if (!cli_samples_open("calibrate", c.data, c.in_name, c.in_rank, c.in_dims, &c.set)) goto done;
-    c.n_samples = c.max_samples > 0 && c.max_samples < c.set.n ? c.max_samples : c.set.n;
+    if (!cli_feed_open("calibrate", c.data, g, c.model, &c.feed)) goto done;
+    c.in_ranges = malloc(c.feed.n * sizeof *c.in_ranges);
+    if (!c.in_ranges) goto done;
+    for (uint32_t i = 0; i < c.feed.n; i++) qrange_init(&c.in_ranges[i]);
+    c.n_samples = c.max_samples > 0 && c.max_samples < c.feed.n_samples ? c.max_samples
+                                                                         : c.feed.n_samples;
     snprintf(c.work, sizeof c.work, "/tmp/kiln-calibrate-XXXXXX");
     if (!mkdtemp(c.work)) {
         fprintf(stderr, "kiln calibrate: error: cannot make a work folder: %s\n", strerror(errno));
@@ -295,21 +280,20 @@ int cli_calibrate_run(int argc, char **argv) {
         goto done;
     }
     if (!build(&c, g, &exe)) goto done;
-    int64_t biggest = c.in_numel;
+    int64_t biggest = 1;
     for (uint32_t o = 0; o < c.n_out; o++)
-        if (c.out_numel[o] > biggest) biggest = c.out_numel[o];
-    x = malloc((size_t)c.in_numel * sizeof *x);
+        if (c.tracked[o] && c.out_numel[o] > biggest) biggest = c.out_numel[o];
     buf = malloc((size_t)biggest * sizeof *buf);
-    if (!x || !buf) goto done;
+    if (!buf) goto done;
     bool hist = qrange_needs_hist(c.method);
     for (int pass = 0; pass < (hist ? 2 : 1); pass++) {
         if (pass == 1)
             for (uint32_t o = 0; o < c.n_out; o++) qrange_begin_hist(&c.ranges[o]);
-        if (pass == 1) qrange_begin_hist(&c.in_range);
+        for (uint32_t i = 0; pass == 1 && i < c.feed.n; i++) qrange_begin_hist(&c.in_ranges[i]);
         for (int64_t k = 0; k < c.n_samples; k++) {
             cli_progress_show(&c.progress, "%s sample %lld of %lld", pass ? "histograms," : "ranges,",
                               (long long)k + 1, (long long)c.n_samples);
-            if (!run_sample(&c, exe, k, x, buf, pass == 1)) {
+            if (!run_sample(&c, exe, k, buf, pass == 1)) {
                 cli_progress_end(&c.progress);
                 goto done;
             }
@@ -325,10 +309,11 @@ int cli_calibrate_run(int argc, char **argv) {
 done:
     cli_progress_end(&c.progress);
     if (c.work[0]) cli_remove_work(c.work);
-    cli_samples_free(&c.set);
+    cli_feed_free(&c.feed);
+    free(c.in_ranges);
     for (uint32_t o = 0; c.out_name && o < c.n_out; o++) free(c.out_name[o]);
     free(c.out_name), free(c.out_numel), free(c.tracked), free(c.ranges);
-    free(exe), free(x), free(buf);
+    free(exe), free(buf);
     ir_graph_free(g);
     return rc;
 usage:

@@ -39,12 +39,14 @@ extern const char cli_validate_help[];
 int cli_calibrate_run(int argc, char **argv);
 /* The samples of kiln calibrate and kiln validate --per-layer (cli/samples.c): PATH, a folder
  * of .npy/.npz files (name order) or one file; a .npy holds one sample of the input's shape
- * or N along a first axis; a .npz (numpy.savez) holds the input under its name or as its
- * only member, the same ways. Headers are checked on opening, with one error naming the file
- * and the input ("kiln CMD: error: ..."); samples are read one at a time. */
+ * or N along a first axis; a .npz (numpy.savez) holds each input under its name (or, for a
+ * model of one input, as its only member), the same ways; a model of several inputs takes
+ * .npz files. Elements are of the input's type. Headers are checked on opening, with one
+ * error naming the file and the input ("kiln CMD: error: ..."); samples are read one at a
+ * time. */
 typedef struct CliSample {
     const char *path;      /* the file (owned by the set) */
-    int64_t offset;        /* of its first sample's float32 values */
+    int64_t offset;        /* of its first sample's values */
     int64_t index, count;  /* this sample of the file's count */
 } CliSample;
 typedef struct CliSampleSet {
@@ -53,13 +55,34 @@ typedef struct CliSampleSet {
     char **files;
     int64_t n_files;
 } CliSampleSet;
-bool cli_samples_open(const char *cmd, const char *path, const char *in_name, int in_rank,
-                      const int64_t *in_dims, CliSampleSet *set);
-/* Sample k into x (in_numel floats); false after an error naming it (a short file, NaN or
- * infinity). */
-bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const char *in_name,
-                     int64_t in_numel, float *x);
+/* The samples of input `in`; sole: it is the model's only input (a .npy, or a .npz's only
+ * member, is then taken for it). */
+bool cli_samples_open(const char *cmd, const char *path, const IrValue *in, bool sole,
+                      CliSampleSet *set);
+/* Sample k of input `in` into data (its element type and count); false after an error
+ * naming it (a short file; NaN or infinity in a float32 input). */
+bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const IrValue *in,
+                     void *data);
 void cli_samples_free(CliSampleSet *set);
+
+/* Every input of a model fed from one PATH: a set per input, all of the same count. Sample k
+ * of input i is read into buf[i] and written to WORK/in_I.bin (cli_feed_arg), the files a
+ * bundle's test main takes. Without sets, cli_feed_write writes buf as it is. */
+typedef struct CliFeed {
+    uint32_t n;            /* the model's inputs */
+    IrValue *in;           /* copies of the graph's input values */
+    CliSampleSet *sets;    /* one per input */
+    int64_t n_samples;
+    void **buf;            /* one sample of each input */
+} CliFeed;
+/* Checks that every input of g has a static shape and a numpy element type, then opens PATH
+ * for each (PATH NULL: no sets; the caller fills buf); false after an error naming the
+ * model, the file or the input. */
+bool cli_feed_open(const char *cmd, const char *path, const IrGraph *g, const char *model,
+                   CliFeed *f);
+bool cli_feed_write(const char *cmd, CliFeed *f, int64_t k, const char *work);
+char *cli_feed_arg(const char *work, uint32_t i); /* WORK/in_I.bin (malloc'd) */
+void cli_feed_free(CliFeed *f);
 extern const char cli_calibrate_help[];
 
 /* Reports a usage error of command cmd ("kiln" for the top level) on stderr and returns

@@ -25,6 +25,24 @@ const char *cli_npy_descr(IrDType t) {
     }
 }
 
+const char *cli_npy_name(IrDType t) {
+    switch (t) {
+    case IR_DTYPE_F32: return "float32";
+    case IR_DTYPE_F64: return "float64";
+    case IR_DTYPE_F16: return "float16";
+    case IR_DTYPE_I8: return "int8";
+    case IR_DTYPE_U8: return "uint8";
+    case IR_DTYPE_I16: return "int16";
+    case IR_DTYPE_U16: return "uint16";
+    case IR_DTYPE_I32: return "int32";
+    case IR_DTYPE_U32: return "uint32";
+    case IR_DTYPE_I64: return "int64";
+    case IR_DTYPE_U64: return "uint64";
+    case IR_DTYPE_BOOL: return "bool";
+    default: return NULL;
+    }
+}
+
 bool cli_npy_header(FILE *f, IrDType t, int rank, const int64_t *dims) {
     const char *descr = cli_npy_descr(t);
     if (!descr || rank < 0 || rank > 32) return false;

@@ -12,6 +12,8 @@
 /* numpy's descr of an element type ("<f4", "|b1"...); NULL for types numpy lacks (bfloat16,
  * float8, int4...). */
 const char *cli_npy_descr(IrDType t);
+/* numpy's name of the same types ("float32", "int64"...); NULL where descr is. */
+const char *cli_npy_name(IrDType t);
 
 /* Writes the .npy header of an array of type t and shape dims[0..rank) (rank <= 32) to f;
  * the caller writes the little-endian data after it. False when t has no descr or the

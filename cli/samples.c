@@ -1,9 +1,10 @@
 /* The samples of kiln calibrate and kiln validate --per-layer (docs/int8.md): a folder of
  * .npy/.npz files taken in name order, or one such file. A .npy holds one sample (the
  * input's shape) or several along a first axis (the input's own batch axis when it is 1, or
- * a new one); a .npz (numpy.savez: a zip of .npy members, stored) holds the input under its
- * name, or as its only member, shaped the same ways. Headers are checked when the set is
- * opened; a sample is read only when it is needed (memory does not grow with the set). */
+ * a new one); a .npz (numpy.savez: a zip of .npy members, stored) holds each input under its
+ * name (or, for a model of one input, as its only member), shaped the same ways. A model of
+ * several inputs takes .npz files. Headers are checked when the set is opened; a sample is
+ * read only when it is needed (memory does not grow with the set). */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "npy.h"
 
 #define NPY_MAX_RANK 32
 #define ZIP_LOCAL_SIG 0x04034b50u
@@ -21,6 +23,8 @@ typedef struct Ctx {
     const char *cmd, *in_name;
     int in_rank;
     const int64_t *in_dims;
+    IrDType dtype;
+    bool sole; /* the model's only input: a .npy, or a .npz's only member, is it */
     CliSampleSet *set;
 } Ctx;
 
@@ -58,12 +62,14 @@ static bool push(Ctx *c, const char *path, int64_t offset, int64_t count) {
     return true;
 }
 
-/* The .npy header at the file's current position: float32, C order, a shape of one sample
- * or a batch of them. Sets *data (offset of the values) and *count. why: the reason when
+/* The .npy header at the file's current position: the input's element type, C order, a
+ * shape of one sample or a batch of them. Sets *data (offset of the values) and *count. why: the reason when
  * not. */
 static bool npy_header(Ctx *c, FILE *f, int64_t at, int64_t *data, int64_t *count, const char **why) {
     static char msg[512];
     unsigned char pre[12];
+    char want_descr[16];
+    snprintf(want_descr, sizeof want_descr, "'%s'", cli_npy_descr(c->dtype));
     *why = "not a .npy file";
     if (fseek(f, (long)at, SEEK_SET) != 0 || fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
         return false;
@@ -80,8 +86,10 @@ static bool npy_header(Ctx *c, FILE *f, int64_t at, int64_t *data, int64_t *coun
         const char *fo = strstr(header, "'fortran_order':");
         if (!descr || !shape || !fo) {
             *why = "a .npy header without descr, fortran_order or shape";
-        } else if (!strstr(descr, "'<f4'")) {
-            *why = "not float32 ('<f4') data";
+        } else if (!strstr(descr, want_descr)) {
+            snprintf(msg, sizeof msg, "not %s (%s) data, the input's type", cli_npy_name(c->dtype),
+                     want_descr);
+            *why = msg;
         } else if (strncmp(fo + 16 + strspn(fo + 16, " "), "False", 5) != 0) {
             *why = "Fortran-ordered data";
         } else {
@@ -125,7 +133,8 @@ static uint32_t le16(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8
 static uint32_t le32(const unsigned char *p) { return le16(p) | (uint32_t)le16(p + 2) << 16; }
 static uint64_t le64(const unsigned char *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 
-/* A .npz: the member NAME.npy for the input, else the only member. */
+/* A .npz: the member NAME.npy for the input, else, for a model's only input, the only
+ * member. */
 static bool add_npz(Ctx *c, FILE *f, const char *path, const char **why) {
     static char msg[640];
     int64_t at = 0, pick = -1, n_members = 0, first = -1;
@@ -160,7 +169,7 @@ static bool add_npz(Ctx *c, FILE *f, const char *path, const char **why) {
         at = data + (int64_t)csize;
     }
     if (!n_members) return false;
-    if (pick < 0 && n_members == 1) pick = first;
+    if (pick < 0 && n_members == 1 && c->sole) pick = first;
     if (pick < 0) {
         snprintf(msg, sizeof msg, "no member '%s' for input '%s' among its %lld", want, c->in_name,
                  (long long)n_members);
@@ -183,6 +192,10 @@ static bool add_file(Ctx *c, const char *path) {
     bool ok;
     if (n > 4 && strcmp(path + n - 4, ".npz") == 0) {
         ok = add_npz(c, f, path, &why);
+    } else if (!c->sole) {
+        why = "a .npy holds one array: a model of several inputs takes .npz files (numpy.savez) "
+              "with a member per input";
+        ok = false;
     } else {
         int64_t offset, count;
         ok = npy_header(c, f, 0, &offset, &count, &why) && push(c, path, offset, count);
@@ -201,9 +214,10 @@ static bool is_sample_file(const char *name) {
     return n > 4 && (strcmp(name + n - 4, ".npy") == 0 || strcmp(name + n - 4, ".npz") == 0);
 }
 
-bool cli_samples_open(const char *cmd, const char *path, const char *in_name, int in_rank,
-                      const int64_t *in_dims, CliSampleSet *set) {
-    Ctx c = {.cmd = cmd, .in_name = in_name, .in_rank = in_rank, .in_dims = in_dims, .set = set};
+bool cli_samples_open(const char *cmd, const char *path, const IrValue *in, bool sole,
+                      CliSampleSet *set) {
+    Ctx c = {.cmd = cmd, .in_name = in->name, .in_rank = in->type.rank, .in_dims = in->type.dims,
+             .dtype = (IrDType)in->type.dtype, .sole = sole, .set = set};
     memset(set, 0, sizeof *set);
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -252,21 +266,25 @@ bool cli_samples_open(const char *cmd, const char *path, const char *in_name, in
     return ok;
 }
 
-bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const char *in_name,
-                     int64_t in_numel, float *x) {
+bool cli_sample_read(const char *cmd, const CliSampleSet *set, int64_t k, const IrValue *in,
+                     void *data) {
     const CliSample *s = &set->v[k];
+    const char *in_name = in->name;
+    int64_t in_numel = ir_type_numel(&in->type);
+    size_t bytes = ir_dtype_size_bytes((IrDType)in->type.dtype, in_numel);
     FILE *f = fopen(s->path, "rb");
     char where[64] = "";
     if (s->count > 1) snprintf(where, sizeof where, " (sample %lld of %lld)", (long long)s->index, (long long)s->count);
-    bool ok = f && fseek(f, (long)(s->offset + s->index * in_numel * (int64_t)sizeof *x), SEEK_SET) == 0 &&
-              fread(x, sizeof *x, (size_t)in_numel, f) == (size_t)in_numel;
+    bool ok = f && fseek(f, (long)(s->offset + s->index * (int64_t)bytes), SEEK_SET) == 0 &&
+              fread(data, 1, bytes, f) == bytes;
     if (f) fclose(f);
     if (!ok) {
         fprintf(stderr, "kiln %s: error: %s%s: input '%s': fewer values than its shape says\n", cmd,
                 s->path, where, in_name);
         return false;
     }
-    for (int64_t i = 0; i < in_numel; i++)
+    const float *x = (const float *)data;
+    for (int64_t i = 0; in->type.dtype == IR_DTYPE_F32 && i < in_numel; i++)
         if (!isfinite(x[i])) {
             fprintf(stderr, "kiln %s: error: %s%s: input '%s': element %lld is %s\n", cmd, s->path,
                     where, in_name, (long long)i, isnan(x[i]) ? "NaN" : "infinite");
@@ -280,4 +298,73 @@ void cli_samples_free(CliSampleSet *set) {
     free(set->files);
     free(set->v);
     memset(set, 0, sizeof *set);
+}
+
+bool cli_feed_open(const char *cmd, const char *path, const IrGraph *g, const char *model,
+                   CliFeed *f) {
+    memset(f, 0, sizeof *f);
+    f->n = g->n_inputs;
+    if (!f->n) {
+        fprintf(stderr, "kiln %s: error: %s: the model has no inputs to feed\n", cmd, model);
+        return false;
+    }
+    for (uint32_t i = 0; i < f->n; i++) {
+        const IrValue *in = &g->values[g->inputs[i]];
+        if (!ir_type_is_static(&in->type) || in->type.rank > NPY_MAX_RANK ||
+            !cli_npy_descr((IrDType)in->type.dtype)) {
+            fprintf(stderr, "kiln %s: error: %s: input '%s' needs a static shape (--shape fixes "
+                    "open dims) and an element type numpy has (it is %s)\n", cmd, model,
+                    in->name ? in->name : "?", ir_dtype_name((IrDType)in->type.dtype));
+            return false;
+        }
+    }
+    f->in = calloc(f->n, sizeof *f->in);
+    f->sets = path ? calloc(f->n, sizeof *f->sets) : NULL;
+    f->buf = calloc(f->n, sizeof *f->buf);
+    if (!f->in || (path && !f->sets) || !f->buf) return false;
+    for (uint32_t i = 0; i < f->n; i++) {
+        f->in[i] = g->values[g->inputs[i]]; /* a copy: passes may grow g->values */
+        size_t bytes = ir_dtype_size_bytes((IrDType)f->in[i].type.dtype, ir_type_numel(&f->in[i].type));
+        f->buf[i] = malloc(bytes ? bytes : 1);
+        if (!f->buf[i]) return false;
+        if (!path) continue;
+        if (!cli_samples_open(cmd, path, &f->in[i], f->n == 1, &f->sets[i])) return false;
+        if (i > 0 && f->sets[i].n != f->sets[0].n) {
+            fprintf(stderr, "kiln %s: error: %s: %lld samples of input '%s' but %lld of input '%s'\n",
+                    cmd, path, (long long)f->sets[i].n, f->in[i].name, (long long)f->sets[0].n,
+                    f->in[0].name);
+            return false;
+        }
+    }
+    f->n_samples = path ? f->sets[0].n : 0;
+    return true;
+}
+
+bool cli_feed_write(const char *cmd, CliFeed *f, int64_t k, const char *work) {
+    for (uint32_t i = 0; i < f->n; i++) {
+        if (f->sets && !cli_sample_read(cmd, &f->sets[i], k, &f->in[i], f->buf[i])) return false;
+        char *path = cli_feed_arg(work, i);
+        size_t bytes = ir_dtype_size_bytes((IrDType)f->in[i].type.dtype, ir_type_numel(&f->in[i].type));
+        FILE *out = path ? fopen(path, "wb") : NULL;
+        bool ok = out && fwrite(f->buf[i], 1, bytes, out) == bytes;
+        if (out) ok &= fclose(out) == 0;
+        if (!ok) fprintf(stderr, "kiln %s: error: %s: cannot write: %s\n", cmd, path ? path : work,
+                         strerror(errno));
+        free(path);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+char *cli_feed_arg(const char *work, uint32_t i) {
+    char file[32];
+    snprintf(file, sizeof file, "/in_%u.bin", i);
+    return cli_cat3(work, file, "");
+}
+
+void cli_feed_free(CliFeed *f) {
+    for (uint32_t i = 0; f->sets && i < f->n; i++) cli_samples_free(&f->sets[i]);
+    for (uint32_t i = 0; f->buf && i < f->n; i++) free(f->buf[i]);
+    free(f->sets), free(f->buf), free(f->in);
+    memset(f, 0, sizeof *f);
 }

@@ -3,7 +3,8 @@
  * builds the float model with every intermediate exposed (as kiln calibrate does) and the
  * int8 model as kiln compile --int8 builds it, exposing, after the quantize pass, each
  * uint8 tensor it made (a layer's output, "v.q") as an extra output; both run on the same
- * samples (.npy files, or seeded uniform [0,1) ones) and each int8 tensor, dequantized, is
+ * samples (.npy/.npz files, cli/samples.c, or seeded uniform [0,1) ones for models whose
+ * inputs are all float32) and each int8 tensor, dequantized, is
  * compared with its float twin: SQNR = 10 log10(sum f^2 / sum (f - q)^2), cosine, the
  * largest error in quantization steps. The table lists the worst layer first. */
 #include <errno.h>
@@ -44,9 +45,7 @@ typedef struct Pl {
     int64_t samples, seed;
     bool quiet;
     char work[64];
-    const char *in_name;
-    int in_rank;
-    int64_t in_dims[PL_MAX_RANK], in_numel;
+    CliFeed feed;
     uint32_t f_n_out, q_n_out;
     const IrGraph *f_graph; /* for the float names */
     PlLayer *layers;
@@ -168,16 +167,16 @@ static bool compile_both(Pl *p, IrGraph *gf, IrGraph *gq) {
     return build(p, "float") && build(p, "int8");
 }
 
-/* Runs bundle NAME on work/in.bin; its outputs to work/NAME_K.bin. */
+/* Runs bundle NAME on work/in_I.bin; its outputs to work/NAME_K.bin. */
 static bool run_bundle(Pl *p, const char *name, uint32_t n_out, const char *sample) {
-    char **argv = calloc(n_out + 4, sizeof *argv);
+    char **argv = calloc(n_out + p->feed.n + 3, sizeof *argv);
     char *dir = cli_cat3(p->work, "/", name), *log = cli_cat3(p->work, "/", "run.log");
     bool ok = argv && dir && log;
     uint32_t a = 0;
     if (ok) {
         argv[a++] = cli_cat3(dir, "/", "run");
         argv[a++] = cli_cat3(dir, "/", "pl_weights.bin");
-        argv[a++] = cli_cat3(p->work, "/", "in.bin");
+        for (uint32_t i = 0; i < p->feed.n; i++) argv[a++] = cli_feed_arg(p->work, i);
         for (uint32_t o = 0; o < n_out; o++) {
             char file[48];
             snprintf(file, sizeof file, "%s_%u.bin", name, o);
@@ -300,15 +299,18 @@ static void print_table(Pl *p, int64_t n_samples) {
     free(drop);
 }
 
-/* Fills x with sample k: from the set, or seeded uniform [0,1) values. */
-static bool make_sample(Pl *p, const CliSampleSet *set, int64_t k, float *x) {
-    if (set) return cli_sample_read("validate", set, k, p->in_name, p->in_numel, x);
-    uint64_t s = (uint64_t)p->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1;
-    for (int64_t i = 0; i < p->in_numel; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull; /* PCG's LCG step */
-        x[i] = (float)((s >> 40) * (1.0 / 16777216.0));
+/* Writes sample k of every input to work/in_I.bin: from the sets, or seeded uniform [0,1)
+ * values (float32 inputs only; checked before). */
+static bool make_sample(Pl *p, int64_t k) {
+    for (uint32_t in = 0; !p->feed.sets && in < p->feed.n; in++) {
+        float *x = p->feed.buf[in];
+        uint64_t s = (uint64_t)p->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1 + ((uint64_t)in << 32);
+        for (int64_t i = 0; i < ir_type_numel(&p->feed.in[in].type); i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull; /* PCG's LCG step */
+            x[i] = (float)((s >> 40) * (1.0 / 16777216.0));
+        }
     }
-    return true;
+    return cli_feed_write("validate", &p->feed, k, p->work);
 }
 
 int cli_validate_int8_run(int argc, char **argv) {
@@ -373,24 +375,17 @@ int cli_validate_int8_run(int argc, char **argv) {
     rc = CLI_EXIT_MODEL;
     IrGraph *gf = cli_load_model("validate", p.model, &dims, &rc);
     IrGraph *gq = gf ? cli_load_model("validate", p.model, &dims, &rc) : NULL;
-    CliSampleSet set = {0};
-    bool have_set = false;
     int64_t n_files = 0;
-    float *x = NULL, *fbuf = NULL;
+    float *fbuf = NULL;
     uint8_t *qbuf = NULL;
     if (!gq) goto done;
     rc = CLI_EXIT_MODEL;
-    const IrValue *in = &gf->values[gf->inputs[0]];
-    if (gf->n_inputs != 1 || in->type.dtype != IR_DTYPE_F32 || !ir_type_is_static(&in->type) ||
-        in->type.rank > PL_MAX_RANK) {
-        fprintf(stderr, "kiln validate: error: %s: --per-layer needs one float32 input of a static "
-                "shape (this model has %u inputs; --shape fixes open dims)\n", p.model, gf->n_inputs);
-        goto done;
-    }
-    p.in_name = in->name;
-    p.in_rank = in->type.rank;
-    for (int i = 0; i < p.in_rank; i++) p.in_dims[i] = in->type.dims[i];
-    p.in_numel = ir_type_numel(&in->type);
+    for (uint32_t i = 0; !p.inputs && i < gf->n_inputs; i++)
+        if (gf->values[gf->inputs[i]].type.dtype != IR_DTYPE_F32) {
+            fprintf(stderr, "kiln validate: error: %s: input '%s' is not float32: --per-layer takes "
+                    "its samples from --inputs\n", p.model, gf->values[gf->inputs[i]].name);
+            goto done;
+        }
     {
         Diag d;
         diag_init(&d);
@@ -400,13 +395,9 @@ int cli_validate_int8_run(int argc, char **argv) {
         diag_free(&d);
         if (!qok) goto done;
     }
-    if (p.inputs) {
-        if (!cli_samples_open("validate", p.inputs, p.in_name, p.in_rank, p.in_dims, &set)) goto done;
-        have_set = true;
-        n_files = p.samples && p.samples < set.n ? p.samples : set.n;
-    } else {
-        n_files = p.samples ? p.samples : PL_DEFAULT_SAMPLES;
-    }
+    if (!cli_feed_open("validate", p.inputs, gf, p.model, &p.feed)) goto done;
+    if (p.inputs) n_files = p.samples && p.samples < p.feed.n_samples ? p.samples : p.feed.n_samples;
+    else n_files = p.samples ? p.samples : PL_DEFAULT_SAMPLES;
     if (p.keep) {
         snprintf(p.work, sizeof p.work, "%s", p.keep);
         if (!cli_mkdir_parents(p.keep) || (mkdir(p.keep, 0777) != 0 && errno != EEXIST)) {
@@ -427,31 +418,25 @@ int cli_validate_int8_run(int argc, char **argv) {
     int64_t biggest = 1;
     for (uint32_t k = 0; k < p.n_layers; k++)
         if (p.layers[k].numel > biggest) biggest = p.layers[k].numel;
-    x = malloc((size_t)p.in_numel * sizeof *x);
     fbuf = malloc((size_t)biggest * sizeof *fbuf);
     qbuf = malloc((size_t)biggest);
-    if (!x || !fbuf || !qbuf) goto done;
-    char *in_bin = cli_cat3(p.work, "/", "in.bin");
-    bool ok = in_bin != NULL;
+    if (!fbuf || !qbuf) goto done;
+    bool ok = true;
     for (int64_t k = 0; ok && k < n_files; k++) {
         cli_progress_show(&p.progress, "sample %lld of %lld", (long long)k + 1, (long long)n_files);
-        const char *name = have_set ? set.v[k].path : "a random sample";
-        ok = make_sample(&p, have_set ? &set : NULL, k, x);
-        FILE *f = ok ? fopen(in_bin, "wb") : NULL;
-        ok = ok && f && fwrite(x, sizeof *x, (size_t)p.in_numel, f) == (size_t)p.in_numel;
-        if (f) ok &= fclose(f) == 0;
+        const char *name = p.feed.sets ? p.feed.sets[0].v[k].path : "a random sample";
+        ok = make_sample(&p, k);
         ok = ok && run_bundle(&p, "float", p.f_n_out, name) && run_bundle(&p, "int8", p.q_n_out, name);
         if (ok) add_sample(&p, fbuf, qbuf);
     }
     cli_progress_end(&p.progress);
-    free(in_bin);
     if (!ok) goto done;
     print_table(&p, n_files);
     rc = CLI_EXIT_OK;
 done:
     if (p.work[0] && !p.keep) cli_remove_work(p.work);
-    cli_samples_free(&set);
-    free(x), free(fbuf), free(qbuf);
+    cli_feed_free(&p.feed);
+    free(fbuf), free(qbuf);
     free(p.layers);
     if (gf) ir_graph_free(gf);
     if (gq) ir_graph_free(gq);

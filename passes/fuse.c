@@ -76,12 +76,17 @@ static bool per_channel(const IrTensor *c, int rank, int axis, int64_t m) {
 }
 
 /* Recognizes an activation node reading chain->out alone: Relu, Clip (constant bounds),
- * LeakyRelu, Sigmoid (or x * Sigmoid(x)), HardSigmoid, HardSwish, Gelu. */
+ * LeakyRelu, Sigmoid (or x * Sigmoid(x)), HardSigmoid, HardSwish, Gelu. When chain->out
+ * carries quantization parameters (an int8 compile: kiln compile --int8, or a QDQ model),
+ * only Relu and Clip fuse: an int8 kernel clamps in its requantization, and the other
+ * activations run as int8 tables reading the value at its own parameters (passes/
+ * quantize.c), which a fused node would hide. */
 static bool take_activation(const IrGraph *g, const PassUses *r, Chain *ch) {
     uint32_t v = ch->out;
     if (r->ext[v]) return false;
+    bool quantized = g->values[v].quant != NULL;
     uint32_t cnt = r->n_reads[v];
-    if (cnt == 2) { /* SiLU: Sigmoid(v) and Mul(v, Sigmoid(v)) */
+    if (cnt == 2 && !quantized) { /* SiLU: Sigmoid(v) and Mul(v, Sigmoid(v)) */
         uint32_t a = r->node[r->first[v]], b = r->node[r->first[v] + 1];
         if (g->nodes[a].op != IR_OP_SIGMOID) {
             uint32_t t = a;
@@ -150,7 +155,7 @@ static bool take_activation(const IrGraph *g, const PassUses *r, Chain *ch) {
     default:
         return false;
     }
-    if (!act) return false;
+    if (!act || (quantized && strcmp(act, "Relu") != 0 && strcmp(act, "Clip") != 0)) return false;
     chain_add(ch, id, n->outputs[0]);
     ch->act = act;
     ch->alpha = alpha;

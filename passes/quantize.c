@@ -15,7 +15,8 @@
  * Lowered: Conv/FusedConv (2-D NHWC, constant weights, activation none/Relu/Clip) -> QConv;
  * Gemm/FusedGemm/MatMul/FusedMatMul with constant B -> QGemm; Add, Mul of one shape ->
  * QAdd, QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
- * (a 256-entry table made here); MaxPool, GlobalAveragePool (NHWC) -> QMaxPool,
+ * (a 256-entry table made here), and SiLU written as Mul(x, Sigmoid(x)) -> one QLut of
+ * x * sigmoid(x) (the sigmoid's own rounding skipped); MaxPool, GlobalAveragePool (NHWC) -> QMaxPool,
  * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose and Concat run on the uint8
  * bytes (Concat's inputs requantized by table where their parameters differ).
  * Weights: int8, symmetric per output channel (the model's own scales when a QDQ model gave
@@ -37,7 +38,7 @@
 #define QZ_COPY_MAX 16384 /* = RT_QCONV_COPY_MAX */
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
 
-enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT };
+enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT };
 
 typedef struct Qz {
     IrGraph *g;
@@ -232,6 +233,28 @@ static bool can_lut(const IrGraph *g, const IrNode *n) {
            act_q(g, n->outputs[0], NULL, NULL) && unary_fn(g, n, 0.0, &y);
 }
 
+/* SiLU as exporters write it, Mul(x, Sigmoid(x)): x when n is that Mul and the Sigmoid's
+ * output is read by n alone (no graph output), else IR_NONE; *sig: the Sigmoid node. */
+static uint32_t silu_input(const IrGraph *g, const IrNode *n, uint32_t *sig) {
+    if (n->op != IR_OP_MUL || n->n_inputs != 2 || n->n_outputs != 1) return IR_NONE;
+    for (int k = 0; k < 2; k++) {
+        uint32_t s = n->inputs[k], x = n->inputs[1 - k];
+        uint32_t p = s != IR_NONE ? g->values[s].producer : IR_NONE;
+        if (p == IR_NONE || g->values[s].kind != IR_VALUE_NODE || /* (decide kills it) */
+            g->nodes[p].op != IR_OP_SIGMOID || g->nodes[p].inputs[0] != x || x == s)
+            continue;
+        uint32_t reads = 0;
+        for (uint32_t i = 0; i < g->n_nodes; i++)
+            for (uint32_t j = 0; !g->nodes[i].dead && j < g->nodes[i].n_inputs; j++)
+                reads += g->nodes[i].inputs[j] == s;
+        for (uint32_t o = 0; o < g->n_outputs; o++) reads += 2 * (g->outputs[o] == s);
+        if (reads != 1) continue;
+        *sig = p;
+        return x;
+    }
+    return IR_NONE;
+}
+
 static bool can_binary(const IrGraph *g, const IrNode *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1], y = n->outputs[0];
     return act_q(g, a, NULL, NULL) && act_q(g, b, NULL, NULL) && act_q(g, y, NULL, NULL) &&
@@ -265,7 +288,16 @@ static int decide(Qz *Q, uint32_t i) {
     case IR_OP_MAT_MUL:
     case IR_OP_FUSED_MAT_MUL: return can_gemm(g, n) ? K_GEMM : K_FLOAT;
     case IR_OP_ADD: return can_binary(g, n) ? K_ADD : K_FLOAT;
-    case IR_OP_MUL: return can_binary(g, n) ? K_MUL : K_FLOAT;
+    case IR_OP_MUL: {
+        uint32_t sig, sx = silu_input(g, n, &sig);
+        if (sx != IR_NONE && act_q(g, sx, NULL, NULL) && act_q(g, y, NULL, NULL) &&
+            !kept_float(g, &g->nodes[sig])) {
+            Q->kind[sig] = K_FLOAT; /* the table replaces both nodes */
+            g->nodes[sig].dead = true;
+            return K_SILU;
+        }
+        return can_binary(g, n) ? K_MUL : K_FLOAT;
+    }
     case IR_OP_MAX_POOL:
         if (n->n_outputs > 1 && n->outputs[1] != IR_NONE) return K_FLOAT;
         /* fallthrough */
@@ -298,8 +330,10 @@ static int decide(Qz *Q, uint32_t i) {
 }
 
 /* The inputs a lowered node reads as int8 (the others stay as they are). */
-static bool reads_int8(int kind, const IrNode *n, uint32_t k) {
+static bool reads_int8(const IrGraph *g, int kind, const IrNode *n, uint32_t k) {
+    uint32_t sig;
     switch (kind) {
+    case K_SILU: return n->inputs[k] == silu_input(g, n, &sig);
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -510,8 +544,10 @@ static void build_gemm(Qz *Q, uint32_t i) {
     pass_set_output(g, i, 0, yq);
 }
 
-/* A table y = quantize_y(f(dequantize_x(q))) for q in 0..255 (f NULL: identity). */
-static uint32_t make_table(Qz *Q, const IrNode *fn, uint32_t x, uint32_t y, const char *base) {
+/* A table y = quantize_y(f(dequantize_x(q))) for q in 0..255 (f NULL: identity; silu:
+ * x * sigmoid(x) instead of f). */
+static uint32_t make_table(Qz *Q, const IrNode *fn, bool silu, uint32_t x, uint32_t y,
+                           const char *base) {
     IrGraph *g = Q->g;
     float sx, sy;
     int32_t zx, zy;
@@ -523,18 +559,20 @@ static uint32_t make_table(Qz *Q, const IrNode *fn, uint32_t x, uint32_t y, cons
     uint8_t *tab = p;
     for (int q = 0; q < 256; q++) {
         double xf = (double)(q - zx) * sx, yf = xf;
-        if (fn) unary_fn(g, fn, xf, &yf);
+        if (silu) yf = xf / (1.0 + exp(-xf));
+        else if (fn) unary_fn(g, fn, xf, &yf);
         double r = nearbyint(yf / sy) + zy;
         tab[q] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
     }
     return t;
 }
 
-static void build_lut(Qz *Q, uint32_t i) {
+/* A unary activation, or (silu) the Mul of Mul(x, Sigmoid(x)), as a table on x. */
+static void build_lut(Qz *Q, uint32_t i, bool silu) {
     IrGraph *g = Q->g;
     IrNode old = g->nodes[i];
-    uint32_t x = old.inputs[0], y = old.outputs[0];
-    uint32_t t = make_table(Q, &old, x, y, old.name && old.name[0] ? old.name : "lut");
+    uint32_t sig, x = silu ? silu_input(g, &old, &sig) : old.inputs[0], y = old.outputs[0];
+    uint32_t t = make_table(Q, &old, silu, x, y, old.name && old.name[0] ? old.name : "lut");
     uint32_t xq = twin(Q, x), yq = twin(Q, y);
     IrNode *n = pass_replace_node(g, i, IR_OP_QLUT, old.name, 2, 1);
     n->inputs[0] = xq, n->inputs[1] = t;
@@ -570,10 +608,10 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
     uint32_t n_in = g->nodes[i].n_inputs;
     for (uint32_t k = 0; k < n_in; k++) {
         uint32_t v = g->nodes[i].inputs[k];
-        if (!reads_int8(kind, &g->nodes[i], k) || v == IR_NONE) continue;
+        if (!reads_int8(g, kind, &g->nodes[i], k) || v == IR_NONE) continue;
         uint32_t vq = twin(Q, v);
         if (kind == K_CONCAT && !same_q(g, v, y)) {
-            uint32_t t = make_table(Q, NULL, v, y, g->values[v].name);
+            uint32_t t = make_table(Q, NULL, false, v, y, g->values[v].name);
             IrType ty = g->values[vq].type;
             uint32_t rq = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".requant"), &ty,
                                        IR_VALUE_NODE);
@@ -618,7 +656,7 @@ static void round_for_float(Qz *Q, uint32_t v, uint32_t n_nodes) {
         IrNode *m = &g->nodes[j];
         if (m->dead) continue;
         for (uint32_t k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(Q->kind[j], m, k)))
+            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(g, Q->kind[j], m, k)))
                 m->inputs[k] = r;
     }
     for (uint32_t k = 0; k < g->n_outputs; k++) {
@@ -697,7 +735,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         for (uint32_t k = 0; k < n->n_inputs; k++) {
             uint32_t v = n->inputs[k];
             if (v == IR_NONE) continue;
-            if (Q.kind[i] != K_FLOAT && reads_int8(Q.kind[i], n, k)) Q.int8_read[v] = true;
+            if (Q.kind[i] != K_FLOAT && reads_int8(g, Q.kind[i], n, k)) Q.int8_read[v] = true;
             else Q.float_read[v] = true;
         }
     }
@@ -714,7 +752,8 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         switch (kind) {
         case K_CONV: build_conv(&Q, i); break;
         case K_GEMM: build_gemm(&Q, i); break;
-        case K_LUT: build_lut(&Q, i); break;
+        case K_LUT: build_lut(&Q, i, false); break;
+        case K_SILU: build_lut(&Q, i, true); break;
         case K_ADD: build_simple(&Q, i, IR_OP_QADD); break;
         case K_MUL: build_simple(&Q, i, IR_OP_QMUL); break;
         case K_MAXPOOL: build_simple(&Q, i, IR_OP_QMAX_POOL); break;

@@ -11,7 +11,8 @@
  * on its prepacked panels; a float LSTM's R, a step that streams its gate-interleaved panels
  * once (the sums of a block of units' four gates end together, its cells follow) on every
  * ISA path (AVX-512, AVX2, portable loops). rt_rnn_par_SFX shares each product's units
- * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another).
+ * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another; a
+ * packed float LSTM's chunk of steps in one hook call, rt_rnn_lstm_steps_f32).
  * Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next hidden
  * state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
@@ -495,6 +496,23 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
     (void)t1;
     return 0; /* rt_gemm sums the double product: its tiles decide the order */
 }
+/* rt_rnn_lstm_steps_SFX(par, p, act, xw, R, P, hp, hn, c, t1, yb, ys, n, lo, rev): the n
+ * steps of one chunk as n calls of rt_rnn_step_SFX compute them (hp and hn swapped after each,
+ * step k at time t = rev ? lo + n - 1 - k : lo + k, its row of gates xw + (t - lo) * 4H, its
+ * output copied to yb + t * ys where yb is not NULL), in one call of par's hook rather than
+ * one a step; 0 where it does not (r not packed, no workers, one block of units). */
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev);
+RT_API int rt_rnn_lstm_steps_f64(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 double *xw, const double *R, const double *P, double *hp,
+                                 double *hn, double *c, double *t1, double *yb, int64_t ys,
+                                 int64_t n, int64_t lo, int rev) {
+    (void)par, (void)p, (void)act, (void)xw, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1, (void)yb, (void)ys, (void)n, (void)lo, (void)rev;
+    return 0; /* the compiler packs float weights only */
+}
 
 /* Defines rt_rnn_SFX. With G = 4 (LSTM, gates i o f c), 3 (GRU, gates z r h) or 1 (RNN) and
  * D = num_dir, layout 0: x: (S, B, I), y: (S, D, B, H), h0/c0/y_h/y_c: (D, B, H); layout 1:
@@ -659,6 +677,14 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
                             for (j = 0; j < GH; j++) /* GRU's Rbh waits for the reset */    \
                                 xw[k * GH + j] +=                                                  \
                                     Wb[j] + (lbr && j >= 2 * H ? (T)0 : Wb[GH + j]);               \
+                    if (p->kind == RT_RNN_LSTM &&                                                  \
+                        rt_rnn_lstm_steps_##SFX(par, p, p->act[d], xw, R, P, hp, hn, c, t1,        \
+                                                y ? y + (p->layout ? b * S * D + d : d * B + b) * H \
+                                                  : NULL,                                          \
+                                                (p->layout ? D : D * B) * H, n, lo, rev)) {        \
+                        if (n & 1) tmp = hp, hp = hn, hn = tmp;                                    \
+                        continue;                                                                  \
+                    }                                                                              \
                     for (k = 0; k < n; k++) {                                                      \
                         t = rev ? lo + n - 1 - k : lo + k;                                         \
                         rt_rnn_step_##SFX(par, p, p->act[d], xw + (t - lo) * GH, R,                \
@@ -858,5 +884,123 @@ RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnA
     rt_par_run(par, (nb + a.per - 1) / a.per, rt_rnn_lstm_packed_task_f32, &a);
     return 1;
 }
+
+/* A chunk's steps in one hook call. Every worker runs one task that claims a step's blocks a
+ * few at a time from one counter over (step, block) and computes them as the one-step task
+ * does (products, cells, outputs, then its units' part of the output row), and counts them
+ * done; a step's blocks may be claimed only once every block of the step before is done (its
+ * outputs are this step's hp; its reads of hn's buffer are over). A claim waits for nothing
+ * once taken, so a task that waits for a step waits only for claims that running tasks
+ * compute: no deadlock whatever the hook does (run the tasks one after another, on fewer
+ * threads, in any order: the first task then claims every block). A task that waits longer
+ * than RT_RNN_SPIN_POLLS polls (a worker the OS took off its core) leaves the call, holding
+ * no claim, and the caller calls the hook again for the steps left: so the hook's own rules
+ * for waiting (kiln_pool's sleep) hold between steps on a loaded machine, and a step costs one
+ * counter's round trip between cores, not a hook call. The bytes do not depend on who
+ * computes a block. Needs atomics: GNU C (GCC, Clang) on the host; one call a step else. */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#ifndef RT_RNN_SPIN_POLLS
+#define RT_RNN_SPIN_POLLS 2048 /* polls a task waits for a step (~50-200 us) before it leaves */
+#endif
+#ifndef RT_RNN_STEP_CLAIMS
+#define RT_RNN_STEP_CLAIMS 4 /* claims a worker makes a step (fewer: fewer trips of the counters
+                                between cores; more: a late worker holds the step up less) */
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#define RT_RNN_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define RT_RNN_PAUSE() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define RT_RNN_PAUSE() ((void)0)
+#endif
+typedef struct RtRnnLstmSteps {
+    RtRnnLstmTask s; /* g, hp and hn unused */
+    float *ha, *hb;  /* hp and hn of the chunk's first step (swapped at every step) */
+    float *xw, *yb;
+    int64_t ys, n, lo, nb, per, total; /* total: n * nb, the (step, block) pairs */
+    int rev;
+    char pad0[64];
+    int64_t next; /* the first pair nobody claimed */
+    char pad1[64];
+    int64_t done; /* the pairs computed */
+    char pad2[64];
+} RtRnnLstmSteps;
+RT_API void rt_rnn_lstm_steps_task_f32(void *arg, int64_t task, int worker) {
+    RtRnnLstmSteps *a = (RtRnnLstmSteps *)arg;
+    const int64_t H = a->s.p->hidden, nb = a->nb, GH = 4 * H;
+    int spins = 0;
+    (void)task, (void)worker;
+    for (;;) {
+        int64_t k = __atomic_load_n(&a->next, __ATOMIC_RELAXED), s, e, t, b, j0, j1, j;
+        float *g, *hn;
+        const float *hp;
+        if (k >= a->total) return;
+        s = k / nb;
+        if (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < s * nb) {
+            if (++spins > RT_RNN_SPIN_POLLS) return; /* the caller calls again */
+            RT_RNN_PAUSE();
+            continue;
+        }
+        e = k + a->per < (s + 1) * nb ? k + a->per : (s + 1) * nb;
+        if (!__atomic_compare_exchange_n(&a->next, &k, e, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            continue;
+        spins = 0;
+        t = a->rev ? a->lo + a->n - 1 - s : a->lo + s;
+        g = a->xw + (t - a->lo) * GH;
+        hp = s & 1 ? a->hb : a->ha;
+        hn = s & 1 ? a->ha : a->hb;
+        for (b = k - s * nb; b < e - s * nb; b++) {
+            j0 = b * RT_RNN_LSTM_UNITS;
+            rt_rnn_lstm_block_f32(hp, a->s.R + b * H * RT_RNN_LSTM_COLS, H, g, j0,
+                                  (int)(H - j0 < RT_RNN_LSTM_UNITS ? H - j0 : RT_RNN_LSTM_UNITS));
+        }
+        j0 = (k - s * nb) * RT_RNN_LSTM_UNITS;
+        j1 = (e - s * nb) * RT_RNN_LSTM_UNITS < H ? (e - s * nb) * RT_RNN_LSTM_UNITS : H;
+        rt_rnn_lstm_gates_f32(a->s.p, a->s.act, g, a->s.P, a->s.c, a->s.t1, hn, j0, j1);
+        if (a->yb)
+            for (j = j0; j < j1; j++) a->yb[t * a->ys + j] = hn[j];
+        __atomic_fetch_add(&a->done, e - k, __ATOMIC_RELEASE);
+    }
+}
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev) {
+    const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden);
+    const int64_t n_claims = par && par->pfor && par->workers > 1 && nb > 1
+                                 ? (par->workers * RT_RNN_STEP_CLAIMS < nb
+                                        ? par->workers * RT_RNN_STEP_CLAIMS
+                                        : nb)
+                                 : 1;
+    RtRnnLstmSteps a;
+    if (!(p->packed & RT_RNN_PACKED_R) || n_claims <= 1) return 0;
+    a.s = rt_rnn_lstm_task_of(p, act, NULL, R, P, NULL, NULL, c, t1, 0);
+    a.ha = hp;
+    a.hb = hn;
+    a.xw = xw;
+    a.yb = yb;
+    a.ys = ys;
+    a.n = n;
+    a.lo = lo;
+    a.nb = nb;
+    a.per = (nb + n_claims - 1) / n_claims;
+    a.total = n * nb;
+    a.rev = rev;
+    a.next = 0;
+    a.done = 0;
+    while (__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) < a.total)
+        rt_par_run(par, par->workers, rt_rnn_lstm_steps_task_f32, &a);
+    return 1;
+}
+#else
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev) {
+    (void)par, (void)p, (void)act, (void)xw, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1, (void)yb, (void)ys, (void)n, (void)lo, (void)rev;
+    return 0; /* no atomics: one hook call a step (rt_rnn_lstm_packed_f32) */
+}
+#endif
 
 #endif

@@ -885,27 +885,26 @@ RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnA
     return 1;
 }
 
-/* A chunk's steps in one hook call. Every worker runs one task that claims a step's blocks a
- * few at a time from one counter over (step, block) and computes them as the one-step task
- * does (products, cells, outputs, then its units' part of the output row), and counts them
- * done; a step's blocks may be claimed only once every block of the step before is done (its
- * outputs are this step's hp; its reads of hn's buffer are over). A claim waits for nothing
- * once taken, so a task that waits for a step waits only for claims that running tasks
- * compute: no deadlock whatever the hook does (run the tasks one after another, on fewer
- * threads, in any order: the first task then claims every block). A task that waits longer
- * than RT_RNN_SPIN_POLLS polls (a worker the OS took off its core) leaves the call, holding
- * no claim, and the caller calls the hook again for the steps left: so the hook's own rules
- * for waiting (kiln_pool's sleep) hold between steps on a loaded machine, and a step costs one
- * counter's round trip between cores, not a hook call. The bytes do not depend on who
- * computes a block. Needs atomics: GNU C (GCC, Clang) on the host; one call a step else. */
+/* A chunk's steps in one hook call. The blocks of units are cut into slots, one a worker (at
+ * most RT_RNN_SLOTS); a slot's blocks of every step are one claim, taken from the slot's own
+ * counter (the next step it has to compute) and computed as the one-step task does (products,
+ * cells, outputs, then its units' part of the output row), then counted done; a step may be
+ * claimed only once every block of the step before is done (its outputs are this step's hp;
+ * its reads of hn's buffer are over). Task i takes slot i's steps, and another slot's where
+ * its own must wait: so a worker computes the same units at every step (their panels of R
+ * stay in its caches: on this VM the two vCPUs may not share an L3) and a step costs one
+ * shared count, while no task depends on another one's running: a claim waits for nothing
+ * once taken, and a hook that runs the tasks one after another (or on fewer threads) has the
+ * first task take every slot. A task that finds nothing to claim for RT_RNN_SPIN_POLLS polls
+ * (a worker the OS took off its core) leaves the call, holding no claim, and the caller calls
+ * the hook again for the steps left: the hook's own way of waiting (kiln_pool's sleep) then
+ * holds on a loaded machine. The bytes do not depend on who computes a slot. Needs atomics:
+ * GNU C (GCC, Clang) on the host; one hook call a step else. */
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #ifndef RT_RNN_SPIN_POLLS
-#define RT_RNN_SPIN_POLLS 2048 /* polls a task waits for a step (~50-200 us) before it leaves */
+#define RT_RNN_SPIN_POLLS 1024 /* polls a task waits for a step (~30-100 us) before it leaves */
 #endif
-#ifndef RT_RNN_STEP_CLAIMS
-#define RT_RNN_STEP_CLAIMS 4 /* claims a worker makes a step (fewer: fewer trips of the counters
-                                between cores; more: a late worker holds the step up less) */
-#endif
+#define RT_RNN_SLOTS 16 /* slots at most: more workers take the slots' steps where they can */
 #if defined(__x86_64__) || defined(__i386__)
 #define RT_RNN_PAUSE() __builtin_ia32_pause()
 #elif defined(__aarch64__)
@@ -917,49 +916,61 @@ typedef struct RtRnnLstmSteps {
     RtRnnLstmTask s; /* g, hp and hn unused */
     float *ha, *hb;  /* hp and hn of the chunk's first step (swapped at every step) */
     float *xw, *yb;
-    int64_t ys, n, lo, nb, per, total; /* total: n * nb, the (step, block) pairs */
+    int64_t ys, n, lo, nb, slots;
     int rev;
     char pad0[64];
-    int64_t next; /* the first pair nobody claimed */
+    int64_t done; /* blocks computed, all steps together */
     char pad1[64];
-    int64_t done; /* the pairs computed */
-    char pad2[64];
+    struct {
+        int64_t next; /* the slot's first step nobody claimed */
+        char pad[64 - sizeof(int64_t)];
+    } slot[RT_RNN_SLOTS];
 } RtRnnLstmSteps;
+/* Slot i's step s, claimed. */
+RT_API void rt_rnn_lstm_slot_f32(RtRnnLstmSteps *a, int64_t i, int64_t s) {
+    const int64_t H = a->s.p->hidden, b0 = i * a->nb / a->slots, b1 = (i + 1) * a->nb / a->slots;
+    const int64_t t = a->rev ? a->lo + a->n - 1 - s : a->lo + s;
+    const int64_t j0 = b0 * RT_RNN_LSTM_UNITS;
+    const int64_t j1 = b1 * RT_RNN_LSTM_UNITS < H ? b1 * RT_RNN_LSTM_UNITS : H;
+    float *g = a->xw + (t - a->lo) * 4 * H, *hn = s & 1 ? a->ha : a->hb;
+    const float *hp = s & 1 ? a->hb : a->ha;
+    int64_t b, j;
+    for (b = b0; b < b1; b++) {
+        j = b * RT_RNN_LSTM_UNITS;
+        rt_rnn_lstm_block_f32(hp, a->s.R + b * H * RT_RNN_LSTM_COLS, H, g, j,
+                              (int)(H - j < RT_RNN_LSTM_UNITS ? H - j : RT_RNN_LSTM_UNITS));
+    }
+    rt_rnn_lstm_gates_f32(a->s.p, a->s.act, g, a->s.P, a->s.c, a->s.t1, hn, j0, j1);
+    if (a->yb)
+        for (j = j0; j < j1; j++) a->yb[t * a->ys + j] = hn[j];
+    __atomic_fetch_add(&a->done, b1 - b0, __ATOMIC_RELEASE);
+}
 RT_API void rt_rnn_lstm_steps_task_f32(void *arg, int64_t task, int worker) {
     RtRnnLstmSteps *a = (RtRnnLstmSteps *)arg;
-    const int64_t H = a->s.p->hidden, nb = a->nb, GH = 4 * H;
     int spins = 0;
-    (void)task, (void)worker;
+    (void)worker;
     for (;;) {
-        int64_t k = __atomic_load_n(&a->next, __ATOMIC_RELAXED), s, e, t, b, j0, j1, j;
-        float *g, *hn;
-        const float *hp;
-        if (k >= a->total) return;
-        s = k / nb;
-        if (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < s * nb) {
-            if (++spins > RT_RNN_SPIN_POLLS) return; /* the caller calls again */
+        const int64_t done = __atomic_load_n(&a->done, __ATOMIC_ACQUIRE);
+        int64_t k, i = 0, s = 0, left = 0;
+        for (k = 0; k < a->slots; k++) { /* its own slot first, then the others' */
+            i = (task + k) % a->slots;
+            s = __atomic_load_n(&a->slot[i].next, __ATOMIC_RELAXED);
+            if (s >= a->n) continue;
+            left = 1;
+            if (done < s * a->nb) continue; /* the step before is not done */
+            if (__atomic_compare_exchange_n(&a->slot[i].next, &s, s + 1, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                break;
+        }
+        if (!left) return;
+        if (k < a->slots) {
+            rt_rnn_lstm_slot_f32(a, i, s);
+            spins = 0;
+        } else if (++spins > RT_RNN_SPIN_POLLS) {
+            return; /* the caller calls again */
+        } else {
             RT_RNN_PAUSE();
-            continue;
         }
-        e = k + a->per < (s + 1) * nb ? k + a->per : (s + 1) * nb;
-        if (!__atomic_compare_exchange_n(&a->next, &k, e, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            continue;
-        spins = 0;
-        t = a->rev ? a->lo + a->n - 1 - s : a->lo + s;
-        g = a->xw + (t - a->lo) * GH;
-        hp = s & 1 ? a->hb : a->ha;
-        hn = s & 1 ? a->ha : a->hb;
-        for (b = k - s * nb; b < e - s * nb; b++) {
-            j0 = b * RT_RNN_LSTM_UNITS;
-            rt_rnn_lstm_block_f32(hp, a->s.R + b * H * RT_RNN_LSTM_COLS, H, g, j0,
-                                  (int)(H - j0 < RT_RNN_LSTM_UNITS ? H - j0 : RT_RNN_LSTM_UNITS));
-        }
-        j0 = (k - s * nb) * RT_RNN_LSTM_UNITS;
-        j1 = (e - s * nb) * RT_RNN_LSTM_UNITS < H ? (e - s * nb) * RT_RNN_LSTM_UNITS : H;
-        rt_rnn_lstm_gates_f32(a->s.p, a->s.act, g, a->s.P, a->s.c, a->s.t1, hn, j0, j1);
-        if (a->yb)
-            for (j = j0; j < j1; j++) a->yb[t * a->ys + j] = hn[j];
-        __atomic_fetch_add(&a->done, e - k, __ATOMIC_RELEASE);
     }
 }
 RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
@@ -967,13 +978,10 @@ RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
                                  float *c, float *t1, float *yb, int64_t ys, int64_t n,
                                  int64_t lo, int rev) {
     const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden);
-    const int64_t n_claims = par && par->pfor && par->workers > 1 && nb > 1
-                                 ? (par->workers * RT_RNN_STEP_CLAIMS < nb
-                                        ? par->workers * RT_RNN_STEP_CLAIMS
-                                        : nb)
-                                 : 1;
     RtRnnLstmSteps a;
-    if (!(p->packed & RT_RNN_PACKED_R) || n_claims <= 1) return 0;
+    int64_t i;
+    if (!(p->packed & RT_RNN_PACKED_R) || !par || !par->pfor || par->workers <= 1 || nb <= 1)
+        return 0;
     a.s = rt_rnn_lstm_task_of(p, act, NULL, R, P, NULL, NULL, c, t1, 0);
     a.ha = hp;
     a.hb = hn;
@@ -983,12 +991,12 @@ RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAc
     a.n = n;
     a.lo = lo;
     a.nb = nb;
-    a.per = (nb + n_claims - 1) / n_claims;
-    a.total = n * nb;
+    a.slots = par->workers < nb ? par->workers : nb;
+    if (a.slots > RT_RNN_SLOTS) a.slots = RT_RNN_SLOTS;
     a.rev = rev;
-    a.next = 0;
     a.done = 0;
-    while (__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) < a.total)
+    for (i = 0; i < a.slots; i++) a.slot[i].next = 0;
+    while (__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) < n * nb)
         rt_par_run(par, par->workers, rt_rnn_lstm_steps_task_f32, &a);
     return 1;
 }

@@ -498,8 +498,9 @@ static void thread_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
     for (int w = 1; w < h->workers; w++) pthread_join(th[w], NULL);
 }
 
-/* A packed LSTM's chunk of steps in one hook call (rt_rnn_lstm_steps_f32: the workers claim
- * blocks of a step once the step before is done), on threads that run at once: Y, Y_h and Y_c
+/* A packed LSTM's chunk of steps in one hook call (rt_rnn_lstm_steps_f32: a slot of blocks of
+ * a step is claimed once the step before is done, by its own task or, where that one waits,
+ * by another), on threads that run at once: Y, Y_h and Y_c
  * byte for byte the serial run's, over and over (a race would show as a differing run), for
  * both layouts, chunks of 3 steps (a swap of the states after an odd chunk) and the whole
  * sequence, tail blocks (41 and 100 units) and 2, 3 and 7 workers; with a short wait

@@ -11,7 +11,8 @@
  * on its prepacked panels; a float LSTM's R, a step that streams its gate-interleaved panels
  * once (the sums of a block of units' four gates end together, its cells follow) on every
  * ISA path (AVX-512, AVX2, portable loops). rt_rnn_par_SFX shares each product's units
- * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another).
+ * among the workers of an RtPar (rt_par.h; the steps stay in order, one after another; a
+ * packed float LSTM's chunk of steps in one hook call, rt_rnn_lstm_steps_f32).
  * Caller scratch: RT_RNN_SCRATCH(G, hidden, chunk) elements (the previous and next hidden
  * state, the LSTM cell, a temporary, and chunk rows of G*H gate values).
  * Directions forward, reverse and bidirectional; layouts 0 and 1; sequence_lens. C99. */
@@ -495,6 +496,23 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
     (void)t1;
     return 0; /* rt_gemm sums the double product: its tiles decide the order */
 }
+/* rt_rnn_lstm_steps_SFX(par, p, act, xw, R, P, hp, hn, c, t1, yb, ys, n, lo, rev): the n
+ * steps of one chunk as n calls of rt_rnn_step_SFX compute them (hp and hn swapped after each,
+ * step k at time t = rev ? lo + n - 1 - k : lo + k, its row of gates xw + (t - lo) * 4H, its
+ * output copied to yb + t * ys where yb is not NULL), in one call of par's hook rather than
+ * one a step; 0 where it does not (r not packed, no workers, one block of units). */
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev);
+RT_API int rt_rnn_lstm_steps_f64(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 double *xw, const double *R, const double *P, double *hp,
+                                 double *hn, double *c, double *t1, double *yb, int64_t ys,
+                                 int64_t n, int64_t lo, int rev) {
+    (void)par, (void)p, (void)act, (void)xw, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1, (void)yb, (void)ys, (void)n, (void)lo, (void)rev;
+    return 0; /* the compiler packs float weights only */
+}
 
 /* Defines rt_rnn_SFX. With G = 4 (LSTM, gates i o f c), 3 (GRU, gates z r h) or 1 (RNN) and
  * D = num_dir, layout 0: x: (S, B, I), y: (S, D, B, H), h0/c0/y_h/y_c: (D, B, H); layout 1:
@@ -659,6 +677,14 @@ RT_API int rt_rnn_lstm_split_f64(const RtPar *par, const RtRnn *p, const RtRnnAc
                             for (j = 0; j < GH; j++) /* GRU's Rbh waits for the reset */    \
                                 xw[k * GH + j] +=                                                  \
                                     Wb[j] + (lbr && j >= 2 * H ? (T)0 : Wb[GH + j]);               \
+                    if (p->kind == RT_RNN_LSTM &&                                                  \
+                        rt_rnn_lstm_steps_##SFX(par, p, p->act[d], xw, R, P, hp, hn, c, t1,        \
+                                                y ? y + (p->layout ? b * S * D + d : d * B + b) * H \
+                                                  : NULL,                                          \
+                                                (p->layout ? D : D * B) * H, n, lo, rev)) {        \
+                        if (n & 1) tmp = hp, hp = hn, hn = tmp;                                    \
+                        continue;                                                                  \
+                    }                                                                              \
                     for (k = 0; k < n; k++) {                                                      \
                         t = rev ? lo + n - 1 - k : lo + k;                                         \
                         rt_rnn_step_##SFX(par, p, p->act[d], xw + (t - lo) * GH, R,                \
@@ -858,5 +884,131 @@ RT_API int rt_rnn_lstm_packed_f32(const RtPar *par, const RtRnn *p, const RtRnnA
     rt_par_run(par, (nb + a.per - 1) / a.per, rt_rnn_lstm_packed_task_f32, &a);
     return 1;
 }
+
+/* A chunk's steps in one hook call. The blocks of units are cut into slots, one a worker (at
+ * most RT_RNN_SLOTS); a slot's blocks of every step are one claim, taken from the slot's own
+ * counter (the next step it has to compute) and computed as the one-step task does (products,
+ * cells, outputs, then its units' part of the output row), then counted done; a step may be
+ * claimed only once every block of the step before is done (its outputs are this step's hp;
+ * its reads of hn's buffer are over). Task i takes slot i's steps, and another slot's where
+ * its own must wait: so a worker computes the same units at every step (their panels of R
+ * stay in its caches: on this VM the two vCPUs may not share an L3) and a step costs one
+ * shared count, while no task depends on another one's running: a claim waits for nothing
+ * once taken, and a hook that runs the tasks one after another (or on fewer threads) has the
+ * first task take every slot. A task that finds nothing to claim for RT_RNN_SPIN_POLLS polls
+ * (a worker the OS took off its core) leaves the call, holding no claim, and the caller calls
+ * the hook again for the steps left: the hook's own way of waiting (kiln_pool's sleep) then
+ * holds on a loaded machine. The bytes do not depend on who computes a slot. Needs atomics:
+ * GNU C (GCC, Clang) on the host; one hook call a step else. */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#ifndef RT_RNN_SPIN_POLLS
+#define RT_RNN_SPIN_POLLS 1024 /* polls a task waits for a step (~30-100 us) before it leaves */
+#endif
+#define RT_RNN_SLOTS 16 /* slots at most: more workers take the slots' steps where they can */
+#if defined(__x86_64__) || defined(__i386__)
+#define RT_RNN_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define RT_RNN_PAUSE() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define RT_RNN_PAUSE() ((void)0)
+#endif
+typedef struct RtRnnLstmSteps {
+    RtRnnLstmTask s; /* g, hp and hn unused */
+    float *ha, *hb;  /* hp and hn of the chunk's first step (swapped at every step) */
+    float *xw, *yb;
+    int64_t ys, n, lo, nb, slots;
+    int rev;
+    char pad0[64];
+    int64_t done; /* blocks computed, all steps together */
+    char pad1[64];
+    struct {
+        int64_t next; /* the slot's first step nobody claimed */
+        char pad[64 - sizeof(int64_t)];
+    } slot[RT_RNN_SLOTS];
+} RtRnnLstmSteps;
+/* Slot i's step s, claimed. */
+RT_API void rt_rnn_lstm_slot_f32(RtRnnLstmSteps *a, int64_t i, int64_t s) {
+    const int64_t H = a->s.p->hidden, b0 = i * a->nb / a->slots, b1 = (i + 1) * a->nb / a->slots;
+    const int64_t t = a->rev ? a->lo + a->n - 1 - s : a->lo + s;
+    const int64_t j0 = b0 * RT_RNN_LSTM_UNITS;
+    const int64_t j1 = b1 * RT_RNN_LSTM_UNITS < H ? b1 * RT_RNN_LSTM_UNITS : H;
+    float *g = a->xw + (t - a->lo) * 4 * H, *hn = s & 1 ? a->ha : a->hb;
+    const float *hp = s & 1 ? a->hb : a->ha;
+    int64_t b, j;
+    for (b = b0; b < b1; b++) {
+        j = b * RT_RNN_LSTM_UNITS;
+        rt_rnn_lstm_block_f32(hp, a->s.R + b * H * RT_RNN_LSTM_COLS, H, g, j,
+                              (int)(H - j < RT_RNN_LSTM_UNITS ? H - j : RT_RNN_LSTM_UNITS));
+    }
+    rt_rnn_lstm_gates_f32(a->s.p, a->s.act, g, a->s.P, a->s.c, a->s.t1, hn, j0, j1);
+    if (a->yb)
+        for (j = j0; j < j1; j++) a->yb[t * a->ys + j] = hn[j];
+    __atomic_fetch_add(&a->done, b1 - b0, __ATOMIC_RELEASE);
+}
+RT_API void rt_rnn_lstm_steps_task_f32(void *arg, int64_t task, int worker) {
+    RtRnnLstmSteps *a = (RtRnnLstmSteps *)arg;
+    int spins = 0;
+    (void)worker;
+    for (;;) {
+        const int64_t done = __atomic_load_n(&a->done, __ATOMIC_ACQUIRE);
+        int64_t k, i = 0, s = 0, left = 0;
+        for (k = 0; k < a->slots; k++) { /* its own slot first, then the others' */
+            i = (task + k) % a->slots;
+            s = __atomic_load_n(&a->slot[i].next, __ATOMIC_RELAXED);
+            if (s >= a->n) continue;
+            left = 1;
+            if (done < s * a->nb) continue; /* the step before is not done */
+            if (__atomic_compare_exchange_n(&a->slot[i].next, &s, s + 1, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                break;
+        }
+        if (!left) return;
+        if (k < a->slots) {
+            rt_rnn_lstm_slot_f32(a, i, s);
+            spins = 0;
+        } else if (++spins > RT_RNN_SPIN_POLLS) {
+            return; /* the caller calls again */
+        } else {
+            RT_RNN_PAUSE();
+        }
+    }
+}
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev) {
+    const int64_t nb = RT_RNN_LSTM_BLOCKS(p->hidden);
+    RtRnnLstmSteps a;
+    int64_t i;
+    if (!(p->packed & RT_RNN_PACKED_R) || !par || !par->pfor || par->workers <= 1 || nb <= 1)
+        return 0;
+    a.s = rt_rnn_lstm_task_of(p, act, NULL, R, P, NULL, NULL, c, t1, 0);
+    a.ha = hp;
+    a.hb = hn;
+    a.xw = xw;
+    a.yb = yb;
+    a.ys = ys;
+    a.n = n;
+    a.lo = lo;
+    a.nb = nb;
+    a.slots = par->workers < nb ? par->workers : nb;
+    if (a.slots > RT_RNN_SLOTS) a.slots = RT_RNN_SLOTS;
+    a.rev = rev;
+    a.done = 0;
+    for (i = 0; i < a.slots; i++) a.slot[i].next = 0;
+    while (__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) < n * nb)
+        rt_par_run(par, par->workers, rt_rnn_lstm_steps_task_f32, &a);
+    return 1;
+}
+#else
+RT_API int rt_rnn_lstm_steps_f32(const RtPar *par, const RtRnn *p, const RtRnnAct *act,
+                                 float *xw, const float *R, const float *P, float *hp, float *hn,
+                                 float *c, float *t1, float *yb, int64_t ys, int64_t n,
+                                 int64_t lo, int rev) {
+    (void)par, (void)p, (void)act, (void)xw, (void)R, (void)P, (void)hp, (void)hn, (void)c;
+    (void)t1, (void)yb, (void)ys, (void)n, (void)lo, (void)rev;
+    return 0; /* no atomics: one hook call a step (rt_rnn_lstm_packed_f32) */
+}
+#endif
 
 #endif

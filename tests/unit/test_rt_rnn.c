@@ -10,10 +10,15 @@
  * failure. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+/* A task of a packed LSTM chunk (rt_rnn_lstm_steps_f32) leaves the hook call after this many
+ * polls for a step (the default: thousands), so that the threaded test below also runs the
+ * path where a task leaves and the kernel calls the hook again for the steps left. */
+#define RT_RNN_SPIN_POLLS 16
 #include "runtime/rt_rnn.h"
 
 #include "rt_test_util.h"
@@ -401,6 +406,9 @@ static void split_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
     if (fn == rt_rnn_lstm_task_f32) h->unit_calls++, h->unit_tasks += n;
 #endif
     if (fn == rt_rnn_lstm_packed_task_f32) h->unit_calls++, h->unit_tasks += n;
+#if defined(__GNUC__)
+    if (fn == rt_rnn_lstm_steps_task_f32) h->unit_calls++, h->unit_tasks += n;
+#endif
     for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % h->workers));
 }
 
@@ -458,3 +466,86 @@ Test(rt_rnn, lstm_steps_split_by_hidden_units_give_the_serial_bytes) {
             free_case(&c);
         }
 }
+
+#if defined(__GNUC__)
+/* A hook with threads of its own: thread w (the caller is 0) runs the tasks w, w + workers,
+ * ...; it counts its calls, and those that ran a packed LSTM chunk's steps. */
+typedef struct ThreadHook {
+    int workers;
+    int64_t calls, chunk_calls;
+} ThreadHook;
+typedef struct ThreadShare {
+    RtTaskFn fn;
+    void *arg;
+    int64_t n;
+    int w, workers;
+} ThreadShare;
+static void *thread_share(void *v) {
+    ThreadShare *t = (ThreadShare *)v;
+    for (int64_t i = t->w; i < t->n; i += t->workers) t->fn(t->arg, i, t->w);
+    return NULL;
+}
+static void thread_pfor(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    ThreadHook *h = (ThreadHook *)ctx;
+    pthread_t th[8];
+    ThreadShare sh[8];
+    h->calls++;
+    if (fn == rt_rnn_lstm_steps_task_f32) h->chunk_calls++;
+    for (int w = 0; w < h->workers; w++) sh[w] = (ThreadShare){fn, arg, n, w, h->workers};
+    for (int w = 1; w < h->workers; w++)
+        cr_assert_eq(pthread_create(&th[w], NULL, thread_share, &sh[w]), 0);
+    thread_share(&sh[0]);
+    for (int w = 1; w < h->workers; w++) pthread_join(th[w], NULL);
+}
+
+/* A packed LSTM's chunk of steps in one hook call (rt_rnn_lstm_steps_f32: a slot of blocks of
+ * a step is claimed once the step before is done, by its own task or, where that one waits,
+ * by another), on threads that run at once: Y, Y_h and Y_c
+ * byte for byte the serial run's, over and over (a race would show as a differing run), for
+ * both layouts, chunks of 3 steps (a swap of the states after an odd chunk) and the whole
+ * sequence, tail blocks (41 and 100 units) and 2, 3 and 7 workers; with a short wait
+ * (RT_RNN_SPIN_POLLS above) the tasks also leave and the kernel calls again. */
+Test(rt_rnn, lstm_chunk_steps_on_threads_give_the_serial_bytes) {
+    static const int64_t hidden[] = {41, 100};
+    static const int n_workers[] = {2, 3, 7};
+    for (int hi = 0; hi < 2; hi++)
+        for (int layout = 0; layout < 2; layout++) {
+            rng_init();
+            Case c = make_case(RT_RNN_LSTM, 2, 0, 23, 2, 19, hidden[hi], true);
+            RtRnn *p = &c.p;
+            p->layout = layout;
+            pack_case(&c, RT_RNN_PACKED_W | RT_RNN_PACKED_R);
+            for (int chunk = 0; chunk < 2; chunk++) {
+                p->chunk = chunk ? p->seq : 3;
+                int64_t ny = p->seq * 2 * p->batch * p->hidden, nh = 2 * p->batch * p->hidden;
+                float *ws = poisoned_f32(RT_RNN_SCRATCH(c.G, p->hidden, p->chunk));
+                float *y0 = poisoned_f32(ny), *h0 = poisoned_f32(nh), *c0 = poisoned_f32(nh);
+                float *y1 = poisoned_f32(ny), *h1 = poisoned_f32(nh), *c1 = poisoned_f32(nh);
+                cr_assert_eq(rt_rnn_f32(p, c.x, c.wp, c.rp, c.b, c.lens, c.h0, c.c0, c.peep, y0,
+                                        h0, c0, ws),
+                             0);
+                for (int wi = 0; wi < 3; wi++)
+                    for (int rep = 0; rep < 10; rep++) {
+                        ThreadHook hk = {n_workers[wi], 0, 0};
+                        RtPar par = {thread_pfor, &hk, n_workers[wi], NULL, 0};
+                        poison(y1, ny), poison(h1, nh), poison(c1, nh);
+                        cr_assert_eq(rt_rnn_par_f32(p, c.x, c.wp, c.rp, c.b, c.lens, c.h0, c.c0,
+                                                    c.peep, y1, h1, c1, ws, &par),
+                                     0);
+                        cr_assert(memcmp(y0, y1, (size_t)ny * sizeof *y0) == 0,
+                                  "H %lld, layout %d, chunk %lld, %d workers, seed %u: Y differs",
+                                  (long long)p->hidden, layout, (long long)p->chunk,
+                                  n_workers[wi], rng_seed);
+                        cr_assert(memcmp(h0, h1, (size_t)nh * sizeof *h0) == 0,
+                                  "seed %u: Y_h differs", rng_seed);
+                        cr_assert(memcmp(c0, c1, (size_t)nh * sizeof *c0) == 0,
+                                  "seed %u: Y_c differs", rng_seed);
+                        cr_assert(hk.chunk_calls > 0, "H %lld: no chunk shared its steps",
+                                  (long long)p->hidden);
+                    }
+                free(ws), free(y0), free(h0), free(c0), free(y1), free(h1), free(c1);
+            }
+            free_case(&c);
+        }
+}
+#endif

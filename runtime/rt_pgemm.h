@@ -663,14 +663,15 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             int64_t kh, c;
                             if (inside && ih0 >= 0 && ih0 + (KH - 1) * dh < H) {
                                 const float *src = xg + (ih0 * W + iw0) * C;
-                                for (kh = 0; kh < KH; kh++, src += dh * W * C)
+                                for (kh = 0;; src += dh * W * C) { /* no step past the last */
                                     ind[kh * RT_PGEMM_MR + i] = src;
+                                    if (++kh == KH) break;
+                                }
                                 continue;
                             }
                             for (kh = 0; kh < KH; kh++) {
                                 const int64_t ih = ih0 + kh * dh;
                                 float *dst = abuf[i] + kh * KW * cg;
-                                const float *src;
                                 if (ih < 0 || ih >= H) {
                                     ind[kh * RT_PGEMM_MR + i] = rt_pgemm_zero;
                                     continue;
@@ -679,11 +680,14 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                     ind[kh * RT_PGEMM_MR + i] = xg + (ih * W + iw0) * C;
                                     continue;
                                 }
-                                /* one group: the columns inside are one run of x */
-                                src = xg + (ih * W + iw0 + kw_lo) * C;
+                                /* one group: the columns inside are one run of x (none
+                                 * where the window lies in the padding across) */
                                 for (c = 0; c < kw_lo * cg; c++) dst[c] = 0.0f;
-                                for (c = kw_lo * cg; c < kw_hi * cg; c++)
-                                    dst[c] = src[c - kw_lo * cg];
+                                if (kw_hi > kw_lo) {
+                                    const float *src = xg + (ih * W + iw0 + kw_lo) * C;
+                                    for (c = kw_lo * cg; c < kw_hi * cg; c++)
+                                        dst[c] = src[c - kw_lo * cg];
+                                }
                                 for (c = kw_hi * cg; c < KW * cg; c++) dst[c] = 0.0f;
                                 ind[kh * RT_PGEMM_MR + i] = dst;
                             }

@@ -318,6 +318,12 @@ Test(rt_pgemm, matches_the_reference_for_small_channel_stems_read_by_kernel_rows
         }
     Case k8 = {1, 6, 20, 2, 9, 41, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}; /* 3 channels a group */
     check_case(&k8, true, false, &relu6);
+    /* kernel rows cut at both edges (an image narrower than the kernel), and pads across
+     * wider than the kernel (windows wholly in the padding): the run inside, or none */
+    Case k9 = {1, 3, 20, 1, 9, 2, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3};
+    check_case(&k9, true, true, &relu6);
+    Case k10 = {1, 2, 17, 1, 6, 5, 3, 3, 1, 1, 1, 1, 1, 4, 1, 4};
+    check_case(&k10, true, false, &silu);
 }
 
 Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {

@@ -470,7 +470,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
     int64_t rs[4];        /* their pixel strides: C, or 0 for the row of zero points */
     RtQDwZ k;
     int64_t C = g->c, ekw = (g->kw - 1) * g->dw + 1, pix, b, oy0, oy, c0, x0, np, p, j, ky, kx;
-    int pair = 0;
+    int pair = 0, adj;
     if (g->kh > 4 || g->kw > RT_QDW_ZKW || ekw > RT_QDW_ZCOLS) return 0;
     for (kx = g->kw; kx < 3; kx++) wq[kx][0] = wq[kx][1] = wq[kx][2] = wq[kx][3] = zero; /* read, unused */
     pix = (RT_QDW_ZCOLS - ekw) / g->sw + 1;
@@ -482,6 +482,10 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 uint64_t mb;
                 pair = nc <= 32;
                 step = pair ? 2 : 1;
+                /* 32 channels in all, stride 1 (MobileNetV2's 112x112x32 layer): a pair's two
+                 * columns are the 64 bytes from the first one's (a row of zero points
+                 * included: padrow holds 64 of them at least) */
+                adj = pair && C == 32 && g->sw == 1;
                 rt_qdw_zprep(&k, q, c0, nc, pair, r != NULL);
                 mb = k.mask;
                 for (kx = 0; kx < g->kw; kx++) {
@@ -525,12 +529,22 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                             int64_t ix = ix0 + j, ix2 = ix + g->sw;
                             const uint8_t *pad = padrow + c0;
                             int in1 = ix >= 0 && ix < g->w, in2 = ix2 >= 0 && ix2 < g->w;
-                            /* written out: as a loop GCC at -O2 keeps the rows in memory */
-                            rt_qdw_z4(rt_qdw_zload(in1 ? rp[0] + ix * rs[0] : pad, in2 ? rp[0] + ix2 * rs[0] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[1] + ix * rs[1] : pad, in2 ? rp[1] + ix2 * rs[1] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[2] + ix * rs[2] : pad, in2 ? rp[2] + ix2 * rs[2] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad, in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair),
-                                      col[j]);
+                            /* a 3-row kernel's fourth row has zero weights: a zero register, not
+                             * a load (for a pair: two loads and an insert) */
+                            __m512i v3 = g->kh > 3 ? rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad,
+                                                                  in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair)
+                                                   : zero;
+                            __m512i v0, v1, v2;
+                            if (adj && in1 && in2) { /* the pair's two pixels side by side: one load a row */
+                                v0 = _mm512_loadu_si512((const void *)(rp[0] + ix * rs[0]));
+                                v1 = _mm512_loadu_si512((const void *)(rp[1] + ix * rs[1]));
+                                v2 = _mm512_loadu_si512((const void *)(rp[2] + ix * rs[2]));
+                            } else { /* written out: as a loop GCC at -O2 keeps the rows in memory */
+                                v0 = rt_qdw_zload(in1 ? rp[0] + ix * rs[0] : pad, in2 ? rp[0] + ix2 * rs[0] : pad, mb, pair);
+                                v1 = rt_qdw_zload(in1 ? rp[1] + ix * rs[1] : pad, in2 ? rp[1] + ix2 * rs[1] : pad, mb, pair);
+                                v2 = rt_qdw_zload(in1 ? rp[2] + ix * rs[2] : pad, in2 ? rp[2] + ix2 * rs[2] : pad, mb, pair);
+                            }
+                            rt_qdw_z4(v0, v1, v2, v3, col[j]);
                         }
                         if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
                             for (p = 0; p < np; p += step, o += step * C) {
@@ -577,7 +591,7 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     int32_t acc[RT_QCONV_MAX_C];
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ky, kx, c;
-    memset(padrow, x_zp, (size_t)C);
+    memset(padrow, x_zp, (size_t)(C < 64 ? 64 : C)); /* 64 at least: rt_qdw_z's adjacent pairs */
 #if defined(RT_QGEMM_AVX512) && defined(__AVX512VL__)
     if (rt_qdw_z(g, x, w, q, r, y, padrow)) return;
 #endif

@@ -106,7 +106,8 @@ int main(int argc, char **argv) {
             qlab_b(sh, x, w, bias, mult, shift, yb);
             tb[r] = now_ms() - t0;
         }
-        if (memcmp(ya, yb, yn) != 0) {
+        /* QLAB_NOCHECK: time a B that is not exact (a part of a kernel left out, to see its share) */
+        if (!getenv("QLAB_NOCHECK") && memcmp(ya, yb, yn) != 0) {
             printf("shape %zu: A and B differ\n", i);
             return 1;
         }

@@ -457,20 +457,28 @@ RT_API void rt_qdw_zstore(const RtQDwZ *k, __m512i a0, __m512i a1, __m512i a2, _
  * zmm of int32 lanes (rt_qdw_z4: 8 unpacks for 64 channels), each lane one channel's 4 rows;
  * each output pixel then adds one vpdpbusd per kernel column and zmm (the weights of that
  * kernel column interleaved alike, zero past kh), so a column built once serves the kw pixels
- * that read it. The sums of a pixel stay in four registers, are requantized from them and
+ * that read it (a 3x3 kernel at stride 1: and the pixel below, the column's fourth row in use,
+ * see two below). The sums of a pixel stay in four registers, are requantized from them and
  * packed back to channel order (rt_qdw_zstore). The terms of a channel block are prepared once
  * per band of RT_QDW_BAND output rows. Returns 0 (nothing done) for kernels of more rows or
  * columns, or too wide for a chunk of one pixel. */
 RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
                     const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
-    __m512i col[RT_QDW_ZCOLS][4], wq[RT_QDW_ZKW][4];
+    __m512i col[RT_QDW_ZCOLS][4], wq[RT_QDW_ZKW][4], wq2[3][4];
     __m512i w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23; /* wq[0..2] of a 3x3 */
     const __m512i zero = _mm512_setzero_si512();
     const uint8_t *rp[4]; /* the kernel rows at channel c0, or the row of zero points */
     int64_t rs[4];        /* their pixel strides: C, or 0 for the row of zero points */
     RtQDwZ k;
     int64_t C = g->c, ekw = (g->kw - 1) * g->dw + 1, pix, b, oy0, oy, c0, x0, np, p, j, ky, kx;
-    int pair = 0, adj;
+    int pair = 0, adj, rows2 = 0;
+    /* a 3x3 kernel at stride 1 takes two output rows from one column of 4 input rows: the
+     * first row's weights in its bytes 0-2 (rt_qdw_z4's rows a-c), the second's in 1-3, so a
+     * column built (4 loads, 8 unpacks) serves 6 pixels' products instead of 3 (qlab: the
+     * stride-1 layers 1.08-1.15x; the stride-2 ones, which keep single rows, 0.96x from GCC's
+     * register choices: a copy of the function per form and the pair of rows out of line
+     * were both slower everywhere) */
+    const int two = g->kh == 3 && g->kw == 3 && g->sh == 1 && g->dh == 1 && g->dw == 1;
     if (g->kh > 4 || g->kw > RT_QDW_ZKW || ekw > RT_QDW_ZCOLS) return 0;
     for (kx = g->kw; kx < 3; kx++) wq[kx][0] = wq[kx][1] = wq[kx][2] = wq[kx][3] = zero; /* read, unused */
     pix = (RT_QDW_ZCOLS - ekw) / g->sw + 1;
@@ -495,6 +503,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                         v[ky] = ky < g->kh ? rt_qdw_zload(wr, wr, mb, pair) : zero;
                     }
                     rt_qdw_z4(v[0], v[1], v[2], v[3], wq[kx]);
+                    if (two) rt_qdw_z4(zero, v[0], v[1], v[2], wq2[kx]);
                 }
                 w00 = wq[0][0];
                 w01 = wq[0][1];
@@ -508,17 +517,19 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 w21 = wq[2][1];
                 w22 = wq[2][2];
                 w23 = wq[2][3];
-                for (oy = oy0; oy < oy0 + RT_QDW_BAND && oy < g->oh; oy++) {
+                for (oy = oy0; oy < oy0 + RT_QDW_BAND && oy < g->oh; oy += 1 + rows2) {
+                    rows2 = two && oy + 1 < oy0 + RT_QDW_BAND && oy + 1 < g->oh; /* RT_QDW_BAND is even */
                     for (ky = 0; ky < 4; ky++) { /* rows past kh read zero points: their weights are 0 */
                         int64_t iy = oy * g->sh - g->ph + ky * g->dh;
-                        int in = ky < g->kh && iy >= 0 && iy < g->h;
+                        int in = (ky < g->kh || rows2) && iy >= 0 && iy < g->h;
                         rp[ky] = in ? x + (b * g->h + iy) * g->w * C + c0 : padrow + c0;
                         rs[ky] = in ? C : 0;
                     }
                     /* the pixel's outputs (and a pair's second, when there is one) */
-#define RT_QDW_ZSTORE()                                                                         \
-    rt_qdw_zstore(&k, a0, a1, a2, a3, r ? r + o : NULL, r && p + 1 < np ? r + o + C : r ? r + o : NULL, y + o, \
-                  p + 1 < np ? y + o + C : NULL)
+#define RT_QDW_ZSTORE_AT(a0, a1, a2, a3, o)                                                    \
+    rt_qdw_zstore(&k, a0, a1, a2, a3, r ? r + (o) : NULL, r && p + 1 < np ? r + (o) + C : r ? r + (o) : NULL, y + (o), \
+                  p + 1 < np ? y + (o) + C : NULL)
+#define RT_QDW_ZSTORE() RT_QDW_ZSTORE_AT(a0, a1, a2, a3, o)
                     for (x0 = 0; x0 < g->ow; x0 += pix) {
                         int64_t ix0 = x0 * g->sw - g->pw, span;
                         int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c0;
@@ -531,7 +542,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                             int in1 = ix >= 0 && ix < g->w, in2 = ix2 >= 0 && ix2 < g->w;
                             /* a 3-row kernel's fourth row has zero weights: a zero register, not
                              * a load (for a pair: two loads and an insert) */
-                            __m512i v3 = g->kh > 3 ? rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad,
+                            __m512i v3 = g->kh > 3 || rows2 ? rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad,
                                                                   in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair)
                                                    : zero;
                             __m512i v0, v1, v2;
@@ -546,7 +557,37 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                             }
                             rt_qdw_z4(v0, v1, v2, v3, col[j]);
                         }
-                        if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
+                        if (rows2) /* two output rows, oy and oy + 1 (its outputs ow*C on) */
+                            for (p = 0; p < np; p += step, o += step * C) {
+                                __m512i(*cp)[4] = col + p * g->sw;
+                                __m512i a0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], w00);
+                                __m512i a1 = _mm512_dpbusd_epi32(k.bias[1], cp[0][1], w01);
+                                __m512i a2 = _mm512_dpbusd_epi32(k.bias[2], cp[0][2], w02);
+                                __m512i a3 = _mm512_dpbusd_epi32(k.bias[3], cp[0][3], w03);
+                                __m512i b0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], wq2[0][0]);
+                                __m512i b1 = _mm512_dpbusd_epi32(k.bias[1], cp[0][1], wq2[0][1]);
+                                __m512i b2 = _mm512_dpbusd_epi32(k.bias[2], cp[0][2], wq2[0][2]);
+                                __m512i b3 = _mm512_dpbusd_epi32(k.bias[3], cp[0][3], wq2[0][3]);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[1][0], w10);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[1][1], w11);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[1][2], w12);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[1][3], w13);
+                                b0 = _mm512_dpbusd_epi32(b0, cp[1][0], wq2[1][0]);
+                                b1 = _mm512_dpbusd_epi32(b1, cp[1][1], wq2[1][1]);
+                                b2 = _mm512_dpbusd_epi32(b2, cp[1][2], wq2[1][2]);
+                                b3 = _mm512_dpbusd_epi32(b3, cp[1][3], wq2[1][3]);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[2][0], w20);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[2][1], w21);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[2][2], w22);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[2][3], w23);
+                                b0 = _mm512_dpbusd_epi32(b0, cp[2][0], wq2[2][0]);
+                                b1 = _mm512_dpbusd_epi32(b1, cp[2][1], wq2[2][1]);
+                                b2 = _mm512_dpbusd_epi32(b2, cp[2][2], wq2[2][2]);
+                                b3 = _mm512_dpbusd_epi32(b3, cp[2][3], wq2[2][3]);
+                                RT_QDW_ZSTORE();
+                                RT_QDW_ZSTORE_AT(b0, b1, b2, b3, o + g->ow * C);
+                            }
+                        else if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
                             for (p = 0; p < np; p += step, o += step * C) {
                                 __m512i(*cp)[4] = col + p * g->sw; /* not const: C99 will not convert */
                                 __m512i a0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], w00);
@@ -580,6 +621,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 }
             }
 #undef RT_QDW_ZSTORE
+#undef RT_QDW_ZSTORE_AT
     return 1;
 }
 #endif

@@ -85,8 +85,9 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
 }
 
 /* The input rows of a convolution whose channels are not a multiple of 4 (an RGB first
- * layer), one group: each row read is copied once, padded to c4*4 bytes a pixel with the
- * zero point and, along x, with the padding columns of zero points, into a ring of
+ * layer), one group: each row read is copied once, padded to c4*4 bytes a pixel (with the
+ * zero point, or any bytes: the packed weights past C are zeros) and, along x, with the
+ * padding columns of zero points, into a ring of
  * RT_QCONV_RING_ROWS slots, so a tap's row is a pointer into the ring (the taps along x of
  * one kernel row follow each other there: one run for rt_qgemm_tile's widening) instead of
  * a copy per pixel and tap. Rows past the input's are rows of zero points. */
@@ -136,7 +137,14 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
         memset(dst, x_zp, (size_t)(ring->rw * cb));
         if (iy >= 0 && iy < g->h) {
             const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
-            for (j = w0; j < w1; j++, src += C)
+            j = w0;
+            if (cb == 4) /* 1-3 channels (RGB): a pixel as one 4-byte copy, its bytes past C
+                          * the next pixel's (their packed weights are zeros: any byte there
+                          * adds nothing); the row's last pixels, whose word would end past the
+                          * row (the input's end), bytewise. Byte by byte the copy took 30% of
+                          * MobileNetV2's stem. */
+                for (; (w1 - j) * C >= 4; j++, src += C) memcpy(dst + j * 4, src, 4);
+            for (; j < w1; j++, src += C)
                 for (c = 0; c < C; c++) dst[j * cb + c] = src[c];
         }
     }

@@ -85,8 +85,9 @@ RT_API void rt_qgemm_panels(int mr, const uint8_t *const *a, int64_t taps, int64
 }
 
 /* The input rows of a convolution whose channels are not a multiple of 4 (an RGB first
- * layer), one group: each row read is copied once, padded to c4*4 bytes a pixel with the
- * zero point and, along x, with the padding columns of zero points, into a ring of
+ * layer), one group: each row read is copied once, padded to c4*4 bytes a pixel (with the
+ * zero point, or any bytes: the packed weights past C are zeros) and, along x, with the
+ * padding columns of zero points, into a ring of
  * RT_QCONV_RING_ROWS slots, so a tap's row is a pointer into the ring (the taps along x of
  * one kernel row follow each other there: one run for rt_qgemm_tile's widening) instead of
  * a copy per pixel and tap. Rows past the input's are rows of zero points. */
@@ -136,7 +137,14 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
         memset(dst, x_zp, (size_t)(ring->rw * cb));
         if (iy >= 0 && iy < g->h) {
             const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
-            for (j = w0; j < w1; j++, src += C)
+            j = w0;
+            if (cb == 4) /* 1-3 channels (RGB): a pixel as one 4-byte copy, its bytes past C
+                          * the next pixel's (their packed weights are zeros: any byte there
+                          * adds nothing); the row's last pixels, whose word would end past the
+                          * row (the input's end), bytewise. Byte by byte the copy took 30% of
+                          * MobileNetV2's stem. */
+                for (; (w1 - j) * C >= 4; j++, src += C) memcpy(dst + j * 4, src, 4);
+            for (; j < w1; j++, src += C)
                 for (c = 0; c < C; c++) dst[j * cb + c] = src[c];
         }
     }
@@ -457,20 +465,28 @@ RT_API void rt_qdw_zstore(const RtQDwZ *k, __m512i a0, __m512i a1, __m512i a2, _
  * zmm of int32 lanes (rt_qdw_z4: 8 unpacks for 64 channels), each lane one channel's 4 rows;
  * each output pixel then adds one vpdpbusd per kernel column and zmm (the weights of that
  * kernel column interleaved alike, zero past kh), so a column built once serves the kw pixels
- * that read it. The sums of a pixel stay in four registers, are requantized from them and
+ * that read it (a 3x3 kernel at stride 1: and the pixel below, the column's fourth row in use,
+ * see two below). The sums of a pixel stay in four registers, are requantized from them and
  * packed back to channel order (rt_qdw_zstore). The terms of a channel block are prepared once
  * per band of RT_QDW_BAND output rows. Returns 0 (nothing done) for kernels of more rows or
  * columns, or too wide for a chunk of one pixel. */
 RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const RtQRequant *q,
                     const uint8_t *r, uint8_t *y, const uint8_t *padrow) {
-    __m512i col[RT_QDW_ZCOLS][4], wq[RT_QDW_ZKW][4];
+    __m512i col[RT_QDW_ZCOLS][4], wq[RT_QDW_ZKW][4], wq2[3][4];
     __m512i w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23; /* wq[0..2] of a 3x3 */
     const __m512i zero = _mm512_setzero_si512();
     const uint8_t *rp[4]; /* the kernel rows at channel c0, or the row of zero points */
     int64_t rs[4];        /* their pixel strides: C, or 0 for the row of zero points */
     RtQDwZ k;
     int64_t C = g->c, ekw = (g->kw - 1) * g->dw + 1, pix, b, oy0, oy, c0, x0, np, p, j, ky, kx;
-    int pair = 0;
+    int pair = 0, adj, rows2 = 0;
+    /* a 3x3 kernel at stride 1 takes two output rows from one column of 4 input rows: the
+     * first row's weights in its bytes 0-2 (rt_qdw_z4's rows a-c), the second's in 1-3, so a
+     * column built (4 loads, 8 unpacks) serves 6 pixels' products instead of 3 (qlab: the
+     * stride-1 layers 1.08-1.15x; the stride-2 ones, which keep single rows, 0.96x from GCC's
+     * register choices: a copy of the function per form and the pair of rows out of line
+     * were both slower everywhere) */
+    const int two = g->kh == 3 && g->kw == 3 && g->sh == 1 && g->dh == 1 && g->dw == 1;
     if (g->kh > 4 || g->kw > RT_QDW_ZKW || ekw > RT_QDW_ZCOLS) return 0;
     for (kx = g->kw; kx < 3; kx++) wq[kx][0] = wq[kx][1] = wq[kx][2] = wq[kx][3] = zero; /* read, unused */
     pix = (RT_QDW_ZCOLS - ekw) / g->sw + 1;
@@ -482,6 +498,10 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 uint64_t mb;
                 pair = nc <= 32;
                 step = pair ? 2 : 1;
+                /* 32 channels in all, stride 1 (MobileNetV2's 112x112x32 layer): a pair's two
+                 * columns are the 64 bytes from the first one's (a row of zero points
+                 * included: padrow holds 64 of them at least) */
+                adj = pair && C == 32 && g->sw == 1;
                 rt_qdw_zprep(&k, q, c0, nc, pair, r != NULL);
                 mb = k.mask;
                 for (kx = 0; kx < g->kw; kx++) {
@@ -491,6 +511,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                         v[ky] = ky < g->kh ? rt_qdw_zload(wr, wr, mb, pair) : zero;
                     }
                     rt_qdw_z4(v[0], v[1], v[2], v[3], wq[kx]);
+                    if (two) rt_qdw_z4(zero, v[0], v[1], v[2], wq2[kx]);
                 }
                 w00 = wq[0][0];
                 w01 = wq[0][1];
@@ -504,17 +525,19 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 w21 = wq[2][1];
                 w22 = wq[2][2];
                 w23 = wq[2][3];
-                for (oy = oy0; oy < oy0 + RT_QDW_BAND && oy < g->oh; oy++) {
+                for (oy = oy0; oy < oy0 + RT_QDW_BAND && oy < g->oh; oy += 1 + rows2) {
+                    rows2 = two && oy + 1 < oy0 + RT_QDW_BAND && oy + 1 < g->oh; /* RT_QDW_BAND is even */
                     for (ky = 0; ky < 4; ky++) { /* rows past kh read zero points: their weights are 0 */
                         int64_t iy = oy * g->sh - g->ph + ky * g->dh;
-                        int in = ky < g->kh && iy >= 0 && iy < g->h;
+                        int in = (ky < g->kh || rows2) && iy >= 0 && iy < g->h;
                         rp[ky] = in ? x + (b * g->h + iy) * g->w * C + c0 : padrow + c0;
                         rs[ky] = in ? C : 0;
                     }
                     /* the pixel's outputs (and a pair's second, when there is one) */
-#define RT_QDW_ZSTORE()                                                                         \
-    rt_qdw_zstore(&k, a0, a1, a2, a3, r ? r + o : NULL, r && p + 1 < np ? r + o + C : r ? r + o : NULL, y + o, \
-                  p + 1 < np ? y + o + C : NULL)
+#define RT_QDW_ZSTORE_AT(a0, a1, a2, a3, o)                                                    \
+    rt_qdw_zstore(&k, a0, a1, a2, a3, r ? r + (o) : NULL, r && p + 1 < np ? r + (o) + C : r ? r + (o) : NULL, y + (o), \
+                  p + 1 < np ? y + (o) + C : NULL)
+#define RT_QDW_ZSTORE() RT_QDW_ZSTORE_AT(a0, a1, a2, a3, o)
                     for (x0 = 0; x0 < g->ow; x0 += pix) {
                         int64_t ix0 = x0 * g->sw - g->pw, span;
                         int64_t o = ((b * g->oh + oy) * g->ow + x0) * C + c0;
@@ -525,14 +548,54 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                             int64_t ix = ix0 + j, ix2 = ix + g->sw;
                             const uint8_t *pad = padrow + c0;
                             int in1 = ix >= 0 && ix < g->w, in2 = ix2 >= 0 && ix2 < g->w;
-                            /* written out: as a loop GCC at -O2 keeps the rows in memory */
-                            rt_qdw_z4(rt_qdw_zload(in1 ? rp[0] + ix * rs[0] : pad, in2 ? rp[0] + ix2 * rs[0] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[1] + ix * rs[1] : pad, in2 ? rp[1] + ix2 * rs[1] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[2] + ix * rs[2] : pad, in2 ? rp[2] + ix2 * rs[2] : pad, mb, pair),
-                                      rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad, in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair),
-                                      col[j]);
+                            /* a 3-row kernel's fourth row has zero weights: a zero register, not
+                             * a load (for a pair: two loads and an insert) */
+                            __m512i v3 = g->kh > 3 || rows2 ? rt_qdw_zload(in1 ? rp[3] + ix * rs[3] : pad,
+                                                                  in2 ? rp[3] + ix2 * rs[3] : pad, mb, pair)
+                                                   : zero;
+                            __m512i v0, v1, v2;
+                            if (adj && in1 && in2) { /* the pair's two pixels side by side: one load a row */
+                                v0 = _mm512_loadu_si512((const void *)(rp[0] + ix * rs[0]));
+                                v1 = _mm512_loadu_si512((const void *)(rp[1] + ix * rs[1]));
+                                v2 = _mm512_loadu_si512((const void *)(rp[2] + ix * rs[2]));
+                            } else { /* written out: as a loop GCC at -O2 keeps the rows in memory */
+                                v0 = rt_qdw_zload(in1 ? rp[0] + ix * rs[0] : pad, in2 ? rp[0] + ix2 * rs[0] : pad, mb, pair);
+                                v1 = rt_qdw_zload(in1 ? rp[1] + ix * rs[1] : pad, in2 ? rp[1] + ix2 * rs[1] : pad, mb, pair);
+                                v2 = rt_qdw_zload(in1 ? rp[2] + ix * rs[2] : pad, in2 ? rp[2] + ix2 * rs[2] : pad, mb, pair);
+                            }
+                            rt_qdw_z4(v0, v1, v2, v3, col[j]);
                         }
-                        if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
+                        if (rows2) /* two output rows, oy and oy + 1 (its outputs ow*C on) */
+                            for (p = 0; p < np; p += step, o += step * C) {
+                                __m512i(*cp)[4] = col + p * g->sw;
+                                __m512i a0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], w00);
+                                __m512i a1 = _mm512_dpbusd_epi32(k.bias[1], cp[0][1], w01);
+                                __m512i a2 = _mm512_dpbusd_epi32(k.bias[2], cp[0][2], w02);
+                                __m512i a3 = _mm512_dpbusd_epi32(k.bias[3], cp[0][3], w03);
+                                __m512i b0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], wq2[0][0]);
+                                __m512i b1 = _mm512_dpbusd_epi32(k.bias[1], cp[0][1], wq2[0][1]);
+                                __m512i b2 = _mm512_dpbusd_epi32(k.bias[2], cp[0][2], wq2[0][2]);
+                                __m512i b3 = _mm512_dpbusd_epi32(k.bias[3], cp[0][3], wq2[0][3]);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[1][0], w10);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[1][1], w11);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[1][2], w12);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[1][3], w13);
+                                b0 = _mm512_dpbusd_epi32(b0, cp[1][0], wq2[1][0]);
+                                b1 = _mm512_dpbusd_epi32(b1, cp[1][1], wq2[1][1]);
+                                b2 = _mm512_dpbusd_epi32(b2, cp[1][2], wq2[1][2]);
+                                b3 = _mm512_dpbusd_epi32(b3, cp[1][3], wq2[1][3]);
+                                a0 = _mm512_dpbusd_epi32(a0, cp[2][0], w20);
+                                a1 = _mm512_dpbusd_epi32(a1, cp[2][1], w21);
+                                a2 = _mm512_dpbusd_epi32(a2, cp[2][2], w22);
+                                a3 = _mm512_dpbusd_epi32(a3, cp[2][3], w23);
+                                b0 = _mm512_dpbusd_epi32(b0, cp[2][0], wq2[2][0]);
+                                b1 = _mm512_dpbusd_epi32(b1, cp[2][1], wq2[2][1]);
+                                b2 = _mm512_dpbusd_epi32(b2, cp[2][2], wq2[2][2]);
+                                b3 = _mm512_dpbusd_epi32(b3, cp[2][3], wq2[2][3]);
+                                RT_QDW_ZSTORE();
+                                RT_QDW_ZSTORE_AT(b0, b1, b2, b3, o + g->ow * C);
+                            }
+                        else if (g->kw == 3 && g->dw == 1) /* 3x3: the weights in 12 registers */
                             for (p = 0; p < np; p += step, o += step * C) {
                                 __m512i(*cp)[4] = col + p * g->sw; /* not const: C99 will not convert */
                                 __m512i a0 = _mm512_dpbusd_epi32(k.bias[0], cp[0][0], w00);
@@ -566,6 +629,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
                 }
             }
 #undef RT_QDW_ZSTORE
+#undef RT_QDW_ZSTORE_AT
     return 1;
 }
 #endif
@@ -577,7 +641,7 @@ RT_API void rt_qdwconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, con
     int32_t acc[RT_QCONV_MAX_C];
     uint8_t padrow[RT_QCONV_MAX_C];
     int64_t C = g->c, b, oy, ky, kx, c;
-    memset(padrow, x_zp, (size_t)C);
+    memset(padrow, x_zp, (size_t)(C < 64 ? 64 : C)); /* 64 at least: rt_qdw_z's adjacent pairs */
 #if defined(RT_QGEMM_AVX512) && defined(__AVX512VL__)
     if (rt_qdw_z(g, x, w, q, r, y, padrow)) return;
 #endif

@@ -598,6 +598,24 @@ RT_API void rt_qgemm_avx2_panels1(int mr, const uint8_t *const *a, int64_t taps,
 #endif
 
 #if defined(RT_QGEMM_AVX512)
+/* The int32 lanes of the even and odd lanes' 64-bit products pe, po back in lane order: the
+ * high words (rt_qhigh32: the int32 form's floor(t / 2^32)) or the low words (rt_qlow32),
+ * each one vpshufd merged into the other vector under a mask, where a shift and a blend
+ * took two operations (in every requantized vector: 4 of the 64 a 64-channel pixel took). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qhigh32(__m512i pe, __m512i po) {
+    return _mm512_mask_shuffle_epi32(po, (__mmask16)0x5555, pe, _MM_PERM_CDAB);
+}
+
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+RT_API __m512i rt_qlow32(__m512i pe, __m512i po) {
+    return _mm512_mask_shuffle_epi32(pe, (__mmask16)0xAAAA, po, _MM_PERM_CCAA);
+}
+
 /* The requantization of 16 channels from a zmm of sums, rt_qrq8v's int32 form ("fold":
  * every shift in 33..53 and y_zp in 0..255, checked per 16 channels by rt_qrqz_prep; the
  * same bounds and the same value, see rt_qrq_prep). */
@@ -685,8 +703,7 @@ RT_API void rt_qrqz(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y) {
         pe = _mm512_add_epi64(pe, _mm512_mul_epi32(rv, k->rm));
         po = _mm512_add_epi64(po, _mm512_mul_epi32(_mm512_srli_epi64(rv, 32), k->rmo));
     }
-    /* the high words: even lanes from pe, odd lanes from po */
-    v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
+    v = rt_qhigh32(pe, po);
     v = _mm512_srav_epi32(_mm512_add_epi32(v, k->k32), k->s32);
     v = _mm512_min_epi32(_mm512_max_epi32(v, k->lo32), k->hi32);
     {
@@ -722,7 +739,7 @@ RT_API void rt_qrqz_wide(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *
     po = _mm512_srav_epi64(_mm512_add_epi64(po, k->rndo), k->sho);
     pe = _mm512_min_epi64(_mm512_max_epi64(pe, k->lo64), k->hi64);
     po = _mm512_min_epi64(_mm512_max_epi64(po, k->lo64), k->hi64);
-    v = _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), k->yzp32);
+    v = _mm512_add_epi32(rt_qlow32(pe, po), k->yzp32);
     b = _mm512_cvtepi32_epi8(v);
 #if defined(__GNUC__)
     __asm__("" : "+v"(b)); /* as rt_qrqz */
@@ -885,13 +902,12 @@ __attribute__((always_inline))
 RT_API __m512i rt_qrq_close(__m512i pe, __m512i po, int fold, __m512i k32, __m512i s32, __m512i rnde, __m512i rndo,
                             __m512i she, __m512i sho, __m512i lo64, __m512i hi64, __m512i yzp32) {
     if (fold)
-        return _mm512_srav_epi32(_mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po), k32),
-                                 s32);
+        return _mm512_srav_epi32(_mm512_add_epi32(rt_qhigh32(pe, po), k32), s32);
     pe = _mm512_srav_epi64(_mm512_add_epi64(pe, rnde), she);
     po = _mm512_srav_epi64(_mm512_add_epi64(po, rndo), sho);
     pe = _mm512_min_epi64(_mm512_max_epi64(pe, lo64), hi64);
     po = _mm512_min_epi64(_mm512_max_epi64(po, lo64), hi64);
-    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32)), yzp32);
+    return _mm512_add_epi32(rt_qlow32(pe, po), yzp32);
 }
 
 /* The int32 outputs (zero point added; not yet clamped by the int32 form) of one row's 16

@@ -92,6 +92,10 @@ int main(int argc, char **argv) {
         int r;
         for (j = 0; j < xn; j++) s = s * 1103515245u + 12345u, x[j] = (uint8_t)(s >> 16);
         for (j = 0; j < wn; j++) s = s * 1103515245u + 12345u, w[j] = (int8_t)(s >> 16);
+        if (!dw) /* the packed weights past C are zeros, as qplan packs them: the kernels may
+                  * read any byte there (the RGB ring's 4-byte copies) */
+            for (j = 0; j < (size_t)(np * K * K * c4 * 64); j++)
+                if ((int64_t)(j / 64 % (size_t)c4) * 4 + (int64_t)(j % 4) >= C) w[j] = 0;
         for (j = 0; j < (size_t)M; j++) {
             s = s * 1103515245u + 12345u;
             bias[j] = (int32_t)(s >> 12) - (1 << 19);
@@ -106,7 +110,8 @@ int main(int argc, char **argv) {
             qlab_b(sh, x, w, bias, mult, shift, yb);
             tb[r] = now_ms() - t0;
         }
-        if (memcmp(ya, yb, yn) != 0) {
+        /* QLAB_NOCHECK: time a B that is not exact (a part of a kernel left out, to see its share) */
+        if (!getenv("QLAB_NOCHECK") && memcmp(ya, yb, yn) != 0) {
             printf("shape %zu: A and B differ\n", i);
             return 1;
         }

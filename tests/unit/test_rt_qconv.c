@@ -121,8 +121,12 @@ static void check_bytes(const uint8_t *got, const uint8_t *want, int64_t n, cons
  * gives reductions past one KC chunk of the AVX2 tile (RT_QGEMM_AVX2_KC blocks of 4), the
  * chunk boundary falling inside a tap; stem an RGB-like first layer (1-4 channels, 3x3 or
  * 7x7, stride 2, rows wide enough that a row tile lies in one output row or straddles two:
- * the ring's rows looked up once per output row of a tile). */
-static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, bool stem) {
+ * the ring's rows looked up once per output row of a tile); mnv2 MobileNetV2's depthwise
+ * forms: on even draws exactly 32 channels at stride 1 along x (the AVX-512 kernel reads a
+ * pair's two columns, side by side in memory, in one load; rows and columns in the padding
+ * not), on odd ones 3x3 at stride 1 with any channels (two output rows from one column of 4
+ * input rows; an odd last row of a band or of the image alone). */
+static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, bool stem, bool mnv2) {
     RtQConv2d g;
     memset(&g, 0, sizeof g);
     g.n = rng_range(1, 2);
@@ -139,6 +143,14 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
     g.kh = rng_range(1, depthwise ? 5 : 3), g.kw = rng_range(1, depthwise ? 5 : 3);
     g.sh = rng_range(1, 2), g.sw = rng_range(1, 2), g.dh = rng_range(1, 2), g.dw = rng_range(1, 2);
     if (big) g.kh = g.kw = 3, g.dh = g.dw = 1;
+    if (mnv2 && rng_u32() % 2 == 0) {
+        g.c = g.m = g.group = 32;
+        g.sw = 1;
+        if (rng_u32() % 2) g.kh = g.kw = 3, g.dh = g.dw = 1;
+    } else if (mnv2) {
+        g.kh = g.kw = 3, g.sh = 1, g.dh = g.dw = 1; /* sw 1 or 2 */
+        g.h = rng_range(1, 12);
+    }
     if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d, up to RT_QCONV_BAND_C4
                       * blocks of 4 channels) and single tiles past them, full and part panels */
         static const int64_t ms[] = {16, 24, 32, 48, 64, 96};
@@ -224,11 +236,11 @@ Test(rt_qconv, convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 60; rep++) {
         rng_init();
-        conv_case(false, rep % 3 == 0, false, false, false);
+        conv_case(false, rep % 3 == 0, false, false, false, false);
     }
     for (int rep = 0; rep < 4; rep++) {
         rng_init();
-        conv_case(false, rep % 2 == 0, true, false, false);
+        conv_case(false, rep % 2 == 0, true, false, false, false);
     }
 }
 
@@ -236,7 +248,7 @@ Test(rt_qconv, rgb_stems_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 16; rep++) {
         rng_init();
-        conv_case(false, rep % 4 == 0, false, false, true);
+        conv_case(false, rep % 4 == 0, false, false, true, false);
     }
 }
 
@@ -244,7 +256,7 @@ Test(rt_qconv, pointwise_convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
-        conv_case(false, rep % 2 == 0, false, true, false);
+        conv_case(false, rep % 2 == 0, false, true, false, false);
     }
 }
 
@@ -252,7 +264,15 @@ Test(rt_qconv, depthwise_convolutions_match_naive_loops_byte_for_byte) {
     say_isa();
     for (int rep = 0; rep < 40; rep++) {
         rng_init();
-        conv_case(true, rep % 2 == 0, false, false, false);
+        conv_case(true, rep % 2 == 0, false, false, false, false);
+    }
+}
+
+Test(rt_qconv, mobilenet_depthwise_forms_match_naive_loops_byte_for_byte) {
+    say_isa();
+    for (int rep = 0; rep < 48; rep++) {
+        rng_init();
+        conv_case(true, rep % 3 == 0, false, false, false, true);
     }
 }
 

@@ -674,10 +674,11 @@ static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
 }
 
 /* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_conv_small
- * (kc_nn.cuh: a reduction of R*S*C <= CONV_SMALL_MAX_RSC elements on CUDA cores, built
- * around its store; an RGB stem) rather than im2col + cuBLASLt or the implicit GEMM:
- * MobileNetV2's stem at batch 256 on an H100 0.77 -> 0.50 ms, at 32 0.111 -> 0.071 ms
- * (docs/cuda.md). --conv im2col keeps im2col (the peer of the comparison). */
+ * (kc_nn.cuh: a reduction of R*S*C <= CONV_SMALL_MAX_RSC elements on CUDA cores, or on
+ * tensor cores for 32 or 64 output channels (kc_conv_small_tc), built around its store;
+ * an RGB stem) rather than im2col + cuBLASLt or the implicit GEMM: MobileNetV2's stem at
+ * batch 256 on an H100 0.77 -> 0.50 ms, at 32 0.111 -> 0.071 ms; on an H200 on tensor
+ * cores 0.28 ms (docs/cuda.md). --conv im2col keeps im2col (the peer of the comparison). */
 #define CONV_SMALL_MAX_RSC 32
 #define CONV_SMALL_MAX_FLOATS 8192 /* kc_nn.cuh's KC_CS_MAX_FLOATS: W and bias, shared */
 

@@ -270,7 +270,10 @@ static inline int kc_igemm_nhwc(cudaStream_t s, const __half *x, const __half *w
     return kc_igemm_tile<true>(s, x, w, bias, r, y, p, P, K, act, al, be);
 }
 
-/* The same for any C (an RGB stem's 3 channels): the element gathers. */
+/* The same for any C (an RGB stem's 3 channels): the element gathers; fewer than 8
+ * channels into 32 or 64 (ResNet-50's 7x7x3 stem) as kc_conv_small_tc (kc_nn.cuh), which
+ * gathers each pixel's reduction once into its A fragments instead of a tile of C padded
+ * to 8 through shared memory. */
 static inline int kc_igemm_nhwc_any(cudaStream_t s, const __half *x, const __half *w,
                                     const __half *bias, const __half *r, __half *y,
                                     const KcConv2d *p, int64_t N, int64_t K, int act,
@@ -278,6 +281,8 @@ static inline int kc_igemm_nhwc_any(cudaStream_t s, const __half *x, const __hal
     int64_t P = N * p->OH * p->OW;
     if (P <= 0 || K <= 0) return KC_OK;
     if (kc_igemm_check(x, w, bias, r, y, p, N, K, 2)) return KC_ERR_SHAPE;
+    if (p->C < 8 && kc_conv_small_tc_ok(x, w, bias, r, y, p, N, K))
+        return kc_conv_small_tc(s, x, w, bias, r, y, p, N, K, act, al, be);
     return kc_igemm_tile<false>(s, x, w, bias, r, y, p, P, K, act, al, be);
 }
 

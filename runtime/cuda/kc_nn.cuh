@@ -259,8 +259,130 @@ static inline void kc_dwconv_nhwc_vec_launch(cudaStream_t s, const T *x, const T
             x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
 }
 
-/* Depthwise NHWC: the vectorized kernel where the multiplier is 1 and the channels come in
- * aligned 16-byte vectors, else one thread per output. */
+
+/* Output pixels a thread of kc_dwconv3_nhwc_kernel makes (along W) where the launcher
+ * takes it, and the fewest threads (blocks of pixels x channel vectors) for which it does:
+ * 128 blocks of KC_THREADS, about one per SM of an H100/H200. */
+#define KC_DW_PW 2
+#define KC_DW_MIN_THREADS 32768
+
+/* Depthwise 3x3 NHWC (multiplier 1, dilation 1, stride ST = 1 or 2), vectorized over
+ * channels and blocked along W: one thread makes PW consecutive output pixels of one row
+ * for one 16-byte channel vector. Each of the window's 3 input rows is read once per thread
+ * as its ST*(PW-1)+3 column vectors, each converted to float once and used by every output
+ * whose window covers it (PW=2: 4 loads a row for 2 outputs at stride 1, 5 at stride 2,
+ * against 3 per output in kc_dwconv_nhwc_vec_kernel), the 9 weight vectors once per thread
+ * instead of once per output; bias, residual and activation as there. Consecutive threads
+ * take consecutive channel vectors, then blocks of PW pixels (coalesced). Outputs past OW
+ * (the last block of a row) are computed from zero columns and not stored. */
+template <typename T, typename I, int ST, int PW>
+__global__ void __launch_bounds__(KC_THREADS)
+kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
+                       const T *__restrict__ b, const T *__restrict__ r, T *__restrict__ y,
+                       KcGeom<I> p, I N, int act, float al, float be) {
+    enum { V = 16 / sizeof(T), COLS = ST * (PW - 1) + 3 };
+    typedef KcVec<T> Vec;
+    const I CV = p.C / V, OWB = (p.OW + PW - 1) / PW, total = N * p.OH * OWB * CV;
+    const Vec *xv = (const Vec *)x, *wv = (const Vec *)w;
+    KC_FOR(i64, total) {
+        I i = (I)i64;
+        I cv = i % CV, t = i / CV, ob = t % OWB;
+        t /= OWB;
+        const I oh = t % p.OH, n = t / p.OH, ow0 = ob * PW;
+        float acc[PW][V];
+        {
+            float b0[V];
+            if (b) {
+                Vec bb = ((const Vec *)b)[cv];
+#pragma unroll
+                for (int j = 0; j < V; j++) b0[j] = (float)bb.e[j];
+            } else {
+#pragma unroll
+                for (int j = 0; j < V; j++) b0[j] = 0.0f;
+            }
+#pragma unroll
+            for (int o = 0; o < PW; o++)
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[o][j] = b0[j];
+        }
+        const I ih0 = oh * ST - p.ph, iw0 = ow0 * ST - p.pw;
+#pragma unroll
+        for (int rr = 0; rr < 3; rr++) {
+            const I ih = ih0 + rr;
+            if (ih < 0 || ih >= p.H) continue;
+            const Vec *xrow = xv + (n * p.H + ih) * p.W * CV + cv;
+            float wf[3][V];
+#pragma unroll
+            for (int ss = 0; ss < 3; ss++) {
+                Vec k = wv[(rr * 3 + ss) * CV + cv];
+#pragma unroll
+                for (int j = 0; j < V; j++) wf[ss][j] = (float)k.e[j];
+            }
+#pragma unroll
+            for (int c = 0; c < COLS; c++) {
+                const I iw = iw0 + c;
+                float a[V];
+                if (iw >= 0 && iw < p.W) {
+                    Vec av = xrow[iw * CV];
+#pragma unroll
+                    for (int j = 0; j < V; j++) a[j] = (float)av.e[j];
+                } else {
+#pragma unroll
+                    for (int j = 0; j < V; j++) a[j] = 0.0f;
+                }
+#pragma unroll
+                for (int o = 0; o < PW; o++) {
+                    const int ss = c - o * ST; /* the tap of output o that column c is */
+                    if (ss >= 0 && ss < 3) {
+#pragma unroll
+                        for (int j = 0; j < V; j++) acc[o][j] += a[j] * wf[ss][j];
+                    }
+                }
+            }
+        }
+        const I at0 = ((n * p.OH + oh) * p.OW + ow0) * CV + cv;
+#pragma unroll
+        for (int o = 0; o < PW; o++) {
+            if (ow0 + o >= p.OW) break;
+            const I at = at0 + (I)o * CV;
+            if (r) {
+                Vec rv = ((const Vec *)r)[at];
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[o][j] += (float)rv.e[j];
+            }
+            Vec out;
+#pragma unroll
+            for (int j = 0; j < V; j++) out.e[j] = (T)kc_act(acc[o][j], act, al, be);
+            ((Vec *)y)[at] = out;
+        }
+    }
+}
+
+/* Whether the launcher takes kc_dwconv3_nhwc_kernel (PW = KC_DW_PW) for a depthwise
+ * convolution (multiplier 1, channels in aligned 16-byte vectors checked by the caller):
+ * 3x3, dilation 1, stride 1, and enough blocks of pixels to fill the GPU (a batch-1
+ * MobileNetV2 keeps the unblocked kernel's 2x more threads). Measured on an H200 at
+ * MobileNetV2 fp16 batch 256 (tests/cuda/conv_gpu.cu --time, docs/cuda.md): at stride 1
+ * PW=2 takes the six layer shapes 1.60 -> 1.30 ms in all (PW=4 1.62, PW=8 1.92: the
+ * accumulators' registers cost more than the loads they save); at stride 2 every PW was
+ * slower than the unblocked kernel (PW=2 0.54 against 0.52 ms), which stays there. */
+static inline int kc_dwconv3_ok(const KcConv2d *p, int64_t N, int64_t per) {
+    return p->R == 3 && p->S == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
+           N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) * (p->C / per) >= KC_DW_MIN_THREADS;
+}
+
+template <typename T, typename I>
+static inline void kc_dwconv3_nhwc_launch(cudaStream_t s, const T *x, const T *w, const T *b,
+                                          const T *r, T *y, const KcConv2d *p, int64_t N,
+                                          int act, float al, float be) {
+    int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
+                    (p->C / (int64_t)(16 / sizeof(T)));
+    kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
+        x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+}
+
+/* Depthwise NHWC: the W-blocked 3x3 kernel or the vectorized kernel where the multiplier
+ * is 1 and the channels come in aligned 16-byte vectors, else one thread per output. */
 template <typename T>
 static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T *b,
                                  const T *r, T *y, const KcConv2d *p, int64_t N, int64_t mult,
@@ -268,7 +390,11 @@ static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T
     int64_t total = N * p->C * mult * p->OH * p->OW;
     if (total <= 0) return KC_OK;
     int small = kc_small(total) && kc_small(N * p->H * p->W * p->C);
-    if (mult == 1 && kc_vec_ok<T>(p->C, x, w, b, r, y)) {
+    if (mult == 1 && kc_vec_ok<T>(p->C, x, w, b, r, y) &&
+        kc_dwconv3_ok(p, N, 16 / (int64_t)sizeof(T))) {
+        if (small) kc_dwconv3_nhwc_launch<T, int32_t>(s, x, w, b, r, y, p, N, act, al, be);
+        else kc_dwconv3_nhwc_launch<T, int64_t>(s, x, w, b, r, y, p, N, act, al, be);
+    } else if (mult == 1 && kc_vec_ok<T>(p->C, x, w, b, r, y)) {
         if (small) kc_dwconv_nhwc_vec_launch<T, int32_t>(s, x, w, b, r, y, p, N, act, al, be);
         else kc_dwconv_nhwc_vec_launch<T, int64_t>(s, x, w, b, r, y, p, N, act, al, be);
     } else if (small)
@@ -294,7 +420,8 @@ static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T
  * shared-memory broadcast), the 8 results one 16-byte store with bias, residual and
  * activation applied before it. (The same kernel reading plain 1x1 convolutions of 16-32
  * channels with 16-byte loads was measured 2.1x slower than cuBLASLt's product and its
- * ReLU6 pass on MobileNetV2's expansions: docs/cuda.md.) */
+ * ReLU6 pass on MobileNetV2's expansions: docs/cuda.md.) K = 32 or 64 on an sm_80+ device
+ * take kc_conv_small_tc below instead (tensor cores). */
 #define KC_CS_WARPS 8
 #define KC_CS_MAX_FLOATS 8192 /* RC*K of W + K of bias, float, in shared memory: 32 KB */
 
@@ -383,6 +510,178 @@ static inline void kc_conv_small_launch(cudaStream_t s, const __half *x, const _
         x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
 }
 
+/* kc_conv_small on tensor cores (sm_80+, K = 8 NT output channels, NT 4 or 8; the
+ * reduction R*S*C in KS steps of 16, zero-padded; also ResNet-50's 7x7x3 stem, 147 -> 160,
+ * through kc_conv_few): mma.sync m16n8k16, float16 products, float32 sums. A warp takes 16
+ * output pixels at a time; each lane gathers its A fragment (pixels g and g + 8, reduction
+ * elements 2 t4, 2 t4 + 1 and those + 8 of each step) straight from x through a shared table
+ * of each element's offset and tap, so the 16 x 16 A tile is read once, never written as a
+ * col matrix; W (transposed, rows of K padded by 8 halves: the B fragments' 4-byte loads
+ * fall in distinct banks) and the bias stay in shared memory for the block's life. Bias,
+ * residual and activation are applied to the float32 C fragments, which are then staged
+ * as float16 in the warp's slice of shared memory and stored as whole 16-byte vectors of
+ * consecutive pixels (a warp writes 16 K-channel pixels, contiguous, in 2 or 4 stores).
+ * MobileNetV2's stem (3x3x3 -> 32) takes 2 steps and 4 products a step. */
+#define KC_CST_WARPS 8
+#define KC_CST_MAX_KS 10 /* reductions up to 160: 7x7x3 */
+
+static __device__ __forceinline__ uint32_t kc_cst_pack(__half lo, __half hi) {
+    __half2 h = __halves2half2(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+template <int NT>
+__global__ void __launch_bounds__(KC_CST_WARPS *KC_WARP)
+kc_conv_small_tc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                        const __half *__restrict__ bias, const __half *__restrict__ r,
+                        __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t KS,
+                        int act, float al, float be) {
+    enum { K = NT * 8, YS = K + 8 }; /* YS: halves per staged pixel (16-byte rows, banks) */
+    extern __shared__ __align__(16) unsigned char kc_cst_buf[];
+    const int32_t KP = KS * 16 + 8, RSC = p.R * p.S * p.C; /* KP: halves per row of wt */
+    __half *wt = (__half *)kc_cst_buf;     /* [K][KP]: W transposed */
+    int2 *tab = (int2 *)(wt + K * KP);     /* [KS*16]: {offset, dy << 16 | dx}, y -1 past RSC */
+    float *sb = (float *)(tab + KS * 16);  /* [K] */
+    __half *ys = (__half *)(sb + K);       /* [warps][16][YS] */
+    for (int i = threadIdx.x; i < K * KS * 16; i += blockDim.x) {
+        int32_t n = i / (KS * 16), k = i % (KS * 16);
+        wt[n * KP + k] = k < RSC ? w[k * K + n] : __float2half(0.0f);
+    }
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        sb[i] = bias ? __half2float(bias[i]) : 0.0f;
+    for (int k = threadIdx.x; k < KS * 16; k += blockDim.x) {
+        int32_t c = k % p.C, tap = k / p.C, dy = (tap / p.S) * p.dh, dx = (tap % p.S) * p.dw;
+        tab[k] = k < RSC ? make_int2((dy * p.W + dx) * p.C + c, (dy << 16) | dx)
+                         : make_int2(0, -1);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x % KC_WARP, warp = threadIdx.x / KC_WARP;
+    const int g = lane / 4, t4 = lane % 4;
+    __half *yw = ys + warp * 16 * YS;
+    const int32_t step = gridDim.x * KC_CST_WARPS * 16;
+    for (int32_t p0 = (blockIdx.x * KC_CST_WARPS + warp) * 16; p0 < P; p0 += step) {
+        int32_t ih0[2], iw0[2], base[2];
+        bool live[2];
+#pragma unroll
+        for (int e = 0; e < 2; e++) { /* the lane's pixels: rows g and g + 8 of the tile */
+            int32_t pix = p0 + g + 8 * e;
+            live[e] = pix < P;
+            pix = live[e] ? pix : 0;
+            int32_t ow = pix % p.OW, oh = (pix / p.OW) % p.OH, n = pix / (p.OW * p.OH);
+            ih0[e] = oh * p.sh - p.ph, iw0[e] = ow * p.sw - p.pw;
+            base[e] = ((n * p.H + ih0[e]) * p.W + iw0[e]) * p.C;
+        }
+        float acc[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll 2
+        for (int32_t s = 0; s < KS; s++) {
+            uint32_t a[4];
+#pragma unroll
+            for (int h = 0; h < 2; h++) { /* reduction elements 16 s + 8 h + 2 t4 (+1) */
+                const int4 tt = *(const int4 *)(tab + s * 16 + h * 8 + t4 * 2);
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    __half v[2];
+#pragma unroll
+                    for (int q = 0; q < 2; q++) {
+                        const int32_t off = q ? tt.z : tt.x, tap = q ? tt.w : tt.y;
+                        const int32_t ih = ih0[e] + (tap >> 16), iw = iw0[e] + (tap & 0xffff);
+                        const bool ok = live[e] && tap >= 0 && ih >= 0 && ih < p.H && iw >= 0 &&
+                                        iw < p.W;
+                        v[q] = ok ? x[base[e] + off] : __float2half(0.0f);
+                    }
+                    a[h * 2 + e] = kc_cst_pack(v[0], v[1]);
+                }
+            }
+            const __half *wb = wt + g * KP + s * 16 + t4 * 2;
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                const uint32_t b0 = *(const uint32_t *)(wb + j * 8 * KP);
+                const uint32_t b1 = *(const uint32_t *)(wb + j * 8 * KP + 8);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                             "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                             : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+                (void)a, (void)b0, (void)b1; /* never launched below sm_80 (kc_conv_small) */
+#endif
+            }
+        }
+        /* epilogue on the C fragments: pixel g + 8 e, channels 8 j + 2 t4 (+1) */
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            const int col = j * 8 + t4 * 2;
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float v0 = acc[j][2 * e] + sb[col], v1 = acc[j][2 * e + 1] + sb[col + 1];
+                if (r && live[e]) {
+                    const __half2 rv =
+                        *(const __half2 *)(r + (int64_t)(p0 + g + 8 * e) * K + col);
+                    v0 += __low2float(rv), v1 += __high2float(rv);
+                }
+                *(__half2 *)(yw + (g + 8 * e) * YS + col) =
+                    __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
+            }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int i = lane; i < 16 * NT; i += KC_WARP) { /* 16-byte vectors, pixel-major */
+            const int row = i / NT, cv = i % NT;
+            if (p0 + row < P)
+                *(uint4 *)(y + (int64_t)(p0 + row) * K + cv * 8) =
+                    *(const uint4 *)(yw + row * YS + cv * 8);
+        }
+        __syncwarp();
+    }
+}
+
+/* Shared memory of kc_conv_small_tc_kernel<NT> for KS steps. */
+static inline size_t kc_cst_smem(int64_t NT, int64_t KS) {
+    return (size_t)(NT * 8 * (KS * 16 + 8) * 2 + KS * 16 * 8 + NT * 8 * 4 +
+                    KC_CST_WARPS * 16 * (NT * 8 + 8) * 2);
+}
+
+/* Whether kc_conv_small_tc takes x (N,H,W,C) * w (R,S,C,K) -> K channels: float16, one
+ * group, K 32 or 64, R*S*C <= 160, on an sm_80+ device, 16-byte aligned w, bias, r, y and
+ * 32-bit indices. */
+static inline int kc_conv_small_tc_ok(const void *x, const void *w, const void *bias,
+                                      const void *r, const void *y, const KcConv2d *p,
+                                      int64_t N, int64_t K) {
+    int dev = 0, major = 0;
+    int64_t rsc = p->R * p->S * p->C;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+        return 0;
+    return major >= 8 && (K == 32 || K == 64) && rsc <= KC_CST_MAX_KS * 16 &&
+           (p->R - 1) * p->dh < 32768 && (p->S - 1) * p->dw < 32768 &&
+           kc_small(N * p->OH * p->OW * K) && kc_small(N * p->H * p->W * p->C) &&
+           ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 == 0 &&
+           (uintptr_t)x % 2 == 0;
+}
+
+static inline int kc_conv_small_tc(cudaStream_t s, const __half *x, const __half *w,
+                                   const __half *bias, const __half *r, __half *y,
+                                   const KcConv2d *p, int64_t N, int64_t K, int act, float al,
+                                   float be) {
+    int64_t P = N * p->OH * p->OW, KS = (p->R * p->S * p->C + 15) / 16;
+    int64_t tiles = (P + 15) / 16, per = KC_CST_WARPS;
+    int64_t blocks = (tiles + per - 1) / per;
+    if (P <= 0) return KC_OK;
+    if (blocks > 132 * 8) blocks = 132 * 8; /* grid stride past 8 blocks an SM (H100/H200) */
+    if (K == 32)
+        kc_conv_small_tc_kernel<4><<<(unsigned)blocks, KC_CST_WARPS * KC_WARP,
+                                     kc_cst_smem(4, KS), s>>>(
+            x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)KS, act, al, be);
+    else
+        kc_conv_small_tc_kernel<8><<<(unsigned)blocks, KC_CST_WARPS * KC_WARP,
+                                     kc_cst_smem(8, KS), s>>>(
+            x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)KS, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
 /* x (N,H,W,C), w (R,S,C,K): one group; KC_ERR_SHAPE unless R*S*C <= 32, K % 8 == 0, the
  * weights fit shared memory, x is 2-byte and the other pointers 16-byte aligned. */
 static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w,
@@ -396,6 +695,8 @@ static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w
         ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 ||
         (uintptr_t)x % 2)
         return KC_ERR_SHAPE;
+    if (kc_conv_small_tc_ok(x, w, bias, r, y, p, N, K))
+        return kc_conv_small_tc(s, x, w, bias, r, y, p, N, K, act, al, be);
     if (rc == 8) kc_conv_small_launch<8>(s, x, w, bias, r, y, p, P, K, act, al, be);
     else if (rc == 16) kc_conv_small_launch<16>(s, x, w, bias, r, y, p, P, K, act, al, be);
     else if (rc == 24) kc_conv_small_launch<24>(s, x, w, bias, r, y, p, P, K, act, al, be);

@@ -1,0 +1,328 @@
+/* conv_gpu.cu: the direct convolution kernels of kc_nn.cuh against a double reference on
+ * the host, on a GPU: the depthwise NHWC launcher (kc_dwconv_nhwc) and the W-blocked 3x3
+ * kernel (kc_dwconv3_nhwc_kernel) launched directly, in float16 and float32, stride 1 and 2,
+ * widths that leave a partial last block of pixels (OW 1, 2, 5, 7, 13), pads 0 and 1, with
+ * and without bias, residual and ReLU6, index types int32 and int64; and the small-reduction
+ * convolution on RGB stems: kc_conv_small (CUDA cores for K not 32/64, tensor cores
+ * kc_conv_small_tc for 32 and 64) and kc_igemm_nhwc_any's few-channel route (ResNet-50's
+ * 7x7x3 stem, 147 -> 10 steps of 16), with and without residual, odd sides and partial
+ * tiles of 16 pixels. Outputs are poisoned (NaN) before each run. With --time also times
+ * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
+ * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
+ * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
+ * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc).
+ * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
+ *        ./conv_gpu [--time]; ends with "N passed, N failed". */
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "gpu_test.h"
+#include "kc_igemm.cuh"
+#include "kc_nn.cuh"
+
+static int passed, failed;
+static unsigned long long rng_state = 88172645463325252ull;
+
+static double urand(void) { /* xorshift64, [0, 1) */
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double nrand(void) {
+    double u = urand() + 1e-12, v = urand();
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+template <typename T> static T to_t(double v) { return (T)(float)v; }
+template <typename T> static double from_t(T v) { return (double)(float)v; }
+
+/* host values rounded to T, and a device copy */
+template <typename T>
+struct Buf {
+    std::vector<double> h; /* the values as T holds them */
+    T *d = NULL;
+    size_t n;
+    Buf(size_t n_, double scale) : h(n_), n(n_) {
+        std::vector<T> t(n_);
+        for (size_t i = 0; i < n_; i++) t[i] = to_t<T>(nrand() * scale), h[i] = from_t(t[i]);
+        CK(cudaMalloc(&d, (n_ ? n_ : 1) * sizeof(T)));
+        CK(cudaMemcpy(d, t.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    void poison() { CK(cudaMemset(d, 0xff, n * sizeof(T))); } /* NaN in both types */
+    std::vector<double> get() const {
+        std::vector<T> t(n);
+        CK(cudaMemcpy(t.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+        std::vector<double> r(n);
+        for (size_t i = 0; i < n; i++) r[i] = from_t(t[i]);
+        return r;
+    }
+    ~Buf() { cudaFree(d); }
+};
+
+static void report(const char *what, double worst, double tol, long bad) {
+    if (bad == 0 && worst <= tol) {
+        printf("ok   %s (max err %.3g)\n", what, worst), passed++;
+    } else {
+        printf("FAIL %s: max err %.3g > %.3g, %ld bad\n", what, worst, tol, bad), failed++;
+    }
+}
+
+/* err of got against want: |got - want| / (1 + |want|); NaN counts as bad */
+static void compare(const std::vector<double> &got, const std::vector<double> &want,
+                    double *worst, long *bad, double tol) {
+    for (size_t i = 0; i < want.size(); i++) {
+        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
+        if (!(e <= tol)) (*bad)++;
+        if (e > *worst || e != e) *worst = e != e ? INFINITY : e;
+    }
+}
+
+static KcConv2d geom(int64_t C, int64_t H, int64_t W, int64_t R, int64_t S, int64_t st,
+                     int64_t pad) {
+    KcConv2d p;
+    p.C = C, p.H = H, p.W = W, p.R = R, p.S = S, p.sh = p.sw = st, p.ph = p.pw = pad;
+    p.dh = p.dw = 1;
+    p.OH = (H + 2 * pad - R) / st + 1, p.OW = (W + 2 * pad - S) / st + 1;
+    return p;
+}
+
+/* y = act(conv(x, w) + b + r), NHWC, weights (R,S,C/g,K), g = 1 or depthwise (g = C = K) */
+static std::vector<double> conv_ref(const KcConv2d &p, int64_t N, int64_t K, bool dw,
+                                    const std::vector<double> &x, const std::vector<double> &w,
+                                    const std::vector<double> *b, const std::vector<double> *r,
+                                    bool relu6) {
+    std::vector<double> y(N * p.OH * p.OW * K);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++)
+                for (int64_t k = 0; k < K; k++) {
+                    double acc = b ? (*b)[k] : 0.0;
+                    for (int64_t rr = 0; rr < p.R; rr++)
+                        for (int64_t ss = 0; ss < p.S; ss++) {
+                            int64_t ih = oh * p.sh - p.ph + rr, iw = ow * p.sw - p.pw + ss;
+                            if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                            const double *xp = &x[((n * p.H + ih) * p.W + iw) * p.C];
+                            if (dw) {
+                                acc += xp[k] * w[(rr * p.S + ss) * K + k];
+                            } else {
+                                for (int64_t c = 0; c < p.C; c++)
+                                    acc += xp[c] * w[((rr * p.S + ss) * p.C + c) * K + k];
+                            }
+                        }
+                    int64_t at = ((n * p.OH + oh) * p.OW + ow) * K + k;
+                    if (r) acc += (*r)[at];
+                    if (relu6) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
+                    y[at] = acc;
+                }
+    return y;
+}
+
+/* how: 0 the launcher kc_dwconv_nhwc, 1 the blocked kernel in int32, 2 in int64 */
+template <typename T, int PW>
+static void dw_case(const char *tname, int how, int64_t N, int64_t C, int64_t H, int64_t W,
+                    int64_t st, int64_t pad, bool bias, bool res, bool relu6, double tol) {
+    KcConv2d p = geom(C, H, W, 3, 3, st, pad);
+    int64_t ny = N * p.OH * p.OW * C;
+    Buf<T> x(N * H * W * C, 1.0), w(9 * C, 0.5), b(C, 0.5), r(ny, 1.0), y(ny, 1.0);
+    y.poison();
+    int act = relu6 ? KC_ACT_CLIP : KC_ACT_NONE, rc = KC_OK;
+    const T *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
+    if (how == 0) {
+        rc = kc_dwconv_nhwc<T>(0, x.d, w.d, bp, rp, y.d, &p, N, 1, act, 0.0f, 6.0f);
+    } else {
+        int64_t total = N * p.OH * ((p.OW + PW - 1) / PW) * (C / (int64_t)(16 / sizeof(T)));
+        if (how == 1 && st == 1)
+            kc_dwconv3_nhwc_kernel<T, int32_t, 1, PW><<<kc_grid(total), KC_THREADS>>>(
+                x.d, w.d, bp, rp, y.d, kc_geom<int32_t>(&p), (int32_t)N, act, 0.0f, 6.0f);
+        else if (how == 1)
+            kc_dwconv3_nhwc_kernel<T, int32_t, 2, PW><<<kc_grid(total), KC_THREADS>>>(
+                x.d, w.d, bp, rp, y.d, kc_geom<int32_t>(&p), (int32_t)N, act, 0.0f, 6.0f);
+        else if (st == 1)
+            kc_dwconv3_nhwc_kernel<T, int64_t, 1, PW><<<kc_grid(total), KC_THREADS>>>(
+                x.d, w.d, bp, rp, y.d, kc_geom<int64_t>(&p), N, act, 0.0f, 6.0f);
+        else
+            kc_dwconv3_nhwc_kernel<T, int64_t, 2, PW><<<kc_grid(total), KC_THREADS>>>(
+                x.d, w.d, bp, rp, y.d, kc_geom<int64_t>(&p), N, act, 0.0f, 6.0f);
+        CK(cudaGetLastError());
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want =
+        conv_ref(p, N, C, true, x.h, w.h, bias ? &b.h : NULL, res ? &r.h : NULL, relu6);
+    double worst = 0;
+    long bad = rc != KC_OK;
+    compare(y.get(), want, &worst, &bad, tol);
+    char what[200];
+    snprintf(what, sizeof what,
+             "dwconv3 %s %s PW %d N %lld C %lld %lldx%lld stride %lld pad %lld%s%s%s",
+             how == 0 ? "launcher" : how == 1 ? "int32" : "int64", tname, PW, (long long)N,
+             (long long)C, (long long)H, (long long)W, (long long)st, (long long)pad,
+             bias ? " bias" : "", res ? " residual" : "", relu6 ? " relu6" : "");
+    report(what, worst, tol, bad);
+}
+
+/* how: 0 kc_conv_small, 1 kc_igemm_nhwc_any */
+static void small_case(int how, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
+                       int64_t K, int64_t st, int64_t pad, bool res) {
+    KcConv2d p = geom(C, H, W, R, R, st, pad);
+    int64_t ny = N * p.OH * p.OW * K;
+    Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
+    y.poison();
+    int rc = how == 0 ? kc_conv_small(0, x.d, w.d, b.d, res ? r.d : NULL, y.d, &p, N, K,
+                                      KC_ACT_CLIP, 0.0f, 6.0f)
+                      : kc_igemm_nhwc_any(0, x.d, w.d, b.d, res ? r.d : NULL, y.d, &p, N, K,
+                                          KC_ACT_CLIP, 0.0f, 6.0f);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, &b.h, res ? &r.h : NULL, true);
+    double worst = 0;
+    long bad = rc != KC_OK;
+    compare(y.get(), want, &worst, &bad, 2e-3);
+    char what[200];
+    snprintf(what, sizeof what, "%s N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld%s",
+             how == 0 ? "conv_small" : "igemm_nhwc_any", (long long)N, (long long)C, (long long)H, (long long)W, (long long)R, (long long)R,
+             (long long)K, (long long)st, res ? " residual" : "");
+    report(what, worst, 2e-3, bad);
+}
+
+/* ---- timing at MobileNetV2 fp16 batch 256 ---- */
+
+/* a device buffer of n halves, every byte 0x30 (each value about 0.13): timing only */
+struct DevBuf {
+    __half *d = NULL;
+    size_t n;
+    DevBuf(size_t n_) : n(n_) {
+        CK(cudaMalloc(&d, n * sizeof(__half)));
+        CK(cudaMemset(d, 0x30, n * sizeof(__half)));
+    }
+    ~DevBuf() { cudaFree(d); }
+};
+
+template <typename F>
+static float time_ms(F f) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < 5; i++) f();
+    std::vector<float> ts;
+    for (int i = 0; i < 20; i++) {
+        CK(cudaEventRecord(e0));
+        f();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
+template <int ST, int PW>
+static float time_dw3(const __half *x, const __half *w, const __half *b, __half *y,
+                      const KcConv2d &p, int64_t N) {
+    int64_t total = N * p.OH * ((p.OW + PW - 1) / PW) * (p.C / 8);
+    return time_ms([&] {
+        kc_dwconv3_nhwc_kernel<__half, int32_t, ST, PW><<<kc_grid(total), KC_THREADS>>>(
+            x, w, b, NULL, y, kc_geom<int32_t>(&p), (int32_t)N, KC_ACT_CLIP, 0.0f, 6.0f);
+    });
+}
+
+static void timing(void) {
+    const int64_t N = 256;
+    /* MobileNetV2's depthwise layers: input side, channels, stride (how many) */
+    const int64_t L[][4] = {{112, 32, 1, 1}, {112, 96, 2, 1}, {56, 144, 1, 1}, {56, 144, 2, 1},
+                            {28, 192, 1, 2}, {28, 192, 2, 1}, {14, 384, 1, 4}, {14, 576, 1, 2},
+                            {14, 576, 2, 1}, {7, 960, 1, 3}};
+    double sum_old = 0, sum_new = 0;
+    for (auto &l : L) {
+        KcConv2d p = geom(l[1], l[0], l[0], 3, 3, l[2], 1);
+        DevBuf x(N * p.H * p.W * p.C), w(9 * p.C), b(p.C), y(N * p.OH * p.OW * p.C);
+        double gb = (double)(x.n + y.n) * 2 / 1e9;
+        float old = time_ms([&] {
+            kc_dwconv_nhwc_vec_launch<__half, int32_t>(0, x.d, w.d, b.d, NULL, y.d, &p, N,
+                                                       KC_ACT_CLIP, 0.0f, 6.0f);
+        });
+        float t2 = l[2] == 1 ? time_dw3<1, 2>(x.d, w.d, b.d, y.d, p, N)
+                             : time_dw3<2, 2>(x.d, w.d, b.d, y.d, p, N);
+        float t4 = l[2] == 1 ? time_dw3<1, 4>(x.d, w.d, b.d, y.d, p, N)
+                             : time_dw3<2, 4>(x.d, w.d, b.d, y.d, p, N);
+        float t8 = l[2] == 1 ? time_dw3<1, 8>(x.d, w.d, b.d, y.d, p, N)
+                             : time_dw3<2, 8>(x.d, w.d, b.d, y.d, p, N);
+        float lau = time_ms([&] {
+            kc_dwconv_nhwc<__half>(0, x.d, w.d, b.d, NULL, y.d, &p, N, 1, KC_ACT_CLIP, 0.0f,
+                                   6.0f);
+        });
+        printf("time dw %lldx%lld C %lld s%lld: old %.4f PW2 %.4f PW4 %.4f PW8 %.4f launcher "
+               "%.4f ms (floor at 4 TB/s %.4f; launcher %.2f TB/s) x%lld\n",
+               (long long)l[0], (long long)l[0], (long long)l[1], (long long)l[2], old, t2, t4,
+               t8, lau, gb / 4.0, gb / lau, (long long)l[3]);
+        sum_old += old * l[3], sum_new += lau * l[3];
+    }
+    printf("time dw sum (MobileNetV2 b256): old %.4f launcher %.4f ms\n", sum_old, sum_new);
+    KcConv2d p = geom(3, 224, 224, 3, 3, 2, 1);
+    DevBuf x(N * 224 * 224 * 3), w(27 * 32), b(32), y(N * p.OH * p.OW * 32);
+    float ms = time_ms([&] {
+        kc_conv_small(0, x.d, w.d, b.d, NULL, y.d, &p, N, 32, KC_ACT_CLIP, 0.0f, 6.0f);
+    });
+    float old = time_ms([&] {
+        kc_conv_small_launch<32>(0, x.d, w.d, b.d, NULL, y.d, &p, N * p.OH * p.OW, 32,
+                                 KC_ACT_CLIP, 0.0f, 6.0f);
+    });
+    printf("time MobileNetV2 stem 224x224x3 -> 32 s2 b256: CUDA cores %.4f tensor cores %.4f "
+           "ms (%.2f TB/s)\n", old, ms, (double)(x.n + y.n) * 2 / ms / 1e9);
+    KcConv2d q = geom(3, 224, 224, 7, 7, 2, 3);
+    DevBuf w7(147 * 64), b7(64), y7(N * q.OH * q.OW * 64);
+    int64_t P7 = N * q.OH * q.OW;
+    old = time_ms([&] {
+        kc_igemm_tile<false>(0, x.d, w7.d, b7.d, NULL, y7.d, &q, P7, 64, KC_ACT_RELU, 0.0f,
+                             0.0f);
+    });
+    ms = time_ms([&] {
+        kc_igemm_nhwc_any(0, x.d, w7.d, b7.d, NULL, y7.d, &q, N, 64, KC_ACT_RELU, 0.0f, 0.0f);
+    });
+    printf("time ResNet-50 stem 7x7x3 -> 64 s2 b256: implicit GEMM %.4f conv_small_tc %.4f ms "
+           "(%.1f TFLOP/s)\n", old, ms, 2.0 * P7 * 64 * 147 / ms / 1e9);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--time") == 0) {
+        timing();
+        return 0;
+    }
+    /* the blocked kernel directly: partial blocks, pads, strides, epilogues */
+    dw_case<__half, KC_DW_PW>("fp16", 1, 2, 16, 9, 9, 1, 1, true, false, true, 2e-3);    /* OW 9 */
+    dw_case<__half, KC_DW_PW>("fp16", 1, 2, 24, 13, 13, 2, 1, true, false, true, 2e-3);  /* OW 7 */
+    dw_case<__half, KC_DW_PW>("fp16", 1, 3, 8, 7, 7, 1, 1, false, true, false, 2e-3);
+    dw_case<__half, 4>("fp16", 1, 1, 32, 14, 14, 2, 1, true, true, true, 2e-3);   /* OW 7 */
+    dw_case<__half, KC_DW_PW>("fp16", 1, 2, 8, 5, 5, 1, 0, true, false, false, 2e-3);    /* OW 3 */
+    dw_case<__half, KC_DW_PW>("fp16", 1, 2, 8, 3, 3, 1, 0, true, true, true, 2e-3);      /* OW 1 */
+    dw_case<__half, 4>("fp16", 1, 2, 16, 4, 4, 2, 1, true, false, true, 2e-3);    /* OW 2 */
+    dw_case<__half, KC_DW_PW>("fp16", 2, 2, 16, 11, 10, 2, 1, true, true, true, 2e-3);
+    dw_case<__half, 4>("fp16", 1, 2, 16, 10, 13, 1, 1, true, true, true, 2e-3);
+    dw_case<__half, 8>("fp16", 1, 2, 16, 10, 21, 2, 1, true, false, true, 2e-3);
+    dw_case<float, KC_DW_PW>("fp32", 1, 2, 12, 9, 11, 1, 1, true, true, true, 1e-5);
+    dw_case<float, 4>("fp32", 1, 2, 4, 15, 15, 2, 1, true, false, false, 1e-5);
+    dw_case<float, KC_DW_PW>("fp32", 2, 1, 8, 8, 9, 2, 0, false, true, true, 1e-5);
+    /* the launcher: blocked (enough threads), unblocked, scalar (channels not in vectors) */
+    dw_case<__half, 4>("fp16", 0, 16, 32, 56, 57, 1, 1, true, false, true, 2e-3);
+    dw_case<__half, 4>("fp16", 0, 16, 64, 57, 56, 2, 1, true, true, true, 2e-3);
+    dw_case<__half, 4>("fp16", 0, 1, 16, 9, 9, 2, 1, true, false, true, 2e-3);
+    dw_case<__half, 4>("fp16", 0, 2, 12, 9, 9, 1, 1, true, false, true, 2e-3);
+    dw_case<float, 4>("fp32", 0, 8, 16, 60, 61, 1, 1, true, true, true, 1e-5);
+    small_case(0, 2, 3, 17, 19, 3, 32, 2, 1, false); /* MobileNetV2's stem, odd sides: TC */
+    small_case(0, 1, 3, 15, 13, 3, 32, 1, 1, true);  /* TC, residual, partial tile */
+    small_case(0, 1, 1, 9, 11, 3, 64, 1, 1, true);   /* TC, one step (9 of 16) */
+    small_case(0, 2, 3, 16, 16, 3, 16, 1, 1, true);  /* CUDA cores: K 16 */
+    small_case(0, 1, 2, 9, 9, 3, 24, 1, 1, false);   /* R*S*C 18 -> 24, K 24 */
+    small_case(1, 2, 3, 29, 31, 7, 64, 2, 3, false); /* ResNet-50's stem: 10 steps */
+    small_case(1, 1, 3, 20, 20, 7, 64, 2, 3, true);
+    small_case(1, 1, 4, 12, 12, 5, 32, 1, 2, false); /* 100 -> 7 steps */
+    small_case(1, 1, 3, 14, 14, 7, 48, 2, 3, false); /* K 48: the implicit GEMM */
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

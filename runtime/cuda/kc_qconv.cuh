@@ -622,7 +622,10 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
      * from 0.885 to 0.797 ms, batch 256 unchanged; not measured on this one) */
     if (bn == 128 && (P + KC_QBM - 1) / KC_QBM * ((p->M + 127) / 128) < KC_QBN_WAVE) bn = 64;
     dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
-    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
+    /* KC_QCOLS puts the row tiles in the grid's y (at most 65535: 8.4 M pixels); a larger
+     * layer takes the register-staged kernel, whose row tiles are in x */
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 &&
+        (!KC_QCOLS || grid.x <= 65535u)) {
         if (KC_QCOLS) grid = dim3(grid.y, grid.x);
         if (bn == 128) kc_qconv16_launch<128>(s, grid, x, w, rq, r, y, p);
         else kc_qconv16_launch<64>(s, grid, x, w, rq, r, y, p);

@@ -7,8 +7,8 @@
 # (the NODES slowest, INT8_TIME_NODES); then tests/cuda/qconv_gpu.cu (correctness and
 # --time) built against the first and the last variant's header, and, with CHECK_DIR (the
 # --gpu-dir of tests/cuda/int8_bundles.sh), scripts/gpu-check-int8 on its cases plus
-# PREP's ResNet-50 case, all with the last variant's header. HEADER_DIR also needs
-# kc_common.cuh. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
+# PREP's ResNet-50 case, all with the last variant's header (its -D flags written into the
+# copy as #defines). HEADER_DIR also needs kc_common.cuh. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
 # usage: bench/gpu/int8_ab.sh PREP OUT "NAME:DIR[:FLAGS],..." [CHECK_DIR]   (NODES=12 default)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,13 +21,24 @@ W=$(mktemp -d)
 mkdir -p "$OUT"
 IFS=',' read -ra VARS <<<"$3"
 hdr() { local d; d=$(echo "$1" | cut -d: -f2); realpath "$d"; }
+# hdr_copy VARIANT FILE: the variant's kc_qconv.cuh with its -D flags as #defines ahead (so
+# that the kernel test and the exactness check, built without the flags, see its knobs)
+hdr_copy() {
+    local name dir flags f d
+    IFS=':' read -r name dir flags <<<"$1"
+    { for f in ${flags:-}; do
+          case $f in -D*=*) d=${f#-D}; echo "#define ${d%%=*} ${d#*=}" ;; -D*) echo "#define ${f#-D}" ;; esac
+      done; cat "$dir/kc_qconv.cuh"; } >"$2"
+}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 first=$(hdr "${VARS[0]}") last=$(hdr "${VARS[${#VARS[@]}-1]}")
 # the kernel test against the first and the last header (a copy beside each: the test's
 # #include "kc_qconv.cuh" looks in the source's folder first)
 for h in first last; do
-    mkdir -p "$W/qc_$h" && cp "${!h}"/kc_qconv.cuh "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
-        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/"
+    v=${VARS[0]}
+    [ "$h" = last ] && v=${VARS[${#VARS[@]}-1]}
+    mkdir -p "$W/qc_$h" && cp "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
+        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_qconv.cuh"
     (nvcc -std=c++17 -O3 -arch=sm_90 -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
 done
@@ -79,7 +90,7 @@ if [ -n "$CHECK" ]; then
     mkdir -p "$W/chk/cases"
     cp -r "$CHECK"/cases/* "$PREP"/cases/* "$W/chk/cases/"
     ln -s "$PREP/weights" "$W/chk/weights"
-    for d in "$W"/chk/cases/*/; do cp "$last/kc_qconv.cuh" "$d"; done
+    for d in "$W"/chk/cases/*/; do cp "$W/qc_last/kc_qconv.cuh" "$d"; done
     bash "$ROOT/scripts/gpu-check-int8" "$W/chk" 2>&1 | tee "$OUT/check.txt"
 fi
 rm -rf "$W"

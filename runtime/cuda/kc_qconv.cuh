@@ -450,17 +450,32 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
-/* The channels-in-sixteens form (C % 16 == 0, X on 16 bytes): 32-byte reduction stages in a
- * four-stage cp.async pipeline (16-byte copies straight from X and W into shared memory;
- * a chunk in the padding is an ordinary store of the zero point, one past K or the last
- * pixel of zeros), rows padded to 48 bytes (conflict-free fragment loads). The reduction
- * index walks (ky, kx, c) incrementally: no division in the loop. Same tiles, warps,
- * fragments and epilogue as kc_qconv_mma_kernel. */
+/* The channels-in-sixteens form (C % 16 == 0, X on 16 bytes): KC_QSK-byte reduction stages
+ * in a KC_QSTAGES-stage cp.async pipeline (16-byte copies straight from X and W into shared
+ * memory; a chunk in the padding is an ordinary store of the zero point, one past K or the
+ * last pixel of zeros), rows padded by 16 bytes (48 or 80: conflict-free fragment loads),
+ * the stages in dynamic shared memory. The reduction index walks (ky, kx, c) incrementally:
+ * no division in the loop. Same tiles, warps, fragments and epilogue as kc_qconv_mma_kernel. */
 #ifndef KC_QSTAGES
-#define KC_QSTAGES 4 /* 4 x (128 + 128) x 48 bytes: the 48 KB of static shared memory
-                       * (H200 ResNet-50 batch 256: 10.99 ms against 11.06 with 3) */
+#define KC_QSTAGES 4 /* H200 ResNet-50 batch 256, 32-byte stages: 10.99 ms against 11.06 with 3 */
 #endif
-#define KC_QLD16 48
+/* reduction bytes a stage, 32 or 64 (Kp is a multiple of 64): H200 ResNet-50 batch 256
+ * 10.33 -> 9.04 ms with 64 (4 stages, 80 KB: one barrier and two mma k-steps a stage; the
+ * 3x3 layers 3.14 -> 2.33 ms), batch 1 0.985 -> 0.788 ms */
+#ifndef KC_QSK
+#define KC_QSK 64
+#endif
+#define KC_QLD16 (KC_QSK + 16)
+/* KC_QCOLS 1: the grid's x walks the column tiles of one row tile (blocks that read the same
+ * A tile run together: it comes from L2 after the first), else the row tiles. H200 ResNet-50
+ * batch 256 with 64-byte stages: 9.04 -> 8.81 ms */
+#ifndef KC_QCOLS
+#define KC_QCOLS 1
+#endif
+#define KC_QTILE_ROW (KC_QCOLS ? blockIdx.y : blockIdx.x)
+#define KC_QTILE_COL (KC_QCOLS ? blockIdx.x : blockIdx.y)
+/* the stages' bytes for a column tile of BN */
+#define KC_QSMEM16(BN) (KC_QSTAGES * (KC_QBM + (BN)) * KC_QLD16)
 static __device__ __forceinline__ void kc_cp16(void *smem, const void *g) {
     unsigned a = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g));
@@ -472,18 +487,19 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    __shared__ __align__(16) uint8_t As[KC_QSTAGES][KC_QBM * KC_QLD16];
-    __shared__ __align__(16) uint8_t Bs[KC_QSTAGES][BN * KC_QLD16];
-    enum { THREADS = 2 * BN, AP = KC_QBM * 2 / THREADS, RSTEP = THREADS / 2 };
+    extern __shared__ __align__(16) uint8_t kc_qsm[];
+    enum { THREADS = 2 * BN, CPR = KC_QSK / 16, LD = KC_QLD16 };
+    enum { AP = KC_QBM * CPR / THREADS, BP = BN * CPR / THREADS, RSTEP = THREADS / CPR };
+    uint8_t *const As = kc_qsm, *const Bs = kc_qsm + KC_QSTAGES * KC_QBM * LD;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
     const int P = p.N * p.OH * p.OW;
-    const int row0 = blockIdx.x * KC_QBM, col0 = blockIdx.y * BN;
-    const int h = tid & 1; /* this thread's 16-byte half of a 32-byte row */
+    const int row0 = KC_QTILE_ROW * KC_QBM, col0 = KC_QTILE_COL * BN;
+    const int h = tid % CPR; /* this thread's 16-byte chunk of a stage's row */
     int abase[AP], ay0[AP], ax0[AP];
 #pragma unroll
     for (int i = 0; i < AP; i++) {
-        int pix = row0 + (tid >> 1) + RSTEP * i;
+        int pix = row0 + tid / CPR + RSTEP * i;
         if (pix < P) {
             int img = pix / (p.OH * p.OW), rem = pix - img * (p.OH * p.OW);
             int oy = rem / p.OW, ox = rem - oy * p.OW;
@@ -493,20 +509,26 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
             abase[i] = -1, ay0[i] = 0, ax0[i] = 0;
         }
     }
-    const int nb = col0 + (tid >> 1);
-    const int8_t *wrow = w + (size_t)(nb < p.M ? nb : 0) * p.Kp + h * 16;
+    const int8_t *wrow[BP];
+    bool wok[BP];
+#pragma unroll
+    for (int i = 0; i < BP; i++) {
+        int nb = col0 + tid / CPR + RSTEP * i;
+        wok[i] = nb < p.M;
+        wrow[i] = w + (size_t)(wok[i] ? nb : 0) * p.Kp + h * 16;
+    }
     const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
     /* the reduction position of this thread's next chunk: channel c of tap (ky, kx) */
     int c = h * 16, ky = 0, kx = 0;
     while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
     int32_t acc[4][4][4];
     kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
-    const int nk = p.Kp / 32;
+    const int nk = p.Kp / KC_QSK;
     auto issue = [&](int kt) {
         const int buf = kt % KC_QSTAGES;
 #pragma unroll
         for (int i = 0; i < AP; i++) {
-            uint8_t *dst = &As[buf][((tid >> 1) + RSTEP * i) * KC_QLD16 + h * 16];
+            uint8_t *dst = As + buf * KC_QBM * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
             int iy = ay0[i] + ky * p.dh, ix = ax0[i] + kx * p.dw;
             if (abase[i] < 0 || ky >= p.R)
                 *(uint4 *)(void *)dst = make_uint4(0, 0, 0, 0);
@@ -515,11 +537,14 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
             else
                 kc_cp16(dst, x + abase[i] + (iy * p.W + ix) * p.C + c);
         }
-        uint8_t *bdst = &Bs[buf][(tid >> 1) * KC_QLD16 + h * 16];
-        if (nb < p.M) kc_cp16(bdst, wrow + kt * 32);
-        else *(uint4 *)(void *)bdst = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < BP; i++) {
+            uint8_t *bdst = Bs + buf * BN * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
+            if (wok[i]) kc_cp16(bdst, wrow[i] + kt * KC_QSK);
+            else *(uint4 *)(void *)bdst = make_uint4(0, 0, 0, 0);
+        }
         asm volatile("cp.async.commit_group;\n" ::);
-        c += 32;
+        c += KC_QSK;
         while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
     };
 #pragma unroll
@@ -533,21 +558,40 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
         if (kt + KC_QSTAGES - 1 < nk) issue(kt + KC_QSTAGES - 1);
         else asm volatile("cp.async.commit_group;\n" ::);
         const int buf = kt % KC_QSTAGES;
-        uint32_t af[4][4], bf[4][2];
-        kc_qfrags<KC_QLD16>(af, bf, &As[buf][wm * 64 * KC_QLD16], &Bs[buf][wn * 32 * KC_QLD16], lane);
 #pragma unroll
-        for (int mt = 0; mt < 4; mt++)
+        for (int ks = 0; ks < KC_QSK; ks += 32) {
+            uint32_t af[4][4], bf[4][2];
+            kc_qfrags<LD>(af, bf, As + buf * KC_QBM * LD + wm * 64 * LD + ks,
+                          Bs + buf * BN * LD + wn * 32 * LD + ks, lane);
 #pragma unroll
-            for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+        }
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
     if (kc_qepi16(p, y, res)) {
         __syncthreads(); /* As is free: every warp is past its last fragment load */
-        kc_qconv_epilogue16<BN>(acc, rq, res, y, p, P, row0, col0, &As[0][0]);
+        kc_qconv_epilogue16<BN>(acc, rq, res, y, p, P, row0, col0, As);
     } else {
         kc_qconv_epilogue(acc, rq, res, y, p, P, row0 + wm * 64, col0 + wn * 32, g, tig);
     }
 #endif
+}
+
+/* kc_qconv_mma16_kernel with its stages' dynamic shared memory (the opt-in past 48 KB asked
+ * once per column tile) */
+template <int BN>
+static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x, const int8_t *w,
+                                     const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                     const KcQConv *p) {
+    static bool opted;
+    if (!opted && KC_QSMEM16(BN) > 48 * 1024) {
+        cudaFuncSetAttribute(kc_qconv_mma16_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             KC_QSMEM16(BN));
+        opted = true;
+    }
+    kc_qconv_mma16_kernel<BN><<<grid, 2 * BN, KC_QSMEM16(BN), s>>>(x, w, rq, r, y, *p);
 }
 
 /* The column tile: 128 channels (eight warps) where the layer has that many and KC_QBN_MAX
@@ -556,6 +600,9 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
  * twice as often. */
 #ifndef KC_QBN_MAX
 #define KC_QBN_MAX 128
+#endif
+#ifndef KC_QBN_WAVE
+#define KC_QBN_WAVE 0
 #endif
 template <int VW>
 static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
@@ -570,10 +617,18 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
     int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
+    /* KC_QBN_WAVE (an A/B knob, off): 64-channel tiles where 128-channel ones would give fewer
+     * blocks than that (batch 1; on a tile-walk form of this kernel, 264 took ResNet-50 batch 1
+     * from 0.885 to 0.797 ms, batch 256 unchanged; not measured on this one) */
+    if (bn == 128 && (P + KC_QBM - 1) / KC_QBM * ((p->M + 127) / 128) < KC_QBN_WAVE) bn = 64;
     dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
-    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0) {
-        if (bn == 128) kc_qconv_mma16_kernel<128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
-        else kc_qconv_mma16_kernel<64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+    /* KC_QCOLS puts the row tiles in the grid's y (at most 65535: 8.4 M pixels); a larger
+     * layer takes the register-staged kernel, whose row tiles are in x */
+    if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 &&
+        (!KC_QCOLS || grid.x <= 65535u)) {
+        if (KC_QCOLS) grid = dim3(grid.y, grid.x);
+        if (bn == 128) kc_qconv16_launch<128>(s, grid, x, w, rq, r, y, p);
+        else kc_qconv16_launch<64>(s, grid, x, w, rq, r, y, p);
     } else if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0)
         kc_qconv_launch<16>(s, grid, bn, x, w, rq, r, y, p);
     else if (p->C % 4 == 0 && ((uintptr_t)x & 3) == 0)

@@ -9,7 +9,8 @@
  * epilogue), an output one byte off 16 (the fragment epilogue), strides, pads, dilations;
  * requantization terms drawn at random (shifts 1 to 42: kc_qrequant_k, and kc_qrequant_hi
  * from 16 on) and as on ResNet-50's residual layers (shift 30 or 31, residual multipliers of
- * 2^30 and more: kc_qrequant_hi with the residual byte scaled).
+ * 2^30 and more: kc_qrequant_hi with the residual byte scaled), and layers of more tiles
+ * than the device holds blocks (the persistent form's tile walk).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.
@@ -218,6 +219,11 @@ int main(int argc, char **argv) {
         {"stem, y off 16",             1, 11, 12, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 3},
         {"1x1 K 64, ResNet residual rq", 2, 13, 11, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
         {"1x1 C 128 M 64, ResNet rq",  1,  9, 10, 128, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        /* more tiles than an H200 holds blocks at once (132 SMs x 2 of 128 channels, x 4 of
+         * 64): a KC_QPERSIST block walks several, its residual prefetched (KC_QRPRE) */
+        {"1x1 K 64 +res, 512 tiles",  32, 32, 32, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        {"3x3 C 16 M 64, 576 tiles",  32, 48, 48, 16,  64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
+        {"1x1 C 128 M 80, 800 tiles",  32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 5},
     };
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));

@@ -319,7 +319,8 @@ bool plan_gemm(const IrNode *n, const IrType *ta, const IrType *tb, const IrType
 /* ---- packed fp32 convolution weights (plan.h, runtime/rt_pgemm.h) ---- */
 
 /* Whether Conv/FusedConv n runs on the packed GEMM: channels-last f32, constant RSCK
- * weights, not depthwise, at most PLAN_PGEMM_MAX_TAPS taps. */
+ * weights, not depthwise (any number of taps: the driver cuts the reduction into blocks of
+ * at most RT_PGEMM_MAX_TAPS, or reads a patch stem's kernel rows in place). */
 static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
     if ((n->op != IR_OP_CONV && n->op != IR_OP_FUSED_CONV) || n->n_inputs < 2) return false;
     const IrValue *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
@@ -331,7 +332,7 @@ static bool pack_conv_fits(const IrGraph *g, const IrNode *n, IrConvAttrs *a) {
     if (!ir_conv_attrs(n, 2, NULL, a, &why) || a->group < 1) return false;
     const int64_t *d = w->type.dims; /* (KH, KW, C/group, M) */
     int64_t taps = d[0] * d[1], cg = d[2], M = d[3];
-    if (taps < 1 || taps > PLAN_PGEMM_MAX_TAPS || cg < 1 || M % a->group != 0 ||
+    if (taps < 1 || cg < 1 || M % a->group != 0 ||
         x->type.dims[3] != cg * a->group)
         return false;
     return !(cg == 1 && a->group > 1); /* depthwise: its own kernel */

@@ -82,7 +82,7 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
 
 /* Packed fp32 weights (runtime/rt_pgemm.h): the C target's prepare step rewrites
  * - the constant (KH,KW,C/group,M) weights of every channels-last f32 Conv and FusedConv
- *   that the packed GEMM runs (not depthwise; at most PLAN_PGEMM_MAX_TAPS taps), and
+ *   that the packed GEMM runs (not depthwise), and
  * - the constant 2-D B of every f32 MatMul, FusedMatMul, Gemm and FusedGemm whose A rows
  *   are contiguous (no transA; batches folded into rows), alpha 1 and C absent or a bias of
  *   (N) with beta 1 (transB is undone by the packing),
@@ -91,7 +91,6 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * g*M/G + p*16 .. +15 (zeros past M/G), one row of 16 per reduction index (kh, kw, c).
  * The emitters tell packed weights by their rank (6). */
 #define PLAN_PGEMM_NR 16         /* = RT_PGEMM_NR: output channels per panel */
-#define PLAN_PGEMM_MAX_TAPS 64   /* = RT_PGEMM_MAX_TAPS */
 #define PLAN_PGEMM_RANK 6
 /* With winograd, the weights of an f32 channels-last 3x3 Conv/FusedConv of stride 1,
  * dilation 1 and group 1 whose sizes plan_wino_pays become the Winograd F(4x4, 3x3)

@@ -13,7 +13,8 @@
  * in the arena (rt_par.h). Every operand is read through element strides, which is how the
  * Transposes around the pattern were absorbed. The softmax subtracts the row maximum and sums
  * in blocks (rt_sum.h), so its error does not grow with Sk: the K^T path's rows through
- * rt_softmax.h's rt_softmax_row_f32; float exp is rt_vmath.h's. C99. */
+ * rt_softmax.h's rt_softmax_row_f32 (AVX-512: rt_fa_softmax_row_f32, its form for a padded
+ * score row); float exp is rt_vmath.h's. C99. */
 #ifndef KILN_RT_FUSEDATTN_H
 #define KILN_RT_FUSEDATTN_H
 
@@ -120,7 +121,7 @@ RT_FUSEDATTN_DEFINE(f64, double, exp)
 #ifdef RT_FA_AVX512
 /* One tile of rt_fa_gemm_f32: mr rows of c, nb vectors wide, the last vector's lanes masked by
  * `last` (keys or outputs past the end: not read from b, not stored). Called with constant
- * sizes (6 x 4 and the edges' 6 x 1, 1 x 4, 1 x 1), so that, inlined, its loops unroll and
+ * sizes (6 x 4 and the edges: 1-5 rows, 1-3 vectors), so that, inlined, its loops unroll and
  * the accumulators stay in registers. */
 RT_FA_INLINE RT_API void rt_fa_tile_f32(const int mr, const int nb, int64_t kn, const float *a,
                                         int64_t a_rs, int64_t a_cs, const float *b,
@@ -220,12 +221,15 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
                            int64_t c_rs, const float *mul) {
 #ifdef RT_FA_AVX512
     /* vectors of a row cut into tiles of 4, the last two evened out (5 = 3 + 2, 6 = 3 + 3,
-     * 7 = 4 + 3): a 1-vector tile runs at a third of the rate (7 loads for 6 FMAs) */
+     * 7 = 4 + 3): a 1-vector tile runs at a third of the rate (7 loads for 6 FMAs). The rows
+     * past the last 6 (ViT's 197 queries leave 5) run as one tile of as many rows, not as
+     * tiles of one row each: one load of b for all of them (lab, 12 heads of ViT: 0.97-0.99x
+     * the time; BERT's 128 leave 2: 0.98-0.99x). A row's sums run in the same order either way */
     const int64_t nv = (cols + RT_FA_NV - 1) / RT_FA_NV;
     const __mmask16 tail = (__mmask16)((1u << (cols - (nv - 1) * RT_FA_NV)) - 1);
     int64_t r0, v0;
-    for (r0 = 0; r0 < rows; r0 += rows - r0 >= RT_FA_MR ? RT_FA_MR : 1) {
-        const int full = rows - r0 >= RT_FA_MR;
+    for (r0 = 0; r0 < rows; r0 += rows - r0 >= RT_FA_MR ? RT_FA_MR : rows - r0) {
+        const int tr = rows - r0 >= RT_FA_MR ? RT_FA_MR : (int)(rows - r0); /* rows */
         const float *ar = a + r0 * a_rs;
         float *cr = c + r0 * c_rs;
         for (v0 = 0; v0 < nv;) {
@@ -236,9 +240,17 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
             float *cj = cr + v0 * RT_FA_NV;
 #define RT_FA_TILE_CASE(NB)                                                                    \
     case NB:                                                                                   \
-        if (full)                                                                              \
+        if (tr == RT_FA_MR)                                                                    \
             rt_fa_tile_f32(RT_FA_MR, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0,      \
                            last);                                                              \
+        else if (tr == 5)                                                                      \
+            rt_fa_tile_f32(5, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
+        else if (tr == 4)                                                                      \
+            rt_fa_tile_f32(4, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
+        else if (tr == 3)                                                                      \
+            rt_fa_tile_f32(3, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
+        else if (tr == 2)                                                                      \
+            rt_fa_tile_f32(2, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
         else                                                                                   \
             rt_fa_tile_f32(1, NB, kn, ar, a_rs, a_cs, bj, b_rs, cj, c_rs, mul + r0, last);      \
         break;
@@ -298,6 +310,42 @@ RT_API void rt_fa_gemm_f32(int64_t rows, int64_t cols, int64_t kn, const float *
 #endif
 }
 
+#ifdef RT_FA_AVX512
+/* rt_softmax_row_f32 on a score row of the K^T path, s[0..sk) in place, returning the sum:
+ * the row runs on to skp (sk rounded up to 16: K^T's padding, scores never read), so the
+ * exp loop takes whole vectors (ViT's 197 keys left 5 to scalar exps a row) and the max and
+ * the sum mask the last vector in registers instead of a scalar tail through rt_sum_add.
+ * The sum as rt_softmax_row_f32's: 16 lanes over blocks of RT_SM_SUM_BLOCK values, each
+ * block's lanes added pairwise (8 + 8, 4 + 4, ...) and closed into an rt_sum as one of its
+ * blocks, so that rt_sum's error bound holds. Past sk the row holds exps of scores that no
+ * one reads (possibly inf: no trap). */
+RT_API float rt_fa_softmax_row_f32(float *s, int64_t sk, int64_t skp) {
+    const int64_t m = sk - 1 - (sk - 1) % RT_FA_NV; /* the last vector: [m, sk), 1-16 keys */
+    const __mmask16 tail = (__mmask16)((1u << (sk - m)) - 1u);
+    __m512 acc = _mm512_mask_loadu_ps(_mm512_set1_ps(s[0]), tail, s + m);
+    float mx;
+    int64_t j, j0;
+    RtSumf32 sum;
+    for (j = 0; j < m; j += RT_FA_NV) acc = _mm512_max_ps(acc, _mm512_loadu_ps(s + j));
+    mx = _mm512_reduce_max_ps(acc);
+    for (j = 0; j < skp; j++) s[j] = rt_vexp_f32(s[j] - mx);
+    rt_sum_init_f32(&sum);
+    for (j0 = 0; j0 < sk; j0 += RT_SM_SUM_BLOCK) {
+        const int64_t e = sk - j0 < RT_SM_SUM_BLOCK ? sk : j0 + RT_SM_SUM_BLOCK;
+        acc = _mm512_setzero_ps();
+        for (j = j0; j + RT_FA_NV <= e; j += RT_FA_NV)
+            acc = _mm512_add_ps(acc, _mm512_loadu_ps(s + j));
+        if (j < e)
+            acc = _mm512_add_ps(
+                acc, _mm512_maskz_loadu_ps((__mmask16)((1u << (e - j)) - 1u), s + j));
+        sum.part = _mm512_reduce_add_ps(acc); /* pairwise: lanes i + 8, then i + 4, ... */
+        sum.n_part = RT_SUM_BLOCK;
+        rt_sum_close_f32(&sum);
+    }
+    return rt_sum_total_f32(&sum);
+}
+#endif
+
 /* Query rows [i_lo, i_hi) of batch b, head h through K^T; ws: RT_FA_KT_SCRATCH(p->sk, p->d)
  * floats. A V or Y whose last dimension is strided goes the row path (ws holds its row). */
 RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q, const float *k,
@@ -348,7 +396,11 @@ RT_API void rt_fused_attention_kt_rows_f32(const RtFusedAttn *p, const float *q,
                 else
                     for (j = 0; j < sk; j++) s[j] += mr[j * ms];
             }
+#ifdef RT_FA_AVX512
+            inv[r] = 1 / rt_fa_softmax_row_f32(s, sk, skp);
+#else
             inv[r] = 1 / rt_softmax_row_f32(s, s, sk);
+#endif
         }
         rt_fa_gemm_f32(rows, p->dv, sk, sc, skp, 1, vb, p->v_st[2], yb + i0 * p->y_st[2],
                        p->y_st[2], inv);

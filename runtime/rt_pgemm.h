@@ -479,7 +479,8 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
 
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
  * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
- * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D); KH*KW <= RT_PGEMM_MAX_TAPS.
+ * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D), any KH*KW (reduction blocks
+ * of at most RT_PGEMM_MAX_TAPS taps, or a whole kernel of few channels read by rows).
  * Blocking (BLIS's, over the indirect reduction): the reduction is cut into blocks of about
  * RT_PGEMM_KC values (whole taps of all channels, or one tap's channels in even chunks),
  * the pixels (any row of the image: pixels are flattened) into blocks of rt_pgemm_mc; for
@@ -514,9 +515,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
     const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
     const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
-    /* reduction blocks: tb taps x cc channels */
+    /* reduction blocks: tb taps x cc channels, at most RT_PGEMM_MAX_TAPS taps (one
+     * indirection table), except a kernel read whole by kernel rows (rowwise below: KH row
+     * pointers a pixel), which a patch stem is: ViT-B/16's 16x16/16 of 3 channels, 256 taps
+     * of 768 values in one block, 16 row pointers of 48 */
+    const int by_rows = taps > 1 && taps * cg <= RT_PGEMM_KC && cg < RT_PGEMM_GATHER &&
+                        g->d[2] == 1 && G == 1 && KH <= RT_PGEMM_MAX_TAPS;
     const int64_t n_cc = cg >= RT_PGEMM_KC ? (cg + RT_PGEMM_KC - 1) / RT_PGEMM_KC : 1;
-    const int64_t cc = (cg + n_cc - 1) / n_cc, tb = cg >= RT_PGEMM_KC ? 1 : RT_PGEMM_KC / cg;
+    const int64_t tb_kc = cg >= RT_PGEMM_KC ? 1 : RT_PGEMM_KC / cg;
+    const int64_t cc = (cg + n_cc - 1) / n_cc,
+                  tb = tb_kc > RT_PGEMM_MAX_TAPS && !by_rows ? RT_PGEMM_MAX_TAPS : tb_kc;
     /* ReLU and Clip clamp in the tile's registers; other activations run on stored rows */
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
@@ -561,7 +569,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                 !gather && nt == 1 && ((C * g->s[2]) & 1023) == 0 && RT_PGEMM_MR > 8;
             const float *xg = x + n * H * W * C + grp * cg + c0;
             int64_t t;
-            for (t = 0; t < nt; t++) {
+            for (t = 0; !rowwise && t < nt; t++) { /* (rowwise: nt may pass the table) */
                 tap_h[t] = (t0 + t) / KW * g->d[1];
                 tap_w[t] = (t0 + t) % KW * g->d[2];
             }

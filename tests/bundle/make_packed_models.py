@@ -2,8 +2,8 @@
 """Writes the models of tests/bundle/test_packed.sh: products and convolutions that the C
 target runs on the packed fp32 GEMM (runtime/rt_pgemm.h, weights packed by backend/plan.c),
 with the shapes that stress it (rows, columns and reductions that are not multiples of the
-tile, groups, strides, dilations, padding, a residual) and one of each kind that must stay
-on the plain kernels (a Gemm whose C is a full matrix, a depthwise convolution).
+tile, groups, strides, dilations, padding, a residual, kernels of many taps) and one of each
+kind that must stay on the plain kernels (a Gemm whose C is a full matrix, a depthwise convolution).
 
 usage: make_packed_models.py OUT_DIR
 """
@@ -99,6 +99,19 @@ def wino_convs(rng, path):
     save(nodes, inits, [1, 32, 13, 11], "y", [1, 40, 6, 5], path)
 
 
+def stem_convs(rng, path):
+    """Kernels of more taps than the packed GEMM's indirection table (64): a ViT-style patch
+    stem (16x16/16 of 3 channels, bias, Relu), read by kernel rows, then a padded 9x9 of 40
+    channels (81 taps, reduction blocks of fewer)."""
+    inits = [weight(rng, "k1", (40, 3, 16, 16)), weight(rng, "c1", (40,)),
+             weight(rng, "k2", (24, 40, 9, 9))]
+    nodes = [helper.make_node("Conv", ["x", "k1", "c1"], ["v1"], kernel_shape=[16, 16],
+                              strides=[16, 16]),
+             helper.make_node("Relu", ["v1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2"], ["y"], pads=[4, 4, 4, 4])]
+    save(nodes, inits, [1, 3, 48, 80], "y", [1, 24, 3, 5], path)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -108,6 +121,7 @@ def main():
     products(rng, out / "packed_products.onnx")
     convs(rng, out / "packed_convs.onnx")
     wino_convs(rng, out / "wino_convs.onnx")
+    stem_convs(rng, out / "stem_convs.onnx")
 
 
 if __name__ == "__main__":

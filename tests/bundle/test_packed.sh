@@ -5,7 +5,8 @@
 # does not), and each bundle, built for the x86-64 baseline (portable path), x86-64-v3
 # (AVX2+FMA), the build machine (-march=native) and with ASan/UBSan, matches ONNX Runtime on
 # fresh random inputs. wino_convs' 3x3 stride-1 convolutions run on Winograd F(4x4, 3x3)
-# (runtime/rt_wino.h), and with --no-winograd (wino_convs_off) on the packed GEMM again.
+# (runtime/rt_wino.h), and with --no-winograd (wino_convs_off) on the packed GEMM again;
+# stem_convs' kernels of more than 64 taps (a patch stem, a 9x9) on the packed GEMM too.
 # AArch64: tests/edge/pgemm_arm.sh and arm_linux.sh.
 # Usage: test_packed.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
@@ -17,8 +18,9 @@ EXPECT_packed_products="rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt
 EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_par_f32 rt_conv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
 EXPECT_wino_convs="rt_strided_copy rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
 EXPECT_wino_convs_off="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
+EXPECT_stem_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
 
-for case in packed_products packed_convs wino_convs wino_convs_off; do
+for case in packed_products packed_convs wino_convs wino_convs_off stem_convs; do
     model="${case%_off}"
     kflags=()
     [ "$case" = "$model" ] || kflags=(--no-winograd)

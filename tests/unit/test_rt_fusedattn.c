@@ -155,6 +155,31 @@ Test(rt_fusedattn, kt_path_takes_the_row_path_for_a_strided_value_dimension) {
     free(q), free(k), free(v);
 }
 
+Test(rt_fusedattn, kt_path_matches_the_reference_for_every_key_remainder_of_a_vector) {
+    rng_init();
+    /* key counts that end a vector of 16 with 1..16 keys (ViT-B/16's 197 = 12 x 16 + 5; the
+     * AVX-512 softmax runs the exp on to the padding and masks the max and the sum), a key
+     * mask that hides the last keys of some rows (a whole last vector where there are 16 or
+     * fewer past the first), and query rows that leave every remainder of the 6-row tile
+     * (7..12: tiles of their rows alone) */
+    static const int sks[] = {1, 2, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 197};
+    enum { B = 1, H = 2, D = 8, DV = 19 };
+    for (size_t t = 0; t < sizeof sks / sizeof sks[0]; t++) {
+        const int SK = sks[t], SQ = RT_FA_MR + 1 + (int)t % RT_FA_MR;
+        RtFusedAttn p = {B, H, SQ, SK, D, DV,
+                         {H * SQ * D, SQ * D, D, 1}, {H * SK * D, SK * D, D, 1},
+                         {H * SK * DV, SK * DV, DV, 1}, {0, 0, SK, 1},
+                         {H * SQ * DV, SQ * DV, DV, 1}};
+        float *q = rand_f32(H * SQ * D), *k = rand_f32(H * SK * D), *v = rand_f32(H * SK * DV);
+        float *mask = rand_f32(SQ * SK);
+        for (int i = 0; i < SQ; i += 3)
+            for (int j = SK > 16 ? SK - 16 : 1; j < SK; j++) mask[i * SK + j] = -INFINITY;
+        check_kt(&p, q, k, v, mask, 0.4f);
+        check_kt(&p, q, k, v, NULL, 0.4f);
+        free(q), free(k), free(v), free(mask);
+    }
+}
+
 Test(rt_fusedattn, kt_path_keeps_the_softmax_sum_exact_over_many_keys) {
     rng_init();
     /* 1500 keys: the exp-sum crosses RT_FA_SUM_BLOCK twice and ends in a partial vector */

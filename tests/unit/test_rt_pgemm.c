@@ -326,6 +326,30 @@ Test(rt_pgemm, matches_the_reference_for_small_channel_stems_read_by_kernel_rows
     check_case(&k10, true, false, &silu);
 }
 
+Test(rt_pgemm, matches_the_reference_for_kernels_of_more_taps_than_a_table) {
+    /* more than RT_PGEMM_MAX_TAPS taps: patch stems (kernel = stride, ViT-B/16's 16x16/16 of 3
+     * channels, read whole by kernel rows where it fits a reduction block, AVX-512's 768
+     * values; in blocks of RT_PGEMM_MAX_TAPS taps on the other paths), one with a short last
+     * pixel tile and odd columns, one padded, one of 2 groups and one of 20 channels a tap
+     * (blocks of the table's taps), a 9x9 with dilation across and a 65x1 (taller than a
+     * table: blocks too) */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, silu = {RT_ACT_SILU, 0.0, 0.0};
+    Case k = {1, 3, 40, 1, 64, 48, 16, 16, 16, 16, 1, 1, 0, 0, 0, 0};
+    check_case(&k, true, false, NULL);
+    Case k2 = {1, 3, 37, 1, 45, 9 * 16, 9, 9, 9, 9, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &relu);
+    Case k3 = {2, 2, 24, 1, 33, 31, 11, 11, 4, 4, 1, 1, 2, 2, 2, 2};
+    check_case(&k3, false, false, &silu);
+    Case k4 = {1, 6, 32, 2, 20, 20, 9, 9, 9, 9, 1, 1, 0, 0, 0, 0};
+    check_case(&k4, true, false, &relu);
+    Case k5 = {1, 20, 33, 1, 17, 19, 9, 9, 2, 1, 1, 1, 1, 0, 1, 0};
+    check_case(&k5, true, true, NULL);
+    Case k6 = {1, 3, 17, 1, 13, 25, 9, 9, 1, 1, 1, 2, 0, 0, 0, 0};
+    check_case(&k6, true, false, &silu);
+    Case k7 = {1, 2, 16, 1, 70, 3, 65, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k7, true, false, NULL);
+}
+
 Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {
     /* K = 9 * 300 and more panels than one L2 block holds */
     Case k = {1, 300, 160, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};

@@ -117,6 +117,13 @@ static bool is_tag_keyword(const char *w, size_t n) {
            word_is(w, n, "class");
 }
 
+/* Whether the identifier w (n chars) is a compiler's attribute word, __name__ (reserved:
+ * `__launch_bounds__(...)`, `__align__(16)`, `__attribute__((...))`), which a declaration
+ * uses and never defines: every kernel behind one would otherwise keep every other. */
+static bool is_attribute(const char *w, size_t n) {
+    return n > 4 && w[0] == '_' && w[1] == '_' && w[n - 1] == '_' && w[n - 2] == '_';
+}
+
 /* Names a span of code may define: identifiers right before a '(' at brace depth 0 (function
  * names; macro names of instantiations, harmless), the last identifier before a ';' at depth
  * 0 (typedef names, declarations), identifiers before '[' or '=' at depth 0 (tables), the
@@ -159,7 +166,7 @@ static void scan_defs(RtScan *s, const char *p, const char *end, uint32_t item) 
             continue;
         }
         bool tag = c == '{' && last_id && !is_tag_keyword(last_id, last_len);
-        if (depth == 0 && parens == 0 && last_id &&
+        if (depth == 0 && parens == 0 && last_id && !is_attribute(last_id, last_len) &&
             (c == '(' || c == ';' || c == '[' || c == '=' || tag))
             add_name(s, last_id, last_len, item);
         if (c == '{') depth++;

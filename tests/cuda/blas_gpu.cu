@@ -15,7 +15,6 @@
 #include "gpu_test.h"
 #include "kc_blas.cuh"
 
-static int passed, failed;
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
 
 static double urand(void) { /* xorshift64, [0, 1) */

@@ -26,7 +26,6 @@
 #include "kc_igemm.cuh"
 #include "kc_nn.cuh"
 
-static int passed, failed;
 static unsigned long long rng_state = 88172645463325252ull;
 
 static double urand(void) { /* xorshift64, [0, 1) */
@@ -64,23 +63,6 @@ struct Buf {
     ~Buf() { cudaFree(d); }
 };
 
-static void report(const char *what, double worst, double tol, long bad) {
-    if (bad == 0 && worst <= tol) {
-        printf("ok   %s (max err %.3g)\n", what, worst), passed++;
-    } else {
-        printf("FAIL %s: max err %.3g > %.3g, %ld bad\n", what, worst, tol, bad), failed++;
-    }
-}
-
-/* err of got against want: |got - want| / (1 + |want|); NaN counts as bad */
-static void compare(const std::vector<double> &got, const std::vector<double> &want,
-                    double *worst, long *bad, double tol) {
-    for (size_t i = 0; i < want.size(); i++) {
-        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
-        if (!(e <= tol)) (*bad)++;
-        if (e > *worst || e != e) *worst = e != e ? INFINITY : e;
-    }
-}
 
 static KcConv2d geom(int64_t C, int64_t H, int64_t W, int64_t R, int64_t S, int64_t st,
                      int64_t pad) {
@@ -155,14 +137,14 @@ static void dw_case(const char *tname, int how, int64_t N, int64_t C, int64_t H,
         conv_ref(p, N, C, true, x.h, w.h, bias ? &b.h : NULL, res ? &r.h : NULL, relu6);
     double worst = 0;
     long bad = rc != KC_OK;
-    compare(y.get(), want, &worst, &bad, tol);
+    gpu_compare(y.get(), want, &worst, &bad, tol);
     char what[200];
     snprintf(what, sizeof what,
              "dwconv3 %s %s PW %d N %lld C %lld %lldx%lld stride %lld pad %lld%s%s%s",
              how == 0 ? "launcher" : how == 1 ? "int32" : "int64", tname, PW, (long long)N,
              (long long)C, (long long)H, (long long)W, (long long)st, (long long)pad,
              bias ? " bias" : "", res ? " residual" : "", relu6 ? " relu6" : "");
-    report(what, worst, tol, bad);
+    gpu_report(what, worst, tol, bad);
 }
 
 /* how: 0 kc_conv_small, 1 kc_igemm_nhwc_any */
@@ -180,12 +162,12 @@ static void small_case(int how, int64_t N, int64_t C, int64_t H, int64_t W, int6
     std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, &b.h, res ? &r.h : NULL, true);
     double worst = 0;
     long bad = rc != KC_OK;
-    compare(y.get(), want, &worst, &bad, 2e-3);
+    gpu_compare(y.get(), want, &worst, &bad, 2e-3);
     char what[200];
     snprintf(what, sizeof what, "%s N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld%s",
              how == 0 ? "conv_small" : "igemm_nhwc_any", (long long)N, (long long)C, (long long)H, (long long)W, (long long)R, (long long)R,
              (long long)K, (long long)st, res ? " residual" : "");
-    report(what, worst, 2e-3, bad);
+    gpu_report(what, worst, 2e-3, bad);
 }
 
 /* ---- timing at MobileNetV2 fp16 batch 256 ---- */

@@ -24,7 +24,6 @@
 #include "kc_attn.cuh"
 #include "kc_nn.cuh"
 
-static int passed, failed;
 static unsigned long long rng_state = 88172645463325252ull;
 
 static double urand(void) { /* xorshift64, [0, 1) */
@@ -63,23 +62,6 @@ struct Buf {
     ~Buf() { cudaFree(base); }
 };
 
-static void report(const char *what, double worst, double tol, long bad) {
-    if (bad == 0 && worst <= tol) {
-        printf("ok   %s (max err %.3g)\n", what, worst), passed++;
-    } else {
-        printf("FAIL %s: max err %.3g > %.3g, %ld bad\n", what, worst, tol, bad), failed++;
-    }
-}
-
-/* err of got against want: |got - want| / (1 + |want|); NaN counts as bad */
-static void compare(const std::vector<double> &got, const std::vector<double> &want,
-                    double *worst, long *bad, double tol) {
-    for (size_t i = 0; i < want.size(); i++) {
-        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
-        if (!(e <= tol)) (*bad)++;
-        if (e > *worst || e != e) *worst = e != e ? INFINITY : e;
-    }
-}
 
 template <typename T>
 static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool bias, int off,
@@ -109,14 +91,15 @@ static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool b
     }
     double worst = 0;
     long bad = 0;
-    compare(y.get(), want, &worst, &bad, tol);
-    if (!add) compare(mean.get(), wm, &worst, &bad, tol), compare(inv.get(), wi, &worst, &bad, tol);
+    gpu_compare(y.get(), want, &worst, &bad, tol);
+    if (!add)
+        gpu_compare(mean.get(), wm, &worst, &bad, tol), gpu_compare(inv.get(), wi, &worst, &bad, tol);
     char what[160];
     snprintf(what, sizeof what, "%s %s rows %lld D %lld%s%s", add ? "add_layernorm" : "layernorm",
              tname, (long long)rows, (long long)D, bias ? "" : " no bias",
              off ? " misaligned" : "");
     if (st != KC_OK) bad++;
-    report(what, worst, tol, bad);
+    gpu_report(what, worst, tol, bad);
 }
 
 /* Attention on Q, K, V windows of a packed (B, S, 3, H, D) tensor, as BERT's fused
@@ -183,14 +166,14 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
             }
     double worst = 0;
     long bad = 0;
-    compare(y.get(), want, &worst, &bad, 1e-2); /* probabilities rounded to fp16 */
+    gpu_compare(y.get(), want, &worst, &bad, 1e-2); /* probabilities rounded to fp16 */
     if (rc != KC_OK) bad++;
     char what[160];
     snprintf(what, sizeof what, "attention fp16 tc B %lld H %lld S %lld D %d mask %s%s",
              (long long)B, (long long)H, (long long)S, D,
              mask_kind == 0 ? "none" : mask_kind == 1 ? "(B,1,1,S)" : "(B,H,S,S)",
              nw == 8 ? " NW 8" : nw == 4 ? " NW 4" : "");
-    report(what, worst, 1e-2, bad);
+    gpu_report(what, worst, 1e-2, bad);
 }
 
 /* The tiled kernel (float32 and float16 without tensor cores): Q read as (B, Sq, H, D) with
@@ -258,14 +241,14 @@ static void attn_tile_case(const char *tname, int64_t B, int64_t H, int64_t Sq, 
             got[e] = want[e] = 0.0;
         }
     }
-    compare(got, want, &worst, &bad, tol);
+    gpu_compare(got, want, &worst, &bad, tol);
     if (rc != KC_OK) bad++;
     char what[200];
     snprintf(what, sizeof what,
              "attention %s tile B %lld H %lld Sq %lld Sk %lld D %d DV %d mask %d%s%s", tname,
              (long long)B, (long long)H, (long long)Sq, (long long)Sk, D, DV, mask_kind,
              qs > 1 ? " Q strided" : "", off ? " misaligned" : "");
-    report(what, worst, tol, bad);
+    gpu_report(what, worst, tol, bad);
 }
 
 /* ---- timing at BERT-base fp16 batch 256 ---- */

@@ -25,7 +25,6 @@
 #include "gpu_test.h"
 #include "kc_qconv.cuh"
 
-static int passed, failed;
 static unsigned long long rng_state = 0x2545F4914F6CDD1Dull;
 
 static uint32_t urand32(void) { /* xorshift64 */

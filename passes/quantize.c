@@ -45,6 +45,7 @@ typedef struct Qz {
     uint32_t n_vals;  /* values before the pass: the tables cover these */
     uint8_t *kind;    /* per node */
     uint32_t *twin;   /* per value: the uint8 twin, or IR_NONE */
+    uint32_t *silu_x; /* per node: the x a K_SILU node's table reads */
     bool *int8_read;  /* per value: a lowered node reads it as int8 */
     bool *float_read; /* per value: a float node or the graph's outputs read it */
     PassOrder order;
@@ -240,7 +241,7 @@ static uint32_t silu_input(const IrGraph *g, const IrNode *n, uint32_t *sig) {
     for (int k = 0; k < 2; k++) {
         uint32_t s = n->inputs[k], x = n->inputs[1 - k];
         uint32_t p = s != IR_NONE ? g->values[s].producer : IR_NONE;
-        if (p == IR_NONE || g->values[s].kind != IR_VALUE_NODE || /* (decide kills it) */
+        if (p == IR_NONE || g->values[s].kind != IR_VALUE_NODE || g->nodes[p].dead ||
             g->nodes[p].op != IR_OP_SIGMOID || g->nodes[p].inputs[0] != x || x == s)
             continue;
         uint32_t reads = 0;
@@ -294,6 +295,7 @@ static int decide(Qz *Q, uint32_t i) {
             !kept_float(g, &g->nodes[sig])) {
             Q->kind[sig] = K_FLOAT; /* the table replaces both nodes */
             g->nodes[sig].dead = true;
+            Q->silu_x[i] = sx;
             return K_SILU;
         }
         return can_binary(g, n) ? K_MUL : K_FLOAT;
@@ -329,11 +331,11 @@ static int decide(Qz *Q, uint32_t i) {
     }
 }
 
-/* The inputs a lowered node reads as int8 (the others stay as they are). */
-static bool reads_int8(const IrGraph *g, int kind, const IrNode *n, uint32_t k) {
-    uint32_t sig;
-    switch (kind) {
-    case K_SILU: return n->inputs[k] == silu_input(g, n, &sig);
+/* The inputs lowered node i reads as int8 (the others stay as they are). */
+static bool reads_int8(const Qz *Q, uint32_t i, uint32_t k) {
+    const IrNode *n = &Q->g->nodes[i];
+    switch (Q->kind[i]) {
+    case K_SILU: return n->inputs[k] == Q->silu_x[i];
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -571,7 +573,7 @@ static uint32_t make_table(Qz *Q, const IrNode *fn, bool silu, uint32_t x, uint3
 static void build_lut(Qz *Q, uint32_t i, bool silu) {
     IrGraph *g = Q->g;
     IrNode old = g->nodes[i];
-    uint32_t sig, x = silu ? silu_input(g, &old, &sig) : old.inputs[0], y = old.outputs[0];
+    uint32_t x = silu ? Q->silu_x[i] : old.inputs[0], y = old.outputs[0];
     uint32_t t = make_table(Q, &old, silu, x, y, old.name && old.name[0] ? old.name : "lut");
     uint32_t xq = twin(Q, x), yq = twin(Q, y);
     IrNode *n = pass_replace_node(g, i, IR_OP_QLUT, old.name, 2, 1);
@@ -608,7 +610,7 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
     uint32_t n_in = g->nodes[i].n_inputs;
     for (uint32_t k = 0; k < n_in; k++) {
         uint32_t v = g->nodes[i].inputs[k];
-        if (!reads_int8(g, kind, &g->nodes[i], k) || v == IR_NONE) continue;
+        if (!reads_int8(Q, i, k) || v == IR_NONE) continue;
         uint32_t vq = twin(Q, v);
         if (kind == K_CONCAT && !same_q(g, v, y)) {
             uint32_t t = make_table(Q, NULL, false, v, y, g->values[v].name);
@@ -656,7 +658,7 @@ static void round_for_float(Qz *Q, uint32_t v, uint32_t n_nodes) {
         IrNode *m = &g->nodes[j];
         if (m->dead) continue;
         for (uint32_t k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(g, Q->kind[j], m, k)))
+            if (m->inputs[k] == v && (Q->kind[j] == K_FLOAT || !reads_int8(Q, j, k)))
                 m->inputs[k] = r;
     }
     for (uint32_t k = 0; k < g->n_outputs; k++) {
@@ -721,9 +723,10 @@ bool pass_quantize(IrGraph *g, Diag *d) {
     uint32_t n_nodes = g->n_nodes;
     Q.kind = calloc(n_nodes ? n_nodes : 1, 1);
     Q.twin = malloc(Q.n_vals * sizeof *Q.twin);
+    Q.silu_x = malloc((n_nodes ? n_nodes : 1) * sizeof *Q.silu_x);
     Q.int8_read = calloc(Q.n_vals, 1);
     Q.float_read = calloc(Q.n_vals, 1);
-    IR_ASSERT(Q.kind && Q.twin && Q.int8_read && Q.float_read);
+    IR_ASSERT(Q.kind && Q.twin && Q.silu_x && Q.int8_read && Q.float_read);
     for (uint32_t v = 0; v < Q.n_vals; v++) Q.twin[v] = IR_NONE;
     /* decide, in order (views and max pools pass their input's parameters on) */
     for (uint32_t i = 0; i < n_nodes; i++)
@@ -735,7 +738,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         for (uint32_t k = 0; k < n->n_inputs; k++) {
             uint32_t v = n->inputs[k];
             if (v == IR_NONE) continue;
-            if (Q.kind[i] != K_FLOAT && reads_int8(g, Q.kind[i], n, k)) Q.int8_read[v] = true;
+            if (Q.kind[i] != K_FLOAT && reads_int8(&Q, i, k)) Q.int8_read[v] = true;
             else Q.float_read[v] = true;
         }
     }
@@ -780,6 +783,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
     free(Q.order.ids);
     free(Q.kind);
     free(Q.twin);
+    free(Q.silu_x);
     free(Q.int8_read);
     free(Q.float_read);
     return changed;

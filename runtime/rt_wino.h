@@ -266,6 +266,15 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
     int64_t t0;
     for (t0 = t_begin; t0 < t_end; t0 += tb) {
         const int64_t nb = t_end - t0 < tb ? t_end - t0 : tb;
+#if RT_PGEMM_SHORT
+        /* rows a microkernel call: the block's tiles in even calls of at most RT_PGEMM_MR
+         * rows, each costing its rows alone (a 14x14 image's 16 tiles: 8 + 8 rows, where
+         * full tiles spent 28 rows' FMAs on them) */
+        const int64_t rh = (nb + (nb + RT_PGEMM_MR - 1) / RT_PGEMM_MR - 1) /
+                           ((nb + RT_PGEMM_MR - 1) / RT_PGEMM_MR);
+#else
+        const int64_t rh = RT_PGEMM_MR; /* full tiles: rows past the block are computed too */
+#endif
         int64_t i, j0;
         for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
@@ -312,14 +321,22 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
             int64_t p, r0, cc;
             for (p = 0; p < RT_WINO_P; p++) { /* the 36 products of this panel */
                 const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
-                for (r0 = 0; r0 < nb; r0 += RT_PGEMM_MR) {
+                for (r0 = 0; r0 < nb; r0 += rh) {
                     const float *a[RT_PGEMM_MR];
                     int q;
                     for (q = 0; q < RT_PGEMM_MR; q++) /* rows past the block: any valid row */
                         a[q] = vb + (p * tb + (r0 + q < nb ? r0 + q : r0)) * C;
+#if RT_PGEMM_SHORT
+                    rt_pgemm_tile_pf_f32(nb - r0 < rh ? (int)(nb - r0) : (int)rh,
+                                         b_panel ? RT_PGEMM_NT : RT_PGEMM_NR, 1, C, a, bp, 0,
+                                         b_panel, rt_pgemm_zero, 0,
+                                         mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT, NULL,
+                                         -INFINITY, INFINITY, (const float *)0, 0, 0);
+#else
                     rt_pgemm_tile_f32(1, C, a, bp, 0, b_panel, rt_pgemm_zero, 0,
                                       mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT,
                                       NULL, -INFINITY, INFINITY);
+#endif
                 }
             }
             for (i = 0; i < nb; i++) { /* output transform and epilogue */

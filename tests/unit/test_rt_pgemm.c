@@ -488,6 +488,18 @@ Test(rt_wino, matches_the_reference_across_tile_blocks_and_long_reductions) {
     wino_case(&k2, true, false, NULL);
 }
 
+Test(rt_wino, matches_the_reference_where_blocks_split_into_short_microkernel_tiles) {
+    /* a 14x14 output: 16 tiles, one block in the workspace (two calls of 8 rows where the
+     * microkernel has 14), 4 + 8 + 4 tiles in other blocks; 13x17: 20 tiles, 10 + 10; 7x7:
+     * 4 tiles, one short call; M = 40 leaves a narrow last panel of 8 columns */
+    Case k = {1, 48, 40, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k, true, true, NULL);
+    Case k2 = {1, 35, 64, 1, 13, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k2, true, false, NULL);
+    Case k3 = {2, 64, 33, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k3, false, false, NULL);
+}
+
 Test(rt_wino, applies_the_bias_residual_and_activation_epilogue) {
     RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, relu6 = {RT_ACT_CLIP, 0.0, 6.0};
     RtAct leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0}; /* not a clamp: applied to stored rows */

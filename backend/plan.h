@@ -107,7 +107,9 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * 4x4: 1.6-2.4). Since the block lives in the workers' scratch (rt_wino_ws_floats: 14 tiles
  * on AVX-512, 18 on AVX2) 256 channels pay too: lab 0.63-0.84 (AVX-512), 0.66 (AVX2 build),
  * inside ResNet-50 256@14x14 2.33-2.52 -> 1.81-2.08 ms a layer (AVX-512 EPYC, profile.py,
- * two alternating rounds); 512@7x7 stays at 0.95-1.03. */
+ * two alternating rounds); 512@7x7 stays at 0.95-1.03, and with the products in calls of
+ * their own rows (4 tiles: 4 rows, not 14) still ties: weights cold, 2.1-2.4 ms against
+ * 2.25 packed (37.7 MB of transformed weights stream where the packed ones are 9.4). */
 #define PLAN_WINO_MIN_CHANNELS 32  /* C and M */
 #define PLAN_WINO_MAX_CHANNELS 256 /* C */
 #define PLAN_WINO_MIN_SIDE 8       /* OH and OW */

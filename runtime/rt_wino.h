@@ -12,8 +12,10 @@
  *
  * Per block of tiles: the input transform writes V (36 x tiles x C) into a buffer (the
  * worker's scratch in the arena where the bundle gives one, rt_wino_ws_floats, else the stack);
- * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on
- * rt_pgemm_tile_f32 into a second buffer, then the output transform adds the bias and
+ * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on the
+ * microkernel of rt_pgemm.h into a second buffer (where the path has short tiles, in even
+ * calls of the block's own rows: rt_pgemm_tile_pf_f32; else whole RT_PGEMM_MR-row tiles,
+ * rt_pgemm_tile_f32), then the output transform adds the bias and
  * residual, applies the activation and stores the tile's pixels (inside the image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
  * range of them, independent of the others (a parallel-for splits the ranges).

@@ -759,7 +759,9 @@ RT_API void rt_qmul(int64_t n, const uint8_t *a, int32_t a_zp, const uint8_t *b,
 
 /* QMul with b repeated over the middle dim: y, a (outer, mid, inner), b (outer, inner)
  * (EfficientNet's squeeze-excitation scale (N,1,1,C) over NHWC (N,H,W,C)); rt_qmul's
- * formula element by element. */
+ * formula element by element. One portable loop: GCC -O3 -march=native vectorizes it (an
+ * AVX-512 form by hand, int32 products and even/odd int64 lanes, ran 1.06x slower in a lab
+ * over EfficientNet-B0's five shapes: 0.284 against 0.268 ms). */
 RT_API void rt_qmul_bcast(int64_t outer, int64_t mid, int64_t inner, const uint8_t *a,
                           int32_t a_zp, const uint8_t *b, int32_t b_zp, int32_t m, int shift,
                           int32_t y_zp, uint8_t *y) {

@@ -184,6 +184,14 @@ bool qplan_eltwise(const IrGraph *g, const IrNode *n, QPlanEltwise *p, const cha
         p->shift = shift;
     } else if (n->op == IR_OP_QMUL) {
         qplan_multiplier((double)sa * sb / sy, 62 - 17, &p->ma, &p->shift);
+        const IrType *tb = &g->values[n->inputs[1]].type, *ty = &g->values[n->outputs[0]].type;
+        if (ir_type_numel(tb) != ir_type_numel(ty)) {
+            p->bcast = ir_bcast_run(tb, ty, &p->outer, &p->mid, &p->inner);
+            if (!p->bcast || ir_type_numel(&g->values[n->inputs[0]].type) != ir_type_numel(ty)) {
+                *why = "a broadcast other than B repeated over a run of A's dims";
+                return false;
+            }
+        }
     } else { /* global average pool */
         const IrType *tx = &g->values[n->inputs[0]].type;
         int64_t hw = tx->dims[1] * tx->dims[2];

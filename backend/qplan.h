@@ -47,10 +47,13 @@ typedef struct QPlanGemm {
 bool qplan_gemm(const IrGraph *g, const IrNode *n, QPlanGemm *p, const char **why);
 
 /* Two-input QAdd: a * ma + b * mb at one shift; QMul: m at a shift; QGlobalAveragePool: m
- * (x_scale / (HW y_scale)) at a shift. */
+ * (x_scale / (HW y_scale)) at a shift. A QMul whose B repeats over a run of A's dims has
+ * bcast set and Y read as (outer, mid, inner), B as (outer, inner) (ir_bcast_run). */
 typedef struct QPlanEltwise {
     int32_t a_zp, b_zp, y_zp, ma, mb;
     int shift;
+    bool bcast;
+    int64_t outer, mid, inner;
 } QPlanEltwise;
 bool qplan_eltwise(const IrGraph *g, const IrNode *n, QPlanEltwise *p, const char **why);
 

@@ -166,3 +166,28 @@ bool ir_conv_geom(const IrConvAttrs *a, const int64_t *in, const int64_t *out, I
     }
     return true;
 }
+
+bool ir_bcast_run(const IrType *b, const IrType *y, int64_t *outer, int64_t *mid, int64_t *inner) {
+    if (!ir_type_is_static(b) || !ir_type_is_static(y) || b->rank > y->rank ||
+        b->layout != y->layout)
+        return false;
+    int off = y->rank - b->rank;
+    bool seen = false, closed = false; /* the run began; a dim of b's own came after it */
+    *outer = *mid = *inner = 1;
+    for (int i = 0; i < y->rank; i++) {
+        int64_t bd = i < off ? 1 : b->dims[i - off], yd = y->dims[i];
+        if (bd != yd && bd != 1) return false;
+        if (yd == 1) continue; /* belongs to either side */
+        if (bd == 1) {
+            if (closed) return false; /* a second run */
+            seen = true;
+            *mid *= yd;
+        } else if (seen) {
+            closed = true;
+            *inner *= yd;
+        } else {
+            *outer *= yd;
+        }
+    }
+    return seen;
+}

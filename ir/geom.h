@@ -57,4 +57,11 @@ int64_t ir_conv_out_dim(const IrConvAttrs *a, int i, int64_t in);
 bool ir_conv_geom(const IrConvAttrs *a, const int64_t *in, const int64_t *out, IrConvGeom *g,
                   const char **why);
 
+/* A broadcast over one run of dims: b (numpy-aligned to y's rank, the same layout) has y's
+ * dims except 1s in one contiguous run of y's dims, so y reads as (outer, mid, inner) and b
+ * as (outer, inner), b's value repeated over mid (a squeeze-excitation scale (N,1,1,C)
+ * over NHWC (N,H,W,C): outer N, mid H*W, inner C). False for any other broadcast, for
+ * equal shapes (no dim broadcast) and for dynamic shapes. */
+bool ir_bcast_run(const IrType *b, const IrType *y, int64_t *outer, int64_t *mid, int64_t *inner);
+
 #endif

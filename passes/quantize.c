@@ -14,7 +14,8 @@
  * int8 with QuantizeLinear/DequantizeLinear between.
  * Lowered: Conv/FusedConv (2-D NHWC, constant weights, activation none/Relu/Clip) -> QConv;
  * Gemm/FusedGemm/MatMul/FusedMatMul with constant B -> QGemm; Add, Mul of one shape ->
- * QAdd, QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
+ * QAdd, QMul, and Mul with one operand broadcast over a run of dims (a squeeze-excitation
+ * scale over NHWC pixels) -> QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
  * (a 256-entry table made here), and SiLU written as Mul(x, Sigmoid(x)) -> one QLut of
  * x * sigmoid(x) (the sigmoid's own rounding skipped); MaxPool, GlobalAveragePool (NHWC) -> QMaxPool,
  * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose and Concat run on the uint8
@@ -265,6 +266,24 @@ static bool can_binary(const IrGraph *g, const IrNode *n) {
            g->values[b].type.layout == g->values[y].type.layout;
 }
 
+/* Mul(a, b) with b broadcast over a run of a's dims (ir_bcast_run: a squeeze-excitation
+ * scale (N,1,1,C) over (N,H,W,C)), the broadcast operand moved to input 1 (Mul commutes);
+ * QMul then reads B as (outer, inner). */
+static bool can_mul_bcast(IrGraph *g, IrNode *n) {
+    uint32_t y = n->outputs[0];
+    int64_t outer, mid, inner;
+    if (n->n_inputs != 2 || !act_q(g, n->inputs[0], NULL, NULL) ||
+        !act_q(g, n->inputs[1], NULL, NULL) || !act_q(g, y, NULL, NULL))
+        return false;
+    if (ir_bcast_run(&g->values[n->inputs[0]].type, &g->values[y].type, &outer, &mid, &inner)) {
+        uint32_t t = n->inputs[0];
+        n->inputs[0] = n->inputs[1], n->inputs[1] = t;
+    }
+    const IrType *ta = &g->values[n->inputs[0]].type, *ty = &g->values[y].type;
+    return ir_type_numel(ta) == ir_type_numel(ty) && ta->layout == ty->layout &&
+           ir_bcast_run(&g->values[n->inputs[1]].type, ty, &outer, &mid, &inner);
+}
+
 static bool is_view(IrOp op) {
     return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
@@ -298,7 +317,7 @@ static int decide(Qz *Q, uint32_t i) {
             Q->silu_x[i] = sx;
             return K_SILU;
         }
-        return can_binary(g, n) ? K_MUL : K_FLOAT;
+        return can_binary(g, n) || can_mul_bcast(g, &g->nodes[i]) ? K_MUL : K_FLOAT;
     }
     case IR_OP_MAX_POOL:
         if (n->n_outputs > 1 && n->outputs[1] != IR_NONE) return K_FLOAT;

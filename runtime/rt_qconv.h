@@ -757,6 +757,24 @@ RT_API void rt_qmul(int64_t n, const uint8_t *a, int32_t a_zp, const uint8_t *b,
     }
 }
 
+/* QMul with b repeated over the middle dim: y, a (outer, mid, inner), b (outer, inner)
+ * (EfficientNet's squeeze-excitation scale (N,1,1,C) over NHWC (N,H,W,C)); rt_qmul's
+ * formula element by element. One portable loop: GCC -O3 -march=native vectorizes it (an
+ * AVX-512 form by hand, int32 products and even/odd int64 lanes, ran 1.06x slower in a lab
+ * over EfficientNet-B0's five shapes: 0.284 against 0.268 ms). */
+RT_API void rt_qmul_bcast(int64_t outer, int64_t mid, int64_t inner, const uint8_t *a,
+                          int32_t a_zp, const uint8_t *b, int32_t b_zp, int32_t m, int shift,
+                          int32_t y_zp, uint8_t *y) {
+    int64_t o, p, i;
+    for (o = 0; o < outer; o++, b += inner)
+        for (p = 0; p < mid; p++, a += inner, y += inner)
+            for (i = 0; i < inner; i++) {
+                int64_t t = (int64_t)((int32_t)a[i] - a_zp) * ((int32_t)b[i] - b_zp) * m;
+                int64_t v = rt_qround_shift(t, shift) + y_zp;
+                y[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+}
+
 /* y = table[x]: any per-tensor function of one uint8 value, tabulated at compile time. */
 RT_API void rt_qlut(int64_t n, const uint8_t *x, const uint8_t *table, uint8_t *y) {
     int64_t i;

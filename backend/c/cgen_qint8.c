@@ -110,6 +110,11 @@ static bool emit_qelt(CgenCtx *cx, const IrNode *n) {
         cw_line(cx->w, "rt_qadd(%lld, %s, %d, %ld, %s, %d, %ld, %d, %d, 0, 255, %s);",
                 (long long)count, cgen_ptr(cx, n->inputs[0]), (int)p.a_zp, (long)p.ma,
                 cgen_ptr(cx, n->inputs[1]), (int)p.b_zp, (long)p.mb, p.shift, (int)p.y_zp, y);
+    } else if (n->op == IR_OP_QMUL && p.bcast) {
+        cw_line(cx->w, "rt_qmul_bcast(%lld, %lld, %lld, %s, %d, %s, %d, %ld, %d, %d, %s);",
+                (long long)p.outer, (long long)p.mid, (long long)p.inner,
+                cgen_ptr(cx, n->inputs[0]), (int)p.a_zp, cgen_ptr(cx, n->inputs[1]), (int)p.b_zp,
+                (long)p.ma, p.shift, (int)p.y_zp, y);
     } else if (n->op == IR_OP_QMUL) {
         cw_line(cx->w, "rt_qmul(%lld, %s, %d, %s, %d, %ld, %d, %d, %s);", (long long)count,
                 cgen_ptr(cx, n->inputs[0]), (int)p.a_zp, cgen_ptr(cx, n->inputs[1]), (int)p.b_zp,

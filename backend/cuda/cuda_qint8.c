@@ -189,6 +189,17 @@ static bool emit_qmaxpool(CudaCtx *cx, const IrNode *n) {
     return true;
 }
 
+/* QMul with B repeated over a run of A's dims (qplan_eltwise's bcast): kc_qelt.cuh. */
+static bool emit_qmul_bcast(CudaCtx *cx, const IrNode *n, const QPlanEltwise *p) {
+    cuda_use_runtime(cx, "kc_qelt.cuh");
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qmul_bcast(s, %lld, %lld, %lld, %s, %d, %s, %d, %ld, %d, %d, %s)",
+                          (long long)p->outer, (long long)p->mid, (long long)p->inner,
+                          qptr(cx, n->inputs[0]), (int)p->a_zp, qptr(cx, n->inputs[1]),
+                          (int)p->b_zp, (long)p->ma, p->shift, (int)p->y_zp,
+                          qptr(cx, n->outputs[0])));
+    return true;
+}
+
 static bool emit_qelt(CudaCtx *cx, const IrNode *n) {
     QPlanEltwise p;
     const char *why = "";
@@ -198,6 +209,7 @@ static bool emit_qelt(CudaCtx *cx, const IrNode *n) {
     if (!qplan_eltwise(cx->c.b.g, n, &p, &why)) return qrefuse(cx, n, why);
     int64_t count = cgen_numel(&cx->c, n->outputs[0]);
     cuda_use_runtime(cx, "kc_qconv.cuh");
+    if (p.bcast) return emit_qmul_bcast(cx, n, &p);
     if (n->op == IR_OP_QADD || n->op == IR_OP_QMUL) {
         if (cgen_numel(&cx->c, n->inputs[0]) != count || cgen_numel(&cx->c, n->inputs[1]) != count)
             return qrefuse(cx, n, "operands of other shapes than the output");

@@ -124,3 +124,28 @@ Test(ir_geom, refuses_malformed_attributes_saying_which) {
               "a pool without a kernel");
     cr_expect(!ir_conv_like(IR_OP_RELU) && ir_conv_like(IR_OP_QLINEAR_CONV));
 }
+
+/* b's dims against y's: (outer, mid, inner) or false. */
+static bool bcast(int rb, const int64_t *db, int ry, const int64_t *dy, int64_t *o, int64_t *m, int64_t *i) {
+    IrType tb = ir_type_tensor(IR_DTYPE_F32, rb, db), ty = ir_type_tensor(IR_DTYPE_F32, ry, dy);
+    return ir_bcast_run(&tb, &ty, o, m, i);
+}
+
+Test(ir_geom, splits_a_broadcast_over_one_run_of_dims_and_refuses_others) {
+    int64_t o, m, i;
+    const int64_t y[] = {2, 7, 5, 32};
+    const int64_t se[] = {2, 1, 1, 32}, row[] = {2, 7, 1, 32}, chan[] = {32}, scalar[] = {1};
+    const int64_t nchw[] = {2, 32, 1, 1}, ynchw[] = {2, 32, 7, 5};
+    const int64_t two_runs[] = {2, 1, 5, 1}, same[] = {2, 7, 5, 32}, other[] = {2, 7, 5, 16};
+    const int64_t y1[] = {1, 7, 1, 5, 3}, b1[] = {1, 1, 1, 1, 3}; /* a unit dim inside the run */
+    cr_assert(bcast(4, se, 4, y, &o, &m, &i) && o == 2 && m == 35 && i == 32);
+    cr_assert(bcast(4, row, 4, y, &o, &m, &i) && o == 14 && m == 5 && i == 32);
+    cr_assert(bcast(1, chan, 4, y, &o, &m, &i) && o == 1 && m == 70 && i == 32);
+    cr_assert(bcast(1, scalar, 4, y, &o, &m, &i) && o == 1 && m == 2 * 7 * 5 * 32 && i == 1);
+    cr_assert(bcast(4, nchw, 4, ynchw, &o, &m, &i) && o == 64 && m == 35 && i == 1);
+    cr_assert(bcast(5, b1, 5, y1, &o, &m, &i) && o == 1 && m == 35 && i == 3);
+    cr_assert_not(bcast(4, two_runs, 4, y, &o, &m, &i), "two runs of broadcast dims");
+    cr_assert_not(bcast(4, same, 4, y, &o, &m, &i), "equal shapes are no broadcast");
+    cr_assert_not(bcast(4, other, 4, y, &o, &m, &i), "a dim neither 1 nor y's");
+    cr_assert_not(bcast(4, y, 1, chan, &o, &m, &i), "b of a higher rank than y");
+}

@@ -369,3 +369,31 @@ Test(rt_qconv, add_pools_and_tables_match_naive_loops) {
         free(a), free(b), free(tab), free(want), free(got);
     }
 }
+
+/* QMul with b repeated over the middle dim: inner widths around the 16- and 64-byte vectors
+ * (1 is NCHW's per-channel scale), shifts across the plan's range (qplan_multiplier: up to
+ * 45), a poisoned output whose every byte must be written. */
+Test(rt_qconv, broadcast_mul_matches_naive_loops) {
+    say_isa();
+    static const int64_t inners[] = {1, 3, 15, 16, 17, 32, 63, 64, 65, 96, 144, 200};
+    for (int rep = 0; rep < 36; rep++) {
+        rng_init();
+        int64_t outer = rng_range(1, 3), mid = rng_range(1, 23), inner = inners[rep % 12];
+        int64_t cnt = outer * mid * inner;
+        uint8_t *a = rand_u8(cnt), *b = rand_u8(outer * inner);
+        uint8_t *want = poisoned((size_t)cnt), *got = poisoned((size_t)cnt);
+        int32_t az = (int32_t)rng_range(0, 255), bz = (int32_t)rng_range(0, 255), yz = (int32_t)rng_range(0, 255);
+        int32_t m = (int32_t)(rng_u32() >> 1) | (1 << 30);
+        int shift = (int)rng_range(rep % 3 == 0 ? 36 : 20, 45);
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t p = 0; p < mid; p++)
+                for (int64_t i = 0; i < inner; i++) {
+                    int64_t k = (o * mid + p) * inner + i;
+                    int64_t t = (int64_t)(a[k] - az) * (b[o * inner + i] - bz) * m;
+                    want[k] = (uint8_t)ref_requant(t, shift, yz, 0, 255);
+                }
+        rt_qmul_bcast(outer, mid, inner, a, az, b, bz, m, shift, yz, got);
+        check_bytes(got, want, cnt, "broadcast mul");
+        free(a), free(b), free(want), free(got);
+    }
+}

@@ -269,12 +269,41 @@ RT_API void rt_int_range(int dt, double *lo, double *hi) {
     }
 }
 
+/* rt_quantize's most common case, a float32 tensor to 8-bit integers with one float32 scale
+ * (an int8 bundle's graph inputs): the same double arithmetic as the general loop below, in a
+ * loop of one type that compilers vectorize (the general one dispatches on types and divides
+ * out each element's scale index: ~2x slower on MobileNetV2's input). */
+RT_API void rt_quantize_f32_8bit(const float *x, double scale, double z, double lo, double hi,
+                                 int is_signed, void *y, size_t n) {
+    size_t i;
+    if (is_signed) {
+        int8_t *yi = (int8_t *)y;
+        for (i = 0; i < n; i++) {
+            double v = nearbyint((double)x[i] / scale) + z;
+            yi[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    } else {
+        uint8_t *yu = (uint8_t *)y;
+        for (i = 0; i < n; i++) {
+            double v = nearbyint((double)x[i] / scale) + z;
+            yu[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    }
+}
+
 /* y = saturate(round_half_even(x / scale) + zero_point); zp may be NULL (0). */
 RT_API void rt_quantize(const void *x, int xt, const void *scale, int st, const void *zp,
                         int yt, void *y, size_t n, const RtQuantLayout *q, int saturate) {
     size_t i;
     double lo, hi;
     rt_int_range(yt, &lo, &hi);
+    if (xt == RT_DT_F32 && st == RT_DT_F32 && (yt == RT_DT_U8 || yt == RT_DT_I8) &&
+        !q->per_axis && !q->block) {
+        rt_quantize_f32_8bit((const float *)x, rt_load_f64(scale, st, 0),
+                             zp ? (double)rt_load_i64(zp, yt, 0) : 0.0, lo, hi, yt == RT_DT_I8, y,
+                             n);
+        return;
+    }
     for (i = 0; i < n; i++) {
         size_t s = rt_quant_index(q, i);
         double v = rt_load_f64(x, xt, i) / rt_load_f64(scale, st, s);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "runtime/rt_cast.h"
 #include "runtime/rt_quant.h"
 
 #include "rt_test_util.h"
@@ -173,4 +174,34 @@ Test(rt_quant, float16_scales_round_each_step_to_half) {
     double want = rt_f16_to_f32(rt_f32_to_f16(ab / rt_f16_to_f32(c)));
     cr_assert_eq(rt_qscale_f16(a, a, c), want);
     cr_assert(fabs(want - 0.1 * 0.1 / 0.3) < 1e-3);
+}
+
+/* rt_quantize's float32 -> 8-bit per-tensor loop against its general loop (the same tensor
+ * given as per axis with one channel): byte for byte, on ties (k + 0.5) * scale, values far
+ * outside the range, zeros and random values, for uint8 and int8 with and without a zero point. */
+Test(rt_quant, per_tensor_float_to_8bit_matches_the_general_loop) {
+    enum { N = 1037 };
+    float x[N];
+    float scale = 0.03125f; /* a power of two: (k + 0.5) * scale is an exact tie */
+    for (int i = 0; i < N; i++) {
+        switch (i % 4) {
+        case 0: x[i] = ((float)rng_range(-300, 300) + 0.5f) * scale; break;
+        case 1: x[i] = (float)rng_range(-100000, 100000) * 1e-3f; break;
+        case 2: x[i] = (float)rng_range(-2000, 2000); break;
+        default: x[i] = (i % 8 == 3) ? 0.0f : -(float)rng_range(0, 1000) * 1e-4f; break;
+        }
+    }
+    const RtQuantLayout fast = {1, 1, N, 0, 0}, general = {1, 1, N, 0, 1};
+    const uint8_t zu = 131;
+    const int8_t zi = -7;
+    for (int t = 0; t < 4; t++) {
+        int yt = t < 2 ? RT_DT_U8 : RT_DT_I8;
+        const void *zp = (t % 2) ? (yt == RT_DT_U8 ? (const void *)&zu : (const void *)&zi) : NULL;
+        uint8_t *a = poisoned(N), *b = poisoned(N);
+        rt_quantize(x, RT_DT_F32, &scale, RT_DT_F32, zp, yt, a, N, &fast, 1);
+        rt_quantize(x, RT_DT_F32, &scale, RT_DT_F32, zp, yt, b, N, &general, 1);
+        cr_assert_arr_eq(a, b, N, "type %d, zero point %s", yt, zp ? "set" : "none");
+        free(a);
+        free(b);
+    }
 }

@@ -10,8 +10,10 @@
  * GEMMs time it as a plain product of the output's rows (the gather not counted).
  * The 1x1 form (kc_qconv1x1, 64- and 128-channel tiles) is timed beside kc_qconv's tiled
  * kernel (built with -DKC_Q1X1=0, so that kc_qconv is the tiled kernel) and its bytes compared
- * with that kernel's on every shape (exit 1 if any differ).
- * usage: nvcc -std=c++17 -O3 -arch=sm_90 -DKC_Q1X1=0 -I runtime/cuda bench/gpu/int8_gemm_lab.cu -lcublasLt
+ * with that kernel's on every shape (exit 1 if any differ); -DKC_Q1X1_KMAX=512 lets the form
+ * take every shape's K up to 512 (a lab-only reach: it takes 64 and 128 in bundles).
+ * usage: nvcc -std=c++17 -O3 -arch=sm_90 -DKC_Q1X1=0 -DKC_Q1X1_KMAX=512 -I runtime/cuda \
+ *            bench/gpu/int8_gemm_lab.cu -lcublasLt
  *        ./a.out     (one line a shape, then the sums weighted by the count in the model) */
 #include <algorithm>
 #include <stdio.h>

@@ -204,9 +204,10 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
  * tile goes out as 16-byte row chunks -- whole 32-byte sectors, where the fragment layout
  * stores 8 rows x 4 bytes a warp instruction. Row stride BN + 16: the fragment stores of a
  * warp (8 rows x 8 bytes) fall in distinct banks. ys: 128 x (BN + 16) bytes that no thread
- * still reads (the caller synchronizes after its main loop). */
+ * still reads (the caller synchronizes after its main loop). PRE: ys holds the residual tile
+ * already (kc_qconv1x1_kernel's cp.async), visible to every thread. */
 #define KC_QYLD(BN) ((BN) + 16)
-template <int BN>
+template <int BN, bool PRE = false>
 static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[4][4][4],
                                                            const int32_t *__restrict__ rq,
                                                            const uint8_t *__restrict__ res,
@@ -216,7 +217,7 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
     enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = 2 * BN };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
-    if (res) {
+    if (res && !PRE) { /* PRE: the caller brought the residual tile into ys already */
 #pragma unroll
         for (int i = tid; i < KC_QBM * CH; i += THREADS) {
             int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
@@ -594,6 +595,163 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
     kc_qconv_mma16_kernel<BN><<<grid, 2 * BN, KC_QSMEM16(BN), s>>>(x, w, rq, r, y, *p);
 }
 
+/* The 1x1 form (R = S = 1, no padding, any stride; C % 16 == 0, M % 16 == 0, Kp = KP of 64,
+ * 128 or 256, X, W, Y and the residual on 16 bytes): the layers with one to four 64-byte
+ * stages, where kc_qconv_mma16_kernel spends a block's life filling its pipeline and then
+ * waiting on its epilogue. Here a block keeps its BN x KP weights in shared memory and walks
+ * the row tiles t = blockIdx.y, + gridDim.y, ... (a grid of the resident blocks), each
+ * tile's whole reduction (128 x KP bytes of X) and its residual tile (128 x BN) brought by
+ * one cp.async group while the tile before is multiplied and requantized: two buffers of
+ * each (or three, KC_Q1BUF3_KMAX), one barrier at a tile's start. Same fragments, mma, epilogue (kc_qconv_epilogue16
+ * with the residual already in place) and arithmetic: the same bytes. */
+#ifndef KC_Q1X1
+#define KC_Q1X1 1 /* 0: the 1x1 layers take kc_qconv_mma16_kernel (an A/B knob) */
+#endif
+/* the longest reduction it takes (64, 128, 256; 512 with 64-channel tiles): H200 ResNet-50
+ * batch 256, bench/gpu/int8_gemm_lab.cu's 1x1 shapes against the tiled kernel: K 64 and 128
+ * faster (layer1 conv3 0.388 -> 0.327 ms, downsample 0.279 -> 0.226, layer2 conv3 0.214 ->
+ * 0.181), K 256 slower (layer3 conv3 0.133 -> 0.148, layer2 downsample 0.204 -> 0.277), 512
+ * twice as slow */
+#ifndef KC_Q1X1_KMAX
+#define KC_Q1X1_KMAX 128
+#endif
+/* buffers of X rows and residual: three (two tiles in flight) where KP <= KC_Q1BUF3_KMAX, else
+ * two (an A/B knob, off) */
+#ifndef KC_Q1BUF3_KMAX
+#define KC_Q1BUF3_KMAX 0
+#endif
+#define KC_Q1NB(KP) ((KP) <= KC_Q1BUF3_KMAX ? 3 : 2)
+#define KC_Q1LD(KP) ((KP) + 16)
+#define KC_Q1SMEM(BN, KP)                                                                   \
+    (((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1NB(KP) * KC_QBM * KC_QYLD(BN))
+
+/* the byte offset in X of output pixel pix's input (1x1, no padding) */
+static __device__ __forceinline__ size_t kc_q1row(const KcQConv &p, int pix) {
+    if (p.sh == 1 && p.sw == 1) return (size_t)pix * p.C;
+    int hw = p.OH * p.OW, img = pix / hw, rem = pix - img * hw, oy = rem / p.OW, ox = rem - oy * p.OW;
+    return ((size_t)(img * p.H + oy * p.sh) * p.W + (size_t)ox * p.sw) * p.C;
+}
+
+template <int BN, int KP>
+__global__ void __launch_bounds__(2 * BN)
+kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                   uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(16) uint8_t kc_qsm[];
+    enum { THREADS = 2 * BN, LD = KC_Q1LD(KP), YLD = KC_QYLD(BN), CPR = KP / 16 };
+    enum { RSTEP = THREADS / CPR, AP = KC_QBM / RSTEP, BP = BN / RSTEP };
+    enum { RCH = BN / 16, RP = KC_QBM * RCH / THREADS, NB = KC_Q1NB(KP) };
+    uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * KC_QBM * LD;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int P = p.N * p.OH * p.OW, ntiles = (P + KC_QBM - 1) / KC_QBM;
+    const int col0 = blockIdx.x * BN;
+    const int h = tid % CPR, r0 = tid / CPR; /* this thread's 16-byte chunk and first row */
+    const bool cin = h * 16 < p.C;           /* past C: zeros (W is 0 there too) */
+#pragma unroll
+    for (int i = 0; i < BP; i++) {
+        int n = col0 + r0 + RSTEP * i;
+        uint8_t *d = Ws + (r0 + RSTEP * i) * LD + h * 16;
+        if (n < p.M) kc_cp16(d, w + (size_t)n * p.Kp + h * 16);
+        else *(uint4 *)(void *)d = make_uint4(0, 0, 0, 0);
+    }
+    /* row tile t's X rows and residual into buffer b, one group (empty past the last tile) */
+    auto issue = [&](int t, int b) {
+        if (t < ntiles) {
+            const int row0 = t * KC_QBM;
+            uint8_t *a = As + b * KC_QBM * LD;
+#pragma unroll
+            for (int i = 0; i < AP; i++) {
+                int rr = r0 + RSTEP * i, pix = row0 + rr;
+                uint8_t *d = a + rr * LD + h * 16;
+                if (pix < P && cin) kc_cp16(d, x + kc_q1row(p, pix) + h * 16);
+                else *(uint4 *)(void *)d = make_uint4(0, 0, 0, 0);
+            }
+            if (res) {
+                uint8_t *e = Ys + b * KC_QBM * YLD;
+#pragma unroll
+                for (int i = 0; i < RP; i++) {
+                    int j = tid + THREADS * i, rr = j / RCH, q = j % RCH, pix = row0 + rr, n = col0 + q * 16;
+                    if (pix < P && n < p.M) kc_cp16(e + rr * YLD + q * 16, res + (size_t)pix * p.M + n);
+                }
+            }
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    issue(blockIdx.y, 0); /* the weights ride in the first group */
+    if (NB == 3) issue(blockIdx.y + gridDim.y, 1);
+    int b = 0;
+    for (int t = blockIdx.y; t < ntiles; t += gridDim.y, b = b + 1 == NB ? 0 : b + 1) {
+        if (NB == 3) asm volatile("cp.async.wait_group 1;\n" ::);
+        else asm volatile("cp.async.wait_group 0;\n" ::);
+        __syncthreads(); /* tile t is in; every thread is done with the tile before's buffer */
+        issue(t + (NB - 1) * gridDim.y, b == 0 ? NB - 1 : b - 1);
+        int32_t acc[4][4][4];
+        kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
+        const uint8_t *a = As + b * KC_QBM * LD + wm * 64 * LD, *wb = Ws + wn * 32 * LD;
+#pragma unroll
+        for (int ks = 0; ks < KP; ks += 32) {
+            uint32_t af[4][4], bf[4][2];
+            kc_qfrags<LD>(af, bf, a + ks, wb + ks, lane);
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+        }
+        kc_qconv_epilogue16<BN, true>(acc, rq, res, y, p, P, t * KC_QBM, col0, Ys + b * KC_QBM * YLD);
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
+
+/* one launch of kc_qconv1x1_kernel: as many row-tile walkers per column tile as fill the
+ * device's resident blocks (asked once per instantiation) */
+template <int BN, int KP>
+static inline void kc_qconv1x1_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
+                                      const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                      const KcQConv *p) {
+    static int resident; /* blocks the device holds at once */
+    if (!resident) {
+        int dev = 0, sms = 0, per = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (KC_Q1SMEM(BN, KP) > 48 * 1024)
+            cudaFuncSetAttribute(kc_qconv1x1_kernel<BN, KP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 KC_Q1SMEM(BN, KP));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qconv1x1_kernel<BN, KP>, 2 * BN,
+                                                      KC_Q1SMEM(BN, KP));
+        resident = (per > 0 ? per : 1) * (sms > 0 ? sms : 1);
+    }
+    int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = (P + KC_QBM - 1) / KC_QBM;
+    int cols = (p->M + BN - 1) / BN;
+    int64_t rows = resident / cols;
+    if (rows < 1) rows = 1;
+    if (rows > tiles) rows = tiles;
+    if (rows > 65535) rows = 65535;
+    kc_qconv1x1_kernel<BN, KP><<<dim3((unsigned)cols, (unsigned)rows), 2 * BN, KC_Q1SMEM(BN, KP), s>>>(
+        x, w, rq, r, y, *p);
+}
+
+/* Whether the 1x1 form takes the layer (bn 0: 128 where M >= 128, else 64), and its launch */
+static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                               const uint8_t *r, uint8_t *y, const KcQConv *p, int bn = 0) {
+    if (p->R != 1 || p->S != 1 || p->ph != 0 || p->pw != 0 || p->C % 16 ||
+        p->M % 16 || p->Kp > KC_Q1X1_KMAX || (p->Kp & (p->Kp - 1)) || p->Kp < 64 ||
+        (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)r) & 15))
+        return false;
+    if (!bn) bn = p->M >= 128 && p->Kp <= 256 ? 128 : 64;
+#define KC_Q1CASE(B, K)                                                                     \
+    if (bn == B && p->Kp == K) return kc_qconv1x1_launch<B, K>(s, x, w, rq, r, y, p), true;
+    KC_Q1CASE(128, 64) KC_Q1CASE(128, 128) KC_Q1CASE(128, 256)
+    KC_Q1CASE(64, 64) KC_Q1CASE(64, 128) KC_Q1CASE(64, 256)
+#if KC_Q1X1_KMAX >= 512 /* 64-channel tiles only: 185 KB of shared memory, one block an SM */
+    KC_Q1CASE(64, 512)
+#endif
+#undef KC_Q1CASE
+    return false;
+}
+
 /* The column tile: 128 channels (eight warps) where the layer has that many and KC_QBN_MAX
  * allows, else 64. KC_QBN_MAX 64 (an A/B knob, like KC_QSTAGES): four blocks of four warps
  * an SM instead of two of eight (128 registers a thread either way), each A tile loaded
@@ -616,6 +774,10 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
+    if (KC_Q1X1 && kc_qconv1x1(s, x, w, rq, r, y, p)) {
+        KC_LAUNCHED();
+        return KC_OK;
+    }
     int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
     /* KC_QBN_WAVE (an A/B knob, off): 64-channel tiles where 128-channel ones would give fewer
      * blocks than that (batch 1; on a tile-walk form of this kernel, 264 took ResNet-50 batch 1

@@ -10,7 +10,8 @@
  * requantization terms drawn at random (shifts 1 to 42: kc_qrequant_k, and kc_qrequant_hi
  * from 16 on) and as on ResNet-50's residual layers (shift 30 or 31, residual multipliers of
  * 2^30 and more: kc_qrequant_hi with the residual byte scaled), and layers of more tiles
- * than the device holds blocks (the persistent form's tile walk).
+ * than the device holds blocks (the persistent form's tile walk); the 1x1 form (kc_qconv1x1)
+ * on remainder rows, partial column tiles, strides, C below Kp and tile walks.
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.
@@ -223,6 +224,16 @@ int main(int argc, char **argv) {
         {"1x1 K 64 +res, 512 tiles",  32, 32, 32, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
         {"3x3 C 16 M 64, 576 tiles",  32, 48, 48, 16,  64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
         {"1x1 C 128 M 80, 800 tiles",  32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 5},
+        /* the 1x1 form (kc_qconv1x1: aligned, C and M in 16s, Kp 64 or 128; 256 with
+         * -DKC_Q1X1_KMAX=256): pixels not in
+         * 128s, partial column tiles, C below Kp (zero chunks), strides (the row gather), its
+         * 64- and 128-channel tiles, row tiles walked by several blocks (800 tiles) */
+        {"1x1 form C 80 M 208 +res",   3,  7,  9, 80, 208, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+        {"1x1 form s2 C 256 M 512",    2, 15, 13, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 0},
+        {"1x1 form s2 C 64 M 48 +res", 3, 11, 17, 64, 48, 1, 1, 2, 2, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 form C 256 M 64",        2, 14, 14, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+        {"1x1 form C 128 M 80, 800 tiles", 32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 form C 64 M 256, 1000 tiles", 40, 40, 80, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
     };
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
@@ -232,6 +243,8 @@ int main(int argc, char **argv) {
             {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
             {"layer1 conv3 b256 (+res)",  256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv1 b256",         256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer2 conv3 b256 (+res)",  256, 28, 28, 128, 512, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+            {"layer3 conv3 b256 (+res)",  256, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv2 3x3 b256",     256, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
             {"layer3 conv2 3x3 b256",     256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
         };

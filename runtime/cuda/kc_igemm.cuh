@@ -533,14 +533,16 @@ static inline int kc_igemm_mma_ok(const KcConv2d *p) {
 }
 
 /* The convolution on the mma.sync core; KC_ERR_SHAPE where it does not suit (the emitter
- * checks at compile time). Tiles as measured on ResNet-50's 3x3 layers (H200, batch 256,
- * bench/gpu/conv_mma_lab.cu): at most 64 output channels 128 rows x 64 columns, 4 warps of
- * 64x32, 32-wide slices in 4 stages (0.291 ms at 64 channels; 64x64 warps 0.355); more
- * channels 128x128, 4 warps of 64x64, 64-wide slices in 3 stages (96 KB: 0.203 ms at 256
- * channels, 0.219 with 8 warps of 64x32 and 32-wide slices). Double-buffering the fragments
- * across k-steps (the next step's ldmatrix before this step's mma, the barrier moved before
- * a slice's last step) was slower on every shape (0.291 -> 0.397 ms at 64 channels, 0.201
- * -> 0.224 at 256: more registers, fewer blocks a multiprocessor) and is not kept. */
+ * checks at compile time). Tiles as measured on ResNet-50's 3x3 layers (H200,
+ * bench/gpu/conv_mma_lab.cu, batch 256 / 32): at most 64 output channels 128 rows x 64
+ * columns, 4 warps of 64x32, 32-wide slices in 4 stages (64 channels 0.291 / 0.047 ms;
+ * 8 warps 0.304-0.311; 6 stages 0.333); more channels 128x128, 8 warps of 64x32, 64-wide
+ * slices in 3 stages (96 KB; 128 channels 0.219 / 0.043 ms, 256 0.198 / 0.043: 4 warps of
+ * 64x64 0.236 / 0.045 and 0.200 / 0.047; 4 stages, 128x256 and 256x128 tiles slower).
+ * Double-buffering the fragments across k-steps (the next step's ldmatrix before this
+ * step's mma, the barrier moved before a slice's last step) was slower on every shape
+ * (0.291 -> 0.397 ms at 64 channels, 0.201 -> 0.224 at 256: more registers, fewer blocks
+ * a multiprocessor) and is not kept. */
 static inline int kc_igemm_mma(cudaStream_t s, const __half *x, const __half *w,
                                const __half *bias, const __half *r, __half *y,
                                const KcConv2d *p, int64_t N, int64_t K, int act, float al,
@@ -552,7 +554,7 @@ static inline int kc_igemm_mma(cudaStream_t s, const __half *x, const __half *w,
     if (K <= 64)
         return kc_igemm_mma_launch<128, 64, 32, 64, 32, 4>(s, x, w, bias, r, y, p, P, K, act,
                                                             al, be);
-    return kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(s, x, w, bias, r, y, p, P, K, act, al,
+    return kc_igemm_mma_launch<128, 128, 64, 64, 32, 3>(s, x, w, bias, r, y, p, P, K, act, al,
                                                          be);
 }
 

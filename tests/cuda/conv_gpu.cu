@@ -159,8 +159,8 @@ static void small_case(int how, int64_t N, int64_t C, int64_t H, int64_t W, int6
     gpu_report(what, worst, 2e-3, bad);
 }
 
-/* The mma.sync core (kc_igemm_mma): cfg 0 its launcher; 1 the 128x128 tile with 64-wide
- * slices, 3 stages; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
+/* The mma.sync core (kc_igemm_mma): cfg 0 its launcher (128x64, or 128x128 of 8 warps
+ * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
 static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
                      int64_t K, int64_t st, int64_t pad, bool bias, bool res) {
@@ -170,7 +170,7 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
     y.poison();
     const __half *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
     int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, KC_ACT_CLIP, 0.0f, 6.0f)
-             : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 32, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
+             : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
                                                                        K, KC_ACT_CLIP, 0.0f, 6.0f)
                         : kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
                                                                      K, KC_ACT_CLIP, 0.0f, 6.0f);

@@ -677,11 +677,11 @@ static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
  * KC_MMA_MAX_TAPS taps), measured per layer against the WMMA kernel and im2col + cuBLASLt
  * (bench/gpu/conv_mma_lab.cu, H200, ResNet-50's 3x3 layers, docs/cuda.md): it beats both
  * up to 256 output channels where it makes at least IGEMM_AUTO_MIN_BLOCKS blocks (batch 256:
- * 64 channels 0.363 -> 0.291 ms, 128 0.265 -> 0.235, 256 0.300 (cuBLASLt) -> 0.203); 512
- * channels (a reduction of 4608) keep cuBLASLt (0.187 against 0.193; batch 32 0.036 against
- * 0.079), as do 256 at batch 32 (98 blocks: 0.046 against 0.048). Not for 1x1 kernels:
- * there cuBLASLt won every ResNet-50 shape by 1.5-2.5x. --conv implicit takes it wherever
- * it suits. */
+ * 64 channels 0.363 -> 0.291 ms, 128 0.265 -> 0.219, 256 0.300 (cuBLASLt) -> 0.198); 512
+ * channels (a reduction of 4608) keep cuBLASLt (0.187 against 0.195; batch 32 0.036 against
+ * 0.074), as do 256 at batch 32 (98 blocks, under the floor: 0.046 against 0.043). Not
+ * for 1x1 kernels: there cuBLASLt won every ResNet-50 shape by 1.5-2.5x. --conv implicit
+ * takes it wherever it suits. */
 #define IGEMM_MMA_MAX_K 256
 #define IGEMM_MMA_MAX_TAPS 32 /* kc_igemm.cuh's KC_MMA_MAX_TAPS: a bit of a row's mask each */
 

@@ -348,7 +348,7 @@ struct KcMmaSmem {
 
 /* x (N,H,W,C), w (R,S,C,K), bias (K) or NULL, r like y or NULL, y (N,OH,OW,K); P = N*OH*OW.
  * Grid (ceil(K/BN), ceil(P/BM)); (BM/WM)*(BN/WN) warps. Requires C % 8 == 0, K % 8 == 0,
- * R*S <= KC_MMA_MAX_TAPS, 16-byte aligned pointers, sm_80+ (the launcher checks). */
+ * R*S <= KC_MMA_MAX_TAPS, 16-byte aligned pointers, sm_80+ (kc_igemm_mma checks). */
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * KC_WARP)
 kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
@@ -476,7 +476,8 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     for (int j = 0; j < FN; j++) {
         int col = wn * WN + j * 8 + t4 * 2;
         float b0 = 0.0f, b1 = 0.0f;
-        if (bias && n0 + col < K) b0 = __half2float(bias[n0 + col]), b1 = __half2float(bias[n0 + col + 1]);
+        if (bias && n0 + col < K) /* K even: col + 1 is in too */
+            b0 = __half2float(bias[n0 + col]), b1 = __half2float(bias[n0 + col + 1]);
 #pragma unroll
         for (int i = 0; i < FM; i++) {
             int row = wm * WM + i * 16 + g;
@@ -533,16 +534,16 @@ static inline int kc_igemm_mma_ok(const KcConv2d *p) {
 }
 
 /* The convolution on the mma.sync core; KC_ERR_SHAPE where it does not suit (the emitter
- * checks at compile time). Tiles as measured on ResNet-50's 3x3 layers (H200,
- * bench/gpu/conv_mma_lab.cu, batch 256 / 32): at most 64 output channels 128 rows x 64
- * columns, 4 warps of 64x32, 32-wide slices in 4 stages (64 channels 0.291 / 0.047 ms;
- * 8 warps 0.304-0.311; 6 stages 0.333); more channels 128x128, 8 warps of 64x32, 64-wide
- * slices in 3 stages (96 KB; 128 channels 0.219 / 0.043 ms, 256 0.198 / 0.043: 4 warps of
- * 64x64 0.236 / 0.045 and 0.200 / 0.047; 4 stages, 128x256 and 256x128 tiles slower).
- * Double-buffering the fragments across k-steps (the next step's ldmatrix before this
- * step's mma, the barrier moved before a slice's last step) was slower on every shape
- * (0.291 -> 0.397 ms at 64 channels, 0.201 -> 0.224 at 256: more registers, fewer blocks
- * a multiprocessor) and is not kept. */
+ * checks at compile time); before sm_80 the WMMA kernel (kc_igemm_nhwc's). Tiles as
+ * measured on ResNet-50's 3x3 layers (H200, bench/gpu/conv_mma_lab.cu, batch 256 / 32): at
+ * most 64 output channels 128 rows x 64 columns, 4 warps of 64x32, 32-wide slices in 4
+ * stages (64 channels 0.291 / 0.047 ms; 8 warps 0.304-0.311; 6 stages 0.333); more
+ * channels 128x128, 8 warps of 64x32, 64-wide slices in 3 stages (96 KB; 128 channels
+ * 0.219 / 0.043 ms, 256 0.198 / 0.043: 4 warps of 64x64 0.236 / 0.045 and 0.200 / 0.047;
+ * 4 stages, 128x256 and 256x128 tiles slower). Double-buffering the fragments across
+ * k-steps (the next step's ldmatrix before this step's mma, the barrier moved before a
+ * slice's last step) was slower on every shape (0.291 -> 0.397 ms at 64 channels, 0.201 ->
+ * 0.224 at 256: more registers, fewer blocks a multiprocessor) and is not kept. */
 static inline int kc_igemm_mma(cudaStream_t s, const __half *x, const __half *w,
                                const __half *bias, const __half *r, __half *y,
                                const KcConv2d *p, int64_t N, int64_t K, int act, float al,
@@ -551,6 +552,11 @@ static inline int kc_igemm_mma(cudaStream_t s, const __half *x, const __half *w,
     if (P <= 0 || K <= 0) return KC_OK;
     if (!kc_igemm_mma_ok(p) || kc_igemm_check(x, w, bias, r, y, p, N, K, 16))
         return KC_ERR_SHAPE;
+    int dev = 0, major = 0; /* ldmatrix, mma.sync m16n8k16 and cp.async need sm_80 */
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        major < 8)
+        return kc_igemm_tile<true>(s, x, w, bias, r, y, p, P, K, act, al, be); /* WMMA */
     if (K <= 64)
         return kc_igemm_mma_launch<128, 64, 32, 64, 32, 4>(s, x, w, bias, r, y, p, P, K, act,
                                                             al, be);

@@ -673,6 +673,27 @@ static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
            (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
 }
 
+/* --conv auto's rule for the mma.sync core (kc_igemm_mma: channels in eights, at most
+ * KC_MMA_MAX_TAPS taps), measured per layer against the WMMA kernel and im2col + cuBLASLt
+ * (bench/gpu/conv_mma_lab.cu, H200, ResNet-50's 3x3 layers, docs/cuda.md): it beats both
+ * up to 256 output channels where it makes at least IGEMM_AUTO_MIN_BLOCKS blocks (batch 256:
+ * 64 channels 0.363 -> 0.291 ms, 128 0.265 -> 0.219, 256 0.300 (cuBLASLt) -> 0.198); 512
+ * channels (a reduction of 4608) keep cuBLASLt (0.187 against 0.195; batch 32 0.036 against
+ * 0.074), as do 256 at batch 32 (98 blocks, under the floor: 0.046 against 0.043). Not
+ * for 1x1 kernels: there cuBLASLt won every ResNet-50 shape by 1.5-2.5x. --conv implicit
+ * takes it wherever it suits. */
+#define IGEMM_MMA_MAX_K 256
+#define IGEMM_MMA_MAX_TAPS 32 /* kc_igemm.cuh's KC_MMA_MAX_TAPS: a bit of a row's mask each */
+
+static bool use_implicit_mma(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
+    if (!c->half || c->group != 1 || c->K % 8 || c->C % 8 || G->kh * G->kw > IGEMM_MMA_MAX_TAPS)
+        return false;
+    if (cx->conv != CUDA_CONV_AUTO) return cx->conv == CUDA_CONV_IMPLICIT;
+    int64_t rows = c->N * c->OH * c->OW, cols = c->K <= 64 ? 64 : 128;
+    return G->kh * G->kw > 1 && c->K <= IGEMM_MMA_MAX_K &&
+           (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
+}
+
 /* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_conv_small
  * (kc_nn.cuh: a reduction of R*S*C <= CONV_SMALL_MAX_RSC elements on CUDA cores, or on
  * tensor cores for 32 or 64 output channels (kc_conv_small_tc), built around its store;
@@ -706,6 +727,10 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
                   G->pw == 0 && c->OH == c->H && c->OW == c->W;
     if (!direct && use_conv_small(cx, c, G))
         return emit_conv_kernel(cx, c, params, "kc_conv_small", c->K);
+    if (!direct && use_implicit_mma(cx, c, G)) {
+        cuda_use_runtime(cx, "kc_igemm.cuh");
+        return emit_conv_kernel(cx, c, params, "kc_igemm_mma", c->K);
+    }
     if (!direct && use_implicit(cx, c, G)) {
         cuda_use_runtime(cx, "kc_igemm.cuh");
         return emit_conv_kernel(cx, c, params, c->C % 8 ? "kc_igemm_nhwc_any" : "kc_igemm_nhwc",

@@ -10,7 +10,9 @@
  * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
  * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
  * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
- * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc).
+ * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc). The mma.sync implicit
+ * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
+ * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
  *        ./conv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -157,6 +159,35 @@ static void small_case(int how, int64_t N, int64_t C, int64_t H, int64_t W, int6
     gpu_report(what, worst, 2e-3, bad);
 }
 
+/* The mma.sync core (kc_igemm_mma): cfg 0 its launcher (128x64, or 128x128 of 8 warps
+ * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
+ * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
+static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
+                     int64_t K, int64_t st, int64_t pad, bool bias, bool res) {
+    KcConv2d p = geom(C, H, W, R, R, st, pad);
+    int64_t ny = N * p.OH * p.OW * K, P = N * p.OH * p.OW;
+    Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
+    y.poison();
+    const __half *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
+    int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, KC_ACT_CLIP, 0.0f, 6.0f)
+             : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
+                                                                       K, KC_ACT_CLIP, 0.0f, 6.0f)
+                        : kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
+                                                                     K, KC_ACT_CLIP, 0.0f, 6.0f);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want =
+        conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL, res ? &r.h : NULL, true);
+    double worst = 0;
+    long bad = rc != KC_OK;
+    gpu_compare(y.get(), want, &worst, &bad, 4e-3);
+    char what[200];
+    snprintf(what, sizeof what, "igemm_mma cfg %d N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s%s",
+             cfg, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
+             (long long)R, (long long)K, (long long)st, (long long)pad, bias ? " bias" : "",
+             res ? " residual" : "");
+    gpu_report(what, worst, 4e-3, bad);
+}
+
 /* ---- timing at MobileNetV2 fp16 batch 256 ---- */
 
 /* a device buffer of n halves, every byte 0x30 (each value about 0.13): timing only */
@@ -292,6 +323,17 @@ int main(int argc, char **argv) {
     small_case(1, 1, 3, 20, 20, 7, 64, 2, 3, true);
     small_case(1, 1, 4, 12, 12, 5, 32, 1, 2, false); /* 100 -> 7 steps */
     small_case(1, 1, 3, 14, 14, 7, 48, 2, 3, false); /* K 48: the implicit GEMM */
+    mma_case(0, 2, 64, 9, 9, 3, 64, 1, 1, true, true);    /* P 162: a partial tile of rows */
+    mma_case(0, 3, 24, 11, 13, 3, 40, 2, 1, true, false); /* C 24 < the 32-wide slice, K 40 */
+    mma_case(0, 1, 136, 7, 7, 3, 200, 1, 1, true, true);  /* K 200: a partial 128 tile */
+    mma_case(0, 2, 8, 10, 9, 3, 8, 2, 0, false, true);    /* C 8, K 8, no pads */
+    mma_case(0, 1, 16, 12, 11, 5, 24, 1, 2, true, false); /* 5x5: 25 taps */
+    mma_case(0, 2, 32, 9, 9, 1, 72, 2, 0, true, true);    /* 1x1 stride 2 */
+    mma_case(0, 4, 128, 14, 14, 3, 128, 2, 1, true, true); /* ResNet-50's layer-2 stride 2 */
+    mma_case(1, 2, 48, 10, 10, 3, 136, 1, 1, true, true); /* 64-wide slices over C 48 */
+    mma_case(1, 1, 256, 7, 7, 3, 256, 1, 1, false, true);
+    mma_case(2, 3, 40, 9, 8, 3, 56, 2, 1, true, true);
+    mma_case(2, 1, 64, 6, 6, 3, 64, 1, 1, true, false);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # --conv of `kiln compile --target cuda` (no GPU needed): which lowering each convolution of
-# a one-conv model gets, read from the bundle (kc_igemm_nhwc / kc_igemm_nhwc_any and
-# kc_conv_small calls). auto follows the rules of backend/cuda/cuda_ops.c: use_conv_small
-# (fp16, one group, a reduction R*S*C of at most 32, not with --conv im2col) first; then
-# use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
+# a one-conv model gets, read from the bundle (kc_igemm_mma / kc_igemm_nhwc /
+# kc_igemm_nhwc_any and kc_conv_small calls). auto follows the rules of
+# backend/cuda/cuda_ops.c: use_conv_small (fp16, one group, a reduction R*S*C of at most 32,
+# not with --conv im2col) first; then use_implicit_mma (the mma.sync core: channels in
+# eights, more than one and at most 32 taps, at most 256 output channels, at least 128
+# blocks; --conv implicit wherever channels are in eights); then use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
 # rows, and for channels not in eights (the element gathers) R*S*C >= K; im2col otherwise;
 # plain 1x1 convolutions take none of them (cuBLASLt on X). usage:
 # tests/cuda/conv_lowering.sh KILN; ends with "N passed, N failed".
@@ -40,9 +42,11 @@ want() {
         echo "FAIL $m $prec --conv $mode: kiln refused it"; sed 's/^/     | /' "$out.log" | head -3
         failed=$((failed + 1)); return
     fi
-    n=$(grep -cE 'kc_igemm_nhwc(_any)?\(s' "$out/m.cu")
+    n=$(grep -cE 'kc_igemm_(nhwc(_any)?|mma)\(s' "$out/m.cu")
+    mm=$(grep -c 'kc_igemm_mma(s' "$out/m.cu")
     k=$(grep -c 'kc_conv_small(s' "$out/m.cu")
-    if { [ "$lowering" = implicit ] && [ "$n" -eq 1 ] && [ "$k" -eq 0 ]; } ||
+    if { [ "$lowering" = implicit ] && [ "$n" -eq 1 ] && [ "$mm" -eq 0 ] && [ "$k" -eq 0 ]; } ||
+       { [ "$lowering" = mma ] && [ "$mm" -eq 1 ] && [ "$k" -eq 0 ]; } ||
        { [ "$lowering" = small ] && [ "$n" -eq 0 ] && [ "$k" -eq 1 ]; } ||
        { [ "$lowering" = im2col ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ]; }; then
         echo "ok   $m $prec --conv $mode: $lowering"; passed=$((passed + 1))
@@ -55,7 +59,10 @@ want() {
 conv k64_big 64 64 128 3 1 1      # 16384 rows x 64 columns: 128 blocks
 conv k64_small 64 64 112 3 1 1    # 12544 rows: 98 blocks
 conv k128_s2 64 128 256 3 2 1     # stride 2: 16384 rows x 128 columns
-conv k256_big 64 256 128 3 1 1    # 256 output channels
+conv k256_big 64 256 128 3 1 1    # 256 output channels: 256 blocks
+conv k512_big 64 512 128 3 1 1    # 512 output channels: cuBLASLt
+conv k256_small 64 256 64 3 1 1   # 4096 rows x 256 columns: 64 blocks
+conv pw_s2 64 64 256 1 2 1        # 1x1 stride 2: 16384 rows, the WMMA kernel
 conv c12 12 64 128 3 1 1          # channels not in eights: element gathers (108 >= 64)
 conv stem7 3 64 256 7 2 1         # ResNet's stem: 7x7x3 = 147 >= 64, element gathers
 conv c3k64 3 64 256 3 2 1         # 3x3x3 = 27: the small-reduction kernel
@@ -64,12 +71,16 @@ conv pw16 16 96 128 1 1 1         # plain 1x1 of 16 channels: still cuBLASLt on 
 conv grouped 64 64 128 3 1 2      # two groups
 conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
 
-want implicit k64_big fp16 auto
+want mma k64_big fp16 auto
 want im2col k64_small fp16 auto
-want implicit k64_small fp16 implicit
-want implicit k128_s2 fp16 auto
-want im2col k256_big fp16 auto
-want implicit k256_big fp16 implicit
+want mma k64_small fp16 implicit
+want mma k128_s2 fp16 auto
+want mma k256_big fp16 auto
+want im2col k512_big fp16 auto
+want mma k512_big fp16 implicit
+want im2col k256_small fp16 auto
+want implicit pw_s2 fp16 auto
+want mma pw_s2 fp16 implicit
 want im2col k64_big fp16 im2col
 want im2col k64_big fp32 auto
 want im2col k64_big fp32 implicit
@@ -83,6 +94,7 @@ want im2col c3k64 fp16 im2col
 want im2col c3k64 fp32 auto
 want im2col c4k64 fp16 auto
 want implicit c4k64 fp16 implicit
+want implicit stem7 fp16 implicit
 want im2col pw16 fp16 auto
 want im2col pw16 fp16 implicit
 want im2col grouped fp16 implicit

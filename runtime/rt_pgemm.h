@@ -837,9 +837,14 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
 /* A layer with fewer pixel blocks than tasks splits by rows only while its weights are at
  * most this many times its input and output together: by rows every worker reads every
  * weight, by panels half of them (and every input pixel, half of each written by the other
- * worker) */
+ * worker). 5 takes MobileNetV2's and EfficientNet-B0's 7x7 expansions and projections
+ * (weights 2.6-4.9x their activations) but not their last 320 -> 1280 (5.2x, read by a
+ * global pool split by channels), EfficientNet-B0's 1152 -> 320 (5.1x) nor ResNet-50's
+ * 7x7 layers (7-8.4x). Two threads, A/B
+ * against 2 (bench/cpu/parallel-profile.md, mb2t): MobileNetV2 0.99x on one L3, 0.97x on
+ * two; EfficientNet-B0 1.02x and 0.97x (within the runs' 2-3% spread) */
 #ifndef RT_PCONV_ROW_WEIGHTS
-#define RT_PCONV_ROW_WEIGHTS 2
+#define RT_PCONV_ROW_WEIGHTS 5
 #endif
 
 /* rt_pconv_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
@@ -848,8 +853,8 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
  * layers at batch 1) of at least two rows a worker: its output rows are cut into even parts,
  * every panel in each, as rt_conv_nhwc_fused_par_f32 cuts a depthwise layer's rows (the
  * same count, rt_par_part; the ends rounded to whole tiles); where it has fewer pixel blocks
- * than tasks (MobileNetV2's and EfficientNet-B0's layers at 28x28 and 14x14) only while its
- * weights are few (RT_PCONV_ROW_WEIGHTS; not their 7x7 layers). Split by panels, each 1x1
+ * than tasks (MobileNetV2's and EfficientNet-B0's layers at 28x28 and below) only while its
+ * weights are few enough (RT_PCONV_ROW_WEIGHTS). Split by panels, each 1x1
  * worker read every pixel and wrote half the channels of each, where the depthwise layer
  * after it reads (and writes) whole rows: half of each tensor crossed between the workers'
  * caches at every handoff of an inverted-residual block (across the host's two L3s, ~0.1 ms

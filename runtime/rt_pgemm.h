@@ -499,8 +499,8 @@ typedef struct RtPconvTask {
     int64_t mc;       /* pixels a block (rt_pgemm_mc) */
     int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (mc x) */
     int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
-    int64_t n_rows;   /* > 0: one image and group, its output rows cut into n_rows even
-                       * parts, a task each (rt_pconv_nhwc_par_f32); 0: the chunks above */
+    int64_t n_rows;   /* the row split (rt_pconv_nhwc_rows_task_f32): one image and group,
+                       * its output rows cut into n_rows even parts, a task each */
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
@@ -812,17 +812,22 @@ RT_API int64_t rt_pconv_row_pixel(const RtConvGeom *g, int64_t row) {
     return row >= g->out[1] || t > P ? P : t;
 }
 
+/* Task of the row split: output rows [part task, part task + 1) of the one image, every
+ * panel. */
+RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
+    const RtPconvTask *k = (const RtPconvTask *)arg;
+    const RtConvGeom *g = k->g;
+    const int64_t np = (g->m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    const int64_t p_lo = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task));
+    const int64_t p_hi = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
+    (void)worker;
+    if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np);
+}
+
 RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtPconvTask *k = (const RtPconvTask *)arg;
     const RtConvGeom *g = k->g;
     const int64_t P = g->out[1] * g->out[2], np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-    if (k->n_rows > 0) { /* rows [part task, part task + 1) of the one image, every panel */
-        const int64_t p_lo = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task));
-        const int64_t p_hi = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
-        (void)worker;
-        if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np);
-        return;
-    }
     const int64_t jc = task % k->n_jc, pc = task / k->n_jc % k->n_pc;
     const int64_t ng = task / k->n_jc / k->n_pc, n = ng / g->group, grp = ng % g->group;
     const int64_t p_lo = pc * k->pc, p_hi = p_lo + k->pc < P ? p_lo + k->pc : P;
@@ -840,9 +845,9 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
  * worker). 5 takes MobileNetV2's and EfficientNet-B0's 7x7 expansions and projections
  * (weights 2.6-4.9x their activations) but not their last 320 -> 1280 (5.2x, read by a
  * global pool split by channels), EfficientNet-B0's 1152 -> 320 (5.1x) nor ResNet-50's
- * 7x7 layers (7-8.4x). Two threads, A/B
- * against 2 (bench/cpu/parallel-profile.md, mb2t): MobileNetV2 0.99x on one L3, 0.97x on
- * two; EfficientNet-B0 1.02x and 0.97x (within the runs' 2-3% spread) */
+ * 7x7 layers (7-8.4x). Two threads, A/B against 2 (bench/cpu/parallel-profile.md, mb2t):
+ * MobileNetV2 0.99x on one L3, 0.97x on two; EfficientNet-B0 1.02x and 0.97x (within the
+ * runs' 2-3% spread) */
 #ifndef RT_PCONV_ROW_WEIGHTS
 #define RT_PCONV_ROW_WEIGHTS 5
 #endif
@@ -890,7 +895,7 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
          g->k[1] * g->k[2] * g->c * g->m <=
              RT_PCONV_ROW_WEIGHTS * (g->in[1] * g->in[2] * g->c + P * g->m))) {
         k.n_rows = rt_par_chunks(par, g->out[1], 1);
-        rt_par_run(par, k.n_rows, rt_pconv_nhwc_task_f32, &k);
+        rt_par_run(par, k.n_rows, rt_pconv_nhwc_rows_task_f32, &k);
         return;
     }
     rt_par_run(par, ng * k.n_pc * k.n_jc, rt_pconv_nhwc_task_f32, &k);

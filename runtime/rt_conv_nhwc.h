@@ -462,7 +462,7 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
         T *y;                                                                                 \
         const RtConvGeom *g;                                                                  \
         const RtAct *act;                                                                     \
-        int64_t rows; /* output rows (of all images, n * OH) a task */                        \
+        int64_t n_tasks; /* output rows (of all images, n * OH) cut in n_tasks even parts */  \
     } RtConvNhwcTask##SFX;                                                                    \
     /* Output rows [r_lo, r_hi) of n * OH: each row's pixels, all M channels. */              \
     RT_API void rt_conv_nhwc_rows_##SFX(const RtConvNhwcTask##SFX *t, int64_t r_lo,           \
@@ -560,12 +560,15 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                                                                                               \
     RT_API void rt_conv_nhwc_task_##SFX(void *arg, int64_t task, int worker) {                \
         const RtConvNhwcTask##SFX *t = (const RtConvNhwcTask##SFX *)arg;                      \
-        const int64_t all = t->g->n * t->g->out[1], lo = task * t->rows;                      \
+        const int64_t all = t->g->n * t->g->out[1];                                           \
         (void)worker;                                                                         \
-        rt_conv_nhwc_rows_##SFX(t, lo, lo + t->rows < all ? lo + t->rows : all);              \
+        rt_conv_nhwc_rows_##SFX(t, rt_par_part(all, t->n_tasks, task),                        \
+                                rt_par_part(all, t->n_tasks, task + 1));                      \
     }                                                                                         \
     /* rt_conv_nhwc_fused_SFX with its output rows shared among par's workers (rt_par.h;     \
-     * NULL: serial). */                                                                      \
+     * NULL: serial), in even parts (rt_par_part): rt_pconv_nhwc_par_f32 cuts the rows of one \
+     * image alike, so that in a depthwise layer between two 1x1 products each worker reads  \
+     * the rows it wrote, and the next product reads the rows this layer's worker wrote. */   \
     RT_API void rt_conv_nhwc_fused_par_##SFX(const T *x, const T *w, const T *b, const T *r,  \
                                              T *y, const RtConvGeom *g, const RtAct *act,     \
                                              const RtPar *par) {                              \
@@ -579,8 +582,8 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
         t.y = y;                                                                              \
         t.g = g;                                                                              \
         t.act = act;                                                                          \
-        t.rows = (all + n_rc - 1) / n_rc;                                                     \
-        rt_par_run(par, (all + t.rows - 1) / t.rows, rt_conv_nhwc_task_##SFX, &t);            \
+        t.n_tasks = n_rc;                                                                     \
+        rt_par_run(par, n_rc, rt_conv_nhwc_task_##SFX, &t);                                   \
     }                                                                                         \
     /* x: (N,H,W,C), w: (KH,KW,C/group,M), b: (M) or NULL, r: (N,OH,OW,M) or NULL,            \
      * y: (N,OH,OW,M). y = act(conv(x, w) + b + r); act NULL: none. */                        \

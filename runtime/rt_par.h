@@ -60,6 +60,15 @@ RT_API int64_t rt_par_chunks(const RtPar *par, int64_t units, int64_t others) {
     return want < 1 ? 1 : want > units ? units : want;
 }
 
+/* Where part i of `units` cut into n even parts begins (part i: [rt_par_part(u, n, i),
+ * rt_par_part(u, n, i + 1))): parts differ by at most one unit, so that n a multiple of the
+ * workers gives each worker's range of tasks (kiln_pool deals contiguous ranges) an equal
+ * share; and two kernels that cut the same rows into the same n give worker w the same rows
+ * (the depthwise layers and the 1x1 products around them: rt_conv_nhwc.h, rt_pgemm.h). */
+RT_API int64_t rt_par_part(int64_t units, int64_t n, int64_t i) {
+    return units * i / n;
+}
+
 /* Worker w's scratch. */
 RT_API void *rt_par_scratch(const RtPar *par, int worker) {
     return par->scratch + (int64_t)worker * par->scratch_stride;

@@ -499,6 +499,8 @@ typedef struct RtPconvTask {
     int64_t mc;       /* pixels a block (rt_pgemm_mc) */
     int64_t n_pc, pc; /* pixel chunks of an image and group, pixels a chunk (mc x) */
     int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
+    int64_t n_rows;   /* the row split (rt_pconv_nhwc_rows_task_f32): one image and group,
+                       * its output rows cut into n_rows even parts, a task each */
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
@@ -801,6 +803,27 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
         }
 }
 
+/* Where the pixels of output rows [0, row) end, rounded to the nearest whole tile (the
+ * tiles of the serial loop: every block starts at a multiple of RT_PGEMM_MR), P past the
+ * last row. */
+RT_API int64_t rt_pconv_row_pixel(const RtConvGeom *g, int64_t row) {
+    const int64_t P = g->out[1] * g->out[2], q = row * g->out[2];
+    const int64_t t = (q + RT_PGEMM_MR / 2) / RT_PGEMM_MR * RT_PGEMM_MR;
+    return row >= g->out[1] || t > P ? P : t;
+}
+
+/* Task of the row split: output rows [part task, part task + 1) of the one image, every
+ * panel. */
+RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
+    const RtPconvTask *k = (const RtPconvTask *)arg;
+    const RtConvGeom *g = k->g;
+    const int64_t np = (g->m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    const int64_t p_lo = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task));
+    const int64_t p_hi = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
+    (void)worker;
+    if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np);
+}
+
 RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtPconvTask *k = (const RtPconvTask *)arg;
     const RtConvGeom *g = k->g;
@@ -813,9 +836,35 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
     if (p_lo < p_hi && j_lo < j_hi) rt_pconv_nhwc_block_f32(k, n, grp, p_lo, p_hi, j_lo, j_hi);
 }
 
+#ifndef RT_PCONV_ROW_SPLIT /* a -D 0 to try the chunks of pixel blocks and panels instead */
+#define RT_PCONV_ROW_SPLIT 1
+#endif
+/* A layer with fewer pixel blocks than tasks splits by rows only while its weights are at
+ * most this many times its input and output together: by rows every worker reads every
+ * weight, by panels half of them (and every input pixel, half of each written by the other
+ * worker). 5 takes MobileNetV2's and EfficientNet-B0's 7x7 expansions and projections
+ * (weights 2.6-4.9x their activations) but not their last 320 -> 1280 (5.2x, read by a
+ * global pool split by channels), EfficientNet-B0's 1152 -> 320 (5.1x) nor ResNet-50's
+ * 7x7 layers (7-8.4x). Two threads, A/B against 2 (bench/cpu/parallel-profile.md, mb2t):
+ * MobileNetV2 0.99x on one L3, 0.97x on two; EfficientNet-B0 1.02x and 0.97x (within the
+ * runs' 2-3% spread) */
+#ifndef RT_PCONV_ROW_WEIGHTS
+#define RT_PCONV_ROW_WEIGHTS 5
+#endif
+
 /* rt_pconv_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
  * tasks are (image, group, chunk of pixel blocks, chunk of panels); pixels split first,
- * panels when an image has too few pixel blocks (the late, small layers). */
+ * panels when an image has too few pixel blocks. Except one image of one group (a model's
+ * layers at batch 1) of at least two rows a worker: its output rows are cut into even parts,
+ * every panel in each, as rt_conv_nhwc_fused_par_f32 cuts a depthwise layer's rows (the
+ * same count, rt_par_part; the ends rounded to whole tiles); where it has fewer pixel blocks
+ * than tasks (MobileNetV2's and EfficientNet-B0's layers at 28x28 and below) only while its
+ * weights are few enough (RT_PCONV_ROW_WEIGHTS). Split by panels, each 1x1
+ * worker read every pixel and wrote half the channels of each, where the depthwise layer
+ * after it reads (and writes) whole rows: half of each tensor crossed between the workers'
+ * caches at every handoff of an inverted-residual block (across the host's two L3s, ~0.1 ms
+ * a layer on MobileNetV2, bench/cpu/parallel-profile.md). By rows, a worker reads what it
+ * wrote but for a depthwise layer's halo rows, and reads every weight (from its own L2/L3). */
 RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *b,
                                   const float *r, float *y, const RtConvGeom *g,
                                   const RtAct *act, const RtPar *par) {
@@ -838,7 +887,17 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     k.n_pc = (P + k.pc - 1) / k.pc;
     k.jc = (units_j + n_jc - 1) / n_jc * RT_PGEMM_NP;
     k.n_jc = (np + k.jc - 1) / k.jc;
+    k.n_rows = 0;
     if (P == 0 || np == 0) return;
+    if (RT_PCONV_ROW_SPLIT && ng == 1 && rt_par_chunks(par, P, 1) > 1 &&
+        g->out[1] >= 2 * (int64_t)par->workers &&
+        (units_p >= rt_par_chunks(par, P, 1) ||
+         g->k[1] * g->k[2] * g->c * g->m <=
+             RT_PCONV_ROW_WEIGHTS * (g->in[1] * g->in[2] * g->c + P * g->m))) {
+        k.n_rows = rt_par_chunks(par, g->out[1], 1);
+        rt_par_run(par, k.n_rows, rt_pconv_nhwc_rows_task_f32, &k);
+        return;
+    }
     rt_par_run(par, ng * k.n_pc * k.n_jc, rt_pconv_nhwc_task_f32, &k);
 }
 

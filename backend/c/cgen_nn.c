@@ -171,8 +171,11 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
                                     ir_dtype_name((IrDType)tx->dtype));
         if (!(act = nn_act_init(cx, n))) return false;
     }
-    /* A pointwise convolution with unit strides and no padding is one flat row per plane. */
-    bool pointwise = !tr;
+    /* A pointwise convolution with unit strides and no padding is one flat row per plane;
+     * except a packed one (rt_pgemm.h reads its pixels as one run either way), which keeps
+     * the image's rows: its parallel split cuts them as the depthwise layers around it cut
+     * theirs (rt_pconv_nhwc_par_f32), so that each worker reads the rows it wrote. */
+    bool pointwise = !tr && !packed;
     for (int i = 0; i < NN_SPATIAL && pointwise; i++)
         pointwise = g.k[i] == 1 && g.s[i] == 1 && g.pad[i] == 0 && g.in[i] == g.out[i];
     if (pointwise) {

@@ -10,7 +10,10 @@ set of seeded inputs, then on this machine in one run
     then all cores);
   - OpenVINO (CPU, f32 inference precision, latency hint, INFERENCE_NUM_THREADS 1, then all
     cores; each in a child process of its own, whose threads end with it);
-each with WARMUP untimed runs and REPS timed ones (median and minimum). The bundle's output
+each with WARMUP untimed runs and REPS timed ones (median and minimum). Every timing on
+several threads runs between two probes of bench/cpu/vcpu_probe.c (row tN.vcpus: per side,
+"one L3", "two L3s" or "moved", and the two round trips in ns): the host moves the two vCPUs
+between one L3 and two every 20-60 s, and every two-thread time follows. The bundle's output
 is compared with ONNX Runtime's (max |diff| / max |ref|). GFLOP = 2 x the multiply-accumulates
 of `kiln inspect --json`. The machine's one-core peak is measured by bench/cpu/peak.c (FMA
 chains at the widest vector the compiler targets with -march=native). A model that Kiln
@@ -330,6 +333,45 @@ def measure_peak(log):
     return json.loads(r.stdout)
 
 
+# bench/cpu/vcpu_probe.c's cache-line round trip between the two vCPUs splits at this: ~50 ns
+# while the host runs them on one CCD (one L3), ~280-360 ns on two (each its own L3); every
+# two-thread time follows (bench/cpu/parallel-profile.md, par4), so a two-thread row is only
+# comparable with rows of the same placement
+PROBE_SPLIT_NS = 150
+
+
+def build_probe(log):
+    """bench/cpu/vcpu_probe.c built into the log folder; None where it does not build."""
+    exe = log / "vcpu_probe"
+    r = subprocess.run(["cc", "-O2", "-pthread", str(HERE / "vcpu_probe.c"), "-o", str(exe)],
+                       capture_output=True, text=True)
+    return exe if r.returncode == 0 else None
+
+
+def probe(exe):
+    """The round trip in ns now (None without a probe or where it cannot pin)."""
+    if exe is None or (os.cpu_count() or 1) < 2:
+        return None
+    r = subprocess.run([str(exe)], capture_output=True, text=True)
+    return json.loads(r.stdout)["round_trip_ns"] if r.returncode == 0 else None
+
+
+def placement(before, after):
+    """A timing's vCPU placement from the probes taken just before and after it: "one L3",
+    "two L3s", or "moved" when the host moved the vCPUs in between."""
+    if before is None or after is None:
+        return {"placement": "unknown", "probe_ns": [before, after]}
+    lv = ["one L3" if ns < PROBE_SPLIT_NS else "two L3s" for ns in (before, after)]
+    return {"placement": lv[0] if lv[0] == lv[1] else "moved", "probe_ns": [before, after]}
+
+
+def probed(exe, fn):
+    """fn() between two probes: (its result, the placement)."""
+    before = probe(exe)
+    out = fn()
+    return out, placement(before, probe(exe))
+
+
 def machine():
     info = {"cpu": platform.processor() or "", "cores": os.cpu_count()}
     try:
@@ -394,6 +436,7 @@ def main():
                       "kiln_threads": "1: NAME_run; all cores: NAME_run_parallel on "
                                       "examples/parallel's kiln_pool"},
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": []}
+    probe_exe = build_probe(log) if all_cores > 1 else None
     t_start = time.time()
     res["load_avg_start"] = os.getloadavg()[0]
     for name in a.models.split(","):
@@ -414,17 +457,27 @@ def main():
         for threads in res["config"]["threads"]:
             key = f"t{threads}"
             row[key] = {}
+            # several threads: each side's placement (its key in row[key]["vcpus"])
+            pe = probe_exe if threads > 1 else None
+            vcpus = row[key]["vcpus"] = {} if threads > 1 else None
             try:
-                row[key]["ort"], out = run_ort(path, feeds, threads, a.reps, a.warmup)
+                (row[key]["ort"], out), pl = probed(
+                    pe, lambda: run_ort(path, feeds, threads, a.reps, a.warmup))
                 ref = out if ref is None else ref
+                if vcpus is not None:
+                    vcpus["ort"] = pl
             except Exception as e:  # noqa: BLE001  (a row says why)
                 row[key]["ort"] = {"error": str(e)[:300]}
             try:
-                row[key]["openvino"] = run_ov_alone(path, feeds, threads, a.reps, a.warmup)
+                row[key]["openvino"], pl = probed(
+                    pe, lambda: run_ov_alone(path, feeds, threads, a.reps, a.warmup))
+                if vcpus is not None:
+                    vcpus["openvino"] = pl
             except Exception as e:  # noqa: BLE001
                 row[key]["openvino"] = {"error": str(e)[:300]}
             print(f"  {threads} thread(s): ort {row[key]['ort'].get('median_ms')} ms, "
-                  f"openvino {row[key]['openvino'].get('median_ms')} ms", flush=True)
+                  f"openvino {row[key]['openvino'].get('median_ms')} ms" +
+                  (f" (vCPUs: {vcpus})" if vcpus else ""), flush=True)
         variants = [("kiln", [])] + [("kiln_" + v.split("=", 1)[0], v.split("=", 1)[1].split())
                                      for v in a.kiln_variant]
         for key, flags in variants:
@@ -441,13 +494,15 @@ def main():
                           for g, r_ in zip(got, ref))
                 row[key]["max_rel_diff_vs_ort"] = err
             if cores > 1:  # NAME_run_parallel on the pool: the same bytes, faster
-                stp, gotp, why = run_kiln(argv0, feeds, output_specs(model), kw, a.reps,
-                                          a.warmup, cores)
+                (stp, gotp, why), pl = probed(probe_exe, lambda: run_kiln(
+                    argv0, feeds, output_specs(model), kw, a.reps, a.warmup, cores))
+                row[f"t{cores}"].setdefault("vcpus", {})["kiln"] = pl
                 row[f"t{cores}"]["kiln"] = stp if stp else {"error": why}
                 if stp and got is not None:
                     stp["same_bytes_as_1_thread"] = all(
                         g.tobytes() == p.tobytes() for g, p in zip(got, gotp))
-                print(f"  kiln ({cores} threads): {row[f't{cores}']['kiln']}", flush=True)
+                print(f"  kiln ({cores} threads): {row[f't{cores}']['kiln']} (vCPUs: {pl})",
+                      flush=True)
             print(f"  {key} (1 thread): {row[key]}", flush=True)
     res["wall_s"] = round(time.time() - t_start, 1)
     res["load_avg_end"] = os.getloadavg()[0]

@@ -49,6 +49,14 @@ def rerun_note(res):
             "last rerun's.")
 
 
+def vcpus(v):
+    """Each side's vCPU placement during its timing (bench.py's probes): rows are comparable
+    only at the same placement."""
+    if not v:
+        return "-"
+    return " / ".join(v.get(k, {}).get("placement", "-") for k in ("kiln", "ort", "openvino"))
+
+
 def table(res, threads):
     peak = max(res["peak"].get("gflops") or 0, res["machine"].get("nominal_gflops") or 0)
     lines = []
@@ -58,7 +66,8 @@ def table(res, threads):
     if one:
         head.append(f"Kiln % of peak ({peak} GFLOP/s)")
     else:
-        head += ["Kiln 1->N speed-up", "ONNX Runtime 1->N", "OpenVINO 1->N"]
+        head += ["Kiln 1->N speed-up", "ONNX Runtime 1->N", "OpenVINO 1->N",
+                 "vCPUs (Kiln / ONNX Runtime / OpenVINO)"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     notes = []
@@ -95,6 +104,7 @@ def table(res, threads):
                 p1 = row.get("t1", {}).get(key)
                 cells.append(f"{p1['median_ms'] / peers[key]['median_ms']:.2f}x"
                              if p1 and "median_ms" in p1 and key in ok else "-")
+            cells.append(vcpus(t.get("vcpus")))
         lines.append("| " + " | ".join(cells) + " |")
         for key, name in PEERS:
             if peers[key] and "error" in peers[key]:
@@ -186,7 +196,10 @@ downloaded, so every weight is random):
 Kiln: the same bundle (compiled `--workers {all_cores}`), `NAME_run_parallel` through
 `examples/parallel`'s pthreads pool of {all_cores} threads, started before the timed calls;
 its outputs are checked to be the bytes of `NAME_run`'s. The speed-up columns divide each
-side's one-thread median by its {all_cores}-thread median (N = {all_cores}).
+side's one-thread median by its {all_cores}-thread median (N = {all_cores}). The vCPUs column:
+where the host ran the two vCPUs during each side's timing (bench/cpu/vcpu_probe.c before and
+after it): "one L3" (one CCD), "two L3s" (two CCDs: every cache line that crosses between
+the workers costs ~6x), "moved" (between the probes); compare rows of the same placement.
 
 {table(res, all_cores)}
 """

@@ -132,7 +132,7 @@ def lstm(rng, path):
 
 def eltnorm(rng, path):
     """The splits of LayerNormalization (rows of 47: the vector paths' tails) and of float
-    binary maps of 64 Ki elements and more: a squeeze-excitation scale (a 1x1 convolution's
+    binary maps of 32 Ki elements and more: a squeeze-excitation scale (a 1x1 convolution's
     channels-last output times a per-channel value from a pooled branch, EfficientNet's Mul),
     a vector along the rows, a column of per-row values, same shapes (one merged loop). Every
     map is a graph output, so that no elementwise chain fuses them."""

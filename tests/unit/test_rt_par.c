@@ -93,6 +93,39 @@ Test(rt_par, packed_gemm_gives_the_serial_bytes_for_any_split) {
     check_pconv(1, 40, 24, 1, 30, 30, 5, 1, 2, false, NULL); /* long reduction: many blocks */
 }
 
+Test(rt_par, packed_gemm_split_by_rows_gives_the_serial_bytes) {
+    /* one image, one group, fewer pixel blocks than tasks: output rows in even parts, ends
+     * rounded to whole tiles (rt_pconv_row_pixel); rows of 14 (one AVX-512 tile), of 7 and
+     * 13 (ends inside a tile at every ISA), a strided 1x1, a 3x3 */
+    static const RtAct clip = {RT_ACT_CLIP, 0.0, 6.0}, silu = {RT_ACT_SILU, 0.0, 0.0};
+    check_pconv(1, 96, 144, 1, 14, 14, 1, 1, 0, false, &clip); /* an expansion at 14x14 */
+    check_pconv(1, 144, 24, 1, 14, 14, 1, 1, 0, true, NULL);   /* a projection with a sum */
+    check_pconv(1, 160, 70, 1, 14, 7, 1, 1, 0, true, &silu);   /* 7 wide, a partial panel */
+    check_pconv(1, 33, 40, 1, 17, 13, 1, 1, 0, false, &clip);  /* 13 wide: 17 uneven rows */
+    check_pconv(1, 24, 48, 1, 29, 27, 1, 2, 0, false, NULL);   /* 1x1 at stride 2 */
+    check_pconv(1, 8, 20, 1, 16, 9, 3, 1, 1, true, &clip);     /* 3x3 of few channels */
+    /* the split is the depthwise layers' (rt_conv_nhwc_fused_par_f32): as many tasks as
+     * rows cut, each its rows' pixels */
+    for (size_t wi = 0; wi < N_WORKERS; wi++) {
+        Hook hk = {workers[wi], 0, 0, 0};
+        RtPar p = par_of(&hk, NULL, 0);
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = 1, g.c = 16, g.m = 16, g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.k[1] = g.k[2] = 1;
+        g.s[0] = g.s[1] = g.s[2] = g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = g.out[1] = 14, g.in[2] = g.out[2] = 14;
+        float *x = rand_f32(196 * 16), *wp = rand_f32(16 * 16), *y = poisoned_f32(196 * 16);
+        rt_pconv_nhwc_par_f32(x, wp, NULL, NULL, y, &g, NULL, &p);
+        cr_assert_eq(hk.tasks, rt_par_chunks(&p, 14, 1), "%d workers: %lld tasks", workers[wi],
+                     (long long)hk.tasks);
+        cr_assert_eq(rt_pconv_row_pixel(&g, 14), 196);
+        cr_assert_eq(rt_pconv_row_pixel(&g, 0), 0);
+        cr_assert_eq(rt_pconv_row_pixel(&g, 7) % RT_PGEMM_MR, 0);
+        free(x), free(wp), free(y);
+    }
+}
+
 Test(rt_par, gemm_gives_the_serial_bytes_for_any_split) {
     static const int64_t shapes[][3] = {{37, 300, 50}, {3, 700, 33}, {130, 5, 17}};
     for (size_t si = 0; si < 3; si++) {

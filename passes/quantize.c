@@ -37,8 +37,9 @@
 #define QZ_MAX_C 4096     /* = RT_QCONV_MAX_C */
 #define QZ_COPY_MAX 16384 /* = RT_QCONV_COPY_MAX */
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
+#define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: QAttention's per-head scratch stays small */
 
-enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT };
+enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN };
 
 typedef struct Qz {
     IrGraph *g;
@@ -265,6 +266,20 @@ static bool can_binary(const IrGraph *g, const IrNode *n) {
            g->values[b].type.layout == g->values[y].type.layout;
 }
 
+/* FusedAttention with Q, K, V and Y annotated, a float mask or none, and keys and head
+ * dimensions small enough for QAttention's scratch (bounded here by K's and V's element
+ * counts; the emitter reads the exact shapes through the perms and windows). */
+static bool can_attn(const IrGraph *g, const IrNode *n) {
+    if (n->n_outputs != 1 || n->n_inputs < 3) return false;
+    for (uint32_t k = 0; k < 3; k++)
+        if (!act_q(g, n->inputs[k], NULL, NULL)) return false;
+    if (!act_q(g, n->outputs[0], NULL, NULL)) return false;
+    if (ir_has_input(n, 3) && g->values[n->inputs[3]].type.dtype != IR_DTYPE_F32) return false;
+    int64_t nk = ir_type_numel(&g->values[n->inputs[1]].type);
+    int64_t nv = ir_type_numel(&g->values[n->inputs[2]].type);
+    return nk >= 1 && nv >= 1 && nk <= QZ_ATTN_ELEMS && nv <= QZ_ATTN_ELEMS;
+}
+
 static bool is_view(IrOp op) {
     return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
@@ -289,6 +304,7 @@ static int decide(Qz *Q, uint32_t i) {
     case IR_OP_MAT_MUL:
     case IR_OP_FUSED_MAT_MUL: return can_gemm(g, n) ? K_GEMM : K_FLOAT;
     case IR_OP_ADD: return can_binary(g, n) ? K_ADD : K_FLOAT;
+    case IR_OP_FUSED_ATTENTION: return can_attn(g, n) ? K_ATTN : K_FLOAT;
     case IR_OP_MUL: {
         uint32_t sig, sx = silu_input(g, n, &sig);
         if (sx != IR_NONE && act_q(g, sx, NULL, NULL) && act_q(g, y, NULL, NULL) &&
@@ -336,6 +352,7 @@ static bool reads_int8(const Qz *Q, uint32_t i, uint32_t k) {
     const IrNode *n = &Q->g->nodes[i];
     switch (Q->kind[i]) {
     case K_SILU: return n->inputs[k] == Q->silu_x[i];
+    case K_ATTN: return k < 3;
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -543,6 +560,31 @@ static void build_gemm(Qz *Q, uint32_t i) {
         copy_attr(n, IR_ATTR_QGEMM_INT8_ACT_ALPHA, &old, IR_ATTR_FUSED_MAT_MUL_ACT_ALPHA);
         copy_attr(n, IR_ATTR_QGEMM_INT8_ACT_BETA, &old, IR_ATTR_FUSED_MAT_MUL_ACT_BETA);
     }
+    pass_set_output(g, i, 0, yq);
+}
+
+/* FusedAttention -> QAttention on the twins of Q, K, V (the mask stays float), the same
+ * attributes. */
+static void build_attn(Qz *Q, uint32_t i) {
+    IrGraph *g = Q->g;
+    IrNode old = g->nodes[i];
+    uint32_t in[3] = {twin(Q, old.inputs[0]), twin(Q, old.inputs[1]), twin(Q, old.inputs[2])};
+    uint32_t yq = twin(Q, old.outputs[0]);
+    bool mask = ir_has_input(&old, 3);
+    IrNode *n = pass_replace_node(g, i, IR_OP_QATTENTION, old.name, mask ? 4 : 3, 1);
+    for (uint32_t k = 0; k < 3; k++) n->inputs[k] = in[k];
+    if (mask) n->inputs[3] = old.inputs[3];
+#define CA(A) copy_attr(n, IR_ATTR_QATTENTION_##A, &old, IR_ATTR_FUSED_ATTENTION_##A)
+    CA(K_PERM);
+    CA(K_WINDOW);
+    CA(MASK);
+    CA(Q_PERM);
+    CA(Q_WINDOW);
+    CA(SCALE);
+    CA(V_PERM);
+    CA(V_WINDOW);
+    CA(Y_PERM);
+#undef CA
     pass_set_output(g, i, 0, yq);
 }
 
@@ -755,6 +797,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         switch (kind) {
         case K_CONV: build_conv(&Q, i); break;
         case K_GEMM: build_gemm(&Q, i); break;
+        case K_ATTN: build_attn(&Q, i); break;
         case K_LUT: build_lut(&Q, i, false); break;
         case K_SILU: build_lut(&Q, i, true); break;
         case K_ADD: build_simple(&Q, i, IR_OP_QADD); break;

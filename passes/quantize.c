@@ -17,8 +17,10 @@
  * QAdd, QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
  * (a 256-entry table made here), and SiLU written as Mul(x, Sigmoid(x)) -> one QLut of
  * x * sigmoid(x) (the sigmoid's own rounding skipped); MaxPool, GlobalAveragePool (NHWC) -> QMaxPool,
- * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose and Concat run on the uint8
- * bytes (Concat's inputs requantized by table where their parameters differ).
+ * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Split and Concat run
+ * on the uint8 bytes (Concat's inputs, Slice's and Split's outputs requantized by table where
+ * their parameters differ; the views' outputs take their input's); FusedAttention with Q, K, V and Y
+ * annotated -> QAttention (the mask stays float; runtime/rt_qattn.h).
  * Weights: int8, symmetric per output channel (the model's own scales when a QDQ model gave
  * them), laid out (M, KH*KW*C/group) ("OHWI"); biases int32 with the input zero point's
  * correction folded in: b_q = round(b / (s_x s_w)) - z_x sum_k w_q. Zero ranges quantize
@@ -39,7 +41,7 @@
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
 #define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: QAttention's per-head scratch stays small */
 
-enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN };
+enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN, K_SPLIT };
 
 typedef struct Qz {
     IrGraph *g;
@@ -305,6 +307,16 @@ static int decide(Qz *Q, uint32_t i) {
     case IR_OP_FUSED_MAT_MUL: return can_gemm(g, n) ? K_GEMM : K_FLOAT;
     case IR_OP_ADD: return can_binary(g, n) ? K_ADD : K_FLOAT;
     case IR_OP_FUSED_ATTENTION: return can_attn(g, n) ? K_ATTN : K_FLOAT;
+    case IR_OP_SPLIT:
+    case IR_OP_SLICE: /* a packed Q, K, V's parts; a part without parameters takes the whole's */
+        if (!act_q(g, x, NULL, NULL)) return K_FLOAT;
+        for (uint32_t k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] == IR_NONE || g->values[n->outputs[k]].type.dtype != IR_DTYPE_F32 ||
+                !ir_type_is_static(&g->values[n->outputs[k]].type))
+                return K_FLOAT;
+        for (uint32_t k = 0; k < n->n_outputs; k++)
+            if (!act_q(g, n->outputs[k], NULL, NULL)) copy_q(g, n->outputs[k], x);
+        return K_SPLIT;
     case IR_OP_MUL: {
         uint32_t sig, sx = silu_input(g, n, &sig);
         if (sx != IR_NONE && act_q(g, sx, NULL, NULL) && act_q(g, y, NULL, NULL) &&
@@ -353,6 +365,7 @@ static bool reads_int8(const Qz *Q, uint32_t i, uint32_t k) {
     switch (Q->kind[i]) {
     case K_SILU: return n->inputs[k] == Q->silu_x[i];
     case K_ATTN: return k < 3;
+    case K_SPLIT: return k == 0;
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -644,6 +657,36 @@ static void build_simple(Qz *Q, uint32_t i, IrOp op) {
     pass_set_output(g, i, 0, yq);
 }
 
+/* Split or Slice on the bytes, after the node is in the order: a part with the input's
+ * parameters is its twin; another is requantized by a table (QLut) from a part written
+ * with the input's parameters, as the float Split between DequantizeLinear and
+ * QuantizeLinear rounded it; a part a float node reads gets a DequantizeLinear. */
+static void build_parts(Qz *Q, uint32_t i) {
+    IrGraph *g = Q->g;
+    uint32_t x = g->nodes[i].inputs[0], n_out = g->nodes[i].n_outputs;
+    g->nodes[i].inputs[0] = twin(Q, x);
+    for (uint32_t k = 0; k < n_out; k++) {
+        uint32_t v = g->nodes[i].outputs[k], vq = twin(Q, v);
+        if (same_q(g, v, x)) {
+            pass_set_output(g, i, k, vq);
+        } else {
+            IrType ty = g->values[vq].type;
+            uint32_t part = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".part"), &ty,
+                                         IR_VALUE_NODE);
+            copy_q(g, part, x);
+            pass_set_output(g, i, k, part);
+            uint32_t t = make_table(Q, NULL, false, x, v, g->values[v].name);
+            uint32_t id = ir_node_add(g, IR_OP_QLUT, pass_unique_name(g, g->values[v].name, ".requant"), 2, 1, 0);
+            g->nodes[id].opset = 1;
+            g->nodes[id].inputs[0] = part;
+            g->nodes[id].inputs[1] = t;
+            pass_set_output(g, id, 0, vq);
+            pass_order_push(&Q->order, id);
+        }
+        if (Q->float_read[v]) add_qdq(Q, v, false);
+    }
+}
+
 /* Views and Concat keep their op and read the twins (Concat's inputs requantized by table
  * to the output's parameters where they differ). */
 static void build_bytes(Qz *Q, uint32_t i, int kind) {
@@ -809,7 +852,10 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         default: break;
         }
         pass_order_push(&Q.order, i);
-        if (kind != K_FLOAT) {
+        if (kind == K_SPLIT) {
+            Q.changed = true;
+            build_parts(&Q, i);
+        } else if (kind != K_FLOAT) {
             Q.changed = true;
             if (Q.float_read[y]) add_qdq(&Q, y, false);
         } else {

@@ -11,7 +11,7 @@
  * The integer parts are exact on every path: portable C (sum of u8 x u8 products in
  * int32), AVX-512 VNNI (vpdpbusd: K and V, packed per (batch, head) into 64-byte blocks of
  * 16 columns x 4, are stored as k - 128 in int8, and 128 sum(q) / 128 sum(P) added back),
- * AVX2 (bytes widened to int16 and vpmaddwd). The float part (scale, mask, max, exp, sum,
+ * AVX2 (K and V packed per head as int16 pairs, 8 columns a vector, for vpmaddwd). The float part (scale, mask, max, exp, sum,
  * the rounding of P) is one scalar C function on every path, rt_qa_softmax_row, whose every
  * multiply-add is an explicit fmaf: a compiler that contracts a * b + c (GCC's GNU mode,
  * clang's default) would otherwise round differently from one that does not, and P, hence
@@ -42,13 +42,13 @@
 #define RT_QA_R4(n) (((n) + 3) / 4 * 4)
 #define RT_QA_A64(n) (((n) + 63) / 64 * 64)
 /* Bytes of scratch: ksum (sk int32), scores (sk16 int32), their floats (sk16), P (sk16 bytes),
- * O (dv16 int32), the query row (d4 bytes), K packed (sk16 x d4 bytes), V packed (sk4 x dv16
- * bytes), each piece 64-byte aligned from the start. */
+ * O (dv16 int32), the query row (d4 int16), K packed (sk16 x d4 int16), V packed (sk4 x dv16
+ * int16; VNNI packs bytes, AVX2 int16), each piece 64-byte aligned from the start. */
 #define RT_QA_SCRATCH(sk, d, dv)                                                           \
     (RT_QA_A64(4 * (int64_t)(sk)) + 2 * RT_QA_A64(4 * (int64_t)RT_QA_R16(sk)) +          \
      RT_QA_A64((int64_t)RT_QA_R16(sk)) + RT_QA_A64(4 * (int64_t)RT_QA_R16(dv)) +         \
-     RT_QA_A64((int64_t)RT_QA_R4(d)) + RT_QA_A64((int64_t)RT_QA_R16(sk) * RT_QA_R4(d)) + \
-     RT_QA_A64((int64_t)RT_QA_R4(sk) * RT_QA_R16(dv)) + 64)
+     RT_QA_A64(2 * (int64_t)RT_QA_R4(d)) + RT_QA_A64(2 * (int64_t)RT_QA_R16(sk) * RT_QA_R4(d)) + \
+     RT_QA_A64(2 * (int64_t)RT_QA_R4(sk) * RT_QA_R16(dv)) + 64)
 
 /* Shapes and element strides as RtFusedAttn's (q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv),
  * mask (B,H,Sq,Sk) float with stride 0 on broadcast dimensions, y (B,H,Sq,Dv)), then the
@@ -64,7 +64,7 @@ typedef struct RtQAttn {
 } RtQAttn;
 
 /* e^x for x <= 0 with explicit fmaf (see the header): rt_vmath.h's range reduction and
- * polynomial; below -86.64, 0. */
+ * polynomial; below -86.64 (and NaN), 0. */
 RT_API float rt_qa_exp(float x) {
     float c = x < -86.64f ? -86.64f : x;
     float t = fmaf(c, 1.44269504f, 12582912.0f); /* 1.5 2^23: n in the low bits */
@@ -77,12 +77,16 @@ RT_API float rt_qa_exp(float x) {
     p = fmaf(p, r, 4.99999994e-1f);
     float rr = r * r;
     p = fmaf(rr, p, 1.0f + r);
-    uint32_t tb, e;
-    float s;
+    uint32_t tb, e, keep = 0u - (uint32_t)(x >= -86.64f); /* 0 below (and for NaN) */
+    float s, y;
     memcpy(&tb, &t, sizeof tb);
     e = (tb - 0x4b400000u + 126u) << 23; /* 2^(n-1): n in [-125, 0] */
     memcpy(&s, &e, sizeof s);
-    return x < -86.64f ? 0.0f : (p * 2.0f) * s;
+    y = (p * 2.0f) * s;
+    memcpy(&e, &y, sizeof e);
+    e &= keep; /* a select in the bits: GCC leaves a ?: whose arm computes unvectorized */
+    memcpy(&y, &e, sizeof y);
+    return y;
 }
 
 /* The float part of one query row, the same on every path: scores S (int32, sk) to P
@@ -170,9 +174,9 @@ RT_API void rt_qa_ws(const RtQAttn *p, void *scratch, RtQaWs *w) {
     w->O = (int32_t *)(void *)s;
     s += RT_QA_A64(4 * RT_QA_R16(p->dv));
     w->qr = s;
-    s += RT_QA_A64(RT_QA_R4(p->d));
+    s += RT_QA_A64(2 * RT_QA_R4(p->d));
     w->kp = s;
-    s += RT_QA_A64(sk16 * RT_QA_R4(p->d));
+    s += RT_QA_A64(2 * sk16 * RT_QA_R4(p->d));
     w->vp = s;
 }
 
@@ -218,6 +222,30 @@ RT_API void rt_qattention_head(const RtQAttn *p, const uint8_t *q, const uint8_t
                 }
     for (j = Sk; j < sk4 * 4; j++) w.P[j] = 0;
     for (t = D; t < d4 * 4; t++) w.qr[t] = 0;
+#elif defined(RT_QA_AVX2)
+    /* int16 pairs for vpmaddwd (u8 values: no product or pair sum overflows) */
+    int16_t *kp = (int16_t *)(void *)w.kp, *vp = (int16_t *)(void *)w.vp, *q16 = (int16_t *)(void *)w.qr;
+    int64_t d2 = (D + 1) / 2, sk2 = (Sk + 1) / 2, nkb = (Sk + 7) / 8, ntb = (Dv + 7) / 8;
+    /* kp[((jb d2 + tq) 8 + jj) 2 + u] = k[8 jb + jj][2 tq + u] (0 past the ends) */
+    for (int64_t jb = 0; jb < nkb; jb++)
+        for (int64_t tq = 0; tq < d2; tq++)
+            for (int jj = 0; jj < 8; jj++)
+                for (int u = 0; u < 2; u++) {
+                    int64_t jr = jb * 8 + jj, tc = tq * 2 + u;
+                    kp[((jb * d2 + tq) * 8 + jj) * 2 + u] =
+                        (int16_t)(jr < Sk && tc < D ? kb[jr * p->k_st[2] + tc * p->k_st[3]] : 0);
+                }
+    /* vp[((jq ntb + tb) 8 + tt) 2 + u] = v[2 jq + u][8 tb + tt] (0 past the ends) */
+    for (int64_t jq = 0; jq < sk2; jq++)
+        for (int64_t tb = 0; tb < ntb; tb++)
+            for (int tt = 0; tt < 8; tt++)
+                for (int u = 0; u < 2; u++) {
+                    int64_t jr = jq * 2 + u, tc = tb * 8 + tt;
+                    vp[((jq * ntb + tb) * 8 + tt) * 2 + u] =
+                        (int16_t)(jr < Sk && tc < Dv ? vb[jr * p->v_st[2] + tc * p->v_st[3]] : 0);
+                }
+    for (j = Sk; j < sk2 * 2; j++) w.P[j] = 0;
+    for (t = D; t < d2 * 2; t++) q16[t] = 0;
 #endif
     for (i = 0; i < p->sq; i++) {
         const uint8_t *qr = qb + i * p->q_st[2];
@@ -242,6 +270,24 @@ RT_API void rt_qattention_head(const RtQAttn *p, const uint8_t *q, const uint8_t
             for (u = 0; u < nb; u++) _mm512_storeu_si512(w.S + (jb + u) * 16, acc[u]);
         }
         corr += (int64_t)128 * qsum; /* k - 128 in the packed K */
+        for (j = 0; j < Sk; j++)
+            w.S[j] = (int32_t)(w.S[j] + corr - (int64_t)p->q_zp * w.ksum[j]);
+#elif defined(RT_QA_AVX2)
+        for (t = 0; t < D; t++) q16[t] = (int16_t)qr[t * p->q_st[3]];
+        for (int64_t jb = 0; jb < nkb; jb += RT_QA_NB) {
+            __m256i acc[RT_QA_NB];
+            int nb = nkb - jb < RT_QA_NB ? (int)(nkb - jb) : RT_QA_NB, u;
+            for (u = 0; u < nb; u++) acc[u] = _mm256_setzero_si256();
+            for (int64_t tq = 0; tq < d2; tq++) {
+                int32_t a2;
+                memcpy(&a2, q16 + tq * 2, 4);
+                const __m256i av = _mm256_set1_epi32(a2);
+                for (u = 0; u < nb; u++)
+                    acc[u] = _mm256_add_epi32(acc[u], _mm256_madd_epi16(av, _mm256_loadu_si256(
+                        (const __m256i *)(const void *)(kp + ((jb + u) * d2 + tq) * 16))));
+            }
+            for (u = 0; u < nb; u++) _mm256_storeu_si256((__m256i *)(void *)(w.S + (jb + u) * 8), acc[u]);
+        }
         for (j = 0; j < Sk; j++)
             w.S[j] = (int32_t)(w.S[j] + corr - (int64_t)p->q_zp * w.ksum[j]);
 #else
@@ -269,6 +315,20 @@ RT_API void rt_qattention_head(const RtQAttn *p, const uint8_t *q, const uint8_t
             for (u = 0; u < nb; u++) _mm512_storeu_si512(w.O + (tb + u) * 16, acc[u]);
         }
         for (t = 0; t < Dv; t++) w.O[t] += (128 - p->v_zp) * psum; /* v - 128 packed */
+#elif defined(RT_QA_AVX2)
+        for (int64_t tb = 0; tb < ntb; tb += RT_QA_NB) {
+            __m256i acc[RT_QA_NB];
+            int nb = ntb - tb < RT_QA_NB ? (int)(ntb - tb) : RT_QA_NB, u;
+            for (u = 0; u < nb; u++) acc[u] = _mm256_setzero_si256();
+            for (int64_t jq = 0; jq < sk2; jq++) {
+                const __m256i av = _mm256_set1_epi32((int32_t)w.P[jq * 2] | (int32_t)w.P[jq * 2 + 1] << 16);
+                for (u = 0; u < nb; u++)
+                    acc[u] = _mm256_add_epi32(acc[u], _mm256_madd_epi16(av, _mm256_loadu_si256(
+                        (const __m256i *)(const void *)(vp + (jq * ntb + tb + u) * 16))));
+            }
+            for (u = 0; u < nb; u++) _mm256_storeu_si256((__m256i *)(void *)(w.O + (tb + u) * 8), acc[u]);
+        }
+        for (t = 0; t < Dv; t++) w.O[t] -= p->v_zp * psum;
 #else
         for (t = 0; t < Dv; t++) w.O[t] = -p->v_zp * psum;
         for (j = 0; j < Sk; j++) {

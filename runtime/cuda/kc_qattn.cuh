@@ -52,7 +52,7 @@ static __device__ __forceinline__ float kc_qa_exp(float x) {
     float rr = __fmul_rn(r, r);
     p = fmaf(rr, p, __fadd_rn(1.0f, r));
     uint32_t e = (__float_as_uint(t) - 0x4b400000u + 126u) << 23;
-    return x < -86.64f ? 0.0f : __fmul_rn(__fmul_rn(p, 2.0f), __uint_as_float(e));
+    return x >= -86.64f ? __fmul_rn(__fmul_rn(p, 2.0f), __uint_as_float(e)) : 0.0f; /* NaN: 0 */
 }
 
 __global__ void __launch_bounds__(KC_QA_THREADS)

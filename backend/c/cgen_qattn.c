@@ -91,8 +91,10 @@ static bool emit_qattention(CgenCtx *cx, const IrNode *n) {
         ptr[o] = pl.off[o] ? cgen_fmt(cx, "(%s + %lld)", cgen_ptr(cx, v), (long long)pl.off[o])
                            : cgen_ptr(cx, v);
     }
-    const char *par = cgen_par(cx, (double)p->b * (double)p->h * (double)p->sq *
-                                       (double)p->sk * (double)(p->d + p->dv));
+    /* a head whose scratch would not fit the stack takes the arena's (the workers' path,
+     * serial without a hook) however small its work */
+    double macs = (double)p->b * (double)p->h * (double)p->sq * (double)p->sk * (double)(p->d + p->dv);
+    const char *par = cgen_par(cx, pl.scratch > QA_STACK_MAX ? INFINITY : macs);
     if (strcmp(par, "NULL") == 0 && pl.scratch > QA_STACK_MAX)
         return cgen_unsupported(cx, n, "%lld bytes of scratch on the stack (at most %d)",
                                 (long long)pl.scratch, QA_STACK_MAX);

@@ -39,7 +39,7 @@
 #define QZ_MAX_C 4096     /* = RT_QCONV_MAX_C */
 #define QZ_COPY_MAX 16384 /* = RT_QCONV_COPY_MAX */
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
-#define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: QAttention's per-head scratch stays small */
+#define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: a head's QAttention scratch (RT_QA_SCRATCH) stays far from 2^31 bytes */
 
 enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN, K_SPLIT };
 

@@ -20,7 +20,8 @@
  * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Split and Concat run
  * on the uint8 bytes (Concat's inputs, Slice's and Split's outputs requantized by table where
  * their parameters differ; the views' outputs take their input's); FusedAttention with Q, K, V and Y
- * annotated -> QAttention (the mask stays float; runtime/rt_qattn.h).
+ * annotated -> QAttention (the mask stays float; runtime/rt_qattn.h); MatMul of two annotated
+ * activations -> QMatMul.
  * Weights: int8, symmetric per output channel (the model's own scales when a QDQ model gave
  * them), laid out (M, KH*KW*C/group) ("OHWI"); biases int32 with the input zero point's
  * correction folded in: b_q = round(b / (s_x s_w)) - z_x sum_k w_q. Zero ranges quantize
@@ -39,9 +40,10 @@
 #define QZ_MAX_C 4096     /* = RT_QCONV_MAX_C */
 #define QZ_COPY_MAX 16384 /* = RT_QCONV_COPY_MAX */
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
+#define QZ_QMM_MAX_K 16384 /* QMatMul's reduction: u8 x u8 sums stay exact in int32 */
 #define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: a head's QAttention scratch (RT_QA_SCRATCH) stays far from 2^31 bytes */
 
-enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN, K_SPLIT };
+enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN, K_SPLIT, K_QMM };
 
 typedef struct Qz {
     IrGraph *g;
@@ -282,6 +284,17 @@ static bool can_attn(const IrGraph *g, const IrNode *n) {
     return nk >= 1 && nv >= 1 && nk <= QZ_ATTN_ELEMS && nv <= QZ_ATTN_ELEMS;
 }
 
+/* MatMul of two annotated activations (an attention product no FusedAttention took): ranks
+ * of 2 or more, a reduction short enough for exact int32 sums (runtime/rt_qattn.h). */
+static bool can_qmatmul(const IrGraph *g, const IrNode *n) {
+    if (n->op != IR_OP_MAT_MUL || n->n_outputs != 1) return false;
+    uint32_t a = n->inputs[0], b = n->inputs[1];
+    if (!act_q(g, a, NULL, NULL) || !act_q(g, b, NULL, NULL) || !act_q(g, n->outputs[0], NULL, NULL))
+        return false;
+    const IrType *ta = &g->values[a].type, *tb = &g->values[b].type;
+    return ta->rank >= 2 && tb->rank >= 2 && ta->dims[ta->rank - 1] <= QZ_QMM_MAX_K;
+}
+
 static bool is_view(IrOp op) {
     return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
@@ -304,7 +317,8 @@ static int decide(Qz *Q, uint32_t i) {
     case IR_OP_GEMM:
     case IR_OP_FUSED_GEMM:
     case IR_OP_MAT_MUL:
-    case IR_OP_FUSED_MAT_MUL: return can_gemm(g, n) ? K_GEMM : K_FLOAT;
+    case IR_OP_FUSED_MAT_MUL:
+        return can_gemm(g, n) ? K_GEMM : can_qmatmul(g, n) ? K_QMM : K_FLOAT;
     case IR_OP_ADD: return can_binary(g, n) ? K_ADD : K_FLOAT;
     case IR_OP_FUSED_ATTENTION: return can_attn(g, n) ? K_ATTN : K_FLOAT;
     case IR_OP_SPLIT:
@@ -366,6 +380,7 @@ static bool reads_int8(const Qz *Q, uint32_t i, uint32_t k) {
     case K_SILU: return n->inputs[k] == Q->silu_x[i];
     case K_ATTN: return k < 3;
     case K_SPLIT: return k == 0;
+    case K_QMM: return k < 2;
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -640,7 +655,7 @@ static void build_simple(Qz *Q, uint32_t i, IrOp op) {
     IrGraph *g = Q->g;
     IrNode old = g->nodes[i];
     uint32_t yq = twin(Q, old.outputs[0]);
-    uint32_t nin = op == IR_OP_QADD || op == IR_OP_QMUL ? 2 : 1;
+    uint32_t nin = op == IR_OP_QADD || op == IR_OP_QMUL || op == IR_OP_QMATMUL ? 2 : 1;
     uint32_t in[2] = {twin(Q, old.inputs[0]), nin > 1 ? twin(Q, old.inputs[1]) : IR_NONE};
     IrNode *n = pass_replace_node(g, i, op, old.name, nin, 1);
     for (uint32_t k = 0; k < nin; k++) n->inputs[k] = in[k];
@@ -844,6 +859,7 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         case K_LUT: build_lut(&Q, i, false); break;
         case K_SILU: build_lut(&Q, i, true); break;
         case K_ADD: build_simple(&Q, i, IR_OP_QADD); break;
+        case K_QMM: build_simple(&Q, i, IR_OP_QMATMUL); break;
         case K_MUL: build_simple(&Q, i, IR_OP_QMUL); break;
         case K_MAXPOOL: build_simple(&Q, i, IR_OP_QMAX_POOL); break;
         case K_GAP: build_simple(&Q, i, IR_OP_QGLOBAL_AVERAGE_POOL); break;

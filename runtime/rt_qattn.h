@@ -387,4 +387,46 @@ RT_API void rt_qattention_par(const RtQAttn *p, const uint8_t *q, const uint8_t 
     rt_par_run(par, (heads + t.per_task - 1) / t.per_task, rt_qa_task, &t);
 }
 
+/* ---- QMatMul: the product of two uint8 activations ---- */
+
+/* batch products of A (M,K) and B (K,N) (a_bst, b_bst: elements between batches, 0 for a
+ * broadcast operand), y (batch,M,N); Y's requantization s_a s_b / s_y = y_mult / 2^y_shift. */
+typedef struct RtQMatMul {
+    int64_t batch, m, k, n, a_bst, b_bst;
+    int32_t a_zp, b_zp, y_zp, y_mult;
+    int y_shift;
+} RtQMatMul;
+
+/* sum_k (a - za)(b - zb) = sum a b - za colsum(B) - zb rowsum(A) + K za zb, the raw sums of
+ * u8 x u8 in int32 (exact for K < 33025), a row of B at a time so the loop over N vectorizes
+ * on every path. ws: 2 N int32. */
+RT_API void rt_qmatmul(const RtQMatMul *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
+                       int32_t *ws) {
+    int32_t *acc = ws, *cs = ws + p->n;
+    int64_t bi, i, j, t, zz = (int64_t)p->a_zp * p->b_zp * p->k;
+    for (bi = 0; bi < p->batch; bi++) {
+        const uint8_t *A = a + bi * p->a_bst, *B = b + bi * p->b_bst;
+        uint8_t *Y = y + bi * p->m * p->n;
+        for (j = 0; j < p->n; j++) cs[j] = 0;
+        for (t = 0; t < p->k; t++)
+            for (j = 0; j < p->n; j++) cs[j] += B[t * p->n + j];
+        for (i = 0; i < p->m; i++) {
+            const uint8_t *ar = A + i * p->k;
+            int32_t rs = 0;
+            for (j = 0; j < p->n; j++) acc[j] = 0;
+            for (t = 0; t < p->k; t++) {
+                int32_t av = ar[t];
+                const uint8_t *br = B + t * p->n;
+                rs += av;
+                for (j = 0; j < p->n; j++) acc[j] += av * br[j];
+            }
+            for (j = 0; j < p->n; j++) {
+                int32_t o = (int32_t)(acc[j] - (int64_t)p->a_zp * cs[j] - (int64_t)p->b_zp * rs + zz);
+                int64_t v = rt_qa_round_shift((int64_t)o * p->y_mult, p->y_shift) + p->y_zp;
+                Y[i * p->n + j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        }
+    }
+}
+
 #endif /* KILN_RT_QATTN_H */

@@ -126,4 +126,48 @@ static bool emit_qattention(CgenCtx *cx, const IrNode *n) {
     return true;
 }
 
-void cgen_register_qattn(CgenEmitFn *table) { table[IR_OP_QATTENTION] = emit_qattention; }
+/* QMatMul: A (..,M,K), B (..,K,N) of batch dimensions Y's or all 1. */
+static bool emit_qmatmul(CgenCtx *cx, const IrNode *n) {
+    uint32_t vals[3] = {n->inputs[0], n->inputs[1], n->outputs[0]};
+    float sc[3];
+    int32_t zp[3];
+    for (int o = 0; o < 3; o++) {
+        const IrType *t = cgen_type(cx, vals[o]);
+        if (t->dtype != IR_DTYPE_U8 || !ir_type_is_static(t) || t->rank < 2)
+            return cgen_unsupported(cx, n, "operand %d: not a static uint8 matrix", o);
+        if (!qplan_value(cx->b.g, vals[o], &sc[o], &zp[o]))
+            return cgen_unsupported(cx, n, "operand %d without quantization parameters", o);
+    }
+    const IrType *ta = cgen_type(cx, vals[0]), *tb = cgen_type(cx, vals[1]), *ty = cgen_type(cx, vals[2]);
+    RtQMatMul p;
+    memset(&p, 0, sizeof p);
+    p.m = ta->dims[ta->rank - 2], p.k = ta->dims[ta->rank - 1], p.n = tb->dims[tb->rank - 1];
+    if (tb->dims[tb->rank - 2] != p.k || ty->dims[ty->rank - 2] != p.m || ty->dims[ty->rank - 1] != p.n ||
+        p.m < 1 || p.n < 1 || p.k < 1 || p.k > 16384)
+        return cgen_unsupported(cx, n, "shapes that are no product of (M,K) and (K,N), K <= 16384");
+    p.batch = ir_type_numel(ty) / (p.m * p.n);
+    int64_t ab = ir_type_numel(ta) / (p.m * p.k), bb = ir_type_numel(tb) / (p.k * p.n);
+    if ((ab != 1 && ab != p.batch) || (bb != 1 && bb != p.batch))
+        return cgen_unsupported(cx, n, "batch dimensions other than Y's or all 1");
+    p.a_bst = ab == 1 ? 0 : p.m * p.k, p.b_bst = bb == 1 ? 0 : p.k * p.n;
+    p.a_zp = zp[0], p.b_zp = zp[1], p.y_zp = zp[2];
+    qplan_multiplier((double)sc[0] * (double)sc[1] / (double)sc[2], 62, &p.y_mult, &p.y_shift);
+    if (p.y_shift < 1) p.y_shift = 1, p.y_mult = 0;
+    if (2 * p.n * 4 > QA_STACK_MAX) return cgen_unsupported(cx, n, "%lld columns", (long long)p.n);
+    cgen_use_runtime(cx, "rt_qattn.h");
+    CWriter *w = cx->w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const RtQMatMul p = {%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %ld, %d};",
+            (long long)p.batch, (long long)p.m, (long long)p.k, (long long)p.n, (long long)p.a_bst,
+            (long long)p.b_bst, (int)p.a_zp, (int)p.b_zp, (int)p.y_zp, (long)p.y_mult, p.y_shift);
+    cw_line(w, "int32_t ws[%lld]; /* a row of sums, B's column sums */", (long long)(2 * p.n));
+    cw_line(w, "rt_qmatmul(&p, %s, %s, %s, ws);", cgen_ptr(cx, vals[0]), cgen_ptr(cx, vals[1]),
+            cgen_ptr(cx, vals[2]));
+    cw_close(w, NULL);
+    return true;
+}
+
+void cgen_register_qattn(CgenEmitFn *table) {
+    table[IR_OP_QATTENTION] = emit_qattention;
+    table[IR_OP_QMATMUL] = emit_qmatmul;
+}

@@ -5,7 +5,8 @@
  * naive loops written here that share only the float row (rt_qa_softmax_row). Results must
  * match byte for byte. tests/CMakeLists.txt builds this file once more per SIMD path
  * (AVX2, AVX-512 VNNI); the plain build is the portable path. A float reference in double
- * bounds the quantization error, so that a kernel and reference wrong the same way fail. */
+ * bounds the quantization error, so that a kernel and reference wrong the same way fail.
+ * QMatMul (rt_qmatmul) against naive int64 sums. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -263,4 +264,45 @@ Test(rt_qattn, exp_matches_libm_within_two_ulp_and_is_zero_far_below) {
     }
     cr_assert_eq(rt_qa_exp(-INFINITY), 0.0f);
     cr_assert_eq(rt_qa_exp(0.0f), 1.0f);
+}
+
+/* QMatMul against naive int64 sums of the shifted products, the same requantization; A or B
+ * broadcast over the batch; outputs poisoned first. */
+Test(rt_qattn, qmatmul_matches_the_reference_with_either_operand_broadcast) {
+    rng_init();
+    for (int r = 0; r < 12; r++) {
+        RtQMatMul p;
+        memset(&p, 0, sizeof p);
+        p.batch = rng_range(1, 3), p.m = rng_range(1, 9), p.k = rng_range(1, 40), p.n = rng_range(1, 37);
+        bool a_bc = r % 3 == 1, b_bc = r % 3 == 2;
+        p.a_bst = a_bc ? 0 : p.m * p.k, p.b_bst = b_bc ? 0 : p.k * p.n;
+        p.a_zp = (int32_t)rng_range(0, 255), p.b_zp = (int32_t)rng_range(0, 255);
+        p.y_zp = (int32_t)rng_range(0, 255);
+        p.y_shift = 40, p.y_mult = (int32_t)rng_range(1 << 20, 1 << 26);
+        uint8_t *a = rand_u8((a_bc ? 1 : p.batch) * p.m * p.k), *b = rand_u8((b_bc ? 1 : p.batch) * p.k * p.n);
+        int64_t ny = p.batch * p.m * p.n;
+        uint8_t *y = malloc((size_t)ny);
+        int32_t *ws = malloc((size_t)(2 * p.n) * sizeof *ws);
+        cr_assert(y && ws);
+        memset(y, POISON_BYTE, (size_t)ny);
+        rt_qmatmul(&p, a, b, y, ws);
+        int64_t wrong = 0, clipped = 0;
+        for (int64_t bi = 0; bi < p.batch; bi++)
+            for (int64_t i = 0; i < p.m; i++)
+                for (int64_t j = 0; j < p.n; j++) {
+                    int64_t s = 0;
+                    for (int64_t t = 0; t < p.k; t++)
+                        s += ((int64_t)a[bi * p.a_bst + i * p.k + t] - p.a_zp) *
+                             ((int64_t)b[bi * p.b_bst + t * p.n + j] - p.b_zp);
+                    int64_t v = rt_qa_round_shift(s * p.y_mult, p.y_shift) + p.y_zp;
+                    v = v < 0 ? 0 : v > 255 ? 255 : v;
+                    clipped += v == 0 || v == 255;
+                    wrong += y[(bi * p.m + i) * p.n + j] != (uint8_t)v;
+                }
+        cr_assert_eq(wrong, 0, "%lld of %lld outputs differ (batch %lld M %lld K %lld N %lld, seed %u)",
+                     (long long)wrong, (long long)ny, (long long)p.batch, (long long)p.m,
+                     (long long)p.k, (long long)p.n, rng_seed);
+        cr_assert(clipped < ny, "every output clipped: the case tests nothing (seed %u)", rng_seed);
+        free(a), free(b), free(y), free(ws);
+    }
 }

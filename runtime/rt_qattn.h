@@ -11,15 +11,18 @@
  * The integer parts are exact on every path: portable C (sum of u8 x u8 products in
  * int32), AVX-512 VNNI (vpdpbusd: K and V, packed per (batch, head) into 64-byte blocks of
  * 16 columns x 4, are stored as k - 128 in int8, and 128 sum(q) / 128 sum(P) added back),
- * AVX2 (K and V packed per head as int16 pairs, 8 columns a vector, for vpmaddwd). The float part (scale, mask, max, exp, sum,
- * the rounding of P) is one scalar C function on every path, rt_qa_softmax_row, whose every
- * multiply-add is an explicit fmaf: a compiler that contracts a * b + c (GCC's GNU mode,
- * clang's default) would otherwise round differently from one that does not, and P, hence
- * y, would differ by a step between builds. So all paths write the same bytes; on the GPU
- * (runtime/cuda/kc_qattn.cuh) expf differs, and y may differ from these by one step.
- * Scratch (caller's, RT_QA_SCRATCH bytes): sum_t k[j][t], a row of scores, P padded to 4,
- * the int32 sums, the padded query row and (VNNI) K and V packed.
- * Floor: B H Sq Sk (D + Dv) multiply-adds, 64 a vpdpbusd. C99. */
+ * AVX2 (K and V packed per head as int16 pairs, 8 columns a vector, for vpmaddwd). The
+ * float part (scale, mask, max, exp, sum, the rounding of P) is one C function on every
+ * path, rt_qa_softmax_row, whose every multiply-add is an explicit fmaf: a compiler that
+ * contracts a * b + c (GCC's GNU mode, clang's default) would otherwise round differently
+ * from one that does not, and P, hence y, would differ by a step between builds. So all
+ * paths write the same bytes (SSE or NEON float; not x87's excess precision). The GPU
+ * (runtime/cuda/kc_qattn.cuh) repeats the row operation for operation; if a device's float
+ * path differed, y would differ from these by one step where a P rounds the other way.
+ * Scratch (caller's, RT_QA_SCRATCH bytes): sum_t k[j][t], a row of scores, P padded, the
+ * int32 sums, the padded query row and (VNNI, AVX2) K and V packed.
+ * Floor: B H Sq Sk (D + Dv) multiply-adds, 64 a vpdpbusd.
+ * Also QMatMul (rt_qmatmul): a MatMul of two uint8 activations, exact int32 sums. C99. */
 #ifndef KILN_RT_QATTN_H
 #define KILN_RT_QATTN_H
 

@@ -18,8 +18,11 @@
  * scale over NHWC pixels) -> QMul; Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu -> QLut
  * (a 256-entry table made here), and SiLU written as Mul(x, Sigmoid(x)) -> one QLut of
  * x * sigmoid(x) (the sigmoid's own rounding skipped); MaxPool, GlobalAveragePool (NHWC) -> QMaxPool,
- * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose and Concat run on the uint8
- * bytes (Concat's inputs requantized by table where their parameters differ).
+ * QGlobalAveragePool; Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Split and Concat run
+ * on the uint8 bytes (Concat's inputs, Slice's and Split's outputs requantized by table where
+ * their parameters differ; the views' outputs take their input's); FusedAttention with Q, K, V and Y
+ * annotated -> QAttention (the mask stays float; runtime/rt_qattn.h); MatMul of two annotated
+ * activations -> QMatMul.
  * Weights: int8, symmetric per output channel (the model's own scales when a QDQ model gave
  * them), laid out (M, KH*KW*C/group) ("OHWI"); biases int32 with the input zero point's
  * correction folded in: b_q = round(b / (s_x s_w)) - z_x sum_k w_q. Zero ranges quantize
@@ -38,8 +41,10 @@
 #define QZ_MAX_C 4096     /* = RT_QCONV_MAX_C */
 #define QZ_COPY_MAX 16384 /* = RT_QCONV_COPY_MAX */
 #define QZ_GEMM_MR 8      /* = RT_QGEMM_MR */
+#define QZ_QMM_MAX_K 16384 /* QMatMul's reduction: u8 x u8 sums stay exact in int32 */
+#define QZ_ATTN_ELEMS (1 << 24) /* K, V at most: a head's QAttention scratch (RT_QA_SCRATCH) stays far from 2^31 bytes */
 
-enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT };
+enum { K_FLOAT = 0, K_CONV, K_GEMM, K_ADD, K_MUL, K_LUT, K_SILU, K_MAXPOOL, K_GAP, K_VIEW, K_CONCAT, K_ATTN, K_SPLIT, K_QMM };
 
 typedef struct Qz {
     IrGraph *g;
@@ -284,6 +289,31 @@ static bool can_mul_bcast(IrGraph *g, IrNode *n) {
            ir_bcast_run(&g->values[n->inputs[1]].type, ty, &outer, &mid, &inner);
 }
 
+/* FusedAttention with Q, K, V and Y annotated, a float mask or none, and keys and head
+ * dimensions small enough for QAttention's scratch (bounded here by K's and V's element
+ * counts; the emitter reads the exact shapes through the perms and windows). */
+static bool can_attn(const IrGraph *g, const IrNode *n) {
+    if (n->n_outputs != 1 || n->n_inputs < 3) return false;
+    for (uint32_t k = 0; k < 3; k++)
+        if (!act_q(g, n->inputs[k], NULL, NULL)) return false;
+    if (!act_q(g, n->outputs[0], NULL, NULL)) return false;
+    if (ir_has_input(n, 3) && g->values[n->inputs[3]].type.dtype != IR_DTYPE_F32) return false;
+    int64_t nk = ir_type_numel(&g->values[n->inputs[1]].type);
+    int64_t nv = ir_type_numel(&g->values[n->inputs[2]].type);
+    return nk >= 1 && nv >= 1 && nk <= QZ_ATTN_ELEMS && nv <= QZ_ATTN_ELEMS;
+}
+
+/* MatMul of two annotated activations (an attention product no FusedAttention took): ranks
+ * of 2 or more, a reduction short enough for exact int32 sums (runtime/rt_qattn.h). */
+static bool can_qmatmul(const IrGraph *g, const IrNode *n) {
+    if (n->op != IR_OP_MAT_MUL || n->n_outputs != 1) return false;
+    uint32_t a = n->inputs[0], b = n->inputs[1];
+    if (!act_q(g, a, NULL, NULL) || !act_q(g, b, NULL, NULL) || !act_q(g, n->outputs[0], NULL, NULL))
+        return false;
+    const IrType *ta = &g->values[a].type, *tb = &g->values[b].type;
+    return ta->rank >= 2 && tb->rank >= 2 && ta->dims[ta->rank - 1] <= QZ_QMM_MAX_K;
+}
+
 static bool is_view(IrOp op) {
     return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE ||
            op == IR_OP_UNSQUEEZE || op == IR_OP_TRANSPOSE;
@@ -306,8 +336,20 @@ static int decide(Qz *Q, uint32_t i) {
     case IR_OP_GEMM:
     case IR_OP_FUSED_GEMM:
     case IR_OP_MAT_MUL:
-    case IR_OP_FUSED_MAT_MUL: return can_gemm(g, n) ? K_GEMM : K_FLOAT;
+    case IR_OP_FUSED_MAT_MUL:
+        return can_gemm(g, n) ? K_GEMM : can_qmatmul(g, n) ? K_QMM : K_FLOAT;
     case IR_OP_ADD: return can_binary(g, n) ? K_ADD : K_FLOAT;
+    case IR_OP_FUSED_ATTENTION: return can_attn(g, n) ? K_ATTN : K_FLOAT;
+    case IR_OP_SPLIT:
+    case IR_OP_SLICE: /* a packed Q, K, V's parts; a part without parameters takes the whole's */
+        if (!act_q(g, x, NULL, NULL)) return K_FLOAT;
+        for (uint32_t k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] == IR_NONE || g->values[n->outputs[k]].type.dtype != IR_DTYPE_F32 ||
+                !ir_type_is_static(&g->values[n->outputs[k]].type))
+                return K_FLOAT;
+        for (uint32_t k = 0; k < n->n_outputs; k++)
+            if (!act_q(g, n->outputs[k], NULL, NULL)) copy_q(g, n->outputs[k], x);
+        return K_SPLIT;
     case IR_OP_MUL: {
         uint32_t sig, sx = silu_input(g, n, &sig);
         if (sx != IR_NONE && act_q(g, sx, NULL, NULL) && act_q(g, y, NULL, NULL) &&
@@ -355,6 +397,9 @@ static bool reads_int8(const Qz *Q, uint32_t i, uint32_t k) {
     const IrNode *n = &Q->g->nodes[i];
     switch (Q->kind[i]) {
     case K_SILU: return n->inputs[k] == Q->silu_x[i];
+    case K_ATTN: return k < 3;
+    case K_SPLIT: return k == 0;
+    case K_QMM: return k < 2;
     case K_CONV: return k == 0 || k == 3;
     case K_GEMM:
     case K_LUT:
@@ -565,6 +610,31 @@ static void build_gemm(Qz *Q, uint32_t i) {
     pass_set_output(g, i, 0, yq);
 }
 
+/* FusedAttention -> QAttention on the twins of Q, K, V (the mask stays float), the same
+ * attributes. */
+static void build_attn(Qz *Q, uint32_t i) {
+    IrGraph *g = Q->g;
+    IrNode old = g->nodes[i];
+    uint32_t in[3] = {twin(Q, old.inputs[0]), twin(Q, old.inputs[1]), twin(Q, old.inputs[2])};
+    uint32_t yq = twin(Q, old.outputs[0]);
+    bool mask = ir_has_input(&old, 3);
+    IrNode *n = pass_replace_node(g, i, IR_OP_QATTENTION, old.name, mask ? 4 : 3, 1);
+    for (uint32_t k = 0; k < 3; k++) n->inputs[k] = in[k];
+    if (mask) n->inputs[3] = old.inputs[3];
+#define CA(A) copy_attr(n, IR_ATTR_QATTENTION_##A, &old, IR_ATTR_FUSED_ATTENTION_##A)
+    CA(K_PERM);
+    CA(K_WINDOW);
+    CA(MASK);
+    CA(Q_PERM);
+    CA(Q_WINDOW);
+    CA(SCALE);
+    CA(V_PERM);
+    CA(V_WINDOW);
+    CA(Y_PERM);
+#undef CA
+    pass_set_output(g, i, 0, yq);
+}
+
 /* A table y = quantize_y(f(dequantize_x(q))) for q in 0..255 (f NULL: identity; silu:
  * x * sigmoid(x) instead of f). */
 static uint32_t make_table(Qz *Q, const IrNode *fn, bool silu, uint32_t x, uint32_t y,
@@ -604,7 +674,7 @@ static void build_simple(Qz *Q, uint32_t i, IrOp op) {
     IrGraph *g = Q->g;
     IrNode old = g->nodes[i];
     uint32_t yq = twin(Q, old.outputs[0]);
-    uint32_t nin = op == IR_OP_QADD || op == IR_OP_QMUL ? 2 : 1;
+    uint32_t nin = op == IR_OP_QADD || op == IR_OP_QMUL || op == IR_OP_QMATMUL ? 2 : 1;
     uint32_t in[2] = {twin(Q, old.inputs[0]), nin > 1 ? twin(Q, old.inputs[1]) : IR_NONE};
     IrNode *n = pass_replace_node(g, i, op, old.name, nin, 1);
     for (uint32_t k = 0; k < nin; k++) n->inputs[k] = in[k];
@@ -619,6 +689,36 @@ static void build_simple(Qz *Q, uint32_t i, IrOp op) {
 #undef CA
     }
     pass_set_output(g, i, 0, yq);
+}
+
+/* Split or Slice on the bytes, after the node is in the order: a part with the input's
+ * parameters is its twin; another is requantized by a table (QLut) from a part written
+ * with the input's parameters, as the float Split between DequantizeLinear and
+ * QuantizeLinear rounded it; a part a float node reads gets a DequantizeLinear. */
+static void build_parts(Qz *Q, uint32_t i) {
+    IrGraph *g = Q->g;
+    uint32_t x = g->nodes[i].inputs[0], n_out = g->nodes[i].n_outputs;
+    g->nodes[i].inputs[0] = twin(Q, x);
+    for (uint32_t k = 0; k < n_out; k++) {
+        uint32_t v = g->nodes[i].outputs[k], vq = twin(Q, v);
+        if (same_q(g, v, x)) {
+            pass_set_output(g, i, k, vq);
+        } else {
+            IrType ty = g->values[vq].type;
+            uint32_t part = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".part"), &ty,
+                                         IR_VALUE_NODE);
+            copy_q(g, part, x);
+            pass_set_output(g, i, k, part);
+            uint32_t t = make_table(Q, NULL, false, x, v, g->values[v].name);
+            uint32_t id = ir_node_add(g, IR_OP_QLUT, pass_unique_name(g, g->values[v].name, ".requant"), 2, 1, 0);
+            g->nodes[id].opset = 1;
+            g->nodes[id].inputs[0] = part;
+            g->nodes[id].inputs[1] = t;
+            pass_set_output(g, id, 0, vq);
+            pass_order_push(&Q->order, id);
+        }
+        if (Q->float_read[v]) add_qdq(Q, v, false);
+    }
 }
 
 /* Views and Concat keep their op and read the twins (Concat's inputs requantized by table
@@ -774,9 +874,11 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         switch (kind) {
         case K_CONV: build_conv(&Q, i); break;
         case K_GEMM: build_gemm(&Q, i); break;
+        case K_ATTN: build_attn(&Q, i); break;
         case K_LUT: build_lut(&Q, i, false); break;
         case K_SILU: build_lut(&Q, i, true); break;
         case K_ADD: build_simple(&Q, i, IR_OP_QADD); break;
+        case K_QMM: build_simple(&Q, i, IR_OP_QMATMUL); break;
         case K_MUL: build_simple(&Q, i, IR_OP_QMUL); break;
         case K_MAXPOOL: build_simple(&Q, i, IR_OP_QMAX_POOL); break;
         case K_GAP: build_simple(&Q, i, IR_OP_QGLOBAL_AVERAGE_POOL); break;
@@ -785,7 +887,10 @@ bool pass_quantize(IrGraph *g, Diag *d) {
         default: break;
         }
         pass_order_push(&Q.order, i);
-        if (kind != K_FLOAT) {
+        if (kind == K_SPLIT) {
+            Q.changed = true;
+            build_parts(&Q, i);
+        } else if (kind != K_FLOAT) {
             Q.changed = true;
             if (Q.float_read[y]) add_qdq(&Q, y, false);
         } else {

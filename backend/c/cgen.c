@@ -28,6 +28,7 @@ void cgen_tables_init(void) {
     cgen_register_misc(cgen_emit_table);
     cgen_register_flex(cgen_emit_table);
     cgen_register_fusedattn(cgen_emit_table);
+    cgen_register_qattn(cgen_emit_table);
     cgen_register_fusedelt(cgen_emit_table);
     cgen_register_control(cgen_emit_table);
     ready = true;

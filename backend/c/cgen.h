@@ -11,6 +11,7 @@
 #include "backend/bundle.h"
 #include "backend/cwriter.h"
 #include "ir/ir.h"
+#include "runtime/rt_qattn.h" /* RtQAttn, for CgenQAttnPlan */
 
 #define CGEN_MAX_RUNTIME 64     /* runtime files one bundle can use */
 #define CGEN_MAX_NODE_LOCALS 64 /* named tensors of one node (FusedEltwise takes 17); more keep
@@ -134,6 +135,17 @@ void cgen_register_fusedattn(CgenEmitFn *table);
  * element (q_window...); false when the attributes describe no readable operand. */
 bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[4], int64_t st[4],
                        int64_t *offset);
+void cgen_register_qattn(CgenEmitFn *table);
+/* How QAttention node n runs (cgen_qattn.c): runtime/rt_qattn.h's parameters, the element
+ * offsets of Q, K, V (windows) and Y, the mask's presence and the scratch bytes of a head;
+ * false (with the refusal reported) when the kernel cannot run it. Shared with CUDA. */
+typedef struct CgenQAttnPlan {
+    struct RtQAttn p;
+    int64_t off[4];
+    bool has_mask;
+    int64_t scratch;
+} CgenQAttnPlan;
+bool cgen_qattn_plan(CgenCtx *cx, const IrNode *n, CgenQAttnPlan *pl);
 void cgen_register_fusedelt(CgenEmitFn *table);
 /* An elementwise node as data (cgen_eltwise.c): out = expr(ins...) under numpy
  * broadcasting over the merged loop L; expr names operand k $k (loaded in the compute type

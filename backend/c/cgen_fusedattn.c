@@ -19,18 +19,22 @@
  * the stored operand's dims, whose leading ones regroup P's rows (stride: P's last dim)
  * and the others split the window's columns; then read through the operand's perm (logical
  * dimension i is stored dimension perm[i]). False when perm is no permutation or the window
- * does not fit. Shared with the CUDA emitter. */
+ * does not fit. Shared with the CUDA emitter and QAttention's (cgen_qattn.c). */
 bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[FA_RANK],
                        int64_t st[FA_RANK], int64_t *offset) {
-    static const IrAttrId perm_ids[4] = {
-        IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
-        IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM};
-    static const IrAttrId win_ids[3] = {IR_ATTR_FUSED_ATTENTION_Q_WINDOW,
-                                        IR_ATTR_FUSED_ATTENTION_K_WINDOW,
-                                        IR_ATTR_FUSED_ATTENTION_V_WINDOW};
+    static const IrAttrId perm_ids[2][4] = { /* FusedAttention, QAttention */
+        {IR_ATTR_FUSED_ATTENTION_Q_PERM, IR_ATTR_FUSED_ATTENTION_K_PERM,
+         IR_ATTR_FUSED_ATTENTION_V_PERM, IR_ATTR_FUSED_ATTENTION_Y_PERM},
+        {IR_ATTR_QATTENTION_Q_PERM, IR_ATTR_QATTENTION_K_PERM, IR_ATTR_QATTENTION_V_PERM,
+         IR_ATTR_QATTENTION_Y_PERM}};
+    static const IrAttrId win_ids[2][3] = {
+        {IR_ATTR_FUSED_ATTENTION_Q_WINDOW, IR_ATTR_FUSED_ATTENTION_K_WINDOW,
+         IR_ATTR_FUSED_ATTENTION_V_WINDOW},
+        {IR_ATTR_QATTENTION_Q_WINDOW, IR_ATTR_QATTENTION_K_WINDOW, IR_ATTR_QATTENTION_V_WINDOW}};
+    int qa = n->op == IR_OP_QATTENTION;
     const IrType *t = cgen_type(cx, k < 3 ? n->inputs[k] : n->outputs[0]);
     uint32_t nw = 0;
-    const int64_t *win = k < 3 ? ir_attr_ints(n, win_ids[k], &nw) : NULL;
+    const int64_t *win = k < 3 ? ir_attr_ints(n, win_ids[qa][k], &nw) : NULL;
     int64_t sd[FA_RANK], stride[FA_RANK];
     int r = win ? (int)nw - 1 : t->rank;
     if (r < 1 || r > FA_RANK || t->rank < 1) return false;
@@ -56,7 +60,7 @@ bool cgen_attn_operand(CgenCtx *cx, const IrNode *n, int k, int64_t dims[FA_RANK
         for (int i = r - 1; i >= 0; i--) sd[i] = t->dims[i], stride[i] = s, s *= t->dims[i];
     }
     uint32_t n_perm;
-    const int64_t *perm = ir_attr_ints(n, perm_ids[k], &n_perm);
+    const int64_t *perm = ir_attr_ints(n, perm_ids[qa][k], &n_perm);
     static const int64_t ident[FA_RANK] = {0, 1, 2, 3};
     if (!perm) perm = ident, n_perm = (uint32_t)r; /* absent: the operand as stored */
     if (n_perm != (uint32_t)r) return false;

@@ -17,6 +17,9 @@
 #include "backend/qplan.h"
 
 #define QC_BK 64 /* = KC_QBK */
+#define KC_QA_MAX_SK_HOST 4096 /* = KC_QA_MAX_SK */
+
+static bool emit_qattn(CudaCtx *cx, const IrNode *n);
 
 static const char *qptr(CudaCtx *cx, uint32_t v) { return cgen_ptr(&cx->c, v); }
 
@@ -273,4 +276,41 @@ void cuda_register_qint8(CudaEmitFn *table) {
     table[IR_OP_QMAX_POOL] = emit_qmaxpool;
     table[IR_OP_QUANTIZE_LINEAR] = emit_qdq;
     table[IR_OP_DEQUANTIZE_LINEAR] = emit_qdq;
+    table[IR_OP_QATTENTION] = emit_qattn;
+}
+
+/* QAttention (runtime/cuda/kc_qattn.cuh): the C target's plan (cgen_qattn_plan), one block
+ * per query row; heads past the kernel's shared memory take the generic path. */
+static bool emit_qattn(CudaCtx *cx, const IrNode *n) {
+    CgenQAttnPlan pl;
+    if (!cgen_qattn_plan(&cx->c, n, &pl)) return false;
+    const RtQAttn *p = &pl.p;
+    if (p->sk > KC_QA_MAX_SK_HOST || !fits32(p->b * p->h * p->sq))
+        return qrefuse(cx, n, "more than 4096 keys, or 2^31 query rows");
+    const char *ptr[4];
+    for (int o = 0; o < 4; o++) {
+        uint32_t v = o < 3 ? n->inputs[o] : n->outputs[0];
+        ptr[o] = pl.off[o] ? cgen_fmt(&cx->c, "(%s + %lld)", qptr(cx, v), (long long)pl.off[o])
+                           : qptr(cx, v);
+    }
+    const int64_t *st[5] = {p->q_st, p->k_st, p->v_st, p->m_st, p->y_st};
+    char lists[5][96];
+    for (int o = 0; o < 5; o++)
+        snprintf(lists[o], sizeof lists[o], "{%lld, %lld, %lld, %lld}", (long long)st[o][0],
+                 (long long)st[o][1], (long long)st[o][2], (long long)st[o][3]);
+    char lit[64]; /* the float multiplier, its bits read back */
+    snprintf(lit, sizeof lit, "%.9g", (double)p->score_scale);
+    if (!strpbrk(lit, ".en")) strcat(lit, ".0");
+    cuda_use_runtime(cx, "kc_qattn.cuh");
+    CWriter *w = cx->c.w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcQAttn p = {%lld, %lld, %lld, %lld, %lld, %lld,", (long long)p->b,
+            (long long)p->h, (long long)p->sq, (long long)p->sk, (long long)p->d, (long long)p->dv);
+    cw_line(w, "    %s, %s, %s, %s, %s,", lists[0], lists[1], lists[2], lists[3], lists[4]);
+    cw_line(w, "    %d, %d, %d, %d, %sf, %ld, %d};", (int)p->q_zp, (int)p->k_zp, (int)p->v_zp,
+            (int)p->y_zp, lit, (long)p->y_mult, p->y_shift);
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qattention(s, &p, %s, %s, %s, %s, %s)", ptr[0], ptr[1], ptr[2],
+                          pl.has_mask ? qptr(cx, n->inputs[3]) : "(const float *)NULL", ptr[3]));
+    cw_close(w, NULL);
+    return true;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CUDA int8 path without a GPU (docs/cuda.md, "INT8"): the CNN of make_int8_models.py
-# calibrated by kiln calibrate and compiled with --int8 --target cuda, and the model suite's
+# The CUDA int8 path without a GPU (docs/cuda.md, "INT8"): the CNN and the attention block
+# of make_int8_models.py calibrated by kiln calibrate and compiled with --int8 --target cuda
+# (the attention as one kc_qattention), and the model suite's
 # pre-quantized ResNet-18 (QDQ, when the export cache has it) compiled with --target cuda:
 # every convolution and Gemm runs as an int8 tensor-core kernel (kc_qconv / kc_qdwconv),
 # nothing takes the generic path (also with --precision fp16), and the CNN's bundle builds
@@ -51,7 +52,7 @@ compile() {
         bad "$name: $nq kc_qconv (want $want), $ndw kc_qdwconv (want $wantdw), generic: $(grep -c 'one GPU thread' "$WORK/$name.log")"
     fi
     # nvcc for the CNN; the cached models' bundles are nvcc_compile.sh's (also int8 now)
-    [ "$name" = cnn8 ] || [ -n "$GPU" ] || return 0
+    [ "$name" = cnn8 ] || [ "$name" = attn8 ] || [ -n "$GPU" ] || return 0
     local a
     for a in 80 90; do
         if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \
@@ -113,6 +114,17 @@ if "$KILN" compile "$WORK/cnn8.onnx" -o "$WORK/cnn8h" --target cuda --precision 
     ok "cnn8 --precision fp16: the same int8 kernels, float32 Quantize/DequantizeLinear kernels"
 else
     bad "cnn8 --precision fp16"
+fi
+# attn8: the projections as kc_qconv (4) and the attention as one kc_qattention
+"$KILN" calibrate "$WORK/attn8.onnx" --data "$WORK/attn-data" -o "$WORK/attn8.qparams" --quiet >/dev/null 2>&1 ||
+    bad "kiln calibrate attn8"
+if compile attn8 "$WORK/attn8.onnx" 4 0 --int8 "$WORK/attn8.qparams"; then
+    if [ "$(grep -c 'rc = kc_qattention(' "$WORK/attn8/attn8.cu")" = 1 ]; then
+        ok "attn8: the attention as one kc_qattention"
+    else
+        bad "attn8: the attention as one kc_qattention"
+    fi
+    [ -n "$GPU" ] && gpu_case attn8 "$WORK/attn8.onnx" --int8 "$WORK/attn8.qparams"
 fi
 if [ -n "$CACHE" ] && [ -f "$CACHE/resnet18_qdq.onnx" ]; then
     # 20 convolutions and the Gemm

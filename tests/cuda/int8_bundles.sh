@@ -145,5 +145,13 @@ for i in range(8): np.save('$WORK/mnv2data/s%d.npy' % i, r.standard_normal((1, 3
     compile mobilenet_v2 "$CACHE/mobilenet_v2.onnx" 36 17 --int8 "$WORK/mnv2.qparams" &&
         gpu_case mobilenet_v2 "$CACHE/mobilenet_v2.onnx" --int8 "$WORK/mnv2.qparams"
 fi
+if [ -n "$GPU" ] && [ -n "$CACHE" ] && [ -f "$CACHE/efficientnet_b0.onnx" ]; then
+    # SiLU tables and the squeeze-excitation's broadcast QMul (kc_qmul_bcast) between the
+    # convolutions: 66 kc_qconv (the SE's 1x1 products among them) and 16 depthwise
+    "$KILN" calibrate "$CACHE/efficientnet_b0.onnx" --data "$WORK/mnv2data" -o "$WORK/effb0.qparams" \
+        --quiet >/dev/null 2>&1 || bad "kiln calibrate efficientnet_b0"
+    compile efficientnet_b0 "$CACHE/efficientnet_b0.onnx" 66 16 --int8 "$WORK/effb0.qparams" &&
+        gpu_case efficientnet_b0 "$CACHE/efficientnet_b0.onnx" --int8 "$WORK/effb0.qparams"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -236,49 +236,12 @@ done
 # AVX-512 VNNI, -march=native under GNU C -O3 too, clang, NEON sdot) writes the same bytes,
 # which agree with the float model (mean cosine >= 0.998, each input >= 0.99: over 300 seeded
 # inputs the mean was 0.99943, the worst 0.99378, an input past the calibrated ranges).
-if "$PY" - "$W" >"$TMP/make-attn.log" 2>&1 <<'PYEOF'; then
-import sys, os
+if "$PY" - "$W" "$ROOT/tests/int8" >"$TMP/make-attn.log" 2>&1 <<'PYEOF'; then
+import sys
 import numpy as np
-import onnx
-from onnx import helper, TensorProto, numpy_helper
-w = sys.argv[1]
-rng = np.random.default_rng(29)
-S, E, H = 23, 60, 3  # 23 keys: remainders of 16 and 4; D = 20: of 16
-D = E // H
-inits, nodes = [], []
-def const(name, a, dt=np.float32):
-    inits.append(numpy_helper.from_array(np.asarray(a, dt), name))
-    return name
-def mm(x, y, k, n):
-    nodes.append(helper.make_node("MatMul", [x, const(y + "_w", rng.standard_normal((k, n)) / k ** 0.5)], [y], name=y))
-    return y
-const("heads", [1, S, H, D], np.int64)
-const("flat", [1, S, E], np.int64)
-const("scale", np.float32(1.0 / D ** 0.5))
-const("causal", np.triu(np.full((S, S), -10000.0), 1).reshape(1, 1, S, S))
-for t in "qkv":
-    mm("x", t, E, E)
-    nodes.append(helper.make_node("Reshape", [t, "heads"], [t + "_h"], name=t + "_reshape"))
-nodes.append(helper.make_node("Transpose", ["q_h"], ["qt"], name="q_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("Transpose", ["k_h"], ["kt"], name="k_t", perm=[0, 2, 3, 1]))
-nodes.append(helper.make_node("Transpose", ["v_h"], ["vt"], name="v_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("MatMul", ["qt", "kt"], ["s"], name="qk"))
-nodes.append(helper.make_node("Mul", ["s", "scale"], ["ss"], name="scaled"))
-nodes.append(helper.make_node("Add", ["ss", "causal"], ["sm"], name="masked"))
-nodes.append(helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1))
-nodes.append(helper.make_node("MatMul", ["p", "vt"], ["o"], name="pv"))
-nodes.append(helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("Reshape", ["ot", "flat"], ["of"], name="o_reshape"))
-mm("of", "y", E, 10)
-graph = helper.make_graph(nodes, "int8attn",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, E])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, 10])], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.save(model, f"{w}/attn.onnx")
-os.makedirs(f"{w}/attn-data", exist_ok=True)
-for i in range(32):
-    np.save(f"{w}/attn-data/s{i:03d}.npy", rng.standard_normal((1, S, E)).astype(np.float32))
+sys.path.insert(0, sys.argv[2])
+from attn_block import attention_block
+attention_block(f"{sys.argv[1]}/attn.onnx", f"{sys.argv[1]}/attn-data", np.random.default_rng(29), 32)
 PYEOF
     pass "the attention block and its calibration set are made"
 else

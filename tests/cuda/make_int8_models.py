@@ -11,6 +11,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "int8"))
+from attn_block import attention_block  # noqa: E402
+
 out = sys.argv[1]
 os.makedirs(f"{out}/data", exist_ok=True)
 rng = np.random.default_rng(29)
@@ -62,42 +65,5 @@ onnx.save(model, f"{out}/cnn8.onnx")
 for i in range(16):
     np.save(f"{out}/data/s{i:03d}.npy", rng.standard_normal(shape).astype(np.float32))
 
-# attn8: a transformer block for QAttention (kc_qattn.cuh): Q, K, V projections, 3 heads of
-# 20 over 23 tokens (remainders of 16 and 4), a causal mask, the output projection
-S, E, H = 23, 60, 3
-D = E // H
-inits, nodes = [], []
-
-
-def mm(x, y, k, n):
-    nodes.append(helper.make_node("MatMul", [x, const(y + "_w", rng.standard_normal((k, n)) / k ** 0.5)],
-                                  [y], name=y))
-
-
-inits.append(numpy_helper.from_array(np.array([1, S, H, D], np.int64), "heads"))
-inits.append(numpy_helper.from_array(np.array([1, S, E], np.int64), "flat"))
-const("scale", np.float32(1.0 / D ** 0.5))
-const("causal", np.triu(np.full((S, S), -10000.0), 1).reshape(1, 1, S, S))
-for t in "qkv":
-    mm("x", t, E, E)
-    nodes.append(helper.make_node("Reshape", [t, "heads"], [t + "_h"], name=t + "_reshape"))
-nodes.append(helper.make_node("Transpose", ["q_h"], ["qt"], name="q_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("Transpose", ["k_h"], ["kt"], name="k_t", perm=[0, 2, 3, 1]))
-nodes.append(helper.make_node("Transpose", ["v_h"], ["vt"], name="v_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("MatMul", ["qt", "kt"], ["s"], name="qk"))
-nodes.append(helper.make_node("Mul", ["s", "scale"], ["ss"], name="scaled"))
-nodes.append(helper.make_node("Add", ["ss", "causal"], ["sm"], name="masked"))
-nodes.append(helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1))
-nodes.append(helper.make_node("MatMul", ["p", "vt"], ["o"], name="pv"))
-nodes.append(helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]))
-nodes.append(helper.make_node("Reshape", ["ot", "flat"], ["of"], name="o_reshape"))
-mm("of", "y", E, 10)
-graph = helper.make_graph(nodes, "int8attn",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, E])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, 10])], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.save(model, f"{out}/attn8.onnx")
-os.makedirs(f"{out}/attn-data", exist_ok=True)
-for i in range(16):
-    np.save(f"{out}/attn-data/s{i:03d}.npy", rng.standard_normal((1, S, E)).astype(np.float32))
+# attn8: the transformer block of tests/int8/attn_block.py, for QAttention (kc_qattn.cuh)
+attention_block(f"{out}/attn8.onnx", f"{out}/attn-data", rng, 16)

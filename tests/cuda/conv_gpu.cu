@@ -52,7 +52,6 @@ struct Buf {
     ~Buf() { cudaFree(d); }
 };
 
-
 static KcConv2d geom(int64_t C, int64_t H, int64_t W, int64_t R, int64_t S, int64_t st,
                      int64_t pad) {
     KcConv2d p;
@@ -200,27 +199,6 @@ struct DevBuf {
     }
     ~DevBuf() { cudaFree(d); }
 };
-
-template <typename F>
-static float time_ms(F f) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; i++) f();
-    std::vector<float> ts;
-    for (int i = 0; i < 20; i++) {
-        CK(cudaEventRecord(e0));
-        f();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-}
 
 template <int ST, int PW>
 static float time_dw3(const __half *x, const __half *w, const __half *b, __half *y,

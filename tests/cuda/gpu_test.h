@@ -2,10 +2,11 @@
  * share: CK, which stops the test with exit status 2 and the CUDA error where a runtime call
  * fails (a broken run, not a failed check); the pass/fail counts each test prints last ("N
  * passed, N failed"); gpu_report and gpu_compare, a check by relative error against a double
- * reference. */
+ * reference; time_ms, the median of 20 timed calls of f after 5 untimed ones (CUDA events). */
 #ifndef KILN_TESTS_GPU_TEST_H
 #define KILN_TESTS_GPU_TEST_H
 
+#include <algorithm>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,27 @@ static inline void gpu_compare(const std::vector<double> &got, const std::vector
         if (!(e <= tol)) (*bad)++;
         if (e > *worst || e != e) *worst = e != e ? INFINITY : e;
     }
+}
+
+template <typename F>
+static inline float time_ms(F f) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < 5; i++) f();
+    std::vector<float> ts;
+    for (int i = 0; i < 20; i++) {
+        CK(cudaEventRecord(e0));
+        f();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
 }
 
 #endif

@@ -49,7 +49,6 @@ struct Buf {
     ~Buf() { cudaFree(base); }
 };
 
-
 template <typename T>
 static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool bias, int off,
                     double tol) {
@@ -239,26 +238,6 @@ static void attn_tile_case(const char *tname, int64_t B, int64_t H, int64_t Sq, 
 }
 
 /* ---- timing at BERT-base fp16 batch 256 ---- */
-
-template <typename F>
-static float time_ms(F f) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; i++) f();
-    std::vector<float> ts;
-    for (int i = 0; i < 20; i++) {
-        CK(cudaEventRecord(e0));
-        f();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-}
 
 static void timing(void) {
     const int64_t B = 256, S = 128, H = 12, D = 64, rows = B * S, E = 768;

@@ -1,6 +1,6 @@
 /* rt_test_util.h: what the unit tests of the runtime kernels (test_rt_*.c) share: a seeded
- * generator whose seed every failure message names, random and poisoned float buffers, and
- * the closeness check relative to the reference's magnitude. Header-only and static inline:
+ * generator whose seed every failure message names (rng_unit, rng_u32, rng_range), random and
+ * poisoned float buffers, and the closeness check relative to the reference's magnitude. Header-only and static inline:
  * each test program uses what it needs. */
 #ifndef KILN_RT_TEST_UTIL_H
 #define KILN_RT_TEST_UTIL_H
@@ -24,6 +24,15 @@ static inline void rng_init(void) {
 static inline double rng_unit(void) { /* uniform in [-1, 1) */
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static inline uint32_t rng_u32(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+static inline int64_t rng_range(int64_t lo, int64_t hi) { /* uniform in [lo, hi] */
+    return lo + (int64_t)(rng_u32() % (uint32_t)(hi - lo + 1));
 }
 
 static inline void fill_rand(float *p, int64_t n) {

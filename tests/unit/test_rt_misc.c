@@ -13,11 +13,6 @@
 
 #define TOL_F32 1e-4 /* relative to the reference's magnitude, for float accumulations */
 
-static int64_t rng_range(int64_t lo, int64_t hi) { /* inclusive */
-    int64_t r = (int64_t)((rng_unit() + 1.0) * 0.5 * (double)(hi - lo + 1));
-    return lo + (r > hi - lo ? hi - lo : r);
-}
-
 static void expect_close(const float *got, const double *want, int64_t n, const char *what) {
     expect_close_tol(got, want, n, TOL_F32, what);
 }

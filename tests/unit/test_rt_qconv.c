@@ -18,15 +18,6 @@
 
 #define POISON_BYTE 0x5a
 
-static uint32_t rng_u32(void) {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
-}
-
-static int64_t rng_range(int64_t lo, int64_t hi) { /* inclusive */
-    return lo + (int64_t)(rng_u32() % (uint32_t)(hi - lo + 1));
-}
-
 static void *poisoned(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     cr_assert(p);

@@ -258,8 +258,11 @@ Test(rt_qattn, exp_matches_libm_within_two_ulp_and_is_zero_far_below) {
 }
 
 /* QMatMul against naive int64 sums of the shifted products, the same requantization; A or B
- * broadcast over the batch; outputs poisoned first. */
+ * broadcast over the batch; outputs poisoned first. A case of a few outputs with Y's zero point
+ * near 0 or 255 may clip them all; over the 12 cases at least a quarter must land inside
+ * (0, 255) (a simulation of 3000 seeds: at most 43% clipped). */
 Test(rt_qattn, qmatmul_matches_the_reference_with_either_operand_broadcast) {
+    int64_t all_clipped = 0, all_ny = 0;
     rng_init();
     for (int r = 0; r < 12; r++) {
         RtQMatMul p;
@@ -293,7 +296,9 @@ Test(rt_qattn, qmatmul_matches_the_reference_with_either_operand_broadcast) {
         cr_assert_eq(wrong, 0, "%lld of %lld outputs differ (batch %lld M %lld K %lld N %lld, seed %u)",
                      (long long)wrong, (long long)ny, (long long)p.batch, (long long)p.m,
                      (long long)p.k, (long long)p.n, rng_seed);
-        cr_assert(clipped < ny, "every output clipped: the case tests nothing (seed %u)", rng_seed);
+        all_clipped += clipped, all_ny += ny;
         free(a), free(b), free(y), free(ws);
     }
+    cr_assert(4 * all_clipped < 3 * all_ny, "%lld of %lld outputs clipped: the cases test little (seed %u)",
+              (long long)all_clipped, (long long)all_ny, rng_seed);
 }

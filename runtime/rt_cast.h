@@ -299,9 +299,9 @@ RT_API void rt_quantize(const void *x, int xt, const void *scale, int st, const 
     rt_int_range(yt, &lo, &hi);
     if (xt == RT_DT_F32 && st == RT_DT_F32 && (yt == RT_DT_U8 || yt == RT_DT_I8) &&
         !q->per_axis && !q->block) {
-        rt_quantize_f32_8bit((const float *)x, rt_load_f64(scale, st, 0),
-                             zp ? (double)rt_load_i64(zp, yt, 0) : 0.0, lo, hi, yt == RT_DT_I8, y,
-                             n);
+        int64_t z = zp ? rt_load_i64(zp, yt, 0) : 0;
+        rt_quantize_f32_8bit((const float *)x, rt_load_f64(scale, st, 0), (double)z, lo, hi,
+                             yt == RT_DT_I8, y, n);
         return;
     }
     for (i = 0; i < n; i++) {

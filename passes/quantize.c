@@ -695,6 +695,18 @@ static void build_simple(Qz *Q, uint32_t i, IrOp op) {
  * parameters is its twin; another is requantized by a table (QLut) from a part written
  * with the input's parameters, as the float Split between DequantizeLinear and
  * QuantizeLinear rounded it; a part a float node reads gets a DequantizeLinear. */
+/* dst = table[src]: a QLut node named NAME.requant that moves src's bytes to dst's
+ * parameters (a Split part's or a Concat input's), in the pass's node order. */
+static void add_requant(Qz *Q, uint32_t src, uint32_t table, uint32_t dst, const char *name) {
+    IrGraph *g = Q->g;
+    uint32_t id = ir_node_add(g, IR_OP_QLUT, pass_unique_name(g, name, ".requant"), 2, 1, 0);
+    g->nodes[id].opset = 1;
+    g->nodes[id].inputs[0] = src;
+    g->nodes[id].inputs[1] = table;
+    pass_set_output(g, id, 0, dst);
+    pass_order_push(&Q->order, id);
+}
+
 static void build_parts(Qz *Q, uint32_t i) {
     IrGraph *g = Q->g;
     uint32_t x = g->nodes[i].inputs[0], n_out = g->nodes[i].n_outputs;
@@ -710,12 +722,7 @@ static void build_parts(Qz *Q, uint32_t i) {
             copy_q(g, part, x);
             pass_set_output(g, i, k, part);
             uint32_t t = make_table(Q, NULL, false, x, v, g->values[v].name);
-            uint32_t id = ir_node_add(g, IR_OP_QLUT, pass_unique_name(g, g->values[v].name, ".requant"), 2, 1, 0);
-            g->nodes[id].opset = 1;
-            g->nodes[id].inputs[0] = part;
-            g->nodes[id].inputs[1] = t;
-            pass_set_output(g, id, 0, vq);
-            pass_order_push(&Q->order, id);
+            add_requant(Q, part, t, vq, g->values[v].name);
         }
         if (Q->float_read[v]) add_qdq(Q, v, false);
     }
@@ -737,12 +744,7 @@ static void build_bytes(Qz *Q, uint32_t i, int kind) {
             uint32_t rq = ir_value_add(g, pass_unique_name(g, g->values[v].name, ".requant"), &ty,
                                        IR_VALUE_NODE);
             copy_q(g, rq, y);
-            uint32_t id = ir_node_add(g, IR_OP_QLUT, pass_unique_name(g, g->values[v].name, ".requant"), 2, 1, 0);
-            g->nodes[id].opset = 1;
-            g->nodes[id].inputs[0] = vq;
-            g->nodes[id].inputs[1] = t;
-            pass_set_output(g, id, 0, rq);
-            pass_order_push(&Q->order, id);
+            add_requant(Q, vq, t, rq, g->values[v].name);
             vq = rq;
         }
         g->nodes[i].inputs[k] = vq;

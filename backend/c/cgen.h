@@ -146,6 +146,9 @@ typedef struct CgenQAttnPlan {
     int64_t scratch;
 } CgenQAttnPlan;
 bool cgen_qattn_plan(CgenCtx *cx, const IrNode *n, CgenQAttnPlan *pl);
+/* How QMatMul node n runs (cgen_qattn.c): runtime/rt_qattn.h's parameters; false (with the
+ * refusal reported) when the operands are no batched uint8 product. Shared with CUDA. */
+bool cgen_qmatmul_plan(CgenCtx *cx, const IrNode *n, struct RtQMatMul *p);
 void cgen_register_fusedelt(CgenEmitFn *table);
 /* An elementwise node as data (cgen_eltwise.c): out = expr(ins...) under numpy
  * broadcasting over the merged loop L; expr names operand k $k (loaded in the compute type

@@ -127,7 +127,7 @@ static bool emit_qattention(CgenCtx *cx, const IrNode *n) {
 }
 
 /* QMatMul: A (..,M,K), B (..,K,N) of batch dimensions Y's or all 1. */
-static bool emit_qmatmul(CgenCtx *cx, const IrNode *n) {
+bool cgen_qmatmul_plan(CgenCtx *cx, const IrNode *n, RtQMatMul *pp) {
     uint32_t vals[3] = {n->inputs[0], n->inputs[1], n->outputs[0]};
     float sc[3];
     int32_t zp[3];
@@ -153,6 +153,13 @@ static bool emit_qmatmul(CgenCtx *cx, const IrNode *n) {
     p.a_zp = zp[0], p.b_zp = zp[1], p.y_zp = zp[2];
     qplan_multiplier((double)sc[0] * (double)sc[1] / (double)sc[2], 62, &p.y_mult, &p.y_shift);
     if (p.y_shift < 1) p.y_shift = 1, p.y_mult = 0;
+    *pp = p;
+    return true;
+}
+
+static bool emit_qmatmul(CgenCtx *cx, const IrNode *n) {
+    RtQMatMul p;
+    if (!cgen_qmatmul_plan(cx, n, &p)) return false;
     if (2 * p.n * 4 > QA_STACK_MAX) return cgen_unsupported(cx, n, "%lld columns", (long long)p.n);
     cgen_use_runtime(cx, "rt_qattn.h");
     CWriter *w = cx->w;
@@ -161,8 +168,8 @@ static bool emit_qmatmul(CgenCtx *cx, const IrNode *n) {
             (long long)p.batch, (long long)p.m, (long long)p.k, (long long)p.n, (long long)p.a_bst,
             (long long)p.b_bst, (int)p.a_zp, (int)p.b_zp, (int)p.y_zp, (long)p.y_mult, p.y_shift);
     cw_line(w, "int32_t ws[%lld]; /* a row of sums, B's column sums */", (long long)(2 * p.n));
-    cw_line(w, "rt_qmatmul(&p, %s, %s, %s, ws);", cgen_ptr(cx, vals[0]), cgen_ptr(cx, vals[1]),
-            cgen_ptr(cx, vals[2]));
+    cw_line(w, "rt_qmatmul(&p, %s, %s, %s, ws);", cgen_ptr(cx, n->inputs[0]),
+            cgen_ptr(cx, n->inputs[1]), cgen_ptr(cx, n->outputs[0]));
     cw_close(w, NULL);
     return true;
 }

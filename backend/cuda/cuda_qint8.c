@@ -1,6 +1,7 @@
 /* The CUDA target's int8 kernels (runtime/cuda/kc_qconv.cuh) for the nodes of the quantize
- * pass: QConv, QGemm, QAdd, QMul, QLut, QMaxPool, QGlobalAveragePool, and per-tensor
- * QuantizeLinear / DequantizeLinear between float32 and uint8 at the edges of float ops.
+ * pass: QConv, QGemm, QAdd, QMul, QLut, QMaxPool, QGlobalAveragePool, QAttention and QMatMul
+ * (kc_qattn.cuh), and per-tensor QuantizeLinear / DequantizeLinear between float32 and uint8
+ * at the edges of float ops.
  *
  * cuda_qint8_prepare (the target's prepare step) lays out the weights for the GPU: a dense
  * QConv (one group) or QGemm gets int8 (M, 1, Kp) -- the quantize pass's (M, K) rows, zero
@@ -20,6 +21,7 @@
 #define KC_QA_MAX_SK_HOST 4096 /* = KC_QA_MAX_SK */
 
 static bool emit_qattn(CudaCtx *cx, const IrNode *n);
+static bool emit_qmatmul(CudaCtx *cx, const IrNode *n);
 
 static const char *qptr(CudaCtx *cx, uint32_t v) { return cgen_ptr(&cx->c, v); }
 
@@ -277,6 +279,7 @@ void cuda_register_qint8(CudaEmitFn *table) {
     table[IR_OP_QUANTIZE_LINEAR] = emit_qdq;
     table[IR_OP_DEQUANTIZE_LINEAR] = emit_qdq;
     table[IR_OP_QATTENTION] = emit_qattn;
+    table[IR_OP_QMATMUL] = emit_qmatmul;
 }
 
 /* QAttention (runtime/cuda/kc_qattn.cuh): the C target's plan (cgen_qattn_plan), one block
@@ -311,6 +314,25 @@ static bool emit_qattn(CudaCtx *cx, const IrNode *n) {
             (int)p->y_zp, lit, (long)p->y_mult, p->y_shift);
     qchecked(cx, cgen_fmt(&cx->c, "kc_qattention(s, &p, %s, %s, %s, %s, %s)", ptr[0], ptr[1], ptr[2],
                           pl.has_mask ? qptr(cx, n->inputs[3]) : "(const float *)NULL", ptr[3]));
+    cw_close(w, NULL);
+    return true;
+}
+
+/* QMatMul (kc_qattn.cuh's kc_qmatmul): the C target's plan (cgen_qmatmul_plan), 32 x 32
+ * output tiles a block. */
+static bool emit_qmatmul(CudaCtx *cx, const IrNode *n) {
+    RtQMatMul p;
+    if (!cgen_qmatmul_plan(&cx->c, n, &p)) return false;
+    if ((p.m + 31) / 32 > 65535 || !fits32((p.n + 31) / 32))
+        return qrefuse(cx, n, "more than 2^21 rows");
+    cuda_use_runtime(cx, "kc_qattn.cuh");
+    CWriter *w = cx->c.w;
+    cw_open(w, "%s", "");
+    cw_line(w, "static const KcQMatMul p = {%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d, %ld, %d};",
+            (long long)p.batch, (long long)p.m, (long long)p.k, (long long)p.n, (long long)p.a_bst,
+            (long long)p.b_bst, (int)p.a_zp, (int)p.b_zp, (int)p.y_zp, (long)p.y_mult, p.y_shift);
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qmatmul(s, &p, %s, %s, %s)", qptr(cx, n->inputs[0]),
+                          qptr(cx, n->inputs[1]), qptr(cx, n->outputs[0])));
     cw_close(w, NULL);
     return true;
 }

@@ -13,7 +13,8 @@
  * way. Operands through element strides as kc_attn.cuh's: q (B,H,Sq,D), k (B,H,Sk,D),
  * v (B,H,Sk,Dv), an additive float mask broadcast to (B,H,Sq,Sk), y (B,H,Sq,Dv).
  * Floor: B H Sq Sk (D + Dv) multiply-adds; this kernel reads K and V once per query row
- * (from L2 after the first), a first version: correctness before tensor cores. */
+ * (from L2 after the first), a first version: correctness before tensor cores.
+ * Also QMatMul (kc_qmatmul): a MatMul of two uint8 activations, rt_qmatmul's bytes. */
 #ifndef KILN_KC_QATTN_H
 #define KILN_KC_QATTN_H
 
@@ -130,6 +131,68 @@ static inline int kc_qattention(cudaStream_t s, const KcQAttn *p, const uint8_t 
     if (rows <= 0) return KC_OK;
     size_t smem = (size_t)p->sk * (sizeof(float) + 1);
     kc_qattn_rows<<<(unsigned)rows, KC_QA_THREADS, smem, s>>>(*p, q, k, v, mask, y);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* ---- QMatMul: the product of two uint8 activations (rt_qmatmul's formula) ---- */
+
+#define KC_QMM_TILE 32 /* a block's output tile side; each of its 256 threads takes 2 x 2 */
+
+/* = RtQMatMul (the emitter prints one initializer for both) */
+typedef struct KcQMatMul {
+    int64_t batch, m, k, n, a_bst, b_bst;
+    int32_t a_zp, b_zp, y_zp, y_mult;
+    int y_shift;
+} KcQMatMul;
+
+/* sum_t (a - za)(b - zb) from 32 x 32 tiles of A and B in shared memory, their zero points
+ * taken off as they are staged (a tile's padding is 0, so it adds nothing). The sum is exact
+ * in int32 for K <= 16384 (the emitter's bound) and so equals rt_qmatmul's in any order; the
+ * requantization is rt_qmatmul's. The batch walks gridDim.z. */
+__global__ void __launch_bounds__(256)
+kc_qmatmul_tiles(KcQMatMul p, const uint8_t *__restrict__ a, const uint8_t *__restrict__ b,
+                 uint8_t *__restrict__ y) {
+    __shared__ int32_t as[KC_QMM_TILE][KC_QMM_TILE + 1], bs[KC_QMM_TILE][KC_QMM_TILE + 1];
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    int64_t i0 = (int64_t)blockIdx.y * KC_QMM_TILE, j0 = (int64_t)blockIdx.x * KC_QMM_TILE;
+    for (int64_t bi = blockIdx.z; bi < p.batch; bi += gridDim.z) {
+        const uint8_t *A = a + bi * p.a_bst, *B = b + bi * p.b_bst;
+        int32_t acc[2][2] = {{0, 0}, {0, 0}};
+        for (int64_t k0 = 0; k0 < p.k; k0 += KC_QMM_TILE) {
+            for (int e = threadIdx.x; e < KC_QMM_TILE * KC_QMM_TILE; e += 256) {
+                int r = e / KC_QMM_TILE, c = e % KC_QMM_TILE;
+                int64_t i = i0 + r, t = k0 + c, tb = k0 + r, j = j0 + c;
+                as[r][c] = i < p.m && t < p.k ? (int32_t)A[i * p.k + t] - p.a_zp : 0;
+                bs[r][c] = tb < p.k && j < p.n ? (int32_t)B[tb * p.n + j] - p.b_zp : 0;
+            }
+            __syncthreads();
+            for (int c = 0; c < KC_QMM_TILE; c++) {
+                int32_t a0 = as[ty][c], a1 = as[ty + 16][c], b0 = bs[c][tx], b1 = bs[c][tx + 16];
+                acc[0][0] += a0 * b0, acc[0][1] += a0 * b1;
+                acc[1][0] += a1 * b0, acc[1][1] += a1 * b1;
+            }
+            __syncthreads();
+        }
+        uint8_t *Y = y + bi * p.m * p.n;
+        for (int u = 0; u < 2; u++)
+            for (int v = 0; v < 2; v++) {
+                int64_t i = i0 + ty + 16 * u, j = j0 + tx + 16 * v;
+                if (i >= p.m || j >= p.n) continue;
+                int64_t o = kc_qa_round_shift((int64_t)acc[u][v] * p.y_mult, p.y_shift) + p.y_zp;
+                Y[i * p.n + j] = (uint8_t)(o < 0 ? 0 : o > 255 ? 255 : o);
+            }
+    }
+}
+
+/* rt_qmatmul on the GPU; M and N in 32s fit a grid's y and x (the emitter checks). */
+static inline int kc_qmatmul(cudaStream_t s, const KcQMatMul *p, const uint8_t *a, const uint8_t *b,
+                             uint8_t *y) {
+    if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return KC_OK;
+    dim3 grid((unsigned)((p->n + KC_QMM_TILE - 1) / KC_QMM_TILE),
+              (unsigned)((p->m + KC_QMM_TILE - 1) / KC_QMM_TILE),
+              (unsigned)(p->batch < 65535 ? p->batch : 65535));
+    kc_qmatmul_tiles<<<grid, 256, 0, s>>>(*p, a, b, y);
     KC_LAUNCHED();
     return KC_OK;
 }

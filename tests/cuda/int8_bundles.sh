@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA int8 path without a GPU (docs/cuda.md, "INT8"): the CNN and the attention block
 # of make_int8_models.py calibrated by kiln calibrate and compiled with --int8 --target cuda
-# (the attention as one kc_qattention), and the model suite's
+# (the attention as one kc_qattention; without fuse-attention, its products as kc_qmatmul),
+# and the model suite's
 # pre-quantized ResNet-18 (QDQ, when the export cache has it) compiled with --target cuda:
 # every convolution and Gemm runs as an int8 tensor-core kernel (kc_qconv / kc_qdwconv),
 # nothing takes the generic path (also with --precision fp16), and the CNN's bundle builds
@@ -52,7 +53,7 @@ compile() {
         bad "$name: $nq kc_qconv (want $want), $ndw kc_qdwconv (want $wantdw), generic: $(grep -c 'one GPU thread' "$WORK/$name.log")"
     fi
     # nvcc for the CNN; the cached models' bundles are nvcc_compile.sh's (also int8 now)
-    [ "$name" = cnn8 ] || [ "$name" = attn8 ] || [ -n "$GPU" ] || return 0
+    [ "$name" = cnn8 ] || [ "${name#attn8}" != "$name" ] || [ -n "$GPU" ] || return 0
     local a
     for a in 80 90; do
         if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \
@@ -87,7 +88,7 @@ gpu_case() {
     "$PY" - "$model" "$d/in.bin" "$K" "$@" <<'PYEOF' || { bad "$name: inputs"; return; }
 import sys, numpy as np, onnx
 m = onnx.load(sys.argv[1], load_external_data=False)
-dims = {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:] if "=" in a and not a.endswith(".qparams")}
+dims = {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:] if "=" in a and not a.startswith("-") and not a.endswith(".qparams")}
 v = m.graph.input[0].type.tensor_type.shape.dim
 shape = [d.dim_value if d.dim_value else dims.get(d.dim_param, 1) for d in v]
 rng = np.random.default_rng(4242)
@@ -125,6 +126,16 @@ if compile attn8 "$WORK/attn8.onnx" 4 0 --int8 "$WORK/attn8.qparams"; then
         bad "attn8: the attention as one kc_qattention"
     fi
     [ -n "$GPU" ] && gpu_case attn8 "$WORK/attn8.onnx" --int8 "$WORK/attn8.qparams"
+fi
+# attn8u: the same block without fuse-attention: its two products of activations (Q K^T over
+# 3 heads, P V) as kc_qmatmul
+if compile attn8u "$WORK/attn8.onnx" 4 0 --int8 "$WORK/attn8.qparams" --no-pass=fuse-attention; then
+    if [ "$(grep -c 'rc = kc_qmatmul(' "$WORK/attn8u/attn8u.cu")" = 2 ]; then
+        ok "attn8u: the two products of activations as kc_qmatmul"
+    else
+        bad "attn8u: the two products of activations as kc_qmatmul"
+    fi
+    [ -n "$GPU" ] && gpu_case attn8u "$WORK/attn8.onnx" --int8 "$WORK/attn8.qparams" --no-pass=fuse-attention
 fi
 if [ -n "$CACHE" ] && [ -f "$CACHE/resnet18_qdq.onnx" ]; then
     # 20 convolutions and the Gemm

@@ -716,16 +716,21 @@ static bool use_conv_small(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) 
 }
 
 /* An RGB stem that reads the graph input as it comes (kc_stem_tc, kc_nn.cuh): a float16
- * channels-last convolution of one group from at most STEM_MAX_C channels into 32 or 64,
- * R*S*C <= STEM_MAX_RSC, whose input is the Transpose into NHWC of a graph input -- float16
- * (--fp16-io) or through the Cast of a float32 one -- that only it reads. Its kernel reads
- * the input channels-first in its own type, so the Transpose and the Cast do not run: on
- * the H200 at batch 256 they took 0.21 ms and the stem 0.92 (kc_conv_small_tc through
- * kc_igemm_nhwc_any) of ResNet-50's 8.54 ms; measured gain in docs/cuda.md. Not with
- * --conv im2col (the peer of the lowering comparisons). */
+ * channels-last convolution of one group from at most STEM_MAX_C channels into 32 or 64, R
+ * kernel rows of S*C rounded up to even at most STEM_MAX_RSC, no dilation, whose input is
+ * the Transpose into NHWC of a graph input -- float16 (--fp16-io) or through the Cast of a
+ * float32 one -- that only it reads. Its kernel reads the input channels-first in its own
+ * type, so the Transpose and the Cast do not run. A block of kc_stem_tc walks output rows
+ * (N*OH), so it takes the stem where there are at least STEM_MIN_ROWS of them: on the H200
+ * (docs/cuda.md) ResNet-50 at batch 256 (28672 rows) 8.555 -> 8.226 ms (stem 0.917 +
+ * Transpose 0.206 + Cast -> 0.893), batch 32 (3584) 1.490 -> 1.440, MobileNetV2 at batch 256
+ * 4.822 -> 4.533; at batch 1 (112 rows, fewer than the multiprocessors) 0.340 -> 0.364, so
+ * not there (1024: between the two measured, not measured itself). Not with --conv im2col
+ * (the peer of the lowering comparisons). */
 #define STEM_MAX_C 4              /* kc_nn.cuh's KC_STEM_MAX_C */
-#define STEM_MAX_RSC 160          /* KC_CST_MAX_KS * 16 */
+#define STEM_MAX_RSC 160          /* KC_CST_MAX_KS * 16: 7x7x3 154 */
 #define STEM_MAX_WINDOW 65536     /* bytes of kc_stem_tc's window of input rows */
+#define STEM_MIN_ROWS 1024
 
 static bool graph_input(CudaCtx *cx, uint32_t v, IrDType dt) {
     return cx->c.b.g->values[v].kind == IR_VALUE_INPUT && dtype_of(cx, v) == dt;
@@ -753,10 +758,12 @@ uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
         if (n->inputs[k] != IR_NONE && dtype_of(cx, n->inputs[k]) != IR_DTYPE_F16) return IR_NONE;
     Geom G;
     int64_t C = channels(tx), K = channels(ty), OW = ty->dims[2];
-    if (geom_why(cx, n, x, y, tw->dims, &G) || G.group != 1 || C > STEM_MAX_C ||
-        (K != 32 && K != 64) || G.kh * G.kw * C > STEM_MAX_RSC ||
-        ((C * ((G.kh - 1) * G.dh + 1) + 1) * ((OW - 1) * G.sw + (G.kw - 1) * G.dw + 1) * 2 >
-         STEM_MAX_WINDOW) || numel(cx, y) >= INT32_MAX)
+    if (tx->dims[0] * ty->dims[1] < STEM_MIN_ROWS) return IR_NONE;
+    if (geom_why(cx, n, x, y, tw->dims, &G) || G.group != 1 || C > STEM_MAX_C || G.dh != 1 ||
+        G.dw != 1 ||
+        (K != 32 && K != 64) || G.kh * ((G.kw * C + 1) / 2 * 2) > STEM_MAX_RSC ||
+        ((((G.kh - 1) * G.dh + 2) * (((OW - 1) * G.sw + (G.kw - 1) * G.dw + 2) / 2 * 2) * C + 2) *
+             2 > STEM_MAX_WINDOW) || numel(cx, y) >= INT32_MAX)
         return IR_NONE;
     const IrNode *t = sole_producer(cx, x);
     uint32_t np = 0;

@@ -6,11 +6,14 @@
  * convolution on RGB stems: kc_conv_small (CUDA cores for K not 32/64, tensor cores
  * kc_conv_small_tc for 32 and 64) and kc_igemm_nhwc_any's few-channel route (ResNet-50's
  * 7x7x3 stem, 147 -> 10 steps of 16), with and without residual, odd sides and partial
- * tiles of 16 pixels. Outputs are poisoned (NaN) before each run. With --time also times
+ * tiles of 16 pixels; the stem kernel that reads the graph input channels-first (kc_stem_tc,
+ * float32 and float16 input; C 1 to 4, K 32 and 64, strides 1 and 2, pads 0 to 3, output rows
+ * of 7 to 300 pixels, the 4-byte and the 2-byte element loads). Outputs are poisoned (NaN) before each run. With --time also times
  * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
  * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
  * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
- * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc). The mma.sync implicit
+ * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc, and kc_stem_tc on NCHW
+ * float32 and float16, with MobileNetV2's stem on it). The mma.sync implicit
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
@@ -358,6 +361,8 @@ int main(int argc, char **argv) {
     stem_case<float>("fp32", 1, 4, 12, 70, 5, 32, 1, 2, false);  /* C 4, OW 70: 3 warps */
     stem_case<float>("fp32", 2, 3, 20, 20, 7, 32, 2, 0, true);   /* no pads, OW 7 */
     stem_case<__half>("fp16", 1, 2, 40, 300, 3, 64, 1, 1, false); /* OW 300: warps loop */
+    stem_case<float>("fp32", 2, 3, 15, 17, 5, 64, 1, 2, true);   /* s C odd: 2-byte loads */
+    stem_case<__half>("fp16", 1, 1, 33, 35, 7, 32, 2, 3, false); /* C 1 s 2: pairs, S C odd */
     mma_case(0, 2, 64, 9, 9, 3, 64, 1, 1, true, true);    /* P 162: a partial tile of rows */
     mma_case(0, 3, 24, 11, 13, 3, 40, 2, 1, true, false); /* C 24 < the 32-wide slice, K 40 */
     mma_case(0, 1, 136, 7, 7, 3, 200, 1, 1, true, true);  /* K 200: a partial 128 tile */

@@ -5,7 +5,7 @@
 # backend/cuda/cuda_ops.c: cuda_stem_input (fp16, one group, at most 4 input channels into
 # 32 or 64, R*S*C <= 160, reading the graph input's Transpose: kc_stem_tc reads the input
 # channels-first, float32 or float16 with --fp16-io, and no Transpose or Cast runs; not with
-# --conv im2col) first; then use_conv_small (fp16, one group, a reduction R*S*C of at most 32,
+# --conv im2col; at least 1024 output rows N*OH) first; then use_conv_small (fp16, one group, a reduction R*S*C of at most 32,
 # not with --conv im2col) first; then use_implicit_mma (the mma.sync core: channels in
 # eights, more than one and at most 32 taps, at most 256 output channels, at least 128
 # blocks; --conv implicit wherever channels are in eights); then use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
@@ -19,18 +19,18 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 passed=0 failed=0
 
-# conv NAME C K HW KERNEL STRIDE GROUP: a model x (1,C,HW,HW) -> Conv -> Relu -> y
+# conv NAME C K HW KERNEL STRIDE GROUP [N]: a model x (N,C,HW,HW) -> Conv -> Relu -> y
 conv() {
-    "$PY" - "$TMP/$1.onnx" "$2" "$3" "$4" "$5" "$6" "$7" <<'PYEOF'
+    "$PY" - "$TMP/$1.onnx" "$2" "$3" "$4" "$5" "$6" "$7" "${8:-1}" <<'PYEOF'
 import sys
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
-path, C, K, HW, R, S, G = sys.argv[1], *map(int, sys.argv[2:])
+path, C, K, HW, R, S, G, N = sys.argv[1], *map(int, sys.argv[2:])
 w = np.random.default_rng(1).standard_normal((K, C // G, R, R)).astype(np.float32)
 nodes = [helper.make_node("Conv", ["x", "w"], ["t"], pads=[R // 2] * 4, strides=[S, S], group=G),
          helper.make_node("Relu", ["t"], ["y"])]
 g = helper.make_graph(nodes, "c", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                  [1, C, HW, HW])],
+                                                                  [N, C, HW, HW])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                       [numpy_helper.from_array(w, "w")])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
@@ -74,11 +74,13 @@ conv k512_big 64 512 128 3 1 1    # 512 output channels: cuBLASLt
 conv k256_small 64 256 64 3 1 1   # 4096 rows x 256 columns: 64 blocks
 conv pw_s2 64 64 256 1 2 1        # 1x1 stride 2: 16384 rows, the WMMA kernel
 conv c12 12 64 128 3 1 1          # channels not in eights: element gathers (108 >= 64)
-conv stem7 3 64 256 7 2 1         # ResNet's stem: 7x7x3 = 147, the input as it comes
-conv c3k64 3 64 256 3 2 1         # 3x3x3 = 27: the stem kernel on the graph input
-conv c4k64 4 64 256 3 2 1         # 3x3x4 = 36: the stem kernel on the graph input
-conv c5k64 5 64 256 3 2 1         # 5 channels: no stem kernel; 45 < 64: im2col
-conv stem7k48 3 48 256 7 2 1      # 48 output channels: no stem kernel, element gathers
+conv stem7 3 64 256 7 2 1 8       # ResNet's stem: 147, 1024 rows: the input as it comes
+conv stem7b1 3 64 256 7 2 1       # 128 rows: element gathers (147 >= 64) on the Transpose
+conv c3k64 3 64 256 3 2 1 8       # 3x3x3 = 27: the stem kernel on the graph input
+conv c3k64b1 3 64 256 3 2 1       # 128 rows: the small-reduction kernel
+conv c4k64 4 64 256 3 2 1 8       # 3x3x4 = 36: the stem kernel on the graph input
+conv c5k64 5 64 256 3 2 1 8       # 5 channels: no stem kernel; 45 < 64: im2col
+conv stem7k48 3 48 256 7 2 1 8    # 48 output channels: no stem kernel, element gathers
 conv pw16 16 96 128 1 1 1         # plain 1x1 of 16 channels: still cuBLASLt on X
 conv grouped 64 64 128 3 1 2      # two groups
 conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
@@ -103,6 +105,8 @@ want stem stem7 fp16 auto
 want stem stem7 fp16 auto --fp16-io
 want im2col stem7 fp16 im2col
 want implicit stem7k48 fp16 auto
+want implicit stem7b1 fp16 auto
+want small c3k64b1 fp16 auto
 want stem c3k64 fp16 auto
 want stem c3k64 fp16 implicit
 want stem c3k64 fp16 auto --fp16-io

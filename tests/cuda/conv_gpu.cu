@@ -8,7 +8,8 @@
  * 7x7x3 stem, 147 -> 10 steps of 16), with and without residual, odd sides and partial
  * tiles of 16 pixels; the stem kernel that reads the graph input channels-first (kc_stem_tc,
  * float32 and float16 input; C 1 to 4, K 32 and 64, strides 1 and 2, pads 0 to 3, output rows
- * of 7 to 300 pixels, the 4-byte and the 2-byte element loads). Outputs are poisoned (NaN) before each run. With --time also times
+ * of 7 to 300 pixels, the 4-byte and the 2-byte element loads). Outputs are poisoned (NaN)
+ * before each run. With --time also times
  * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
  * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
  * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
@@ -187,7 +188,8 @@ static void stem_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
     long bad = rc != KC_OK;
     gpu_compare(y.get(), want, &worst, &bad, 2e-3);
     char what[200];
-    snprintf(what, sizeof what, "stem_tc NCHW %s N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s",
+    snprintf(what, sizeof what,
+             "stem_tc NCHW %s N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s",
              tname, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
              (long long)R, (long long)K, (long long)st, (long long)pad, res ? " residual" : "");
     gpu_report(what, worst, 2e-3, bad);
@@ -316,6 +318,17 @@ static void timing(void) {
         kc_stem_tc<float>(0, xf, w.d, b.d, NULL, y.d, &p, N, 32, KC_ACT_CLIP, 0.0f, 6.0f);
     });
     printf("time MobileNetV2 stem 224x224x3 -> 32 s2 b256: stem_tc NCHW float32 %.4f ms\n", mf);
+    /* the register allocation asked for 1 resident block (the launch bounds' default) */
+    float r1 = time_ms([&] {
+        kc_stem_tc_launch<float, 8, true, 1>(0, xf, w7.d, b7.d, NULL, y7.d, &q, N, KC_ACT_RELU,
+                                             0.0f, 0.0f);
+    });
+    float m1 = time_ms([&] {
+        kc_stem_tc_launch<float, 4, true, 1>(0, xf, w.d, b.d, NULL, y.d, &p, N, KC_ACT_CLIP, 0.0f,
+                                             6.0f);
+    });
+    printf("time stem_tc float32 min blocks 1 (%d above): ResNet-50 %.4f MobileNetV2 %.4f ms\n",
+           KC_STEM_MIN_BLOCKS, r1, m1);
     cudaFree(xf);
 }
 

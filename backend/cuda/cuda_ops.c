@@ -749,7 +749,8 @@ uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
         n->n_inputs < 2)
         return IR_NONE;
     uint32_t x = n->inputs[0], wt = n->inputs[1], y = n->outputs[0];
-    const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt), *ty = cgen_type(&cx->c, y);
+    const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt);
+    const IrType *ty = cgen_type(&cx->c, y);
     if (tx->layout != IR_LAYOUT_NHWC || tx->rank != 4 || tw->rank != 4 ||
         dtype_of(cx, x) != IR_DTYPE_F16 || dtype_of(cx, wt) != IR_DTYPE_F16 ||
         dtype_of(cx, y) != IR_DTYPE_F16)
@@ -767,8 +768,8 @@ uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
         return IR_NONE;
     const IrNode *t = sole_producer(cx, x);
     uint32_t np = 0;
-    const int64_t *perm = t && t->op == IR_OP_TRANSPOSE ? ir_attr_ints(t, IR_ATTR_TRANSPOSE_PERM, &np)
-                                                        : NULL;
+    const int64_t *perm =
+        t && t->op == IR_OP_TRANSPOSE ? ir_attr_ints(t, IR_ATTR_TRANSPOSE_PERM, &np) : NULL;
     if (!perm || np != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 3 || perm[3] != 1)
         return IR_NONE;
     uint32_t u = t->inputs[0];

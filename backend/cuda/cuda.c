@@ -295,6 +295,16 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
     cx->prof_bytes = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_bytes);
     uint32_t *uses = ir_use_counts(g); /* NULL (out of memory): nothing fused */
     uint32_t fused_into = IR_NONE;      /* a node the previous one's kernel already ran */
+    /* the graph input's Transpose (and Cast) that a stem convolution's kernel does */
+    bool *folded = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *folded);
+    memset(folded, 0, (g->n_nodes + 1) * sizeof *folded);
+    cx->uses = uses;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        uint32_t f[2];
+        if (g->nodes[i].dead || cuda_stem_input(cx, &g->nodes[i], f) == IR_NONE) continue;
+        for (int k = 0; k < 2; k++)
+            if (f[k] != IR_NONE) folded[f[k]] = true;
+    }
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead) continue;
@@ -309,6 +319,8 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
         while (j < g->n_nodes && g->nodes[j].dead) j++;
         if (i == fused_into) {
             cw_comment(cx->c.w, "done by the kernel of the node before");
+        } else if (folded[i]) {
+            cw_comment(cx->c.w, "done by the stem convolution that reads the graph input");
         } else if (n->op == IR_OP_ADD && uses && j < g->n_nodes && uses[n->outputs[0]] == 1 &&
                    cuda_emit_add_layernorm(cx, n, &g->nodes[j])) {
             fused_into = j;
@@ -319,12 +331,13 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
         cx->prof_kind[k] = node_kind(cx, body_from, generic_before);
         cx->prof_name[k] = c_string(cx, cgen_fmt(&cx->c, "%s %s", op_type, n->name));
         cx->prof_flops[k] = node_flops(cx, n);
-        cx->prof_bytes[k] = i == fused_into ? 0.0 : node_bytes(cx, n);
+        cx->prof_bytes[k] = i == fused_into || folded[i] ? 0.0 : node_bytes(cx, n);
         if (fused_into == j && op_type != n->op_type) /* the pair's tensors, the sum left out */
             cx->prof_bytes[k] +=
                 node_bytes(cx, &g->nodes[j]) - 2.0 * (double)value_bytes(cx, n->outputs[0]);
         cw_line(cx->c.w, "KC_PROF(%u);", 2 * k + 1);
     }
+    cx->uses = NULL;
     free(uses);
     for (uint32_t i = 0; i < g->n_outputs; i++) { /* outputs no node wrote in place */
         uint32_t v = g->outputs[i];

@@ -49,6 +49,7 @@ typedef struct CudaCtx {
     const char **prof_name, **prof_kind; /* per profiled node: "OpType name", its path */
     double *prof_flops, *prof_bytes; /* per profiled node: arithmetic, tensor bytes touched */
     const struct DevLayout *layout; /* the device allocation, once laid out */
+    const uint32_t *uses; /* ir_use_counts of the graph while the body is emitted, else NULL */
 } CudaCtx;
 
 typedef bool (*CudaEmitFn)(CudaCtx *cx, const IrNode *n);
@@ -64,6 +65,11 @@ const char *cuda_lt_site(CudaCtx *cx);
 
 /* Records that the bundle needs runtime/cuda/FILE (e.g. "kc_nn.cuh") or runtime/FILE. */
 void cuda_use_runtime(CudaCtx *cx, const char *file);
+
+/* The graph input that convolution n reads through kc_stem_tc, channels-first in its own
+ * type, and in folds the Transpose into NHWC and the Cast (or IR_NONE) its kernel does
+ * instead; IR_NONE where n is no such stem (cuda_ops.c). Needs cx->uses. */
+uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]);
 
 /* The generic path (cuda_ops.c): node n as the C backend's code (cgen_emit_table), inside a
  * __global__ kernel run by one device thread; its status goes to the device status word.

@@ -559,15 +559,15 @@ typedef struct Geom {
 
 /* Kernel, strides, leading pads and dilations of a 1-D or 2-D Conv/FusedConv/pool on x with
  * output y (ir/geom.c); kernel from kshape (the weights' spatial dims; NULL for pools: the
- * attribute). 1-D ops use the W slot. */
-static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int64_t *kshape,
-                 Geom *G) {
+ * attribute). 1-D ops use the W slot. NULL, or why not (geom: as a diagnostic). */
+static const char *geom_why(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y,
+                            const int64_t *kshape, Geom *G) {
     const IrType *tx = cgen_type(&cx->c, x), *ty = cgen_type(&cx->c, y);
     bool nhwc = tx->layout == IR_LAYOUT_NHWC;
     if (nhwc != (ty->layout == IR_LAYOUT_NHWC) || (nhwc && tx->rank != 4))
-        return unsupported(cx, n, "mixed layouts");
+        return "mixed layouts";
     int sp = tx->rank - 2, first = nhwc ? 1 : 2; /* the first spatial dim in storage order */
-    if (sp < 1 || sp > 2) return unsupported(cx, n, "spatial ranks other than 1 and 2");
+    if (sp < 1 || sp > 2) return "spatial ranks other than 1 and 2";
     int64_t in[2], out[2];
     IrType kt = ir_type_tensor(tx->dtype, sp + 2, (int64_t[]){1, 1, 1, 1});
     for (int i = 0; i < sp; i++) {
@@ -577,9 +577,9 @@ static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int
     IrConvAttrs a;
     IrConvGeom cg;
     const char *why;
-    if (!ir_conv_attrs(n, sp, kshape ? &kt : NULL, &a, &why)) return unsupported(cx, n, why);
+    if (!ir_conv_attrs(n, sp, kshape ? &kt : NULL, &a, &why)) return why;
     for (int i = 0; i < sp && kshape; i++) a.k[i] = kshape[i]; /* the weights decide */
-    if (!ir_conv_geom(&a, in, out, &cg, &why)) return unsupported(cx, n, why);
+    if (!ir_conv_geom(&a, in, out, &cg, &why)) return why;
     int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, dd[2] = {1, 1};
     for (int i = 0; i < sp; i++) {
         int j = i + 2 - sp;
@@ -588,7 +588,13 @@ static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int
     G->kh = k[0], G->kw = k[1], G->sh = s[0], G->sw = s[1], G->ph = p[0], G->pw = p[1];
     G->dh = dd[0], G->dw = dd[1];
     G->group = cg.group;
-    return true;
+    return NULL;
+}
+
+static bool geom(CudaCtx *cx, const IrNode *n, uint32_t x, uint32_t y, const int64_t *kshape,
+                 Geom *G) {
+    const char *why = geom_why(cx, n, x, y, kshape, G);
+    return why ? unsupported(cx, n, why) : true;
 }
 
 static const char *conv_params(CudaCtx *cx, int64_t C, int64_t H, int64_t W, const Geom *G,
@@ -707,6 +713,75 @@ static bool use_conv_small(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) 
     int64_t rsc = G->kh * G->kw * c->C, rc = (rsc + 7) / 8 * 8;
     return c->half && c->group == 1 && cx->conv != CUDA_CONV_IM2COL && c->K % 8 == 0 &&
            rsc <= CONV_SMALL_MAX_RSC && rc * c->K + c->K <= CONV_SMALL_MAX_FLOATS;
+}
+
+/* An RGB stem that reads the graph input as it comes (kc_stem_tc, kc_nn.cuh): a float16
+ * channels-last convolution of one group from at most STEM_MAX_C channels into 32 or 64, R
+ * kernel rows of S*C rounded up to even at most STEM_MAX_RSC, no dilation, whose input is
+ * the Transpose into NHWC of a graph input -- float16 (--fp16-io) or through the Cast of a
+ * float32 one -- that only it reads. Its kernel reads the input channels-first in its own
+ * type, so the Transpose and the Cast do not run. A block of kc_stem_tc walks output rows
+ * (N*OH), so it takes the stem where there are at least STEM_MIN_ROWS of them: on the H200
+ * (docs/cuda.md) ResNet-50 at batch 256 (28672 rows) 8.555 -> 8.226 ms (stem 0.917 +
+ * Transpose 0.206 + Cast -> 0.893), batch 32 (3584) 1.490 -> 1.440, MobileNetV2 at batch 256
+ * 4.822 -> 4.533; at batch 1 (112 rows, fewer than the multiprocessors) 0.340 -> 0.364, so
+ * not there (1024: between the two measured, not measured itself). Not with --conv im2col
+ * (the peer of the lowering comparisons). */
+#define STEM_MAX_C 4              /* kc_nn.cuh's KC_STEM_MAX_C */
+#define STEM_MAX_RSC 160          /* KC_CST_MAX_KS * 16: 7x7x3 154 */
+#define STEM_MAX_WINDOW 65536     /* bytes of kc_stem_tc's window of input rows */
+#define STEM_MIN_ROWS 1024
+
+static bool graph_input(CudaCtx *cx, uint32_t v, IrDType dt) {
+    return cx->c.b.g->values[v].kind == IR_VALUE_INPUT && dtype_of(cx, v) == dt;
+}
+
+/* The node making v where v is a node's output that only one reader reads, else NULL. */
+static const IrNode *sole_producer(CudaCtx *cx, uint32_t v) {
+    const IrGraph *g = cx->c.b.g;
+    if (!cx->uses || g->values[v].kind != IR_VALUE_NODE || cx->uses[v] != 1) return NULL;
+    return &g->nodes[g->values[v].producer];
+}
+
+uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
+    folds[0] = folds[1] = IR_NONE;
+    if ((n->op != IR_OP_CONV && n->op != IR_OP_FUSED_CONV) || cx->conv == CUDA_CONV_IM2COL ||
+        n->n_inputs < 2)
+        return IR_NONE;
+    uint32_t x = n->inputs[0], wt = n->inputs[1], y = n->outputs[0];
+    const IrType *tx = cgen_type(&cx->c, x), *tw = cgen_type(&cx->c, wt);
+    const IrType *ty = cgen_type(&cx->c, y);
+    if (tx->layout != IR_LAYOUT_NHWC || tx->rank != 4 || tw->rank != 4 ||
+        dtype_of(cx, x) != IR_DTYPE_F16 || dtype_of(cx, wt) != IR_DTYPE_F16 ||
+        dtype_of(cx, y) != IR_DTYPE_F16)
+        return IR_NONE;
+    for (uint32_t k = 2; k < n->n_inputs; k++)
+        if (n->inputs[k] != IR_NONE && dtype_of(cx, n->inputs[k]) != IR_DTYPE_F16) return IR_NONE;
+    Geom G;
+    int64_t C = channels(tx), K = channels(ty), OW = ty->dims[2];
+    if (tx->dims[0] * ty->dims[1] < STEM_MIN_ROWS) return IR_NONE;
+    if (geom_why(cx, n, x, y, tw->dims, &G) || G.group != 1 || C > STEM_MAX_C || G.dh != 1 ||
+        G.dw != 1 ||
+        (K != 32 && K != 64) || G.kh * ((G.kw * C + 1) / 2 * 2) > STEM_MAX_RSC ||
+        ((((G.kh - 1) * G.dh + 2) * (((OW - 1) * G.sw + (G.kw - 1) * G.dw + 2) / 2 * 2) * C + 2) *
+             2 > STEM_MAX_WINDOW) || numel(cx, y) >= INT32_MAX)
+        return IR_NONE;
+    const IrNode *t = sole_producer(cx, x);
+    uint32_t np = 0;
+    const int64_t *perm =
+        t && t->op == IR_OP_TRANSPOSE ? ir_attr_ints(t, IR_ATTR_TRANSPOSE_PERM, &np) : NULL;
+    if (!perm || np != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 3 || perm[3] != 1)
+        return IR_NONE;
+    uint32_t u = t->inputs[0];
+    if (cgen_type(&cx->c, u)->layout == IR_LAYOUT_NHWC) return IR_NONE;
+    if (graph_input(cx, u, IR_DTYPE_F16)) {
+        folds[0] = (uint32_t)(t - cx->c.b.g->nodes);
+        return u;
+    }
+    const IrNode *c = sole_producer(cx, u);
+    if (!c || c->op != IR_OP_CAST || !graph_input(cx, c->inputs[0], IR_DTYPE_F32)) return IR_NONE;
+    folds[0] = (uint32_t)(t - cx->c.b.g->nodes), folds[1] = (uint32_t)(c - cx->c.b.g->nodes);
+    return c->inputs[0];
 }
 
 /* A channels-last convolution: depthwise as a direct kernel; otherwise products whose rows
@@ -834,6 +909,14 @@ static bool emit_conv(CudaCtx *cx, const IrNode *n) {
     if (nhwc) {
         ConvNhwc cv = {T, half, esize, x, wt, y, N, C, K, H, W, OH, OW, group, act, al, be,
                        ir_has_input(n, 2) ? bias : NULL, fused && ir_has_input(n, 3) ? res : NULL};
+        uint32_t folds[2], src = cuda_stem_input(cx, n, folds);
+        if (src != IR_NONE) { /* the Transpose (and Cast) before it are folded in (cuda.c) */
+            cv.x = src;
+            return emit_conv_kernel(cx, &cv, conv_params(cx, C, H, W, &G, OH, OW),
+                                    dtype_of(cx, src) == IR_DTYPE_F16 ? "kc_stem_tc<__half>"
+                                                                      : "kc_stem_tc<float>",
+                                    K);
+        }
         return emit_conv_nhwc(cx, &G, &cv);
     }
     if (group == C && tw->dims[1] == 1) { /* depthwise: direct */

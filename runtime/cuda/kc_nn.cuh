@@ -705,6 +705,307 @@ static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w
     return KC_OK;
 }
 
+/* The RGB stem on tensor cores reading the graph input as it comes (sm_80+): x (N,C,H,W)
+ * channels-first, float32 or float16 (TI), w (R,S,C,K) -> y (N,OH,OW,K) float16; C at most
+ * KC_STEM_MAX_C, K = 8 NT (32 or 64). The Transpose to NHWC and the Cast to float16 before a
+ * stem (kc_conv_small_tc's input) are this kernel's load: a block walks output rows (n, oh)
+ * and brings each row's input window -- PR = (R-1) dh + 1 rows of PW = (OW-1) sw + (S-1) dw
+ * + 1 columns (rounded up to even), zeros outside the image -- into shared memory as
+ * float16, read coalesced along W, KC_STEM_BATCH loads a thread in flight, and stored with
+ * the channels innermost, as NHWC. The reduction is ordered (r, then s and c together), each
+ * kernel row's S*C elements padded to even (SC2; their weights zero), so with dw = 1 the
+ * elements of a kernel row are consecutive in the window: an A fragment's pair of elements
+ * is one aligned 4-byte load (PAIR, where sw*C is even; else two 2-byte loads), and a warp's
+ * loads fall in consecutive words (no bank conflicts but at the rows' seams). Its warps take
+ * 32 output pixels each (two m16 tiles sharing each B fragment): mma.sync m16n8k16 with
+ * float32 sums, W transposed in shared memory (rows padded by 8 halves), the epilogue and
+ * 16-byte stores of whole pixels as kc_conv_small_tc. With PAIR a padded element reads the
+ * input beside the window's (times a zero weight): a non-finite value there makes NaN.
+ * kc_conv_small_tc's per-lane global gathers (80 two-byte loads a lane per 16 pixels on
+ * ResNet-50's 7x7 stem) bounded it at 66 TFLOP/s. */
+#define KC_STEM_WARPS 4
+#define KC_STEM_MAX_C 4
+#define KC_STEM_BATCH 16 /* window elements a thread loads at once */
+/* Resident blocks asked of the register allocation (launch bounds): 5 brings 123 registers
+ * a thread to 96 (7x7x3 -> 64; no spills) and 4 blocks an SM to 5 (shared memory allows 5:
+ * 43 KB each); H200 lab, batch 256: ResNet-50's stem 0.878 -> 0.772 ms, MobileNetV2's 0.326
+ * -> 0.299 (6: spills at 64 channels, 0.857). At 4 blocks (25% occupancy) ncu read 9.7 cycles
+ * a warp between issues: latency-bound. */
+#define KC_STEM_MIN_BLOCKS 5
+
+template <typename TI, int NT, bool PAIR, int MINB>
+__global__ void __launch_bounds__(KC_STEM_WARPS *KC_WARP, MINB)
+kc_stem_tc_kernel(const TI *__restrict__ x, const __half *__restrict__ w,
+                  const __half *__restrict__ bias, const __half *__restrict__ r,
+                  __half *__restrict__ y, KcGeom<int32_t> p, int32_t rows, int32_t KS,
+                  int32_t PR, int32_t PW, int act, float al, float be) {
+    enum { K = NT * 8, YS = K + 8 }; /* YS: halves per staged pixel (16-byte rows, banks) */
+    extern __shared__ __align__(16) unsigned char kc_stem_buf[];
+    const int32_t KP = KS * 16 + 8, SC = p.S * p.C, SC2 = (SC + 1) / 2 * 2;
+    const int32_t PS = PR * PW * p.C; /* the window's halves; zeros after it */
+    __half *wt = (__half *)kc_stem_buf;          /* [K][KP]: W transposed, (r, s c) order */
+    float *sb = (float *)(wt + K * KP);          /* [K] */
+    __half *ys = (__half *)(sb + K);             /* [warps][16][YS] */
+    int32_t *tab = (int32_t *)(ys + KC_STEM_WARPS * 16 * YS); /* [KS*16]: offset in win */
+    __half *win = (__half *)(tab + KS * 16);     /* [PR][PW][C], then PW C + 2 zeros */
+    for (int i = threadIdx.x; i < K * KS * 16; i += blockDim.x) {
+        int32_t n = i / (KS * 16), k = i % (KS * 16), rr = k / SC2, j = k % SC2;
+        wt[n * KP + k] = rr < p.R && j < SC ? w[(rr * SC + j) * K + n] : __float2half(0.0f);
+    }
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        sb[i] = bias ? __half2float(bias[i]) : 0.0f;
+    for (int k = threadIdx.x; k < KS * 16; k += blockDim.x) {
+        int32_t rr = k / SC2, j = k % SC2, c = j % p.C, s = j / p.C;
+        tab[k] = rr < p.R && j < SC ? (rr * p.dh * PW + s * p.dw) * p.C + c : PS;
+    }
+    for (int i = threadIdx.x; i < PW * p.C + 2; i += blockDim.x) win[PS + i] = __float2half(0.0f);
+    const int lane = threadIdx.x % KC_WARP, warp = threadIdx.x / KC_WARP;
+    const int g = lane / 4, t4 = lane % 4;
+    __half *yw = ys + warp * 16 * YS;
+    for (int32_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const int32_t n = row / p.OH, ih0 = (row % p.OH) * p.sh - p.ph;
+        __syncthreads(); /* the previous row's window is read (and, first, the tables set) */
+        /* a warp a window row (c, r) at a time, two rows and 8 columns a lane in flight
+         * before any is stored, no division in the loop: one load at a time, each waiting
+         * out the memory's latency, or a division or two per element took most of the
+         * kernel's time */
+        for (int32_t t0 = warp; t0 < p.C * PR; t0 += 2 * KC_STEM_WARPS) {
+            const TI *xr[2];
+            int32_t wo[2]; /* the window row's first element */
+            bool in[2];
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                const int32_t t = t0 + q * KC_STEM_WARPS, c = t / PR, rr = t - c * PR;
+                in[q] = t < p.C * PR && ih0 + rr >= 0 && ih0 + rr < p.H;
+                xr[q] = x + (((int64_t)n * p.C + c) * p.H + (in[q] ? ih0 + rr : 0)) * p.W;
+                wo[q] = t < p.C * PR ? rr * PW * p.C + c : -1;
+            }
+            for (int32_t c0 = 0; c0 < PW; c0 += KC_WARP * KC_STEM_BATCH / 2) {
+                float v[2][KC_STEM_BATCH / 2];
+#pragma unroll
+                for (int q = 0; q < 2; q++)
+#pragma unroll
+                    for (int u = 0; u < KC_STEM_BATCH / 2; u++) {
+                        const int32_t col = c0 + lane + u * KC_WARP, iw = col - p.pw;
+                        v[q][u] = in[q] && iw >= 0 && iw < p.W ? (float)xr[q][iw] : 0.0f;
+                    }
+#pragma unroll
+                for (int q = 0; q < 2; q++)
+#pragma unroll
+                    for (int u = 0; u < KC_STEM_BATCH / 2; u++) {
+                        const int32_t col = c0 + lane + u * KC_WARP;
+                        if (wo[q] >= 0 && col < PW) win[wo[q] + col * p.C] = __float2half(v[q][u]);
+                    }
+            }
+        }
+        __syncthreads();
+        for (int32_t t0 = warp * 32; t0 < p.OW; t0 += KC_STEM_WARPS * 32) {
+            const bool two = t0 + 16 < p.OW; /* the second m16 tile has pixels (warp-uniform) */
+            int32_t po[2][2];                /* the lane's pixels' offsets in the window */
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    int32_t ow = t0 + 16 * m + g + 8 * e;
+                    po[m][e] = (ow < p.OW ? ow : p.OW - 1) * p.sw * p.C;
+                }
+            float acc[2][NT][4];
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    acc[m][j][0] = acc[m][j][1] = acc[m][j][2] = acc[m][j][3] = 0.0f;
+            for (int32_t s = 0; s < KS; s++) {
+                uint32_t a[2][4];
+#pragma unroll
+                for (int h = 0; h < 2; h++) { /* reduction elements 16 s + 8 h + 2 t4 (+1) */
+                    if (PAIR) {
+                        const int32_t o = tab[s * 16 + h * 8 + t4 * 2];
+#pragma unroll
+                        for (int m = 0; m < 2; m++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                a[m][h * 2 + e] = *(const uint32_t *)(win + o + po[m][e]);
+                    } else {
+                        const int2 tt = *(const int2 *)(tab + s * 16 + h * 8 + t4 * 2);
+#pragma unroll
+                        for (int m = 0; m < 2; m++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                a[m][h * 2 + e] =
+                                    kc_cst_pack(win[tt.x + po[m][e]], win[tt.y + po[m][e]]);
+                    }
+                }
+                const __half *wb = wt + g * KP + s * 16 + t4 * 2;
+#pragma unroll
+                for (int j = 0; j < NT; j++) {
+                    const uint32_t b0 = *(const uint32_t *)(wb + j * 8 * KP);
+                    const uint32_t b1 = *(const uint32_t *)(wb + j * 8 * KP + 8);
+#pragma unroll
+                    for (int m = 0; m < 2; m++) {
+                        if (m && !two) break;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+                        asm volatile(
+                            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                            : "+f"(acc[m][j][0]), "+f"(acc[m][j][1]), "+f"(acc[m][j][2]),
+                              "+f"(acc[m][j][3])
+                            : "r"(a[m][0]), "r"(a[m][1]), "r"(a[m][2]), "r"(a[m][3]), "r"(b0),
+                              "r"(b1));
+#else
+                        (void)a, (void)b0, (void)b1; /* never launched below sm_80 */
+#endif
+                    }
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                if (m && !two) break;
+                const int32_t ow0 = t0 + 16 * m;
+                const int64_t pix0 = (int64_t)row * p.OW + ow0;
+                /* epilogue on the C fragments: pixel g + 8 e, channels 8 j + 2 t4 (+1) */
+#pragma unroll
+                for (int j = 0; j < NT; j++) {
+                    const int col = j * 8 + t4 * 2;
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float v0 = acc[m][j][2 * e] + sb[col];
+                        float v1 = acc[m][j][2 * e + 1] + sb[col + 1];
+                        if (r && ow0 + g + 8 * e < p.OW) {
+                            const __half2 rv = *(const __half2 *)(r + (pix0 + g + 8 * e) * K + col);
+                            v0 += __low2float(rv), v1 += __high2float(rv);
+                        }
+                        *(__half2 *)(yw + (g + 8 * e) * YS + col) =
+                            __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
+                    }
+                }
+                __syncwarp();
+#pragma unroll
+                for (int i = lane; i < 16 * NT; i += KC_WARP) { /* 16-byte vectors, pixel-major */
+                    const int prow = i / NT, cv = i % NT;
+                    if (ow0 + prow < p.OW)
+                        *(uint4 *)(y + (pix0 + prow) * K + cv * 8) =
+                            *(const uint4 *)(yw + prow * YS + cv * 8);
+                }
+                __syncwarp();
+            }
+        }
+    }
+}
+
+/* The window's rows, its columns (even) and the reduction steps of 16 of kc_stem_tc. */
+static inline void kc_stem_window(const KcConv2d *p, int64_t *PR, int64_t *PW, int64_t *KS) {
+    *PR = (p->R - 1) * p->dh + 1;
+    *PW = ((p->OW - 1) * p->sw + (p->S - 1) * p->dw + 2) / 2 * 2;
+    *KS = (p->R * ((p->S * p->C + 1) / 2 * 2) + 15) / 16;
+}
+
+/* Shared memory of kc_stem_tc_kernel<.., NT, ..> for geometry p. */
+static inline size_t kc_stem_smem(int64_t NT, const KcConv2d *p) {
+    int64_t PR, PW, KS;
+    kc_stem_window(p, &PR, &PW, &KS);
+    return (size_t)(NT * 8 * (KS * 16 + 8) * 2 + NT * 8 * 4 +
+                    KC_STEM_WARPS * 16 * (NT * 8 + 8) * 2 + KS * 16 * 4 +
+                    ((PR + 1) * PW * p->C + 2) * 2);
+}
+
+/* Whether kc_stem_tc takes x (N,C,H,W) * w (R,S,C,K) -> y (N,OH,OW,K): one group, C at most
+ * KC_STEM_MAX_C, K 32 or 64, at most KC_CST_MAX_KS steps of 16 (R kernel rows of S*C
+ * rounded up to even: 7x7x3 154), a window of at most 64 KB (an output row of about 2000
+ * pixels at stride 2), an sm_80+ device, 16-byte aligned w, bias, r, y and 32-bit indices
+ * but for x (64-bit offsets). */
+static inline int kc_stem_tc_ok(const void *x, const void *w, const void *bias, const void *r,
+                                const void *y, const KcConv2d *p, int64_t N, int64_t K) {
+    int dev = 0, major = 0;
+    int64_t PR, PW, KS;
+    (void)x; /* read by elements: its type's alignment is enough */
+    kc_stem_window(p, &PR, &PW, &KS);
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+        return 0;
+    return major >= 8 && (K == 32 || K == 64) && p->C >= 1 && p->C <= KC_STEM_MAX_C &&
+           KS <= KC_CST_MAX_KS && p->OW >= 1 && ((PR + 1) * PW * p->C + 2) * 2 <= 64 * 1024 &&
+           kc_small(N * p->OH * p->OW * K) &&
+           ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 == 0;
+}
+
+template <typename TI, int NT, bool PAIR, int MINB = KC_STEM_MIN_BLOCKS>
+static inline int kc_stem_tc_launch(cudaStream_t s, const TI *x, const __half *w,
+                                    const __half *bias, const __half *r, __half *y,
+                                    const KcConv2d *p, int64_t N, int act, float al, float be) {
+    static int resident; /* blocks the device holds at once, asked once per form */
+    int64_t PR, PW, KS, rows = N * p->OH;
+    kc_stem_window(p, &PR, &PW, &KS);
+    size_t smem = kc_stem_smem(NT, p);
+    if (rows <= 0) return KC_OK;
+    KC_CUDA(cudaFuncSetAttribute(kc_stem_tc_kernel<TI, NT, PAIR, MINB>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (!resident) {
+        int dev = 0, sms = 0, per = 0;
+        KC_CUDA(cudaGetDevice(&dev));
+        KC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        KC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per, kc_stem_tc_kernel<TI, NT, PAIR, MINB>, KC_STEM_WARPS * KC_WARP, smem));
+        resident = (per > 0 ? per : 1) * (sms > 0 ? sms : 1);
+    }
+    int64_t blocks = rows < resident ? rows : resident;
+    kc_stem_tc_kernel<TI, NT, PAIR, MINB><<<(unsigned)blocks, KC_STEM_WARPS * KC_WARP, smem,
+                                            s>>>(
+        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)rows, (int32_t)KS, (int32_t)PR,
+        (int32_t)PW, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* kc_stem_tc's shapes where its kernel cannot run (a device below sm_80, unaligned
+ * pointers): one thread per output element, float32 sums over x (N,C,H,W) as it comes. */
+template <typename TI>
+__global__ void kc_stem_direct_kernel(const TI *x, const __half *w, const __half *bias,
+                                      const __half *r, __half *y, KcConv2d p, int64_t N,
+                                      int64_t K, int act, float al, float be) {
+    KC_FOR(i, N * p.OH * p.OW * K) {
+        int64_t k = i % K, pix = i / K, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
+        int64_t n = pix / (p.OW * p.OH);
+        float acc = bias ? __half2float(bias[k]) : 0.0f;
+        for (int64_t rr = 0; rr < p.R; rr++) {
+            int64_t ih = oh * p.sh - p.ph + rr * p.dh;
+            for (int64_t ss = 0; ss < p.S && ih >= 0 && ih < p.H; ss++) {
+                int64_t iw = ow * p.sw - p.pw + ss * p.dw;
+                if (iw < 0 || iw >= p.W) continue;
+                for (int64_t c = 0; c < p.C; c++) { /* the input rounded to float16, as the Cast */
+                    const float xv = (float)x[((n * p.C + c) * p.H + ih) * p.W + iw];
+                    acc += __half2float(__float2half(xv)) *
+                           __half2float(w[((rr * p.S + ss) * p.C + c) * K + k]);
+                }
+            }
+        }
+        if (r) acc += __half2float(r[i]);
+        y[i] = __float2half(kc_act(acc, act, al, be));
+    }
+}
+
+/* x (N,C,H,W) float32 or float16 (as the graph input comes), w (R,S,C,K) -> y (N,OH,OW,K)
+ * float16: kc_stem_tc where kc_stem_tc_ok holds (the emitter asks for it only where the
+ * shape does: an RGB stem into 32 or 64 channels), else the direct kernel above. */
+template <typename TI>
+static inline int kc_stem_tc(cudaStream_t s, const TI *x, const __half *w, const __half *bias,
+                             const __half *r, __half *y, const KcConv2d *p, int64_t N,
+                             int64_t K, int act, float al, float be) {
+    if (N * p->OH * p->OW <= 0) return KC_OK;
+    if (!kc_stem_tc_ok(x, w, bias, r, y, p, N, K)) {
+        kc_stem_direct_kernel<TI><<<kc_grid(N * p->OH * p->OW * K), KC_THREADS, 0, s>>>(
+            x, w, bias, r, y, *p, N, K, act, al, be);
+        KC_LAUNCHED();
+        return KC_OK;
+    }
+    /* pairs of elements as 4-byte loads: consecutive (dw 1) and aligned (sw C even) */
+    if (p->dw == 1 && p->sw * p->C % 2 == 0)
+        return K == 32 ? kc_stem_tc_launch<TI, 4, true>(s, x, w, bias, r, y, p, N, act, al, be)
+                       : kc_stem_tc_launch<TI, 8, true>(s, x, w, bias, r, y, p, N, act, al, be);
+    return K == 32 ? kc_stem_tc_launch<TI, 4, false>(s, x, w, bias, r, y, p, N, act, al, be)
+                   : kc_stem_tc_launch<TI, 8, false>(s, x, w, bias, r, y, p, N, act, al, be);
+}
+
 /* Pooling NHWC: x (N,H,W,C) -> y (N,OH,OW,C); the window rules of kc_pool_kernel. */
 template <typename T, typename I>
 __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,

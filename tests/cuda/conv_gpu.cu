@@ -6,11 +6,15 @@
  * convolution on RGB stems: kc_conv_small (CUDA cores for K not 32/64, tensor cores
  * kc_conv_small_tc for 32 and 64) and kc_igemm_nhwc_any's few-channel route (ResNet-50's
  * 7x7x3 stem, 147 -> 10 steps of 16), with and without residual, odd sides and partial
- * tiles of 16 pixels. Outputs are poisoned (NaN) before each run. With --time also times
+ * tiles of 16 pixels; the stem kernel that reads the graph input channels-first (kc_stem_tc,
+ * float32 and float16 input; C 1 to 4, K 32 and 64, strides 1 and 2, pads 0 to 3, output rows
+ * of 7 to 300 pixels, the 4-byte and the 2-byte element loads). Outputs are poisoned (NaN)
+ * before each run. With --time also times
  * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
  * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
  * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
- * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc). The mma.sync implicit
+ * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc, and kc_stem_tc on NCHW
+ * float32 and float16, with MobileNetV2's stem on it). The mma.sync implicit
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
@@ -158,6 +162,39 @@ static void small_case(int how, int64_t N, int64_t C, int64_t H, int64_t W, int6
     gpu_report(what, worst, 2e-3, bad);
 }
 
+/* kc_stem_tc: x channels-first (N,C,H,W) in TI, as the graph input comes, against the NHWC
+ * reference of the same values (float16-representable, so float32 input is exact too) */
+template <typename TI>
+static void stem_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
+                      int64_t K, int64_t st, int64_t pad, bool res) {
+    KcConv2d p = geom(C, H, W, R, R, st, pad);
+    int64_t ny = N * p.OH * p.OW * K;
+    Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
+    std::vector<TI> xt(N * C * H * W);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < H * W; i++)
+                xt[(n * C + c) * H * W + i] = to_t<TI>(x.h[(n * H * W + i) * C + c]);
+    TI *xd = NULL;
+    CK(cudaMalloc(&xd, xt.size() * sizeof(TI)));
+    CK(cudaMemcpy(xd, xt.data(), xt.size() * sizeof(TI), cudaMemcpyHostToDevice));
+    y.poison();
+    int rc = kc_stem_tc<TI>(0, xd, w.d, b.d, res ? r.d : NULL, y.d, &p, N, K, KC_ACT_CLIP, 0.0f,
+                            6.0f);
+    CK(cudaDeviceSynchronize());
+    cudaFree(xd);
+    std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, &b.h, res ? &r.h : NULL, true);
+    double worst = 0;
+    long bad = rc != KC_OK;
+    gpu_compare(y.get(), want, &worst, &bad, 2e-3);
+    char what[200];
+    snprintf(what, sizeof what,
+             "stem_tc NCHW %s N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s",
+             tname, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
+             (long long)R, (long long)K, (long long)st, (long long)pad, res ? " residual" : "");
+    gpu_report(what, worst, 2e-3, bad);
+}
+
 /* The mma.sync core (kc_igemm_mma): cfg 0 its launcher (128x64, or 128x128 of 8 warps
  * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
@@ -265,6 +302,34 @@ static void timing(void) {
     });
     printf("time ResNet-50 stem 7x7x3 -> 64 s2 b256: implicit GEMM %.4f conv_small_tc %.4f ms "
            "(%.1f TFLOP/s)\n", old, ms, 2.0 * P7 * 64 * 147 / ms / 1e9);
+    /* the graph input as it comes (NCHW float32, or float16 with --fp16-io) */
+    float *xf = NULL;
+    CK(cudaMalloc(&xf, x.n * sizeof(float)));
+    CK(cudaMemset(xf, 0, x.n * sizeof(float)));
+    float sf = time_ms([&] {
+        kc_stem_tc<float>(0, xf, w7.d, b7.d, NULL, y7.d, &q, N, 64, KC_ACT_RELU, 0.0f, 0.0f);
+    });
+    float sh = time_ms([&] {
+        kc_stem_tc<__half>(0, x.d, w7.d, b7.d, NULL, y7.d, &q, N, 64, KC_ACT_RELU, 0.0f, 0.0f);
+    });
+    printf("time ResNet-50 stem 7x7x3 -> 64 s2 b256: stem_tc NCHW float32 %.4f (%.1f TFLOP/s) "
+           "float16 %.4f ms\n", sf, 2.0 * P7 * 64 * 147 / sf / 1e9, sh);
+    float mf = time_ms([&] {
+        kc_stem_tc<float>(0, xf, w.d, b.d, NULL, y.d, &p, N, 32, KC_ACT_CLIP, 0.0f, 6.0f);
+    });
+    printf("time MobileNetV2 stem 224x224x3 -> 32 s2 b256: stem_tc NCHW float32 %.4f ms\n", mf);
+    /* the register allocation asked for 1 resident block (the launch bounds' default) */
+    float r1 = time_ms([&] {
+        kc_stem_tc_launch<float, 8, true, 1>(0, xf, w7.d, b7.d, NULL, y7.d, &q, N, KC_ACT_RELU,
+                                             0.0f, 0.0f);
+    });
+    float m1 = time_ms([&] {
+        kc_stem_tc_launch<float, 4, true, 1>(0, xf, w.d, b.d, NULL, y.d, &p, N, KC_ACT_CLIP, 0.0f,
+                                             6.0f);
+    });
+    printf("time stem_tc float32 min blocks 1 (%d above): ResNet-50 %.4f MobileNetV2 %.4f ms\n",
+           KC_STEM_MIN_BLOCKS, r1, m1);
+    cudaFree(xf);
 }
 
 int main(int argc, char **argv) {
@@ -301,6 +366,16 @@ int main(int argc, char **argv) {
     small_case(1, 1, 3, 20, 20, 7, 64, 2, 3, true);
     small_case(1, 1, 4, 12, 12, 5, 32, 1, 2, false); /* 100 -> 7 steps */
     small_case(1, 1, 3, 14, 14, 7, 48, 2, 3, false); /* K 48: the implicit GEMM */
+    stem_case<float>("fp32", 2, 3, 29, 31, 7, 64, 2, 3, false);  /* ResNet-50's stem, odd */
+    stem_case<__half>("fp16", 2, 3, 29, 31, 7, 64, 2, 3, false);
+    stem_case<float>("fp32", 1, 3, 224, 224, 7, 64, 2, 3, false); /* OW 112: a half tile */
+    stem_case<float>("fp32", 3, 3, 17, 19, 3, 32, 2, 1, true);   /* MobileNetV2's, residual */
+    stem_case<__half>("fp16", 1, 1, 9, 11, 3, 64, 1, 1, true);   /* C 1, one step */
+    stem_case<float>("fp32", 1, 4, 12, 70, 5, 32, 1, 2, false);  /* C 4, OW 70: 3 warps */
+    stem_case<float>("fp32", 2, 3, 20, 20, 7, 32, 2, 0, true);   /* no pads, OW 7 */
+    stem_case<__half>("fp16", 1, 2, 40, 300, 3, 64, 1, 1, false); /* OW 300: warps loop */
+    stem_case<float>("fp32", 2, 3, 15, 17, 5, 64, 1, 2, true);   /* s C odd: 2-byte loads */
+    stem_case<__half>("fp16", 1, 1, 33, 35, 7, 32, 2, 3, false); /* C 1 s 2: pairs, S C odd */
     mma_case(0, 2, 64, 9, 9, 3, 64, 1, 1, true, true);    /* P 162: a partial tile of rows */
     mma_case(0, 3, 24, 11, 13, 3, 40, 2, 1, true, false); /* C 24 < the 32-wide slice, K 40 */
     mma_case(0, 1, 136, 7, 7, 3, 200, 1, 1, true, true);  /* K 200: a partial 128 tile */

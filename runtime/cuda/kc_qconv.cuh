@@ -282,8 +282,9 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         hi.l = p.lo, hi.h = p.hi;
         if (kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0], p.y_zp) &&
             kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1], p.y_zp)) {
-            if (res && (hi.s[0] | hi.s[1]) == 0) kc_qepi_pair<true, 2, LD>(acc, nt, hi, e);
-            else if (res) kc_qepi_pair<true, 1, LD>(acc, nt, hi, e);
+            /* no s32-0 form here (FORM 2): a fifth unrolled copy cost the tiled kernels more
+             * than it saved (H200 ResNet-50 batch 256: the stem 0.813 -> 0.847 ms with it) */
+            if (res) kc_qepi_pair<true, 1, LD>(acc, nt, hi, e);
             else kc_qepi_pair<false, 1, LD>(acc, nt, hi, e);
         } else {
             if (res) kc_qepi_pair<true, 0, LD>(acc, nt, c, e);
@@ -812,9 +813,9 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
-    const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2);
     issue(blockIdx.y, 0); /* the weights ride in the first group */
     if (NB == 3) issue(blockIdx.y + gridDim.y, 1);
+    const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2); /* while those fly */
     int b = 0;
     for (int t = blockIdx.y; t < ntiles; t += gridDim.y, b = b + 1 == NB ? 0 : b + 1) {
         if (NB == 3) asm volatile("cp.async.wait_group 1;\n" ::);

@@ -14,7 +14,9 @@
  * take every shape's K up to 512 (a lab-only reach: it takes 64 and 128 in bundles).
  * usage: nvcc -std=c++17 -O3 -arch=sm_90 -DKC_Q1X1=0 -DKC_Q1X1_KMAX=512 -I runtime/cuda \
  *            bench/gpu/int8_gemm_lab.cu -lcublasLt
- *        ./a.out     (one line a shape, then the sums weighted by the count in the model) */
+ *        ./a.out     (one line a shape, then the sums weighted by the count in the model)
+ *        ./a.out quick   (layer1 conv3, layer1 downsample, layer2 conv3; Kiln's kernels only:
+ *                         with -DKC_QEPI_LAB=1/2/3, kc_qconv.cuh's timing-only epilogue knob) */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>

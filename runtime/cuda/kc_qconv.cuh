@@ -48,10 +48,14 @@ static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult,
 
 /* a * b + c in one 32 x 32 -> 64-bit multiply-add (IMAD.WIDE): NVVM keeps a multiplier
  * hoisted as int64 and multiplies in 64 x 64 bits otherwise */
-static __device__ __forceinline__ int64_t kc_qmadw(int32_t a, int32_t b, int64_t c) {
+static __host__ __device__ __forceinline__ int64_t kc_qmadw(int32_t a, int32_t b, int64_t c) {
+#ifdef __CUDA_ARCH__
     int64_t d;
     asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
     return d;
+#else /* the host's copy: tests/cuda/qconv_gpu.cu checks kc_qhi_terms' bounds with it */
+    return (int64_t)a * b + c;
+#endif
 }
 
 /* The same result with the per-channel terms folded ahead, for the QConv epilogues: acc
@@ -74,17 +78,19 @@ static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mul
 /* kc_qrequant_k when floor(t / 2^shift) is the high word of t, floor(t / 2^32), shifted by s32
  * more (two floors compose): always within 32 bits, so the shift and the clamp are 32-bit
  * where kc_qrequant_k shifts and compares in 64 bits (see kc_qhi_terms for the shifts below
- * 32). rk scales the residual byte (r << rk). With kc_qmadw, H200 ResNet-50 batch 256: 10.90
- * -> 10.69 ms, layer1 conv3 0.408 -> 0.381 ms: the 1x1 layers are not bound by these
- * instructions. */
-template <bool RES>
-static __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, int32_t mult, int64_t k0,
+ * 32). rk scales the residual byte (r << rk). k0 also holds y_zp 2^shift (kc_qhi_terms), so
+ * the floor is y_zp + q and the clamp is to lo..hi itself: the result is the output byte.
+ * S0: s32 is 0 (every residual layer of ResNet-50). With kc_qmadw, H200 ResNet-50 batch 256:
+ * 10.90 -> 10.69 ms, layer1 conv3 0.408 -> 0.381 ms. */
+template <bool RES, bool S0 = false>
+static __host__ __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, int32_t mult, int64_t k0,
                                                          int32_t r, int32_t rmult, int rk,
-                                                         int s32, int32_t l, int32_t h) {
+                                                         int s32, int32_t lo, int32_t hi) {
     int64_t t = kc_qmadw(acc, mult, k0);
     if (RES) t = kc_qmadw(r << rk, rmult, t);
-    int32_t q = (int32_t)(t >> 32) >> s32;
-    return min(max(q, l), h);
+    int32_t q = (int32_t)(t >> 32);
+    if (!S0) q >>= s32;
+    return q < lo ? lo : q > hi ? hi : q;
 }
 
 /* The terms of kc_qrequant_hi for a channel of kc_qrequant_k's (mult, k0, shift), or false.
@@ -93,16 +99,21 @@ static __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, int32_t mu
  * shift is capped by the residual's multiplier (ResNet-50: 30 or 31 on every such layer);
  * there t 2^j with j = 32 - shift has the same floor at 2^32, and for 16 <= shift < 32 and
  * |mult| < 2^(shift-1) it is exact in the same instructions: mult 2^j within int32, k0 2^j,
- * the residual byte r 2^j (under 2^24; rmult itself stays), |t 2^j| < 2^62 + 2^57. */
-static __device__ __forceinline__ bool kc_qhi_terms(int32_t &mult, int64_t &k0, int &rk, int &s32,
-                                                    int shift) {
+ * the residual byte r 2^j (under 2^24; rmult itself stays), |t 2^j| < 2^62 + 2^57. The output
+ * zero point joins k0 as y_zp 2^shift (2^j: y_zp 2^32), which adds y_zp to the floor exactly;
+ * with |y_zp| <= 256 and shift <= 52 the sum stays within int64: |acc mult| <= 2^62, |k0| <
+ * 2^51 + 2^39, |r rmult| < 2^39, |y_zp 2^shift| <= 2^60 (scaled form: 2^62 + 2^57 + 2^40). */
+static __host__ __device__ __forceinline__ bool kc_qhi_terms(int32_t &mult, int64_t &k0, int &rk, int &s32,
+                                                    int shift, int32_t y_zp) {
+    if (y_zp < -256 || y_zp > 256 || shift > 52) return false;
     if (shift >= 32) {
         rk = 0, s32 = shift - 32;
+        k0 += (int64_t)y_zp * ((int64_t)1 << shift);
         return true;
     }
     if (shift < 16 || mult < -(1 << (shift - 1)) || mult >= 1 << (shift - 1)) return false;
     rk = 32 - shift, s32 = 0;
-    mult *= 1 << rk, k0 *= (int64_t)1 << rk;
+    mult *= 1 << rk, k0 = k0 * ((int64_t)1 << rk) + (int64_t)y_zp * ((int64_t)1 << 32);
     return true;
 }
 
@@ -164,6 +175,12 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
     }
 }
 
+/* KC_QEPI_LAB, timing only (bench/gpu/int8_gemm_lab.cu; wrong bytes): 1 the shared-memory
+ * epilogue's requantization replaced by a plain cast, 2 its tile not stored, 3 both */
+#ifndef KC_QEPI_LAB
+#define KC_QEPI_LAB 0
+#endif
+
 /* The requantization terms of one thread's channel pair (n, n + 1) in kc_qconv_epilogue16 */
 typedef struct KcQPair {
     int32_t m[2], rm[2], s[2], rk[2], l, h, y_zp;
@@ -171,9 +188,10 @@ typedef struct KcQPair {
 } KcQPair;
 
 /* The pair's 8 x 2 values of acc[.][nt] in place in the shared tile (e: row g of the warp's
- * 64 rows, the pair's column), residual bytes read from there first (RES); HI: c holds
- * kc_qhi_terms' terms for both channels (kc_qrequant_hi), else kc_qrequant_k's. */
-template <bool RES, bool HI, int LD>
+ * 64 rows, the pair's column), residual bytes read from there first (RES). FORM 0: c holds
+ * kc_qrequant_k's terms (the clamp to l..h, then + y_zp); 1: kc_qhi_terms' terms for both
+ * channels (kc_qrequant_hi, c.l and c.h the output's lo and hi); 2: the same with s32 0. */
+template <bool RES, int FORM, int LD>
 static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4], int nt,
                                                     const KcQPair &c, uint8_t *e) {
 #pragma unroll
@@ -187,14 +205,20 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
                 r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
             }
             int32_t v0, v1;
-            if (HI) {
-                v0 = kc_qrequant_hi<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
-                v1 = kc_qrequant_hi<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
-            } else {
-                v0 = kc_qrequant_k<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
-                v1 = kc_qrequant_k<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
+            if (KC_QEPI_LAB & 1) { /* timing only: a plain cast, the residual still read */
+                v0 = acc[mt][nt][2 * h] + r0, v1 = acc[mt][nt][2 * h + 1] + r1;
+                *q = (uint16_t)((v0 & 255) | (v1 << 8));
+                continue;
             }
-            *q = (uint16_t)((c.y_zp + v0) | ((c.y_zp + v1) << 8));
+            if (FORM) {
+                v0 = kc_qrequant_hi<RES, FORM == 2>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
+                v1 = kc_qrequant_hi<RES, FORM == 2>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
+            } else {
+                v0 = c.y_zp + kc_qrequant_k<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
+                v1 = c.y_zp + kc_qrequant_k<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
+            }
+            /* both in 0..255: one byte permute packs them */
+            *q = (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
         }
 }
 
@@ -207,6 +231,20 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
  * still reads (the caller synchronizes after its main loop). PRE: ys holds the residual tile
  * already (kc_qconv1x1_kernel's cp.async), visible to every thread. */
 #define KC_QYLD(BN) ((BN) + 16)
+
+/* The requantized 128 x BN tile ys out to y as 16-byte row chunks (after a barrier) */
+template <int BN>
+static __device__ __forceinline__ void kc_qepi16_store(uint8_t *__restrict__ y, const KcQConv &p, int P,
+                                                       int row0, int col0, const uint8_t *ys) {
+    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = 2 * BN };
+#pragma unroll
+    for (int i = threadIdx.x; i < KC_QBM * CH; i += THREADS) {
+        int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
+        if (pix < P && n < p.M && (!(KC_QEPI_LAB & 2) || p.lo > 255))
+            *(uint4 *)(void *)(y + (size_t)pix * p.M + n) = *(const uint4 *)(const void *)(ys + r * LD + q * 16);
+    }
+}
+
 template <int BN, bool PRE = false>
 static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[4][4][4],
                                                            const int32_t *__restrict__ rq,
@@ -241,22 +279,20 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         uint8_t *e = ys + (wm * 64 + g) * LD + cl;
         /* one form for the whole loop (a uniform branch where a warp's channels agree) */
         KcQPair hi = c;
-        if (kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0]) &&
-            kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1])) {
-            if (res) kc_qepi_pair<true, true, LD>(acc, nt, hi, e);
-            else kc_qepi_pair<false, true, LD>(acc, nt, hi, e);
+        hi.l = p.lo, hi.h = p.hi;
+        if (kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0], p.y_zp) &&
+            kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1], p.y_zp)) {
+            /* no s32-0 form here (FORM 2): a fifth unrolled copy cost the tiled kernels more
+             * than it saved (H200 ResNet-50 batch 256: the stem 0.813 -> 0.847 ms with it) */
+            if (res) kc_qepi_pair<true, 1, LD>(acc, nt, hi, e);
+            else kc_qepi_pair<false, 1, LD>(acc, nt, hi, e);
         } else {
-            if (res) kc_qepi_pair<true, false, LD>(acc, nt, c, e);
-            else kc_qepi_pair<false, false, LD>(acc, nt, c, e);
+            if (res) kc_qepi_pair<true, 0, LD>(acc, nt, c, e);
+            else kc_qepi_pair<false, 0, LD>(acc, nt, c, e);
         }
     }
     __syncthreads();
-#pragma unroll
-    for (int i = tid; i < KC_QBM * CH; i += THREADS) {
-        int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
-        if (pix < P && n < p.M)
-            *(uint4 *)(void *)(y + (size_t)pix * p.M + n) = *(const uint4 *)(const void *)(ys + r * LD + q * 16);
-    }
+    kc_qepi16_store<BN>(y, p, P, row0, col0, ys);
 }
 
 /* Whether the shared-memory epilogue applies (the same answer in every block). */
@@ -622,8 +658,87 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #endif
 #define KC_Q1NB(KP) ((KP) <= KC_Q1BUF3_KMAX ? 3 : 2)
 #define KC_Q1LD(KP) ((KP) + 16)
+/* the block's channel table: three int4 a channel pair (kc_q1tab_make) */
+#define KC_Q1TAB(BN) ((BN) / 2 * 48)
 #define KC_Q1SMEM(BN, KP)                                                                   \
-    (((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1NB(KP) * KC_QBM * KC_QYLD(BN))
+    (((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1NB(KP) * KC_QBM * KC_QYLD(BN) + KC_Q1TAB(BN))
+
+/* The requantization terms of the 1x1 block's BN channels from col0 on, made once a block
+ * where kc_qconv_epilogue16 makes them again for every tile (an ncu profile of layer1 conv3,
+ * H200: about 110 of the 345 instructions a thread spends on 16 outputs): pair i of
+ * channels (col0 + 2i, + 1) as three int4 -- {m0, m1, rm0, rm1}, {k0 of both as low and high
+ * words}, {bias0, bias1, s0 | rk0 << 8, s1 | rk1 << 8} -- in one form for the whole block:
+ * kc_qhi_terms' where every channel has them, else kc_qrequant_k's (rk 0). Returns the form
+ * of kc_qepi_pair: 2 (s32 0 on every channel, with a residual), 1, or 0. Every thread calls
+ * it (two __syncthreads_and); the table is read after the caller's next barrier. Channels
+ * past M: zeros (never stored). */
+static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__restrict__ rq,
+                                                    const uint8_t *res, const KcQConv &p, int col0,
+                                                    int pairs) {
+    const int i = threadIdx.x, n = col0 + 2 * i;
+    KcQPair c = {}, hi = {};
+    bool ok = true, z = true;
+    if (i < pairs) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            bool in = n + j < p.M;
+            c.m[j] = in ? rq[p.M + n + j] : 0, c.rm[j] = in && res ? rq[2 * p.M + n + j] : 0;
+            c.s[j] = in ? rq[3 * p.M + n + j] : 32, c.rk[j] = 0;
+            c.k0[j] = in ? kc_qk0(rq, p.M, n + j, res ? p.r_zp : 0) : 0;
+        }
+        hi = c;
+        ok = kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0], p.y_zp) &&
+             kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1], p.y_zp);
+        z = (hi.s[0] | hi.s[1]) == 0;
+    }
+    const bool allhi = __syncthreads_and(ok), s0 = __syncthreads_and(z);
+    if (i < pairs) {
+        const KcQPair t = allhi ? hi : c; /* a copy: a reference took a stack frame */
+        tab[3 * i] = make_int4(t.m[0], t.m[1], t.rm[0], t.rm[1]);
+        tab[3 * i + 1] = make_int4((int32_t)(uint32_t)(uint64_t)t.k0[0], (int32_t)(t.k0[0] >> 32),
+                                   (int32_t)(uint32_t)(uint64_t)t.k0[1], (int32_t)(t.k0[1] >> 32));
+        tab[3 * i + 2] = make_int4(n < p.M ? rq[n] : 0, n + 1 < p.M ? rq[n + 1] : 0,
+                                   t.s[0] | t.rk[0] << 8, t.s[1] | t.rk[1] << 8);
+    }
+    return !allhi ? 0 : s0 && res ? 2 : 1;
+}
+
+/* kc_qacc_bias from kc_q1tab_make's table (c0: the warp's first channel in the block) */
+static __device__ __forceinline__ void kc_qacc_tab(int32_t (&acc)[4][4][4], const int4 *tab, int c0,
+                                                   int tig) {
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+        const int2 b = *(const int2 *)(const void *)&tab[3 * ((c0 + nt * 8 + tig * 2) >> 1) + 2];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+            acc[mt][nt][0] = acc[mt][nt][2] = b.x, acc[mt][nt][1] = acc[mt][nt][3] = b.y;
+    }
+}
+
+/* kc_qconv_epilogue16 (the residual tile already in ys) with kc_q1tab_make's table and form */
+template <int BN, bool RES, int FORM>
+static __device__ __forceinline__ void kc_qepi16_tab(const int32_t (&acc)[4][4][4], const int4 *tab,
+                                                     uint8_t *__restrict__ y, const KcQConv &p,
+                                                     int P, int row0, int col0, uint8_t *ys) {
+    enum { LD = KC_QYLD(BN) };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+        const int cl = wn * 32 + nt * 8 + tig * 2;
+        if (col0 + cl >= p.M) continue;
+        const int4 a = tab[3 * (cl >> 1)], k = tab[3 * (cl >> 1) + 1], b = tab[3 * (cl >> 1) + 2];
+        KcQPair c;
+        c.m[0] = a.x, c.m[1] = a.y, c.rm[0] = a.z, c.rm[1] = a.w;
+        c.k0[0] = (int64_t)(((uint64_t)(uint32_t)k.y << 32) | (uint32_t)k.x);
+        c.k0[1] = (int64_t)(((uint64_t)(uint32_t)k.w << 32) | (uint32_t)k.z);
+        c.s[0] = b.z & 255, c.s[1] = b.w & 255, c.rk[0] = b.z >> 8, c.rk[1] = b.w >> 8;
+        c.l = FORM ? p.lo : p.lo - p.y_zp, c.h = FORM ? p.hi : p.hi - p.y_zp, c.y_zp = p.y_zp;
+        kc_qepi_pair<RES, FORM, LD>(acc, nt, c, ys + (wm * 64 + g) * LD + cl);
+    }
+    __syncthreads();
+    kc_qepi16_store<BN>(y, p, P, row0, col0, ys);
+}
 
 /* the byte offset in X of output pixel pix's input (1x1, no padding) */
 static __device__ __forceinline__ size_t kc_q1row(const KcQConv &p, int pix) {
@@ -643,6 +758,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     enum { RSTEP = THREADS / CPR, AP = KC_QBM / RSTEP, BP = BN / RSTEP };
     enum { RCH = BN / 16, RP = KC_QBM * RCH / THREADS, NB = KC_Q1NB(KP) };
     uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * KC_QBM * LD;
+    int4 *const tab = (int4 *)(void *)(Ys + NB * KC_QBM * YLD);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int tig = lane & 3, wm = warp & 1, wn = warp >> 1;
     const int P = p.N * p.OH * p.OW, ntiles = (P + KC_QBM - 1) / KC_QBM;
@@ -658,7 +774,25 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     }
     /* row tile t's X rows and residual into buffer b, one group (empty past the last tile) */
     auto issue = [&](int t, int b) {
-        if (t < ntiles) {
+        /* a whole tile of unit stride and C = KP: one pointer a thread and constant steps
+         * (the general form below spent about 190 instructions a tile on its addresses and
+         * predicates) */
+        if (t < ntiles && (t + 1) * KC_QBM <= P && p.sh == 1 && p.sw == 1 && p.C == KP &&
+            col0 + BN <= p.M) {
+            const int row0 = t * KC_QBM;
+            uint8_t *a = As + b * KC_QBM * LD + r0 * LD + h * 16;
+            const uint8_t *src = x + (size_t)(row0 + r0) * KP + h * 16;
+#pragma unroll
+            for (int i = 0; i < AP; i++) kc_cp16(a + RSTEP * i * LD, src + (size_t)RSTEP * i * KP);
+            if (res) {
+                const int rr = tid / RCH, q = tid % RCH;
+                uint8_t *e = Ys + b * KC_QBM * YLD + rr * YLD + q * 16;
+                const uint8_t *rs = res + (size_t)(row0 + rr) * p.M + col0 + q * 16;
+                const size_t step = (size_t)(THREADS / RCH) * p.M;
+#pragma unroll
+                for (int i = 0; i < RP; i++) kc_cp16(e + (THREADS / RCH) * i * YLD, rs + step * i);
+            }
+        } else if (t < ntiles) {
             const int row0 = t * KC_QBM;
             uint8_t *a = As + b * KC_QBM * LD;
 #pragma unroll
@@ -681,6 +815,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     };
     issue(blockIdx.y, 0); /* the weights ride in the first group */
     if (NB == 3) issue(blockIdx.y + gridDim.y, 1);
+    const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2); /* while those fly */
     int b = 0;
     for (int t = blockIdx.y; t < ntiles; t += gridDim.y, b = b + 1 == NB ? 0 : b + 1) {
         if (NB == 3) asm volatile("cp.async.wait_group 1;\n" ::);
@@ -688,7 +823,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         __syncthreads(); /* tile t is in; every thread is done with the tile before's buffer */
         issue(t + (NB - 1) * gridDim.y, b == 0 ? NB - 1 : b - 1);
         int32_t acc[4][4][4];
-        kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
+        kc_qacc_tab(acc, tab, wn * 32, tig);
         const uint8_t *a = As + b * KC_QBM * LD + wm * 64 * LD, *wb = Ws + wn * 32 * LD;
 #pragma unroll
         for (int ks = 0; ks < KP; ks += 32) {
@@ -699,7 +834,12 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
         }
-        kc_qconv_epilogue16<BN, true>(acc, rq, res, y, p, P, t * KC_QBM, col0, Ys + b * KC_QBM * YLD);
+        uint8_t *ys = Ys + b * KC_QBM * YLD;
+        if (form == 2) kc_qepi16_tab<BN, true, 2>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if (form == 1 && res) kc_qepi16_tab<BN, true, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if (form == 1) kc_qepi16_tab<BN, false, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if (res) kc_qepi16_tab<BN, true, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else kc_qepi16_tab<BN, false, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
 #endif

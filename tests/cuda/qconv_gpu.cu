@@ -40,7 +40,8 @@ struct Case {
     bool res;
     int yoff; /* the output's byte offset from a 16-byte boundary */
     int rqform; /* 0: random shifts 1..42; 1: ResNet-50's residual layers (one shift, 30
-                 * or 31, small multipliers, residual multipliers in [2^30, 2^31)) */
+                 * or 31, small multipliers, residual multipliers in [2^30, 2^31)); 2: random
+                 * shifts 16..42 (every channel in kc_qrequant_hi's reach, s32 0 on some) */
 };
 
 /* y = clamp(y_zp + round(((bias + sum x w) * mult + (r - r_zp) * rmult) / 2^shift)):
@@ -129,7 +130,7 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
         /* shifts 1..42 (below 32 the 64-bit shift's low word is not the answer alone); the
          * multipliers take the sums to about +-100 where the shift allows (small shifts
          * saturate), the residual term to about +-64 */
-        int sh = irand(1, 42);
+        int sh = irand(c.rqform == 2 ? 16 : 1, 42);
         rq[m] = irand(-40000, 40000);
         rq[c.M + m] = sh > 12 ? irand(1 << (sh - 13), (int)((1u << (sh - 11)) - 1)) : irand(1, 3);
         rq[2 * c.M + m] = !c.res ? 0 : sh > 3 && sh < 33 ? irand(-(1 << (sh - 2)), 1 << (sh - 2))
@@ -173,6 +174,50 @@ static void run_case(const Case &c) {
                "distinct values\n", c.what, rc, bad, ny, first, bad ? y[first] : 0,
                bad ? want[first] : 0, spill ? "wrote past the end" : "no spill", distinct);
     }
+}
+
+/* kc_qhi_terms and kc_qrequant_hi (their host copies) against rt_qrequant1's formula in
+ * 128-bit arithmetic, at the ends of every range the requantization admits: acc and the
+ * multipliers at the int32 limits, the residual byte and the zero points at 0 and 255, every
+ * shift 1..62; where kc_qhi_terms takes the channel (the output zero point folded into k0)
+ * the byte must be the formula's. One line, counted as one case. */
+static void check_hi_terms(void) {
+    const int32_t big[] = {INT32_MIN, INT32_MIN + 1, -65536, -1, 0, 1, 65535, INT32_MAX};
+    size_t n = 0, taken = 0, bad = 0;
+    for (int shift = 1; shift <= 62; shift++)
+        for (int32_t mult : big) {
+            int32_t mults[4] = {mult, shift < 32 ? -(1 << (shift - 1)) : mult,
+                                shift < 32 ? (1 << (shift - 1)) - 1 : mult, (int32_t)urand32()};
+            for (int32_t m : mults)
+                for (int res = 0; res < 2; res++)
+                    for (int32_t rmult : {INT32_MIN, INT32_MAX, (int32_t)urand32()})
+                        for (int32_t r_zp : {0, 255})
+                            for (int32_t y_zp : {0, 255, 128})
+                                for (int32_t acc : big)
+                                    for (int32_t r : {0, 255, irand(0, 255)}) {
+                                        int32_t rm = res ? rmult : 0, lo = irand(0, 1) ? 0 : y_zp, hi = 255;
+                                        int64_t k0 = ((int64_t)1 << (shift - 1)) - (int64_t)(res ? r_zp : 0) * rm;
+                                        int32_t mh = m, rk = 0, s32 = 0;
+                                        int64_t kh = k0;
+                                        n++;
+                                        if (!kc_qhi_terms(mh, kh, rk, s32, shift, y_zp)) continue;
+                                        taken++;
+                                        int32_t got = res ? kc_qrequant_hi<true>(acc, mh, kh, r, rm, rk, s32, lo, hi)
+                                                          : kc_qrequant_hi<false>(acc, mh, kh, r, rm, rk, s32, lo, hi);
+                                        if (s32 == 0 && res)
+                                            got |= (got != kc_qrequant_hi<true, true>(acc, mh, kh, r, rm, rk, s32, lo, hi)) << 16;
+                                        __int128 t = (__int128)acc * m + (__int128)(res ? r - r_zp : 0) * rm;
+                                        __int128 v = ((t + ((__int128)1 << (shift - 1))) >> shift) + y_zp;
+                                        int32_t want = (int32_t)(v < lo ? lo : v > hi ? hi : v);
+                                        if (got != want && !bad++)
+                                            printf("  hi terms: shift %d mult %d acc %d r %d rmult %d r_zp %d y_zp %d: %d, want %d\n",
+                                                   shift, m, acc, r, rm, r_zp, y_zp, got, want);
+                                    }
+        }
+    if (!bad && taken > n / 4) passed++;
+    else failed++;
+    printf("%s kc_qhi_terms + kc_qrequant_hi on the host: %zu of %zu term sets taken, %zu differ\n",
+           bad || taken <= n / 4 ? "FAIL" : "ok  ", taken, n, bad);
 }
 
 /* median milliseconds of 20 runs of one convolution (random data, no check) */
@@ -234,7 +279,15 @@ int main(int argc, char **argv) {
         {"1x1 form C 256 M 64",        2, 14, 14, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
         {"1x1 form C 128 M 80, 800 tiles", 32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
         {"1x1 form C 64 M 256, 1000 tiles", 40, 40, 80, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+        /* the forms of the folded requantization (kc_qepi_pair FORM 1 and 2) in both epilogues:
+         * the 1x1 form's block table (one form a block) and the tiled kernel's per pair */
+        {"1x1 form shifts 16..42 +res", 2, 21, 19, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
+        {"1x1 form shifts 16..42",      3, 13, 17, 128, 128, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 2},
+        {"1x1 form M 64 shifts 16..42 +res", 2, 9, 23, 64, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
+        {"3x3 C 32 M 96 shifts 16..42 +res", 2, 15, 13, 32, 96, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 2},
+        {"3x3 C 64 M 128, ResNet rq +res", 2, 14, 14, 64, 128, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
     };
+    check_hi_terms();
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
     for (const Case &c : cases) run_case(c);

@@ -364,8 +364,9 @@ static __device__ __forceinline__ void kc_attn_ldm4t(uint32_t r[4], const __half
  * alternate key tiles (warp w the tiles w, w + 2, ..., staged together into the two stages),
  * then warp 0 merges warp 1's maximum, sum and output rows through shared memory. For grids
  * of at most one block an SM (BERT batch 1: 96 blocks of 16 rows), where one warp walking
- * all the keys is the latency; the 16-row kernel's tiles are no longer double-buffered.
- * Its grids have at most a block an SM: no register cap (the two-warp cap of 128 spilled). */
+ * all the keys is the latency. A round's two tiles are staged together (no copy overlaps
+ * the compute: BERT's 128 keys are one round). At most a block an SM: no register cap (the
+ * two-warp cap of 128 spilled). */
 template <int D, int NW, bool KS = false>
 __global__ void __launch_bounds__(NW * 32, KS ? 1 : NW == 1 ? 8 : (D <= 64 ? 16 : 8) / NW)
 kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __half *mask,
@@ -392,7 +393,8 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
     const bool mrow = mb && p.m_st[2] == 0;
     const bool masync = mrow && p.m_st[3] == 1 && ((uintptr_t)mb & 15) == 0;
     __half *yb = y + bb * p.y_st[0] + hh * p.y_st[1];
-    const int64_t r0 = KS ? (int64_t)blockIdx.x * 16 : (int64_t)blockIdx.x * (16 * NW) + warp * 16;
+    const int64_t r0 =
+        KS ? (int64_t)blockIdx.x * 16 : (int64_t)blockIdx.x * (16 * NW) + warp * 16;
     const int64_t rows[2] = {r0 + g, r0 + g + 8};
     const bool live[2] = {rows[0] < p.sq, rows[1] < p.sq};
     /* this warp's 16 rows of Q as A fragments */

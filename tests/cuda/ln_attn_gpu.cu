@@ -5,12 +5,13 @@
  * elements, rows past the register limit, misaligned rows; tensor-core attention with
  * head sizes in odd and even numbers of 16, partial key tiles, masks shared by all query
  * rows (copied with the key tiles where aligned, else loaded) and per-row masks, blocks of
- * 1, 4 and 8 warps and of 2 warps splitting the keys, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's fused
- * projection leaves it, and inputs written by the kernel launched just before, which lets
- * its dependents start early (programmatic dependent launch: the kernels must wait for it);
- * the tiled float kernel in float32 and float16 with head sizes in
- * partial quads, D != DV, strided and misaligned operands, rows of -inf only). With --time
- * also times the kernels at BERT-base fp16 batch 256 and the float32 attention at batch 1,
+ * 1, 4 and 8 warps and of 2 warps splitting the keys, Q/K/V read from a packed (B, S, 3, H,
+ * D) tensor as BERT's fused projection leaves it, and inputs written by the kernel launched
+ * just before, which lets its dependents start early (programmatic dependent launch: the
+ * kernels must wait for it); the tiled float kernel in float32 and float16 with head sizes
+ * in partial quads, D != DV, strided and misaligned operands, rows of -inf only). With
+ * --time also times the kernels at BERT-base fp16 batch 256 and batch 1's attention (one
+ * warp against the key split), and the float32 attention at batch 1,
  * 32 and 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the
  * same source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu

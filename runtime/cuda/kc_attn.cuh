@@ -360,10 +360,19 @@ static __device__ __forceinline__ void kc_attn_ldm4t(uint32_t r[4], const __half
 /* Fragment layouts of m16n8k16 (PTX ISA): lane = 4 g + t; A: registers 0-3 hold
  * (row g, cols 2t..2t+1), (row g+8, cols 2t..), (row g, cols 2t+8..), (row g+8, cols 2t+8..);
  * B: (k 2t..2t+1, col g), (k 2t+8.., col g); C: (row g, cols 2t, 2t+1), (row g+8, same). */
-template <int D, int NW>
-__global__ void __launch_bounds__(NW * 32, NW == 1 ? 8 : (D <= 64 ? 16 : 8) / NW)
+/* KS (key split, NW 2, D <= 64): both warps of a block take the same 16 query rows and
+ * alternate key tiles (warp w the tiles w, w + 2, ..., staged together into the two stages),
+ * then warp 0 merges warp 1's maximum, sum and output rows through shared memory. For grids
+ * of at most one block an SM (BERT batch 1: 96 blocks of 16 rows), where one warp walking
+ * all the keys is the latency. A round's two tiles are staged together (no copy overlaps
+ * the compute: BERT's 128 keys are one round). At most a block an SM: no register cap (the
+ * two-warp cap of 128 spilled). */
+template <int D, int NW, bool KS = false>
+__global__ void __launch_bounds__(NW * 32, KS ? 1 : NW == 1 ? 8 : (D <= 64 ? 16 : 8) / NW)
 kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __half *mask,
                   __half *y, KcAttn p) {
+    static_assert(!KS || (NW == 2 && D <= 64), "the key split: two warps, two stages");
+    kc_pdl_wait(); /* launched by kc_launch_pdl after the product that wrote Q, K and V */
     /* two stages where they fit the 48 KiB of static shared memory: the next tile's copy
      * (cp.async) runs while this one is computed */
     const int STAGES = D <= 64 ? 2 : 1;
@@ -384,7 +393,8 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
     const bool mrow = mb && p.m_st[2] == 0;
     const bool masync = mrow && p.m_st[3] == 1 && ((uintptr_t)mb & 15) == 0;
     __half *yb = y + bb * p.y_st[0] + hh * p.y_st[1];
-    const int64_t r0 = (int64_t)blockIdx.x * (16 * NW) + warp * 16;
+    const int64_t r0 =
+        KS ? (int64_t)blockIdx.x * 16 : (int64_t)blockIdx.x * (16 * NW) + warp * 16;
     const int64_t rows[2] = {r0 + g, r0 + g + 8};
     const bool live[2] = {rows[0] < p.sq, rows[1] < p.sq};
     /* this warp's 16 rows of Q as A fragments */
@@ -426,11 +436,16 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
         }
         kc_attn_commit();
     };
-    if (STAGES == 2) stage(0, 0);
+    if (STAGES == 2 && !KS) stage(0, 0);
     int tile = 0;
-    for (int64_t k0 = 0; k0 < p.sk; k0 += KC_ATTN_BN, tile++) {
-        const int st = tile % STAGES;
-        if (STAGES == 2) { /* tile + 1 into the other stage (an empty group past the end) */
+    for (int64_t k00 = 0; k00 < p.sk; k00 += (KS ? 2 : 1) * KC_ATTN_BN, tile++) {
+        const int st = KS ? warp : tile % STAGES;
+        const int64_t k0 = KS ? k00 + warp * KC_ATTN_BN : k00; /* this warp's tile */
+        if (KS) { /* this round's two tiles, one a stage */
+            stage(k00, 0);
+            if (k00 + KC_ATTN_BN < p.sk) stage(k00 + KC_ATTN_BN, 1);
+            kc_attn_wait<0>();
+        } else if (STAGES == 2) { /* tile + 1 into the other stage (an empty group past the end) */
             if (k0 + KC_ATTN_BN < p.sk) stage(k0 + KC_ATTN_BN, 1 - st);
             else kc_attn_commit();
             kc_attn_wait<1>();
@@ -439,6 +454,10 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
             kc_attn_wait<0>();
         }
         __syncthreads(); /* every thread's copies of this tile have landed */
+        if (KS && k0 >= p.sk) { /* warp 1 past the last tile: nothing this round */
+            __syncthreads();
+            continue;
+        }
         __half (*sk)[D + 8] = sks[st];
         __half (*sv)[D + 8] = svs[st];
         float s[KC_ATTN_BN / 8][4];
@@ -531,6 +550,31 @@ kc_attn_tc_kernel(const __half *q, const __half *k, const __half *v, const __hal
         }
         __syncthreads(); /* this stage is consumed before the next copy into it */
     }
+    if (KS) { /* warp 1's partial rows into stage 0's K tile (consumed), merged by warp 0 */
+        float *xs = reinterpret_cast<float *>(&sks[0][0][0]) + lane * (D / 2 + 4);
+        if (warp == 1) {
+#pragma unroll
+            for (int n = 0; n < D / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) xs[n * 4 + e] = o[n][e];
+            xs[D / 2] = m[0], xs[D / 2 + 1] = m[1], xs[D / 2 + 2] = l[0], xs[D / 2 + 3] = l[1];
+        }
+        __syncthreads();
+        if (warp == 1) return;
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const float m1 = xs[D / 2 + hr], mn = fmaxf(m[hr], m1);
+            const float base = mn == -INFINITY ? 0.0f : mn; /* both -inf: 0 weights, NaN row */
+            const float a0 = exp2f(m[hr] - base), a1 = exp2f(m1 - base);
+            l[hr] = l[hr] * a0 + xs[D / 2 + 2 + hr] * a1;
+            m[hr] = mn;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                o[n][2 * hr] = o[n][2 * hr] * a0 + xs[n * 4 + 2 * hr] * a1;
+                o[n][2 * hr + 1] = o[n][2 * hr + 1] * a0 + xs[n * 4 + 2 * hr + 1] * a1;
+            }
+        }
+    }
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         if (!live[hr]) continue;
@@ -567,14 +611,21 @@ struct KcAttnTc<__half, D> {
         uintptr_t bits = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)y;
         if (major < 8 || (bits & 15) != 0) return false;
         int64_t heads = p->b * p->h;
-        /* four warps (64 rows) a block where that still gives every SM two blocks */
-        int64_t big = (p->sq + 63) / 64 * heads;
+        /* four warps (64 rows) a block where that still gives every SM two blocks; at most
+         * one 16-row block an SM: two warps a block, splitting the keys (KS) */
+        int64_t big = (p->sq + 63) / 64 * heads, small = (p->sq + 15) / 16 * heads;
         if (big >= 2 * (int64_t)sms)
-            kc_attn_tc_kernel<D, 4><<<dim3((unsigned)((p->sq + 63) / 64), (unsigned)heads),
-                                      128, 0, s>>>(q, k, v, mask, y, *p);
+            kc_launch_pdl(kc_attn_tc_kernel<D, 4>,
+                          dim3((unsigned)((p->sq + 63) / 64), (unsigned)heads), dim3(128), s, q,
+                          k, v, mask, y, *p);
+        else if (D <= 64 && p->sk > KC_ATTN_BN && small <= sms)
+            kc_launch_pdl(kc_attn_tc_kernel<D, 2, (D <= 64)>,
+                          dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), dim3(64), s, q,
+                          k, v, mask, y, *p);
         else
-            kc_attn_tc_kernel<D, 1><<<dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads),
-                                      32, 0, s>>>(q, k, v, mask, y, *p);
+            kc_launch_pdl(kc_attn_tc_kernel<D, 1>,
+                          dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), dim3(32), s, q,
+                          k, v, mask, y, *p);
         return true;
     }
 };

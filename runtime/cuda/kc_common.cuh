@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Status codes, equal to the NAME_ERR_* codes of every CUDA bundle's header. */
 #define KC_OK 0
@@ -49,6 +50,40 @@ static inline unsigned kc_grid(int64_t n) {
 #define KC_FOR(i, n)                                                                        \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
          i += (int64_t)gridDim.x * blockDim.x)
+
+/* Programmatic dependent launch (Hopper): a kernel launched by kc_launch_pdl may start while
+ * the kernel before it on the stream drains, so the launch and the block scheduling overlap
+ * the previous kernel's tail (BERT-base batch 1: 97 launches of a few microseconds each). Its
+ * first statement is kc_pdl_wait(), which returns once the previous grid has finished and its
+ * writes are visible (a no-op when the kernel was launched the plain way), so nothing it reads
+ * or writes races. */
+static __device__ __forceinline__ void kc_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+/* Launches kernel k on s, allowed to overlap the previous kernel where k's code was built for
+ * sm_90 or later (PTX version 90: its kc_pdl_wait is the instruction; code built for an
+ * older target and compiled from PTX by the driver has none, so it launches the plain way). */
+template <typename... P, typename... A>
+static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStream_t s,
+                                 A... args) {
+    cudaFuncAttributes fa;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    memset(&cfg, 0, sizeof cfg);
+    memset(at, 0, sizeof at);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.stream = s;
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed =
+        cudaFuncGetAttributes(&fa, k) == cudaSuccess && fa.ptxVersion >= 90;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for KC_LAUNCHED */
+}
 
 /* Raises a status (the first one wins); read back by NAME_cuda_run. */
 static __device__ __forceinline__ void kc_raise(int *status, int code) {

@@ -1399,6 +1399,7 @@ template <typename T, int E, int N, bool ADD>
 __global__ void __launch_bounds__(KC_LN_WARPS * KC_WARP)
 kc_ln_rows_kernel(const T *a, const T *b, const T *scale, const T *bias, T *y, T *mean_out,
                   T *inv_out, int64_t rows, int D, float eps) {
+    kc_pdl_wait(); /* launched by kc_launch_pdl: a and b may be the previous kernel's */
     const int64_t row = (int64_t)blockIdx.x * KC_LN_WARPS + threadIdx.x / KC_WARP;
     const int lane = threadIdx.x % KC_WARP;
     if (row >= rows) return;
@@ -1469,9 +1470,10 @@ struct KcLnRows {
                                                eps);
             return;
         }
-        kc_ln_rows_kernel<T, E, N, ADD>
-            <<<(unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS), KC_LN_WARPS * KC_WARP, 0,
-               s>>>(a, b, scale, bias, y, mean, inv, rows, D, eps);
+        kc_launch_pdl(kc_ln_rows_kernel<T, E, N, ADD>,
+                      dim3((unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS)),
+                      dim3(KC_LN_WARPS * KC_WARP), s, a, b, scale, bias, y, mean, inv, rows, D,
+                      eps);
     }
 };
 template <typename T, int E, bool ADD>
@@ -1494,9 +1496,10 @@ static inline void kc_ln_rows(cudaStream_t s, const T *a, const T *b, const T *s
             s, (D + KC_WARP * E - 1) / (KC_WARP * E), a, b, scale, bias, y, mean, inv, rows, D,
             eps);
     else
-        kc_ln_rows_kernel<T, 1, KC_LN_MAX / KC_WARP, ADD>
-            <<<(unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS), KC_LN_WARPS * KC_WARP, 0,
-               s>>>(a, b, scale, bias, y, mean, inv, rows, D, eps);
+        kc_launch_pdl(kc_ln_rows_kernel<T, 1, KC_LN_MAX / KC_WARP, ADD>,
+                      dim3((unsigned)((rows + KC_LN_WARPS - 1) / KC_LN_WARPS)),
+                      dim3(KC_LN_WARPS * KC_WARP), s, a, b, scale, bias, y, mean, inv, rows, D,
+                      eps);
 }
 
 /* Rows longer than KC_LN_MAX: one warp per row, two passes over memory for the statistics. */

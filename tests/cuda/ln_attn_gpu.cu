@@ -5,10 +5,13 @@
  * elements, rows past the register limit, misaligned rows; tensor-core attention with
  * head sizes in odd and even numbers of 16, partial key tiles, masks shared by all query
  * rows (copied with the key tiles where aligned, else loaded) and per-row masks, blocks of
- * 1, 4 and 8 warps, Q/K/V read from a packed (B, S, 3, H, D) tensor as BERT's fused
- * projection leaves it; the tiled float kernel in float32 and float16 with head sizes in
- * partial quads, D != DV, strided and misaligned operands, rows of -inf only). With --time
- * also times the kernels at BERT-base fp16 batch 256 and the float32 attention at batch 1,
+ * 1, 4 and 8 warps and of 2 warps splitting the keys, Q/K/V read from a packed (B, S, 3, H,
+ * D) tensor as BERT's fused projection leaves it, and inputs written by the kernel launched
+ * just before, which lets its dependents start early (programmatic dependent launch: the
+ * kernels must wait for it); the tiled float kernel in float32 and float16 with head sizes
+ * in partial quads, D != DV, strided and misaligned operands, rows of -inf only). With
+ * --time also times the kernels at BERT-base fp16 batch 256 and batch 1's attention (one
+ * warp against the key split), and the float32 attention at batch 1,
  * 32 and 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the
  * same source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu
@@ -49,15 +52,57 @@ struct Buf {
     ~Buf() { cudaFree(base); }
 };
 
+/* Writes n bytes of src into dst after a spin of about 20 us (at 2 GHz), having told the GPU
+ * at its start that the next kernel may launch (griddepcontrol.launch_dependents): a kernel
+ * launched after it by kc_launch_pdl then runs beside the spin, and reads dst's poison unless
+ * it waits for this grid (kc_pdl_wait). Without programmatic launch (before sm_90) the
+ * next kernel starts after this one as usual. */
+__global__ void late_copy(const unsigned char *src, unsigned char *dst, size_t n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+    long long t0 = clock64();
+    while (clock64() - t0 < 40000) {
+    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+static cudaStream_t late_stream;
+
+/* b's device values poisoned, then written back by late_copy on late_stream */
+template <typename T>
+static void late_fill(Buf<T> &b, std::vector<void *> &keep) {
+    void *stage;
+    CK(cudaMalloc(&stage, b.n * sizeof(T)));
+    CK(cudaMemcpy(stage, b.d, b.n * sizeof(T), cudaMemcpyDeviceToDevice));
+    keep.push_back(stage);
+    b.poison();
+    CK(cudaDeviceSynchronize());
+    late_copy<<<1, 256, 0, late_stream>>>((const unsigned char *)stage, (unsigned char *)b.d,
+                                          b.n * sizeof(T));
+}
+
+/* late: a and b written by the kernel just before (late_copy), on late_stream */
 template <typename T>
 static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool bias, int off,
-                    double tol) {
+                    double tol, bool late = false) {
     Buf<T> a(rows * D, 1.5, off), b(rows * D, 1.0, off), g(D, 1.0), c(D, 0.5),
         y(rows * D, 1.0, off), mean(rows, 1.0), inv(rows, 1.0);
     y.poison(), mean.poison(), inv.poison();
-    int st = add ? kc_add_layernorm<T>(0, a.d, b.d, g.d, bias ? c.d : NULL, y.d, rows, D, 1e-5f)
-                 : kc_layernorm<T>(0, a.d, g.d, bias ? c.d : NULL, y.d, mean.d, inv.d, rows, D,
+    std::vector<void *> keep;
+    cudaStream_t s = 0;
+    if (late) {
+        s = late_stream;
+        if (add) late_fill(b, keep);
+        late_fill(a, keep);
+    }
+    int st = add ? kc_add_layernorm<T>(s, a.d, b.d, g.d, bias ? c.d : NULL, y.d, rows, D, 1e-5f)
+                 : kc_layernorm<T>(s, a.d, g.d, bias ? c.d : NULL, y.d, mean.d, inv.d, rows, D,
                                    1e-5f);
+    CK(cudaDeviceSynchronize());
+    for (void *k : keep) cudaFree(k);
     CK(cudaDeviceSynchronize());
     std::vector<double> want(rows * D), wm(rows), wi(rows);
     for (int64_t r = 0; r < rows; r++) {
@@ -81,9 +126,10 @@ static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool b
     if (!add)
         gpu_compare(mean.get(), wm, &worst, &bad, tol), gpu_compare(inv.get(), wi, &worst, &bad, tol);
     char what[160];
-    snprintf(what, sizeof what, "%s %s rows %lld D %lld%s%s", add ? "add_layernorm" : "layernorm",
-             tname, (long long)rows, (long long)D, bias ? "" : " no bias",
-             off ? " misaligned" : "");
+    snprintf(what, sizeof what, "%s %s rows %lld D %lld%s%s%s",
+             add ? "add_layernorm" : "layernorm", tname, (long long)rows, (long long)D,
+             bias ? "" : " no bias", off ? " misaligned" : "",
+             late ? " inputs written by the kernel before" : "");
     if (st != KC_OK) bad++;
     gpu_report(what, worst, tol, bad);
 }
@@ -91,7 +137,8 @@ static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool b
 /* Attention on Q, K, V windows of a packed (B, S, 3, H, D) tensor, as BERT's fused
  * projection leaves it; mask: 0 none, 1 (B, 1, 1, S) shared by the query rows, 2 (B, H, S, S) */
 template <int D>
-static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0) {
+static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0,
+                      bool late = false) {
     Buf<__half> qkv(B * S * 3 * H * D, 1.0), y(B * H * S * D, 1.0);
     int64_t mn = mask_kind == 1 ? B * S : mask_kind == 2 ? B * H * S * S : 1;
     Buf<__half> m(mn, 1.0);
@@ -115,6 +162,8 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
     const __half *q = qkv.d, *k = qkv.d + H * D, *v = qkv.d + 2 * H * D;
     int rc = KC_OK;
     const __half *mp = mask_kind ? m.d : NULL;
+    std::vector<void *> keep;
+    if (late) late_fill(qkv, keep); /* Q, K, V written by the kernel before, as the product */
 #ifndef KC_LAB_OLD
     if (nw == 8) /* the kernel alone, 8 warps (128 query rows) a block */
         kc_attn_tc_kernel<D, 8><<<dim3((unsigned)((S + 127) / 128), (unsigned)(B * H)), 256>>>(
@@ -122,10 +171,14 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
     else if (nw == 4) /* 4 warps: what the launcher picks for many heads (BERT b32, b256) */
         kc_attn_tc_kernel<D, 4><<<dim3((unsigned)((S + 63) / 64), (unsigned)(B * H)), 128>>>(
             q, k, v, mp, y.d, p);
+    else if (nw == 1) /* 1 warp walking all the keys (the launcher's for one key tile) */
+        kc_attn_tc_kernel<D, 1><<<dim3((unsigned)((S + 15) / 16), (unsigned)(B * H)), 32>>>(
+            q, k, v, mp, y.d, p);
     else
 #endif
-        rc = kc_attention<__half, true, D, D>(0, q, k, v, mp, y.d, &p);
+        rc = kc_attention<__half, true, D, D>(late ? late_stream : 0, q, k, v, mp, y.d, &p);
     CK(cudaDeviceSynchronize());
+    for (void *kp : keep) cudaFree(kp);
     std::vector<double> want(B * H * S * D);
     std::vector<double> sc(S);
     for (int64_t bb = 0; bb < B; bb++)
@@ -155,10 +208,11 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
     gpu_compare(y.get(), want, &worst, &bad, 1e-2); /* probabilities rounded to fp16 */
     if (rc != KC_OK) bad++;
     char what[160];
-    snprintf(what, sizeof what, "attention fp16 tc B %lld H %lld S %lld D %d mask %s%s",
+    snprintf(what, sizeof what, "attention fp16 tc B %lld H %lld S %lld D %d mask %s%s%s",
              (long long)B, (long long)H, (long long)S, D,
              mask_kind == 0 ? "none" : mask_kind == 1 ? "(B,1,1,S)" : "(B,H,S,S)",
-             nw == 8 ? " NW 8" : nw == 4 ? " NW 4" : "");
+             nw == 8 ? " NW 8" : nw == 4 ? " NW 4" : nw == 1 ? " NW 1" : "",
+             late ? " Q/K/V written by the kernel before" : "");
     gpu_report(what, worst, 1e-2, bad);
 }
 
@@ -274,6 +328,21 @@ static void timing(void) {
         kc_attn_tc_kernel<64, 4><<<dim3(2, B * H), 128>>>(q, k, v, NULL, yo.d, p);
     });
     printf("time attention NW 4, no mask: %.4f ms\n", ms);
+    { /* fp16 at BERT-base batch 1 (12 heads): one warp a block walking the 128 keys
+       * against two warps splitting them (the launcher's); 100 launches back to back */
+        KcAttn p1 = p;
+        p1.b = 1;
+        ms = time_ms([&] {
+            for (int i = 0; i < 100; i++)
+                kc_attn_tc_kernel<64, 1><<<dim3(8, H), 32>>>(q, k, v, m.d, yo.d, p1);
+        });
+        printf("time attention fp16 b1 h12 s128 d64, NW 1: %.5f ms a launch\n", ms / 100);
+        ms = time_ms([&] {
+            for (int i = 0; i < 100; i++)
+                kc_attn_tc_kernel<64, 2, true><<<dim3(8, H), 64>>>(q, k, v, m.d, yo.d, p1);
+        });
+        printf("time attention fp16 b1 h12 s128 d64, NW 2 KS: %.5f ms a launch\n", ms / 100);
+    }
     CK(cudaDeviceSynchronize());
     { /* float32 at BERT-base batch 1, 32, 256 (the launcher: kc_attn_tile in this tree) */
         Buf<float> q32(B * S * 3 * H * D, 1.0), y32(B * H * S * D, 1.0), m32(B * S, 0.0);
@@ -296,6 +365,7 @@ int main(int argc, char **argv) {
         timing();
         return 0;
     }
+    CK(cudaStreamCreateWithFlags(&late_stream, cudaStreamNonBlocking));
     ln_case<__half>("fp16", 37, 768, true, true, 0, 4e-3);    /* 3 chunks of 8 */
     ln_case<__half>("fp16", 37, 768, false, true, 0, 4e-3);
     ln_case<__half>("fp16", 9, 1000, true, false, 0, 4e-3);   /* 4 chunks, the last partial */
@@ -315,10 +385,23 @@ int main(int argc, char **argv) {
     attn_case<16>(2, 2, 70, 1);   /* one k16 block: ldmatrix x2 */
     attn_case<48>(1, 3, 130, 1);  /* three k16 blocks */
     attn_case<128>(1, 2, 100, 2); /* one stage */
-    attn_case<64>(2, 3, 128, 1, 4); /* the launcher takes one warp a block for few heads */
+    /* the launcher's choice for few heads above: two warps a block splitting the keys; the
+     * one-warp kernel where the keys are one tile (and D > 64), or forced */
+    attn_case<64>(1, 2, 50, 1);     /* one key tile: one warp */
+    attn_case<64>(2, 3, 128, 1, 1);
+    attn_case<64>(2, 3, 77, 2, 1);
+    attn_case<16>(1, 3, 130, 1, 1);
+    attn_case<64>(2, 3, 128, 1, 4); /* 4 warps a block as for many heads */
     attn_case<64>(1, 2, 77, 2, 4);
     attn_case<64>(3, 2, 77, 1, 4);
     attn_case<32>(1, 2, 100, 1, 4);
+    /* programmatic dependent launch (kc_launch_pdl): inputs that the kernel launched just
+     * before writes, after it has let its dependents start */
+    ln_case<__half>("fp16", 128, 768, true, true, 0, 4e-3, true);
+    ln_case<__half>("fp16", 9, 100, false, true, 0, 4e-3, true);
+    ln_case<float>("fp32", 37, 768, true, true, 0, 1e-5, true);
+    attn_case<64>(1, 12, 128, 1, 0, true); /* BERT b1: one warp a block */
+    attn_case<64>(12, 12, 128, 1, 0, true); /* four warps a block (144 heads) */
 #ifndef KC_LAB_OLD
     attn_case<64>(2, 3, 128, 1, 8);
     attn_case<64>(1, 2, 200, 2, 8);

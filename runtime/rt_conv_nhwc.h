@@ -189,7 +189,7 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
 #undef RT_CNHWC_DWK_DEFINE
 
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
- * 8-channel block: tiles of 8 pixels, then of 4, then single ones. */
+ * 8-channel block: tiles of 8 pixels, then of 4, then one of the last 1-3. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, const float *b,
                          float *yp, int64_t oh, int64_t ow, int64_t n,
@@ -209,10 +209,15 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
             for (m0 = 0; m0 < M; m0 += 16)
                 rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
                                        yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
-        for (; p < n; p++)
-            for (m0 = 0; m0 < M; m0 += 16)
-                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
+        for (m0 = 0; n - p == 3 && m0 < M; m0 += 16)
+            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 3);
+        for (m0 = 0; n - p == 2 && m0 < M; m0 += 16)
+            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 2);
+        for (m0 = 0; n - p == 1 && m0 < M; m0 += 16)
+            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
         return;
     }
 #endif
@@ -224,10 +229,17 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
         for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
             rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
                                  yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
-    for (; p < n; p++)
-        for (m0 = 0; m0 < M; m0 += RT_CNHWC_TILE_M)
-            rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                 yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
+    /* the last 1-3 pixels in one tile: one pixel at a time ran one chain of KH*KW FMAs a
+     * block, each waiting on the one before (28 wide: 3 tiles of 8, then 2 such pixels) */
+    for (m0 = 0; n - p == 3 && m0 < M; m0 += RT_CNHWC_TILE_M)
+        rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                             yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 3);
+    for (m0 = 0; n - p == 2 && m0 < M; m0 += RT_CNHWC_TILE_M)
+        rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                             yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 2);
+    for (m0 = 0; n - p == 1 && m0 < M; m0 += RT_CNHWC_TILE_M)
+        rt_conv_nhwc_dwk_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
+                             yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
 }
 #endif
 

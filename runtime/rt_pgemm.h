@@ -501,6 +501,7 @@ typedef struct RtPconvTask {
     int64_t n_jc, jc; /* panel chunks, panels a chunk (RT_PGEMM_NP x) */
     int64_t n_rows;   /* the row split (rt_pconv_nhwc_rows_task_f32): one image and group,
                        * its output rows cut into n_rows even parts, a task each */
+    int by_pixels;    /* ... or, fewer rows than tasks, its pixels cut into n_rows parts */
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
@@ -812,14 +813,28 @@ RT_API int64_t rt_pconv_row_pixel(const RtConvGeom *g, int64_t row) {
     return row >= g->out[1] || t > P ? P : t;
 }
 
+/* Where part i of the image's P pixels cut into n even parts begins (P for i = n): at any
+ * pixel where a short tile sums each row as a full one does (RT_PGEMM_SHORT), else rounded to
+ * the nearest whole tile as rt_pconv_row_pixel does (AVX2's one-row tile sums in another
+ * order). */
+RT_API int64_t rt_pconv_part_pixel(const RtConvGeom *g, int64_t n, int64_t i) {
+    const int64_t P = g->out[1] * g->out[2], q = rt_par_part(P, n, i);
+    const int64_t t = RT_PGEMM_SHORT ? q : (q + RT_PGEMM_MR / 2) / RT_PGEMM_MR * RT_PGEMM_MR;
+    return i >= n || t > P ? P : t;
+}
+
 /* Task of the row split: output rows [part task, part task + 1) of the one image, every
- * panel. */
+ * panel; by_pixels: pixels [part task, part task + 1) of the n_rows pixel parts. */
 RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
     const RtPconvTask *k = (const RtPconvTask *)arg;
     const RtConvGeom *g = k->g;
     const int64_t np = (g->m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-    const int64_t p_lo = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task));
-    const int64_t p_hi = rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
+    const int64_t p_lo = k->by_pixels
+                             ? rt_pconv_part_pixel(g, k->n_rows, task)
+                             : rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task));
+    const int64_t p_hi =
+        k->by_pixels ? rt_pconv_part_pixel(g, k->n_rows, task + 1)
+                     : rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
     (void)worker;
     if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np);
 }
@@ -888,6 +903,7 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     k.jc = (units_j + n_jc - 1) / n_jc * RT_PGEMM_NP;
     k.n_jc = (np + k.jc - 1) / k.jc;
     k.n_rows = 0;
+    k.by_pixels = 0;
     if (P == 0 || np == 0) return;
     if (RT_PCONV_ROW_SPLIT && ng == 1 && rt_par_chunks(par, P, 1) > 1 &&
         g->out[1] >= 2 * (int64_t)par->workers &&
@@ -895,6 +911,12 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
          g->k[1] * g->k[2] * g->c * g->m <=
              RT_PCONV_ROW_WEIGHTS * (g->in[1] * g->in[2] * g->c + P * g->m))) {
         k.n_rows = rt_par_chunks(par, g->out[1], 1);
+        /* Fewer rows than the tasks wanted, that the workers cannot share evenly (7x7 at two
+         * workers: 7 tasks of a row, dealt 3 + 4, whose ends rounded to 14-pixel tiles made
+         * 28 + 21 pixels): one even run of pixels a worker (24 + 25), so that no worker waits
+         * for the other's extra row */
+        k.by_pixels = k.n_rows < rt_par_chunks(par, P, 1) && g->out[1] % par->workers != 0;
+        if (k.by_pixels) k.n_rows = par->workers;
         rt_par_run(par, k.n_rows, rt_pconv_nhwc_rows_task_f32, &k);
         return;
     }

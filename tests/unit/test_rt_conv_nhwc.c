@@ -159,6 +159,21 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tiles_of_16_channels) {
     check_case(&k6, false, false);
 }
 
+Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tails_of_1_to_3_pixels) {
+    /* a row's interior after its tiles of 8 and 4: 0-3 pixels left (one tile of NP 1-3),
+     * 8-channel and (AVX-512) 16-channel blocks, 3x3 at stride 1 and 2, 5x5 */
+    for (int64_t wd = 14; wd <= 21; wd++)
+        for (int ci = 0; ci < 2; ci++) {
+            const int64_t c = ci ? 48 : 24;
+            Case k = {1, c, c, c, 5, wd, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+            check_case(&k, true, ci == 0);
+            Case k2 = {1, c, c, c, 6, wd, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+            check_case(&k2, ci == 1, true);
+            Case k3 = {1, c, c, c, 5, wd, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+            check_case(&k3, true, false);
+        }
+}
+
 Test(rt_conv_nhwc, matches_the_reference_for_a_depthwise_multiplier_of_two) {
     Case k = {1, 4, 8, 4, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k, true, false);

@@ -105,7 +105,8 @@ Test(rt_par, packed_gemm_split_by_rows_gives_the_serial_bytes) {
     check_pconv(1, 24, 48, 1, 29, 27, 1, 2, 0, false, NULL);   /* 1x1 at stride 2 */
     check_pconv(1, 8, 20, 1, 16, 9, 3, 1, 1, true, &clip);     /* 3x3 of few channels */
     /* the split is the depthwise layers' (rt_conv_nhwc_fused_par_f32): as many tasks as
-     * rows cut, each its rows' pixels */
+     * rows cut, each its rows' pixels; but for fewer rows than tasks that the workers cannot
+     * share evenly (14 at 4 workers): one run of pixels a worker */
     for (size_t wi = 0; wi < N_WORKERS; wi++) {
         Hook hk = {workers[wi], 0, 0, 0};
         RtPar p = par_of(&hk, NULL, 0);
@@ -117,11 +118,39 @@ Test(rt_par, packed_gemm_split_by_rows_gives_the_serial_bytes) {
         g.in[1] = g.out[1] = 14, g.in[2] = g.out[2] = 14;
         float *x = rand_f32(196 * 16), *wp = rand_f32(16 * 16), *y = poisoned_f32(196 * 16);
         rt_pconv_nhwc_par_f32(x, wp, NULL, NULL, y, &g, NULL, &p);
-        cr_assert_eq(hk.tasks, rt_par_chunks(&p, 14, 1), "%d workers: %lld tasks", workers[wi],
-                     (long long)hk.tasks);
+        const int by_pixels = rt_par_chunks(&p, 14, 1) < rt_par_chunks(&p, 196, 1) &&
+                              14 % workers[wi] != 0;
+        cr_assert_eq(hk.tasks, by_pixels ? workers[wi] : rt_par_chunks(&p, 14, 1),
+                     "%d workers: %lld tasks", workers[wi], (long long)hk.tasks);
         cr_assert_eq(rt_pconv_row_pixel(&g, 14), 196);
         cr_assert_eq(rt_pconv_row_pixel(&g, 0), 0);
         cr_assert_eq(rt_pconv_row_pixel(&g, 7) % RT_PGEMM_MR, 0);
+        free(x), free(wp), free(y);
+    }
+}
+
+Test(rt_par, packed_gemm_split_by_pixels_gives_the_serial_bytes) {
+    /* fewer rows than tasks, not a multiple of the workers (7x7 at 2 and 3 workers): one even
+     * run of pixels a worker, its ends inside a tile (RT_PGEMM_SHORT) or rounded to one */
+    static const RtAct clip = {RT_ACT_CLIP, 0.0, 6.0};
+    check_pconv(1, 96, 40, 1, 7, 7, 1, 1, 0, true, NULL);    /* a projection at 7x7 */
+    check_pconv(1, 40, 160, 1, 7, 7, 1, 1, 0, false, &clip); /* an expansion at 7x7 */
+    check_pconv(1, 24, 70, 1, 5, 11, 1, 1, 0, false, &clip); /* 5 rows of 11 */
+    for (int nw = 2; nw <= 3; nw++) {
+        Hook hk = {nw, 0, 0, 0};
+        RtPar p = par_of(&hk, NULL, 0);
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = 1, g.c = 16, g.m = 16, g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.k[1] = g.k[2] = 1;
+        g.s[0] = g.s[1] = g.s[2] = g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = g.out[1] = 7, g.in[2] = g.out[2] = 7;
+        float *x = rand_f32(49 * 16), *wp = rand_f32(16 * 16), *y = poisoned_f32(49 * 16);
+        rt_pconv_nhwc_par_f32(x, wp, NULL, NULL, y, &g, NULL, &p);
+        cr_assert_eq(hk.tasks, nw, "%d workers: %lld tasks", nw, (long long)hk.tasks);
+        cr_assert_eq(rt_pconv_part_pixel(&g, nw, 0), 0);
+        cr_assert_eq(rt_pconv_part_pixel(&g, nw, nw), 49);
+        cr_assert(RT_PGEMM_SHORT || rt_pconv_part_pixel(&g, nw, 1) % RT_PGEMM_MR == 0);
         free(x), free(wp), free(y);
     }
 }

@@ -208,8 +208,10 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     /* the tile's own rows into L1 before its stores: from step ys of the last tap, one row
      * a step (its first and last line, with write intent; and its residual's), so that the
      * epilogue's 28 stores and 28 residual loads find their lines in L1, not in L2 where
-     * the driver's prefetch (RT_PGEMM_YPF_TILES) left them: the stores of a tile waiting on
-     * their lines held the next tile's loads. R steps before the end: ~400 cycles at 64
+     * the driver's prefetch (RT_PGEMM_YPF_TILES) left them (the likely cost: a tile's
+     * stores waiting on their lines hold the next tile's start; this host has no counters
+     * to show it, and the kernel lab, whose outputs stay in L3 between calls, did not
+     * reproduce the gain). R steps before the end: ~400 cycles at 64
      * reduction steps, time for lines from L2 or L3, too short for the 8-way L1 sets to
      * evict them again (rows 1-8 KiB apart share 1-4 groups of sets). Not where the rows are
      * a buffer of the tile's own width (ldc <= RT_PGEMM_NT: Winograd's products, the

@@ -111,14 +111,17 @@ RT_API int64_t rt_pgemm_mc(int64_t P) {
     return (per + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR;
 }
 
-/* Prefetch of one 64-byte line of weights into L1, or of output and residual rows into L2
- * (a hint: never faults; none where the compiler has no builtin for it). */
+/* Prefetch of one 64-byte line of weights into L1, of output and residual rows into L2, or
+ * of a tile's own rows into L1 with write intent (a hint: never faults; none where the
+ * compiler has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
 #define RT_PGEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #define RT_PGEMM_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2) /* prefetcht1: L2, not L1 */
+#define RT_PGEMM_PREFETCH_W(p) __builtin_prefetch((p), 1, 3) /* prefetchw: L1, to be written */
 #else
 #define RT_PGEMM_PREFETCH(p) ((void)(p))
 #define RT_PGEMM_PREFETCH_L2(p) ((void)(p))
+#define RT_PGEMM_PREFETCH_W(p) ((void)(p))
 #endif
 /* Tiles ahead whose output rows (and residual rows) a tile prefetches, into L2 (the driver,
  * rt_pconv_nhwc_block_f32, says why). ResNet-50 in-model (bench/cpu/profile.py, three
@@ -202,9 +205,24 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     /* one line (a panel) every pf_sp steps, from the first; pf_n <= taps * kc */
     const int64_t pf_sp = pf_n > 0 ? taps * kc / pf_n : 0;
     int64_t pf_cd = pf_n > 0 ? 1 : INT64_MAX;
+    /* the tile's own rows into L1 before its stores: from step ys of the last tap, one row
+     * a step (its first and last line, with write intent; and its residual's), so that the
+     * epilogue's 28 stores and 28 residual loads find their lines in L1, not in L2 where
+     * the driver's prefetch (RT_PGEMM_YPF_TILES) left them (the likely cost: a tile's
+     * stores waiting on their lines hold the next tile's start; this host has no counters
+     * to show it, and the kernel lab, whose outputs stay in L3 between calls, did not
+     * reproduce the gain). R steps before the end: ~400 cycles at 64
+     * reduction steps, time for lines from L2 or L3, too short for the 8-way L1 sets to
+     * evict them again (rows 1-8 KiB apart share 1-4 groups of sets). Not where the rows are
+     * a buffer of the tile's own width (ldc <= RT_PGEMM_NT: Winograd's products, the
+     * driver's tile): written a moment before, in L1 already (Winograd's 256@14x14 layers
+     * ran 1.03x the time with it). ResNet-50 in-model, Zen 4 (bench/cpu/resnet50-profile.md):
+     * the 1x1 families 0.95-0.97x the time */
+    const int64_t ys = ldc > RT_PGEMM_NT && kc >= R ? kc - R : INT64_MAX;
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
+        const int64_t ys_t = t == taps - 1 ? ys : INT64_MAX; /* the last tap's steps */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
         const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
@@ -227,6 +245,15 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
                 if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel);
                 pf += RT_PGEMM_NR;
                 pf_cd = --pf_n > 0 ? pf_sp : INT64_MAX;
+            }
+            if (k >= ys_t) { /* rows [0, R) over the last R steps */
+                const int64_t yr = k - ys_t;
+                RT_PGEMM_PREFETCH_W(c + yr * ldc);
+                RT_PGEMM_PREFETCH_W(c + yr * ldc + cols - 1);
+                if (res) {
+                    RT_PGEMM_PREFETCH(res + yr * ldc);
+                    RT_PGEMM_PREFETCH(res + yr * ldc + cols - 1);
+                }
             }
             RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }

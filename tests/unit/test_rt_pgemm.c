@@ -176,6 +176,26 @@ Test(rt_pgemm, applies_the_bias_residual_and_activation_epilogue) {
     check_case(&k2, true, true, &relu);
 }
 
+Test(rt_pgemm, matches_the_reference_around_a_reduction_as_short_as_the_tile) {
+    /* AVX-512's tile prefetches its own output and residual rows over its last RT_PGEMM_MR
+     * reduction steps of the last tap, one row a step, where its rows are the output's
+     * (more than a tile's columns apart), and not where the reduction has fewer steps than
+     * rows: 1x1 reductions of one step fewer than the rows, as many, and one more, with full
+     * and short tiles, a residual and a partial panel; a 3x3 of as many channels as rows
+     * (the last of 9 taps prefetches); and rows a tile wide (no prefetch) */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    for (int64_t c = RT_PGEMM_MR - 1; c <= RT_PGEMM_MR + 1; c++) {
+        Case k = {1, c, 72, 1, 3, 2 * RT_PGEMM_MR + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+        check_case(&k, true, true, &relu);
+        Case k2 = {1, c, 40, 1, 1, RT_PGEMM_MR + 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+        check_case(&k2, c % 2 == 0, true, &leaky);
+    }
+    Case k3 = {1, RT_PGEMM_MR, 48, 1, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    check_case(&k3, true, true, &relu);
+    Case k4 = {1, 64, RT_PGEMM_NT, 1, 4, 11, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k4, true, true, NULL);
+}
+
 #define KC3 (RT_PGEMM_KC / 3 - 15) /* whole taps, 3 a block */
 #define KC2 (2 * RT_PGEMM_KC + 8)   /* one tap in 3 chunks */
 Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {

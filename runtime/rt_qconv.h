@@ -140,6 +140,17 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
         if (iy >= 0 && iy < g->h) {
             const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
             j = w0;
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+            if (cb == 4) { /* 16 pixels a vpermb: byte 4p+t of the slot is byte C*p+t of the row,
+                            * the bytes the word copies below take; while 64 bytes are left */
+                uint8_t ib[64];
+                __m512i idx;
+                for (c = 0; c < 64; c++) ib[c] = (uint8_t)(C * (c / 4) + c % 4);
+                idx = _mm512_loadu_si512((const void *)ib);
+                for (; (w1 - j) * C >= 64; j += 16, src += 16 * C)
+                    _mm512_storeu_si512((void *)(dst + j * 4), _mm512_permutexvar_epi8(idx, _mm512_loadu_si512((const void *)src)));
+            }
+#endif
             if (cb == 4) /* 1-3 channels (RGB): a pixel as one 4-byte copy, its bytes past C
                           * the next pixel's (their packed weights are zeros: any byte there
                           * adds nothing); the row's last pixels, whose word would end past the

@@ -142,7 +142,7 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
         if (rng_u32() % 2) g.kh = g.kw = 3, g.dh = g.dw = 1;
     } else if (mnv2) {
         g.kh = g.kw = 3, g.sh = 1, g.dh = g.dw = 1; /* sw 1 or 2 */
-        g.h = rng_range(1, 12);
+        g.h = rng_range(1, 36); /* past two bands of RT_QDW_BAND (16) rows */
     }
     if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d, up to RT_QCONV_BAND_C4
                       * blocks of 4 channels) and single tiles past them, full and part panels */

@@ -16,6 +16,7 @@
 #define RT_QCONV_COPY_MAX 16384 /* bytes of a tile's copied rows (channels not a multiple of 4) */
 #define RT_QDW_PIX 16           /* output pixels of a depthwise chunk (AVX2) */
 #define RT_QCONV_BAND_C4 64     /* 1x1 layers of up to 256 input channels take bands of row tiles */
+#define RT_QCONV_RINGBAND_KH 11 /* kernel rows of an RGB layer in bands (11x11 fits) */
 
 typedef struct RtQConv2d {
     int64_t n, h, w, c;            /* input (N,H,W,C) */
@@ -102,10 +103,11 @@ typedef struct RtQRing {
     int64_t tag[RT_QCONV_RING_ROWS]; /* the input row in a slot */
 } RtQRing;
 
-/* Whether the ring fits bytes of buf (then set up), for g with group 1. */
-RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_t bytes) {
+/* Whether the ring fits bytes of buf (then set up) for runs of pix output pixels (a tile, or a
+ * band of tiles), for g with group 1. */
+RT_API int rt_qring_init(RtQRing *ring, const RtQConv2d *g, uint8_t *buf, int64_t bytes, int64_t pix) {
     int64_t ekh = (g->kh - 1) * g->dh + 1, ekw = (g->kw - 1) * g->dw + 1, i;
-    int64_t span = (RT_QGEMM_MR - 1 + g->ow - 1) / g->ow + 1; /* output rows of one tile */
+    int64_t span = (pix - 1 + g->ow - 1) / g->ow + 1; /* output rows of pix pixels */
     if (span > g->oh) span = g->oh;
     ring->rows = (span - 1) * g->sh + ekh;
     ring->rw = (g->ow - 1) * g->sw + ekw;
@@ -138,6 +140,17 @@ RT_API const uint8_t *rt_qring_row(RtQRing *ring, const RtQConv2d *g, const uint
         if (iy >= 0 && iy < g->h) {
             const uint8_t *src = x + ((b * g->h + iy) * g->w + (w0 - pw)) * C;
             j = w0;
+#if defined(RT_QGEMM_AVX512) && defined(__AVX512VBMI__)
+            if (cb == 4) { /* 16 pixels a vpermb: byte 4p+t of the slot is byte C*p+t of the row,
+                            * the bytes the word copies below take; while 64 bytes are left */
+                uint8_t ib[64];
+                __m512i idx;
+                for (c = 0; c < 64; c++) ib[c] = (uint8_t)(C * (c / 4) + c % 4);
+                idx = _mm512_loadu_si512((const void *)ib);
+                for (; (w1 - j) * C >= 64; j += 16, src += 16 * C)
+                    _mm512_storeu_si512((void *)(dst + j * 4), _mm512_permutexvar_epi8(idx, _mm512_loadu_si512((const void *)src)));
+            }
+#endif
             if (cb == 4) /* 1-3 channels (RGB): a pixel as one 4-byte copy, its bytes past C
                           * the next pixel's (their packed weights are zeros: any byte there
                           * adds nothing); the row's last pixels, whose word would end past the
@@ -186,6 +199,43 @@ RT_API void rt_qconv2d_band(const RtQConv2d *g, const uint8_t *x, const uint8_t 
         }
     }
 }
+
+/* An RGB first layer (the ring of rt_qring_row, sized for a band; dilation 1 along x: a
+ * kernel row's taps one run of kw*c4 blocks) in bands of RT_QGEMM_BAND row tiles a call of
+ * rt_qgemm_vnni_band, as rt_qconv2d_band: the requantization terms made once per band and
+ * rows requantized two at a time (packed), where tile by tile rt_qgemm_vnni_panels made
+ * them per tile and wrote each row's 16 outputs with a vpmovdb (MobileNetV2's 3x3 stem: 9
+ * blocks of products a tile). A function of its own, as rt_qconv2d_band. */
+RT_API void rt_qconv2d_ringband(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const int8_t *wp,
+                                const RtQRequant *q, const uint8_t *r, uint8_t *y, RtQRing *ring) {
+    const uint8_t *ptr[RT_QCONV_RINGBAND_KH * RT_QGEMM_MR * RT_QGEMM_BAND];
+    const uint8_t *rowp[RT_QCONV_RINGBAND_KH]; /* kernel row ky's ring row for output row roy */
+    int64_t P = g->oh * g->ow, b, p0, t, ky;
+    int i;
+    for (b = 0; b < g->n; b++) {
+        int64_t ty = 0, tx = 0; /* the band's first pixel */
+        for (t = 0; t < ring->rows; t++) ring->tag[t] = INT64_MIN;
+        for (p0 = 0; p0 < P; p0 += RT_QGEMM_MR * RT_QGEMM_BAND) {
+            int rows = (int)(P - p0 < RT_QGEMM_MR * RT_QGEMM_BAND ? P - p0 : RT_QGEMM_MR * RT_QGEMM_BAND);
+            int64_t oy = ty, ox = tx, roy = INT64_MIN;
+            for (i = 0; i < rows; i++, ox++) {
+                /* row i of the band: tile i / MR, its row i % MR; per tile the taps' rows */
+                const uint8_t **pt = ptr + (i / RT_QGEMM_MR) * g->kh * RT_QGEMM_MR + i % RT_QGEMM_MR;
+                if (ox == g->ow) {
+                    ox = 0;
+                    oy++;
+                }
+                if (oy != roy) /* the ring holds every row the band reads (rt_qring_init) */
+                    for (ky = 0, roy = oy; ky < g->kh; ky++)
+                        rowp[ky] = rt_qring_row(ring, g, x, x_zp, b, oy * g->sh - g->ph + ky * g->dh);
+                for (ky = 0; ky < g->kh; ky++) pt[ky * RT_QGEMM_MR] = rowp[ky] + ox * g->sw * ring->cb;
+            }
+            rt_qgemm_vnni_band(rows, ptr, g->kh, g->kw * g->c4, wp, g->np, g->m, 0, q, r ? r + (b * P + p0) * g->m : NULL,
+                               y + (b * P + p0) * g->m, g->m);
+            for (tx += rows; tx >= g->ow; tx -= g->ow) ty++;
+        }
+    }
+}
 #endif
 
 /* y = requant(conv(x - x_zp, w) + bias [+ residual]): x (N,H,W,C), wp packed (rt_qgemm.h),
@@ -202,7 +252,14 @@ RT_API void rt_qconv2d(const RtQConv2d *g, const uint8_t *x, int32_t x_zp, const
     const int8_t *trailer = wp + g->group * g->np * k4 * RT_QGEMM_KB;
     int copying = cg % 4 != 0, ringed, runs;
     memset(&ring, 0, sizeof ring);
-    ringed = copying && rt_qring_init(&ring, g, copy, (int64_t)sizeof copy);
+#if defined(RT_QGEMM_AVX512)
+    if (copying && g->dw == 1 && g->kh <= RT_QCONV_RINGBAND_KH &&
+        rt_qring_init(&ring, g, copy, (int64_t)sizeof copy, RT_QGEMM_MR * RT_QGEMM_BAND)) {
+        rt_qconv2d_ringband(g, x, x_zp, wp, q, r, y, &ring);
+        return;
+    }
+#endif
+    ringed = copying && rt_qring_init(&ring, g, copy, (int64_t)sizeof copy, RT_QGEMM_MR);
     /* In the ring the taps along x of one kernel row (dilation 1) are one run of kw*c4
      * blocks, which is also their order in the packed weights (kb = (ky*kw + kx)*c4 + c/4):
      * the GEMM takes kh taps of kw*c4 blocks, one row pointer per kernel row. */
@@ -303,10 +360,14 @@ RT_API void rt_qgemm_rows(int64_t rows, int64_t K, int64_t c4, int64_t np, int64
 }
 
 #if defined(RT_QGEMM_AVX512) && defined(__AVX512VL__) /* the pairs' 32-byte loads and stores */
-#define RT_QDW_ZPIX 16  /* output pixels of a chunk (AVX-512) */
-#define RT_QDW_ZCOLS 40 /* input columns of a chunk: 10 KB of interleaved columns, in L1 */
+#define RT_QDW_ZPIX 32  /* output pixels of a chunk (AVX-512) at stride 1, half at stride 2
+                         * (qlab against 16: stride 1 1.01-1.035x, 2 columns built twice a
+                         * chunk; stride 2 at 32 pixels 0.96x) */
+#define RT_QDW_ZCOLS 72 /* input columns of a chunk: 18 KB of interleaved columns, in L1 */
 #define RT_QDW_ZKW 8    /* kernel columns */
-#define RT_QDW_BAND 4   /* output rows that share one channel block's prepared terms */
+#define RT_QDW_BAND 16  /* output rows that share one channel block's prepared terms and
+                         * weight columns (qlab against 4: MobileNetV2's 7x7, 14x14 and
+                         * 28x28 layers 1.05-1.07x, the larger ones 1.01-1.02x) */
 
 /* Four rows of 64 bytes (a..d) as four zmm of int32 lanes, each lane one channel's 4 rows:
  * o[k] lane 4l+e = channel 16l + 4k + e (the in-lane unpacks' order). _mm512_packs_epi32
@@ -490,7 +551,7 @@ RT_API int rt_qdw_z(const RtQConv2d *g, const uint8_t *x, const int8_t *w, const
     if (g->kh > 4 || g->kw > RT_QDW_ZKW || ekw > RT_QDW_ZCOLS) return 0;
     for (kx = g->kw; kx < 3; kx++) wq[kx][0] = wq[kx][1] = wq[kx][2] = wq[kx][3] = zero; /* read, unused */
     pix = (RT_QDW_ZCOLS - ekw) / g->sw + 1;
-    if (pix > RT_QDW_ZPIX) pix = RT_QDW_ZPIX;
+    if (pix > (g->sw > 1 ? RT_QDW_ZPIX / 2 : RT_QDW_ZPIX)) pix = g->sw > 1 ? RT_QDW_ZPIX / 2 : RT_QDW_ZPIX;
     for (b = 0; b < g->n; b++)
         for (oy0 = 0; oy0 < g->oh; oy0 += RT_QDW_BAND)
             for (c0 = 0; c0 < C; c0 += pair ? 32 : 64) {

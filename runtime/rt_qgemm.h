@@ -843,6 +843,9 @@ RT_API void rt_qrqz_any(const RtQRqZ *k, __m512i a, const uint8_t *r, uint8_t *y
  * weights, not written), the even and odd blocks in separate accumulators (8 chains: the
  * vpdpbusd latency hidden), instead of the 8-row tile, whose 7 other rows would be
  * repeats. Columns nbase+n of y, n < mg; the same int32 sums, the same bytes. */
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* as rt_qgemm_vnni_band */
+#endif
 RT_API void rt_qgemm_vnni_row1(const uint8_t *const *a, int64_t taps, int64_t c4, const int8_t *wp, int64_t np,
                                int64_t mg, int64_t nbase, const RtQRequant *q, const uint8_t *r, uint8_t *y) {
     int64_t p, kb, t, stride = taps * c4 * RT_QGEMM_KB;
@@ -1046,6 +1049,12 @@ RT_API void rt_qgemm_vnni_band_rq(const RtQRqZ *kq, int nv, int mr, __m512i out[
  * per panel pair the requantization terms are made once for all the tiles (short
  * reductions spend as much on them as on the products), and rows are requantized two
  * (rt_qrqz_2x2) or four (rt_qrqz_4x1) at a time. The same int32 sums, the same bytes. */
+#if defined(__GNUC__)
+/* inlined always: with two callers (rt_qconv2d_band, rt_qconv2d_ringband) GCC left it and
+ * rt_qgemm_vnni_row1 out of line, and MobileNetV2's classifier Gemm and 7x7 1x1 layers ran
+ * 5-60% slower (bench/int8/nodeab.sh, minima) */
+__attribute__((always_inline))
+#endif
 RT_API void rt_qgemm_vnni_band(int rows, const uint8_t *const *a0, int64_t taps, int64_t c4,
                                const int8_t *wp, int64_t np, int64_t mg, int64_t nbase,
                                const RtQRequant *q, const uint8_t *r, uint8_t *y, int64_t ystride) {

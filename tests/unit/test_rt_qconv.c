@@ -112,7 +112,9 @@ static void check_bytes(const uint8_t *got, const uint8_t *want, int64_t n, cons
  * gives reductions past one KC chunk of the AVX2 tile (RT_QGEMM_AVX2_KC blocks of 4), the
  * chunk boundary falling inside a tap; stem an RGB-like first layer (1-4 channels, 3x3 or
  * 7x7, stride 2, rows wide enough that a row tile lies in one output row or straddles two:
- * the ring's rows looked up once per output row of a tile); mnv2 MobileNetV2's depthwise
+ * the ring's rows looked up once per output row of a tile; rows of 64 bytes and more, one
+ * channel included: the ring's copies of 16 pixels at a time; bands of row tiles past one
+ * output row and past one band); mnv2 MobileNetV2's depthwise
  * forms: on even draws exactly 32 channels at stride 1 along x (the AVX-512 kernel reads a
  * pair's two columns, side by side in memory, in one load; rows and columns in the padding
  * not), on odd ones 3x3 at stride 1 with any channels (two output rows from one column of 4
@@ -140,7 +142,7 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
         if (rng_u32() % 2) g.kh = g.kw = 3, g.dh = g.dw = 1;
     } else if (mnv2) {
         g.kh = g.kw = 3, g.sh = 1, g.dh = g.dw = 1; /* sw 1 or 2 */
-        g.h = rng_range(1, 12);
+        g.h = rng_range(1, 36); /* past two bands of RT_QDW_BAND (16) rows */
     }
     if (pointwise) { /* 1x1 layers: bands of row tiles (rt_qconv2d, up to RT_QCONV_BAND_C4
                       * blocks of 4 channels) and single tiles past them, full and part panels */
@@ -157,7 +159,7 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
         g.m = rng_range(1, 70);
         g.kh = g.kw = rng_u32() % 2 ? 7 : 3;
         g.sh = g.sw = 2, g.dh = g.dw = 1;
-        g.h = rng_range(g.kh, 20), g.w = rng_range(g.kw, 48);
+        g.h = rng_range(g.kh, 20), g.w = rng_range(g.kw, 90);
     }
     int64_t ekh = (g.kh - 1) * g.dh + 1, ekw = (g.kw - 1) * g.dw + 1;
     g.ph = pointwise ? 0 : rng_range(0, ekh - 1), g.pw = pointwise ? 0 : rng_range(0, ekw - 1);

@@ -93,6 +93,17 @@ Test(rt_par, packed_gemm_gives_the_serial_bytes_for_any_split) {
     check_pconv(1, 40, 24, 1, 30, 30, 5, 1, 2, false, NULL); /* long reduction: many blocks */
 }
 
+/* A 1x1 convolution of 16 channels into 16 over a side x side image. */
+static RtConvGeom square_1x1(int64_t side) {
+    RtConvGeom g;
+    memset(&g, 0, sizeof g);
+    g.n = 1, g.c = 16, g.m = 16, g.group = 1;
+    g.in[0] = g.out[0] = g.k[0] = g.k[1] = g.k[2] = 1;
+    g.s[0] = g.s[1] = g.s[2] = g.d[0] = g.d[1] = g.d[2] = 1;
+    g.in[1] = g.out[1] = side, g.in[2] = g.out[2] = side;
+    return g;
+}
+
 Test(rt_par, packed_gemm_split_by_rows_gives_the_serial_bytes) {
     /* one image, one group, fewer pixel blocks than tasks: output rows in even parts, ends
      * rounded to whole tiles (rt_pconv_row_pixel); rows of 14 (one AVX-512 tile), of 7 and
@@ -110,12 +121,7 @@ Test(rt_par, packed_gemm_split_by_rows_gives_the_serial_bytes) {
     for (size_t wi = 0; wi < N_WORKERS; wi++) {
         Hook hk = {workers[wi], 0, 0, 0};
         RtPar p = par_of(&hk, NULL, 0);
-        RtConvGeom g;
-        memset(&g, 0, sizeof g);
-        g.n = 1, g.c = 16, g.m = 16, g.group = 1;
-        g.in[0] = g.out[0] = g.k[0] = g.k[1] = g.k[2] = 1;
-        g.s[0] = g.s[1] = g.s[2] = g.d[0] = g.d[1] = g.d[2] = 1;
-        g.in[1] = g.out[1] = 14, g.in[2] = g.out[2] = 14;
+        RtConvGeom g = square_1x1(14);
         float *x = rand_f32(196 * 16), *wp = rand_f32(16 * 16), *y = poisoned_f32(196 * 16);
         rt_pconv_nhwc_par_f32(x, wp, NULL, NULL, y, &g, NULL, &p);
         const int by_pixels = rt_par_chunks(&p, 14, 1) < rt_par_chunks(&p, 196, 1) &&
@@ -139,12 +145,7 @@ Test(rt_par, packed_gemm_split_by_pixels_gives_the_serial_bytes) {
     for (int nw = 2; nw <= 3; nw++) {
         Hook hk = {nw, 0, 0, 0};
         RtPar p = par_of(&hk, NULL, 0);
-        RtConvGeom g;
-        memset(&g, 0, sizeof g);
-        g.n = 1, g.c = 16, g.m = 16, g.group = 1;
-        g.in[0] = g.out[0] = g.k[0] = g.k[1] = g.k[2] = 1;
-        g.s[0] = g.s[1] = g.s[2] = g.d[0] = g.d[1] = g.d[2] = 1;
-        g.in[1] = g.out[1] = 7, g.in[2] = g.out[2] = 7;
+        RtConvGeom g = square_1x1(7);
         float *x = rand_f32(49 * 16), *wp = rand_f32(16 * 16), *y = poisoned_f32(49 * 16);
         rt_pconv_nhwc_par_f32(x, wp, NULL, NULL, y, &g, NULL, &p);
         cr_assert_eq(hk.tasks, nw, "%d workers: %lld tasks", nw, (long long)hk.tasks);

@@ -655,7 +655,7 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 /* the longest reduction it takes on a strided layer (the row gather: a tile's rows are not
  * one run of memory, and the 256-byte rows double each cp.async's scattered reads) */
 #ifndef KC_Q1X1_S2_KMAX
-#define KC_Q1X1_S2_KMAX 256
+#define KC_Q1X1_S2_KMAX 128
 #endif
 /* buffers of X rows and residual: three (two tiles in flight) where KP <= KC_Q1BUF3_KMAX, else
  * two (an A/B knob, off) */

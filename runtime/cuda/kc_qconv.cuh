@@ -643,13 +643,19 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #ifndef KC_Q1X1
 #define KC_Q1X1 1 /* 0: the 1x1 layers take kc_qconv_mma16_kernel (an A/B knob) */
 #endif
-/* the longest reduction it takes (64, 128, 256; 512 with 64-channel tiles): H200 ResNet-50
- * batch 256, bench/gpu/int8_gemm_lab.cu's 1x1 shapes against the tiled kernel: K 64 and 128
- * faster (layer1 conv3 0.388 -> 0.327 ms, downsample 0.279 -> 0.226, layer2 conv3 0.214 ->
- * 0.181), K 256 slower (layer3 conv3 0.133 -> 0.148, layer2 downsample 0.204 -> 0.277), 512
- * twice as slow */
+/* the longest reduction it takes (64, 128, 256; 512 with 64-channel tiles). H200 ResNet-50
+ * batch 256 against the tiled kernel, with the table epilogue (docs/cuda.md, INT8, 2026-11-28
+ * KMAX section): K 64 and 128 faster; K 256 faster at unit stride (layer1 conv1 0.147 -> 0.091
+ * ms, layer2.0 conv1 0.214 -> 0.164, layer3 conv3 0.134 -> 0.101; the model 8.128 -> 7.786 ms)
+ * but not strided (layer2 downsample 0.209 -> 0.246: KC_Q1X1_S2_KMAX); 512 (64-channel tiles)
+ * slower (layer3 downsample 0.154 -> 0.469, the model 8.18 ms) */
 #ifndef KC_Q1X1_KMAX
-#define KC_Q1X1_KMAX 128
+#define KC_Q1X1_KMAX 256
+#endif
+/* the longest reduction it takes on a strided layer (the row gather: a tile's rows are not
+ * one run of memory, and the 256-byte rows double each cp.async's scattered reads) */
+#ifndef KC_Q1X1_S2_KMAX
+#define KC_Q1X1_S2_KMAX 128
 #endif
 /* buffers of X rows and residual: three (two tiles in flight) where KP <= KC_Q1BUF3_KMAX, else
  * two (an A/B knob, off) */
@@ -878,6 +884,7 @@ static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w
                                const uint8_t *r, uint8_t *y, const KcQConv *p, int bn = 0) {
     if (p->R != 1 || p->S != 1 || p->ph != 0 || p->pw != 0 || p->C % 16 ||
         p->M % 16 || p->Kp > KC_Q1X1_KMAX || (p->Kp & (p->Kp - 1)) || p->Kp < 64 ||
+        ((p->sh != 1 || p->sw != 1) && p->Kp > KC_Q1X1_S2_KMAX) ||
         (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)r) & 15))
         return false;
     if (!bn) bn = p->M >= 128 && p->Kp <= 256 ? 128 : 64;

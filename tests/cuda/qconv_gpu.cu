@@ -269,8 +269,8 @@ int main(int argc, char **argv) {
         {"1x1 K 64 +res, 512 tiles",  32, 32, 32, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
         {"3x3 C 16 M 64, 576 tiles",  32, 48, 48, 16,  64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
         {"1x1 C 128 M 80, 800 tiles",  32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 5},
-        /* the 1x1 form (kc_qconv1x1: aligned, C and M in 16s, Kp 64 or 128; 256 with
-         * -DKC_Q1X1_KMAX=256): pixels not in
+        /* the 1x1 form (kc_qconv1x1: aligned, C and M in 16s, Kp 64 to 256, KC_Q1X1_KMAX;
+         * strided 64 and 128, KC_Q1X1_S2_KMAX): pixels not in
          * 128s, partial column tiles, C below Kp (zero chunks), strides (the row gather), its
          * 64- and 128-channel tiles, row tiles walked by several blocks (800 tiles) */
         {"1x1 form C 80 M 208 +res",   3,  7,  9, 80, 208, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
@@ -279,6 +279,15 @@ int main(int argc, char **argv) {
         {"1x1 form C 256 M 64",        2, 14, 14, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
         {"1x1 form C 128 M 80, 800 tiles", 32, 40, 40, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
         {"1x1 form C 64 M 256, 1000 tiles", 40, 40, 80, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+        /* Kp 256 (the 1x1 form; strided with -DKC_Q1X1_S2_KMAX=256) and 512 (with
+         * -DKC_Q1X1_KMAX=512, else the tiled kernel): ResNet-50's residual layers, C below Kp,
+         * 64-channel tiles only at 512, tile walks */
+        {"1x1 form C 256 M 1024 +res, ResNet rq", 4, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 form C 240 M 96 +res",   2,  9, 11, 240, 96, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
+        {"1x1 form C 256 M 128 shifts 16..42 +res, 800 tiles", 32, 40, 40, 256, 128, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
+        {"1x1 form s2 C 256 M 512, ResNet rq", 4, 28, 28, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1},
+        {"1x1 form C 512 M 208 +res, ResNet rq", 2, 7, 9, 512, 208, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 form C 448 M 64",        3,  5, 13, 448, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
         /* the forms of the folded requantization (kc_qepi_pair FORM 1 and 2) in both epilogues:
          * the 1x1 form's block table (one form a block) and the tiled kernel's per pair */
         {"1x1 form shifts 16..42 +res", 2, 21, 19, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
@@ -298,6 +307,10 @@ int main(int argc, char **argv) {
             {"layer1 conv1 b256",         256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
             {"layer2 conv3 b256 (+res)",  256, 28, 28, 128, 512, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer3 conv3 b256 (+res)",  256, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+            {"layer2 downsample b256",    256, 56, 56, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1},
+            {"layer2 conv1 b256",         256, 56, 56, 256, 128, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer3 conv1 b256",         256, 28, 28, 512, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer4 conv3 b256 (+res)",  256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv2 3x3 b256",     256, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
             {"layer3 conv2 3x3 b256",     256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
         };

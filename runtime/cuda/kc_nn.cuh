@@ -530,6 +530,42 @@ static __device__ __forceinline__ uint32_t kc_cst_pack(__half lo, __half hi) {
     return *reinterpret_cast<uint32_t *>(&h);
 }
 
+/* The epilogue of kc_conv_small_tc and kc_stem_tc on a warp's tile of C fragments, 16 pixels
+ * x NT * 8 channels (the lane's: pixels g and g + 8, channels 8 j + 2 t4 (+1)): bias, residual
+ * and activation in float32, staged as float16 in the warp's rows yw (NT * 8 + 8 halves
+ * apart), then stored as 16-byte vectors of consecutive pixels. Pixel i of the tile is row
+ * pix0 + i of y and r; its first `rows` exist. */
+template <int NT>
+static __device__ __forceinline__ void kc_cst_tile_out(const float (*acc)[4], const float *sb,
+                                                       const __half *r, __half *y, __half *yw,
+                                                       int64_t pix0, int32_t rows, int act,
+                                                       float al, float be, int lane) {
+    enum { K = NT * 8, YS = K + 8 };
+    const int g = lane / 4, t4 = lane % 4;
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        const int col = j * 8 + t4 * 2;
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float v0 = acc[j][2 * e] + sb[col], v1 = acc[j][2 * e + 1] + sb[col + 1];
+            if (r && g + 8 * e < rows) {
+                const __half2 rv = *(const __half2 *)(r + (pix0 + g + 8 * e) * K + col);
+                v0 += __low2float(rv), v1 += __high2float(rv);
+            }
+            *(__half2 *)(yw + (g + 8 * e) * YS + col) =
+                __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = lane; i < 16 * NT; i += KC_WARP) { /* 16-byte vectors, pixel-major */
+        const int row = i / NT, cv = i % NT;
+        if (row < rows)
+            *(uint4 *)(y + (pix0 + row) * K + cv * 8) = *(const uint4 *)(yw + row * YS + cv * 8);
+    }
+    __syncwarp();
+}
+
 template <int NT>
 __global__ void __launch_bounds__(KC_CST_WARPS *KC_WARP)
 kc_conv_small_tc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
@@ -609,31 +645,7 @@ kc_conv_small_tc_kernel(const __half *__restrict__ x, const __half *__restrict__
 #endif
             }
         }
-        /* epilogue on the C fragments: pixel g + 8 e, channels 8 j + 2 t4 (+1) */
-#pragma unroll
-        for (int j = 0; j < NT; j++) {
-            const int col = j * 8 + t4 * 2;
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float v0 = acc[j][2 * e] + sb[col], v1 = acc[j][2 * e + 1] + sb[col + 1];
-                if (r && live[e]) {
-                    const __half2 rv =
-                        *(const __half2 *)(r + (int64_t)(p0 + g + 8 * e) * K + col);
-                    v0 += __low2float(rv), v1 += __high2float(rv);
-                }
-                *(__half2 *)(yw + (g + 8 * e) * YS + col) =
-                    __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
-            }
-        }
-        __syncwarp();
-#pragma unroll
-        for (int i = lane; i < 16 * NT; i += KC_WARP) { /* 16-byte vectors, pixel-major */
-            const int row = i / NT, cv = i % NT;
-            if (p0 + row < P)
-                *(uint4 *)(y + (int64_t)(p0 + row) * K + cv * 8) =
-                    *(const uint4 *)(yw + row * YS + cv * 8);
-        }
-        __syncwarp();
+        kc_cst_tile_out<NT>(acc, sb, r, y, yw, p0, P - p0, act, al, be, lane);
     }
 }
 
@@ -862,32 +874,8 @@ kc_stem_tc_kernel(const TI *__restrict__ x, const __half *__restrict__ w,
             for (int m = 0; m < 2; m++) {
                 if (m && !two) break;
                 const int32_t ow0 = t0 + 16 * m;
-                const int64_t pix0 = (int64_t)row * p.OW + ow0;
-                /* epilogue on the C fragments: pixel g + 8 e, channels 8 j + 2 t4 (+1) */
-#pragma unroll
-                for (int j = 0; j < NT; j++) {
-                    const int col = j * 8 + t4 * 2;
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float v0 = acc[m][j][2 * e] + sb[col];
-                        float v1 = acc[m][j][2 * e + 1] + sb[col + 1];
-                        if (r && ow0 + g + 8 * e < p.OW) {
-                            const __half2 rv = *(const __half2 *)(r + (pix0 + g + 8 * e) * K + col);
-                            v0 += __low2float(rv), v1 += __high2float(rv);
-                        }
-                        *(__half2 *)(yw + (g + 8 * e) * YS + col) =
-                            __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
-                    }
-                }
-                __syncwarp();
-#pragma unroll
-                for (int i = lane; i < 16 * NT; i += KC_WARP) { /* 16-byte vectors, pixel-major */
-                    const int prow = i / NT, cv = i % NT;
-                    if (ow0 + prow < p.OW)
-                        *(uint4 *)(y + (pix0 + prow) * K + cv * 8) =
-                            *(const uint4 *)(yw + prow * YS + cv * 8);
-                }
-                __syncwarp();
+                kc_cst_tile_out<NT>(acc[m], sb, r, y, yw, (int64_t)row * p.OW + ow0, p.OW - ow0,
+                                    act, al, be, lane);
             }
         }
     }

@@ -136,7 +136,12 @@ static void reference(Case *c) {
 }
 
 /* The largest distance in steps of y between the kernel and attention in double on the
- * dequantized inputs. */
+ * dequantized inputs, with P the double softmax rounded to 8 bits (P's rounding is the
+ * kernel's design, and its error is not small: y moves by (P_j - p_j)(v_j - z_v) a key, and
+ * near-uniform rows round every P_j the same way, 3.5 steps seen). A P_j within 2e-3 of a
+ * rounding tie may round either way in float: each such key's |v_j - z_v| s_v / (255 s_y)
+ * is subtracted from that output's distance. So the result is at most 0.5 (y's own
+ * rounding) unless scores, mask, softmax or the products are wrong. */
 static double float_error(const Case *c) {
     const RtQAttn *p = &c->p;
     double worst = 0, *e = malloc((size_t)p->sk * sizeof(double));
@@ -159,15 +164,20 @@ static double float_error(const Case *c) {
                 }
                 for (int64_t j = 0; j < p->sk; j++) sum += e[j] = exp(e[j] - mx);
                 for (int64_t t = 0; t < p->dv; t++) {
-                    double o = 0;
-                    for (int64_t j = 0; j < p->sk; j++)
-                        o += e[j] / sum *
-                             (c->v[b * p->v_st[0] + h * p->v_st[1] + j * p->v_st[2] + t * p->v_st[3]] - p->v_zp) *
-                             (double)c->sv;
+                    double o = 0, slack = 0;
+                    for (int64_t j = 0; j < p->sk; j++) {
+                        double p255 = e[j] / sum * 255.0, pq = nearbyint(p255);
+                        double dv = (c->v[b * p->v_st[0] + h * p->v_st[1] + j * p->v_st[2] + t * p->v_st[3]] -
+                                     p->v_zp) *
+                                    (double)c->sv;
+                        o += pq / 255.0 * dv;
+                        if (fabs(fabs(p255 - floor(p255)) - 0.5) < 2e-3) slack += fabs(dv) / 255.0;
+                    }
                     double yq = o / c->sy + p->y_zp;
                     yq = yq < 0 ? 0 : yq > 255 ? 255 : yq;
                     double got = c->y[b * p->y_st[0] + h * p->y_st[1] + i * p->y_st[2] + t * p->y_st[3]];
-                    if (fabs(got - yq) > worst) worst = fabs(got - yq);
+                    double d = fabs(got - yq) - slack / c->sy;
+                    if (d > worst) worst = d;
                 }
             }
     free(e);
@@ -182,10 +192,10 @@ static void check(Case *c, const char *what) {
                      what, (long long)i, c->y[i], c->yr[i], (long long)c->p.b, (long long)c->p.h,
                      (long long)c->p.sq, (long long)c->p.sk, (long long)c->p.d, (long long)c->p.dv,
                      rng_seed);
-    /* P's 8 bits: a weight is off by up to 1/510, so y by up to Sk/510 |v - zv| s_v / s_y
-     * at worst; random rows stay below 2 steps (measured: 1.6 at most): 3 steps */
+    /* y's rounding: half a step, and float's softmax against double's (1e-3 steps) */
     double err = float_error(c);
-    cr_assert(err <= 3.0, "%s: %.2f steps from attention in double (seed %u)", what, err, rng_seed);
+    cr_assert(err <= 0.501, "%s: %.4f steps from attention in double with P on 8 bits (seed %u)",
+              what, err, rng_seed);
 }
 
 Test(rt_qattn, matches_the_reference_on_every_key_and_head_remainder) {

@@ -220,6 +220,47 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
 }
 #endif
 
+#if defined(RT_PGEMM_AVX512) && defined(RT_WINO_VEC)
+/* Tiles a block of the one-panel products tile below: a 14x14 image's 16 tiles (one block
+ * in the workspace) in one call. */
+#define RT_WINO_R16 16
+/* c[r][0..16) = sum over k < C of a[k * 16 + r] * b[k * 16 + 0..16), r < 16 (rows
+ * RT_PGEMM_NT floats apart): the products of one point for a block of 16 tiles against one
+ * panel of 16 output channels, 16 zmm accumulators, V transposed (C x 16 tiles) so that a
+ * step's 16 broadcasts read one line at fixed offsets from one pointer (with V's rows C
+ * floats apart GCC kept 16 row pointers, half of them spilled to xmm registers and moved
+ * back each step: products 1.0-1.2 ms a 256@14x14 layer against 0.65-0.7 with one pointer,
+ * Zen 4). Why not rt_pgemm.h's tile: its 14 rows x 2 panels ran a 16-tile block as two calls
+ * of 8 rows, each step of the first reading two weight lines (128 B) for 16 FMAs, ~29 GB/s
+ * at 3.6 GHz, more than one core streams from memory, and the second call (weights in L2)
+ * did not overlap the stream; here a weight line (64 B) feeds 16 FMAs. Every step also
+ * prefetches line k of pf (the next call's panel; NULL: none): without it the 9.4 MB of a
+ * 256-channel layer's weights (the next point's panel 8 pages away) took 1.3-1.6 ms of
+ * products, with it 0.7 (lab, weights flushed). Each row's sum is one FMA a step from 0,
+ * as rt_pgemm.h's rows: the same bits. */
+static inline void rt_wino_p16_avx512(int64_t C, const float *a, const float *b, float *c,
+                                      const float *pf) {
+#define RT_WINO_RS_(X)                                                                        \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define RT_WINO_DECL_(r) __m512 c_##r = _mm512_setzero_ps();
+    RT_WINO_RS_(RT_WINO_DECL_)
+#undef RT_WINO_DECL_
+    int64_t k;
+    for (k = 0; k < C; k++) {
+        const __m512 w = _mm512_loadu_ps(b + k * RT_PGEMM_NR);
+        const float *ak = a + k * RT_WINO_R16;
+        if (pf) RT_PGEMM_PREFETCH(pf + k * RT_PGEMM_NR);
+#define RT_WINO_FMA_(r) c_##r = _mm512_fmadd_ps(_mm512_set1_ps(ak[r]), w, c_##r);
+        RT_WINO_RS_(RT_WINO_FMA_)
+#undef RT_WINO_FMA_
+    }
+#define RT_WINO_ST_(r) _mm512_storeu_ps(c + r * RT_PGEMM_NT, c_##r);
+    RT_WINO_RS_(RT_WINO_ST_)
+#undef RT_WINO_ST_
+#undef RT_WINO_RS_
+}
+#endif
+
 /* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
  * microkernel tiles where there is room for one, at most cap. */
 RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
@@ -278,6 +319,32 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
         const int64_t rh = RT_PGEMM_MR; /* full tiles: rows past the block are computed too */
 #endif
         int64_t i, j0;
+#if defined(RT_WINO_R16)
+        /* 16 tiles of whole vectors of channels: V transposed, V[p][c][i], for
+         * rt_wino_p16_avx512 (mb, free until the products, holds each vector of channels'
+         * 36 x 16 x 16 transformed values on the way) */
+        const int t16 = nb == RT_WINO_R16 && C % RT_WINO_VL == 0 && mr >= RT_WINO_R16;
+        if (t16) {
+            int64_t c0;
+            for (c0 = 0; c0 < C; c0 += RT_WINO_VL) {
+                int p, q;
+                for (i = 0; i < RT_WINO_R16; i++) {
+                    const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW;
+                    const int64_t tw = tile % TW;
+                    rt_wino_in_vec_f32(x + n * H * W * C + c0, H, W, C, th * RT_WINO_M - g->pad[1],
+                                       tw * RT_WINO_M - g->pad[2], mb + i * RT_WINO_VL,
+                                       RT_WINO_R16 * RT_WINO_VL);
+                }
+                for (p = 0; p < RT_WINO_P; p++) {
+                    const float *src = mb + p * RT_WINO_R16 * RT_WINO_VL;
+                    float *dst = vb + ((int64_t)p * C + c0) * RT_WINO_R16;
+                    for (q = 0; q < RT_WINO_VL; q++)
+                        for (i = 0; i < RT_WINO_R16; i++)
+                            dst[q * RT_WINO_R16 + i] = src[i * RT_WINO_VL + q];
+                }
+            }
+        } else
+#endif
         for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
             const int64_t ih0 = th * RT_WINO_M - g->pad[1], iw0 = tw * RT_WINO_M - g->pad[2];
@@ -321,6 +388,21 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
             /* a missing second panel repeats the first: its columns are dropped */
             const int64_t b_panel = j0 + 1 < np ? C * RT_PGEMM_NR : 0;
             int64_t p, r0, cc;
+#if defined(RT_WINO_R16)
+            if (t16) {
+                for (p = 0; p < RT_WINO_P; p++) {
+                    const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
+                    /* the next call's panel: the next point's, after the last the next pair's */
+                    const float *nx = p + 1 < RT_WINO_P   ? bp + np * C * RT_PGEMM_NR
+                                      : j0 + RT_PGEMM_NP < np ? u + (j0 + RT_PGEMM_NP) * C * RT_PGEMM_NR
+                                                             : NULL;
+                    const float *ap = vb + p * C * RT_WINO_R16;
+                    float *cp = mb + p * mr * RT_PGEMM_NT;
+                    rt_wino_p16_avx512(C, ap, bp, cp, b_panel ? bp + b_panel : nx);
+                    if (b_panel) rt_wino_p16_avx512(C, ap, bp + b_panel, cp + RT_PGEMM_NR, nx);
+                }
+            } else
+#endif
             for (p = 0; p < RT_WINO_P; p++) { /* the 36 products of this panel */
                 const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
                 for (r0 = 0; r0 < nb; r0 += rh) {

@@ -530,6 +530,22 @@ Test(rt_wino, matches_the_reference_where_blocks_split_into_short_microkernel_ti
     wino_case(&k3, false, false, NULL);
 }
 
+Test(rt_wino, matches_the_reference_where_a_block_of_16_tiles_runs_transposed) {
+    /* blocks of exactly 16 tiles of whole vectors of channels run on rt_wino.h's own
+     * 16-row tile (AVX-512) with V transposed: 13x15 (16 tiles, short last row and column
+     * of tiles), M = 80 (a missing second panel); four 7x7 images (16 tiles across images);
+     * C = 16 (one vector), 160 with M = 24 (a second panel of 8 columns); C = 40, not whole
+     * vectors, keeps the other path. Each must give the bytes of the stack's blocks of 14. */
+    Case k = {1, 32, 80, 1, 13, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k, true, true, NULL);
+    Case k2 = {4, 16, 33, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 0, 0, 1};
+    wino_case(&k2, true, false, NULL);
+    Case k3 = {1, 160, 24, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k3, false, true, NULL);
+    Case k4 = {1, 40, 32, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case(&k4, true, false, NULL);
+}
+
 Test(rt_wino, applies_the_bias_residual_and_activation_epilogue) {
     RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, relu6 = {RT_ACT_CLIP, 0.0, 6.0};
     RtAct leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0}; /* not a clamp: applied to stored rows */

@@ -15,8 +15,10 @@
  * for every panel of output channels, the 36 products (tiles x C) @ (C x 16) run on the
  * microkernel of rt_pgemm.h into a second buffer (where the path has short tiles, in even
  * calls of the block's own rows: rt_pgemm_tile_pf_f32; else whole RT_PGEMM_MR-row tiles,
- * rt_pgemm_tile_f32), then the output transform adds the bias and
- * residual, applies the activation and stores the tile's pixels (inside the image).
+ * rt_pgemm_tile_f32; with AVX-512 a block of exactly 16 tiles, a 14x14 image's, on this
+ * file's 16-row tile rt_wino_p16_avx512 with V transposed), then the output transform adds
+ * the bias and residual, applies the activation and stores the tile's pixels (inside the
+ * image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
  * range of them, independent of the others (a parallel-for splits the ranges).
  * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:

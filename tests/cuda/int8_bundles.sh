@@ -114,13 +114,15 @@ if grep -q 'rc = kc_qconv_f32nchw(s, in->x, ' "$WORK/cnn8/cnn8.cu" &&
 else
     bad "cnn8: the input's QuantizeLinear and Transpose fold into the stem"
 fi
-# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32 kernels
+# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32: the
+# input's QuantizeLinear folded into the stem as above, the output's DequantizeLinear a kernel
 if "$KILN" compile "$WORK/cnn8.onnx" -o "$WORK/cnn8h" --target cuda --precision fp16 \
     --int8 "$WORK/cnn8.qparams" >"$WORK/cnn8h.log" 2>&1 &&
-    [ "$(grep -c 'rc = kc_q[a-z]*conv(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
-    grep -q 'rc = kc_quantize_u8(s, [0-9]*, in->' "$WORK/cnn8h/cnn8.cu" &&
+    [ "$(grep -c 'rc = kc_q[a-z]*conv\(_f32nchw\)\?(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
+    grep -q 'rc = kc_qconv_f32nchw(s, in->x, ' "$WORK/cnn8h/cnn8.cu" &&
+    grep -q 'rc = kc_dequantize_u8(s, [0-9]*, .*, out->' "$WORK/cnn8h/cnn8.cu" &&
     ! grep -q 'one GPU thread' "$WORK/cnn8h.log"; then
-    ok "cnn8 --precision fp16: the same int8 kernels, float32 Quantize/DequantizeLinear kernels"
+    ok "cnn8 --precision fp16: the same int8 kernels, the input folded into the stem, a float32 DequantizeLinear kernel"
 else
     bad "cnn8 --precision fp16"
 fi

@@ -11,7 +11,9 @@
  * and shift. Rank 3 marks the GPU layout. Nodes the kernels do not take (grouped but not
  * depthwise convolutions, sizes past 32-bit indexing) keep the C target's packing
  * (qplan_pack_weights) and run on the generic path. The integer formula is the C
- * target's (kc_qconv.cuh says which), so the uint8 results are the same bytes. */
+ * target's (kc_qconv.cuh says which), so the uint8 results are the same bytes.
+ * A stem QConv reading a float32 NCHW graph input through QuantizeLinear and a Transpose into
+ * NHWC runs as kc_qconv_f32nchw on the input itself, the two nodes folded (cuda_qstem_input). */
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
@@ -169,7 +171,8 @@ uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
         !qplan_conv(g, n, &pc, &why) || pc.depthwise || pc.group != 1 ||
         !qplan_requant(g, n, &cx->c.b.scratch, &rq, &why))
         return IR_NONE;
-    /* kc_qconv_f32nchw's table gather (KC_QKTAB 512) */
+    /* the table gather of kc_qconv_f32nchw's KC_QSTEM_GATHER 1 (KC_QKTAB 512): held to so
+     * that the knob takes every stem folded here */
     int64_t kp = (pc.kh * pc.kw * pc.c + QC_BK - 1) / QC_BK * QC_BK;
     if (kp > 512 || (pc.kh - 1) * pc.dh >= 0x4000 || (pc.kw - 1) * pc.dw >= 0x10000)
         return IR_NONE;
@@ -199,8 +202,8 @@ uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
 }
 
 /* The stem of cuda_qstem_input: kc_qconv_f32nchw on the float32 graph input, with the
- * QuantizeLinear's scale and zero point, and the Transpose's output (planned still) as the
- * room for the quantized bytes where KC_QSTEM_GATHER is 0. */
+ * QuantizeLinear's scale and zero point, and the QConv's own input (planned still) as the
+ * room for the quantized NHWC bytes of its one pass (KC_QSTEM_GATHER 0). */
 static bool emit_qstem(CudaCtx *cx, const IrNode *n, uint32_t u, const IrNode *q, const int64_t *v) {
     uint32_t zp = q->n_inputs > 2 ? q->inputs[2] : IR_NONE;
     cuda_use_runtime(cx, "kc_qconv.cuh");

@@ -1008,12 +1008,15 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
     return KC_OK;
 }
 
-/* KC_QSTEM_GATHER 1: kc_qconv_f32nchw quantizes in the stem's gather (VW -1: every input
- * float is quantized once for each tap that reads it, 12 times on a 7x7 stride-2 stem); 0:
- * one pass quantizes the input into NHWC bytes (kc_qnchw_kernel, each float once) and the
- * stem runs on them as kc_qconv. The same bytes either way. */
+/* KC_QSTEM_GATHER 0: kc_qconv_f32nchw quantizes the input into NHWC bytes in one pass
+ * (kc_qnchw_kernel, each float once) and the stem runs on them as kc_qconv; 1 (an A/B knob,
+ * off): in the stem's table gather (VW -1), every float quantized once for each tap that
+ * reads it (12 times on a 7x7 stride-2 stem). The same bytes either way. H200, ResNet-50
+ * batch 256, one call, two rounds: the stem node 1.008 ms with 0 (the pass and kc_qconv),
+ * 3.83-3.86 with 1 (latency-bound: IPC 0.85, 14 cycles a warp between issues), against 0.85
+ * plus the unfolded QuantizeLinear 0.16 and Transpose 0.20 before. */
 #ifndef KC_QSTEM_GATHER
-#define KC_QSTEM_GATHER 1
+#define KC_QSTEM_GATHER 0
 #endif
 
 /* y (N, H, W, C) uint8 = QuantizeLinear(x (N, C, H, W) float32): one thread a pixel, its C
@@ -1033,22 +1036,24 @@ __global__ void kc_qnchw_kernel(const float *__restrict__ x, const float *__rest
 
 /* kc_qconv on a float32 NCHW input x (N, C, H, W) quantized by QuantizeLinear's scale and zero
  * point (zp NULL: 0, else zp[0] == p->x_zp): the stem whose QuantizeLinear and Transpose into
- * NHWC backend/cuda/cuda_qint8.c folds away. xq: room for the NHWC bytes (KC_QSTEM_GATHER 0),
- * or NULL (the gather then, which needs Kp <= KC_QKTAB). ResNet-50 batch 256 paid the two
- * nodes 0.36 ms (H200). */
+ * NHWC backend/cuda/cuda_qint8.c folds away. xq: room for the NHWC bytes (KC_QSTEM_GATHER 0;
+ * the gather, 1, needs none but Kp <= KC_QKTAB). ResNet-50 batch 256 (H200): 7.786 -> 7.591
+ * ms, the two nodes' 0.36 ms for 0.16 more in the stem node. */
 static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *scale,
                                    const uint8_t *zp, uint8_t *xq, const int8_t *w,
                                    const int32_t *rq, const uint8_t *r, uint8_t *y,
                                    const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
-    if (xq && !KC_QSTEM_GATHER) {
-        int64_t pixels = (int64_t)p->N * p->H * p->W;
-        kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C,
-                                                               (int64_t)p->H * p->W);
-        KC_LAUNCHED();
-        return kc_qconv(s, xq, w, rq, r, y, p);
-    }
+#if !KC_QSTEM_GATHER
+    if (!xq) return KC_ERR_NULL;
+    int64_t pixels = (int64_t)p->N * p->H * p->W;
+    kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C,
+                                                           (int64_t)p->H * p->W);
+    KC_LAUNCHED();
+    return kc_qconv(s, xq, w, rq, r, y, p);
+#else
+    (void)xq;
     if (p->Kp > KC_QKTAB || (p->R - 1) * p->dh >= 0x4000 || (p->S - 1) * p->dw >= 0x10000)
         return KC_ERR_SHAPE;
     int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
@@ -1058,6 +1063,7 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
     else kc_qconv_mma_kernel<-1, 64><<<grid, 128, 0, s>>>(NULL, w, rq, r, y, *p, fin);
     KC_LAUNCHED();
     return KC_OK;
+#endif
 }
 
 /* Depthwise: one thread per output element (channels innermost, coalesced); w (R*S, C). */

@@ -15,7 +15,7 @@
  * stem (kc_qconv_f32nchw: a float32 NCHW input quantized in the gather, ties of the quotient
  * planted) on odd sizes, pads, strides, dilations and channel counts 1 to 5, and its
  * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone);
- * -DKC_QSTEM_GATHER=0 tests its other form (a quantizing pass, then kc_qconv).
+ * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.
@@ -264,7 +264,7 @@ static void run_f32_case(const Case &c, float scale, bool has_zp) {
     CK(cudaMemcpy(ds, &scale, 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dz, &zb, 1, cudaMemcpyHostToDevice));
     CK(cudaMemset(d.ybase, 0xa5, ny + 16));
-    uint8_t *dq; /* the room for the quantized input (KC_QSTEM_GATHER 0) */
+    uint8_t *dq; /* the room for the quantized input (KC_QSTEM_GATHER 0, the default) */
     CK(cudaMalloc(&dq, nx));
     int rc = kc_qconv_f32nchw(0, dxf, ds, has_zp ? dz : NULL, dq, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
     CK(cudaDeviceSynchronize());

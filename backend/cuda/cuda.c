@@ -295,13 +295,16 @@ static bool emit_body(CudaCtx *cx, IrGraph *g) {
     cx->prof_bytes = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *cx->prof_bytes);
     uint32_t *uses = ir_use_counts(g); /* NULL (out of memory): nothing fused */
     uint32_t fused_into = IR_NONE;      /* a node the previous one's kernel already ran */
-    /* the graph input's Transpose (and Cast) that a stem convolution's kernel does */
+    /* the graph input's Transpose (and Cast, or QuantizeLinear before an int8 stem) that a
+     * stem convolution's kernel does */
     bool *folded = ir_arena_alloc(&cx->c.b.scratch, (g->n_nodes + 1) * sizeof *folded);
     memset(folded, 0, (g->n_nodes + 1) * sizeof *folded);
     cx->uses = uses;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         uint32_t f[2];
-        if (g->nodes[i].dead || cuda_stem_input(cx, &g->nodes[i], f) == IR_NONE) continue;
+        if (g->nodes[i].dead || (cuda_stem_input(cx, &g->nodes[i], f) == IR_NONE &&
+                                 cuda_qstem_input(cx, &g->nodes[i], f) == IR_NONE))
+            continue;
         for (int k = 0; k < 2; k++)
             if (f[k] != IR_NONE) folded[f[k]] = true;
     }

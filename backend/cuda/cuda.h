@@ -71,6 +71,12 @@ void cuda_use_runtime(CudaCtx *cx, const char *file);
  * instead; IR_NONE where n is no such stem (cuda_ops.c). Needs cx->uses. */
 uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]);
 
+/* The same for an int8 stem (cuda_qint8.c): the float32 NCHW graph input that QConv n reads
+ * through kc_qconv_f32nchw, and in folds the Transpose into NHWC and the QuantizeLinear
+ * (either order) that its gather does instead; IR_NONE where n is no such stem. Needs
+ * cx->uses. */
+uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]);
+
 /* The generic path (cuda_ops.c): node n as the C backend's code (cgen_emit_table), inside a
  * __global__ kernel run by one device thread; its status goes to the device status word.
  * For every op with a C kernel, and for nodes whose fast CUDA kernel refuses them. */

@@ -11,7 +11,9 @@
  * and shift. Rank 3 marks the GPU layout. Nodes the kernels do not take (grouped but not
  * depthwise convolutions, sizes past 32-bit indexing) keep the C target's packing
  * (qplan_pack_weights) and run on the generic path. The integer formula is the C
- * target's (kc_qconv.cuh says which), so the uint8 results are the same bytes. */
+ * target's (kc_qconv.cuh says which), so the uint8 results are the same bytes.
+ * A stem QConv reading a float32 NCHW graph input through QuantizeLinear and a Transpose into
+ * NHWC runs as kc_qconv_f32nchw on the input itself, the two nodes folded (cuda_qstem_input). */
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
@@ -139,6 +141,83 @@ static void emit_params(CudaCtx *cx, const int64_t *v) {
             (long long)v[18], (long long)v[19], (long long)v[20], (long long)v[21]);
 }
 
+/* The node making v where only one reader reads v, else NULL. */
+static const IrNode *qsole_producer(CudaCtx *cx, uint32_t v) {
+    const IrGraph *g = cx->c.b.g;
+    if (!cx->uses || g->values[v].kind != IR_VALUE_NODE || cx->uses[v] != 1) return NULL;
+    return &g->nodes[g->values[v].producer];
+}
+
+/* One uint8 zero point of a constant, 0 where there is none, -1 where it is no such value. */
+static int qconst_zp(CudaCtx *cx, uint32_t v) {
+    const IrValue *zv = v == IR_NONE ? NULL : &cx->c.b.g->values[v];
+    if (!zv) return 0;
+    if (zv->kind != IR_VALUE_CONST || !zv->tensor || zv->tensor->dtype != IR_DTYPE_U8 ||
+        cgen_numel(&cx->c, v) != 1)
+        return -1;
+    return ((const uint8_t *)zv->tensor->data)[0];
+}
+
+uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
+    const IrGraph *g = cx->c.b.g;
+    folds[0] = folds[1] = IR_NONE;
+    if (n->op != IR_OP_QCONV || n->n_inputs < 3 || ir_has_input(n, 3)) return IR_NONE;
+    const IrType *tw = cgen_type(&cx->c, n->inputs[1]), *tx = cgen_type(&cx->c, n->inputs[0]);
+    QPlanConv pc;
+    QPlanRequant rq;
+    const char *why;
+    if (tw->rank != 3 || tx->rank != 4 || tx->layout != IR_LAYOUT_NHWC ||
+        tx->dtype != IR_DTYPE_U8 || !ir_type_is_static(tx) || !fits32(ir_type_numel(tx)) ||
+        !qplan_conv(g, n, &pc, &why) || pc.depthwise || pc.group != 1 ||
+        !qplan_requant(g, n, &cx->c.b.scratch, &rq, &why))
+        return IR_NONE;
+    /* the table gather of kc_qconv_f32nchw's KC_QSTEM_GATHER 1 (KC_QKTAB 512): held to so
+     * that the knob takes every stem folded here */
+    int64_t kp = (pc.kh * pc.kw * pc.c + QC_BK - 1) / QC_BK * QC_BK;
+    if (kp > 512 || (pc.kh - 1) * pc.dh >= 0x4000 || (pc.kw - 1) * pc.dw >= 0x10000)
+        return IR_NONE;
+    /* QuantizeLinear and Transpose (0, 2, 3, 1) in either order, each read by the next alone */
+    const IrNode *a = qsole_producer(cx, n->inputs[0]);
+    const IrNode *b = a && a->n_inputs > 0 ? qsole_producer(cx, a->inputs[0]) : NULL;
+    if (!b) return IR_NONE;
+    const IrNode *t = a->op == IR_OP_TRANSPOSE ? a : b, *q = a->op == IR_OP_TRANSPOSE ? b : a;
+    uint32_t np = 0;
+    const int64_t *perm =
+        t->op == IR_OP_TRANSPOSE ? ir_attr_ints(t, IR_ATTR_TRANSPOSE_PERM, &np) : NULL;
+    if (!perm || np != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 3 || perm[3] != 1 ||
+        q->op != IR_OP_QUANTIZE_LINEAR || q->n_inputs < 2)
+        return IR_NONE;
+    uint32_t u = b->inputs[0], sc = q->inputs[1], zp = q->n_inputs > 2 ? q->inputs[2] : IR_NONE;
+    const IrType *tu = cgen_type(&cx->c, u);
+    if (g->values[u].kind != IR_VALUE_INPUT || tu->dtype != IR_DTYPE_F32 || tu->rank != 4 ||
+        tu->layout == IR_LAYOUT_NHWC || tu->dims[0] != pc.n || tu->dims[1] != pc.c ||
+        tu->dims[2] != pc.h || tu->dims[3] != pc.w)
+        return IR_NONE;
+    if (cgen_type(&cx->c, sc)->dtype != IR_DTYPE_F32 || cgen_numel(&cx->c, sc) != 1 ||
+        cgen_type(&cx->c, q->outputs[0])->dtype != IR_DTYPE_U8 ||
+        ir_attr_i(q, IR_ATTR_QUANTIZE_LINEAR_BLOCK_SIZE) > 0 || qconst_zp(cx, zp) != rq.x_zp)
+        return IR_NONE;
+    folds[0] = (uint32_t)(t - g->nodes), folds[1] = (uint32_t)(q - g->nodes);
+    return u;
+}
+
+/* The stem of cuda_qstem_input: kc_qconv_f32nchw on the float32 graph input, with the
+ * QuantizeLinear's scale and zero point, and the QConv's own input (planned still) as the
+ * room for the quantized NHWC bytes of its one pass (KC_QSTEM_GATHER 0). */
+static bool emit_qstem(CudaCtx *cx, const IrNode *n, uint32_t u, const IrNode *q, const int64_t *v) {
+    uint32_t zp = q->n_inputs > 2 ? q->inputs[2] : IR_NONE;
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+    cw_open(cx->c.w, "%s", "");
+    emit_params(cx, v);
+    qchecked(cx, cgen_fmt(&cx->c, "kc_qconv_f32nchw(s, %s, %s, %s, %s, %s, %s, (const uint8_t *)NULL, %s, &p)",
+                          qptr(cx, u), qptr(cx, q->inputs[1]),
+                          zp == IR_NONE ? "(const uint8_t *)NULL" : qptr(cx, zp),
+                          qptr(cx, n->inputs[0]), qptr(cx, n->inputs[1]), qptr(cx, n->inputs[2]),
+                          qptr(cx, n->outputs[0])));
+    cw_close(cx->c.w, NULL);
+    return true;
+}
+
 /* QConv (dense or depthwise) and QGemm (a 1x1 convolution of rows x 1 x 1 pixels). */
 static bool emit_qconv(CudaCtx *cx, const IrNode *n) {
     const IrGraph *g = cx->c.b.g;
@@ -165,6 +244,9 @@ static bool emit_qconv(CudaCtx *cx, const IrNode *n) {
                          rq.x_zp, rq.y_zp, rq.r_zp, rq.lo, rq.hi};
         memcpy(v, t, sizeof v);
     }
+    uint32_t folds[2], u = cuda_qstem_input(cx, n, folds);
+    if (u != IR_NONE) /* its QuantizeLinear and Transpose are folded in (cuda.c) */
+        return emit_qstem(cx, n, u, &g->nodes[folds[1]], v);
     cuda_use_runtime(cx, "kc_qconv.cuh");
     bool res = n->op == IR_OP_QCONV && ir_has_input(n, 3);
     cw_open(cx->c.w, "%s", "");

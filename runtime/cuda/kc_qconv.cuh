@@ -349,6 +349,50 @@ static __device__ __forceinline__ void kc_qgather(const uint8_t *__restrict__ x,
     else dst[0] = src[0];
 }
 
+/* The float32 NCHW graph input of a stem whose QuantizeLinear and Transpose into NHWC the
+ * kernel does in its gather (VW -1; backend/cuda/cuda_qint8.c folds them): x itself and
+ * QuantizeLinear's scale and zero point (NULL: 0), the zero point the layer's x_zp. */
+typedef struct KcQF32In {
+    const float *x, *scale;
+    const uint8_t *zp;
+} KcQF32In;
+
+/* QuantizeLinear of one float32 to uint8 as the C runtime does it (rt_quantize_f32_8bit and
+ * kc_quantize_u8: rint of the quotient in double, round half to even, plus z, saturated),
+ * without the double division where it cannot change the byte: q = v * inv (inv = 1/s in
+ * float32, rel = 2^-20 where inv is normal and finite, else infinity) is within |q| 2^-22 of
+ * Q = v / s; where q is farther than |q| 2^-20 from the nearest half-integer, Q lies between
+ * the same two half-integers, so rint(q) is Q's nearest integer, which the double quotient
+ * also rounds to (a quotient of two floats that is not a tie is at least 2^-25 from one, far
+ * beyond the double's error below 2^20). Ties, |q| >= 2^20, NaN and infinities take the
+ * double division (about 1 value in 2000 on an image). */
+static __host__ __device__ __forceinline__ uint32_t kc_qquant_f32(float v, float inv, float rel,
+                                                                  double s, float z) {
+#ifdef __CUDA_ARCH__
+    float q = __fmul_rn(v, inv); /* not contracted into q - r below */
+#else
+    float q = v * inv;
+#endif
+    float r = rintf(q);
+    if (fabsf(fabsf(q - r) - 0.5f) > fabsf(q) * rel) {
+        float u = r + z;
+        return (uint32_t)(u < 0.0f ? 0.0f : u > 255.0f ? 255.0f : u);
+    }
+    double d = rint((double)v / s) + (double)z;
+    d = d < 0.0 ? 0.0 : d > 255.0 ? 255.0 : d;
+    return (uint32_t)(int64_t)d;
+}
+
+/* kc_qquant_f32's inv and rel for scale s */
+static __host__ __device__ __forceinline__ void kc_qquant_terms(float s, float &inv, float &rel) {
+#ifdef __CUDA_ARCH__
+    inv = __frcp_rn(s);
+#else
+    inv = 1.0f / s;
+#endif
+    rel = fabsf(inv) >= 1.17549435e-38f && fabsf(inv) <= 3.40282347e38f ? 0x1p-20f : INFINITY;
+}
+
 static __device__ __forceinline__ void kc_mma_u8s8(int32_t *d, const uint32_t *a, const uint32_t *b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, "
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -366,11 +410,11 @@ template <int VW, int BN>
 __global__ void __launch_bounds__(2 * BN)
 kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
-                    uint8_t *__restrict__ y, KcQConv p) {
+                    uint8_t *__restrict__ y, KcQConv p, KcQF32In fin) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     __shared__ __align__(16) uint8_t As[2][KC_QBM * KC_QLD];
     __shared__ __align__(16) uint8_t Bs[2][BN * KC_QLD];
-    __shared__ int2 ktab[VW == 0 ? KC_QKTAB : 1];
+    __shared__ int2 ktab[VW <= 0 ? KC_QKTAB : 1];
     enum { THREADS = 2 * BN, AP = KC_QBM * 4 / THREADS, RSTEP = THREADS / 4 };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
@@ -389,24 +433,34 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         }
     }
     /* VW 0: row i's first input position (iy0, ix0) and its byte offset; a row past the
-     * last pixel starts far outside, so that every tap reads the zero point */
+     * last pixel starts far outside, so that every tap reads the zero point. VW -1: the
+     * same over the float32 input in NCHW (offsets in elements, channel planes apart). */
     int iy0[AP], ix0[AP], xb[AP];
-    if (VW == 0) {
+    if (VW <= 0) {
 #pragma unroll
         for (int i = 0; i < AP; i++) {
             iy0[i] = an[i] < 0 ? -(1 << 20) : ay[i] * p.sh - p.ph;
             ix0[i] = ax[i] * p.sw - p.pw;
-            xb[i] = an[i] < 0 ? 0 : ((an[i] * p.H + iy0[i]) * p.W + ix0[i]) * p.C;
+            xb[i] = an[i] < 0    ? 0
+                    : VW == 0 ? ((an[i] * p.H + iy0[i]) * p.W + ix0[i]) * p.C
+                              : (an[i] * p.C * p.H + iy0[i]) * p.W + ix0[i];
         }
         for (int k = tid; k < p.Kp; k += THREADS) {
             int tap = k / p.C, c = k - tap * p.C, ky = tap / p.S, kx = tap - ky * p.S;
             int dy = ky * p.dh, dx = kx * p.dw;
-            ktab[k] = k < p.K ? make_int2((dy * p.W + dx) * p.C + c, dy << 16 | dx)
+            int off = VW == 0 ? (dy * p.W + dx) * p.C + c : (c * p.H + dy) * p.W + dx;
+            ktab[k] = k < p.K ? make_int2(off, dy << 16 | dx)
                               : make_int2(0, 0x4000 << 16); /* past K: w is 0 there */
         }
         __syncthreads();
     }
     const uint32_t zp = (uint32_t)p.x_zp;
+    float qinv = 0.0f, qrel = 0.0f, qz = 0.0f; /* VW -1: kc_qquant_f32's terms */
+    double qs = 1.0;
+    if (VW < 0) {
+        qs = (double)fin.scale[0], qz = fin.zp ? (float)fin.zp[0] : 0.0f;
+        kc_qquant_terms(fin.scale[0], qinv, qrel);
+    }
     uint4 ra[AP], rb[2];
     int32_t acc[4][4][4];
     /* from 0, the bias added after the main loop: held through this kernel's loop it costs
@@ -416,7 +470,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     const int nk = p.Kp / KC_QBK;
     auto load = [&](int kt) {
         int k = kt * KC_QBK + cc * 16;
-        if (VW == 0) {
+        if (VW <= 0) {
             int2 e[16];
 #pragma unroll
             for (int v = 0; v < 16; v++) e[v] = ktab[k + v];
@@ -427,7 +481,10 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 for (int v = 0; v < 16; v++) {
                     unsigned iy = (unsigned)(iy0[i] + (e[v].y >> 16));
                     unsigned ix = (unsigned)(ix0[i] + (e[v].y & 0xffff));
-                    uint32_t b = iy < (unsigned)p.H && ix < (unsigned)p.W ? x[xb[i] + e[v].x] : zp;
+                    bool in = iy < (unsigned)p.H && ix < (unsigned)p.W;
+                    uint32_t b = !in      ? zp
+                                 : VW == 0 ? x[xb[i] + e[v].x]
+                                           : kc_qquant_f32(fin.x[xb[i] + e[v].x], qinv, qrel, qs, qz);
                     wd[v / 4] |= b << (8 * (v % 4));
                 }
                 ra[i] = make_uint4(wd[0], wd[1], wd[2], wd[3]);
@@ -437,8 +494,8 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             for (int i = 0; i < AP; i++) {
                 uint8_t *d = (uint8_t *)&ra[i];
 #pragma unroll
-                for (int v = 0; v < 16; v += VW ? VW : 16) /* (VW 0 takes the branch above) */
-                    kc_qgather<VW ? VW : 1>(x, p, an[i], ay[i], ax[i], k + v, d + v);
+                for (int v = 0; v < 16; v += VW > 0 ? VW : 16) /* (VW <= 0: the branch above) */
+                    kc_qgather<(VW > 0 ? VW : 1)>(x, p, an[i], ay[i], ax[i], k + v, d + v);
             }
         }
 #pragma unroll
@@ -913,8 +970,9 @@ template <int VW>
 static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
                                    const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
                                    const KcQConv *p) {
-    if (bn == 128) kc_qconv_mma_kernel<VW, 128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p);
-    else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p);
+    KcQF32In none = {NULL, NULL, NULL};
+    if (bn == 128) kc_qconv_mma_kernel<VW, 128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p, none);
+    else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p, none);
 }
 
 static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
@@ -948,6 +1006,64 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
         kc_qconv_launch<1>(s, grid, bn, x, w, rq, r, y, p);
     KC_LAUNCHED();
     return KC_OK;
+}
+
+/* KC_QSTEM_GATHER 0: kc_qconv_f32nchw quantizes the input into NHWC bytes in one pass
+ * (kc_qnchw_kernel, each float once) and the stem runs on them as kc_qconv; 1 (an A/B knob,
+ * off): in the stem's table gather (VW -1), every float quantized once for each tap that
+ * reads it (12 times on a 7x7 stride-2 stem). The same bytes either way. H200, ResNet-50
+ * batch 256, one call, two rounds: the stem node 1.008 ms with 0 (the pass and kc_qconv),
+ * 3.83-3.86 with 1 (latency-bound: IPC 0.85, 14 cycles a warp between issues), against 0.85
+ * plus the unfolded QuantizeLinear 0.16 and Transpose 0.20 before. */
+#ifndef KC_QSTEM_GATHER
+#define KC_QSTEM_GATHER 0
+#endif
+
+/* y (N, H, W, C) uint8 = QuantizeLinear(x (N, C, H, W) float32): one thread a pixel, its C
+ * floats read across the channel planes (coalesced along W) */
+__global__ void kc_qnchw_kernel(const float *__restrict__ x, const float *__restrict__ scale,
+                                const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
+                                int64_t pixels, int C, int64_t HW) {
+    float inv, rel, z = zp ? (float)zp[0] : 0.0f;
+    double s = (double)scale[0];
+    kc_qquant_terms(scale[0], inv, rel);
+    KC_FOR(i, pixels) {
+        int64_t n = i / HW, hw = i - n * HW;
+        const float *src = x + n * C * HW + hw;
+        for (int c = 0; c < C; c++) y[i * C + c] = (uint8_t)kc_qquant_f32(src[c * HW], inv, rel, s, z);
+    }
+}
+
+/* kc_qconv on a float32 NCHW input x (N, C, H, W) quantized by QuantizeLinear's scale and zero
+ * point (zp NULL: 0, else zp[0] == p->x_zp): the stem whose QuantizeLinear and Transpose into
+ * NHWC backend/cuda/cuda_qint8.c folds away. xq: room for the NHWC bytes (KC_QSTEM_GATHER 0;
+ * the gather, 1, needs none but Kp <= KC_QKTAB). ResNet-50 batch 256 (H200): 7.786 -> 7.591
+ * ms, the two nodes' 0.36 ms for 0.16 more in the stem node. */
+static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *scale,
+                                   const uint8_t *zp, uint8_t *xq, const int8_t *w,
+                                   const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                   const KcQConv *p) {
+    int64_t P = (int64_t)p->N * p->OH * p->OW;
+    if (P <= 0 || p->M <= 0) return KC_OK;
+#if !KC_QSTEM_GATHER
+    if (!xq) return KC_ERR_NULL;
+    int64_t pixels = (int64_t)p->N * p->H * p->W;
+    kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C,
+                                                           (int64_t)p->H * p->W);
+    KC_LAUNCHED();
+    return kc_qconv(s, xq, w, rq, r, y, p);
+#else
+    (void)xq;
+    if (p->Kp > KC_QKTAB || (p->R - 1) * p->dh >= 0x4000 || (p->S - 1) * p->dw >= 0x10000)
+        return KC_ERR_SHAPE;
+    int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
+    dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
+    KcQF32In fin = {x, scale, zp};
+    if (bn == 128) kc_qconv_mma_kernel<-1, 128><<<grid, 256, 0, s>>>(NULL, w, rq, r, y, *p, fin);
+    else kc_qconv_mma_kernel<-1, 64><<<grid, 128, 0, s>>>(NULL, w, rq, r, y, *p, fin);
+    KC_LAUNCHED();
+    return KC_OK;
+#endif
 }
 
 /* Depthwise: one thread per output element (channels innermost, coalesced); w (R*S, C). */

@@ -44,7 +44,7 @@ compile() {
         return 1
     fi
     local nq ndw
-    nq=$(grep -c 'rc = kc_qconv(' "$out/$name.cu")
+    nq=$(grep -c 'rc = kc_qconv\(_f32nchw\)\?(' "$out/$name.cu")
     ndw=$(grep -c 'rc = kc_qdwconv(' "$out/$name.cu")
     if [ "$nq" = "$want" ] && [ "$ndw" = "$wantdw" ] && ! grep -q 'one GPU thread' "$WORK/$name.log" &&
         ! grep -q 'KC_C_RUNTIME' "$out/$name.cu"; then
@@ -106,13 +106,23 @@ PYEOF
 # 7 convolutions (one depthwise) and the Gemm: 7 kc_qconv, 1 kc_qdwconv
 compile cnn8 "$WORK/cnn8.onnx" 7 1 --int8 "$WORK/cnn8.qparams" &&
     [ -n "$GPU" ] && gpu_case cnn8 "$WORK/cnn8.onnx" --int8 "$WORK/cnn8.qparams"
-# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32 kernels
+# the stem reads the float32 NCHW input: its QuantizeLinear and Transpose fold into the gather
+if grep -q 'rc = kc_qconv_f32nchw(s, in->x, ' "$WORK/cnn8/cnn8.cu" &&
+    [ "$(grep -c 'done by the stem convolution that reads the graph input' "$WORK/cnn8/cnn8.cu")" = 2 ] &&
+    ! grep -q 'kc_quantize_u8(s, [0-9]*, in->' "$WORK/cnn8/cnn8.cu"; then
+    ok "cnn8: the input's QuantizeLinear and Transpose fold into the stem (kc_qconv_f32nchw)"
+else
+    bad "cnn8: the input's QuantizeLinear and Transpose fold into the stem"
+fi
+# with --precision fp16 the int8 nodes are the same and the Q/DQ edges stay float32: the
+# input's QuantizeLinear folded into the stem as above, the output's DequantizeLinear a kernel
 if "$KILN" compile "$WORK/cnn8.onnx" -o "$WORK/cnn8h" --target cuda --precision fp16 \
     --int8 "$WORK/cnn8.qparams" >"$WORK/cnn8h.log" 2>&1 &&
-    [ "$(grep -c 'rc = kc_q[a-z]*conv(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
-    grep -q 'rc = kc_quantize_u8(s, [0-9]*, in->' "$WORK/cnn8h/cnn8.cu" &&
+    [ "$(grep -c 'rc = kc_q[a-z]*conv\(_f32nchw\)\?(' "$WORK/cnn8h/cnn8.cu")" = 8 ] &&
+    grep -q 'rc = kc_qconv_f32nchw(s, in->x, ' "$WORK/cnn8h/cnn8.cu" &&
+    grep -q 'rc = kc_dequantize_u8(s, [0-9]*, .*, out->' "$WORK/cnn8h/cnn8.cu" &&
     ! grep -q 'one GPU thread' "$WORK/cnn8h.log"; then
-    ok "cnn8 --precision fp16: the same int8 kernels, float32 Quantize/DequantizeLinear kernels"
+    ok "cnn8 --precision fp16: the same int8 kernels, the input folded into the stem, a float32 DequantizeLinear kernel"
 else
     bad "cnn8 --precision fp16"
 fi

@@ -11,7 +11,11 @@
  * from 16 on) and as on ResNet-50's residual layers (shift 30 or 31, residual multipliers of
  * 2^30 and more: kc_qrequant_hi with the residual byte scaled), and layers of more tiles
  * than the device holds blocks (the persistent form's tile walk); the 1x1 form (kc_qconv1x1)
- * on remainder rows, partial column tiles, strides, C below Kp and tile walks.
+ * on remainder rows, partial column tiles, strides, C below Kp and tile walks; the folded
+ * stem (kc_qconv_f32nchw: a float32 NCHW input quantized in the gather, ties of the quotient
+ * planted) on odd sizes, pads, strides, dilations and channel counts 1 to 5, and its
+ * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone);
+ * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.
@@ -176,6 +180,117 @@ static void run_case(const Case &c) {
     }
 }
 
+/* QuantizeLinear float32 -> uint8 as the C runtime computes it (rt_quantize_f32_8bit) */
+static uint8_t quantize_ref(float v, float s, int z) {
+    double d = nearbyint((double)v / (double)s) + (double)z;
+    return (uint8_t)(int32_t)(d < 0.0 ? 0.0 : d > 255.0 ? 255.0 : d);
+}
+
+/* float inputs for a folded QuantizeLinear of scale s: a third drawn over the range (and past
+ * both saturation ends), a third at the quotient's half-integers (x = (k + 1/2) s rounded to
+ * float: ties where exact, else values the fast path must leave to the division), a third one
+ * float step off those */
+static float draw_f32(float s, int z) {
+    int pick = irand(0, 2);
+    float lo = (float)(-z - 20) * s, hi = (float)(275 - z) * s;
+    if (pick == 0) return lo + (hi - lo) * (float)(urand32() >> 8) / 16777216.0f;
+    float t = (float)(((double)irand(-z - 3, 258 - z) + 0.5) * (double)s);
+    return pick == 1 ? t : nextafterf(t, irand(0, 1) ? INFINITY : -INFINITY);
+}
+
+/* kc_qquant_f32 (its host copy) against the C runtime's quotient in double on values of
+ * draw_f32 for scales with few mantissa bits (many exact ties), 400 drawn ones (one near-tie
+ * value in a thousand has its float product on the other side of the half-integer: a margin
+ * of 0 or |q| 2^-24 fails here) and on the ends: 0, subnormals, huge values, infinities,
+ * scales whose reciprocal is subnormal or infinite. One line, counted as one case. */
+static void check_qquant(void) {
+    std::vector<float> scales = {0.0234375f, 0.5f, 1.0f, 3.0f, 0.0186532f, 0.0171247f, 1.3e-5f,
+                                 7.1e4f, 2.5e-39f, 3.0e38f};
+    for (int i = 0; i < 400; i++) scales.push_back(1e-3f + 0.2f * (float)(urand32() >> 8) / 16777216.0f);
+    size_t n = 0, bad = 0, slow = 0;
+    for (float s : scales)
+        for (int z : {0, 128, 255}) {
+            float inv, rel;
+            kc_qquant_terms(s, inv, rel);
+            for (int i = 0; i < 3000; i++) {
+                float v = draw_f32(s, z);
+                if (i < 12) {
+                    const float ends[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, 3.4e38f,
+                                          -3.4e38f, INFINITY, -INFINITY, 1e30f, s, -s};
+                    v = ends[i];
+                }
+                uint32_t got = kc_qquant_f32(v, inv, rel, (double)s, (float)z);
+                float q = v * inv, r = rintf(q);
+                slow += !(fabsf(fabsf(q - r) - 0.5f) > fabsf(q) * rel);
+                n++;
+                if (got != quantize_ref(v, s, z) && !bad++)
+                    printf("  quantize %.9g / %.9g + %d: %u, want %u\n", v, s, z, got,
+                           quantize_ref(v, s, z));
+            }
+        }
+    bool ok = !bad && slow > n / 50 && slow < n;
+    ok ? passed++ : failed++;
+    printf("%s kc_qquant_f32 on the host: %zu values, %zu by the division, %zu differ\n",
+           ok ? "ok  " : "FAIL", n, slow, bad);
+}
+
+/* The folded stem (kc_qconv_f32nchw): a float32 NCHW input quantized in the gather against
+ * the C runtime's QuantizeLinear, then the layer's reference, byte for byte. zp false: no
+ * zero point tensor (x_zp 0). */
+static void run_f32_case(const Case &c, float scale, bool has_zp) {
+    KcQConv p = params(c);
+    if (!has_zp) p.x_zp = 0;
+    size_t nx = (size_t)c.N * c.H * c.W * c.C, ny = (size_t)c.N * p.OH * p.OW * c.M;
+    std::vector<uint8_t> x(nx), r(ny), y(ny), want(ny);
+    std::vector<int8_t> w((size_t)c.M * p.Kp);
+    std::vector<int32_t> rq(4 * (size_t)c.M);
+    fill(c, p, x, w, rq, r);
+    std::vector<float> xf(nx); /* NCHW */
+    for (int n = 0; n < c.N; n++)
+        for (int ch = 0; ch < c.C; ch++)
+            for (int i = 0; i < c.H * c.W; i++) {
+                float v = draw_f32(scale, p.x_zp);
+                xf[((size_t)n * c.C + ch) * c.H * c.W + i] = v;
+                x[((size_t)n * c.H * c.W + i) * c.C + ch] = quantize_ref(v, scale, p.x_zp);
+            }
+    reference(c, p, x, w, rq, r, want);
+    Dev d = upload(c, p, x, w, rq, r, ny);
+    float *dxf, *ds;
+    uint8_t *dz, zb = (uint8_t)p.x_zp;
+    CK(cudaMalloc(&dxf, nx * 4));
+    CK(cudaMalloc(&ds, 4));
+    CK(cudaMalloc(&dz, 1));
+    CK(cudaMemcpy(dxf, xf.data(), nx * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(ds, &scale, 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dz, &zb, 1, cudaMemcpyHostToDevice));
+    CK(cudaMemset(d.ybase, 0xa5, ny + 16));
+    uint8_t *dq; /* the room for the quantized input (KC_QSTEM_GATHER 0, the default) */
+    CK(cudaMalloc(&dq, nx));
+    int rc = kc_qconv_f32nchw(0, dxf, ds, has_zp ? dz : NULL, dq, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y.data(), d.y, ny, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> guard(16);
+    CK(cudaMemcpy(guard.data(), d.ybase + c.yoff + ny, 16 - c.yoff, cudaMemcpyDeviceToHost));
+    release(d);
+    cudaFree(dxf), cudaFree(ds), cudaFree(dz), cudaFree(dq);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ny; i++)
+        if (y[i] != want[i] && !bad++) first = i;
+    bool spill = false;
+    for (int i = 0; i < 16 - c.yoff; i++) spill |= guard[i] != 0xa5;
+    int distinct = 0;
+    bool seen[256] = {false};
+    for (size_t i = 0; i < ny; i++) distinct += !seen[want[i]], seen[want[i]] = true;
+    bool ok = rc == KC_OK && !bad && !spill && distinct > 16;
+    ok ? passed++ : failed++;
+    printf("%s %s (float32 NCHW, scale %g%s): %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s: "
+           "%zu of %zu bytes differ%s, %d distinct\n", ok ? "ok  " : "FAIL", c.what, scale,
+           has_zp ? "" : ", no zero point", c.N, c.C, c.H, c.W, c.N, p.OH, p.OW, c.M, c.R, c.S,
+           c.sh, c.ph, c.dh, c.res ? " +residual" : "", bad, ny, spill ? ", wrote past the end" : "",
+           distinct);
+    if (bad) printf("  first at %zu: %d, want %d\n", first, y[first], want[first]);
+}
+
 /* kc_qhi_terms and kc_qrequant_hi (their host copies) against rt_qrequant1's formula in
  * 128-bit arithmetic, at the ends of every range the requantization admits: acc and the
  * multipliers at the int32 limits, the residual byte and the zero points at 0 and 255, every
@@ -297,9 +412,26 @@ int main(int argc, char **argv) {
         {"3x3 C 64 M 128, ResNet rq +res", 2, 14, 14, 64, 128, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
     };
     check_hi_terms();
+    check_qquant();
+    if (argc > 1 && !strcmp(argv[1], "--host")) { /* the host checks alone (no GPU) */
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed != 0;
+    }
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
     for (const Case &c : cases) run_case(c);
+    /* the folded stem: the float32 NCHW input quantized in the gather (kc_qconv_f32nchw) */
+    static const Case fcases[] = {
+        {"f32 stem 7x7 s2",             2, 23, 21, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"f32 stem 7x7 s2, y off 16",   1, 37, 29, 3,   32, 7, 7, 2, 2, 3, 3, 1, 1, false, 3},
+        {"f32 C 1 5x5 pads 4, M 136",   3, 13, 11, 1,  136, 5, 5, 1, 1, 4, 4, 1, 1, true, 0},
+        {"f32 C 5 3x3 s2 d2, M 24",     2, 17, 19, 5,   24, 3, 3, 2, 2, 2, 2, 2, 2, true, 0},
+        {"f32 rgb 3x3 s2, M 32",        4, 31, 33, 3,   32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 2},
+        {"f32 C 4 4x4, 130 tiles",      4, 64, 65, 4,   64, 4, 4, 1, 1, 1, 2, 1, 1, false, 0},
+    };
+    const float fscales[] = {0.0234375f, 0.0186532f, 0.0171247f, 0.5f, 0.0078125f, 0.0213f};
+    for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
+        run_f32_case(fcases[i], fscales[i], i != 4);
     if (argc > 1 && !strcmp(argv[1], "--time")) {
         static const Case t[] = {
             {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},

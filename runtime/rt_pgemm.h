@@ -171,8 +171,7 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * not 0), pf_n lines in all: the driver's share of the next tile column's weights, spread
  * over the whole tile (a burst of them before the tile filled the L1's miss buffers while the
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
- * long as the others, perf samples of BERT's 768x2304, Zen 4); the steps run in pairs, so
- * the lines come at the pairs' starts, two a pair where they are due every step. */
+ * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
                                           int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
@@ -226,7 +225,7 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         const int64_t ys_t = t == taps - 1 ? ys : INT64_MAX; /* the last tap's steps */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
-        const __m512 v = _mm512_set1_ps(at[r][ks]);                                           \
+        const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
         c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
         if (NPN > 1 && HALF)                                                                  \
             c1_##r = _mm512_castps256_ps512(_mm256_fmadd_ps(                                  \
@@ -235,62 +234,29 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         else if (NPN > 1)                                                                     \
             c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                          \
     }
-/* reduction step ks: the panels' weights of step ks, one FMA a row and panel */
-#define RT_PGEMM_STEP_(kk)                                                                    \
-    {                                                                                         \
-        const int64_t ks = (kk);                                                              \
-        const __m512 w0 = _mm512_loadu_ps(b0 + ks * RT_PGEMM_NR);                             \
-        const __m512 w1 =                                                                     \
-            NPN > 1 && HALF ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + ks * RT_PGEMM_NR))  \
-            : NPN > 1       ? _mm512_loadu_ps(b1 + ks * RT_PGEMM_NR)                          \
-                            : w0;                                                             \
-        RT_PGEMM_RS_(RT_PGEMM_FMA_)                                                           \
-    }
-/* the next line of the weights' share (pf_cd: steps until it is due) */
-#define RT_PGEMM_PF_LINE_()                                                                   \
-    {                                                                                         \
-        RT_PGEMM_PREFETCH(pf);                                                                \
-        if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel);                                       \
-        pf += RT_PGEMM_NR;                                                                    \
-        pf_cd = --pf_n > 0 ? pf_cd + pf_sp : INT64_MAX;                                       \
-    }
-/* the tile's own row yr (yr < R) into L1 */
-#define RT_PGEMM_YROW_(yr)                                                                    \
-    {                                                                                         \
-        RT_PGEMM_PREFETCH_W(c + (yr) * ldc);                                                  \
-        RT_PGEMM_PREFETCH_W(c + (yr) * ldc + cols - 1);                                       \
-        if (res) {                                                                            \
-            RT_PGEMM_PREFETCH(res + (yr) * ldc);                                              \
-            RT_PGEMM_PREFETCH(res + (yr) * ldc + cols - 1);                                   \
-        }                                                                                     \
-    }
-        /* two steps an iteration (the same FMAs in the same order): the prefetch's
-         * countdown and the loop's compare run once for both, and fewer of the row
-         * pointers that do not fit in registers are reloaded from the stack (gcc 12, the
-         * 14 x 32 tile: 55 instructions a step instead of 68; the FMAs' pipes are not all
-         * it waits on where its operands are in L1: ResNet-50 in-model, Winograd's
-         * products 0.97-0.98x the time, the 1x1 layers 1.00x, Zen 4) */
-        for (k = 0; k + 2 <= kc; k += 2) {
-            pf_cd -= 2;
-            if (pf_cd <= 0) { /* one branch, not a loop of its own: the sums stay in registers */
-                RT_PGEMM_PF_LINE_()
-                if (pf_cd <= 0) RT_PGEMM_PF_LINE_() /* one line a step */
+        for (k = 0; k < kc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = NPN > 1 && HALF
+                                  ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
+                              : NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR)
+                                        : w0;
+            if (--pf_cd == 0) { /* one branch, not a loop of its own: the sums stay in registers */
+                RT_PGEMM_PREFETCH(pf);
+                if (pf_panel) RT_PGEMM_PREFETCH(pf + pf_panel);
+                pf += RT_PGEMM_NR;
+                pf_cd = --pf_n > 0 ? pf_sp : INT64_MAX;
             }
-            if (k + 1 >= ys_t) { /* rows [0, R) over the last R steps */
-                if (k >= ys_t) RT_PGEMM_YROW_(k - ys_t)
-                RT_PGEMM_YROW_(k + 1 - ys_t)
+            if (k >= ys_t) { /* rows [0, R) over the last R steps */
+                const int64_t yr = k - ys_t;
+                RT_PGEMM_PREFETCH_W(c + yr * ldc);
+                RT_PGEMM_PREFETCH_W(c + yr * ldc + cols - 1);
+                if (res) {
+                    RT_PGEMM_PREFETCH(res + yr * ldc);
+                    RT_PGEMM_PREFETCH(res + yr * ldc + cols - 1);
+                }
             }
-            RT_PGEMM_STEP_(k)
-            RT_PGEMM_STEP_(k + 1)
+            RT_PGEMM_RS_(RT_PGEMM_FMA_)
         }
-        if (k < kc) { /* an odd last step */
-            if (--pf_cd <= 0) RT_PGEMM_PF_LINE_()
-            if (k >= ys_t) RT_PGEMM_YROW_(k - ys_t)
-            RT_PGEMM_STEP_(k)
-        }
-#undef RT_PGEMM_YROW_
-#undef RT_PGEMM_PF_LINE_
-#undef RT_PGEMM_STEP_
 #undef RT_PGEMM_FMA_
     }
     {

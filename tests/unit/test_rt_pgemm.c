@@ -196,23 +196,6 @@ Test(rt_pgemm, matches_the_reference_around_a_reduction_as_short_as_the_tile) {
     check_case(&k4, true, true, NULL);
 }
 
-Test(rt_pgemm, matches_the_reference_for_odd_reductions_of_every_tap) {
-    /* AVX-512's tile runs its reduction steps in pairs and an odd last one alone, in every
-     * tap: a 3x3 of 17 channels (not gathered: 9 taps of an odd 17 steps), with a residual
-     * (its own rows prefetched over odd steps); a 1x1 of 33 channels on a pixel block of one
-     * short tile and five panels, whose next panels' weights are due one line a step; and
-     * reductions of one and three steps */
-    RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
-    Case k = {1, 17, 40, 1, 6, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
-    check_case(&k, true, true, &relu);
-    Case k2 = {1, 33, 70, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
-    check_case(&k2, true, true, &relu);
-    for (int64_t c = 1; c <= 3; c += 2) {
-        Case k3 = {1, c, 64, 1, 5, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
-        check_case(&k3, false, true, NULL);
-    }
-}
-
 #define KC3 (RT_PGEMM_KC / 3 - 15) /* whole taps, 3 a block */
 #define KC2 (2 * RT_PGEMM_KC + 8)   /* one tap in 3 chunks */
 Test(rt_pgemm, matches_the_reference_across_pixel_and_reduction_blocks) {

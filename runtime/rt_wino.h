@@ -543,12 +543,14 @@ typedef struct RtWinoTask {
     const RtConvGeom *g;
     const RtAct *act;
     const RtPar *par;       /* its workers' scratch is the workspace, or NULL: the stack */
-    int64_t tb, per, tiles; /* tiles a block, a task (whole blocks), in all */
+    int64_t tb, n, tiles;   /* tiles a block, tasks, tiles in all */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtWinoTask *k = (const RtWinoTask *)arg;
-    const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
+    const int64_t t0 = rt_par_part(k->tiles, k->n, task);
+    const int64_t t1 = rt_par_part(k->tiles, k->n, task + 1);
+    if (t0 >= t1) return;
     if (k->par)
         rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
                                   (float *)rt_par_scratch(k->par, worker), k->tb);
@@ -557,10 +559,17 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
- * tasks are runs of whole tile blocks, and no tile's bytes depend on its block, so none
- * depend on the split. V and the products go to the workers' scratch where it holds
- * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
- * on one worker, of RT_WINO_TB_MAX on several. */
+ * tasks are even runs of tiles (rt_par_part), as many as the blocks of tb tiles rounded up
+ * to a multiple of the workers, each run in blocks of at most tb; no tile's bytes depend on its block, so
+ * none depend on the split. Even runs, not whole blocks: whole blocks dealt a 14x14 image's
+ * 16 tiles as 14 + 2 at two workers (ResNet-50's six 256-channel layers: one worker did
+ * 7/8 of the work) and a 28x28 image's 49 as 28 + 21; and tiles numbered row by row, an
+ * even run covers the image rows that the 1x1 products around it cut evenly (rt_pgemm.h),
+ * so that a worker reads the rows it wrote but at the edges of its 4-row tiles
+ * (bench/cpu/locality.py: 44% of the 14x14 layers' input crossed from the other worker).
+ * V and the products go to the workers' scratch where it holds rt_wino_ws_floats(C) floats
+ * (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles on one worker, of
+ * RT_WINO_TB_MAX on several. */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
@@ -569,7 +578,8 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     const int64_t T = rt_wino_tiles(g);
     const int one = !par || !par->pfor || par->workers <= 1;
     const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
-    const int64_t blocks = (T + tb - 1) / tb, n = rt_par_chunks(par, blocks, 1);
+    const int64_t blocks = (T + tb - 1) / tb;
+    int64_t n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
     k.x = x;
     k.u = u;
@@ -580,10 +590,14 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.act = act;
     k.par = ws ? par : NULL;
     k.tb = tb;
-    k.per = (blocks + n - 1) / n * tb;
+    if (n > 1) { /* a multiple of the workers: the pool deals each an equal share */
+        n = (n + par->workers - 1) / par->workers * par->workers;
+        n = n < T ? n : T;
+    }
+    k.n = n;
     k.tiles = T;
     if (T == 0) return;
-    rt_par_run(par, (T + k.per - 1) / k.per, rt_wino_nhwc_task_f32, &k);
+    rt_par_run(par, n, rt_wino_nhwc_task_f32, &k);
 }
 
 #endif

@@ -560,16 +560,16 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
  * tasks are even runs of tiles (rt_par_part), as many as the blocks of tb tiles rounded up
- * to a multiple of the workers, each run in blocks of at most tb; no tile's bytes depend on its block, so
- * none depend on the split. Even runs, not whole blocks: whole blocks dealt a 14x14 image's
- * 16 tiles as 14 + 2 at two workers (ResNet-50's six 256-channel layers: one worker did
- * 7/8 of the work) and a 28x28 image's 49 as 28 + 21; and tiles numbered row by row, an
- * even run covers the image rows that the 1x1 products around it cut evenly (rt_pgemm.h),
- * so that a worker reads the rows it wrote but at the edges of its 4-row tiles
- * (bench/cpu/locality.py: 44% of the 14x14 layers' input crossed from the other worker).
- * V and the products go to the workers' scratch where it holds rt_wino_ws_floats(C) floats
- * (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles on one worker, of
- * RT_WINO_TB_MAX on several. */
+ * to a multiple of the workers, each run in blocks of at most tb; no tile's bytes depend on
+ * its block, so none depend on the split. Even runs, not whole blocks: whole blocks dealt a
+ * 14x14 image's 16 tiles as 14 + 2 at two workers (ResNet-50's five 256-channel layers: one
+ * worker did 7/8 of the work) and a 28x28 image's 49 as 28 + 21; and, the tiles numbered
+ * row by row, an even run covers the image rows that the 1x1 products around it cut evenly
+ * (rt_pgemm.h), so that a worker reads the rows it wrote but at the edges of its 4-row
+ * tiles (bench/cpu/locality.py: 44% of the 14x14 layers' input had crossed from the other
+ * worker, 14% now). V and the products go to the workers' scratch where it holds
+ * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
+ * on one worker, of RT_WINO_TB_MAX on several. */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {

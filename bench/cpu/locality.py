@@ -20,7 +20,9 @@ and not counted.
 usage: python bench/cpu/locality.py --kiln PATH MODEL [--workers N] [--work DIR]
        [--json FILE] [--cflags FLAGS] [-- KILN_COMPILE_FLAGS...]
 prints per node: kind, the bytes read that earlier nodes wrote, and the share of them the
-other worker(s) wrote; then per kind and in all.
+other worker(s) wrote; the weight bytes each worker read (pages of the weights buffer, the
+same protection) and those that more than one worker read, which on two L3s each L3 fetches
+from memory; then per kind and in all.
 """
 import argparse
 import json
@@ -49,11 +51,25 @@ static long *loc_written, loc_n_written; /* pages this call wrote, owners applie
 static signed char *loc_wrote_by;
 static int loc_worker;            /* the worker of the segment that runs */
 static long long loc_read[@N_CALLS@][@WORKERS@], loc_cross[@N_CALLS@][@WORKERS@];
+static unsigned char *loc_wbase;   /* the weights: read only, pages counted per worker */
+static long loc_wpages;
+static unsigned char *loc_wseen;   /* weight page, this call: bit w once worker w read it */
+static long long loc_wread[@N_CALLS@][@WORKERS@], loc_wdup[@N_CALLS@];
 
 static void loc_fault(int sig, siginfo_t *si, void *ctx) {
     unsigned char *a = (unsigned char *)si->si_addr;
     const int write = (int)(((ucontext_t *)ctx)->uc_mcontext.gregs[REG_ERR] & 2);
     long p;
+    if (a >= loc_wbase && a < loc_wbase + loc_wpages * LOC_PAGE) {
+        p = (a - loc_wbase) / LOC_PAGE;
+        if (!(loc_wseen[p] & (1u << loc_worker))) {
+            loc_wread[kp_node][loc_worker] += LOC_PAGE;
+            if (loc_wseen[p]) loc_wdup[kp_node] += LOC_PAGE; /* another worker read it too */
+            loc_wseen[p] |= (unsigned char)(1u << loc_worker);
+        }
+        mprotect(loc_wbase + p * LOC_PAGE, LOC_PAGE, PROT_READ);
+        return;
+    }
     if (a < loc_base || a >= loc_base + loc_pages * LOC_PAGE) {
         signal(sig, SIG_DFL); /* a real fault */
         return;
@@ -80,6 +96,7 @@ static void loc_segment(int w) {
     memset(loc_state, 0, (size_t)loc_pages);
     loc_worker = w;
     mprotect(loc_base, (size_t)(loc_pages * LOC_PAGE), PROT_NONE);
+    mprotect(loc_wbase, (size_t)(loc_wpages * LOC_PAGE), PROT_NONE);
 }
 
 /* The writes since the last flush become the pages' owners (a call's tasks read the owners
@@ -96,6 +113,7 @@ static void loc_for(void *ctx, int64_t n_tasks, net_task_fn fn, void *arg) {
     (void)ctx;
     loc_flush(); /* the serial code before the call: worker 0's */
     memset(loc_seen, 0, (size_t)loc_pages);
+    memset(loc_wseen, 0, (size_t)loc_wpages);
     for (i = 0; i < n_tasks; i++) {
         while (w + 1 < @WORKERS@ && i >= n_tasks * (w + 1) / @WORKERS@) w++;
         loc_segment(w);
@@ -103,11 +121,16 @@ static void loc_for(void *ctx, int64_t n_tasks, net_task_fn fn, void *arg) {
     }
     loc_flush();
     memset(loc_seen, 0, (size_t)loc_pages);
+    memset(loc_wseen, 0, (size_t)loc_wpages);
     loc_segment(0); /* serial again, the caller's */
 }
 
-static void loc_start(void *arena, size_t bytes) {
+static void loc_start(void *arena, size_t bytes, void *weights, size_t wbytes) {
     struct sigaction sa;
+    loc_wbase = (unsigned char *)weights;
+    loc_wpages = (long)((wbytes + LOC_PAGE - 1) / LOC_PAGE);
+    loc_wseen = calloc((size_t)loc_wpages, 1);
+    if (!loc_wseen) exit(2);
     loc_base = (unsigned char *)arena;
     loc_pages = (long)((bytes + LOC_PAGE - 1) / LOC_PAGE);
     loc_owner = malloc((size_t)loc_pages);
@@ -128,9 +151,13 @@ static void loc_stop(void) {
     int j, w;
     loc_flush();
     mprotect(loc_base, (size_t)(loc_pages * LOC_PAGE), PROT_READ | PROT_WRITE);
+    mprotect(loc_wbase, (size_t)(loc_wpages * LOC_PAGE), PROT_READ | PROT_WRITE);
     for (j = 0; j < @N_CALLS@; j++) {
         printf("L %d", j);
         for (w = 0; w < @WORKERS@; w++) printf(" %lld %lld", loc_read[j][w], loc_cross[j][w]);
+        printf("\n");
+        printf("W %d %lld", j, loc_wdup[j]);
+        for (w = 0; w < @WORKERS@; w++) printf(" %lld", loc_wread[j][w]);
         printf("\n");
     }
 }
@@ -143,13 +170,15 @@ def harness(src, workers, n_calls):
     head, _ = src.split("    double *ms = net_profile_ms();")
     head = head.replace("void *w = block((size_t)n), *arena = block(NET_ARENA_SIZE);",
                         "size_t ab = (NET_ARENA_SIZE + 4095) / 4096 * 4096;\n"
-                        "    void *w = block((size_t)n), *arena = aligned_alloc(4096, ab);\n"
-                        "    if (!arena) return 2;\n    memset(arena, 0, ab);")
+                        "    size_t wb = ((size_t)n + 4095) / 4096 * 4096;\n"
+                        "    void *w = aligned_alloc(4096, wb), *arena = aligned_alloc(4096, ab);\n"
+                        "    if (!arena || !w) return 2;\n    memset(arena, 0, ab);\n"
+                        "    memset(w, 0, wb);")
     head = head.replace('#include "net.h"\n', '#include "net.h"\n' +
                         HOOK.replace("@N_CALLS@", str(n_calls))
                         .replace("@WORKERS@", str(workers)))
     head = head.replace("#include <stdio.h>", "#define _GNU_SOURCE\n#include <stdio.h>", 1)
-    return head + """    loc_start(arena, ab);
+    return head + """    loc_start(arena, ab, w, wb);
     if (net_run_parallel(&in, &out, w, arena, loc_for, NULL) != NET_OK) return 1;
     loc_stop();
     return 0;
@@ -190,41 +219,53 @@ def main():
                     str(work / "main.c"), "-lm", "-o", str(exe)], check=True)
     r = subprocess.run([str(exe), str(b / "net_weights.bin"), "0", "0"], capture_output=True,
                        text=True, check=True)
-    rows = {}
+    rows, wts = {}, {}
     for line in r.stdout.splitlines():
         f = line.split()
         if f and f[0] == "L":
             v = [int(x) for x in f[2:]]
             rows[int(f[1])] = (v[0::2], v[1::2])  # per worker: read, crossing
+        if f and f[0] == "W":
+            wts[int(f[1])] = (int(f[2]), [int(x) for x in f[3:]])  # read by two; per worker
     mib = 1 << 20
     nodes, by_kind = [], {}
     print(f"{a.model} --workers {a.workers}: input bytes each node reads that earlier nodes "
           "wrote, and the share of them another worker wrote")
-    print("| # | kind | C -> M | out | read MiB | crossing MiB | crossing | per worker |")
-    print("|---:|---|---|---|---:|---:|---:|---|")
+    print("| # | kind | C -> M | out | read MiB | crossing MiB | crossing | per worker | "
+          "weights MiB a worker | read by two |")
+    print("|---:|---|---|---|---:|---:|---:|---|---|---:|")
     for i, (kernel, g) in enumerate(calls):
         rd, cr = rows.get(i, ([0] * a.workers, [0] * a.workers))
+        wd, wr = wts.get(i, (0, [0] * a.workers))
         k = kprof.kind(kernel, g)
-        e = by_kind.setdefault(k, [0, 0, 0])
+        e = by_kind.setdefault(k, [0, 0, 0, 0, 0])
         e[0] += 1
         e[1] += sum(rd)
         e[2] += sum(cr)
-        nodes.append({"kind": k, "read": rd, "crossing": cr})
+        e[3] += sum(wr) - wd  # weight bytes any worker read
+        e[4] += wd
+        nodes.append({"kind": k, "read": rd, "crossing": cr, "weights": wr, "weights_dup": wd})
         shape = f"{g.group(2)} -> {g.group(3)}" if g else ""
         o = f"{g.group(9)}x{g.group(10)}" if g else ""
         per = " ".join(f"{100 * c / r_:.0f}%" if r_ else "-" for r_, c in zip(rd, cr))
         print(f"| {i} | {k} | {shape} | {o} | {sum(rd) / mib:.2f} | {sum(cr) / mib:.2f} | "
-              f"{100 * sum(cr) / max(sum(rd), 1):.0f}% | {per} |")
-    print("\n| kind | nodes | read MiB | crossing MiB | crossing |")
-    print("|---|---:|---:|---:|---:|")
-    for k, (n, rd, cr) in sorted(by_kind.items(), key=lambda kv: -kv[1][2]):
-        print(f"| {k} | {n} | {rd / mib:.2f} | {cr / mib:.2f} | {100 * cr / max(rd, 1):.0f}% |")
+              f"{100 * sum(cr) / max(sum(rd), 1):.0f}% | {per} | "
+              f"{' '.join(f'{x / mib:.2f}' for x in wr)} | {wd / mib:.2f} |")
+    print("\n| kind | nodes | read MiB | crossing MiB | crossing | weights MiB | read by two |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for k, (n, rd, cr, wu, wd) in sorted(by_kind.items(), key=lambda kv: -kv[1][2]):
+        print(f"| {k} | {n} | {rd / mib:.2f} | {cr / mib:.2f} | {100 * cr / max(rd, 1):.0f}% | "
+              f"{wu / mib:.2f} | {wd / mib:.2f} |")
     rd = sum(e[1] for e in by_kind.values())
     cr = sum(e[2] for e in by_kind.values())
+    wu = sum(e[3] for e in by_kind.values())
+    wd = sum(e[4] for e in by_kind.values())
     print(f"\nall: read {rd / mib:.2f} MiB, crossing {cr / mib:.2f} MiB "
-          f"({100 * cr / max(rd, 1):.1f}%)")
+          f"({100 * cr / max(rd, 1):.1f}%); weights {wu / mib:.2f} MiB, of them read by more "
+          f"than one worker {wd / mib:.2f} MiB (on two L3s each L3 fetches those)")
     if a.json:
-        pathlib.Path(a.json).write_text(json.dumps({"nodes": nodes, "read": rd, "crossing": cr}))
+        pathlib.Path(a.json).write_text(json.dumps({"nodes": nodes, "read": rd, "crossing": cr,
+                                                    "weights": wu, "weights_dup": wd}))
 
 
 if __name__ == "__main__":

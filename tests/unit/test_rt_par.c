@@ -187,7 +187,8 @@ Test(rt_par, winograd_gives_the_serial_bytes_in_even_runs_of_tiles) {
         g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
         const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
         const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-        float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c), *u = rand_f32(36 * np * g.c * RT_PGEMM_NR);
+        float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c);
+        float *u = rand_f32(36 * np * g.c * RT_PGEMM_NR); /* any floats: bytes, not values */
         float *b = rand_f32(g.m), *want = poisoned_f32(yn), *got = poisoned_f32(yn);
         const int64_t stride = rt_wino_ws_floats(g.c) * (int64_t)sizeof(float);
         unsigned char *scratch = malloc((size_t)(stride * 7));

@@ -227,6 +227,63 @@ Test(rt_par, winograd_gives_the_serial_bytes_in_even_runs_of_tiles) {
     }
 }
 
+Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_bytes) {
+    /* (n, C, M, h, w): tiles that fit one big block, transformed weights over 5x the
+     * activations: ResNet-50's 256@14x14 (AVX-512: the 16-tile path), 200 outputs (a last
+     * pair of one panel) on 4 tiles, a batch of 2 with 72 outputs (3 pairs: 4 and 7 workers
+     * split by tiles) */
+    static const int64_t cases[][5] = {{1, 256, 256, 14, 14}, {1, 32, 200, 5, 7}, {2, 24, 72, 6, 6}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        rng_init();
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = cases[ci][0], g.c = cases[ci][1], g.m = cases[ci][2], g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
+        g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = g.out[1] = cases[ci][3], g.in[2] = g.out[2] = cases[ci][4];
+        g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+        const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
+        const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+        const int64_t pairs = (g.m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
+        float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c);
+        float *u = rand_f32(36 * np * g.c * RT_PGEMM_NR); /* any floats: bytes, not values */
+        float *b = rand_f32(g.m), *r = rand_f32(yn);
+        float *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+        const int64_t stride = rt_wino_ws_floats(g.c) * (int64_t)sizeof(float);
+        unsigned char *scratch = malloc((size_t)(stride * 7));
+        static const RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
+        /* one big block (the portable path's are 12 tiles: 256@14x14 splits by tiles) */
+        const int one_block = rt_wino_tiles(&g) <= rt_wino_block_ws(g.c, 1);
+        rt_wino_nhwc_f32(x, u, b, r, want, &g, &relu);
+        for (size_t wi = 0; wi < N_WORKERS; wi++)
+            for (int sh = 0; sh < 2; sh++) {
+                Hook hk = {workers[wi], sh, 0, 0};
+                RtPar p = par_of(&hk, scratch, stride);
+                poison(got, yn);
+                rt_wino_nhwc_par_f32(x, u, b, r, got, &g, &relu, &p);
+                cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                          "winograd by panels, case %zu, %d workers%s: not the serial bytes "
+                          "(seed %u)", ci, workers[wi], sh ? " shuffled" : "", rng_seed);
+                cr_assert(!one_block || pairs < workers[wi] || hk.tasks == workers[wi],
+                          "case %zu, %d workers: %lld tasks, not one a worker", ci, workers[wi],
+                          (long long)hk.tasks);
+            }
+        /* two workers: the first one's task is every pixel of its half of the panel pairs */
+        Hook hk = {2, 0, 0, 0};
+        RtPar p = {first_range_for, &hk, 2, scratch, stride};
+        const int64_t m_hi = pairs / 2 * RT_PGEMM_NT < g.m ? pairs / 2 * RT_PGEMM_NT : g.m;
+        poison(got, yn);
+        rt_wino_nhwc_par_f32(x, u, b, r, got, &g, &relu, &p);
+        for (int64_t i = 0; i < px && one_block; i++)
+            for (int64_t m = 0; m < g.m; m++)
+                cr_assert((got[i * g.m + m] == got[i * g.m + m]) == (m < m_hi),
+                          "case %zu: worker 0 of 2, pixel %lld channel %lld: %g (its channels: "
+                          "0..%lld)", ci, (long long)i, (long long)m, (double)got[i * g.m + m],
+                          (long long)m_hi);
+        free(x), free(u), free(b), free(r), free(want), free(got), free(scratch);
+    }
+}
+
 Test(rt_par, channels_last_maxpool_gives_the_serial_bytes_in_even_runs_of_rows) {
     /* (n, c, h, w, k, s, pad): ResNet's stem pool (3x3/2, pad 1) on an even and an odd side,
      * 2x2/2 with channels no multiple of a vector, a batch of windows over the edge */

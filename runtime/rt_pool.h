@@ -221,16 +221,22 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
  * time (RT_SUM_LANES of them side by side for the sums), in the same tap order and with the
  * same blocked sums as the NCHW kernels, so the results are bit-identical. */
 #define RT_POOL_DEFINE_NHWC(SFX, T)                                                           \
-    /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C); a window with no tap inside the input gives 0 */    \
-    RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {     \
-        const int64_t isz = g->in[0] * g->in[1] * g->in[2];                                   \
-        int64_t n, k;                                                                         \
-        for (n = 0; n < g->nc; n++) {                                                         \
-            const T *xn = x + n * isz * c;                                                    \
-            RT_POOL_FOR_WINDOWS(g, {                                                          \
+    /* Output rows [u0, u1) of rt_maxpool_nhwc_SFX, rows numbered over (N,OD,OH): each      \
+     * window's taps in the same order wherever its row falls. */                             \
+    RT_API void rt_maxpool_nhwc_rows_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c,  \
+                                           int64_t u0, int64_t u1) {                          \
+        const int64_t isz = g->in[0] * g->in[1] * g->in[2], rows = g->out[0] * g->out[1];     \
+        int64_t u, k, o2, lo[RT_POOL_SPATIAL], hi[RT_POOL_SPATIAL], np[RT_POOL_SPATIAL];      \
+        y += u0 * g->out[2] * c;                                                              \
+        for (u = u0; u < u1; u++) {                                                           \
+            const T *xn = x + u / rows * isz * c;                                             \
+            const int64_t o0 = u % rows / g->out[1], o1 = u % g->out[1];                      \
+            rt_pool_taps(g, 0, o0, &lo[0], &hi[0], &np[0]);                                   \
+            rt_pool_taps(g, 1, o1, &lo[1], &hi[1], &np[1]);                                   \
+            for (o2 = 0; o2 < g->out[2]; o2++) {                                              \
                 int64_t t0, t1, t2;                                                           \
                 int first = 1;                                                                \
-                (void)np;                                                                     \
+                rt_pool_taps(g, 2, o2, &lo[2], &hi[2], &np[2]);                               \
                 for (t0 = lo[0]; t0 < hi[0]; t0++) {                                          \
                     const int64_t i0 = RT_POOL_I(g, 0, o0, t0);                               \
                     for (t1 = lo[1]; t1 < hi[1]; t1++) {                                      \
@@ -251,8 +257,47 @@ RT_API void rt_pool_taps(const RtPoolGeom *g, int a, int64_t o, int64_t *lo, int
                 if (first)                                                                    \
                     for (k = 0; k < c; k++) y[k] = 0;                                         \
                 y += c;                                                                       \
-            });                                                                               \
+            }                                                                                 \
         }                                                                                     \
+    }                                                                                         \
+                                                                                              \
+    typedef struct RtMaxpoolTask##SFX {                                                       \
+        const T *x;                                                                           \
+        T *y;                                                                                 \
+        const RtPoolGeom *g;                                                                  \
+        int64_t c, n_tasks;                                                                   \
+    } RtMaxpoolTask##SFX;                                                                     \
+                                                                                              \
+    RT_API void rt_maxpool_nhwc_task_##SFX(void *arg, int64_t task, int worker) {             \
+        const RtMaxpoolTask##SFX *t = (const RtMaxpoolTask##SFX *)arg;                        \
+        const int64_t all = t->g->nc * t->g->out[0] * t->g->out[1];                           \
+        (void)worker;                                                                         \
+        rt_maxpool_nhwc_rows_##SFX(t->x, t->y, t->g, t->c,                                    \
+                                   rt_par_part(all, t->n_tasks, task),                        \
+                                   rt_par_part(all, t->n_tasks, task + 1));                   \
+    }                                                                                         \
+                                                                                              \
+    /* rt_maxpool_nhwc_SFX with its output rows shared among par's workers (rt_par.h; NULL:  \
+     * serial) in even parts (rt_par_part), as the convolutions around it cut theirs         \
+     * (rt_pgemm.h, rt_conv_nhwc.h): serial, ResNet-50's pool after the stem read half its    \
+     * input from the other worker's cache and the two layers after it half theirs            \
+     * (bench/cpu/locality.py), and the second worker waited. */                              \
+    RT_API void rt_maxpool_nhwc_par_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c,   \
+                                          const RtPar *par) {                                 \
+        const int64_t all = g->nc * g->out[0] * g->out[1];                                    \
+        RtMaxpoolTask##SFX t;                                                                 \
+        if (all <= 0 || g->out[2] <= 0 || c <= 0) return;                                     \
+        t.x = x;                                                                              \
+        t.y = y;                                                                              \
+        t.g = g;                                                                              \
+        t.c = c;                                                                              \
+        t.n_tasks = rt_par_chunks(par, all, 1);                                               \
+        rt_par_run(par, t.n_tasks, rt_maxpool_nhwc_task_##SFX, &t);                           \
+    }                                                                                         \
+                                                                                              \
+    /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C); a window with no tap inside the input gives 0 */    \
+    RT_API void rt_maxpool_nhwc_##SFX(const T *x, T *y, const RtPoolGeom *g, int64_t c) {     \
+        rt_maxpool_nhwc_rows_##SFX(x, y, g, c, 0, g->nc * g->out[0] * g->out[1]);             \
     }                                                                                         \
                                                                                               \
     /* x: (N,D,H,W,C), y: (N,OD,OH,OW,C) */                                                   \

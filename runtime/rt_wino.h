@@ -20,7 +20,8 @@
  * the bias and residual, applies the activation and stores the tile's pixels (inside the
  * image).
  * Tiles are numbered over batch x tile rows x tile columns; rt_wino_nhwc_tiles_f32 runs any
- * range of them, independent of the others (a parallel-for splits the ranges).
+ * range of them, independent of the others (a parallel-for splits the ranges, or, for a
+ * layer of heavy weights and few tiles, the output channel panels).
  * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:
  * 108 + 41 KiB, AVX-512: 108 + 63 KiB).
  * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
@@ -292,12 +293,15 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
 
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
  * (36 x tb x C floats), the products in mb (36 x mr x RT_PGEMM_NT, mr >= tb rounded up to
- * RT_PGEMM_MR): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32. Every
- * tile's bytes are the same whatever tb (a microkernel row does not see the others). */
+ * RT_PGEMM_MR), output channel panels [j_lo, j_hi) (j_lo a multiple of RT_PGEMM_NP; j_hi
+ * past the last: all): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32.
+ * Every tile's bytes are the same whatever tb (a microkernel row does not see the others)
+ * and whatever the panels (each panel's products and outputs are its own). */
 RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
                                     const float *r, float *y, const RtConvGeom *g,
                                     const RtAct *act, int64_t t_begin, int64_t t_end,
-                                    float *vb, int64_t tb, float *mb, int64_t mr) {
+                                    float *vb, int64_t tb, float *mb, int64_t mr,
+                                    int64_t j_lo, int64_t j_hi) {
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
     const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
     const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
@@ -384,7 +388,8 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 }
             }
         }
-        for (j0 = 0; j0 < np; j0 += RT_PGEMM_NP) {
+        if (j_hi > np) j_hi = np;
+        for (j0 = j_lo; j0 < j_hi; j0 += RT_PGEMM_NP) {
             const int64_t m0 = j0 * RT_PGEMM_NR;
             const int64_t cols = M - m0 < RT_PGEMM_NT ? M - m0 : RT_PGEMM_NT;
             /* a missing second panel repeats the first: its columns are dropped */
@@ -396,7 +401,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
                     /* the next call's panel: the next point's, after the last the next pair's */
                     const float *nx = p + 1 < RT_WINO_P   ? bp + np * C * RT_PGEMM_NR
-                                      : j0 + RT_PGEMM_NP < np ? u + (j0 + RT_PGEMM_NP) * C * RT_PGEMM_NR
+                                      : j0 + RT_PGEMM_NP < j_hi ? u + (j0 + RT_PGEMM_NP) * C * RT_PGEMM_NR
                                                              : NULL;
                     const float *ap = vb + p * C * RT_WINO_R16;
                     float *cp = mb + p * mr * RT_PGEMM_NT;
@@ -517,18 +522,27 @@ RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *
                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
     float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
     rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c), mb,
-                            RT_WINO_TBR);
+                            RT_WINO_TBR, 0, g->m);
 }
 
 /* rt_wino_nhwc_tiles_f32 with V and the products in ws, a workspace of rt_wino_ws_floats(C)
- * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles (t_begin a multiple of tb). */
+ * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles, output channel panels [j_lo,
+ * j_hi) (rt_wino_nhwc_blocks_f32). */
+RT_API void rt_wino_nhwc_panels_ws_f32(const float *x, const float *u, const float *b,
+                                       const float *r, float *y, const RtConvGeom *g,
+                                       const RtAct *act, int64_t t_begin, int64_t t_end,
+                                       float *ws, int64_t tb, int64_t j_lo, int64_t j_hi) {
+    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
+                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
+                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi);
+}
+
+/* Every panel of rt_wino_nhwc_panels_ws_f32. */
 RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
                                       const float *r, float *y, const RtConvGeom *g,
                                       const RtAct *act, int64_t t_begin, int64_t t_end,
                                       float *ws, int64_t tb) {
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
-                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
-                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR);
+    rt_wino_nhwc_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m);
 }
 
 /* The whole convolution: every tile of the batch. */
@@ -543,12 +557,23 @@ typedef struct RtWinoTask {
     const RtConvGeom *g;
     const RtAct *act;
     const RtPar *par;       /* its workers' scratch is the workspace, or NULL: the stack */
-    int64_t tb, per, tiles; /* tiles a block, a task (whole blocks), in all */
+    int64_t tb, n, tiles;   /* tiles a block, tasks, tiles in all */
+    int64_t pairs;          /* by panels: pairs of output channel panels (RT_PGEMM_NP); 0:
+                               by tiles */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const RtWinoTask *k = (const RtWinoTask *)arg;
-    const int64_t t0 = task * k->per, t1 = t0 + k->per < k->tiles ? t0 + k->per : k->tiles;
+    const int64_t t0 = rt_par_part(k->tiles, k->n, task);
+    const int64_t t1 = rt_par_part(k->tiles, k->n, task + 1);
+    if (k->pairs) { /* every tile, a run of panel pairs */
+        rt_wino_nhwc_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, 0, k->tiles,
+                                   (float *)rt_par_scratch(k->par, worker), k->tb,
+                                   rt_par_part(k->pairs, k->n, task) * RT_PGEMM_NP,
+                                   rt_par_part(k->pairs, k->n, task + 1) * RT_PGEMM_NP);
+        return;
+    }
+    if (t0 >= t1) return;
     if (k->par)
         rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
                                   (float *)rt_par_scratch(k->par, worker), k->tb);
@@ -557,10 +582,25 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
- * tasks are runs of whole tile blocks, and no tile's bytes depend on its block, so none
- * depend on the split. V and the products go to the workers' scratch where it holds
+ * tasks are even runs of tiles (rt_par_part), as many as the blocks of tb tiles rounded up
+ * to a multiple of the workers, each run in blocks of at most tb; no tile's bytes depend on
+ * its block, so none depend on the split. Even runs, not whole blocks: whole blocks dealt a
+ * 14x14 image's 16 tiles as 14 + 2 at two workers (ResNet-50's five 256-channel layers: one
+ * worker did 7/8 of the work) and a 28x28 image's 49 as 28 + 21; and, the tiles numbered
+ * row by row, an even run covers the image rows that the 1x1 products around it cut evenly
+ * (rt_pgemm.h), so that a worker reads the rows it wrote but at the edges of its 4-row
+ * tiles (bench/cpu/locality.py: 44% of the 14x14 layers' input had crossed from the other
+ * worker, 14% now). V and the products go to the workers' scratch where it holds
  * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
- * on one worker, of RT_WINO_TB_MAX on several. */
+ * on one worker, of RT_WINO_TB_MAX on several.
+ * Except a layer whose tiles fit one big block and whose transformed weights U outweigh its
+ * input and output RT_PCONV_ROW_WEIGHTS times (ResNet-50's 256@14x14 layers: 9.4 MB of U,
+ * 0.4 MB of activations): one task a worker, each every tile (one block, as on one worker)
+ * and an even run of the output channel panels. Split by tiles, every worker streamed all
+ * of U (bench/cpu/locality.py: 45 of the 75 MiB of weights that both workers read in a
+ * ResNet-50 inference, which on two L3s both L3s fetch from memory); by panels each streams
+ * its half and transforms the whole input (16 tiles, a small part of the work), and a
+ * 14x14 image stays one 16-tile block (rt_wino_p16_avx512). */
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
@@ -569,7 +609,8 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     const int64_t T = rt_wino_tiles(g);
     const int one = !par || !par->pfor || par->workers <= 1;
     const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
-    const int64_t blocks = (T + tb - 1) / tb, n = rt_par_chunks(par, blocks, 1);
+    const int64_t blocks = (T + tb - 1) / tb;
+    int64_t n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
     k.x = x;
     k.u = u;
@@ -580,10 +621,27 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.act = act;
     k.par = ws ? par : NULL;
     k.tb = tb;
-    k.per = (blocks + n - 1) / n * tb;
+    k.pairs = 0;
+    if (ws && !one && T > 0 && T <= rt_wino_block_ws(g->c, 1) &&
+        (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
+        (int64_t)RT_WINO_P * g->c * g->m >
+            RT_PCONV_ROW_WEIGHTS * g->n *
+                (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
+        k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
+        k.tb = rt_wino_block_ws(g->c, 1);
+        k.n = par->workers;
+        k.tiles = T;
+        rt_par_run(par, k.n, rt_wino_nhwc_task_f32, &k);
+        return;
+    }
+    if (n > 1) { /* a multiple of the workers: the pool deals each an equal share */
+        n = (n + par->workers - 1) / par->workers * par->workers;
+        n = n < T ? n : T;
+    }
+    k.n = n;
     k.tiles = T;
     if (T == 0) return;
-    rt_par_run(par, (T + k.per - 1) / k.per, rt_wino_nhwc_task_f32, &k);
+    rt_par_run(par, n, rt_wino_nhwc_task_f32, &k);
 }
 
 #endif

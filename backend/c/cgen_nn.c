@@ -278,7 +278,14 @@ static bool emit_pool(CgenCtx *cx, const IrNode *n) {
     cw_close(wr, ";");
     const char *px = cgen_ptr(cx, x), *py = cgen_ptr(cx, y);
     if (nhwc) {
-        if (is_max)
+        /* a compare an element of each window: shared by output rows from 64 Ki up */
+        const char *par = is_max ? cgen_par(cx, (double)cgen_numel(cx, y) *
+                                                    (double)(g.k[0] * g.k[1] * g.k[2]))
+                                 : "NULL";
+        if (strcmp(par, "NULL") != 0)
+            cw_line(wr, "rt_maxpool_nhwc_par_%s(%s, %s, &geom, %lld, par);", sfx, px, py,
+                    (long long)tx->dims[1]);
+        else if (is_max)
             cw_line(wr, "rt_maxpool_nhwc_%s(%s, %s, &geom, %lld);", sfx, px, py,
                     (long long)tx->dims[1]);
         else

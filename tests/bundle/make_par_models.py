@@ -47,15 +47,16 @@ def save(nodes, inits, x_shape, outs, path):
 
 
 def convnet(rng, path):
-    """3x3 + Relu, strided 3x3, 3x3 on Winograd (48 channels, 15x13), 1x1 + residual + Relu,
-    global pool, Gemm."""
+    """3x3 + Relu, 3x3 max pool, strided 3x3, 3x3 on Winograd (48 channels, 15x13), 1x1 +
+    residual + Relu, global pool, Gemm."""
     inits = [weight(rng, "k1", (32, 3, 3, 3)), weight(rng, "c1", (32,)),
              weight(rng, "k2", (48, 32, 3, 3)), weight(rng, "c2", (48,)),
              weight(rng, "kw", (48, 48, 3, 3)), weight(rng, "cw", (48,)),
              weight(rng, "k3", (48, 48, 1, 1)), weight(rng, "c3", (48,)),
              weight(rng, "w4", (10, 48)), weight(rng, "b4", (10,))]
     nodes = [helper.make_node("Conv", ["x", "k1", "c1"], ["v1"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["v1"], ["r1"]),
+             helper.make_node("Relu", ["v1"], ["r0"]),
+             helper.make_node("MaxPool", ["r0"], ["r1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["r1", "k2", "c2"], ["v2"], strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["v2", "kw", "cw"], ["vw"], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["vw", "k3", "c3"], ["v3"]),

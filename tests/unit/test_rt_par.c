@@ -1,7 +1,8 @@
 /* Unit tests of the kernels' work sharing (runtime/rt_par.h): each kernel that splits runs
  * once serially (par NULL) and then through hooks that run the tasks last to first and in a
  * shuffled order, with worker ids spread over 2 to 7 workers, on shapes whose tiles do not
- * divide evenly (pixel blocks, panels, row and column tiles, query rows); the outputs must
+ * divide evenly (pixel blocks, panels, row and column tiles, Winograd tiles, pooled rows,
+ * query rows); the outputs must
  * be the serial run's bytes, every task must run once, and the split must have made more
  * than one task. The seed is printed with any failure. */
 #include <criterion/criterion.h>
@@ -15,6 +16,7 @@
 #include "runtime/rt_norm.h"
 #include "runtime/rt_pgemm.h"
 #include "runtime/rt_pool.h"
+#include "runtime/rt_wino.h"
 
 #include "rt_test_util.h"
 
@@ -153,6 +155,176 @@ Test(rt_par, packed_gemm_split_by_pixels_gives_the_serial_bytes) {
         cr_assert_eq(rt_pconv_part_pixel(&g, nw, nw), 49);
         cr_assert(RT_PGEMM_SHORT || rt_pconv_part_pixel(&g, nw, 1) % RT_PGEMM_MR == 0);
         free(x), free(wp), free(y);
+    }
+}
+
+/* Runs only the tasks that kiln_pool deals worker 0 of ctx's workers when none steals:
+ * [0, n / workers). */
+static void first_range_for(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    const Hook *h = (const Hook *)ctx;
+    for (int64_t i = 0; i < n / h->workers; i++) fn(arg, i, 0);
+}
+
+/* Pixels of y (n_px pixels of m channels) that are no longer poison (NaN). */
+static int64_t written_pixels(const float *y, int64_t n_px, int64_t m) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n_px; i++) k += y[i * m] == y[i * m];
+    return k;
+}
+
+Test(rt_par, winograd_gives_the_serial_bytes_in_even_runs_of_tiles) {
+    /* (n, C, M, side h, side w): a 14x14 image (16 tiles: one block and a bit), 28x28 (49
+     * tiles in 4 blocks), a batch of sides that are no multiple of 4 */
+    static const int64_t cases[][5] = {{1, 16, 20, 14, 14}, {1, 8, 24, 28, 28}, {2, 5, 9, 9, 13}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        rng_init();
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = cases[ci][0], g.c = cases[ci][1], g.m = cases[ci][2], g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
+        g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = g.out[1] = cases[ci][3], g.in[2] = g.out[2] = cases[ci][4];
+        g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+        const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
+        const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+        float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c);
+        float *u = rand_f32(36 * np * g.c * RT_PGEMM_NR); /* any floats: bytes, not values */
+        float *b = rand_f32(g.m), *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+        const int64_t stride = rt_wino_ws_floats(g.c) * (int64_t)sizeof(float);
+        unsigned char *scratch = malloc((size_t)(stride * 7));
+        rt_wino_nhwc_f32(x, u, b, NULL, want, &g, NULL);
+        for (size_t wi = 0; wi < N_WORKERS; wi++)
+            for (int sh = 0; sh < 2; sh++) {
+                Hook hk = {workers[wi], sh, 0, 0};
+                RtPar p = par_of(&hk, sh ? scratch : NULL, sh ? stride : 0);
+                poison(got, yn);
+                rt_wino_nhwc_par_f32(x, u, b, NULL, got, &g, NULL, &p);
+                cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                          "winograd case %zu, %d workers%s: not the serial bytes (seed %u)", ci,
+                          workers[wi], sh ? " shuffled, in scratch" : "", rng_seed);
+                cr_assert(hk.tasks > 1 || rt_wino_tiles(&g) <= RT_WINO_TB_MAX,
+                          "winograd did not split"); /* one block (AVX2's 18 tiles) runs whole */
+            }
+        /* two workers: the first one's tasks are its half of the tiles, row by row (16
+         * tiles of 14x14: rows 0-7, not the 14 tiles of a whole block) */
+        Hook hk = {2, 0, 0, 0};
+        RtPar p = {first_range_for, &hk, 2, scratch, stride};
+        const int64_t tw = (g.out[2] + 3) / 4, tiles = rt_wino_tiles(&g);
+        int64_t want_px = 0;
+        for (int64_t t = 0; t < tiles / 2; t++) { /* tile t's pixels inside the image */
+            const int64_t th = t % (tiles / g.n) / tw, tc = t % tw;
+            want_px += ((g.out[1] - 4 * th) < 4 ? g.out[1] - 4 * th : 4) *
+                       ((g.out[2] - 4 * tc) < 4 ? g.out[2] - 4 * tc : 4);
+        }
+        poison(got, yn);
+        rt_wino_nhwc_par_f32(x, u, b, NULL, got, &g, NULL, &p);
+        if (tiles > RT_WINO_TB_MAX)
+            cr_assert_eq(written_pixels(got, px, g.m), want_px,
+                         "winograd case %zu: worker 0 of 2 wrote %lld pixels, not the first "
+                         "%lld tiles' %lld", ci, (long long)written_pixels(got, px, g.m),
+                         (long long)(tiles / 2), (long long)want_px);
+        free(x), free(u), free(b), free(want), free(got), free(scratch);
+    }
+}
+
+Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_bytes) {
+    /* (n, C, M, h, w): tiles that fit one big block, transformed weights over 5x the
+     * activations: ResNet-50's 256@14x14 (AVX-512: the 16-tile path), 200 outputs (a last
+     * pair of one panel) on 4 tiles, a batch of 2 with 72 outputs (3 pairs: 4 and 7 workers
+     * split by tiles) */
+    static const int64_t cases[][5] = {{1, 256, 256, 14, 14}, {1, 32, 200, 5, 7}, {2, 24, 72, 6, 6}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        rng_init();
+        RtConvGeom g;
+        memset(&g, 0, sizeof g);
+        g.n = cases[ci][0], g.c = cases[ci][1], g.m = cases[ci][2], g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
+        g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = g.out[1] = cases[ci][3], g.in[2] = g.out[2] = cases[ci][4];
+        g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+        const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
+        const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+        const int64_t pairs = (g.m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
+        float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c);
+        float *u = rand_f32(36 * np * g.c * RT_PGEMM_NR); /* any floats: bytes, not values */
+        float *b = rand_f32(g.m), *r = rand_f32(yn);
+        float *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+        const int64_t stride = rt_wino_ws_floats(g.c) * (int64_t)sizeof(float);
+        unsigned char *scratch = malloc((size_t)(stride * 7));
+        static const RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
+        /* one big block (the portable path's are 12 tiles: 256@14x14 splits by tiles) */
+        const int one_block = rt_wino_tiles(&g) <= rt_wino_block_ws(g.c, 1);
+        rt_wino_nhwc_f32(x, u, b, r, want, &g, &relu);
+        for (size_t wi = 0; wi < N_WORKERS; wi++)
+            for (int sh = 0; sh < 2; sh++) {
+                Hook hk = {workers[wi], sh, 0, 0};
+                RtPar p = par_of(&hk, scratch, stride);
+                poison(got, yn);
+                rt_wino_nhwc_par_f32(x, u, b, r, got, &g, &relu, &p);
+                cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                          "winograd by panels, case %zu, %d workers%s: not the serial bytes "
+                          "(seed %u)", ci, workers[wi], sh ? " shuffled" : "", rng_seed);
+                cr_assert(!one_block || pairs < workers[wi] || hk.tasks == workers[wi],
+                          "case %zu, %d workers: %lld tasks, not one a worker", ci, workers[wi],
+                          (long long)hk.tasks);
+            }
+        /* two workers: the first one's task is every pixel of its half of the panel pairs */
+        Hook hk = {2, 0, 0, 0};
+        RtPar p = {first_range_for, &hk, 2, scratch, stride};
+        const int64_t m_hi = pairs / 2 * RT_PGEMM_NT < g.m ? pairs / 2 * RT_PGEMM_NT : g.m;
+        poison(got, yn);
+        rt_wino_nhwc_par_f32(x, u, b, r, got, &g, &relu, &p);
+        for (int64_t i = 0; i < px && one_block; i++)
+            for (int64_t m = 0; m < g.m; m++)
+                cr_assert((got[i * g.m + m] == got[i * g.m + m]) == (m < m_hi),
+                          "case %zu: worker 0 of 2, pixel %lld channel %lld: %g (its channels: "
+                          "0..%lld)", ci, (long long)i, (long long)m, (double)got[i * g.m + m],
+                          (long long)m_hi);
+        free(x), free(u), free(b), free(r), free(want), free(got), free(scratch);
+    }
+}
+
+Test(rt_par, channels_last_maxpool_gives_the_serial_bytes_in_even_runs_of_rows) {
+    /* (n, c, h, w, k, s, pad): ResNet's stem pool (3x3/2, pad 1) on an even and an odd side,
+     * 2x2/2 with channels no multiple of a vector, a batch of windows over the edge */
+    static const int64_t cases[][7] = {{1, 64, 16, 16, 3, 2, 1}, {1, 19, 23, 17, 3, 2, 1},
+                                       {1, 37, 12, 12, 2, 2, 0}, {3, 8, 7, 9, 3, 1, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        rng_init();
+        const int64_t n = cases[ci][0], c = cases[ci][1], k = cases[ci][4], s = cases[ci][5];
+        const int64_t pad = cases[ci][6];
+        RtPoolGeom g;
+        memset(&g, 0, sizeof g);
+        g.nc = n;
+        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.d[0] = g.d[1] = g.d[2] = 1;
+        g.in[1] = cases[ci][2], g.in[2] = cases[ci][3], g.k[1] = g.k[2] = k;
+        g.s[1] = g.s[2] = s, g.pad[1] = g.pad[2] = g.pad_end[1] = g.pad_end[2] = pad;
+        g.out[1] = (g.in[1] + 2 * pad - k) / s + 1, g.out[2] = (g.in[2] + 2 * pad - k) / s + 1;
+        const int64_t px = n * g.out[1] * g.out[2], yn = px * c;
+        float *x = rand_f32(n * g.in[1] * g.in[2] * c);
+        float *want = poisoned_f32(yn), *got = poisoned_f32(yn);
+        rt_maxpool_nhwc_f32(x, want, &g, c);
+        for (size_t wi = 0; wi < N_WORKERS; wi++)
+            for (int sh = 0; sh < 2; sh++) {
+                Hook hk = {workers[wi], sh, 0, 0};
+                RtPar p = par_of(&hk, NULL, 0);
+                poison(got, yn);
+                rt_maxpool_nhwc_par_f32(x, got, &g, c, &p);
+                cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
+                          "maxpool case %zu, %d workers%s: not the serial bytes (seed %u)", ci,
+                          workers[wi], sh ? " shuffled" : "", rng_seed);
+                cr_assert_eq(hk.tasks, rt_par_chunks(&p, n * g.out[1], 1),
+                             "maxpool case %zu: %lld tasks", ci, (long long)hk.tasks);
+            }
+        /* two workers: the first one's tasks are the first half of the rows (rt_par_part) */
+        Hook hk = {2, 0, 0, 0};
+        RtPar p = {first_range_for, &hk, 2, NULL, 0};
+        poison(got, yn);
+        rt_maxpool_nhwc_par_f32(x, got, &g, c, &p);
+        cr_assert_eq(written_pixels(got, px, c), n * g.out[1] / 2 * g.out[2],
+                     "maxpool case %zu: worker 0 of 2 wrote %lld pixels", ci,
+                     (long long)written_pixels(got, px, c));
+        free(x), free(want), free(got);
     }
 }
 

@@ -73,7 +73,8 @@ uint32_t cuda_stem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]);
 
 /* The same for an int8 stem (cuda_qint8.c): the float32 NCHW graph input that QConv n reads
  * through kc_qconv_f32nchw, and in folds the Transpose into NHWC and the QuantizeLinear
- * (either order) that its gather does instead; IR_NONE where n is no such stem. Needs
+ * (either order) that it does instead (a quantize pass into the QConv's planned input, or
+ * its gather: KC_QSTEM_GATHER); IR_NONE where n is no such stem. Needs
  * cx->uses. */
 uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]);
 

@@ -172,19 +172,25 @@ static int64_t written_pixels(const float *y, int64_t n_px, int64_t m) {
     return k;
 }
 
+/* A 3x3 stride-1 convolution with pads of 1 (a Winograd layer) of c = (n, C, M, h, w). */
+static RtConvGeom wino_geom(const int64_t c[5]) {
+    RtConvGeom g;
+    memset(&g, 0, sizeof g);
+    g.n = c[0], g.c = c[1], g.m = c[2], g.group = 1;
+    g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
+    g.d[0] = g.d[1] = g.d[2] = 1;
+    g.in[1] = g.out[1] = c[3], g.in[2] = g.out[2] = c[4];
+    g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+    return g;
+}
+
 Test(rt_par, winograd_gives_the_serial_bytes_in_even_runs_of_tiles) {
     /* (n, C, M, side h, side w): a 14x14 image (16 tiles: one block and a bit), 28x28 (49
      * tiles in 4 blocks), a batch of sides that are no multiple of 4 */
     static const int64_t cases[][5] = {{1, 16, 20, 14, 14}, {1, 8, 24, 28, 28}, {2, 5, 9, 9, 13}};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         rng_init();
-        RtConvGeom g;
-        memset(&g, 0, sizeof g);
-        g.n = cases[ci][0], g.c = cases[ci][1], g.m = cases[ci][2], g.group = 1;
-        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
-        g.d[0] = g.d[1] = g.d[2] = 1;
-        g.in[1] = g.out[1] = cases[ci][3], g.in[2] = g.out[2] = cases[ci][4];
-        g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+        const RtConvGeom g = wino_geom(cases[ci]);
         const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
         const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
         float *x = rand_f32(g.n * g.in[1] * g.in[2] * g.c);
@@ -235,13 +241,7 @@ Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_byt
     static const int64_t cases[][5] = {{1, 256, 256, 14, 14}, {1, 32, 200, 5, 7}, {2, 24, 72, 6, 6}};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         rng_init();
-        RtConvGeom g;
-        memset(&g, 0, sizeof g);
-        g.n = cases[ci][0], g.c = cases[ci][1], g.m = cases[ci][2], g.group = 1;
-        g.in[0] = g.out[0] = g.k[0] = g.s[0] = g.s[1] = g.s[2] = 1;
-        g.d[0] = g.d[1] = g.d[2] = 1;
-        g.in[1] = g.out[1] = cases[ci][3], g.in[2] = g.out[2] = cases[ci][4];
-        g.k[1] = g.k[2] = 3, g.pad[1] = g.pad[2] = 1;
+        const RtConvGeom g = wino_geom(cases[ci]);
         const int64_t px = g.n * g.out[1] * g.out[2], yn = px * g.m;
         const int64_t np = (g.m + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
         const int64_t pairs = (g.m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;

@@ -1034,6 +1034,35 @@ __global__ void kc_qnchw_kernel(const float *__restrict__ x, const float *__rest
     }
 }
 
+/* kc_qnchw_kernel four pixels a thread (HW % 4 == 0, x 16-byte and y 4-byte aligned; C 1..4):
+ * a float4 a channel plane, the 4 C bytes stored as C words. ResNet-50's batch-256 input is
+ * 154 MB in, 38.5 MB out: ~0.04 ms at the H200's 4.8 TB/s, against 0.16 one pixel a thread. */
+template <int C>
+__global__ void kc_qnchw4_kernel(const float *__restrict__ x, const float *__restrict__ scale,
+                                 const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
+                                 int64_t quads, int64_t HW) {
+    float inv, rel, z = zp ? (float)zp[0] : 0.0f;
+    double s = (double)scale[0];
+    kc_qquant_terms(scale[0], inv, rel);
+    KC_FOR(q, quads) {
+        int64_t n = 4 * q / HW, hw = 4 * q - n * HW;
+        float4 v[C];
+#pragma unroll
+        for (int c = 0; c < C; c++) v[c] = *(const float4 *)(x + (n * C + c) * HW + hw);
+        uint32_t wd[C] = {0};
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                float f = k == 0 ? v[c].x : k == 1 ? v[c].y : k == 2 ? v[c].z : v[c].w;
+                wd[(k * C + c) / 4] |= kc_qquant_f32(f, inv, rel, s, z) << (8 * ((k * C + c) % 4));
+            }
+        uint32_t *dst = (uint32_t *)(y + 4 * q * C);
+#pragma unroll
+        for (int c = 0; c < C; c++) dst[c] = wd[c];
+    }
+}
+
 /* kc_qconv on a float32 NCHW input x (N, C, H, W) quantized by QuantizeLinear's scale and zero
  * point (zp NULL: 0, else zp[0] == p->x_zp): the stem whose QuantizeLinear and Transpose into
  * NHWC backend/cuda/cuda_qint8.c folds away. xq: room for the NHWC bytes (KC_QSTEM_GATHER 0;
@@ -1047,9 +1076,15 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
     if (P <= 0 || p->M <= 0) return KC_OK;
 #if !KC_QSTEM_GATHER
     if (!xq) return KC_ERR_NULL;
-    int64_t pixels = (int64_t)p->N * p->H * p->W;
-    kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C,
-                                                           (int64_t)p->H * p->W);
+    int64_t pixels = (int64_t)p->N * p->H * p->W, HW = (int64_t)p->H * p->W, quads = pixels / 4;
+    if (HW % 4 == 0 && p->C >= 1 && p->C <= 4 && (uintptr_t)x % 16 == 0 && (uintptr_t)xq % 4 == 0) {
+        if (p->C == 1) kc_qnchw4_kernel<1><<<kc_grid(quads), KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
+        if (p->C == 2) kc_qnchw4_kernel<2><<<kc_grid(quads), KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
+        if (p->C == 3) kc_qnchw4_kernel<3><<<kc_grid(quads), KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
+        if (p->C == 4) kc_qnchw4_kernel<4><<<kc_grid(quads), KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
+    } else {
+        kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C, HW);
+    }
     KC_LAUNCHED();
     return kc_qconv(s, xq, w, rq, r, y, p);
 #else

@@ -8,13 +8,16 @@
  * 7x7x3 stem, 147 -> 10 steps of 16), with and without residual, odd sides and partial
  * tiles of 16 pixels; the stem kernel that reads the graph input channels-first (kc_stem_tc,
  * float32 and float16 input; C 1 to 4, K 32 and 64, strides 1 and 2, pads 0 to 3, output rows
- * of 7 to 300 pixels, the 4-byte and the 2-byte element loads). Outputs are poisoned (NaN)
- * before each run. With --time also times
+ * of 7 to 300 pixels, the 4-byte and the 2-byte element loads); the NHWC max pool
+ * (kc_pool_nhwc: 3x3 by the fixed-window kernel, 2x2 and C not in vectors by the others),
+ * exact. Outputs are poisoned (NaN) before each run. --ncu launches ResNet-50's stem and max
+ * pool once each at batch 256 (for a profiler). With --time also times
  * them at batch 256 (CUDA events, median of 20): MobileNetV2's depthwise layers (the
  * unblocked vector kernel against the blocked one with 2, 4 and 8 pixels a thread), its
  * stem (kc_conv_small's CUDA-core kernel against the tensor-core one) and ResNet-50's
  * stem (the implicit GEMM kc_igemm_tile against kc_conv_small_tc, and kc_stem_tc on NCHW
- * float32 and float16, with MobileNetV2's stem on it). The mma.sync implicit
+ * float32 and float16, with MobileNetV2's stem on it), and its max pool (the loop kernel
+ * against the fixed-window one). The mma.sync implicit
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
@@ -195,6 +198,42 @@ static void stem_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
     gpu_report(what, worst, 2e-3, bad);
 }
 
+/* kc_pool_nhwc max pooling against the host's max over the window (exact: the max of
+ * values T holds), fp16 and fp32; 3x3 goes to the fixed-window kernel, other windows to
+ * the loop over p's bounds. */
+template <typename T>
+static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
+                      int64_t st, int64_t pad) {
+    KcConv2d p = geom(C, H, W, R, R, st, pad);
+    int64_t ny = N * p.OH * p.OW * C;
+    Buf<T> x(N * H * W * C, 1.0), y(ny, 1.0);
+    std::vector<double> want(ny);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++)
+                for (int64_t c = 0; c < C; c++) {
+                    double m = -INFINITY;
+                    for (int64_t rr = 0; rr < R; rr++)
+                        for (int64_t ss = 0; ss < R; ss++) {
+                            int64_t ih = oh * st - pad + rr, iw = ow * st - pad + ss;
+                            if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                m = std::max(m, x.h[((n * H + ih) * W + iw) * C + c]);
+                        }
+                    want[((n * p.OH + oh) * p.OW + ow) * C + c] = m;
+                }
+    y.poison();
+    int rc = kc_pool_nhwc<T>(0, x.d, y.d, &p, N, 1, 0);
+    CK(cudaDeviceSynchronize());
+    double worst = 0;
+    long bad = rc != KC_OK;
+    gpu_compare(y.get(), want, &worst, &bad, 0.0);
+    char what[200];
+    snprintf(what, sizeof what, "maxpool NHWC %s N %lld C %lld %lldx%lld %lldx%lld stride %lld pad %lld",
+             tname, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
+             (long long)R, (long long)st, (long long)pad);
+    gpu_report(what, worst, 0.0, bad);
+}
+
 /* The mma.sync core (kc_igemm_mma): cfg 0 its launcher (128x64, or 128x128 of 8 warps
  * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
@@ -329,12 +368,47 @@ static void timing(void) {
     });
     printf("time stem_tc float32 min blocks 1 (%d above): ResNet-50 %.4f MobileNetV2 %.4f ms\n",
            KC_STEM_MIN_BLOCKS, r1, m1);
+    /* ResNet-50's max pool 3x3/2 after the stem: the fixed-window kernel (kc_pool_nhwc)
+     * against the loop kernel; 411 MB read, 103 MB written */
+    KcConv2d pp = geom(64, 112, 112, 3, 3, 2, 1);
+    __half *py = NULL;
+    CK(cudaMalloc(&py, (size_t)N * 56 * 56 * 64 * sizeof(__half)));
+    float pn = time_ms([&] { kc_pool_nhwc<__half>(0, y7.d, py, &pp, N, 1, 0); });
+    float po = time_ms([&] {
+        kc_pool_nhwc_vec_kernel<__half, int32_t><<<kc_grid(N * 56 * 56 * 8), KC_THREADS>>>(
+            y7.d, py, kc_geom<int32_t>(&pp), (int32_t)N, 1, 0);
+    });
+    double pb = (double)N * (112 * 112 + 56 * 56) * 64 * 2;
+    printf("time ResNet-50 max pool 3x3/2 b256: loop %.4f (%.2f TB/s) fixed 3x3 %.4f ms "
+           "(%.2f TB/s)\n", po, pb / po / 1e9, pn, pb / pn / 1e9);
+    cudaFree(py);
+    cudaFree(xf);
+}
+
+/* --ncu: ResNet-50's stem (float32 NCHW input) and its max pool once each at batch 256, for
+ * a profiler's single-launch reading */
+static void ncu_once(void) {
+    const int64_t N = 256;
+    KcConv2d q = geom(3, 224, 224, 7, 7, 2, 3), pp = geom(64, 112, 112, 3, 3, 2, 1);
+    DevBuf w7(147 * 64), b7(64), y7(N * q.OH * q.OW * 64), py(N * 56 * 56 * 64);
+    float *xf = NULL;
+    CK(cudaMalloc(&xf, (size_t)N * 3 * 224 * 224 * sizeof(float)));
+    CK(cudaMemset(xf, 0, (size_t)N * 3 * 224 * 224 * sizeof(float)));
+    kc_stem_tc<float>(0, xf, w7.d, b7.d, NULL, y7.d, &q, N, 64, KC_ACT_RELU, 0.0f, 0.0f);
+    kc_pool_nhwc<__half>(0, y7.d, py.d, &pp, N, 1, 0);
+    kc_pool_nhwc_vec_kernel<__half, int32_t><<<kc_grid(N * 56 * 56 * 8), KC_THREADS>>>(
+        y7.d, py.d, kc_geom<int32_t>(&pp), (int32_t)N, 1, 0);
+    CK(cudaDeviceSynchronize());
     cudaFree(xf);
 }
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--time") == 0) {
         timing();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--ncu") == 0) {
+        ncu_once();
         return 0;
     }
     /* the blocked kernel directly: partial blocks, pads, strides, epilogues */
@@ -387,6 +461,11 @@ int main(int argc, char **argv) {
     mma_case(1, 1, 256, 7, 7, 3, 256, 1, 1, false, true);
     mma_case(2, 3, 40, 9, 8, 3, 56, 2, 1, true, true);
     mma_case(2, 1, 64, 6, 6, 3, 64, 1, 1, true, false);
+    pool_case<__half>("fp16", 2, 64, 23, 21, 3, 2, 1); /* ResNet-50's pool, odd sides */
+    pool_case<__half>("fp16", 3, 16, 9, 10, 3, 1, 0);  /* stride 1, no pads */
+    pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */
+    pool_case<__half>("fp16", 1, 24, 8, 8, 2, 2, 0);   /* 2x2: the loop kernel */
+    pool_case<__half>("fp16", 2, 6, 9, 9, 3, 2, 1);    /* C 6: not whole vectors */
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -428,8 +428,13 @@ int main(int argc, char **argv) {
         {"f32 C 5 3x3 s2 d2, M 24",     2, 17, 19, 5,   24, 3, 3, 2, 2, 2, 2, 2, 2, true, 0},
         {"f32 rgb 3x3 s2, M 32",        4, 31, 33, 3,   32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 2},
         {"f32 C 4 4x4, 130 tiles",      4, 64, 65, 4,   64, 4, 4, 1, 1, 1, 2, 1, 1, false, 0},
+        /* H W a multiple of 4: four pixels a thread in the quantize pass, C 3, 1, 2 */
+        {"f32 stem 7x7 s2, HW % 4 = 0", 3, 24, 22, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, true, 0},
+        {"f32 C 1 3x3, HW % 4 = 0",     2, 12, 9, 1,    16, 3, 3, 1, 1, 1, 1, 1, 1, false, 5},
+        {"f32 C 2 3x3 s2, HW % 4 = 0",  1, 8, 14, 2,    32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
     };
-    const float fscales[] = {0.0234375f, 0.0186532f, 0.0171247f, 0.5f, 0.0078125f, 0.0213f};
+    const float fscales[] = {0.0234375f, 0.0186532f, 0.0171247f, 0.5f, 0.0078125f, 0.0213f,
+                             0.0196078f, 0.0117647f, 0.25f};
     for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
         run_f32_case(fcases[i], fscales[i], i != 4);
     if (argc > 1 && !strcmp(argv[1], "--time")) {

@@ -14,11 +14,13 @@
  * on remainder rows, partial column tiles, strides, C below Kp and tile walks; the folded
  * stem (kc_qconv_f32nchw: a float32 NCHW input quantized in the gather, ties of the quotient
  * planted) on odd sizes, pads, strides, dilations and channel counts 1 to 5, and its
- * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone);
- * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather).
+ * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone),
+ * the quantize pass four pixels a thread where H W is a multiple of 4 (C 1 to 3);
+ * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather). The
+ * uint8 max pool (kc_qmaxpool): 3x3 windows (the fixed-window kernel), 2x2 and C in bytes.
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
- * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
- * times an older kernel.
+ * (CUDA events, median of 20), its input's quantize pass one and four pixels a thread, and
+ * its int8 max pool by the loop and the fixed-window kernels.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -362,6 +364,108 @@ static float time_case(const Case &c) {
     return ms[ms.size() / 2];
 }
 
+/* kc_qmaxpool against the host's max over the taps inside (rt_qmaxpool2d), byte for byte:
+ * 3x3 by the fixed-window kernel, other windows or C not in 16s by the loop kernels */
+static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad) {
+    KcQConv p = {};
+    p.N = N, p.H = H, p.W = W, p.C = C, p.M = C, p.R = p.S = R, p.sh = p.sw = st;
+    p.ph = p.pw = pad, p.dh = p.dw = 1;
+    p.OH = (H + 2 * pad - R) / st + 1, p.OW = (W + 2 * pad - R) / st + 1;
+    size_t nx = (size_t)N * H * W * C, ny = (size_t)N * p.OH * p.OW * C;
+    std::vector<uint8_t> x(nx), y(ny), want(ny);
+    for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)(rand() & 255);
+    for (int n = 0; n < N; n++)
+        for (int oy = 0; oy < p.OH; oy++)
+            for (int ox = 0; ox < p.OW; ox++)
+                for (int c = 0; c < C; c++) {
+                    uint8_t m = 0;
+                    for (int ky = 0; ky < R; ky++)
+                        for (int kx = 0; kx < R; kx++) {
+                            int iy = oy * st - pad + ky, ix = ox * st - pad + kx;
+                            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                                m = std::max(m, x[((size_t)(n * H + iy) * W + ix) * C + c]);
+                        }
+                    want[((size_t)(n * p.OH + oy) * p.OW + ox) * C + c] = m;
+                }
+    uint8_t *dx, *dy;
+    CK(cudaMalloc(&dx, nx));
+    CK(cudaMalloc(&dy, ny));
+    CK(cudaMemcpy(dx, x.data(), nx, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dy, 0xa5, ny));
+    int rc = kc_qmaxpool(0, dx, dy, &p);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y.data(), dy, ny, cudaMemcpyDeviceToHost));
+    cudaFree(dx), cudaFree(dy);
+    size_t bad = rc != KC_OK;
+    for (size_t i = 0; i < ny; i++) bad += y[i] != want[i];
+    if (bad) failed++;
+    else passed++;
+    printf("%s qmaxpool N %d %dx%d C %d %dx%d stride %d pad %d: %zu bytes differ\n",
+           bad ? "FAIL" : "ok  ", N, H, W, C, R, R, st, pad, bad);
+}
+
+/* median milliseconds of 20 runs of f after 3 */
+template <typename F>
+static float time_f(F f) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> ms;
+    for (int i = 0; i < 23; i++) {
+        CK(cudaEventRecord(a));
+        f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        if (i >= 3) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+/* ResNet-50's batch-256 input quantized into NHWC bytes: one pixel a thread
+ * (kc_qnchw_kernel) against four (kc_qnchw4_kernel); 154 MB read, 38.5 MB written */
+static void time_qnchw(void) {
+    const int64_t N = 256, HW = 224 * 224, pixels = N * HW;
+    float *x, *sc;
+    uint8_t *y;
+    CK(cudaMalloc(&x, pixels * 3 * sizeof(float)));
+    CK(cudaMemset(x, 0x3c, pixels * 3 * sizeof(float)));
+    CK(cudaMalloc(&sc, sizeof(float)));
+    const float s = 0.0186532f;
+    CK(cudaMemcpy(sc, &s, sizeof s, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&y, pixels * 3));
+    float one = time_f([&] {
+        kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS>>>(x, sc, NULL, y, pixels, 3, HW);
+    });
+    float four = time_f([&] {
+        kc_qnchw4_kernel<3><<<kc_grid(pixels / 4), KC_THREADS>>>(x, sc, NULL, y, pixels / 4, HW);
+    });
+    double bytes = (double)pixels * 3 * 5;
+    printf("time ResNet-50 input quantize b256: 1 pixel a thread %.4f (%.2f TB/s), 4 %.4f ms "
+           "(%.2f TB/s)\n", one, bytes / one / 1e9, four, bytes / four / 1e9);
+    cudaFree(x), cudaFree(sc), cudaFree(y);
+    /* ResNet-50's int8 max pool 3x3/2 after the stem: 205 MB read, 51 MB written */
+    KcQConv p = {};
+    p.N = 256, p.H = p.W = 112, p.C = p.M = 64, p.R = p.S = 3, p.sh = p.sw = 2;
+    p.ph = p.pw = 1, p.dh = p.dw = 1, p.OH = p.OW = 56;
+    uint8_t *px, *py;
+    CK(cudaMalloc(&px, (size_t)256 * 112 * 112 * 64));
+    CK(cudaMemset(px, 0x35, (size_t)256 * 112 * 112 * 64));
+    CK(cudaMalloc(&py, (size_t)256 * 56 * 56 * 64));
+    int64_t total = (int64_t)256 * 56 * 56 * 64;
+    float loop = time_f([&] {
+        kc_qmaxpool16_kernel<<<kc_grid(total / 16), KC_THREADS>>>((const uint4 *)(const void *)px,
+                                                                  (uint4 *)(void *)py, p);
+    });
+    float fixed = time_f([&] { kc_qmaxpool(0, px, py, &p); });
+    double pb = (double)256 * (112 * 112 + 56 * 56) * 64;
+    printf("time ResNet-50 int8 max pool 3x3/2 b256: loop %.4f (%.2f TB/s) fixed 3x3 %.4f ms "
+           "(%.2f TB/s)\n", loop, pb / loop / 1e9, fixed, pb / fixed / 1e9);
+    cudaFree(px), cudaFree(py);
+}
+
 int main(int argc, char **argv) {
     static const Case cases[] = {
         /* what                       N   H   W   C    M  R  S sh sw ph pw dh dw res yoff */
@@ -437,6 +541,11 @@ int main(int argc, char **argv) {
                              0.0196078f, 0.0117647f, 0.25f};
     for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
         run_f32_case(fcases[i], fscales[i], i != 4);
+    qmaxpool_case(2, 23, 21, 64, 3, 2, 1); /* ResNet-50's pool, odd sides */
+    qmaxpool_case(3, 9, 10, 32, 3, 1, 0);  /* stride 1, no pads */
+    qmaxpool_case(1, 7, 5, 16, 3, 2, 2);   /* pads 2: corner windows of 1 tap */
+    qmaxpool_case(1, 8, 8, 48, 2, 2, 0);   /* 2x2: the loop kernel */
+    qmaxpool_case(2, 9, 9, 24, 3, 2, 1);   /* C 24: bytes */
     if (argc > 1 && !strcmp(argv[1], "--time")) {
         static const Case t[] = {
             {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
@@ -457,6 +566,7 @@ int main(int argc, char **argv) {
             float ms = time_case(c);
             printf("time %-26s %8.4f ms %7.1f TOPS\n", c.what, ms, ops / ms / 1e9);
         }
+        time_qnchw();
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

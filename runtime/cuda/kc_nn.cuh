@@ -534,13 +534,15 @@ static __device__ __forceinline__ uint32_t kc_cst_pack(__half lo, __half hi) {
  * x NT * 8 channels (the lane's: pixels g and g + 8, channels 8 j + 2 t4 (+1)): bias, residual
  * and activation in float32, staged as float16 in the warp's rows yw (NT * 8 + 8 halves
  * apart), then stored as 16-byte vectors of consecutive pixels. Pixel i of the tile is row
- * pix0 + i of y and r; its first `rows` exist. */
-template <int NT>
+ * pix0 + i of y and r; its first `rows` exist. ACT: the activation where it is a constant
+ * (kc_act's switch, asked per element, was most of the epilogue's instructions), -1 act. */
+template <int NT, int ACT = -1>
 static __device__ __forceinline__ void kc_cst_tile_out(const float (*acc)[4], const float *sb,
                                                        const __half *r, __half *y, __half *yw,
                                                        int64_t pix0, int32_t rows, int act,
                                                        float al, float be, int lane) {
     enum { K = NT * 8, YS = K + 8 };
+    if (ACT >= 0) act = ACT;
     const int g = lane / 4, t4 = lane % 4;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -742,10 +744,13 @@ static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w
  * a thread to 96 (7x7x3 -> 64; no spills) and 4 blocks an SM to 5 (shared memory allows 5:
  * 43 KB each); H200 lab, batch 256: ResNet-50's stem 0.878 -> 0.772 ms, MobileNetV2's 0.326
  * -> 0.299 (6: spills at 64 channels, 0.857). At 4 blocks (25% occupancy) ncu read 9.7 cycles
- * a warp between issues: latency-bound. */
+ * a warp between issues: latency-bound. ACT: the activation compiled in (kc_cst_tile_out);
+ * read at run time, kc_act's switch per element was about half the kernel's instructions
+ * (ncu, ResNet-50's stem at batch 256: IPC 1.80 -> 2.45, 11.0 -> 7.6 cycles a warp between
+ * issues; H200 0.788 -> 0.489 ms, 123 TFLOP/s; MobileNetV2's 0.308 -> 0.183). */
 #define KC_STEM_MIN_BLOCKS 5
 
-template <typename TI, int NT, bool PAIR, int MINB>
+template <typename TI, int NT, bool PAIR, int MINB, int ACT>
 __global__ void __launch_bounds__(KC_STEM_WARPS *KC_WARP, MINB)
 kc_stem_tc_kernel(const TI *__restrict__ x, const __half *__restrict__ w,
                   const __half *__restrict__ bias, const __half *__restrict__ r,
@@ -874,8 +879,8 @@ kc_stem_tc_kernel(const TI *__restrict__ x, const __half *__restrict__ w,
             for (int m = 0; m < 2; m++) {
                 if (m && !two) break;
                 const int32_t ow0 = t0 + 16 * m;
-                kc_cst_tile_out<NT>(acc[m], sb, r, y, yw, (int64_t)row * p.OW + ow0, p.OW - ow0,
-                                    act, al, be, lane);
+                kc_cst_tile_out<NT, ACT>(acc[m], sb, r, y, yw, (int64_t)row * p.OW + ow0,
+                                         p.OW - ow0, act, al, be, lane);
             }
         }
     }
@@ -917,7 +922,7 @@ static inline int kc_stem_tc_ok(const void *x, const void *w, const void *bias, 
            ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16 == 0;
 }
 
-template <typename TI, int NT, bool PAIR, int MINB = KC_STEM_MIN_BLOCKS>
+template <typename TI, int NT, bool PAIR, int MINB = KC_STEM_MIN_BLOCKS, int ACT = -1>
 static inline int kc_stem_tc_launch(cudaStream_t s, const TI *x, const __half *w,
                                     const __half *bias, const __half *r, __half *y,
                                     const KcConv2d *p, int64_t N, int act, float al, float be) {
@@ -926,18 +931,18 @@ static inline int kc_stem_tc_launch(cudaStream_t s, const TI *x, const __half *w
     kc_stem_window(p, &PR, &PW, &KS);
     size_t smem = kc_stem_smem(NT, p);
     if (rows <= 0) return KC_OK;
-    KC_CUDA(cudaFuncSetAttribute(kc_stem_tc_kernel<TI, NT, PAIR, MINB>,
+    KC_CUDA(cudaFuncSetAttribute(kc_stem_tc_kernel<TI, NT, PAIR, MINB, ACT>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     if (!resident) {
         int dev = 0, sms = 0, per = 0;
         KC_CUDA(cudaGetDevice(&dev));
         KC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         KC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per, kc_stem_tc_kernel<TI, NT, PAIR, MINB>, KC_STEM_WARPS * KC_WARP, smem));
+            &per, kc_stem_tc_kernel<TI, NT, PAIR, MINB, ACT>, KC_STEM_WARPS * KC_WARP, smem));
         resident = (per > 0 ? per : 1) * (sms > 0 ? sms : 1);
     }
     int64_t blocks = rows < resident ? rows : resident;
-    kc_stem_tc_kernel<TI, NT, PAIR, MINB><<<(unsigned)blocks, KC_STEM_WARPS * KC_WARP, smem,
+    kc_stem_tc_kernel<TI, NT, PAIR, MINB, ACT><<<(unsigned)blocks, KC_STEM_WARPS * KC_WARP, smem,
                                             s>>>(
         x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)rows, (int32_t)KS, (int32_t)PR,
         (int32_t)PW, act, al, be);
@@ -986,7 +991,19 @@ static inline int kc_stem_tc(cudaStream_t s, const TI *x, const __half *w, const
         KC_LAUNCHED();
         return KC_OK;
     }
-    /* pairs of elements as 4-byte loads: consecutive (dw 1) and aligned (sw C even) */
+    /* pairs of elements as 4-byte loads: consecutive (dw 1) and aligned (sw C even), the
+     * stems' ReLU (ResNet's) and Clip (MobileNetV2's ReLU6) compiled in */
+    const int M = KC_STEM_MIN_BLOCKS;
+    if (p->dw == 1 && p->sw * p->C % 2 == 0 && act == KC_ACT_RELU)
+        return K == 32 ? kc_stem_tc_launch<TI, 4, true, M, KC_ACT_RELU>(s, x, w, bias, r, y, p, N,
+                                                                        act, al, be)
+                       : kc_stem_tc_launch<TI, 8, true, M, KC_ACT_RELU>(s, x, w, bias, r, y, p, N,
+                                                                        act, al, be);
+    if (p->dw == 1 && p->sw * p->C % 2 == 0 && act == KC_ACT_CLIP)
+        return K == 32 ? kc_stem_tc_launch<TI, 4, true, M, KC_ACT_CLIP>(s, x, w, bias, r, y, p, N,
+                                                                        act, al, be)
+                       : kc_stem_tc_launch<TI, 8, true, M, KC_ACT_CLIP>(s, x, w, bias, r, y, p, N,
+                                                                        act, al, be);
     if (p->dw == 1 && p->sw * p->C % 2 == 0)
         return K == 32 ? kc_stem_tc_launch<TI, 4, true>(s, x, w, bias, r, y, p, N, act, al, be)
                        : kc_stem_tc_launch<TI, 8, true>(s, x, w, bias, r, y, p, N, act, al, be);

@@ -22,7 +22,8 @@
  * (CUDA events, median of 20), its input's quantize pass one and four pixels a thread, and
  * its int8 max pool by the loop and the fixed-window kernels.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
- *        ./qconv_gpu [--time]; ends with "N passed, N failed". */
+ *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
+ *        stem (batch 256) alone, for a profiler. */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,6 +518,12 @@ int main(int argc, char **argv) {
     };
     check_hi_terms();
     check_qquant();
+    if (argc > 1 && !strcmp(argv[1], "--ncu")) { /* ResNet-50's int8 stem at batch 256 */
+        static const Case st = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3,
+                                1, 1, false, 0};
+        time_case(st);
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--host")) { /* the host checks alone (no GPU) */
         printf("%d passed, %d failed\n", passed, failed);
         return failed != 0;

@@ -349,13 +349,14 @@ struct KcMmaSmem {
 /* x (N,H,W,C), w (R,S,C,K), bias (K) or NULL, r like y or NULL, y (N,OH,OW,K); P = N*OH*OW.
  * Grid (ceil(K/BN), ceil(P/BM)); (BM/WM)*(BN/WN) warps. Requires C % 8 == 0, K % 8 == 0,
  * R*S <= KC_MMA_MAX_TAPS, 16-byte aligned pointers, sm_80+ (kc_igemm_mma checks). */
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int ACT>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * KC_WARP)
 kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                     const __half *__restrict__ bias, const __half *__restrict__ r,
                     __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
                     float al, float be) {
     typedef KcMmaSmem<BM, BN, BK, STAGES> Sm;
+    if (ACT >= 0) act = ACT;
     const int THREADS = (BM / WM) * (BN / WN) * KC_WARP;
     const int ACH = BK / 8, BCH = BN / 8;          /* 16-byte chunks per row of A, of W */
     const int A_PER = BM * ACH / THREADS, B_PER = BK * BCH / THREADS;
@@ -512,20 +513,35 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     }
 }
 
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int ACT>
+static inline int kc_igemm_mma_run(cudaStream_t s, const __half *x, const __half *w,
+                                   const __half *bias, const __half *r, __half *y,
+                                   const KcConv2d *p, int64_t P, int64_t K, int act, float al,
+                                   float be) {
+    typedef KcMmaSmem<BM, BN, BK, STAGES> Sm;
+    const int threads = (BM / WM) * (BN / WN) * KC_WARP;
+    KC_CUDA(cudaFuncSetAttribute(kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES, ACT>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, Sm::BYTES));
+    dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
+    kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES, ACT><<<grid, threads, Sm::BYTES, s>>>(
+        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* ReLU, the activation of nearly every convolution this kernel runs, compiled into the
+ * epilogue (kc_act's switch asked per element costs about half of kc_stem_tc's
+ * instructions, whose reduction is as short); any other activation read at run time. */
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static inline int kc_igemm_mma_launch(cudaStream_t s, const __half *x, const __half *w,
                                       const __half *bias, const __half *r, __half *y,
                                       const KcConv2d *p, int64_t P, int64_t K, int act,
                                       float al, float be) {
-    typedef KcMmaSmem<BM, BN, BK, STAGES> Sm;
-    const int threads = (BM / WM) * (BN / WN) * KC_WARP;
-    KC_CUDA(cudaFuncSetAttribute(kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, Sm::BYTES));
-    dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES><<<grid, threads, Sm::BYTES, s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
-    KC_LAUNCHED();
-    return KC_OK;
+    if (act == KC_ACT_RELU)
+        return kc_igemm_mma_run<BM, BN, BK, WM, WN, STAGES, KC_ACT_RELU>(s, x, w, bias, r, y, p,
+                                                                         P, K, act, al, be);
+    return kc_igemm_mma_run<BM, BN, BK, WM, WN, STAGES, -1>(s, x, w, bias, r, y, p, P, K, act,
+                                                            al, be);
 }
 
 /* Whether kc_igemm_mma suits the convolution (besides kc_igemm_check's pointers/sizes). */

@@ -238,28 +238,31 @@ static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
  * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
 static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
-                     int64_t K, int64_t st, int64_t pad, bool bias, bool res) {
+                     int64_t K, int64_t st, int64_t pad, bool bias, bool res,
+                     int act = KC_ACT_CLIP) {
     KcConv2d p = geom(C, H, W, R, R, st, pad);
     int64_t ny = N * p.OH * p.OW * K, P = N * p.OH * p.OW;
     Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
     y.poison();
     const __half *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
-    int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, KC_ACT_CLIP, 0.0f, 6.0f)
+    int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f)
              : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
-                                                                       K, KC_ACT_CLIP, 0.0f, 6.0f)
+                                                                       K, act, 0.0f, 6.0f)
                         : kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
-                                                                     K, KC_ACT_CLIP, 0.0f, 6.0f);
+                                                                     K, act, 0.0f, 6.0f);
     CK(cudaDeviceSynchronize());
-    std::vector<double> want =
-        conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL, res ? &r.h : NULL, true);
+    std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL,
+                                        res ? &r.h : NULL, act == KC_ACT_CLIP);
+    if (act == KC_ACT_RELU) /* the form with ReLU compiled into the epilogue */
+        for (double &v : want) v = v < 0 ? 0 : v;
     double worst = 0;
     long bad = rc != KC_OK;
     gpu_compare(y.get(), want, &worst, &bad, 4e-3);
     char what[200];
-    snprintf(what, sizeof what, "igemm_mma cfg %d N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s%s",
+    snprintf(what, sizeof what, "igemm_mma cfg %d N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s%s %s",
              cfg, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
              (long long)R, (long long)K, (long long)st, (long long)pad, bias ? " bias" : "",
-             res ? " residual" : "");
+             res ? " residual" : "", act == KC_ACT_RELU ? "relu" : "relu6");
     gpu_report(what, worst, 4e-3, bad);
 }
 
@@ -404,6 +407,29 @@ static void timing(void) {
            "(%.2f TB/s)\n", po, pb / po / 1e9, pn, pb / pn / 1e9);
     cudaFree(py);
     cudaFree(xf);
+    /* ResNet-50's 3x3 layers on the mma.sync core (layer1 64 @ 56x56 on 128x64 tiles, layer3
+     * 256 @ 14x14 on 128x128): ReLU read at run time against compiled in */
+    const int64_t L3[][2] = {{56, 64}, {28, 128}, {14, 256}};
+    for (auto &l : L3) {
+        KcConv2d c = geom(l[1], l[0], l[0], 3, 3, 1, 1);
+        int64_t P = N * c.OH * c.OW, K = l[1];
+        DevBuf cx(P * K), cw(9 * K * K), cb(K), cy(P * K);
+        auto both = [&](auto run) { return time_ms([&] { run(); }); };
+        float rt = both([&] {
+            if (K <= 64)
+                kc_igemm_mma_run<128, 64, 32, 64, 32, 4, -1>(0, cx.d, cw.d, cb.d, NULL, cy.d, &c,
+                                                             P, K, KC_ACT_RELU, 0.0f, 0.0f);
+            else
+                kc_igemm_mma_run<128, 128, 64, 64, 32, 3, -1>(0, cx.d, cw.d, cb.d, NULL, cy.d, &c,
+                                                              P, K, KC_ACT_RELU, 0.0f, 0.0f);
+        });
+        float ct = both([&] {
+            kc_igemm_mma(0, cx.d, cw.d, cb.d, NULL, cy.d, &c, N, K, KC_ACT_RELU, 0.0f, 0.0f);
+        });
+        printf("time ResNet-50 3x3 %lld @ %lldx%lld b256: ReLU at run time %.4f compiled in "
+               "%.4f ms (%.1f TFLOP/s)\n", (long long)K, (long long)l[0], (long long)l[0], rt,
+               ct, 2.0 * P * K * 9 * K / ct / 1e9);
+    }
 }
 
 /* --ncu: ResNet-50's stem (float32 NCHW input) and its max pool once each at batch 256, for
@@ -482,6 +508,9 @@ int main(int argc, char **argv) {
     mma_case(1, 1, 256, 7, 7, 3, 256, 1, 1, false, true);
     mma_case(2, 3, 40, 9, 8, 3, 56, 2, 1, true, true);
     mma_case(2, 1, 64, 6, 6, 3, 64, 1, 1, true, false);
+    mma_case(0, 2, 64, 9, 9, 3, 64, 1, 1, true, true, KC_ACT_RELU);   /* 128x64, ReLU */
+    mma_case(0, 1, 136, 7, 7, 3, 200, 2, 1, true, true, KC_ACT_RELU); /* 128x128, ReLU */
+    mma_case(2, 3, 40, 9, 8, 3, 56, 1, 1, false, true, KC_ACT_RELU);
     pool_case<__half>("fp16", 2, 64, 23, 21, 3, 2, 1); /* ResNet-50's pool, odd sides */
     pool_case<__half>("fp16", 3, 16, 9, 10, 3, 1, 0);  /* stride 1, no pads */
     pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */

@@ -17,6 +17,11 @@
  * float32 and float16, with MobileNetV2's stem on it). The mma.sync implicit
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
+ * The plain 1x1 convolution of few input channels (kc_conv1x1_small): C 2 to 32 (odd pairs,
+ * not in eights, a second step of 16 partly zero), K 16 to 240 in chunks of 16, 32 and 48,
+ * partial tiles of 16 pixels, the warps' grid stride, bias or none, residual, no activation,
+ * ReLU and ReLU6, and the shapes it refuses; --time times it against cuBLASLt and its ReLU6
+ * pass on MobileNetV2's shapes at batches 1, 32 and 256.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
  *        ./conv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>

@@ -266,6 +266,21 @@ static inline void kc_dwconv_nhwc_vec_launch(cudaStream_t s, const T *x, const T
 #define KC_DW_PW 2
 #define KC_DW_MIN_THREADS 32768
 
+/* Column iw of an input row (channel vector cv's, xrow pointing at column 0) as float, zero
+ * outside 0..W-1. */
+template <typename T, typename I>
+static __device__ __forceinline__ void kc_dw_col(float *a, const KcVec<T> *xrow, I iw, I W,
+                                                 I CV) {
+    if (iw >= 0 && iw < W) {
+        KcVec<T> av = xrow[iw * CV];
+#pragma unroll
+        for (int j = 0; j < (int)(16 / sizeof(T)); j++) a[j] = (float)av.e[j];
+    } else {
+#pragma unroll
+        for (int j = 0; j < (int)(16 / sizeof(T)); j++) a[j] = 0.0f;
+    }
+}
+
 /* Depthwise 3x3 NHWC (multiplier 1, dilation 1, stride ST = 1 or 2), vectorized over
  * channels and blocked along W: one thread makes PW consecutive output pixels of one row
  * for one 16-byte channel vector. Each of the window's 3 input rows is read once per thread
@@ -311,6 +326,14 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
             const I ih = ih0 + rr;
             if (ih < 0 || ih >= p.H) continue;
             const Vec *xrow = xv + (n * p.H + ih) * p.W * CV + cv;
+            /* stride 2: the row's columns loaded before its weights (the 4 stride-2 layers
+             * of MobileNetV2 at batch 256 0.469 ms against 0.511 unblocked); at stride 1
+             * that order was 11 % slower than this one (docs/cuda.md) */
+            float ap[ST == 2 ? COLS : 1][V];
+            if (ST == 2) {
+#pragma unroll
+                for (int c = 0; c < COLS; c++) kc_dw_col<T, I>(ap[c], xrow, iw0 + c, p.W, CV);
+            }
             float wf[3][V];
 #pragma unroll
             for (int ss = 0; ss < 3; ss++) {
@@ -320,15 +343,12 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
             }
 #pragma unroll
             for (int c = 0; c < COLS; c++) {
-                const I iw = iw0 + c;
                 float a[V];
-                if (iw >= 0 && iw < p.W) {
-                    Vec av = xrow[iw * CV];
+                if (ST == 2) {
 #pragma unroll
-                    for (int j = 0; j < V; j++) a[j] = (float)av.e[j];
+                    for (int j = 0; j < V; j++) a[j] = ap[ST == 2 ? c : 0][j];
                 } else {
-#pragma unroll
-                    for (int j = 0; j < V; j++) a[j] = 0.0f;
+                    kc_dw_col<T, I>(a, xrow, iw0 + c, p.W, CV);
                 }
 #pragma unroll
                 for (int o = 0; o < PW; o++) {
@@ -360,14 +380,16 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
 
 /* Whether the launcher takes kc_dwconv3_nhwc_kernel (PW = KC_DW_PW) for a depthwise
  * convolution (multiplier 1, channels in aligned 16-byte vectors checked by the caller):
- * 3x3, dilation 1, stride 1, and enough blocks of pixels to fill the GPU (a batch-1
+ * 3x3, dilation 1, stride 1 or 2, and enough blocks of pixels to fill the GPU (a batch-1
  * MobileNetV2 keeps the unblocked kernel's 2x more threads). Measured on an H200 at
  * MobileNetV2 fp16 batch 256 (tests/cuda/conv_gpu.cu --time, docs/cuda.md): at stride 1
  * PW=2 takes the six layer shapes 1.60 -> 1.30 ms in all (PW=4 1.62, PW=8 1.92: the
- * accumulators' registers cost more than the loads they save); at stride 2 every PW was
- * slower than the unblocked kernel (PW=2 0.54 against 0.52 ms), which stays there. */
+ * accumulators' registers cost more than the loads they save); at stride 2, with the row's
+ * columns loaded before its weights, PW=2 takes the four 0.511 -> 0.469 ms (loaded the
+ * stride-1 way it was slower than the unblocked kernel, 0.54 against 0.52). */
 static inline int kc_dwconv3_ok(const KcConv2d *p, int64_t N, int64_t per) {
-    return p->R == 3 && p->S == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
+    return p->R == 3 && p->S == 3 && p->dh == 1 && p->dw == 1 && p->sh == p->sw &&
+           (p->sh == 1 || p->sh == 2) &&
            N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) * (p->C / per) >= KC_DW_MIN_THREADS;
 }
 
@@ -377,8 +399,12 @@ static inline void kc_dwconv3_nhwc_launch(cudaStream_t s, const T *x, const T *w
                                           int act, float al, float be) {
     int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
                     (p->C / (int64_t)(16 / sizeof(T)));
-    kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
-        x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    if (p->sh == 2)
+        kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    else
+        kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
 }
 
 /* Depthwise NHWC: the W-blocked 3x3 kernel or the vectorized kernel where the multiplier

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -284,8 +285,7 @@ static float time_dw3(const __half *x, const __half *w, const __half *b, __half 
 /* MobileNetV2's 1x1 convolutions of at most 32 input channels at batches 1, 32, 256:
  * kc_conv1x1_small against the bundles' lowering before it, cuBLASLt's heuristic first
  * algorithm with the bias epilogue and kc_bias_act's ReLU6 pass after it; and the kernel
- * with wider chunks (a pixel's whole 96 channels, one 192-byte store run, where the launcher
- * takes 48). */
+ * with other chunk widths than the launcher's (0: not a divisor of K). */
 static void timing_1x1(void) {
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return;
@@ -315,27 +315,43 @@ static void timing_1x1(void) {
             float tc = time_ms([&] {
                 kc_conv1x1_small(0, x.d, w.d, b.d, NULL, y.d, &p, N, l[2], act, 0.0f, 6.0f);
             });
-            float tw = 0; /* chunks of 96 channels (K 96, 192), 72 (K 144) */
-            if (l[2] == 96)
-                tw = time_ms([&] {
-                    kc_conv1x1_tc_launch<1, 12>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2], act,
+            /* other chunk widths: 16, 24 and 32 channels (where K allows), 96 or 72 */
+            float tn[4] = {0, 0, 0, 0};
+            auto chunks = [&](auto ks) {
+                constexpr int KS = decltype(ks)::value;
+                tn[0] = time_ms([&] {
+                    kc_conv1x1_tc_launch<KS, 2>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2], act,
                                                 0.0f, 6.0f);
                 });
-            else if (l[2] == 192)
-                tw = time_ms([&] {
-                    kc_conv1x1_tc_launch<2, 12>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2], act,
-                                                0.0f, 6.0f);
-                });
-            else if (l[2] == 144)
-                tw = time_ms([&] {
-                    kc_conv1x1_tc_launch<2, 9>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2], act,
-                                               0.0f, 6.0f);
-                });
+                if (l[2] % 24 == 0)
+                    tn[1] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 3>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+                if (l[2] % 32 == 0)
+                    tn[2] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 4>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+                if (l[2] % 96 == 0)
+                    tn[3] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 12>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                     act, 0.0f, 6.0f);
+                    });
+                else if (l[2] % 72 == 0)
+                    tn[3] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 9>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+            };
+            if (l[1] > 16) chunks(std::integral_constant<int, 2>());
+            else chunks(std::integral_constant<int, 1>());
             double gb = (double)(x.n + y.n) * 2 / 1e9;
             printf("time 1x1 b%lld %lldx%lld %lld -> %lld%s: cuBLASLt %.4f conv1x1_small %.4f "
-                   "ms (%.2f TB/s), wide chunks %.4f\n", (long long)N, (long long)l[0],
-                   (long long)l[0], (long long)l[1], (long long)l[2], l[3] ? " relu6" : "", tl,
-                   tc, gb / tc, tw);
+                   "ms (%.2f TB/s); chunks of 16 %.4f, 24 %.4f, 32 %.4f, 96/72 %.4f\n",
+                   (long long)N, (long long)l[0], (long long)l[0], (long long)l[1],
+                   (long long)l[2], l[3] ? " relu6" : "", tl, tc, gb / tc, tn[0], tn[1], tn[2],
+                   tn[3]);
             int64_t times = l[0] == 56 ? 2 : l[0] == 28 ? 3 : 1;
             sum_lt += tl * times, sum_c1 += tc * times;
         }

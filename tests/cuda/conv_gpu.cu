@@ -18,7 +18,7 @@
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
  * The plain 1x1 convolution of few input channels (kc_conv1x1_small): C 2 to 32 (odd pairs,
- * not in eights, a second step of 16 partly zero), K 16 to 240 in chunks of 16, 32 and 48,
+ * not in eights, a second step of 16 partly zero), K 16 to 240 in chunks of 16 and 48,
  * partial tiles of 16 pixels, the warps' grid stride, bias or none, residual, no activation,
  * ReLU and ReLU6, and the shapes it refuses; --time times it against cuBLASLt and its ReLU6
  * pass on MobileNetV2's shapes at batches 1, 32 and 256.
@@ -504,9 +504,10 @@ int main(int argc, char **argv) {
     mma_case(2, 3, 40, 9, 8, 3, 56, 2, 1, true, true);
     mma_case(2, 1, 64, 6, 6, 3, 64, 1, 1, true, false);
     c1_case(2, 16, 9, 11, 96, true, false, 2);    /* MobileNetV2's 16 -> 96, P 198: partial */
+    c1_case(1, 32, 6, 5, 192, true, true, 2);     /* 32 -> 192: 4 chunks of 48 */
     c1_case(1, 24, 7, 9, 144, true, true, 1);     /* 24 -> 144: 2 steps (8 zero), residual */
     c1_case(1, 32, 5, 7, 16, false, true, 0);     /* 32 -> 16, chunks of 16 */
-    c1_case(3, 6, 4, 5, 32, true, false, 2);      /* C 6, chunks of 32 */
+    c1_case(3, 6, 4, 5, 32, true, false, 2);      /* C 6 */
     c1_case(1, 30, 6, 6, 48, true, false, 0);     /* C 30: not in eights */
     c1_case(1, 2, 1, 13, 64, true, true, 2);      /* C 2, P 13: one partial tile */
     c1_case(2, 18, 5, 5, 240, true, true, 2);     /* K 240: 5 chunks of 48 */

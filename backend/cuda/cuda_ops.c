@@ -715,6 +715,29 @@ static bool use_conv_small(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) 
            rsc <= CONV_SMALL_MAX_RSC && rc * c->K + c->K <= CONV_SMALL_MAX_FLOATS;
 }
 
+/* Whether a plain 1x1 convolution with a short reduction runs as kc_conv1x1_small (kc_nn.cuh:
+ * tensor cores, each input pixel read once, bias, residual and any activation applied
+ * before one 16-byte store of each output vector) rather than cuBLASLt, whose product of a
+ * reduction of 16-32 is all store and which, with no ReLU6 epilogue, writes y and has
+ * kc_bias_act read and write it again: MobileNetV2's expansions (16 -> 96 at 112x112, 24 ->
+ * 144 at 56x56, 32 -> 192 at 28x28) and its first projection (32 -> 16), where there are
+ * at least CONV1X1_SMALL_MIN_PIXELS output pixels. Measured on an H200 (tests/cuda/conv_gpu.cu
+ * --time, docs/cuda.md): at batch 256 the four shapes 0.611 -> 0.436, 0.267 -> 0.176, 0.098
+ * -> 0.076 and 0.111 -> 0.098 ms; at batch 32 112x112 and 56x56 win (0.099 -> 0.064, 0.046 ->
+ * 0.036 ms) but 28x28 (25088 pixels: 0.026 against 0.029) and every batch-1 shape but the
+ * 112x112 ones lose (a few blocks walk their chunks serially). --conv im2col keeps cuBLASLt
+ * (the peer of the comparison). */
+#define CONV1X1_SMALL_MAX_C 32  /* kc_nn.cuh's KC_C1_MAX_C */
+#define CONV1X1_SMALL_MAX_K 240 /* KC_C1_MAX_K */
+#define CONV1X1_SMALL_MIN_PIXELS 65536
+
+static bool use_conv1x1_small(const CudaCtx *cx, const ConvNhwc *c) {
+    int64_t P = c->N * c->H * c->W;
+    return c->half && c->group == 1 && cx->conv != CUDA_CONV_IM2COL && c->C % 2 == 0 &&
+           c->C <= CONV1X1_SMALL_MAX_C && c->K % 16 == 0 && c->K <= CONV1X1_SMALL_MAX_K &&
+           P >= CONV1X1_SMALL_MIN_PIXELS && P < INT32_MAX;
+}
+
 /* An RGB stem that reads the graph input as it comes (kc_stem_tc, kc_nn.cuh): a float16
  * channels-last convolution of one group from at most STEM_MAX_C channels into 32 or 64, R
  * kernel rows of S*C rounded up to even at most STEM_MAX_RSC, no dilation, whose input is
@@ -800,6 +823,8 @@ static bool emit_conv_nhwc(CudaCtx *cx, const Geom *G, const ConvNhwc *c) {
     int64_t P = c->OH * c->OW, CRS = c->C * G->kh * G->kw, CRSg = Cg * G->kh * G->kw;
     bool direct = G->kh == 1 && G->kw == 1 && G->sh == 1 && G->sw == 1 && G->ph == 0 &&
                   G->pw == 0 && c->OH == c->H && c->OW == c->W;
+    if (direct && use_conv1x1_small(cx, c))
+        return emit_conv_kernel(cx, c, params, "kc_conv1x1_small", c->K);
     if (!direct && use_conv_small(cx, c, G))
         return emit_conv_kernel(cx, c, params, "kc_conv_small", c->K);
     if (!direct && use_implicit_mma(cx, c, G)) {

@@ -266,6 +266,21 @@ static inline void kc_dwconv_nhwc_vec_launch(cudaStream_t s, const T *x, const T
 #define KC_DW_PW 2
 #define KC_DW_MIN_THREADS 32768
 
+/* Column iw of an input row (channel vector cv's, xrow pointing at column 0) as float, zero
+ * outside 0..W-1. */
+template <typename T, typename I>
+static __device__ __forceinline__ void kc_dw_col(float *a, const KcVec<T> *xrow, I iw, I W,
+                                                 I CV) {
+    if (iw >= 0 && iw < W) {
+        KcVec<T> av = xrow[iw * CV];
+#pragma unroll
+        for (int j = 0; j < (int)(16 / sizeof(T)); j++) a[j] = (float)av.e[j];
+    } else {
+#pragma unroll
+        for (int j = 0; j < (int)(16 / sizeof(T)); j++) a[j] = 0.0f;
+    }
+}
+
 /* Depthwise 3x3 NHWC (multiplier 1, dilation 1, stride ST = 1 or 2), vectorized over
  * channels and blocked along W: one thread makes PW consecutive output pixels of one row
  * for one 16-byte channel vector. Each of the window's 3 input rows is read once per thread
@@ -311,6 +326,14 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
             const I ih = ih0 + rr;
             if (ih < 0 || ih >= p.H) continue;
             const Vec *xrow = xv + (n * p.H + ih) * p.W * CV + cv;
+            /* stride 2: the row's columns loaded before its weights (the 4 stride-2 layers
+             * of MobileNetV2 at batch 256 0.469 ms against 0.511 unblocked); at stride 1
+             * that order was 11 % slower than this one (docs/cuda.md) */
+            float ap[ST == 2 ? COLS : 1][V];
+            if (ST == 2) {
+#pragma unroll
+                for (int c = 0; c < COLS; c++) kc_dw_col<T, I>(ap[c], xrow, iw0 + c, p.W, CV);
+            }
             float wf[3][V];
 #pragma unroll
             for (int ss = 0; ss < 3; ss++) {
@@ -320,15 +343,12 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
             }
 #pragma unroll
             for (int c = 0; c < COLS; c++) {
-                const I iw = iw0 + c;
                 float a[V];
-                if (iw >= 0 && iw < p.W) {
-                    Vec av = xrow[iw * CV];
+                if (ST == 2) {
 #pragma unroll
-                    for (int j = 0; j < V; j++) a[j] = (float)av.e[j];
+                    for (int j = 0; j < V; j++) a[j] = ap[ST == 2 ? c : 0][j];
                 } else {
-#pragma unroll
-                    for (int j = 0; j < V; j++) a[j] = 0.0f;
+                    kc_dw_col<T, I>(a, xrow, iw0 + c, p.W, CV);
                 }
 #pragma unroll
                 for (int o = 0; o < PW; o++) {
@@ -360,14 +380,16 @@ kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
 
 /* Whether the launcher takes kc_dwconv3_nhwc_kernel (PW = KC_DW_PW) for a depthwise
  * convolution (multiplier 1, channels in aligned 16-byte vectors checked by the caller):
- * 3x3, dilation 1, stride 1, and enough blocks of pixels to fill the GPU (a batch-1
+ * 3x3, dilation 1, stride 1 or 2, and enough blocks of pixels to fill the GPU (a batch-1
  * MobileNetV2 keeps the unblocked kernel's 2x more threads). Measured on an H200 at
  * MobileNetV2 fp16 batch 256 (tests/cuda/conv_gpu.cu --time, docs/cuda.md): at stride 1
  * PW=2 takes the six layer shapes 1.60 -> 1.30 ms in all (PW=4 1.62, PW=8 1.92: the
- * accumulators' registers cost more than the loads they save); at stride 2 every PW was
- * slower than the unblocked kernel (PW=2 0.54 against 0.52 ms), which stays there. */
+ * accumulators' registers cost more than the loads they save); at stride 2, with the row's
+ * columns loaded before its weights, PW=2 takes the four 0.511 -> 0.469 ms (loaded the
+ * stride-1 way it was slower than the unblocked kernel, 0.54 against 0.52). */
 static inline int kc_dwconv3_ok(const KcConv2d *p, int64_t N, int64_t per) {
-    return p->R == 3 && p->S == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
+    return p->R == 3 && p->S == 3 && p->dh == 1 && p->dw == 1 && p->sh == p->sw &&
+           (p->sh == 1 || p->sh == 2) &&
            N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) * (p->C / per) >= KC_DW_MIN_THREADS;
 }
 
@@ -377,8 +399,12 @@ static inline void kc_dwconv3_nhwc_launch(cudaStream_t s, const T *x, const T *w
                                           int act, float al, float be) {
     int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
                     (p->C / (int64_t)(16 / sizeof(T)));
-    kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
-        x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    if (p->sh == 2)
+        kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    else
+        kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
 }
 
 /* Depthwise NHWC: the W-blocked 3x3 kernel or the vectorized kernel where the multiplier
@@ -715,6 +741,174 @@ static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w
     else if (rc == 16) kc_conv_small_launch<16>(s, x, w, bias, r, y, p, P, K, act, al, be);
     else if (rc == 24) kc_conv_small_launch<24>(s, x, w, bias, r, y, p, P, K, act, al, be);
     else kc_conv_small_launch<32>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+/* Plain 1x1 convolution (stride 1, no pad) with a short reduction on tensor cores: an
+ * expansion of MobileNetV2 such as 16 -> 96 channels at 112x112, where a product of
+ * reduction 16 is all store -- 2 bytes of output for each 32 flops -- and cuBLASLt, without
+ * a ReLU6 epilogue, writes y, then kc_bias_act reads and writes it again. As P x C @ C x K
+ * (P = N*H*W pixels, x rows of C): float16, C even and at most 32 (KS = 1 or 2 steps of 16,
+ * zero past C), K in sixteens up to KC_C1_MAX_K; mma.sync m16n8k16 with float32 sums. A warp
+ * takes 16 pixels at a time and loads their A fragments once (4-byte pairs of channels
+ * straight from x: each input pixel is read once), then walks K in chunks of NB * 8
+ * channels: NB products a step from W (transposed, rows of K padded by 8 halves, in shared
+ * memory for the block's life), bias, residual and activation on the float32 fragments,
+ * staged as float16 in the warp's slice of shared memory and stored as 16-byte vectors (a
+ * pixel's chunk is NB whole vectors). On a device below sm_80 the launcher takes
+ * kc_conv_small's CUDA-core kernel instead. */
+#define KC_C1_WARPS 8
+#define KC_C1_MAX_C 32
+#define KC_C1_MAX_K 240 /* W in shared memory (K x 40 halves: 19 KB), and within
+                           kc_conv_small's (33 x 240 floats) below sm_80 */
+
+template <int KS, int NB>
+__global__ void __launch_bounds__(KC_C1_WARPS *KC_WARP)
+kc_conv1x1_tc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                     const __half *__restrict__ bias, const __half *__restrict__ r,
+                     __half *__restrict__ y, int32_t P, int32_t C, int32_t K, int act, float al,
+                     float be) {
+    enum { KP = KS * 16 + 8, YS = NB * 8 + 8 }; /* halves per row of wt, of a staged pixel */
+    extern __shared__ __align__(16) unsigned char kc_c1_buf[];
+    __half *wt = (__half *)kc_c1_buf;  /* [K][KP]: W transposed */
+    float *sb = (float *)(wt + K * KP); /* [K] */
+    __half *ys = (__half *)(sb + K);    /* [warps][16][YS] */
+    for (int i = threadIdx.x; i < K * KS * 16; i += blockDim.x) {
+        int32_t n = i / (KS * 16), k = i % (KS * 16);
+        wt[n * KP + k] = k < C ? w[k * K + n] : __float2half(0.0f);
+    }
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        sb[i] = bias ? __half2float(bias[i]) : 0.0f;
+    __syncthreads();
+    const int lane = threadIdx.x % KC_WARP, warp = threadIdx.x / KC_WARP;
+    const int g = lane / 4, t4 = lane % 4;
+    __half *yw = ys + warp * 16 * YS;
+    const int32_t step = gridDim.x * KC_C1_WARPS * 16;
+    for (int32_t p0 = (blockIdx.x * KC_C1_WARPS + warp) * 16; p0 < P; p0 += step) {
+        const int32_t rows = P - p0 < 16 ? P - p0 : 16;
+        uint32_t a[KS][4];
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) { /* channels 16 s + 8 h + 2 t4 (+1); rows g, g + 8 */
+                const int32_t col = s * 16 + h * 8 + t4 * 2;
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    a[s][h * 2 + e] = g + 8 * e < rows && col < C
+                                          ? *(const uint32_t *)(x + (int64_t)(p0 + g + 8 * e) * C +
+                                                                col)
+                                          : 0u;
+            }
+        for (int32_t k0 = 0; k0 < K; k0 += NB * 8) {
+            float acc[NB][4];
+#pragma unroll
+            for (int j = 0; j < NB; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                const __half *wb = wt + (k0 + g) * KP + s * 16 + t4 * 2;
+#pragma unroll
+                for (int j = 0; j < NB; j++) {
+                    const uint32_t b0 = *(const uint32_t *)(wb + j * 8 * KP);
+                    const uint32_t b1 = *(const uint32_t *)(wb + j * 8 * KP + 8);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+                    asm volatile(
+                        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                        "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                        : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+                        : "r"(a[s][0]), "r"(a[s][1]), "r"(a[s][2]), "r"(a[s][3]), "r"(b0),
+                          "r"(b1));
+#else
+                    (void)b0, (void)b1; /* never launched below sm_80 (kc_conv1x1_small) */
+#endif
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < NB; j++) { /* the lane's: pixels g, g + 8, channels 2 t4 (+1) */
+                const int col = j * 8 + t4 * 2;
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int row = g + 8 * e;
+                    float v0 = acc[j][2 * e] + sb[k0 + col];
+                    float v1 = acc[j][2 * e + 1] + sb[k0 + col + 1];
+                    if (r && row < rows) {
+                        const __half2 rv =
+                            *(const __half2 *)(r + (int64_t)(p0 + row) * K + k0 + col);
+                        v0 += __low2float(rv), v1 += __high2float(rv);
+                    }
+                    *(__half2 *)(yw + row * YS + col) =
+                        __floats2half2_rn(kc_act(v0, act, al, be), kc_act(v1, act, al, be));
+                }
+            }
+            __syncwarp();
+#pragma unroll
+            for (int i = lane; i < 16 * NB; i += KC_WARP) { /* 16-byte vectors, pixel-major */
+                const int row = i / NB, cv = i % NB;
+                if (row < rows)
+                    *(uint4 *)(y + (int64_t)(p0 + row) * K + k0 + cv * 8) =
+                        *(const uint4 *)(yw + row * YS + cv * 8);
+            }
+            __syncwarp();
+        }
+    }
+}
+
+/* Shared memory of kc_conv1x1_tc_kernel<KS, NB> for K output channels. */
+static inline size_t kc_c1_smem(int64_t KS, int64_t NB, int64_t K) {
+    return (size_t)(K * (KS * 16 + 8) * 2 + K * 4 + KC_C1_WARPS * 16 * (NB * 8 + 8) * 2);
+}
+
+template <int KS, int NB>
+static inline int kc_conv1x1_tc_launch(cudaStream_t s, const __half *x, const __half *w,
+                                        const __half *bias, const __half *r, __half *y,
+                                        int64_t P, int64_t C, int64_t K, int act, float al,
+                                        float be) {
+    /* as many blocks as are resident at once, then grid stride: no tail of a second wave */
+    int64_t tiles = (P + 15) / 16, blocks = (tiles + KC_C1_WARPS - 1) / KC_C1_WARPS;
+    const size_t smem = kc_c1_smem(KS, NB, K);
+    int dev = 0, sms = 0, per = 0;
+    KC_CUDA(cudaGetDevice(&dev));
+    KC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    KC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_conv1x1_tc_kernel<KS, NB>,
+                                                          KC_C1_WARPS * KC_WARP, smem));
+    if (per < 1) per = 1;
+    if (blocks > (int64_t)sms * per) blocks = (int64_t)sms * per;
+    kc_conv1x1_tc_kernel<KS, NB><<<(unsigned)blocks, KC_C1_WARPS * KC_WARP, smem, s>>>(
+        x, w, bias, r, y, (int32_t)P, (int32_t)C, (int32_t)K, act, al, be);
+    return KC_OK;
+}
+
+/* x (N,H,W,C) -> y (N,H,W,K) = act(x @ w + bias + r), w (1,1,C,K): a plain 1x1 convolution
+ * (p: R = S = 1, stride 1, no pads); KC_ERR_SHAPE unless C is even and at most KC_C1_MAX_C,
+ * K a multiple of 16 up to KC_C1_MAX_K, the pixels fit 32 bits and x is 4-byte, the other
+ * pointers 16-byte aligned. Chunks of 16 output channels, of 48 from 192 channels up where
+ * K allows: on an H200 at MobileNetV2 fp16 batch 256 (conv_gpu --time) 16 -> 96 took 0.407
+ * ms in chunks of 16, 0.420 in 32s, 0.435 in 48s; 24 -> 144 0.161 in 16s, 0.176 in 48s; 32
+ * -> 192 0.078 in 16s, 0.075 in 48s. */
+static inline int kc_conv1x1_small(cudaStream_t s, const __half *x, const __half *w,
+                                   const __half *bias, const __half *r, __half *y,
+                                   const KcConv2d *p, int64_t N, int64_t K, int act, float al,
+                                   float be) {
+    const int64_t P = N * p->H * p->W, C = p->C;
+    int dev = 0, major = 0;
+    if (P <= 0 || K <= 0) return KC_OK;
+    if (p->R != 1 || p->S != 1 || p->sh != 1 || p->sw != 1 || p->ph || p->pw ||
+        p->OH != p->H || p->OW != p->W || C % 2 || C > KC_C1_MAX_C || K % 16 ||
+        K > KC_C1_MAX_K || !kc_small(P) || (uintptr_t)x % 4 ||
+        ((uintptr_t)w | (uintptr_t)bias | (uintptr_t)r | (uintptr_t)y) % 16)
+        return KC_ERR_SHAPE;
+    KC_CUDA(cudaGetDevice(&dev));
+    KC_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major < 8) return kc_conv_small(s, x, w, bias, r, y, p, N, K, act, al, be);
+    const int ks2 = C > 16;
+    int rc;
+    if (K % 48 == 0 && K >= 192)
+        rc = ks2 ? kc_conv1x1_tc_launch<2, 6>(s, x, w, bias, r, y, P, C, K, act, al, be)
+                 : kc_conv1x1_tc_launch<1, 6>(s, x, w, bias, r, y, P, C, K, act, al, be);
+    else
+        rc = ks2 ? kc_conv1x1_tc_launch<2, 2>(s, x, w, bias, r, y, P, C, K, act, al, be)
+                 : kc_conv1x1_tc_launch<1, 2>(s, x, w, bias, r, y, P, C, K, act, al, be);
+    if (rc != KC_OK) return rc;
     KC_LAUNCHED();
     return KC_OK;
 }

@@ -20,6 +20,11 @@
  * against the fixed-window one). The mma.sync implicit
  * GEMM (kc_igemm_mma): its launcher and two tiles directly, on partial tiles of rows and
  * columns, C below and off the slice width, strides 1 and 2, pads 0-2, 1x1, 3x3 and 5x5.
+ * The plain 1x1 convolution of few input channels (kc_conv1x1_small): C 2 to 32 (odd pairs,
+ * not in eights, a second step of 16 partly zero), K 16 to 240 in chunks of 16 and 48,
+ * partial tiles of 16 pixels, the warps' grid stride, bias or none, residual, no activation,
+ * ReLU and ReLU6, and the shapes it refuses; --time times it against cuBLASLt and its ReLU6
+ * pass on MobileNetV2's shapes at batches 1, 32 and 256.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
  *        ./conv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -27,12 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_fp16.h>
 
 #include "gpu_test.h"
 #include "gpu_values.h"
+#include "kc_blas.cuh"
 #include "kc_igemm.cuh"
 #include "kc_nn.cuh"
 
@@ -266,6 +273,34 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
     gpu_report(what, worst, 4e-3, bad);
 }
 
+/* kc_conv1x1_small: a plain 1x1 convolution, C even <= 32 -> K in sixteens; act 0 none,
+ * 1 ReLU, 2 ReLU6. want_rc: KC_ERR_SHAPE for the shapes it must refuse. */
+static void c1_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, bool bias,
+                    bool res, int actk, int want_rc = KC_OK) {
+    KcConv2d p = geom(C, H, W, 1, 1, 1, 0);
+    int64_t ny = N * H * W * K;
+    Buf<__half> x(N * H * W * C, 1.0), w(C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
+    y.poison();
+    const int acts[3] = {KC_ACT_NONE, KC_ACT_RELU, KC_ACT_CLIP};
+    int rc = kc_conv1x1_small(0, x.d, w.d, bias ? b.d : NULL, res ? r.d : NULL, y.d, &p, N, K,
+                              acts[actk], 0.0f, 6.0f);
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want =
+        conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL, res ? &r.h : NULL, actk == 2);
+    if (actk == 1)
+        for (double &v : want) v = v < 0 ? 0 : v;
+    double worst = 0;
+    long bad = rc != want_rc;
+    if (want_rc == KC_OK) gpu_compare(y.get(), want, &worst, &bad, 2e-3);
+    char what[200];
+    snprintf(what, sizeof what, "conv1x1_small N %lld C %lld %lldx%lld K %lld%s%s %s%s",
+             (long long)N, (long long)C, (long long)H, (long long)W, (long long)K,
+             bias ? " bias" : "", res ? " residual" : "",
+             actk == 0 ? "none" : actk == 1 ? "relu" : "relu6",
+             want_rc == KC_OK ? "" : " (refused)");
+    gpu_report(what, worst, 2e-3, bad);
+}
+
 /* ---- timing at MobileNetV2 fp16 batch 256 ---- */
 
 /* a device buffer of n halves, every byte 0x30 (each value about 0.13): timing only */
@@ -287,6 +322,86 @@ static float time_dw3(const __half *x, const __half *w, const __half *b, __half 
         kc_dwconv3_nhwc_kernel<__half, int32_t, ST, PW><<<kc_grid(total), KC_THREADS>>>(
             x, w, b, NULL, y, kc_geom<int32_t>(&p), (int32_t)N, KC_ACT_CLIP, 0.0f, 6.0f);
     });
+}
+
+/* MobileNetV2's 1x1 convolutions of at most 32 input channels at batches 1, 32, 256:
+ * kc_conv1x1_small against the bundles' lowering before it, cuBLASLt's heuristic first
+ * algorithm with the bias epilogue and kc_bias_act's ReLU6 pass after it; and the kernel
+ * with other chunk widths than the launcher's (0: not a divisor of K). */
+static void timing_1x1(void) {
+    cublasLtHandle_t lt;
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return;
+    size_t ws_size = 32u << 20;
+    void *ws;
+    CK(cudaMalloc(&ws, ws_size));
+    /* side, C, K, ReLU6 */
+    const int64_t L[][4] = {{112, 16, 96, 1}, {56, 24, 144, 1}, {28, 32, 192, 1}, {112, 32, 16, 0}};
+    const int64_t batches[] = {1, 32, 256};
+    for (int64_t N : batches) {
+        double sum_lt = 0, sum_c1 = 0;
+        for (auto &l : L) {
+            KcConv2d p = geom(l[1], l[0], l[0], 1, 1, 1, 0);
+            int64_t P = N * l[0] * l[0];
+            int act = l[3] ? KC_ACT_CLIP : KC_ACT_NONE;
+            DevBuf x(P * l[1]), w(l[1] * l[2]), b(l[2]), y(P * l[2]);
+            KcMatmul m;
+            memset(&m, 0, sizeof m);
+            m.m = l[2], m.n = P, m.k = l[1], m.batch = 1;
+            m.lda = l[2], m.ldb = l[1], m.ldd = l[2];
+            m.alpha = 1.0f, m.half = 1;
+            m.A = w.d, m.B = x.d, m.D = y.d, m.bias = b.d;
+            m.act = act, m.act_alpha = 0.0f, m.act_beta = 6.0f;
+            float tl = time_ms([&] {
+                kc_lt_matmul(lt, 0, ws, ws_size, CUBLAS_COMPUTE_32F, &m, NULL, 0);
+            });
+            float tc = time_ms([&] {
+                kc_conv1x1_small(0, x.d, w.d, b.d, NULL, y.d, &p, N, l[2], act, 0.0f, 6.0f);
+            });
+            /* other chunk widths: 16, 24 and 32 channels (where K allows), 96 or 72 */
+            float tn[4] = {0, 0, 0, 0};
+            auto chunks = [&](auto ks) {
+                constexpr int KS = decltype(ks)::value;
+                tn[0] = time_ms([&] {
+                    kc_conv1x1_tc_launch<KS, 2>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2], act,
+                                                0.0f, 6.0f);
+                });
+                if (l[2] % 24 == 0)
+                    tn[1] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 3>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+                if (l[2] % 32 == 0)
+                    tn[2] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 4>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+                if (l[2] % 96 == 0)
+                    tn[3] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 12>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                     act, 0.0f, 6.0f);
+                    });
+                else if (l[2] % 72 == 0)
+                    tn[3] = time_ms([&] {
+                        kc_conv1x1_tc_launch<KS, 9>(0, x.d, w.d, b.d, NULL, y.d, P, l[1], l[2],
+                                                    act, 0.0f, 6.0f);
+                    });
+            };
+            if (l[1] > 16) chunks(std::integral_constant<int, 2>());
+            else chunks(std::integral_constant<int, 1>());
+            double gb = (double)(x.n + y.n) * 2 / 1e9;
+            printf("time 1x1 b%lld %lldx%lld %lld -> %lld%s: cuBLASLt %.4f conv1x1_small %.4f "
+                   "ms (%.2f TB/s); chunks of 16 %.4f, 24 %.4f, 32 %.4f, 96/72 %.4f\n",
+                   (long long)N, (long long)l[0], (long long)l[0], (long long)l[1],
+                   (long long)l[2], l[3] ? " relu6" : "", tl, tc, gb / tc, tn[0], tn[1], tn[2],
+                   tn[3]);
+            int64_t times = l[0] == 56 ? 2 : l[0] == 28 ? 3 : 1;
+            sum_lt += tl * times, sum_c1 += tc * times;
+        }
+        printf("time 1x1 sum b%lld: cuBLASLt %.4f conv1x1_small %.4f ms\n", (long long)N,
+               sum_lt, sum_c1);
+    }
+    cudaFree(ws);
+    cublasLtDestroy(lt);
 }
 
 static void timing(void) {
@@ -451,6 +566,7 @@ static void ncu_once(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--time") == 0) {
+        timing_1x1();
         timing();
         return 0;
     }
@@ -516,6 +632,19 @@ int main(int argc, char **argv) {
     pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */
     pool_case<__half>("fp16", 1, 24, 8, 8, 2, 2, 0);   /* 2x2: the loop kernel */
     pool_case<__half>("fp16", 2, 6, 9, 9, 3, 2, 1);    /* C 6: not whole vectors */
+    c1_case(2, 16, 9, 11, 96, true, false, 2);    /* MobileNetV2's 16 -> 96, P 198: partial */
+    c1_case(1, 32, 6, 5, 192, true, true, 2);     /* 32 -> 192: 4 chunks of 48 */
+    c1_case(1, 24, 7, 9, 144, true, true, 1);     /* 24 -> 144: 2 steps (8 zero), residual */
+    c1_case(1, 32, 5, 7, 16, false, true, 0);     /* 32 -> 16, chunks of 16 */
+    c1_case(3, 6, 4, 5, 32, true, false, 2);      /* C 6 */
+    c1_case(1, 30, 6, 6, 48, true, false, 0);     /* C 30: not in eights */
+    c1_case(1, 2, 1, 13, 64, true, true, 2);      /* C 2, P 13: one partial tile */
+    c1_case(2, 18, 5, 5, 240, true, true, 2);     /* K 240: 5 chunks of 48 */
+    c1_case(1, 8, 6, 7, 80, false, false, 1);     /* K 80: chunks of 16 */
+    c1_case(12, 16, 112, 112, 32, true, false, 2); /* past the grid: the warps loop */
+    c1_case(1, 34, 4, 4, 32, true, false, 2, KC_ERR_SHAPE); /* C over 32 */
+    c1_case(1, 15, 4, 4, 32, true, false, 2, KC_ERR_SHAPE); /* C odd */
+    c1_case(1, 16, 4, 4, 40, true, false, 2, KC_ERR_SHAPE); /* K not in sixteens */
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

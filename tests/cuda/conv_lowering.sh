@@ -10,7 +10,9 @@
 # eights, more than one and at most 32 taps, at most 256 output channels, at least 128
 # blocks; --conv implicit wherever channels are in eights); then use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
 # rows, and for channels not in eights (the element gathers) R*S*C >= K; im2col otherwise;
-# plain 1x1 convolutions take none of them (cuBLASLt on X). usage:
+# plain 1x1 convolutions take none of them: cuBLASLt on X, but for use_conv1x1_small (fp16,
+# one group, C even and at most 32, K in sixteens up to 240, at least 65536 pixels, not with
+# --conv im2col: kc_conv1x1_small). usage:
 # tests/cuda/conv_lowering.sh KILN; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
@@ -49,6 +51,7 @@ want() {
     mm=$(grep -c 'kc_igemm_mma(s' "$out/m.cu")
     k=$(grep -c 'kc_conv_small(s' "$out/m.cu")
     st=$(grep -c 'kc_stem_tc<' "$out/m.cu")
+    c1=$(grep -c 'kc_conv1x1_small(s' "$out/m.cu")
     # the stem's input type, and the graph input's Transpose (a strided copy) and Cast gone
     ty=$(grep -o 'kc_stem_tc<[a-z_]*>' "$out/m.cu" | head -1)
     tr=$(grep -c 'done by the stem convolution' "$out/m.cu") # the Transpose and the Cast
@@ -58,10 +61,11 @@ want() {
        { [ "$lowering" = stem ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ] && [ "$st" -eq 1 ] &&
          { { [ "$ty" = "kc_stem_tc<float>" ] && [ "$tr" -eq 2 ] && [ "${5:-}" != --fp16-io ]; } ||
            { [ "$ty" = "kc_stem_tc<__half>" ] && [ "$tr" -eq 1 ] && [ "${5:-}" = --fp16-io ]; }; }; } ||
-       { [ "$lowering" = im2col ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ] && [ "$st" -eq 0 ]; }; then
+       { [ "$lowering" = pw1x1 ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ] && [ "$st" -eq 0 ] && [ "$c1" -eq 1 ]; } ||
+       { [ "$lowering" = im2col ] && [ "$n" -eq 0 ] && [ "$k" -eq 0 ] && [ "$st" -eq 0 ] && [ "$c1" -eq 0 ]; }; then
         echo "ok   $m $prec --conv $mode ${5:-}: $lowering"; passed=$((passed + 1))
     else
-        echo "FAIL $m $prec --conv $mode ${5:-}: $n implicit-GEMM, $k small-reduction, $st stem ($ty, $tr nodes folded) call(s), wanted $lowering"
+        echo "FAIL $m $prec --conv $mode ${5:-}: $n implicit-GEMM, $k small-reduction, $st stem ($ty, $tr nodes folded), $c1 small 1x1 call(s), wanted $lowering"
         failed=$((failed + 1))
     fi
 }
@@ -81,7 +85,11 @@ conv c3k64b1 3 64 256 3 2 1       # 128 rows: the small-reduction kernel
 conv c4k64 4 64 256 3 2 1 8       # 3x3x4 = 36: the stem kernel on the graph input
 conv c5k64 5 64 256 3 2 1 8       # 5 channels: no stem kernel; 45 < 64: im2col
 conv stem7k48 3 48 256 7 2 1 8    # 48 output channels: no stem kernel, element gathers
-conv pw16 16 96 128 1 1 1         # plain 1x1 of 16 channels: still cuBLASLt on X
+conv pw16 16 96 128 1 1 1         # plain 1x1 of 16 channels, 16384 pixels: cuBLASLt on X
+conv pw16b4 16 96 128 1 1 1 4     # 65536 pixels: kc_conv1x1_small
+conv pw32k16 32 16 64 1 1 1 16    # 32 -> 16 (a projection): kc_conv1x1_small
+conv pw34 34 96 64 1 1 1 16       # 34 channels: cuBLASLt on X
+conv pw16k40 16 40 64 1 1 1 16    # 40 output channels, not in sixteens: cuBLASLt
 conv grouped 64 64 128 3 1 2      # two groups
 conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
 
@@ -118,7 +126,13 @@ want im2col c5k64 fp16 auto
 want implicit c5k64 fp16 implicit
 want stem stem7 fp16 implicit
 want im2col pw16 fp16 auto
-want im2col pw16 fp16 implicit
+want pw1x1 pw16b4 fp16 auto
+want pw1x1 pw16b4 fp16 implicit
+want im2col pw16b4 fp16 im2col
+want im2col pw16b4 fp32 auto
+want pw1x1 pw32k16 fp16 auto
+want im2col pw34 fp16 auto
+want im2col pw16k40 fp16 auto
 want im2col grouped fp16 implicit
 want im2col pw fp16 implicit
 want im2col pw fp16 auto

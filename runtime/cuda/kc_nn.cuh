@@ -290,12 +290,13 @@ static __device__ __forceinline__ void kc_dw_col(float *a, const KcVec<T> *xrow,
  * instead of once per output; bias, residual and activation as there. Consecutive threads
  * take consecutive channel vectors, then blocks of PW pixels (coalesced). Outputs past OW
  * (the last block of a row) are computed from zero columns and not stored. */
-template <typename T, typename I, int ST, int PW>
+template <typename T, typename I, int ST, int PW, int ACT = -1>
 __global__ void __launch_bounds__(KC_THREADS)
 kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
                        const T *__restrict__ b, const T *__restrict__ r, T *__restrict__ y,
                        KcGeom<I> p, I N, int act, float al, float be) {
     enum { V = 16 / sizeof(T), COLS = ST * (PW - 1) + 3 };
+    if (ACT >= 0) act = ACT;
     typedef KcVec<T> Vec;
     const I CV = p.C / V, OWB = (p.OW + PW - 1) / PW, total = N * p.OH * OWB * CV;
     const Vec *xv = (const Vec *)x, *wv = (const Vec *)w;
@@ -393,18 +394,30 @@ static inline int kc_dwconv3_ok(const KcConv2d *p, int64_t N, int64_t per) {
            N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) * (p->C / per) >= KC_DW_MIN_THREADS;
 }
 
+template <typename T, typename I, int ACT>
+static inline void kc_dwconv3_nhwc_run(cudaStream_t s, const T *x, const T *w, const T *b,
+                                       const T *r, T *y, const KcConv2d *p, int64_t N, int act,
+                                       float al, float be) {
+    int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
+                    (p->C / (int64_t)(16 / sizeof(T)));
+    if (p->sh == 2)
+        kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW, ACT><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    else
+        kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW, ACT><<<kc_grid(total), KC_THREADS, 0, s>>>(
+            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+}
+
+/* Clip (ReLU6, the activation of the depthwise layers of the MobileNets) compiled into the
+ * epilogue, as kc_stem_tc's; any other activation read at run time. */
 template <typename T, typename I>
 static inline void kc_dwconv3_nhwc_launch(cudaStream_t s, const T *x, const T *w, const T *b,
                                           const T *r, T *y, const KcConv2d *p, int64_t N,
                                           int act, float al, float be) {
-    int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
-                    (p->C / (int64_t)(16 / sizeof(T)));
-    if (p->sh == 2)
-        kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+    if (act == KC_ACT_CLIP)
+        kc_dwconv3_nhwc_run<T, I, KC_ACT_CLIP>(s, x, w, b, r, y, p, N, act, al, be);
     else
-        kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+        kc_dwconv3_nhwc_run<T, I, -1>(s, x, w, b, r, y, p, N, act, al, be);
 }
 
 /* Depthwise NHWC: the W-blocked 3x3 kernel or the vectorized kernel where the multiplier

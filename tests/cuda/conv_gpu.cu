@@ -429,7 +429,7 @@ static void timing(void) {
             kc_dwconv_nhwc<__half>(0, x.d, w.d, b.d, NULL, y.d, &p, N, 1, KC_ACT_CLIP, 0.0f,
                                    6.0f);
         });
-        printf("time dw %lldx%lld C %lld s%lld: old %.4f PW2 %.4f PW4 %.4f PW8 %.4f launcher "
+        printf("time dw %lldx%lld C %lld s%lld: old %.4f PW2 (act at run time) %.4f PW4 %.4f PW8 %.4f launcher "
                "%.4f ms (floor at 4 TB/s %.4f; launcher %.2f TB/s) x%lld\n",
                (long long)l[0], (long long)l[0], (long long)l[1], (long long)l[2], old, t2, t4,
                t8, lau, gb / 4.0, gb / lau, (long long)l[3]);

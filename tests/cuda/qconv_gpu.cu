@@ -412,6 +412,9 @@ int main(int argc, char **argv) {
         {"1x1 form M 64 shifts 16..42 +res", 2, 9, 23, 64, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
         {"3x3 C 32 M 96 shifts 16..42 +res", 2, 15, 13, 32, 96, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 2},
         {"3x3 C 64 M 128, ResNet rq +res", 2, 14, 14, 64, 128, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
+        /* no zero point (KC_QZFILL's copies): 128 x 64 and 128 x 128 tiles, pads, stride, K past R S C */
+        {"3x3 C 48 M 64 s2, no zp +res", 2, 17, 15, 48, 64, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 1, true},
+        {"3x3 C 32 M 144 d2, no zp",    2, 13, 16, 32, 144, 3, 3, 1, 1, 2, 2, 2, 2, false, 0, 2, true},
     };
     check_hi_terms();
     check_qquant();

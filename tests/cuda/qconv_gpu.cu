@@ -15,7 +15,10 @@
  * stem (kc_qconv_f32nchw: a float32 NCHW input quantized in the gather, ties of the quotient
  * planted) on odd sizes, pads, strides, dilations and channel counts 1 to 5, and its
  * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone);
- * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather).
+ * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather). The
+ * cp.async form's 256-pixel tiles (KC_QWIDE) on small shapes, their block threshold lowered
+ * (kc_qwide_min), and inputs without a zero point (-DKC_QADDR=1 -DKC_QZFILL=1 tests the
+ * zero-filled copies).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20); compiled against another runtime folder (-I), the same source
  * times an older kernel.

@@ -232,32 +232,33 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
  * already (kc_qconv1x1_kernel's cp.async), visible to every thread. */
 #define KC_QYLD(BN) ((BN) + 16)
 
-/* The requantized 128 x BN tile ys out to y as 16-byte row chunks (after a barrier) */
-template <int BN>
+/* The requantized BM x BN tile ys out to y as 16-byte row chunks (after a barrier); a block
+ * of BM / 64 x BN / 32 warps */
+template <int BN, int BM = KC_QBM>
 static __device__ __forceinline__ void kc_qepi16_store(uint8_t *__restrict__ y, const KcQConv &p, int P,
                                                        int row0, int col0, const uint8_t *ys) {
-    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = 2 * BN };
+    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = BM * BN / 64 };
 #pragma unroll
-    for (int i = threadIdx.x; i < KC_QBM * CH; i += THREADS) {
+    for (int i = threadIdx.x; i < BM * CH; i += THREADS) {
         int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
         if (pix < P && n < p.M && (!(KC_QEPI_LAB & 2) || p.lo > 255))
             *(uint4 *)(void *)(y + (size_t)pix * p.M + n) = *(const uint4 *)(const void *)(ys + r * LD + q * 16);
     }
 }
 
-template <int BN, bool PRE = false>
+template <int BN, bool PRE = false, int BM = KC_QBM>
 static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[4][4][4],
                                                            const int32_t *__restrict__ rq,
                                                            const uint8_t *__restrict__ res,
                                                            uint8_t *__restrict__ y,
                                                            const KcQConv &p, int P, int row0,
                                                            int col0, uint8_t *ys) {
-    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = 2 * BN };
+    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = BM * BN / 64, WMS = BM / 64 };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int g = lane >> 2, tig = lane & 3, wm = warp % WMS, wn = warp / WMS;
     if (res && !PRE) { /* PRE: the caller brought the residual tile into ys already */
 #pragma unroll
-        for (int i = tid; i < KC_QBM * CH; i += THREADS) {
+        for (int i = tid; i < BM * CH; i += THREADS) {
             int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
             if (pix < P && n < p.M)
                 *(uint4 *)(void *)(ys + r * LD + q * 16) =
@@ -292,7 +293,7 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         }
     }
     __syncthreads();
-    kc_qepi16_store<BN>(y, p, P, row0, col0, ys);
+    kc_qepi16_store<BN, BM>(y, p, P, row0, col0, ys);
 }
 
 /* Whether the shared-memory epilogue applies (the same answer in every block). */
@@ -566,29 +567,49 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #ifndef KC_QCOLS
 #define KC_QCOLS 1
 #endif
+/* KC_QADDR 1: a row's base address made once (its pixel's first tap) and each stage's tap
+ * offset once for all rows, so a copy costs one add and two unsigned bounds tests (an A/B knob:
+ * H200 ResNet-50 INT8 batch 256 7.499 -> 7.626 ms, the 128 x 128 tile spilling 12 bytes again) */
+#ifndef KC_QADDR
+#define KC_QADDR 0
+#endif
+/* KC_QZFILL 1 (with KC_QADDR): where x_zp is 0 (ResNet-50's layers after a ReLU), every copy a
+ * cp.async whose source size is 0 where the chunk is padding, past K or past the last pixel
+ * (an A/B knob: layer1's 256 x 64 3x3 80.3 M warp instructions under ncu against main's 95.8 M,
+ * but ResNet-50 batch 256 7.49 -> 7.68 ms: the 128 x 128 tile spills 8 bytes and its layers lose
+ * 0.004-0.02 ms each) */
+#ifndef KC_QZFILL
+#define KC_QZFILL 0
+#endif
 #define KC_QTILE_ROW (KC_QCOLS ? blockIdx.y : blockIdx.x)
 #define KC_QTILE_COL (KC_QCOLS ? blockIdx.x : blockIdx.y)
-/* the stages' bytes for a column tile of BN */
-#define KC_QSMEM16(BN) (KC_QSTAGES * (KC_QBM + (BN)) * KC_QLD16)
+/* the stages' bytes of a BM x BN tile in ST stages */
+#define KC_QSMEM16(BN, BM, ST) ((ST) * ((BM) + (BN)) * KC_QLD16)
 static __device__ __forceinline__ void kc_cp16(void *smem, const void *g) {
     unsigned a = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g));
 }
+/* 16 bytes from g, or 16 zeros where !ok (the source size 0: nothing read) */
+static __device__ __forceinline__ void kc_cp16z(void *smem, const void *g, bool ok) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(g), "r"(ok ? 16 : 0));
+}
 
-template <int BN>
-__global__ void __launch_bounds__(2 * BN)
+/* A block: BM x BN outputs (BM 128 or 256), BM / 64 x BN / 32 warps of 64 x 32, ST stages */
+template <int BN, int BM = KC_QBM, int ST = KC_QSTAGES>
+__global__ void __launch_bounds__(BM * BN / 64)
 kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) uint8_t kc_qsm[];
-    enum { THREADS = 2 * BN, CPR = KC_QSK / 16, LD = KC_QLD16 };
-    enum { AP = KC_QBM * CPR / THREADS, BP = BN * CPR / THREADS, RSTEP = THREADS / CPR };
-    uint8_t *const As = kc_qsm, *const Bs = kc_qsm + KC_QSTAGES * KC_QBM * LD;
+    enum { THREADS = BM * BN / 64, WMS = BM / 64, CPR = KC_QSK / 16, LD = KC_QLD16 };
+    enum { AP = BM * CPR / THREADS, BP = BN * CPR / THREADS, RSTEP = THREADS / CPR };
+    uint8_t *const As = kc_qsm, *const Bs = kc_qsm + ST * BM * LD;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int g = lane >> 2, tig = lane & 3, wm = warp % WMS, wn = warp / WMS;
     const int P = p.N * p.OH * p.OW;
-    const int row0 = KC_QTILE_ROW * KC_QBM, col0 = KC_QTILE_COL * BN;
+    const int row0 = KC_QTILE_ROW * BM, col0 = KC_QTILE_COL * BN;
     const int h = tid % CPR; /* this thread's 16-byte chunk of a stage's row */
     int abase[AP], ay0[AP], ax0[AP];
 #pragma unroll
@@ -599,8 +620,11 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
             int oy = rem / p.OW, ox = rem - oy * p.OW;
             abase[i] = img * p.H * p.W * p.C;
             ay0[i] = oy * p.sh - p.ph, ax0[i] = ox * p.sw - p.pw;
+#if KC_QADDR
+            abase[i] += (ay0[i] * p.W + ax0[i]) * p.C;
+#endif
         } else {
-            abase[i] = -1, ay0[i] = 0, ax0[i] = 0;
+            abase[i] = -1, ay0[i] = KC_QADDR ? -(1 << 29) : 0, ax0[i] = 0;
         }
     }
     const int8_t *wrow[BP];
@@ -619,10 +643,43 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
     kc_qacc_bias(acc, rq, p.M, col0 + wn * 32, tig);
     const int nk = p.Kp / KC_QSK;
     auto issue = [&](int kt) {
-        const int buf = kt % KC_QSTAGES;
+        const int buf = kt % ST;
+#if KC_QADDR
+        /* the tap's offset, the same for every row: a row adds its own base; a row past the
+         * last pixel fails the bounds test (its zero-point bytes are never stored) */
+        const int dy = ky * p.dh, dx = kx * p.dw, off = (dy * p.W + dx) * p.C + c;
+        if (KC_QZFILL && p.x_zp == 0) { /* every fill is zeros: predicated copies, no branch */
+            const bool tap = ky < p.R;
+#pragma unroll
+            for (int i = 0; i < AP; i++) {
+                bool ok = tap && (unsigned)(ay0[i] + dy) < (unsigned)p.H &&
+                          (unsigned)(ax0[i] + dx) < (unsigned)p.W;
+                kc_cp16z(As + buf * BM * LD + (tid / CPR + RSTEP * i) * LD + h * 16,
+                         ok ? x + (abase[i] + off) : x, ok);
+            }
+#pragma unroll
+            for (int i = 0; i < BP; i++)
+                kc_cp16z(Bs + buf * BN * LD + (tid / CPR + RSTEP * i) * LD + h * 16,
+                         wrow[i] + kt * KC_QSK, wok[i]);
+            asm volatile("cp.async.commit_group;\n" ::);
+            c += KC_QSK;
+            while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
+            return;
+        }
 #pragma unroll
         for (int i = 0; i < AP; i++) {
-            uint8_t *dst = As + buf * KC_QBM * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
+            uint8_t *dst = As + buf * BM * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
+            if (ky >= p.R)
+                *(uint4 *)(void *)dst = make_uint4(0, 0, 0, 0);
+            else if ((unsigned)(ay0[i] + dy) >= (unsigned)p.H || (unsigned)(ax0[i] + dx) >= (unsigned)p.W)
+                *(uint4 *)(void *)dst = make_uint4(zp4, zp4, zp4, zp4);
+            else
+                kc_cp16(dst, x + (abase[i] + off));
+        }
+#else
+#pragma unroll
+        for (int i = 0; i < AP; i++) {
+            uint8_t *dst = As + buf * BM * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
             int iy = ay0[i] + ky * p.dh, ix = ax0[i] + kx * p.dw;
             if (abase[i] < 0 || ky >= p.R)
                 *(uint4 *)(void *)dst = make_uint4(0, 0, 0, 0);
@@ -631,6 +688,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
             else
                 kc_cp16(dst, x + abase[i] + (iy * p.W + ix) * p.C + c);
         }
+#endif
 #pragma unroll
         for (int i = 0; i < BP; i++) {
             uint8_t *bdst = Bs + buf * BN * LD + (tid / CPR + RSTEP * i) * LD + h * 16;
@@ -642,20 +700,20 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
         while (c >= p.C) c -= p.C, kx = kx + 1 == p.S ? (ky++, 0) : kx + 1;
     };
 #pragma unroll
-    for (int st = 0; st < KC_QSTAGES - 1; st++) {
+    for (int st = 0; st < ST - 1; st++) {
         if (st < nk) issue(st);
         else asm volatile("cp.async.commit_group;\n" ::);
     }
     for (int kt = 0; kt < nk; kt++) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(KC_QSTAGES - 2));
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2));
         __syncthreads();
-        if (kt + KC_QSTAGES - 1 < nk) issue(kt + KC_QSTAGES - 1);
+        if (kt + ST - 1 < nk) issue(kt + ST - 1);
         else asm volatile("cp.async.commit_group;\n" ::);
-        const int buf = kt % KC_QSTAGES;
+        const int buf = kt % ST;
 #pragma unroll
         for (int ks = 0; ks < KC_QSK; ks += 32) {
             uint32_t af[4][4], bf[4][2];
-            kc_qfrags<LD>(af, bf, As + buf * KC_QBM * LD + wm * 64 * LD + ks,
+            kc_qfrags<LD>(af, bf, As + buf * BM * LD + wm * 64 * LD + ks,
                           Bs + buf * BN * LD + wn * 32 * LD + ks, lane);
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
@@ -666,7 +724,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
     asm volatile("cp.async.wait_group 0;\n" ::);
     if (kc_qepi16(p, y, res)) {
         __syncthreads(); /* As is free: every warp is past its last fragment load */
-        kc_qconv_epilogue16<BN>(acc, rq, res, y, p, P, row0, col0, As);
+        kc_qconv_epilogue16<BN, false, BM>(acc, rq, res, y, p, P, row0, col0, As);
     } else {
         kc_qconv_epilogue(acc, rq, res, y, p, P, row0 + wm * 64, col0 + wn * 32, g, tig);
     }
@@ -675,17 +733,17 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
 
 /* kc_qconv_mma16_kernel with its stages' dynamic shared memory (the opt-in past 48 KB asked
  * once per column tile) */
-template <int BN>
+template <int BN, int BM = KC_QBM, int ST = KC_QSTAGES>
 static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x, const int8_t *w,
                                      const int32_t *rq, const uint8_t *r, uint8_t *y,
                                      const KcQConv *p) {
     static bool opted;
-    if (!opted && KC_QSMEM16(BN) > 48 * 1024) {
-        cudaFuncSetAttribute(kc_qconv_mma16_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             KC_QSMEM16(BN));
+    if (!opted && KC_QSMEM16(BN, BM, ST) > 48 * 1024) {
+        cudaFuncSetAttribute(kc_qconv_mma16_kernel<BN, BM, ST>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, KC_QSMEM16(BN, BM, ST));
         opted = true;
     }
-    kc_qconv_mma16_kernel<BN><<<grid, 2 * BN, KC_QSMEM16(BN), s>>>(x, w, rq, r, y, *p);
+    kc_qconv_mma16_kernel<BN, BM, ST><<<grid, BM * BN / 64, KC_QSMEM16(BN, BM, ST), s>>>(x, w, rq, r, y, *p);
 }
 
 /* The 1x1 form (R = S = 1, no padding, any stride; C % 16 == 0, M % 16 == 0, Kp = KP of 64,
@@ -966,6 +1024,29 @@ static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w
 #ifndef KC_QBN_WAVE
 #define KC_QBN_WAVE 0
 #endif
+/* KC_QWIDE: 256-pixel row tiles for the cp.async kernel's 64-channel column tiles (eight warps
+ * of 64 x 32, two blocks an SM -- 16 warps against 12 for three blocks of 128 x 64 -- the B
+ * tile and a block's setup, pipeline fill and barriers shared by twice the pixels) where the
+ * layer still gives KC_QWIDE_MIN blocks; 1: the layers of M < 128 (ResNet-50's layer1 3x3),
+ * 2: every layer of the kernel, on 64-channel tiles (an A/B knob), 0: off. H200 ResNet-50
+ * INT8 batch 256, one call, two rounds: 7.596 / 7.599 ms (off) -> 7.499 / 7.492 (1); 2 lost
+ * (7.760 / 7.752). KC_QST64: stages of the 128 x 64 tile (3: four blocks an SM; 7.570 /
+ * 7.579 with KC_QWIDE 0). */
+#ifndef KC_QWIDE
+#define KC_QWIDE 1
+#endif
+#ifndef KC_QWIDE_MIN
+#define KC_QWIDE_MIN 1024
+#endif
+#ifndef KC_QST64
+#define KC_QST64 KC_QSTAGES
+#endif
+/* the block count from which KC_QWIDE applies (tests/cuda/qconv_gpu.cu lowers it to reach the
+ * 256-pixel tiles on shapes its host reference can afford) */
+static inline int64_t &kc_qwide_min() {
+    static int64_t v = KC_QWIDE_MIN;
+    return v;
+}
 template <int VW>
 static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint8_t *x,
                                    const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
@@ -993,9 +1074,16 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
      * layer takes the register-staged kernel, whose row tiles are in x */
     if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 &&
         (!KC_QCOLS || grid.x <= 65535u)) {
-        if (KC_QCOLS) grid = dim3(grid.y, grid.x);
-        if (bn == 128) kc_qconv16_launch<128>(s, grid, x, w, rq, r, y, p);
-        else kc_qconv16_launch<64>(s, grid, x, w, rq, r, y, p);
+        const int64_t rows256 = (P + 255) / 256, wide = rows256 * ((p->M + 63) / 64);
+        if (KC_QWIDE && (bn == 64 || KC_QWIDE == 2) && wide >= kc_qwide_min() && rows256 <= 65535) {
+            grid = dim3((unsigned)rows256, (unsigned)((p->M + 63) / 64));
+            if (KC_QCOLS) grid = dim3(grid.y, grid.x);
+            kc_qconv16_launch<64, 256>(s, grid, x, w, rq, r, y, p);
+        } else {
+            if (KC_QCOLS) grid = dim3(grid.y, grid.x);
+            if (bn == 128) kc_qconv16_launch<128>(s, grid, x, w, rq, r, y, p);
+            else kc_qconv16_launch<64, KC_QBM, KC_QST64>(s, grid, x, w, rq, r, y, p);
+        }
     } else if (p->C % 16 == 0 && ((uintptr_t)x & 15) == 0)
         kc_qconv_launch<16>(s, grid, bn, x, w, rq, r, y, p);
     else if (p->C % 4 == 0 && ((uintptr_t)x & 3) == 0)

@@ -18,6 +18,9 @@
  * the quantize pass four pixels a thread where H W is a multiple of 4 (C 1 to 3);
  * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather). The
  * uint8 max pool (kc_qmaxpool): 3x3 windows (the fixed-window kernel), 2x2 and C in bytes.
+ * The cp.async form's 256-pixel tiles (KC_QWIDE) on small shapes, their block threshold
+ * lowered (kc_qwide_min), and inputs without a zero point (-DKC_QADDR=1 -DKC_QZFILL=1 tests
+ * the zero-filled copies).
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20), its input's quantize pass one and four pixels a thread, and
  * its int8 max pool by the loop and the fixed-window kernels.
@@ -49,6 +52,7 @@ struct Case {
     int rqform; /* 0: random shifts 1..42; 1: ResNet-50's residual layers (one shift, 30
                  * or 31, small multipliers, residual multipliers in [2^30, 2^31)); 2: random
                  * shifts 16..42 (every channel in kc_qrequant_hi's reach, s32 0 on some) */
+    bool nozp; /* x_zp 0 (a symmetric input: the padding chunks are zeros) */
 };
 
 /* y = clamp(y_zp + round(((bias + sum x w) * mult + (r - r_zp) * rmult) / 2^shift)):
@@ -88,6 +92,7 @@ static KcQConv params(const Case &c) {
     p.K = c.R * c.S * c.C, p.Kp = (p.K + KC_QBK - 1) / KC_QBK * KC_QBK;
     p.x_zp = irand(0, 255), p.y_zp = irand(0, 255), p.r_zp = irand(0, 255);
     p.lo = irand(0, 1) ? 0 : irand(0, 80), p.hi = irand(0, 1) ? 255 : irand(170, 255);
+    if (c.nozp) p.x_zp = 0;
     return p;
 }
 
@@ -515,6 +520,9 @@ int main(int argc, char **argv) {
         {"1x1 form M 64 shifts 16..42 +res", 2, 9, 23, 64, 64, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
         {"3x3 C 32 M 96 shifts 16..42 +res", 2, 15, 13, 32, 96, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 2},
         {"3x3 C 64 M 128, ResNet rq +res", 2, 14, 14, 64, 128, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
+        /* no zero point (KC_QZFILL's copies): 128 x 64 and 128 x 128 tiles, pads, stride, K past R S C */
+        {"3x3 C 48 M 64 s2, no zp +res", 2, 17, 15, 48, 64, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 1, true},
+        {"3x3 C 32 M 144 d2, no zp",    2, 13, 16, 32, 144, 3, 3, 1, 1, 2, 2, 2, 2, false, 0, 2, true},
     };
     check_hi_terms();
     check_qquant();
@@ -553,6 +561,24 @@ int main(int argc, char **argv) {
     qmaxpool_case(1, 7, 5, 16, 3, 2, 2);   /* pads 2: corner windows of 1 tap */
     qmaxpool_case(1, 8, 8, 48, 2, 2, 0);   /* 2x2: the loop kernel */
     qmaxpool_case(2, 9, 9, 24, 3, 2, 1);   /* C 24: bytes */
+    /* the cp.async kernel's 256-pixel tiles (KC_QWIDE: 64-channel column tiles, eight warps),
+     * reached on small shapes by lowering their block threshold: pixels not in 256s, partial
+     * and two column tiles, pads, strides and dilations, a residual, no zero point, the
+     * register epilogue (y off 16), and the 1x1 layers the 1x1 form leaves to this kernel */
+    static const Case wcases[] = {
+        {"wide 3x3 C 64 M 64 +res, ResNet rq", 2, 23, 21, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
+        {"wide 3x3 C 64 M 48, no zp",   3, 13, 17, 64,  48, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, true},
+        {"wide 3x3 C 32 M 80 s2 d2 +res", 2, 31, 27, 32, 80, 3, 3, 2, 2, 2, 2, 2, 2, true, 0, 2},
+        {"wide 3x3 C 16 M 64 +res, 288 tiles", 8, 48, 48, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 2},
+        {"wide 5x5 C 48 M 64, y off 16", 2, 15, 19, 48, 64, 5, 5, 1, 1, 2, 2, 1, 1, true, 5},
+        {"wide 1x1 s2 C 256 M 64 +res", 4, 29, 27, 256, 64, 1, 1, 2, 2, 0, 0, 1, 1, true, 0, 1},
+        {"wide 1x1 C 512 M 112, no zp", 3, 11, 13, 512, 112, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 2, true},
+        {"wide 3x3 C 64 M 16 s2, no zp +res", 2, 30, 30, 64, 16, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 0, true},
+    };
+    const int64_t wmin = kc_qwide_min();
+    kc_qwide_min() = 1;
+    for (const Case &c : wcases) run_case(c);
+    kc_qwide_min() = wmin;
     if (argc > 1 && !strcmp(argv[1], "--time")) {
         static const Case t[] = {
             {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},

@@ -776,13 +776,15 @@ static inline int kc_conv_small(cudaStream_t s, const __half *x, const __half *w
 #define KC_C1_MAX_K 240 /* W in shared memory (K x 40 halves: 19 KB), and within
                            kc_conv_small's (33 x 240 floats) below sm_80 */
 
-template <int KS, int NB>
+template <int KS, int NB, int ACT = -1>
 __global__ void __launch_bounds__(KC_C1_WARPS *KC_WARP)
 kc_conv1x1_tc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                      const __half *__restrict__ bias, const __half *__restrict__ r,
                      __half *__restrict__ y, int32_t P, int32_t C, int32_t K, int act, float al,
                      float be) {
     enum { KP = KS * 16 + 8, YS = NB * 8 + 8 }; /* halves per row of wt, of a staged pixel */
+    if (ACT >= 0) act = ACT; /* compiled in: kc_act's switch per element costs what the
+                                reduction of at most 32 channels does */
     extern __shared__ __align__(16) unsigned char kc_c1_buf[];
     __half *wt = (__half *)kc_c1_buf;  /* [K][KP]: W transposed */
     float *sb = (float *)(wt + K * KP); /* [K] */
@@ -871,7 +873,7 @@ static inline size_t kc_c1_smem(int64_t KS, int64_t NB, int64_t K) {
     return (size_t)(K * (KS * 16 + 8) * 2 + K * 4 + KC_C1_WARPS * 16 * (NB * 8 + 8) * 2);
 }
 
-template <int KS, int NB>
+template <int KS, int NB, int ACT = -1>
 static inline int kc_conv1x1_tc_launch(cudaStream_t s, const __half *x, const __half *w,
                                         const __half *bias, const __half *r, __half *y,
                                         int64_t P, int64_t C, int64_t K, int act, float al,
@@ -882,13 +884,28 @@ static inline int kc_conv1x1_tc_launch(cudaStream_t s, const __half *x, const __
     int dev = 0, sms = 0, per = 0;
     KC_CUDA(cudaGetDevice(&dev));
     KC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    KC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_conv1x1_tc_kernel<KS, NB>,
+    KC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_conv1x1_tc_kernel<KS, NB, ACT>,
                                                           KC_C1_WARPS * KC_WARP, smem));
     if (per < 1) per = 1;
     if (blocks > (int64_t)sms * per) blocks = (int64_t)sms * per;
-    kc_conv1x1_tc_kernel<KS, NB><<<(unsigned)blocks, KC_C1_WARPS * KC_WARP, smem, s>>>(
+    kc_conv1x1_tc_kernel<KS, NB, ACT><<<(unsigned)blocks, KC_C1_WARPS * KC_WARP, smem, s>>>(
         x, w, bias, r, y, (int32_t)P, (int32_t)C, (int32_t)K, act, al, be);
     return KC_OK;
+}
+
+/* kc_conv1x1_small's chunk width and reduction steps; ACT: the activation compiled in (Clip,
+ * the expansions' ReLU6), else -1 (read at run time) */
+template <int ACT>
+static inline int kc_conv1x1_small_run(cudaStream_t s, const __half *x, const __half *w,
+                                       const __half *bias, const __half *r, __half *y,
+                                       int64_t P, int64_t C, int64_t K, int act, float al,
+                                       float be) {
+    const int ks2 = C > 16;
+    if (K % 48 == 0 && K >= 192)
+        return ks2 ? kc_conv1x1_tc_launch<2, 6, ACT>(s, x, w, bias, r, y, P, C, K, act, al, be)
+                   : kc_conv1x1_tc_launch<1, 6, ACT>(s, x, w, bias, r, y, P, C, K, act, al, be);
+    return ks2 ? kc_conv1x1_tc_launch<2, 2, ACT>(s, x, w, bias, r, y, P, C, K, act, al, be)
+               : kc_conv1x1_tc_launch<1, 2, ACT>(s, x, w, bias, r, y, P, C, K, act, al, be);
 }
 
 /* x (N,H,W,C) -> y (N,H,W,K) = act(x @ w + bias + r), w (1,1,C,K): a plain 1x1 convolution
@@ -913,14 +930,10 @@ static inline int kc_conv1x1_small(cudaStream_t s, const __half *x, const __half
     KC_CUDA(cudaGetDevice(&dev));
     KC_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     if (major < 8) return kc_conv_small(s, x, w, bias, r, y, p, N, K, act, al, be);
-    const int ks2 = C > 16;
-    int rc;
-    if (K % 48 == 0 && K >= 192)
-        rc = ks2 ? kc_conv1x1_tc_launch<2, 6>(s, x, w, bias, r, y, P, C, K, act, al, be)
-                 : kc_conv1x1_tc_launch<1, 6>(s, x, w, bias, r, y, P, C, K, act, al, be);
-    else
-        rc = ks2 ? kc_conv1x1_tc_launch<2, 2>(s, x, w, bias, r, y, P, C, K, act, al, be)
-                 : kc_conv1x1_tc_launch<1, 2>(s, x, w, bias, r, y, P, C, K, act, al, be);
+    const int rc =
+        act == KC_ACT_CLIP
+            ? kc_conv1x1_small_run<KC_ACT_CLIP>(s, x, w, bias, r, y, P, C, K, act, al, be)
+            : kc_conv1x1_small_run<-1>(s, x, w, bias, r, y, P, C, K, act, al, be);
     if (rc != KC_OK) return rc;
     KC_LAUNCHED();
     return KC_OK;

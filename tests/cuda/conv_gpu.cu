@@ -390,7 +390,7 @@ static void timing_1x1(void) {
             else chunks(std::integral_constant<int, 1>());
             double gb = (double)(x.n + y.n) * 2 / 1e9;
             printf("time 1x1 b%lld %lldx%lld %lld -> %lld%s: cuBLASLt %.4f conv1x1_small %.4f "
-                   "ms (%.2f TB/s); chunks of 16 %.4f, 24 %.4f, 32 %.4f, 96/72 %.4f\n",
+                   "ms (%.2f TB/s); act at run time: chunks of 16 %.4f, 24 %.4f, 32 %.4f, 96/72 %.4f\n",
                    (long long)N, (long long)l[0], (long long)l[0], (long long)l[1],
                    (long long)l[2], l[3] ? " relu6" : "", tl, tc, gb / tc, tn[0], tn[1], tn[2],
                    tn[3]);

@@ -620,6 +620,12 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             const int64_t row_step = x2 && t0 >= na ? C2 * g2->s[2] : C * g->s[2];
             const int copy =
                 !gather && nt == 1 && (row_step & 1023) == 0 && RT_PGEMM_MR > 8;
+            /* two operands, a block of several taps whose x2 rows are so apart (ResNet-50's
+             * 14x14 block: 256 + 512 channels, x2's rows 2 x 512 floats apart): each row's
+             * taps are copied to abuf as one run of nt*kc, as gathered rows are (in-model,
+             * read in place, that block's product ran 1.15x the time of the two it replaced) */
+            const int copy2 = x2 && nt > 1 && kc == cg && t0 + nt > na &&
+                              ((C2 * g2->s[2]) & 1023) == 0 && RT_PGEMM_MR > 8;
             const float *xg = x + n * H * W * C + grp * cg + c0;
             int64_t t;
             for (t = 0; !rowwise && t < nt; t++) { /* (rowwise: nt may pass the table) */
@@ -628,7 +634,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             }
             /* gathering or copying: one tile a pixel block, its rows gathered or copied
              * once for all its panels */
-            const int64_t mc = gather || copy ? RT_PGEMM_MR : k->mc;
+            const int64_t mc = gather || copy || copy2 ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -666,7 +672,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
                                            (cols == RT_PGEMM_NT || RT_PGEMM_PART);
                         float *yt = y + (n * P + p0) * M + mo;
-                        const int64_t pf_end = gather ? p_hi : pe; /* prefetched rows end */
+                        /* prefetched rows end */
+                        const int64_t pf_end = gather || copy2 ? p_hi : pe;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
                         const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
@@ -786,7 +793,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                         : xg + (ih * W + iw) * C;
                             }
                         }
-                        if (gather && !rowwise) { /* few channels a tap: one row of nt*kc */
+                        if ((gather || copy2) && !rowwise) { /* one row of nt*kc */
                             if (gathered != p0)
                                 for (i = 0; i < RT_PGEMM_MR; i++) {
                                     float *dst = abuf[i];

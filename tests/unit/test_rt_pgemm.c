@@ -449,6 +449,11 @@ Test(rt_pgemm, matches_the_reference_for_a_second_operand_across_reduction_block
     check_two(1, 512, 1024, 48, 3, 5, 5, 9, 2, false, &relu);
     check_two(1, 512, 1024, 40, 2, RT_PGEMM_MR + 3, 2, RT_PGEMM_MR + 3, 1, true, NULL);
     check_two(1, 3 * RT_PGEMM_KC / 4, 3 * RT_PGEMM_KC / 2, 32, 2, 9, 4, 18, 2, false, &relu);
+    /* x2's rows 4 KiB apart in a block of several taps (AVX-512: copied to a buffer, one
+     * run a row): 256 + 512 at stride 2 (ResNet-50's 14x14 block), short tiles and a
+     * partial panel; 128 + 1024 at stride 1, blocks that start in a's tap and in x2's */
+    check_two(1, 256, 512, 40, 3, 5, 6, 10, 2, true, &relu);
+    check_two(1, 128, 1024, 64, 2, 2 * RT_PGEMM_MR + 1, 2, 2 * RT_PGEMM_MR + 1, 1, false, NULL);
 }
 
 /* ---- Winograd F(4x4, 3x3) (runtime/rt_wino.h) ---- */

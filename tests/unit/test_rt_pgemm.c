@@ -454,6 +454,10 @@ Test(rt_pgemm, matches_the_reference_for_a_second_operand_across_reduction_block
      * partial panel; 128 + 1024 at stride 1, blocks that start in a's tap and in x2's */
     check_two(1, 256, 512, 40, 3, 5, 6, 10, 2, true, &relu);
     check_two(1, 128, 1024, 64, 2, 2 * RT_PGEMM_MR + 1, 2, 2 * RT_PGEMM_MR + 1, 1, false, NULL);
+    /* taps past KC (16 x 51 channels at KC 768, 16 x 17 at 256): each in 2 channel chunks,
+     * every block past the first adding into the stored partial sums */
+    check_two(1, RT_PGEMM_KC + RT_PGEMM_KC / 16, 2 * (RT_PGEMM_KC + RT_PGEMM_KC / 16), 24, 2,
+              5, 2, 5, 1, true, &relu);
 }
 
 /* ---- Winograd F(4x4, 3x3) (runtime/rt_wino.h) ---- */

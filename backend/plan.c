@@ -1,5 +1,6 @@
 /* Lowering plans shared by the targets (plan.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/plan.h"
@@ -357,12 +358,11 @@ static uint32_t add_derived_const(IrGraph *g, IrTensor *pt) {
     return v;
 }
 
-/* The constant w as (G, NP, KH, KW, cg, 16) panels of its (K, M) matrix, K = KH*KW*cg,
- * element (k, m) at src[k*M + m] ((M, K) at src[m*K + k] when trans); returns the new
- * value. */
-static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, int64_t KW,
-                                int64_t cg, int64_t M, bool trans) {
-    const float *src = g->values[w].tensor->data;
+/* The (K, M) matrix src (K = KH*KW*cg; element (k, m) at src[k*M + m], (M, K) at
+ * src[m*K + k] when trans) as (G, NP, KH, KW, cg, 16) panels, a constant named after w;
+ * returns the new value. */
+static uint32_t pack_src_f32(IrGraph *g, uint32_t w, const float *src, int64_t G, int64_t KH,
+                             int64_t KW, int64_t cg, int64_t M, bool trans) {
     int64_t mg = M / G, np = (mg + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR, K = KH * KW * cg;
     int64_t dims[PLAN_PGEMM_RANK] = {G, np, KH, KW, cg, PLAN_PGEMM_NR};
     IrTensor *pt = derived_tensor(g, w, ".packed", PLAN_PGEMM_RANK, dims);
@@ -376,6 +376,103 @@ static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, i
                         col >= mg ? 0.0f : trans ? src[m * K + k] : src[k * M + m];
                 }
     return add_derived_const(g, pt);
+}
+
+/* The constant w as panels of its (K, M) matrix (pack_src_f32). */
+static uint32_t pack_panels_f32(IrGraph *g, uint32_t w, int64_t G, int64_t KH, int64_t KW,
+                                int64_t cg, int64_t M, bool trans) {
+    return pack_src_f32(g, w, g->values[w].tensor->data, G, KH, KW, cg, M, trans);
+}
+
+/* ---- a bottleneck's conv3 and its downsample as one product (plan.h) ---- */
+
+/* Whether packed conv n (attributes a) is a 1x1 of one group, no padding and no dilation
+ * that matters (1x1), with strides s; unit strides when unit. */
+static bool pointwise_conv(const IrGraph *g, const IrNode *n, IrConvAttrs *a, bool unit) {
+    if (!pack_conv_fits(g, n, a) || a->group != 1 || a->ns != 2 ||
+        (a->auto_pad != IR_AUTO_PAD_NOTSET && a->auto_pad != IR_AUTO_PAD_VALID))
+        return false;
+    const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C, M) */
+    if (wd[0] != 1 || wd[1] != 1) return false;
+    for (int i = 0; i < 2; i++)
+        if (a->pads[i] != 0 || a->pads[2 + i] != 0 || a->s[i] < 1 || (unit && a->s[i] != 1))
+            return false;
+    return true;
+}
+
+/* Whether b is absent or a constant f32 bias of (M) (summed at compile time). */
+static bool const_bias(const IrGraph *g, uint32_t b, int64_t M) {
+    if (b == IR_NONE) return true;
+    const IrValue *v = &g->values[b];
+    return v->kind == IR_VALUE_CONST && v->tensor && v->tensor->dtype == IR_DTYPE_F32 &&
+           ir_type_numel(&v->type) == M;
+}
+
+/* Fuses FusedConv n = act(conv3(a) + b3 + r) whose residual r is the downsample
+ * ds(x) + bd of its block (a 1x1 of stride s, no activation, read by n alone) into one
+ * product over C3 + Cd: inputs (a, [W3; Wd], b3 + bd, none, x); the downsample dies. */
+static bool fuse_downsample(IrGraph *g, IrNode *n, const uint32_t *uses) {
+    IrConvAttrs a, ad;
+    if (n->op != IR_OP_FUSED_CONV || n->n_inputs != 4 || !ir_has_input(n, 3) ||
+        !pointwise_conv(g, n, &a, true))
+        return false;
+    const uint32_t r = n->inputs[3], y = n->outputs[0];
+    const IrValue *rv = &g->values[r];
+    if (rv->kind != IR_VALUE_NODE || rv->producer == IR_NONE || uses[r] != 1) return false;
+    IrNode *d = &g->nodes[rv->producer];
+    if (d->dead || d->n_outputs != 1 || !pointwise_conv(g, d, &ad, false) ||
+        (d->op == IR_OP_FUSED_CONV &&
+         (ir_has_input(d, 3) || ir_attr_s(d, IR_ATTR_FUSED_CONV_ACTIVATION)[0] != '\0')))
+        return false;
+    const IrType *ta = &g->values[n->inputs[0]].type, *tx = &g->values[d->inputs[0]].type;
+    const IrType *ty = &g->values[y].type;
+    if (!ir_type_equal(&rv->type, ty) || !ir_type_is_static(ty) || !ir_type_is_static(tx) ||
+        tx->dims[0] != ty->dims[0])
+        return false;
+    /* x's side is exactly the output's times the stride: the emitter reads the stride back
+     * as the sides' ratio (ops.def) */
+    for (int i = 0; i < 2; i++)
+        if (tx->dims[1 + i] != ty->dims[1 + i] * ad.s[i]) return false;
+    /* channels a tap (rt_pgemm.h's two-operand driver): their greatest common divisor, at
+     * least 16 (fewer would gather rows) */
+    int64_t C3 = ta->dims[3], Cd = tx->dims[3], M = ty->dims[3], p = C3, q = Cd;
+    while (q != 0) {
+        int64_t t = p % q;
+        p = q;
+        q = t;
+    }
+    if (p < 16) return false;
+    const uint32_t b3 = ir_has_input(n, 2) ? n->inputs[2] : IR_NONE;
+    const uint32_t bd = ir_has_input(d, 2) ? d->inputs[2] : IR_NONE;
+    if (!const_bias(g, b3, M) || !const_bias(g, bd, M)) return false;
+    const float *w3 = g->values[n->inputs[1]].tensor->data;
+    const float *wd = g->values[d->inputs[1]].tensor->data;
+    float *cat = malloc((size_t)((C3 + Cd) * M) * sizeof *cat);
+    if (!cat) return false;
+    memcpy(cat, w3, (size_t)(C3 * M) * sizeof *cat);
+    memcpy(cat + C3 * M, wd, (size_t)(Cd * M) * sizeof *cat);
+    uint32_t wp = pack_src_f32(g, n->inputs[1], cat, 1, 1, 1, C3 + Cd, M, false);
+    free(cat);
+    uint32_t bias = IR_NONE;
+    if (b3 != IR_NONE || bd != IR_NONE) {
+        int64_t dims[1] = {M};
+        IrTensor *bt = derived_tensor(g, b3 != IR_NONE ? b3 : bd, ".sum", 1, dims);
+        float *o = bt->data;
+        for (int64_t m = 0; m < M; m++)
+            o[m] = (b3 != IR_NONE ? ((const float *)g->values[b3].tensor->data)[m] : 0.0f) +
+                   (bd != IR_NONE ? ((const float *)g->values[bd].tensor->data)[m] : 0.0f);
+        bias = add_derived_const(g, bt);
+    }
+    uint32_t *in = ir_arena_alloc(g->arena, 5 * sizeof *in);
+    in[0] = n->inputs[0];
+    in[1] = wp;
+    in[2] = bias;
+    in[3] = IR_NONE;
+    in[4] = d->inputs[0];
+    n->inputs = in;
+    n->n_inputs = 5;
+    d->dead = true;
+    return true;
 }
 
 /* Whether product node n (MatMul, Gemm and their fused forms) runs on the packed GEMM: f32,
@@ -454,11 +551,18 @@ static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
 
 bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d) {
     (void)d;
+    uint32_t *uses = ir_use_counts(g);
+    if (!uses) return false;
+    bool fused = false;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead) fused |= fuse_downsample(g, &g->nodes[i], uses);
+    free(uses);
+    if (fused) ir_graph_compact(g);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         IrConvAttrs a;
         PlanGemm p;
         IrNode *n = &g->nodes[i];
-        if (n->dead) continue;
+        if (n->dead || (n->op == IR_OP_FUSED_CONV && ir_has_input(n, 4))) continue;
         if (winograd && pack_conv_fits(g, n, &a) && wino_fits(g, n, &a)) {
             const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (3, 3, C, M) */
             n->inputs[1] = pack_wino_f32(g, n->inputs[1], wd[2], wd[3]);

@@ -89,7 +89,14 @@ bool plan_softmax_rows(const IrNode *n, const IrType *x, PlanRows *r, const char
  * into a new constant of dims (G, NP, KH, KW, C/group, 16), NP = ceil((M/G)/16) (a product:
  * (1, NP, 1, 1, K, 16) for its N columns): panel p of group g holds output channels
  * g*M/G + p*16 .. +15 (zeros past M/G), one row of 16 per reduction index (kh, kw, c).
- * The emitters tell packed weights by their rank (6). */
+ * The emitters tell packed weights by their rank (6).
+ * Before that, a FusedConv act(conv3(a) + b3 + r) that is a 1x1 of unit stride, no padding
+ * and one group, whose residual r is read by it alone and made by a 1x1 Conv/FusedConv of
+ * x, stride s, no padding, no activation (a ResNet stage's first bottleneck: its
+ * downsample), with x's sides the output's times s and channels of greatest common divisor
+ * 16 or more, becomes one product: inputs (a, the packed [W3; Wd] of C3 + Cd rows, b3 + bd,
+ * none, x) (ops.def's X2; runtime/rt_pgemm.h's rt_pconv2_nhwc), and the downsample dies:
+ * its output (3.2 MB at ResNet-50's 56x56x256) is never written nor read back. */
 #define PLAN_PGEMM_NR 16         /* = RT_PGEMM_NR: output channels per panel */
 #define PLAN_PGEMM_RANK 6
 /* With winograd, the weights of an f32 channels-last 3x3 Conv/FusedConv of stride 1,

@@ -111,6 +111,16 @@ RT_API int64_t rt_pgemm_mc(int64_t P) {
     return (per + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR;
 }
 
+/* The greatest common divisor of a and b (> 0): the channels a tap of a two-operand 1x1 */
+RT_API int64_t rt_pgemm_gcd(int64_t a, int64_t b) {
+    while (b != 0) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* Prefetch of one 64-byte line of weights into L1, of output and residual rows into L2, or
  * of a tile's own rows into L1 with write intent (a hint: never faults; none where the
  * compiler has no builtin for it). */
@@ -529,6 +539,10 @@ typedef struct RtPconvTask {
     int64_t n_rows;   /* the row split (rt_pconv_nhwc_rows_task_f32): one image and group,
                        * its output rows cut into n_rows even parts, a task each */
     int by_pixels;    /* ... or, fewer rows than tasks, its pixels cut into n_rows parts */
+    /* a second operand (rt_pconv2_nhwc_par_f32; NULL: none): a 1x1 of unit stride whose
+     * reduction runs on over x2's channels, read at g2's strides */
+    const float *x2;
+    const RtConvGeom *g2;
 } RtPconvTask;
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
@@ -540,16 +554,24 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     float *y = k->y;
     const RtConvGeom *g = k->g;
     const RtAct *act = k->act;
-    const int64_t C = g->c, M = g->m, G = g->group, cg = C / G, mg = M / G;
+    const float *x2 = k->x2;
+    const RtConvGeom *g2 = k->g2;
+    /* two operands: the reduction runs over x's C channels, then x2's C2, as taps of seg
+     * channels (the packed rows of both weights follow each other: k = tap*seg + c); tap
+     * u < na reads x's pixel row, the others x2's at the pixel's strided position */
+    const int64_t C2 = x2 ? g2->c : 0, seg = x2 ? rt_pgemm_gcd(g->c, C2) : 1;
+    const int64_t na = g->c / seg;
+    const int64_t C = g->c, M = g->m, G = g->group, cg = x2 ? seg : C / G, mg = M / G;
     const int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
-    const int64_t KH = g->k[1], KW = g->k[2], taps = KH * KW, P = OH * OW, K = taps * cg;
+    const int64_t KH = g->k[1], KW = g->k[2], P = OH * OW;
+    const int64_t taps = x2 ? (C + C2) / seg : KH * KW, K = taps * cg;
     const int64_t np = (mg + RT_PGEMM_NR - 1) / RT_PGEMM_NR, panel = K * RT_PGEMM_NR;
     const RtAct no_act = {RT_ACT_NONE, 0.0, 0.0}; /* a residual without activation */
     /* reduction blocks: tb taps x cc channels, at most RT_PGEMM_MAX_TAPS taps (one
      * indirection table), except a kernel read whole by kernel rows (rowwise below: KH row
      * pointers a pixel), which a patch stem is: ViT-B/16's 16x16/16 of 3 channels, 256 taps
      * of 768 values in one block, 16 row pointers of 48 */
-    const int by_rows = taps > 1 && taps * cg <= RT_PGEMM_KC && cg < RT_PGEMM_GATHER &&
+    const int by_rows = !x2 && taps > 1 && taps * cg <= RT_PGEMM_KC && cg < RT_PGEMM_GATHER &&
                         g->d[2] == 1 && G == 1 && KH <= RT_PGEMM_MAX_TAPS;
     const int64_t n_cc = cg >= RT_PGEMM_KC ? (cg + RT_PGEMM_KC - 1) / RT_PGEMM_KC : 1;
     const int64_t tb_kc = cg >= RT_PGEMM_KC ? 1 : RT_PGEMM_KC / cg;
@@ -564,7 +586,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
     /* 1x1, stride 1, no padding (every product, most 1x1 convolutions): pixel q reads row q
      * of x, and a tile's row pointers need no coordinates */
-    const int dense = taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
+    const int dense = !x2 && taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
                       g->pad[2] == 0 && OH == H && OW == W;
     const float *ind[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR], *arow[RT_PGEMM_MR];
     float tile[RT_PGEMM_MR * RT_PGEMM_NT], init[RT_PGEMM_NT], abuf[RT_PGEMM_MR][RT_PGEMM_KC];
@@ -579,7 +601,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             const int last = t0 + nt >= taps && c0 + kc >= cg;
             /* whole taps of few channels: the tile's rows are gathered (B's rows of
              * the block are contiguous then) */
-            const int gather = nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
+            const int gather = !x2 && nt > 1 && kc == cg && cg < RT_PGEMM_GATHER;
             /* ... or, one group, unit dilation across and the whole kernel in this block, read
              * by kernel rows: a kernel row's KW taps are one run of KW*cg values of x,
              * read in place through KH row pointers a pixel (MobileNetV2's 3x3/2 stem of
@@ -595,8 +617,15 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
              * gathered rows are: one tile a pixel block, copied once for all its panels
              * (whose weights then come from L2 or L3, prefetched a column ahead: BERT's
              * 3072x768 ran 0.94x the time of a copy per tile and panel pair) */
+            const int64_t row_step = x2 && t0 >= na ? C2 * g2->s[2] : C * g->s[2];
             const int copy =
-                !gather && nt == 1 && ((C * g->s[2]) & 1023) == 0 && RT_PGEMM_MR > 8;
+                !gather && nt == 1 && (row_step & 1023) == 0 && RT_PGEMM_MR > 8;
+            /* two operands, a block of several taps whose x2 rows are so apart (ResNet-50's
+             * 14x14 block: 256 + 512 channels, x2's rows 2 x 512 floats apart): each row's
+             * taps are copied to abuf as one run of nt*kc, as gathered rows are (in-model,
+             * read in place, that block's product ran 1.15x the time of the two it replaced) */
+            const int copy2 = x2 && nt > 1 && kc == cg && t0 + nt > na &&
+                              ((C2 * g2->s[2]) & 1023) == 0 && RT_PGEMM_MR > 8;
             const float *xg = x + n * H * W * C + grp * cg + c0;
             int64_t t;
             for (t = 0; !rowwise && t < nt; t++) { /* (rowwise: nt may pass the table) */
@@ -605,7 +634,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             }
             /* gathering or copying: one tile a pixel block, its rows gathered or copied
              * once for all its panels */
-            const int64_t mc = gather || copy ? RT_PGEMM_MR : k->mc;
+            const int64_t mc = gather || copy || copy2 ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -643,7 +672,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
                                            (cols == RT_PGEMM_NT || RT_PGEMM_PART);
                         float *yt = y + (n * P + p0) * M + mo;
-                        const int64_t pf_end = gather ? p_hi : pe; /* prefetched rows end */
+                        /* prefetched rows end */
+                        const int64_t pf_end = gather || copy2 ? p_hi : pe;
                         const float *rt = r ? r + (yt - y) : NULL;
                         const float *const *a = ind;
                         const int64_t pf_lo = (p0 - pb) / RT_PGEMM_MR * pf_share;
@@ -738,7 +768,19 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         }
                         for (i = 0; dense && i < RT_PGEMM_MR; i++)
                             ind[i] = xg + (p0 + (i < rows ? i : 0)) * C;
-                        for (i = 0; !dense && !rowwise && i < RT_PGEMM_MR &&
+                        for (i = 0; x2 && i < RT_PGEMM_MR; i++) {
+                            const int64_t px = p0 + (i < rows ? i : 0), qi = px - pb;
+                            const float *x2p =
+                                x2 + ((n * g2->in[1] + pix_h[qi] * g2->s[1]) * g2->in[2] +
+                                      pix_w[qi] * g2->s[2]) * C2 + c0;
+                            for (t = 0; t < nt; t++) {
+                                const int64_t u = t0 + t;
+                                ind[t * RT_PGEMM_MR + i] = u < na
+                                                               ? x + (n * P + px) * C + u * seg + c0
+                                                               : x2p + (u - na) * seg;
+                            }
+                        }
+                        for (i = 0; !x2 && !dense && !rowwise && i < RT_PGEMM_MR &&
                                     !(gather && gathered == p0);
                              i++) {
                             const int64_t qi = p0 - pb + (i < rows ? i : 0);
@@ -751,7 +793,7 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                                         : xg + (ih * W + iw) * C;
                             }
                         }
-                        if (gather && !rowwise) { /* few channels a tap: one row of nt*kc */
+                        if ((gather || copy2) && !rowwise) { /* one row of nt*kc */
                             if (gathered != p0)
                                 for (i = 0; i < RT_PGEMM_MR; i++) {
                                     float *dst = abuf[i];
@@ -906,10 +948,17 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
  * after it reads (and writes) whole rows: half of each tensor crossed between the workers'
  * caches at every handoff of an inverted-residual block (across the host's two L3s, ~0.1 ms
  * a layer on MobileNetV2, bench/cpu/parallel-profile.md). By rows, a worker reads what it
- * wrote but for a depthwise layer's halo rows, and reads every weight (from its own L2/L3). */
-RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *b,
-                                  const float *r, float *y, const RtConvGeom *g,
-                                  const RtAct *act, const RtPar *par) {
+ * wrote but for a depthwise layer's halo rows, and reads every weight (from its own L2/L3).
+ * With a second operand x2 (NULL: none): g is a 1x1 of unit stride and no padding, one
+ * group; x2: (N, H2, W2, C2) with g2 its 1x1 (g2->c = C2, g2->in = (H2, W2), g2->s its
+ * strides, g2->out = g->out); wp: the packed (C + C2, M) of both weights, rows of w then of
+ * w2, so that y = act(conv(x, w) + conv(x2, w2) + b + r) is one reduction of C + C2 (a
+ * bottleneck's conv3 and its downsample: the downsample's output is never stored). The
+ * split is g's: the tasks, and so the bits, are the one-operand form's. */
+RT_API void rt_pconv2_nhwc_par_f32(const float *x, const float *x2, const float *wp,
+                                   const float *b, const float *r, float *y,
+                                   const RtConvGeom *g, const RtConvGeom *g2,
+                                   const RtAct *act, const RtPar *par) {
     const int64_t P = g->out[1] * g->out[2], ng = g->n * g->group;
     const int64_t np = (g->m / g->group + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
     const int64_t mc = rt_pgemm_mc(P), units_p = (P + mc - 1) / mc;
@@ -931,6 +980,8 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     k.n_jc = (np + k.jc - 1) / k.jc;
     k.n_rows = 0;
     k.by_pixels = 0;
+    k.x2 = x2;
+    k.g2 = g2;
     if (P == 0 || np == 0) return;
     if (RT_PCONV_ROW_SPLIT && ng == 1 && rt_par_chunks(par, P, 1) > 1 &&
         g->out[1] >= 2 * (int64_t)par->workers &&
@@ -950,9 +1001,23 @@ RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *
     rt_par_run(par, ng * k.n_pc * k.n_jc, rt_pconv_nhwc_task_f32, &k);
 }
 
+RT_API void rt_pconv_nhwc_par_f32(const float *x, const float *wp, const float *b,
+                                  const float *r, float *y, const RtConvGeom *g,
+                                  const RtAct *act, const RtPar *par) {
+    rt_pconv2_nhwc_par_f32(x, (const float *)0, wp, b, r, y, g, (const RtConvGeom *)0, act, par);
+}
+
 RT_API void rt_pconv_nhwc_f32(const float *x, const float *wp, const float *b, const float *r,
                               float *y, const RtConvGeom *g, const RtAct *act) {
     rt_pconv_nhwc_par_f32(x, wp, b, r, y, g, act, (const RtPar *)0);
+}
+
+/* The two-operand 1x1 alone (serial): y = act(conv(x, w[0..C)) + conv(x2, w[C..C+C2)) + b
+ * + r) (the block's first bottleneck: conv3 and its downsample as one reduction) */
+RT_API void rt_pconv2_nhwc_f32(const float *x, const float *x2, const float *wp, const float *b,
+                               const float *r, float *y, const RtConvGeom *g,
+                               const RtConvGeom *g2, const RtAct *act) {
+    rt_pconv2_nhwc_par_f32(x, x2, wp, b, r, y, g, g2, act, (const RtPar *)0);
 }
 
 #endif

@@ -150,8 +150,15 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     if (!nn_geom_types(cx, n, tx, tw, ty, &g)) return false;
     int64_t group = g.group;
     int64_t N = tx->dims[0], C = tx->dims[1], M = ty->dims[1];
+    /* a second operand (ops.def): packed weights of C + C2 rows, a 1x1 of unit stride */
+    bool has_x2 = fused && packed && ir_has_input(n, 4);
+    const IrType *tx2 = has_x2 ? cgen_type(cx, n->inputs[4]) : NULL;
+    int64_t C2 = has_x2 ? tx2->dims[3] : 0;
+    if (has_x2 && (group != 1 || tx2->rank != 4 || tx2->dims[0] != N || g.out[1] < 1 ||
+                   g.out[2] < 1 || tx2->dims[1] % g.out[1] != 0 || tx2->dims[2] % g.out[2] != 0))
+        return cgen_unsupported(cx, n, "a second operand that is not a strided (N,H,W,C) 1x1");
     if (group < 1 || C % group != 0 || M % group != 0 || tw->rank != tx->rank ||
-        tw->dims[0] != (tr ? C : M) || tw->dims[1] != (tr ? M / group : C / group))
+        tw->dims[0] != (tr ? C : M) || tw->dims[1] != (tr ? M / group : C / group + C2))
         return cgen_unsupported(cx, n, "channel counts that disagree with group %lld",
                                 (long long)group);
     for (int i = 0; i < g.ns; i++)
@@ -196,8 +203,19 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, g.k), nn_list3(cx, g.s));
     cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, g.d), nn_list3(cx, g.pad));
     cw_close(wr, ";");
+    if (has_x2) { /* its 1x1: the stride is the ratio of the sides (ops.def) */
+        int64_t in2[3] = {1, tx2->dims[1], tx2->dims[2]}, one[3] = {1, 1, 1}, zero[3] = {0};
+        int64_t s2[3] = {1, tx2->dims[1] / g.out[1], tx2->dims[2] / g.out[2]};
+        cw_open(wr, "static const RtConvGeom geom2 =");
+        cw_line(wr, ".n = %lld, .c = %lld, .m = %lld, .group = 1,", (long long)N,
+                (long long)C2, (long long)M);
+        cw_line(wr, ".in = %s, .out = %s,", nn_list3(cx, in2), nn_list3(cx, g.out));
+        cw_line(wr, ".k = %s, .s = %s,", nn_list3(cx, one), nn_list3(cx, s2));
+        cw_line(wr, ".d = %s, .pad = %s", nn_list3(cx, one), nn_list3(cx, zero));
+        cw_close(wr, ";");
+    }
     /* channels-last convolutions share their tiles among the workers (rt_par.h) */
-    double macs = (double)cgen_numel(cx, y) * (double)(C / group);
+    double macs = (double)cgen_numel(cx, y) * (double)(C / group + C2);
     for (int i = 0; i < NN_SPATIAL; i++) macs *= (double)g.k[i];
     /* one output pixel an image (an SE block's two 1x1s): a vector times the weights, each
      * weight read once for one multiply-add, at ~2.2 GMAC/s (EfficientNet-B0's 48 -> 1152:
@@ -205,7 +223,14 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     if (packed && g.out[0] * g.out[1] * g.out[2] == 1) macs *= 2.0;
     const char *par = nhwc ? cgen_par(cx, macs) : "NULL";
     bool split = strcmp(par, "NULL") != 0;
-    if (packed || wino) {
+    if (has_x2) {
+        cw_line(wr, "static const RtAct act = %s;", act);
+        cw_line(wr, "rt_pconv2_nhwc%s_f32(%s, %s, %s, %s, %s, %s, &geom, &geom2, &act%s%s);",
+                split ? "_par" : "", cgen_ptr(cx, x), cgen_ptr(cx, n->inputs[4]),
+                cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
+                has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
+                split ? ", " : "", split ? par : "");
+    } else if (packed || wino) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
         /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
          * tall as the microkernel, where the stack holds fewer at 128 channels */

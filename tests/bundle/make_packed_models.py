@@ -112,6 +112,36 @@ def stem_convs(rng, path):
     save(nodes, inits, [1, 3, 48, 80], "y", [1, 24, 3, 5], path)
 
 
+def bottlenecks(rng, path):
+    """ResNet's first bottleneck blocks, whose conv3 and downsample the C target runs as one
+    product (backend/plan.c, rt_pconv2_nhwc): a stride-1 downsample (32 -> 48 beside conv3's
+    16 -> 48), a stride-2 one on even sides (48 -> 80 beside 32 -> 80: 80 columns, a partial
+    tile); and one that stays two products and an Add: a stride-2 downsample whose input's
+    sides are odd (5x7 -> 3x4) and channels of greatest common divisor 8 (24 and 80)."""
+    def block(x, cin, mid, cout, stride, tag, inits, nodes):
+        inits += [weight(rng, f"{tag}k1", (mid, cin, 1, 1)), weight(rng, f"{tag}c1", (mid,)),
+                  weight(rng, f"{tag}k2", (mid, mid, 3, 3)), weight(rng, f"{tag}c2", (mid,)),
+                  weight(rng, f"{tag}k3", (cout, mid, 1, 1)), weight(rng, f"{tag}c3", (cout,)),
+                  weight(rng, f"{tag}kd", (cout, cin, 1, 1)), weight(rng, f"{tag}cd", (cout,))]
+        nodes += [helper.make_node("Conv", [x, f"{tag}k1", f"{tag}c1"], [f"{tag}v1"]),
+                  helper.make_node("Relu", [f"{tag}v1"], [f"{tag}r1"]),
+                  helper.make_node("Conv", [f"{tag}r1", f"{tag}k2", f"{tag}c2"], [f"{tag}v2"],
+                                   strides=[stride, stride], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"{tag}v2"], [f"{tag}r2"]),
+                  helper.make_node("Conv", [f"{tag}r2", f"{tag}k3", f"{tag}c3"], [f"{tag}v3"]),
+                  helper.make_node("Conv", [x, f"{tag}kd", f"{tag}cd"], [f"{tag}vd"],
+                                   strides=[stride, stride]),
+                  helper.make_node("Add", [f"{tag}v3", f"{tag}vd"], [f"{tag}s"]),
+                  helper.make_node("Relu", [f"{tag}s"], [f"{tag}y"])]
+        return f"{tag}y"
+    inits, nodes = [], []
+    a = block("x", 32, 16, 48, 1, "a", inits, nodes)
+    b = block(a, 48, 32, 80, 2, "b", inits, nodes)
+    c = block(b, 80, 24, 40, 2, "c", inits, nodes)
+    nodes += [helper.make_node("Identity", [c], ["y"])]
+    save(nodes, inits, [1, 32, 10, 14], "y", [1, 40, 3, 4], path)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -122,6 +152,7 @@ def main():
     convs(rng, out / "packed_convs.onnx")
     wino_convs(rng, out / "wino_convs.onnx")
     stem_convs(rng, out / "stem_convs.onnx")
+    bottlenecks(rng, out / "bottlenecks.onnx")
 
 
 if __name__ == "__main__":

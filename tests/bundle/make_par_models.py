@@ -158,6 +158,30 @@ def eltnorm(rng, path):
           ("df", [C * H, W]), ("sm", [C * H, W])], path)
 
 
+def bottleneck(rng, path):
+    """A ResNet first bottleneck block of stride 2 (its conv3 and downsample one product on
+    the C target, rt_pconv2_nhwc_par_f32), then one of stride 1 (48 -> 64 beside 16 -> 64)."""
+    inits, nodes, x = [], [], "x"
+    for tag, cin, mid, cout, s in (("a", 32, 16, 48, 2), ("b", 48, 16, 64, 1)):
+        inits += [weight(rng, f"{tag}k1", (mid, cin, 1, 1)), weight(rng, f"{tag}c1", (mid,)),
+                  weight(rng, f"{tag}k2", (mid, mid, 3, 3)), weight(rng, f"{tag}c2", (mid,)),
+                  weight(rng, f"{tag}k3", (cout, mid, 1, 1)), weight(rng, f"{tag}c3", (cout,)),
+                  weight(rng, f"{tag}kd", (cout, cin, 1, 1)), weight(rng, f"{tag}cd", (cout,))]
+        nodes += [helper.make_node("Conv", [x, f"{tag}k1", f"{tag}c1"], [f"{tag}v1"]),
+                  helper.make_node("Relu", [f"{tag}v1"], [f"{tag}r1"]),
+                  helper.make_node("Conv", [f"{tag}r1", f"{tag}k2", f"{tag}c2"], [f"{tag}v2"],
+                                   strides=[s, s], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"{tag}v2"], [f"{tag}r2"]),
+                  helper.make_node("Conv", [f"{tag}r2", f"{tag}k3", f"{tag}c3"], [f"{tag}v3"]),
+                  helper.make_node("Conv", [x, f"{tag}kd", f"{tag}cd"], [f"{tag}vd"],
+                                   strides=[s, s]),
+                  helper.make_node("Add", [f"{tag}v3", f"{tag}vd"], [f"{tag}s"]),
+                  helper.make_node("Relu", [f"{tag}s"], [f"{tag}y"])]
+        x = f"{tag}y"
+    nodes += [helper.make_node("Identity", [x], ["y"])]
+    save(nodes, inits, [1, 32, 36, 22], [("y", [1, 64, 18, 11])], path)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -167,6 +191,7 @@ def main():
     attention(rng, out / "par_attention.onnx")
     lstm(rng, out / "par_lstm.onnx")
     eltnorm(rng, out / "par_eltnorm.onnx")
+    bottleneck(rng, out / "par_bottleneck.onnx")
 
 
 if __name__ == "__main__":

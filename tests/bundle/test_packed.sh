@@ -6,7 +6,8 @@
 # (AVX2+FMA), the build machine (-march=native) and with ASan/UBSan, matches ONNX Runtime on
 # fresh random inputs. wino_convs' 3x3 stride-1 convolutions run on Winograd F(4x4, 3x3)
 # (runtime/rt_wino.h), and with --no-winograd (wino_convs_off) on the packed GEMM again;
-# stem_convs' kernels of more than 64 taps (a patch stem, a 9x9) on the packed GEMM too.
+# stem_convs' kernels of more than 64 taps (a patch stem, a 9x9) on the packed GEMM too;
+# bottlenecks' first-block conv3 and downsample as one two-operand product (backend/plan.c).
 # AArch64: tests/edge/pgemm_arm.sh and arm_linux.sh.
 # Usage: test_packed.sh PATH/TO/kiln
 . "$(dirname "$0")/lib.bash"
@@ -19,8 +20,10 @@ EXPECT_packed_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_
 EXPECT_wino_convs="rt_strided_copy rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_wino_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
 EXPECT_wino_convs_off="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
 EXPECT_stem_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_strided_copy"
+# the first two blocks' conv3 and downsample as one product (rt_pconv2), the third's not
+EXPECT_bottlenecks="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv2_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv2_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
 
-for case in packed_products packed_convs wino_convs wino_convs_off stem_convs; do
+for case in packed_products packed_convs wino_convs wino_convs_off stem_convs bottlenecks; do
     model="${case%_off}"
     kflags=()
     [ "$case" = "$model" ] || kflags=(--no-winograd)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # NAME_run_parallel (runtime/rt_par.h, docs/bundle.md): on the models of make_par_models.py
 # (a conv net, a depthwise net, a transformer block with attention, an LSTM, a net of
-# LayerNormalization and float binary maps), bundles
+# LayerNormalization and float binary maps, two ResNet bottleneck blocks whose conv3 and
+# downsample are one product), bundles
 # compiled with --workers 1, 2, 3 and 4 and run through examples/parallel's pthreads pool,
 # through a hook that runs the tasks in reverse and one that shuffles them (random worker
 # ids), give the very bytes of NAME_run of the --workers 1 bundle, which matches ONNX
@@ -47,7 +48,7 @@ same() {
     for k in $(seq "$n_out"); do cmp -s "$REF/serial.out$k" "$1/$2.out$k" || return 1; done
 }
 
-for model in par_convnet par_dwnet par_attention par_lstm par_eltnorm; do
+for model in par_convnet par_dwnet par_attention par_lstm par_eltnorm par_bottleneck; do
     n_out="$("$PY" - "$MODELS/$model.onnx" "$TMP/$model.x" <<'PYEOF'
 import sys
 import numpy as np

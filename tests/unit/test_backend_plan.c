@@ -149,3 +149,91 @@ Test(backend_plan, flattens_softmax_rows_at_the_axis_before_opset_13) {
     cr_expect(r.outer == 2 && r.len == 60 && r.inner == 1);
     ir_graph_free(g);
 }
+
+/* ---- a bottleneck's conv3 and its downsample as one product (plan_pack_weights_f32) ---- */
+
+/* Appends `const %NAME : f32[DIMS] = hex"..."` of n floats v[i] = (i % 13 - 6) / 8 + seed. */
+static char *const_line(char *p, const char *name, const char *dims, float *v, int n, float seed) {
+    p += sprintf(p, "  const %%%s : f32[%s] = hex\"", name, dims);
+    for (int i = 0; i < n; i++) {
+        unsigned char b[4];
+        v[i] = (float)(i % 13 - 6) / 8.0f + seed;
+        memcpy(b, &v[i], 4);
+        for (int k = 0; k < 4; k++) p += sprintf(p, "%02x", b[k]);
+    }
+    return p + sprintf(p, "\"\n");
+}
+
+/* conv3 (1x1 16 -> 24 of %a, bias, Relu) + residual ds (1x1/S 32 -> 24 of %x (1,XH,XH,32),
+ * bias); also_output: the residual is a graph output too (read twice). */
+static float w3[16 * 24], b3[24], wd[32 * 24], bd[24];
+static IrGraph *bottleneck(int S, int XH, bool also_output) {
+    static char text[65536];
+    char *p = text;
+    int OH = (XH - 1) / S + 1;
+    p += sprintf(p, "kiln-ir 1\nmodel ir_version=8\nopset \"\"=17, kiln=1\ngraph g {\n"
+                    "  input %%a : f32[1,%d,%d,16]@nhwc\n  input %%x : f32[1,%d,%d,32]@nhwc\n",
+                 OH, OH, XH, XH);
+    p = const_line(p, "w3", "1,1,16,24", w3, 16 * 24, 0.25f);
+    p = const_line(p, "b3", "24", b3, 24, 0.5f);
+    p = const_line(p, "wd", "1,1,32,24", wd, 32 * 24, -0.125f);
+    p = const_line(p, "bd", "24", bd, 24, 2.0f);
+    p += sprintf(p,
+                 "  %%r : f32[1,%d,%d,24]@nhwc = Conv(%%x, %%wd, %%bd) name=ds {kernel_shape=[1, 1], "
+                 "strides=[%d, %d]}\n"
+                 "  %%y : f32[1,%d,%d,24]@nhwc = FusedConv(%%a, %%w3, %%b3, %%r) domain=kiln "
+                 "name=conv3 {activation=\"Relu\", kernel_shape=[1, 1]}\n  output %%y\n%s}\n",
+                 OH, OH, S, S, OH, OH, also_output ? "  output %r\n" : "");
+    Diag d;
+    diag_init(&d);
+    IrGraph *g = ir_parse(text, strlen(text), &d);
+    if (!g) diag_print(&d, stderr, "parse");
+    cr_assert_not_null(g);
+    cr_assert(plan_pack_weights_f32(g, true, &d));
+    diag_free(&d);
+    return g;
+}
+
+static const IrNode *live_node(const IrGraph *g, const char *name) {
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && strcmp(g->nodes[i].name, name) == 0) return &g->nodes[i];
+    return NULL;
+}
+
+Test(backend_plan, runs_a_bottleneck_downsample_inside_conv3_as_one_packed_product) {
+    for (int S = 1; S <= 2; S++) {
+        IrGraph *g = bottleneck(S, 8, false);
+        const IrNode *n = live_node(g, "conv3");
+        cr_assert_not_null(n);
+        cr_assert_null(live_node(g, "ds"), "stride %d: the downsample is gone", S);
+        cr_assert_eq(n->n_inputs, 5);
+        cr_assert_eq(n->inputs[3], IR_NONE, "no residual left");
+        cr_assert_str_eq(g->values[n->inputs[4]].name, "x");
+        /* [W3; Wd] as (1, NP 2, 1, 1, 48, 16) panels, zeros past 24 columns */
+        const IrValue *w = &g->values[n->inputs[1]];
+        cr_assert_eq(w->type.rank, PLAN_PGEMM_RANK);
+        cr_assert(w->type.dims[1] == 2 && w->type.dims[4] == 48 && w->type.dims[5] == 16);
+        const float *wp = w->tensor->data;
+        for (int p = 0; p < 2; p++)
+            for (int k = 0; k < 48; k++)
+                for (int j = 0; j < 16; j++) {
+                    int m = p * 16 + j;
+                    float want = m >= 24 ? 0.0f : k < 16 ? w3[k * 24 + m] : wd[(k - 16) * 24 + m];
+                    cr_assert_eq(wp[(p * 48 + k) * 16 + j], want, "panel %d k %d j %d", p, k, j);
+                }
+        const float *b = g->values[n->inputs[2]].tensor->data;
+        for (int m = 0; m < 24; m++) cr_assert_eq(b[m], b3[m] + bd[m]);
+        ir_graph_free(g);
+    }
+}
+
+Test(backend_plan, keeps_a_downsample_read_twice_or_whose_input_side_is_odd) {
+    IrGraph *g = bottleneck(2, 8, true); /* its output is the graph's too */
+    cr_assert_not_null(live_node(g, "ds"));
+    cr_assert_eq(live_node(g, "conv3")->n_inputs, 4);
+    ir_graph_free(g);
+    g = bottleneck(2, 7, false); /* 7 -> 4: the stride is not the sides' ratio */
+    cr_assert_not_null(live_node(g, "ds"));
+    cr_assert_eq(live_node(g, "conv3")->n_inputs, 4);
+    ir_graph_free(g);
+}

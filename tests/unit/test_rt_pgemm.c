@@ -376,6 +376,90 @@ Test(rt_pgemm, matches_the_reference_for_a_long_reduction) {
     check_case(&k, true, false, NULL);
 }
 
+/* ---- two operands: a 1x1 and a second 1x1 over another input (rt_pconv2_nhwc_f32) ---- */
+
+/* y = act(conv(a, w) + conv(x2, w2) + b + r): a is (N, OH, OW, c) and x2 (N, h2, w2, c2),
+ * read at stride s; the weights packed as one (c + c2, m) matrix, as backend/plan.c packs
+ * a bottleneck's conv3 and its downsample. With par (workers 2): the split's output must
+ * be the serial one, bit for bit. */
+/* A parallel-for hook that runs every task here, last to first, worker ids cycling. */
+static void reverse_for(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
+    (void)ctx;
+    for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % 2));
+}
+
+static void check_two(int64_t n, int64_t c, int64_t c2, int64_t m, int64_t oh, int64_t ow,
+                      int64_t h2, int64_t w2, int64_t s, bool with_res, const RtAct *act) {
+    say_isa();
+    rng_init();
+    Case ka = {n, c, m, 1, oh, ow, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    Case kb = {n, c2, m, 1, h2, w2, 1, 1, s, s, 1, 1, 0, 0, 0, 0};
+    Case kw = {1, c + c2, m, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    RtConvGeom g = case_geom(&ka), g2 = case_geom(&kb), gw = case_geom(&kw);
+    cr_assert(g2.out[1] == oh && g2.out[2] == ow, "the second operand's output is the first's");
+    int64_t an = n * oh * ow * c, xn = n * h2 * w2 * c2, yn = n * oh * ow * m, pn;
+    float *a = rand_f32(an), *x2 = rand_f32(xn), *w = rand_f32((c + c2) * m);
+    float *b = rand_f32(m), *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn);
+    float *wp = pack(w, &gw, &pn);
+    double *y1 = conv_ref(a, w, b, NULL, &g, NULL);
+    double *y2 = conv_ref(x2, w + c * m, NULL, r, &g2, NULL);
+    for (int64_t i = 0; i < yn; i++) {
+        double v = y1[i] + y2[i];
+        if (act && act->kind == RT_ACT_RELU) v = v < 0 ? 0 : v;
+        if (act && act->kind == RT_ACT_LEAKY_RELU) v = v < 0 ? act->alpha * v : v;
+        y1[i] = v;
+    }
+    rt_pconv2_nhwc_f32(a, x2, wp, b, r, y, &g, &g2, act);
+    double terms = (double)(c + c2);
+    expect_close_tol(y, y1, yn, TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0),
+                     "pconv2 f32");
+    /* shared by 2, 3 and 7 workers (tasks run last to first): the serial bits */
+    float *yp = poisoned_f32(yn);
+    for (int wk = 2; wk <= 7; wk += wk == 3 ? 4 : 1) {
+        RtPar par = {reverse_for, NULL, wk, NULL, 0};
+        poison(yp, yn);
+        rt_pconv2_nhwc_par_f32(a, x2, wp, b, r, yp, &g, &g2, act, &par);
+        cr_assert(memcmp(yp, y, (size_t)yn * sizeof *y) == 0,
+                  "%d workers: not the serial bits (seed %u)", wk, rng_seed);
+    }
+    free(a), free(x2), free(w), free(b), free(r), free(y), free(yp), free(wp), free(y1),
+        free(y2);
+}
+
+Test(rt_pgemm, matches_the_reference_for_a_1x1_with_a_second_strided_operand) {
+    /* ResNet's first bottleneck block: conv3 (c -> m) and its downsample (c2 -> m, stride 1
+     * or 2) as one reduction. Pixels not multiples of the tile (short tiles), more than a
+     * pixel block, m not a multiple of 16 or 32, c and c2 of greatest common divisor 16, 48
+     * and 64 (taps of that many channels: 5, 3, 2), batches, x2's side odd (the downsample's
+     * floor) or even, a residual, clamp and stored-row activations */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    check_two(1, 64, 64, 72, 5, 2 * RT_PGEMM_MR + 3, 5, 2 * RT_PGEMM_MR + 3, 1, false, &relu);
+    check_two(2, 48, 96, 40, 4, 7, 8, 14, 2, false, &relu);
+    check_two(1, 32, 48, 24, 3, 5, 5, 9, 2, true, &leaky);
+    check_two(1, 16, 64, 33, 17, 17, 33, 34, 2, false, NULL);
+    check_two(1, 64, 128, 256, 15, 16, 30, 32, 2, true, &relu);
+}
+
+Test(rt_pgemm, matches_the_reference_for_a_second_operand_across_reduction_blocks) {
+    /* c + c2 past RT_PGEMM_KC: taps of 512 (AVX-512's 768-value blocks: one tap a block,
+     * x2's rows 8 KiB apart at stride 2 copied to a buffer; AVX2's and the portable 256:
+     * each tap in 2 channel chunks), a partial last tile; and taps of 3 * KC / 4 (one
+     * block each where KC is 768 or 256) */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
+    check_two(1, 512, 1024, 48, 3, 5, 5, 9, 2, false, &relu);
+    check_two(1, 512, 1024, 40, 2, RT_PGEMM_MR + 3, 2, RT_PGEMM_MR + 3, 1, true, NULL);
+    check_two(1, 3 * RT_PGEMM_KC / 4, 3 * RT_PGEMM_KC / 2, 32, 2, 9, 4, 18, 2, false, &relu);
+    /* x2's rows 4 KiB apart in a block of several taps (AVX-512: copied to a buffer, one
+     * run a row): 256 + 512 at stride 2 (ResNet-50's 14x14 block), short tiles and a
+     * partial panel; 128 + 1024 at stride 1, blocks that start in a's tap and in x2's */
+    check_two(1, 256, 512, 40, 3, 5, 6, 10, 2, true, &relu);
+    check_two(1, 128, 1024, 64, 2, 2 * RT_PGEMM_MR + 1, 2, 2 * RT_PGEMM_MR + 1, 1, false, NULL);
+    /* taps past KC (16 x 51 channels at KC 768, 16 x 17 at 256): each in 2 channel chunks,
+     * every block past the first adding into the stored partial sums */
+    check_two(1, RT_PGEMM_KC + RT_PGEMM_KC / 16, 2 * (RT_PGEMM_KC + RT_PGEMM_KC / 16), 24, 2,
+              5, 2, 5, 1, true, &relu);
+}
+
 /* ---- Winograd F(4x4, 3x3) (runtime/rt_wino.h) ---- */
 
 /* A 3x3 stride-1 case's error bound, relative to the magnitude of the terms that make the

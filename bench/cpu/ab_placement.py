@@ -167,6 +167,9 @@ def main():
         print(f"{peer}: {peers[peer].ready}", flush=True)
     labels = list(sides)
     rounds = []  # per round: label -> (placement, probe ns, [ms])
+    # SIGINT or SIGTERM ends the rounds early (a background job ignores SIGINT: reset it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         for rnd in range(a.rounds):
             meds = {}
@@ -177,6 +180,8 @@ def main():
                 print(f"round {rnd} {label}: {pl['placement']} {pl['probe_ns']} "
                       f"median {statistics.median(ms):.2f} ms", flush=True)
             rounds.append(meds)
+    except KeyboardInterrupt:
+        print(f"interrupted: {len(rounds)} rounds", flush=True)
     finally:
         for p in peers.values():
             p.close()

@@ -89,11 +89,10 @@ def serve(peer, model, threads, warmup):
         got = [np.array(res[o]) for o in req.model_outputs]
         def call():
             req.infer(feeds)
-    so = bench.ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    ref = bench.ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
+    one = bench.ort.SessionOptions()
+    one.intra_op_num_threads = 1
+    ref = bench.ort.InferenceSession(str(path), one, providers=["CPUExecutionProvider"]).run(
         None, feeds)
-    del so
     err = max(float(np.max(np.abs(g - r))) / max(float(np.max(np.abs(r))), 1e-30)
               for g, r in zip(got, ref))
     print(json.dumps({"ready": peer, "max_rel_diff_vs_ort_t1": err}), flush=True)
@@ -160,6 +159,14 @@ def main():
         argv, ins = build(label, spec, a.model, out)
         sides[label] = lambda argv=argv, ins=ins, label=label: kiln_times(argv, ins, label, a, out)
     kilns = list(sides)
+    if a.peers:  # the peers draw bench.py's seeded inputs: the bytes of the harnesses' in*.bin
+        path, why = bench.model_path(a.model, out)
+        feeds = bench.make_inputs(onnx.load(str(path), load_external_data=False)).values()
+        for s in a.sides:
+            ins = sorted((pathlib.Path(s.split("=", 1)[1].partition(":")[0]) / a.model).glob(
+                "in*.bin"))
+            if [p.read_bytes() for p in ins] != [np.ascontiguousarray(v).tobytes() for v in feeds]:
+                sys.exit(f"ab_placement.py: {s}: its in*.bin are not bench.py's seeded inputs")
     peers = {}
     for peer in filter(None, a.peers.split(",")):
         peers[peer] = Peer(peer, a, out)

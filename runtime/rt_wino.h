@@ -598,12 +598,14 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
  * activations; 128@28x28: 2.4 MB, 0.8 MB): one task a worker, each every tile (in big
  * blocks, as on one worker) and an even run of the output channel panels. Split by tiles,
  * every worker streamed all of U, once a block of its tiles (bench/cpu/locality.py: 45 +
- * 9 of the 75 MiB of weights that both workers read in a ResNet-50 inference, which on two
- * L3s both L3s fetch from memory); by panels each streams its half, once a big block, and
+ * 6.8 of the 75 MiB of weights that both workers read in a ResNet-50 inference, which on
+ * two L3s both L3s fetch from memory); by panels each streams its half, once a big block, and
  * transforms the whole input (~150 flops a tile and input channel, against the products'
  * 72 M: 1/60 of them at M = 128), a 14x14 image stays one 16-tile block
  * (rt_wino_p16_avx512) and a 28x28 image is two blocks (AVX-512: 28 + 21 tiles). */
-#ifndef RT_WINO_PANEL_WEIGHTS /* a -D to try others */
+#ifndef RT_WINO_PANEL_WEIGHTS /* a -D to try others; 2 takes 128@28x28 (2.9x) but not
+                                 64@56x56 (0.37x), whose workers would each transform 784
+                                 tiles to save 0.3 MB of U apiece */
 #define RT_WINO_PANEL_WEIGHTS 2
 #endif
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,

@@ -593,14 +593,21 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
  * worker, 14% now). V and the products go to the workers' scratch where it holds
  * rt_wino_ws_floats(C) floats (the emitter asks for them): blocks of RT_WINO_TB_BIG tiles
  * on one worker, of RT_WINO_TB_MAX on several.
- * Except a layer whose tiles fit one big block and whose transformed weights U outweigh its
- * input and output RT_PCONV_ROW_WEIGHTS times (ResNet-50's 256@14x14 layers: 9.4 MB of U,
- * 0.4 MB of activations): one task a worker, each every tile (one block, as on one worker)
- * and an even run of the output channel panels. Split by tiles, every worker streamed all
- * of U (bench/cpu/locality.py: 45 of the 75 MiB of weights that both workers read in a
- * ResNet-50 inference, which on two L3s both L3s fetch from memory); by panels each streams
- * its half and transforms the whole input (16 tiles, a small part of the work), and a
- * 14x14 image stays one 16-tile block (rt_wino_p16_avx512). */
+ * Except a layer whose transformed weights U outweigh its input and output
+ * RT_WINO_PANEL_WEIGHTS times (ResNet-50's 256@14x14 layers: 9.4 MB of U, 0.4 MB of
+ * activations; 128@28x28: 2.4 MB, 0.8 MB): one task a worker, each every tile (in big
+ * blocks, as on one worker) and an even run of the output channel panels. Split by tiles,
+ * every worker streamed all of U, once a block of its tiles (bench/cpu/locality.py: 45 +
+ * 6.8 of the 75 MiB of weights that both workers read in a ResNet-50 inference, which on
+ * two L3s both L3s fetch from memory); by panels each streams its half, once a big block, and
+ * transforms the whole input (~150 flops a tile and input channel, against the products'
+ * 72 M: 1/60 of them at M = 128), a 14x14 image stays one 16-tile block
+ * (rt_wino_p16_avx512) and a 28x28 image is two blocks (AVX-512: 28 + 21 tiles). */
+#ifndef RT_WINO_PANEL_WEIGHTS /* a -D to try others; 2 takes 128@28x28 (2.9x) but not
+                                 64@56x56 (0.37x), whose workers would each transform 784
+                                 tiles to save 0.3 MB of U apiece */
+#define RT_WINO_PANEL_WEIGHTS 2
+#endif
 RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
                                  const float *r, float *y, const RtConvGeom *g,
                                  const RtAct *act, const RtPar *par) {
@@ -622,10 +629,9 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.par = ws ? par : NULL;
     k.tb = tb;
     k.pairs = 0;
-    if (ws && !one && T > 0 && T <= rt_wino_block_ws(g->c, 1) &&
-        (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
+    if (ws && !one && T > 0 && (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
         (int64_t)RT_WINO_P * g->c * g->m >
-            RT_PCONV_ROW_WEIGHTS * g->n *
+            RT_WINO_PANEL_WEIGHTS * g->n *
                 (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
         k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
         k.tb = rt_wino_block_ws(g->c, 1);

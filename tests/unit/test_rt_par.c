@@ -234,11 +234,12 @@ Test(rt_par, winograd_gives_the_serial_bytes_in_even_runs_of_tiles) {
 }
 
 Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_bytes) {
-    /* (n, C, M, h, w): tiles that fit one big block, transformed weights over 5x the
-     * activations: ResNet-50's 256@14x14 (AVX-512: the 16-tile path), 200 outputs (a last
-     * pair of one panel) on 4 tiles, a batch of 2 with 72 outputs (3 pairs: 4 and 7 workers
-     * split by tiles) */
-    static const int64_t cases[][5] = {{1, 256, 256, 14, 14}, {1, 32, 200, 5, 7}, {2, 24, 72, 6, 6}};
+    /* (n, C, M, h, w): transformed weights over RT_WINO_PANEL_WEIGHTS (2) x the
+     * activations: ResNet-50's 256@14x14 (one block; AVX-512: the 16-tile path) and
+     * 128@28x28 (49 tiles: several blocks), 200 outputs (a last pair of one panel) on 4
+     * tiles, a batch of 2 with 72 outputs (3 pairs: 4 and 7 workers split by tiles) */
+    static const int64_t cases[][5] = {{1, 256, 256, 14, 14}, {1, 128, 128, 28, 28},
+                                       {1, 32, 200, 5, 7}, {2, 24, 72, 6, 6}};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         rng_init();
         const RtConvGeom g = wino_geom(cases[ci]);
@@ -252,8 +253,9 @@ Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_byt
         const int64_t stride = rt_wino_ws_floats(g.c) * (int64_t)sizeof(float);
         unsigned char *scratch = malloc((size_t)(stride * 7));
         static const RtAct relu = {RT_ACT_RELU, 0.0, 0.0};
-        /* one big block (the portable path's are 12 tiles: 256@14x14 splits by tiles) */
-        const int one_block = rt_wino_tiles(&g) <= rt_wino_block_ws(g.c, 1);
+        cr_assert(36 * g.c * g.m > RT_WINO_PANEL_WEIGHTS * g.n *
+                                       (g.in[1] * g.in[2] * g.c + px * g.m),
+                  "case %zu: weights too light to split by panels", ci);
         rt_wino_nhwc_f32(x, u, b, r, want, &g, &relu);
         for (size_t wi = 0; wi < N_WORKERS; wi++)
             for (int sh = 0; sh < 2; sh++) {
@@ -264,7 +266,7 @@ Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_byt
                 cr_assert(memcmp(got, want, (size_t)yn * sizeof *got) == 0,
                           "winograd by panels, case %zu, %d workers%s: not the serial bytes "
                           "(seed %u)", ci, workers[wi], sh ? " shuffled" : "", rng_seed);
-                cr_assert(!one_block || pairs < workers[wi] || hk.tasks == workers[wi],
+                cr_assert(pairs < workers[wi] || hk.tasks == workers[wi],
                           "case %zu, %d workers: %lld tasks, not one a worker", ci, workers[wi],
                           (long long)hk.tasks);
             }
@@ -274,7 +276,7 @@ Test(rt_par, winograd_of_heavy_weights_splits_by_panels_and_gives_the_serial_byt
         const int64_t m_hi = pairs / 2 * RT_PGEMM_NT < g.m ? pairs / 2 * RT_PGEMM_NT : g.m;
         poison(got, yn);
         rt_wino_nhwc_par_f32(x, u, b, r, got, &g, &relu, &p);
-        for (int64_t i = 0; i < px && one_block; i++)
+        for (int64_t i = 0; i < px; i++)
             for (int64_t m = 0; m < g.m; m++)
                 cr_assert((got[i * g.m + m] == got[i * g.m + m]) == (m < m_hi),
                           "case %zu: worker 0 of 2, pixel %lld channel %lld: %g (its channels: "

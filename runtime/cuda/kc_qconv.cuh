@@ -1199,8 +1199,23 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
+/* the row groups from which kc_qstem takes a layer; -1: one a multiprocessor. H200,
+ * ResNet-50's stem (qconv_gpu --time), kc_qstem_kernel against the table gather by batch (row
+ * groups): 1 (14) 0.054 / 0.019 ms, 4 (56) 0.056 / 0.023, 16 (224) 0.063 / 0.071, 32 (448)
+ * 0.105 / 0.136, 64 0.188 / 0.273, 256 (3584) 0.556 / 1.106 (batch 8 not measured).
+ * tests/cuda/qconv_gpu.cu sets it to time both forms; -DKC_QSTEM_MIN=0 takes every layer
+ * it can, for the bundle checks. */
+#ifndef KC_QSTEM_MIN
+#define KC_QSTEM_MIN -1
+#endif
+static inline int64_t &kc_qstem_min() {
+    static int64_t v = KC_QSTEM_MIN;
+    return v;
+}
+
+/* false where the layer gives fewer row groups than kc_qstem_min() */
 template <int NT>
-static inline void kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
+static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                    const int32_t *rq, uint8_t *y, const KcQConv *p, size_t smem) {
     /* a grid of the resident blocks, each walking row groups: the weights staged once a block */
     static size_t last = 0;
@@ -1216,8 +1231,10 @@ static inline void kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_
     }
     int64_t groups = (int64_t)p->N * ((p->OH + KC_QSTEM_ROWS - 1) / KC_QSTEM_ROWS);
     int64_t grid = per > 0 && sms > 0 ? (int64_t)per * sms : 1024;
+    if (groups < (kc_qstem_min() >= 0 ? kc_qstem_min() : sms > 0 ? sms : 128)) return false;
     if (grid > groups) grid = groups;
     kc_qstem_kernel<NT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);
+    return true;
 }
 
 /* kc_qconv by kc_qstem_kernel where that applies (see there); false: not taken */
@@ -1230,9 +1247,8 @@ static inline bool kc_qstem(cudaStream_t s, const uint8_t *x, const int8_t *w, c
     const int NT = p->M / 8;
     size_t smem = kc_qstem_smem(*p, NT);
     if (smem > 48 * 1024) return false;
-    if (NT == 8) kc_qstem_launch<8>(s, x, w, rq, y, p, smem);
-    else kc_qstem_launch<4>(s, x, w, rq, y, p, smem);
-    return true;
+    return NT == 8 ? kc_qstem_launch<8>(s, x, w, rq, y, p, smem)
+                   : kc_qstem_launch<4>(s, x, w, rq, y, p, smem);
 }
 
 static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,

@@ -549,6 +549,7 @@ int main(int argc, char **argv) {
     }
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
+    kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
     for (const Case &c : cases) run_case(c);
     /* the folded stem: the float32 NCHW input quantized in the gather (kc_qconv_f32nchw) */
     static const Case fcases[] = {
@@ -614,6 +615,17 @@ int main(int argc, char **argv) {
             printf("time %-26s %8.4f ms %7.1f TOPS\n", c.what, ms, ops / ms / 1e9);
         }
         time_qnchw();
+        /* the stem by batch, kc_qstem_kernel (every group count) against the table gather */
+        for (int nb : {1, 4, 16, 32, 64, 256}) {
+            Case c = t[0];
+            c.N = nb;
+            kc_qstem_min() = 0;
+            float a = time_case(c);
+            kc_qstem_min() = INT64_MAX;
+            float b = time_case(c);
+            kc_qstem_min() = -1;
+            printf("time stem b%-3d kc_qstem %8.4f ms, table gather %8.4f ms\n", nb, a, b);
+        }
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -1056,11 +1056,210 @@ static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint
     else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p, none);
 }
 
+/* The stem form (C 1..4, M 32 or 64, no residual, no dilation, a window of at most 8 x 8
+ * taps: an RGB 7x7 first layer), built as kc_stem_tc: a block stages the window of
+ * KC_QSTEM_ROWS output rows of one image once in shared memory, one 32-bit word a pixel (its
+ * C bytes, zeros above C; the padding pixels x_zp in each of the C bytes), and the weights
+ * once for all its row groups, each tap row ky as 32 bytes (kx 0..7 x 4 channels, zeros past
+ * S and C). The reduction then runs as R steps of k 32 where step ky's A row for pixel ox is
+ * the 32 contiguous bytes of window row (row * sh + ky) from pixel ox * sw: every fragment
+ * register is one aligned 32-bit shared load, with no gather, table or division in the loop
+ * (the table-gather kernel above re-reads each input byte for every tap that covers it and
+ * builds its A tile through registers). The zero weights take the padded channels and the
+ * eighth column, so the int32 sums are the reference's exactly; the epilogue is
+ * kc_qconv_epilogue's arithmetic (kc_qrequant_k), through a per-warp shared tile out to y as
+ * 16-byte row chunks. A warp takes two 16-pixel tiles at a time (rows 2i and 2i + 1, the same
+ * columns), which share each step's B fragments. */
+#ifndef KC_QSTEM
+#define KC_QSTEM 1 /* 0: the stem takes kc_qconv_mma_kernel's table gather (an A/B knob) */
+#endif
+#define KC_QSTEM_ROWS 8
+#define KC_QSTEM_WARPS 4
+
+/* The window's rows and words a row, and the weights' row stride in bytes (conflict-free B
+ * fragment loads: R * 32 + 16 bytes is 4 mod 8 words, whose multiples by 0..7 differ mod 32) */
+static __host__ __device__ __forceinline__ void kc_qstem_geo(const KcQConv &p, int &wr, int &ww, int &wld) {
+    wr = (KC_QSTEM_ROWS - 1) * p.sh + p.R;
+    ww = ((p.OW + 15) / 16 * 16 - 1) * p.sw + 8;
+    wld = p.R * 32 + 16;
+}
+
+/* shared-memory bytes of kc_qstem_kernel<NT> for p */
+static inline size_t kc_qstem_smem(const KcQConv &p, int NT) {
+    int wr, ww, wld;
+    kc_qstem_geo(p, wr, ww, wld);
+    return ((size_t)wr * ww * 4 + 15) / 16 * 16 + (size_t)NT * 8 * wld + KC_QSTEM_WARPS * 16 * (NT * 8 + 16);
+}
+
+template <int NT>
+__global__ void __launch_bounds__(KC_QSTEM_WARPS * 32)
+kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                const int32_t *__restrict__ rq, uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(16) unsigned char kc_qstem_buf[];
+    enum { ROWS = KC_QSTEM_ROWS, THREADS = KC_QSTEM_WARPS * 32, BN = NT * 8, YLD = BN + 16 };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
+    int WR, WW, WLD;
+    kc_qstem_geo(p, WR, WW, WLD);
+    const int MT = (p.OW + 15) / 16, sh = p.sh, sw = p.sw;
+    uint32_t *win = (uint32_t *)(void *)kc_qstem_buf;
+    uint8_t *wsm = kc_qstem_buf + ((size_t)WR * WW * 4 + 15) / 16 * 16;
+    uint8_t *ys = wsm + BN * WLD + warp * 16 * YLD;
+    /* the weights, word (n, ky, kx) = channels 0..3 of tap (ky, kx) of output channel n */
+    const int KW4 = p.R * 8;
+    for (int i = tid; i < BN * KW4; i += THREADS) {
+        int n = i / KW4, q = i - n * KW4, ky = q >> 3, kx = q & 7;
+        uint32_t v = 0;
+        if (n < p.M && kx < p.S)
+            for (int c = 0; c < p.C; c++)
+                v |= (uint32_t)(uint8_t)w[(size_t)n * p.Kp + (ky * p.S + kx) * p.C + c] << (8 * c);
+        *(uint32_t *)(void *)(wsm + n * WLD + q * 4) = v;
+    }
+    const uint32_t zw = (uint32_t)p.x_zp * (0xffffffffu >> (32 - 8 * p.C) & 0x01010101u);
+    const int32_t l = p.lo - p.y_zp, hh = p.hi - p.y_zp;
+    const int ohg = (p.OH + ROWS - 1) / ROWS, groups = p.N * ohg;
+    for (int grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const int img = grp / ohg, oy0 = (grp - img * ohg) * ROWS, iy0 = oy0 * sh - p.ph;
+        __syncthreads(); /* the weights in; the last group's window read */
+        for (int i = tid; i < WR * WW; i += THREADS) {
+            int r = i / WW, j = i - r * WW, iy = iy0 + r, ix = j - p.pw;
+            uint32_t v = zw;
+            if ((unsigned)iy < (unsigned)p.H && (unsigned)ix < (unsigned)p.W) {
+                const uint8_t *src = x + ((size_t)(img * p.H + iy) * p.W + ix) * p.C;
+                v = src[0];
+                if (p.C > 1) v |= (uint32_t)src[1] << 8;
+                if (p.C > 2) v |= (uint32_t)src[2] << 16;
+                if (p.C > 3) v |= (uint32_t)src[3] << 24;
+            }
+            win[i] = v;
+        }
+        __syncthreads();
+        for (int u = warp; u < ROWS / 2 * MT; u += KC_QSTEM_WARPS) {
+            const int rp = u / MT, ox0 = (u - rp * MT) * 16;
+            int32_t acc[2][NT][4];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    int n = nt * 8 + tig * 2 + j;
+                    int32_t b = n < p.M ? rq[n] : 0;
+                    acc[0][nt][j] = acc[0][nt][2 + j] = acc[1][nt][j] = acc[1][nt][2 + j] = b;
+                }
+            const uint32_t *a0 = win + 2 * rp * sh * WW + (ox0 + g) * sw + tig;
+            for (int ky = 0; ky < p.R; ky++) {
+                uint32_t bf[NT][2];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const uint8_t *wb = wsm + (nt * 8 + g) * WLD + ky * 32 + tig * 4;
+                    bf[nt][0] = *(const uint32_t *)(const void *)wb;
+                    bf[nt][1] = *(const uint32_t *)(const void *)(wb + 16);
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t *a = a0 + (h * sh + ky) * WW;
+                    uint32_t af[4] = {a[0], a[8 * sw], a[4], a[8 * sw + 4]};
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) kc_mma_u8s8(acc[h][nt], af, bf[nt]);
+                }
+            }
+            /* requantization as kc_qconv_epilogue's, into the warp's 16 x BN tile, then out */
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int oy = oy0 + 2 * rp + h;
+                __syncwarp(); /* the tile before is out */
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const int n = nt * 8 + tig * 2;
+                    int32_t m0 = 0, m1 = 0, s0 = 1, s1 = 1;
+                    int64_t k0 = 0, k1 = 0;
+                    if (n < p.M) m0 = rq[p.M + n], s0 = rq[3 * p.M + n], k0 = kc_qk0(rq, p.M, n, 0);
+                    if (n + 1 < p.M) m1 = rq[p.M + n + 1], s1 = rq[3 * p.M + n + 1], k1 = kc_qk0(rq, p.M, n + 1, 0);
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        int32_t v0 = p.y_zp + kc_qrequant_k<false>(acc[h][nt][2 * e], m0, k0, 0, 0, s0, l, hh);
+                        int32_t v1 = p.y_zp + kc_qrequant_k<false>(acc[h][nt][2 * e + 1], m1, k1, 0, 0, s1, l, hh);
+                        *(uint16_t *)(void *)(ys + (g + 8 * e) * YLD + n) =
+                            (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
+                    }
+                }
+                __syncwarp();
+                if (oy < p.OH) {
+                    uint8_t *yr = y + ((size_t)img * p.OH + oy) * p.OW * p.M;
+#pragma unroll
+                    for (int q = lane; q < 16 * BN / 16; q += 32) {
+                        int row = q / (BN / 16), col = (q - row * (BN / 16)) * 16, ox = ox0 + row;
+                        if (ox < p.OW && col < p.M)
+                            *(uint4 *)(void *)(yr + (size_t)ox * p.M + col) =
+                                *(const uint4 *)(const void *)(ys + row * YLD + col);
+                    }
+                }
+            }
+        }
+    }
+#endif
+}
+
+/* the row groups from which kc_qstem takes a layer; -1: one a multiprocessor. H200,
+ * ResNet-50's stem (qconv_gpu --time), kc_qstem_kernel against the table gather by batch (row
+ * groups): 1 (14) 0.054 / 0.019 ms, 4 (56) 0.056 / 0.023, 16 (224) 0.063 / 0.071, 32 (448)
+ * 0.105 / 0.136, 64 0.188 / 0.273, 256 (3584) 0.556 / 1.106 (batch 8 not measured).
+ * tests/cuda/qconv_gpu.cu sets it to time both forms; -DKC_QSTEM_MIN=0 takes every layer
+ * it can, for the bundle checks. */
+#ifndef KC_QSTEM_MIN
+#define KC_QSTEM_MIN -1
+#endif
+static inline int64_t &kc_qstem_min() {
+    static int64_t v = KC_QSTEM_MIN;
+    return v;
+}
+
+/* false where the layer gives fewer row groups than kc_qstem_min() */
+template <int NT>
+static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
+                                   const int32_t *rq, uint8_t *y, const KcQConv *p, size_t smem) {
+    /* a grid of the resident blocks, each walking row groups: the weights staged once a block */
+    static size_t last = 0;
+    static int per = 0, sms = 0;
+    if (smem != last) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qstem_kernel<NT>,
+                                                          KC_QSTEM_WARPS * 32, smem) != cudaSuccess)
+            sms = per = 0;
+        last = smem;
+    }
+    int64_t groups = (int64_t)p->N * ((p->OH + KC_QSTEM_ROWS - 1) / KC_QSTEM_ROWS);
+    int64_t grid = per > 0 && sms > 0 ? (int64_t)per * sms : 1024;
+    if (groups < (kc_qstem_min() >= 0 ? kc_qstem_min() : sms > 0 ? sms : 128)) return false;
+    if (grid > groups) grid = groups;
+    kc_qstem_kernel<NT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);
+    return true;
+}
+
+/* kc_qconv by kc_qstem_kernel where that applies (see there); false: not taken */
+static inline bool kc_qstem(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    if (!KC_QSTEM || r || p->C < 1 || p->C > 4 || (p->M != 32 && p->M != 64) || p->R < 1 ||
+        p->R > 8 || p->S < 1 || p->S > 8 || p->dh != 1 || p->dw != 1 || p->sh < 1 || p->sw < 1 ||
+        ((uintptr_t)y & 15) != 0 || (int64_t)p->N * ((p->OH + KC_QSTEM_ROWS - 1) / KC_QSTEM_ROWS) > INT32_MAX)
+        return false;
+    const int NT = p->M / 8;
+    size_t smem = kc_qstem_smem(*p, NT);
+    if (smem > 48 * 1024) return false;
+    return NT == 8 ? kc_qstem_launch<8>(s, x, w, rq, y, p, smem)
+                   : kc_qstem_launch<4>(s, x, w, rq, y, p, smem);
+}
+
 static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
     if (KC_Q1X1 && kc_qconv1x1(s, x, w, rq, r, y, p)) {
+        KC_LAUNCHED();
+        return KC_OK;
+    }
+    if (kc_qstem(s, x, w, rq, r, y, p)) {
         KC_LAUNCHED();
         return KC_OK;
     }

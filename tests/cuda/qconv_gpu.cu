@@ -523,6 +523,17 @@ int main(int argc, char **argv) {
         /* no zero point (KC_QZFILL's copies): 128 x 64 and 128 x 128 tiles, pads, stride, K past R S C */
         {"3x3 C 48 M 64 s2, no zp +res", 2, 17, 15, 48, 64, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 1, true},
         {"3x3 C 32 M 144 d2, no zp",    2, 13, 16, 32, 144, 3, 3, 1, 1, 2, 2, 2, 2, false, 0, 2, true},
+        /* the stem form (kc_qstem_kernel): 7x7/2 pads 3 on odd sizes, C 1..4, M 32 and 64,
+         * output rows not in eights (a partial row group), widths not in 16s, more row
+         * groups than resident blocks (the group walk), no zero point, other windows */
+        {"qstem 7x7 s2 C 3 M 64",       3, 23, 21, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"qstem 7x7 s2 C 1 M 32",       2, 37, 29, 1,   32, 7, 7, 2, 2, 3, 3, 1, 1, false, 0, 2},
+        {"qstem 7x7 s2 C 2 M 64",       1, 19, 45, 2,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"qstem 7x7 s2 C 4 M 32, no zp", 2, 31, 17, 4,  32, 7, 7, 2, 2, 3, 3, 1, 1, false, 0, 0, true},
+        {"qstem 7x7 s2 C 3 M 64, 480 groups", 160, 47, 45, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"qstem 5x3 s1 C 3 M 32 pads 2,1", 2, 11, 13, 3, 32, 5, 3, 1, 1, 2, 1, 1, 1, false, 0},
+        {"qstem 8x8 s3 C 4 M 64",       2, 27, 26, 4,   64, 8, 8, 3, 3, 3, 2, 1, 1, false, 0, 2},
+        {"qstem 7x7 s2 C 3 M 64 b1",    1, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
     };
     check_hi_terms();
     check_qquant();
@@ -538,6 +549,7 @@ int main(int argc, char **argv) {
     }
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
+    kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
     for (const Case &c : cases) run_case(c);
     /* the folded stem: the float32 NCHW input quantized in the gather (kc_qconv_f32nchw) */
     static const Case fcases[] = {
@@ -551,9 +563,12 @@ int main(int argc, char **argv) {
         {"f32 stem 7x7 s2, HW % 4 = 0", 3, 24, 22, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, true, 0},
         {"f32 C 1 3x3, HW % 4 = 0",     2, 12, 9, 1,    16, 3, 3, 1, 1, 1, 1, 1, 1, false, 5},
         {"f32 C 2 3x3 s2, HW % 4 = 0",  1, 8, 14, 2,    32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
+        /* the stem form after the quantize pass (kc_qstem_kernel): C 3 and 4, M 64 and 32 */
+        {"f32 qstem 7x7 s2 C 3",        5, 28, 20, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"f32 qstem 7x7 s2 C 4, M 32",  2, 21, 23, 4,   32, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
     };
     const float fscales[] = {0.0234375f, 0.0186532f, 0.0171247f, 0.5f, 0.0078125f, 0.0213f,
-                             0.0196078f, 0.0117647f, 0.25f};
+                             0.0196078f, 0.0117647f, 0.25f, 0.0187f, 0.0221f};
     for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
         run_f32_case(fcases[i], fscales[i], i != 4);
     qmaxpool_case(2, 23, 21, 64, 3, 2, 1); /* ResNet-50's pool, odd sides */
@@ -600,6 +615,17 @@ int main(int argc, char **argv) {
             printf("time %-26s %8.4f ms %7.1f TOPS\n", c.what, ms, ops / ms / 1e9);
         }
         time_qnchw();
+        /* the stem by batch, kc_qstem_kernel (every group count) against the table gather */
+        for (int nb : {1, 4, 16, 32, 64, 256}) {
+            Case c = t[0];
+            c.N = nb;
+            kc_qstem_min() = 0;
+            float a = time_case(c);
+            kc_qstem_min() = INT64_MAX;
+            float b = time_case(c);
+            kc_qstem_min() = -1;
+            printf("time stem b%-3d kc_qstem %8.4f ms, table gather %8.4f ms\n", nb, a, b);
+        }
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

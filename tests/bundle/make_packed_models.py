@@ -17,20 +17,12 @@ kiln_venv.use_venv(('numpy', 'onnx'))
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_blocks import bottleneck, weight
 
 SEED = 1414
 OPSET = 17
 IR_VERSION = 8
 F32 = TensorProto.FLOAT
-
-
-def weight(rng, name, shape):
-    """Normal, scaled by 1/sqrt(fan-in) as trained layers are, so that values stay near 1
-    through the chain and the comparison's tolerance measures the kernels, not cancellation
-    in sums that grow with each layer."""
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    w = rng.standard_normal(shape) / np.sqrt(fan_in)
-    return numpy_helper.from_array(w.astype(np.float32), name)
 
 
 def save(nodes, inits, x_shape, y_name, y_shape, path):
@@ -118,26 +110,10 @@ def bottlenecks(rng, path):
     16 -> 48), a stride-2 one on even sides (48 -> 80 beside 32 -> 80: 80 columns, a partial
     tile); and one that stays two products and an Add: a stride-2 downsample whose input's
     sides are odd (5x7 -> 3x4) and channels of greatest common divisor 8 (24 and 80)."""
-    def block(x, cin, mid, cout, stride, tag, inits, nodes):
-        inits += [weight(rng, f"{tag}k1", (mid, cin, 1, 1)), weight(rng, f"{tag}c1", (mid,)),
-                  weight(rng, f"{tag}k2", (mid, mid, 3, 3)), weight(rng, f"{tag}c2", (mid,)),
-                  weight(rng, f"{tag}k3", (cout, mid, 1, 1)), weight(rng, f"{tag}c3", (cout,)),
-                  weight(rng, f"{tag}kd", (cout, cin, 1, 1)), weight(rng, f"{tag}cd", (cout,))]
-        nodes += [helper.make_node("Conv", [x, f"{tag}k1", f"{tag}c1"], [f"{tag}v1"]),
-                  helper.make_node("Relu", [f"{tag}v1"], [f"{tag}r1"]),
-                  helper.make_node("Conv", [f"{tag}r1", f"{tag}k2", f"{tag}c2"], [f"{tag}v2"],
-                                   strides=[stride, stride], pads=[1, 1, 1, 1]),
-                  helper.make_node("Relu", [f"{tag}v2"], [f"{tag}r2"]),
-                  helper.make_node("Conv", [f"{tag}r2", f"{tag}k3", f"{tag}c3"], [f"{tag}v3"]),
-                  helper.make_node("Conv", [x, f"{tag}kd", f"{tag}cd"], [f"{tag}vd"],
-                                   strides=[stride, stride]),
-                  helper.make_node("Add", [f"{tag}v3", f"{tag}vd"], [f"{tag}s"]),
-                  helper.make_node("Relu", [f"{tag}s"], [f"{tag}y"])]
-        return f"{tag}y"
     inits, nodes = [], []
-    a = block("x", 32, 16, 48, 1, "a", inits, nodes)
-    b = block(a, 48, 32, 80, 2, "b", inits, nodes)
-    c = block(b, 80, 24, 40, 2, "c", inits, nodes)
+    a = bottleneck(rng, "x", 32, 16, 48, 1, "a", inits, nodes)
+    b = bottleneck(rng, a, 48, 32, 80, 2, "b", inits, nodes)
+    c = bottleneck(rng, b, 80, 24, 40, 2, "c", inits, nodes)
     nodes += [helper.make_node("Identity", [c], ["y"])]
     save(nodes, inits, [1, 32, 10, 14], "y", [1, 40, 3, 4], path)
 

@@ -19,18 +19,12 @@ kiln_venv.use_venv(('numpy', 'onnx'))
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_blocks import bottleneck, weight
 
 SEED = 1415
 OPSET = 17
 IR_VERSION = 8
 F32 = TensorProto.FLOAT
-
-
-def weight(rng, name, shape):
-    """Normal, scaled by 1/sqrt(fan-in), so that values stay near 1 through the chain."""
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    w = rng.standard_normal(shape) / np.sqrt(fan_in)
-    return numpy_helper.from_array(w.astype(np.float32), name)
 
 
 def const(name, values, dtype=np.int64):
@@ -158,26 +152,12 @@ def eltnorm(rng, path):
           ("df", [C * H, W]), ("sm", [C * H, W])], path)
 
 
-def bottleneck(rng, path):
+def bottleneck_model(rng, path):
     """A ResNet first bottleneck block of stride 2 (its conv3 and downsample one product on
     the C target, rt_pconv2_nhwc_par_f32), then one of stride 1 (48 -> 64 beside 16 -> 64)."""
     inits, nodes, x = [], [], "x"
     for tag, cin, mid, cout, s in (("a", 32, 16, 48, 2), ("b", 48, 16, 64, 1)):
-        inits += [weight(rng, f"{tag}k1", (mid, cin, 1, 1)), weight(rng, f"{tag}c1", (mid,)),
-                  weight(rng, f"{tag}k2", (mid, mid, 3, 3)), weight(rng, f"{tag}c2", (mid,)),
-                  weight(rng, f"{tag}k3", (cout, mid, 1, 1)), weight(rng, f"{tag}c3", (cout,)),
-                  weight(rng, f"{tag}kd", (cout, cin, 1, 1)), weight(rng, f"{tag}cd", (cout,))]
-        nodes += [helper.make_node("Conv", [x, f"{tag}k1", f"{tag}c1"], [f"{tag}v1"]),
-                  helper.make_node("Relu", [f"{tag}v1"], [f"{tag}r1"]),
-                  helper.make_node("Conv", [f"{tag}r1", f"{tag}k2", f"{tag}c2"], [f"{tag}v2"],
-                                   strides=[s, s], pads=[1, 1, 1, 1]),
-                  helper.make_node("Relu", [f"{tag}v2"], [f"{tag}r2"]),
-                  helper.make_node("Conv", [f"{tag}r2", f"{tag}k3", f"{tag}c3"], [f"{tag}v3"]),
-                  helper.make_node("Conv", [x, f"{tag}kd", f"{tag}cd"], [f"{tag}vd"],
-                                   strides=[s, s]),
-                  helper.make_node("Add", [f"{tag}v3", f"{tag}vd"], [f"{tag}s"]),
-                  helper.make_node("Relu", [f"{tag}s"], [f"{tag}y"])]
-        x = f"{tag}y"
+        x = bottleneck(rng, x, cin, mid, cout, s, tag, inits, nodes)
     nodes += [helper.make_node("Identity", [x], ["y"])]
     save(nodes, inits, [1, 32, 36, 22], [("y", [1, 64, 18, 11])], path)
 
@@ -191,7 +171,7 @@ def main():
     attention(rng, out / "par_attention.onnx")
     lstm(rng, out / "par_lstm.onnx")
     eltnorm(rng, out / "par_eltnorm.onnx")
-    bottleneck(rng, out / "par_bottleneck.onnx")
+    bottleneck_model(rng, out / "par_bottleneck.onnx")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from memory; then per kind and in all.
 import argparse
 import json
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -187,9 +186,7 @@ def harness(src, workers, n_calls):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, extra = kprof.split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True)
@@ -203,15 +200,9 @@ def main():
     if not 1 <= a.workers <= 8:
         sys.exit("locality.py: 1 to 8 workers (a byte of flags a page)")
     work = pathlib.Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    b = work / "bundle"
-    subprocess.run([a.kiln, "compile", a.model, "-o", str(b), "--name", "net", "--quiet",
-                    "--workers", str(a.workers), *extra], check=True)
-    text, calls = kprof.instrument((b / "net.c").read_text(), "CLOCK_MONOTONIC")
-    (b / "net.c").write_text(text)
-    src, ins, outs = kprof.main_source((b / "net.h").read_text(), len(calls))
-    if not ins or not outs:
-        sys.exit("locality.py: cannot find the inputs' and outputs' sizes in net.h")
+    b, src, calls = kprof.instrumented_bundle(a.kiln, a.model, work,
+                                           ["--workers", str(a.workers), *extra],
+                                           "CLOCK_MONOTONIC", "locality.py")
     (work / "main.c").write_text(harness(src, a.workers, len(calls)))
     exe = work / "loc"
     subprocess.run(["cc", "-std=gnu11", "-O2", "-march=native", *a.cflags.split(), f"-I{b}",

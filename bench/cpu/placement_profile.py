@@ -14,7 +14,6 @@ usage: python bench/cpu/placement_profile.py --kiln PATH MODEL [--rounds 40] [--
 import argparse
 import json
 import pathlib
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,9 +25,7 @@ import bench  # noqa: E402  (the probe and the placement split)
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, extra = prof.split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True)
@@ -41,15 +38,9 @@ def main():
     ap.add_argument("--json", help="also write every round's per-node times here")
     a = ap.parse_args(argv)
     work = pathlib.Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    b = work / "bundle"
-    subprocess.run([a.kiln, "compile", a.model, "-o", str(b), "--name", "net", "--quiet",
-                    "--workers", str(a.threads), *extra], check=True)
-    text, calls = prof.instrument((b / "net.c").read_text(), "CLOCK_MONOTONIC")
-    (b / "net.c").write_text(text)
-    src, ins, outs = prof.main_source((b / "net.h").read_text(), len(calls))
-    if not ins or not outs:
-        sys.exit("placement_profile.py: cannot find the inputs' and outputs' sizes in net.h")
+    b, src, calls = prof.instrumented_bundle(a.kiln, a.model, work,
+                                           ["--workers", str(a.threads), *extra],
+                                           "CLOCK_MONOTONIC", "placement_profile.py")
     (work / "main.c").write_text(prof.par_main_source(src, a.threads, len(calls)))
     pool = HERE.parents[1] / "examples" / "parallel"
     exe = work / "prof"

@@ -263,10 +263,33 @@ def report_threads(a, calls, stdout):
               f"{ms1 / msn if msn > 0 else 0:.2f} | {c}/{t} |")
 
 
+def split_argv(argv):
+    """A bench script's own arguments (before `--`) and the `kiln compile` flags after it."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def instrumented_bundle(kiln, model, work, extra, clock, who):
+    """Compiles model into work/bundle (work emptied first) with the flags extra, wraps every
+    node of NAME_run in clock's timer (instrument) and returns the bundle's folder, the
+    harness's C (main_source) and the wrapped calls; exits naming `who` where the header's
+    input or output sizes cannot be read."""
+    shutil.rmtree(work, ignore_errors=True)
+    b = work / "bundle"
+    subprocess.run([kiln, "compile", model, "-o", str(b), "--name", "net", "--quiet", *extra],
+                   check=True)
+    text, calls = instrument((b / "net.c").read_text(), clock)
+    (b / "net.c").write_text(text)
+    src, ins, outs = main_source((b / "net.h").read_text(), len(calls))
+    if not ins or not outs:
+        sys.exit(f"{who}: cannot find the inputs' and outputs' sizes in net.h")
+    return b, src, calls
+
+
 def main():
-    argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, extra = split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True)
@@ -282,17 +305,9 @@ def main():
     if a.threads > 1:
         extra = ["--workers", str(a.threads), *extra]
     work = pathlib.Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    b = work / "bundle"
-    subprocess.run([a.kiln, "compile", a.model, "-o", str(b), "--name", "net", "--quiet",
-                    *extra], check=True)
-    text, calls = instrument((b / "net.c").read_text(),
-                             "CLOCK_MONOTONIC" if a.threads > 1 else "CLOCK_THREAD_CPUTIME_ID")
-    (b / "net.c").write_text(text)
-    hdr = (b / "net.h").read_text()
-    src, ins, outs = main_source(hdr, len(calls))
-    if not ins or not outs:
-        sys.exit("profile.py: cannot find the inputs' and outputs' sizes in net.h")
+    b, src, calls = instrumented_bundle(
+        a.kiln, a.model, work, extra,
+        "CLOCK_MONOTONIC" if a.threads > 1 else "CLOCK_THREAD_CPUTIME_ID", "profile.py")
     pool = pathlib.Path(__file__).resolve().parents[2] / "examples" / "parallel"
     if a.threads > 1:
         src = par_main_source(src, a.threads, len(calls))

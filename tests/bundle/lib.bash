@@ -1,7 +1,7 @@
 # Shared by the bundle tests (tests/bundle/test_*.sh); sourced, not run. Sets ROOT, PY, KILN,
 # TMP (removed on exit) and MODELS (the models of make_models.py, written once per run), and
-# gives `pass`/`fail` (counted), `finish` (prints the count line and exits), `compile_model`
-# and `run_compare`.
+# gives `pass`/`fail` (counted), `check`, `bg_run`/`bg_check` (builds side by side), `finish`
+# (prints the count line and exits), `compile_model` and `run_compare`.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PY="${KILN_PY:-/root/.cache/kiln/venv/bin/python}"
@@ -31,6 +31,27 @@ check() {
     local what="$1" log="$TMP/check.log"
     shift
     if "$@" >"$log" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/    /' "$log" | tail -n 30; fi
+}
+# bg_run NAME COMMAND...: runs the command in the background, at most KILN_JOBS (default: all
+# cores) at a time, its output into $TMP/bg/NAME.log and its exit status into NAME.rc;
+# bg_check DESCRIPTION NAME (after `wait`) passes or fails by that status, as check does.
+bg_run() {
+    local name="$1"
+    shift
+    mkdir -p "$TMP/bg"
+    while [ "$(jobs -rp | wc -l)" -ge "${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}" ]; do
+        wait -n
+    done
+    { "$@" >"$TMP/bg/$name.log" 2>&1; echo $? >"$TMP/bg/$name.rc"; } &
+}
+bg_check() {
+    local what="$1" name="$2"
+    if [ "$(cat "$TMP/bg/$name.rc" 2>/dev/null)" = 0 ]; then
+        pass "$what"
+    else
+        fail "$what"
+        sed 's/^/    /' "$TMP/bg/$name.log" | tail -n 30
+    fi
 }
 finish() {
     echo "$TEST_NAME: $n_pass passed, $n_fail failed"

@@ -23,7 +23,11 @@ EXPECT_stem_convs="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 r
 # the first two blocks' conv3 and downsample as one product (rt_pconv2), the third's not
 EXPECT_bottlenecks="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv2_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv2_nhwc_par_f32 rt_pconv_nhwc_par_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_pconv_nhwc_f32 rt_strided_copy"
 
-for case in packed_products packed_convs wino_convs wino_convs_off stem_convs bottlenecks; do
+CASES="packed_products packed_convs wino_convs wino_convs_off stem_convs bottlenecks"
+BUILDS=("baseline|-O2" "x86-64-v3|-O2 -march=x86-64-v3" "native|-O3 -march=native"
+    "sanitizers|$SAN_FLAGS -march=native")
+# each case: kiln compile and its kernel calls, then its four builds started in the background
+for case in $CASES; do
     model="${case%_off}"
     kflags=()
     [ "$case" = "$model" ] || kflags=(--no-winograd)
@@ -40,16 +44,23 @@ for case in packed_products packed_convs wino_convs wino_convs_off stem_convs bo
     else
         fail "$case: kernel calls '$got', want '${!want}'"
     fi
-    for build in "baseline|-O2" "x86-64-v3|-O2 -march=x86-64-v3" "native|-O3 -march=native" \
-        "sanitizers|$SAN_FLAGS -march=native"; do
-        name="${build%%|*}"
-        flags="${build#*|}"
-        exe="$TMP/$case-$name"
+    for build in "${BUILDS[@]}"; do
         # shellcheck disable=SC2086
-        check "$case: $name build ($flags)" \
-            cc $STRICT $flags -I"$B" "$B/$model.c" "$B/${model}_test_main.c" -o "$exe" -lm
+        bg_run "$case-${build%%|*}" \
+            cc $STRICT ${build#*|} -I"$B" "$B/$model.c" "$B/${model}_test_main.c" -o "$TMP/$case-${build%%|*}" -lm
+    done
+done
+wait
+# each build's status, then its outputs against ONNX Runtime
+for case in $CASES; do
+    model="${case%_off}"
+    [ -d "$TMP/$case" ] || continue
+    for build in "${BUILDS[@]}"; do
+        name="${build%%|*}"
+        exe="$TMP/$case-$name"
+        bg_check "$case: $name build (${build#*|})" "$case-$name"
         [ -x "$exe" ] && check "$case: $name build matches ONNX Runtime on random inputs" \
-            run_compare "$exe" "$model" --weights "$B/${model}_weights.bin"
+            run_compare "$exe" "$model" --weights "$TMP/$case/${model}_weights.bin"
     done
 done
 finish

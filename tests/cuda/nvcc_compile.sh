@@ -6,7 +6,8 @@
 # link of its test main against cuBLASLt and the CUDA runtime; each model again with
 # --precision fp16 (float16 storage) for sm_90, and with --precision fp16 --conv implicit
 # for sm_80 where that lowering changes the bundle (it uses kc_igemm.cuh). Models with ops the CUDA
-# backend lacks are listed as refused (kiln's diagnostics), not failed.
+# backend lacks are listed as refused (kiln's diagnostics), not failed. KILN_JOBS (default:
+# all cores) bundles compile side by side; their lines print in the models' order.
 # usage: tests/cuda/nvcc_compile.sh KILN [WORK_DIR]; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
@@ -16,6 +17,7 @@ WORK=${2:-$(mktemp -d)}
 PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
 NVCC=${NVCC:-nvcc}
 ARCHS="80 90"
+JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 mkdir -p "$WORK/models" "$WORK/bundles"
 passed=0 failed=0 refused=0
 
@@ -51,7 +53,11 @@ for v in json.load(sys.stdin)["inputs"]:
             names.append(d)
 print(" ".join("--dim %s=1" % n for n in names))'
 }
-for job in "${jobs[@]}"; do
+# one job: kiln compile, then nvcc for each architecture; its lines go to stdout, which the
+# caller sends to the job's own file, so that jobs can run side by side
+run_job() {
+    local job=$1 m rest prec archs name tag conv out st arch
+    local -a dims
     m=${job%%:*} rest=${job#*:}
     prec=${rest%%:*} archs=${rest#*:}
     name=$(basename "$m" .onnx | tr -c 'A-Za-z0-9_\n' '_')
@@ -65,37 +71,49 @@ for job in "${jobs[@]}"; do
     "$KILN" compile "$m" -o "$out" --name "$name" --target cuda --precision "$prec" \
         --conv "$conv" --test-main "${dims[@]}" >"$WORK/$tag.kiln.log" 2>&1 || st=$?
     if [ "$st" -eq 2 ]; then   # a usage error is this script's, not the backend's
-        failed=$((failed + 1))
         echo "FAIL $tag: kiln compile usage error:"
         sed 's/^/    /' "$WORK/$tag.kiln.log" | head -3
-        continue
+        return
     fi
     if [ "$st" -ne 0 ]; then
-        [ "$conv" = implicit ] && continue   # refused: already reported for fp16
-        refused=$((refused + 1))
+        [ "$conv" = implicit ] && return   # refused: already reported for fp16
         echo "REFUSED $tag: $(grep -c 'no CUDA kernel for this op' "$WORK/$tag.kiln.log") node(s) without a CUDA kernel:" \
              "$(grep -o '([A-Za-z.]*, opset' "$WORK/$tag.kiln.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';' | head -c 300)"
         grep -q 'no CUDA kernel' "$WORK/$tag.kiln.log" || sed 's/^/    /' "$WORK/$tag.kiln.log" | head -3
-        continue
+        return
     fi
     if [ "$conv" = implicit ] && [ ! -f "$out/kc_igemm.cuh" ]; then
         rm -rf "$out"   # no convolution the lowering applies to: the _fp16 bundle's twin
-        continue
+        return
     fi
     for arch in $archs; do
         if (cd "$out" && "$NVCC" -Werror all-warnings -arch=sm_$arch -c "$name.cu" -o "$name.sm_$arch.o" \
                 >"$WORK/$tag.sm_$arch.log" 2>&1 &&
             "$NVCC" -Werror all-warnings -arch=sm_$arch "${name}_test_main.cu" "$name.sm_$arch.o" \
                 -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$tag.sm_$arch.log" 2>&1); then
-            passed=$((passed + 1))
             echo "ok      $tag sm_$arch"
         else
-            failed=$((failed + 1))
             echo "FAIL    $tag sm_$arch (log: $WORK/$tag.sm_$arch.log)"
             head -5 "$WORK/$tag.sm_$arch.log" | sed 's/^/    /'
         fi
     done
+}
+# KILN_JOBS jobs at a time (nvcc runs on one core), each into its own file, printed in order
+mkdir -p "$WORK/jobs"
+i=0
+for job in "${jobs[@]}"; do
+    [ "$(jobs -rp | wc -l)" -lt "$JOBS" ] || wait -n
+    run_job "$job" >"$WORK/jobs/$i.out" 2>&1 &
+    i=$((i + 1))
 done
+wait
+for ((k = 0; k < i; k++)); do
+    cat "$WORK/jobs/$k.out"
+done >"$WORK/jobs.out"
+cat "$WORK/jobs.out"
+passed=$(grep -c '^ok ' "$WORK/jobs.out")
+failed=$(grep -c '^FAIL' "$WORK/jobs.out")
+refused=$(grep -c '^REFUSED' "$WORK/jobs.out")
 echo "$refused model(s) refused (ops without CUDA kernels)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

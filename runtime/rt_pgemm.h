@@ -155,6 +155,26 @@ RT_API void rt_pgemm_st16m(float *c, __mmask16 m, __m512 v, const float *res, __
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
     _mm512_mask_storeu_ps(c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
 }
+
+/* The GELU epilogue of a tile: c[r][j] = gelu(s[r][j] + res[r][j]) (res NULL: none) for r <
+ * rows, j < cols, s the tile's sums (rows of RT_PGEMM_NT floats, stored from its registers a
+ * moment before). rt_vgelu16_f32 on 16 values at a time, in place of rt_act_rows_f32 on the
+ * stored rows: its erf loop ran at 8 lanes, both of its branches evaluated, and the rows it
+ * read back, ldc apart (3072 floats: BERT's and ViT's 768x3072 products, one L1 set), had
+ * evicted each other. Not inlined: one copy for every tile shape. */
+RT_API void rt_pgemm_gelu_st(const float *s, int rows, int64_t cols, float *c, int64_t ldc,
+                             const float *res) {
+    int r;
+    int64_t j;
+    for (r = 0; r < rows; r++, s += RT_PGEMM_NT, c += ldc, res = res ? res + ldc : res)
+        for (j = 0; j < cols; j += 16) {
+            const __mmask16 m =
+                (__mmask16)(cols - j >= 16 ? 0xFFFF : (1u << (cols - j)) - 1u);
+            __m512 v = _mm512_loadu_ps(s + j);
+            if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + j));
+            _mm512_mask_storeu_ps(c + j, m, rt_vgelu16_f32(v));
+        }
+}
 #elif defined(RT_PGEMM_AVX2)
 /* c[0..8) = min(max(v + res[0..8), lo), hi) (res NULL: no residual) */
 RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256 hi) {
@@ -183,7 +203,7 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
-                                          int64_t taps,
+                                          const int GELU, int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -269,7 +289,17 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         }
 #undef RT_PGEMM_FMA_
     }
-    {
+    if (GELU) { /* the sums into a buffer of the tile's own (L1), GELU from there */
+        float s[RT_PGEMM_MR * RT_PGEMM_NT];
+#define RT_PGEMM_SG_(r)                                                                       \
+    if (r < R) {                                                                              \
+        _mm512_storeu_ps(s + r * RT_PGEMM_NT, c0_##r);                                        \
+        if (NPN > 1) _mm512_storeu_ps(s + r * RT_PGEMM_NT + 16, c1_##r);                      \
+    }
+        RT_PGEMM_RS_(RT_PGEMM_SG_)
+#undef RT_PGEMM_SG_
+        rt_pgemm_gelu_st(s, R, cols, c, ldc, res);
+    } else {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #define RT_PGEMM_ST_(r)                                                                       \
     if (r < R) {                                                                              \
@@ -304,8 +334,8 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
-                         RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
+                         ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
@@ -480,18 +510,24 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
                                  const float *const *a, const float *b, int64_t b_tap,
                                  int64_t b_panel, const float *init, int accum, float *c,
-                                 int64_t ldc, const float *res, float lo, float hi,
+                                 int64_t ldc, const float *res, float lo, float hi, int gelu,
                                  const float *pf, int64_t pf_n, int64_t pf_panel) {
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
-        if (cols <= RT_PGEMM_NR)                                                              \
-            rt_pgemm_tile_avx512(R, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+        if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                \
+            rt_pgemm_tile_avx512(R, 1, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (gelu)                                                                        \
+            rt_pgemm_tile_avx512(R, 2, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (cols <= RT_PGEMM_NR)                                                         \
+            rt_pgemm_tile_avx512(R, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
-            rt_pgemm_tile_avx512(R, 2, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+            rt_pgemm_tile_avx512(R, 2, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+            rt_pgemm_tile_avx512(R, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
@@ -584,6 +620,12 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+#if defined(RT_PGEMM_AVX512)
+    /* GELU too, on the tile's sums (rt_pgemm_gelu_st) */
+    const int act_gelu = act && act->kind == RT_ACT_GELU;
+#else
+    const int act_gelu = 0;
+#endif
     /* 1x1, stride 1, no padding (every product, most 1x1 convolutions): pixel q reads row q
      * of x, and a tile's row pointers need no coordinates */
     const int dense = !x2 && taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
@@ -830,14 +872,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
                                                  b_tap, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,
-                                                 last ? hi : INFINITY, pf, pf_n, pf_panel);
+                                                 last ? hi : INFINITY, last && act_gelu, pf,
+                                                 pf_n, pf_panel);
 #else
 
                             rt_pgemm_tile_f32(nta, kca, a, bp, b_tap, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
                                               last ? lo : -INFINITY, last ? hi : INFINITY);
 #endif
-                            if (last && !act_clamps) rt_act_rows_f32(yt, M, rows, cols, act);
+                            if (last && !act_clamps && !act_gelu)
+                                rt_act_rows_f32(yt, M, rows, cols, act);
                             continue;
                         }
                         if (!first)
@@ -847,8 +891,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
 #if defined(RT_PGEMM_AVX512)
                         rt_pgemm_tile_pf_f32((int)rows, RT_PGEMM_NT, nta, kca, a, bp,
                                              b_tap, b_panel, init, !first, tile,
-                                             RT_PGEMM_NT, NULL,
-                                             -INFINITY, INFINITY, pf, pf_n, pf_panel);
+                                             RT_PGEMM_NT, NULL, -INFINITY, INFINITY, 0, pf,
+                                             pf_n, pf_panel);
 #else
 #if defined(RT_PGEMM_AVX2)
                         if (rows == 1)

@@ -102,6 +102,8 @@ static double *conv_ref(const float *x, const float *w, const float *b, const fl
                     if (act && act->kind == RT_ACT_CLIP)
                         acc = acc < act->alpha ? act->alpha : acc > act->beta ? act->beta : acc;
                     if (act && act->kind == RT_ACT_SILU) acc = acc / (1.0 + exp(-acc));
+                    if (act && act->kind == RT_ACT_GELU)
+                        acc = 0.5 * acc * (1.0 + erf(acc * 0.70710678118654752));
                     y[at] = acc;
                 }
     return y;
@@ -286,6 +288,22 @@ Test(rt_pgemm, matches_the_reference_for_narrow_and_partial_column_tiles) {
     check_case(&k2, true, true, &relu6);
     Case k3 = {2, 600, 40, 2, 3, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
     check_case(&k3, true, true, &relu6);
+}
+
+Test(rt_pgemm, applies_gelu_to_full_short_narrow_and_partial_tiles) {
+    /* AVX-512 runs GELU on the tile's sums (rt_pgemm_gelu_st), other paths on stored rows:
+     * every short tile's row count, one panel (16), a partial second one (24, 40), whole
+     * columns (64), with and without a residual; and a reduction of three blocks (GELU
+     * after the last alone) */
+    RtAct gelu = {RT_ACT_GELU, 0.0, 0.0};
+    static const int64_t ms[] = {16, 24, 40, 64};
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (int64_t pix = 1; pix <= 2 * RT_PGEMM_MR; pix += 3) {
+            Case k = {1, 48, ms[mi], 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+            check_case(&k, true, pix % 2 == 0, &gelu);
+        }
+    Case k2 = {1, 3 * RT_PGEMM_KC - 68, 40, 1, 1, RT_PGEMM_MR + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &gelu);
 }
 
 Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {

@@ -52,6 +52,7 @@
  * copied into it did (1024: BERT's 3072x768, whose rows are copied, ran 1.65x the time
  * of 768's, its other products 0.98-1.00x, lab) */
 #define RT_PGEMM_KC 768
+#define RT_PGEMM_AVX512_ONLY_ 1 /* rows copied to scratch (apk below): this path's alone */
 /* tiles of 17-24 columns: the second panel at 256 bits (rt_pgemm_tile_avx512's HALF). Not
  * with clang: its code for them ran MobileNetV2's 96->24 1.2-1.34x the time of the full panel
  * (gcc's: 0.86x), lab, Zen 4 */
@@ -88,6 +89,9 @@
 #endif
 #ifndef RT_PGEMM_PART
 #define RT_PGEMM_PART 0
+#endif
+#ifndef RT_PGEMM_AVX512_ONLY_
+#define RT_PGEMM_AVX512_ONLY_ 0
 #endif
 #define RT_PGEMM_NR 16                          /* output channels per packed panel */
 #define RT_PGEMM_NT (RT_PGEMM_NR * RT_PGEMM_NP) /* output channels per tile */
@@ -155,6 +159,26 @@ RT_API void rt_pgemm_st16m(float *c, __mmask16 m, __m512 v, const float *res, __
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
     _mm512_mask_storeu_ps(c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
 }
+
+/* The GELU epilogue of a tile: c[r][j] = gelu(s[r][j] + res[r][j]) (res NULL: none) for r <
+ * rows, j < cols, s the tile's sums (rows of RT_PGEMM_NT floats, stored from its registers a
+ * moment before). rt_vgelu16_f32 on 16 values at a time, in place of rt_act_rows_f32 on the
+ * stored rows: its erf loop ran at 8 lanes, both of its branches evaluated, and the rows it
+ * read back, ldc apart (3072 floats: BERT's and ViT's 768x3072 products, one L1 set), had
+ * evicted each other. Not inlined: one copy for every tile shape. */
+RT_API void rt_pgemm_gelu_st(const float *s, int rows, int64_t cols, float *c, int64_t ldc,
+                             const float *res) {
+    int r;
+    int64_t j;
+    for (r = 0; r < rows; r++, s += RT_PGEMM_NT, c += ldc, res = res ? res + ldc : res)
+        for (j = 0; j < cols; j += 16) {
+            const __mmask16 m =
+                (__mmask16)(cols - j >= 16 ? 0xFFFF : (1u << (cols - j)) - 1u);
+            __m512 v = _mm512_loadu_ps(s + j);
+            if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + j));
+            _mm512_mask_storeu_ps(c + j, m, rt_vgelu16_f32(v));
+        }
+}
 #elif defined(RT_PGEMM_AVX2)
 /* c[0..8) = min(max(v + res[0..8), lo), hi) (res NULL: no residual) */
 RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256 hi) {
@@ -183,7 +207,7 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
-                                          int64_t taps,
+                                          const int GELU, int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -269,7 +293,17 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         }
 #undef RT_PGEMM_FMA_
     }
-    {
+    if (GELU) { /* the sums into a buffer of the tile's own (L1), GELU from there */
+        float s[RT_PGEMM_MR * RT_PGEMM_NT];
+#define RT_PGEMM_SG_(r)                                                                       \
+    if (r < R) {                                                                              \
+        _mm512_storeu_ps(s + r * RT_PGEMM_NT, c0_##r);                                        \
+        if (NPN > 1) _mm512_storeu_ps(s + r * RT_PGEMM_NT + 16, c1_##r);                      \
+    }
+        RT_PGEMM_RS_(RT_PGEMM_SG_)
+#undef RT_PGEMM_SG_
+        rt_pgemm_gelu_st(s, R, cols, c, ldc, res);
+    } else {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #define RT_PGEMM_ST_(r)                                                                       \
     if (r < R) {                                                                              \
@@ -304,8 +338,8 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c, ldc,
-                         RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
+                         ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
@@ -480,18 +514,24 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
                                  const float *const *a, const float *b, int64_t b_tap,
                                  int64_t b_panel, const float *init, int accum, float *c,
-                                 int64_t ldc, const float *res, float lo, float hi,
+                                 int64_t ldc, const float *res, float lo, float hi, int gelu,
                                  const float *pf, int64_t pf_n, int64_t pf_panel) {
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
-        if (cols <= RT_PGEMM_NR)                                                              \
-            rt_pgemm_tile_avx512(R, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+        if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                \
+            rt_pgemm_tile_avx512(R, 1, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (gelu)                                                                        \
+            rt_pgemm_tile_avx512(R, 2, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
+        else if (cols <= RT_PGEMM_NR)                                                         \
+            rt_pgemm_tile_avx512(R, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
-            rt_pgemm_tile_avx512(R, 2, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+            rt_pgemm_tile_avx512(R, 2, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,     \
+            rt_pgemm_tile_avx512(R, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
@@ -543,13 +583,30 @@ typedef struct RtPconvTask {
      * reduction runs on over x2's channels, read at g2's strides */
     const float *x2;
     const RtConvGeom *g2;
+    const RtPar *par; /* its workers' scratch: rows copied for a whole pixel block (apk) */
 } RtPconvTask;
+
+/* Rows of a pixel block copied to scratch (rt_pconv_nhwc_block_f32's apk, AVX-512): 768 + 16
+ * floats apart, a reduction block's values and 16 more, so that a tile's 14 rows fall in 14
+ * sets of the L1 (49 lines apart), not in one */
+#define RT_PGEMM_APK_LD (768 + 16)
+
+/* The scratch bytes a worker needs for it on a layer of P output pixels whose input rows
+ * are C * sw floats apart (sw: the stride across): the AVX-512 path's pixel block (rt_pgemm_mc
+ * with its 14 x 16) of rows RT_PGEMM_APK_LD floats, where those rows are a multiple of 4 KiB
+ * apart (the copied ones), else 0. Not the build's path: the compiler sizes the arena with it
+ * (backend/c), whatever the bundle is built for; other paths copy none. */
+RT_API int64_t rt_pgemm_apk_bytes(int64_t P, int64_t C, int64_t sw) {
+    const int64_t n_b = (P + 223) / 224, per = n_b > 0 ? (P + n_b - 1) / n_b : 1;
+    if (P <= 0 || (C * sw) % 1024 != 0) return 0;
+    return (per + 13) / 14 * 14 * RT_PGEMM_APK_LD * (int64_t)sizeof(float);
+}
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
  * in order, as the whole convolution does them (p_lo a multiple of k->mc, j_lo of
  * RT_PGEMM_NP, so that each tile is the one of the serial loop, bit for bit). */
 RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp, int64_t p_lo,
-                                    int64_t p_hi, int64_t j_lo, int64_t j_hi) {
+                                    int64_t p_hi, int64_t j_lo, int64_t j_hi, float *apk) {
     const float *x = k->x, *wp = k->wp, *b = k->b, *r = k->r;
     float *y = k->y;
     const RtConvGeom *g = k->g;
@@ -584,6 +641,12 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                      : act && act->kind == RT_ACT_CLIP ? (float)act->alpha
                                                        : -INFINITY;
     const float hi = act && act->kind == RT_ACT_CLIP ? (float)act->beta : INFINITY;
+#if defined(RT_PGEMM_AVX512)
+    /* GELU too, on the tile's sums (rt_pgemm_gelu_st) */
+    const int act_gelu = act && act->kind == RT_ACT_GELU;
+#else
+    const int act_gelu = 0;
+#endif
     /* 1x1, stride 1, no padding (every product, most 1x1 convolutions): pixel q reads row q
      * of x, and a tile's row pointers need no coordinates */
     const int dense = !x2 && taps == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pad[1] == 0 &&
@@ -616,7 +679,12 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
              * of its rate on them (Zen 4). Such a tile's rows are copied to abuf first, as
              * gathered rows are: one tile a pixel block, copied once for all its panels
              * (whose weights then come from L2 or L3, prefetched a column ahead: BERT's
-             * 3072x768 ran 0.94x the time of a copy per tile and panel pair) */
+             * 3072x768 ran 0.94x the time of a copy per tile and panel pair). Where the
+             * workers' scratch holds it (apk: the bundle's arena, rt_pgemm_apk_bytes), the
+             * whole pixel block's rows are copied there instead, RT_PGEMM_APK_LD apart, and
+             * its tiles run as uncopied rows do (a panel pair's weights stay in L2 for all
+             * of them, not streamed from L3 once a tile): BERT's 3072x768 in-model 0.945x
+             * the time, lab with weights flushed 0.92x (ViT's 0.95x) */
             const int64_t row_step = x2 && t0 >= na ? C2 * g2->s[2] : C * g->s[2];
             const int copy =
                 !gather && nt == 1 && (row_step & 1023) == 0 && RT_PGEMM_MR > 8;
@@ -634,7 +702,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
             }
             /* gathering or copying: one tile a pixel block, its rows gathered or copied
              * once for all its panels */
-            const int64_t mc = gather || copy || copy2 ? RT_PGEMM_MR : k->mc;
+            const int packed = copy && apk && !x2 && RT_PGEMM_AVX512_ONLY_; /* (to apk) */
+            const int64_t mc = gather || (copy && !packed) || copy2 ? RT_PGEMM_MR : k->mc;
             int64_t gathered = -1; /* the tile whose rows abuf holds */
             for (pb = p_lo; pb < p_hi; pb += mc) {
                 const int64_t pe = pb + mc < p_hi ? pb + mc : p_hi;
@@ -644,6 +713,17 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                 for (q = pb; !dense && q < pe; q++) {
                     pix_h[q - pb] = q / OW * g->s[1] - g->pad[1];
                     pix_w[q - pb] = q % OW * g->s[2] - g->pad[2];
+                }
+                for (q = pb; packed && q < pe; q++) {
+                    const int64_t ih = dense ? 0 : pix_h[q - pb] + tap_h[0];
+                    const int64_t iw = dense ? 0 : pix_w[q - pb] + tap_w[0];
+                    const float *src = dense ? xg + q * C
+                                       : ih < 0 || ih >= H || iw < 0 || iw >= W
+                                           ? rt_pgemm_zero
+                                           : xg + (ih * W + iw) * C;
+                    float *dst = apk + (q - pb) * RT_PGEMM_APK_LD;
+                    int64_t c;
+                    for (c = 0; c < kc; c++) dst[c] = src[c];
                 }
                 for (j0 = j_lo; j0 < j_hi; j0 += RT_PGEMM_NP) {
                     /* the tiles' columns of this group: [m0, m0 + cols) */
@@ -815,7 +895,11 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             nta = 1;
                             kca = nt * kc;
                         }
-                        if (copy) {
+                        if (packed) {
+                            for (i = 0; i < RT_PGEMM_MR; i++)
+                                arow[i] = apk + (p0 - pb + (i < rows ? i : 0)) * RT_PGEMM_APK_LD;
+                            a = arow;
+                        } else if (copy) {
                             for (i = 0; i < RT_PGEMM_MR && gathered != p0; i++) {
                                 const float *src = ind[i];
                                 int64_t c;
@@ -830,14 +914,16 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                             rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
                                                  b_tap, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,
-                                                 last ? hi : INFINITY, pf, pf_n, pf_panel);
+                                                 last ? hi : INFINITY, last && act_gelu, pf,
+                                                 pf_n, pf_panel);
 #else
 
                             rt_pgemm_tile_f32(nta, kca, a, bp, b_tap, b_panel,
                                               init, !first, yt, M, last ? rt : NULL,
                                               last ? lo : -INFINITY, last ? hi : INFINITY);
 #endif
-                            if (last && !act_clamps) rt_act_rows_f32(yt, M, rows, cols, act);
+                            if (last && !act_clamps && !act_gelu)
+                                rt_act_rows_f32(yt, M, rows, cols, act);
                             continue;
                         }
                         if (!first)
@@ -847,8 +933,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
 #if defined(RT_PGEMM_AVX512)
                         rt_pgemm_tile_pf_f32((int)rows, RT_PGEMM_NT, nta, kca, a, bp,
                                              b_tap, b_panel, init, !first, tile,
-                                             RT_PGEMM_NT, NULL,
-                                             -INFINITY, INFINITY, pf, pf_n, pf_panel);
+                                             RT_PGEMM_NT, NULL, -INFINITY, INFINITY, 0, pf,
+                                             pf_n, pf_panel);
 #else
 #if defined(RT_PGEMM_AVX2)
                         if (rows == 1)
@@ -894,6 +980,22 @@ RT_API int64_t rt_pconv_part_pixel(const RtConvGeom *g, int64_t n, int64_t i) {
 
 /* Task of the row split: output rows [part task, part task + 1) of the one image, every
  * panel; by_pixels: pixels [part task, part task + 1) of the n_rows pixel parts. */
+/* Worker w's scratch for copied rows (rt_pconv_nhwc_block_f32's apk), NULL where the arena
+ * has none for it (a bundle compiled before it asked, a serial call) */
+#if defined(RT_PGEMM_APK_STATIC) /* the kernel lab: serial calls copy to a static buffer */
+static float rt_pgemm_apk_static[RT_PGEMM_MC * RT_PGEMM_APK_LD];
+#endif
+RT_API float *rt_pconv_apk(const RtPconvTask *k, int worker) {
+    const int64_t need = k->mc * RT_PGEMM_APK_LD * (int64_t)sizeof(float);
+#if defined(RT_PGEMM_APK_STATIC)
+    if (!k->par) return rt_pgemm_apk_static;
+#endif
+    return RT_PGEMM_AVX512_ONLY_ && k->par && k->par->scratch &&
+                   k->par->scratch_stride >= need
+               ? (float *)rt_par_scratch(k->par, worker)
+               : (float *)0;
+}
+
 RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
     const RtPconvTask *k = (const RtPconvTask *)arg;
     const RtConvGeom *g = k->g;
@@ -905,7 +1007,7 @@ RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
         k->by_pixels ? rt_pconv_part_pixel(g, k->n_rows, task + 1)
                      : rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
     (void)worker;
-    if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np);
+    if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np, rt_pconv_apk(k, worker));
 }
 
 RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
@@ -917,7 +1019,8 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const int64_t p_lo = pc * k->pc, p_hi = p_lo + k->pc < P ? p_lo + k->pc : P;
     const int64_t j_lo = jc * k->jc, j_hi = j_lo + k->jc < np ? j_lo + k->jc : np;
     (void)worker;
-    if (p_lo < p_hi && j_lo < j_hi) rt_pconv_nhwc_block_f32(k, n, grp, p_lo, p_hi, j_lo, j_hi);
+    if (p_lo < p_hi && j_lo < j_hi)
+        rt_pconv_nhwc_block_f32(k, n, grp, p_lo, p_hi, j_lo, j_hi, rt_pconv_apk(k, worker));
 }
 
 #ifndef RT_PCONV_ROW_SPLIT /* a -D 0 to try the chunks of pixel blocks and panels instead */
@@ -982,6 +1085,7 @@ RT_API void rt_pconv2_nhwc_par_f32(const float *x, const float *x2, const float 
     k.by_pixels = 0;
     k.x2 = x2;
     k.g2 = g2;
+    k.par = par;
     if (P == 0 || np == 0) return;
     if (RT_PCONV_ROW_SPLIT && ng == 1 && rt_par_chunks(par, P, 1) > 1 &&
         g->out[1] >= 2 * (int64_t)par->workers &&

@@ -422,7 +422,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                                          b_panel ? RT_PGEMM_NT : RT_PGEMM_NR, 1, C, a, bp, 0,
                                          b_panel, rt_pgemm_zero, 0,
                                          mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT, NULL,
-                                         -INFINITY, INFINITY, (const float *)0, 0, 0);
+                                         -INFINITY, INFINITY, 0, (const float *)0, 0, 0);
 #else
                     rt_pgemm_tile_f32(1, C, a, bp, 0, b_panel, rt_pgemm_zero, 0,
                                       mb + (p * mr + r0) * RT_PGEMM_NT, RT_PGEMM_NT,

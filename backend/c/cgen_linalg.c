@@ -12,6 +12,7 @@
 #include "backend/c/cgen.h"
 #include "backend/plan.h"
 #include "passes/passes.h"
+#include "runtime/rt_pgemm.h" /* rt_pgemm_apk_bytes: the scratch of copied rows */
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -163,6 +164,9 @@ static bool emit_packed_product(CgenCtx *cx, const IrNode *n) {
     if (fused) cw_line(w, "static const RtAct act = %s;", act);
     const char *par = cgen_par(cx, (double)p.M * (double)p.N * (double)p.K);
     bool split = strcmp(par, "NULL") != 0;
+    /* rows 4 KiB apart (K a multiple of 1024: BERT's 3072 -> 768) are copied to the
+     * workers' scratch, a pixel block at a time (rt_pgemm_apk_bytes) */
+    if (split) cgen_par_scratch(cx, rt_pgemm_apk_bytes(p.M, p.K, 1));
     cw_line(w, "rt_pconv_nhwc%s_f32(%s, %s, %s, NULL, %s, &geom, %s%s%s);", split ? "_par" : "",
             cgen_ptr(cx, a), cgen_ptr(cx, b), p.has_c ? cgen_ptr(cx, n->inputs[2]) : "NULL",
             cgen_ptr(cx, y), fused ? "&act" : "NULL", split ? ", " : "", split ? par : "");

@@ -235,6 +235,10 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
          * tall as the microkernel, where the stack holds fewer at 128 channels */
         if (wino && split) cgen_par_scratch(cx, rt_wino_ws_floats(C) * (int64_t)sizeof(float));
+        /* rows 4 KiB apart (C x the stride across a multiple of 1024: ResNet-50's last
+         * stages) are copied to the workers' scratch, a pixel block at a time */
+        if (packed && split)
+            cgen_par_scratch(cx, rt_pgemm_apk_bytes(g.out[1] * g.out[2], C, g.s[2]));
         cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
                 wino ? "rt_wino_nhwc" : "rt_pconv_nhwc", split ? "_par" : "", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",

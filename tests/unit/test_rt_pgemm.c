@@ -102,6 +102,8 @@ static double *conv_ref(const float *x, const float *w, const float *b, const fl
                     if (act && act->kind == RT_ACT_CLIP)
                         acc = acc < act->alpha ? act->alpha : acc > act->beta ? act->beta : acc;
                     if (act && act->kind == RT_ACT_SILU) acc = acc / (1.0 + exp(-acc));
+                    if (act && act->kind == RT_ACT_GELU)
+                        acc = 0.5 * acc * (1.0 + erf(acc * 0.70710678118654752));
                     y[at] = acc;
                 }
     return y;
@@ -288,6 +290,22 @@ Test(rt_pgemm, matches_the_reference_for_narrow_and_partial_column_tiles) {
     check_case(&k3, true, true, &relu6);
 }
 
+Test(rt_pgemm, applies_gelu_to_full_short_narrow_and_partial_tiles) {
+    /* AVX-512 runs GELU on the tile's sums (rt_pgemm_gelu_st), other paths on stored rows:
+     * every short tile's row count, one panel (16), a partial second one (24, 40), whole
+     * columns (64), with and without a residual; and a reduction of three blocks (GELU
+     * after the last alone) */
+    RtAct gelu = {RT_ACT_GELU, 0.0, 0.0};
+    static const int64_t ms[] = {16, 24, 40, 64};
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (int64_t pix = 1; pix <= 2 * RT_PGEMM_MR; pix += 3) {
+            Case k = {1, 48, ms[mi], 1, 1, pix, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+            check_case(&k, true, pix % 2 == 0, &gelu);
+        }
+    Case k2 = {1, 3 * RT_PGEMM_KC - 68, 40, 1, 1, RT_PGEMM_MR + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_case(&k2, true, true, &gelu);
+}
+
 Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
     /* floats past y (the last pixel's row ends at a partial panel) keep their values */
     say_isa();
@@ -424,6 +442,53 @@ static void check_two(int64_t n, int64_t c, int64_t c2, int64_t m, int64_t oh, i
     }
     free(a), free(x2), free(w), free(b), free(r), free(y), free(yp), free(wp), free(y1),
         free(y2);
+}
+
+/* One convolution three ways: serial without scratch (rows 4 KiB apart copied a tile at a
+ * time), serial and on 2 workers (tasks last to first) with the workers' scratch of
+ * rt_pgemm_apk_bytes (AVX-512: a pixel block's rows copied once for all its panels); the
+ * same tiles and reduction blocks, so the same bits; and the reference */
+static void check_scratch(const Case *k, bool with_res, const RtAct *act) {
+    say_isa();
+    rng_init();
+    RtConvGeom g = case_geom(k);
+    int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m, pn;
+    int64_t wn = g.k[1] * g.k[2] * (g.c / g.group) * g.m;
+    int64_t st = rt_pgemm_apk_bytes(g.out[1] * g.out[2], g.c, g.s[2]);
+    cr_assert(st > 0, "no scratch asked for %lld channels at stride %lld", (long long)g.c,
+              (long long)g.s[2]);
+    float *x = rand_f32(xn), *w = rand_f32(wn), *b = rand_f32(g.m);
+    float *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn), *yp = poisoned_f32(yn);
+    float *ws = poisoned_f32(2 * st / (int64_t)sizeof(float));
+    float *wp = pack(w, &g, &pn);
+    double *want = conv_ref(x, w, b, r, &g, act);
+    rt_pconv_nhwc_f32(x, wp, b, r, y, &g, act);
+    double terms = (double)(g.k[1] * g.k[2] * (g.c / g.group));
+    expect_close_tol(y, want, yn, TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0),
+                     "pconv f32");
+    for (int wk = 1; wk <= 2; wk++) {
+        RtPar par = {wk > 1 ? reverse_for : NULL, NULL, wk, (unsigned char *)ws, st};
+        poison(yp, yn);
+        rt_pconv_nhwc_par_f32(x, wp, b, r, yp, &g, act, &par);
+        cr_assert(memcmp(yp, y, (size_t)yn * sizeof *y) == 0,
+                  "%d workers with scratch: not the bits without (seed %u)", wk, rng_seed);
+    }
+    free(x), free(w), free(b), free(r), free(y), free(yp), free(ws), free(wp), free(want);
+}
+
+Test(rt_pgemm, copies_rows_4_kib_apart_to_the_workers_scratch_with_the_same_bits) {
+    /* BERT's 3072 -> 768 at fewer pixels (3 reduction blocks, more pixels than a block, a
+     * short last tile, GELU); 1024 channels with a residual; ResNet-50's 1x1/2 of 512
+     * channels and a padded 3x3/2 of 512 (zero rows copied) */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, gelu = {RT_ACT_GELU, 0.0, 0.0};
+    Case k = {1, 3072, 40, 1, 1, RT_PGEMM_MC + 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_scratch(&k, false, &gelu);
+    Case k2 = {1, 1024, 64, 1, 3, 2 * RT_PGEMM_MR + 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    check_scratch(&k2, true, &relu);
+    Case k3 = {1, 512, 48, 1, 9, 11, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0};
+    check_scratch(&k3, false, NULL);
+    Case k4 = {1, 512, 32, 1, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    check_scratch(&k4, true, &relu);
 }
 
 Test(rt_pgemm, matches_the_reference_for_a_1x1_with_a_second_strided_operand) {

@@ -127,6 +127,17 @@ static inline bool plan_wino_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) 
     return C >= PLAN_WINO_MIN_CHANNELS && M >= PLAN_WINO_MIN_CHANNELS &&
            C <= PLAN_WINO_MAX_CHANNELS && OH >= PLAN_WINO_MIN_SIDE && OW >= PLAN_WINO_MIN_SIDE;
 }
+/* F(2x2, 3x3) (runtime/rt_wino.h's rt_wino2_*: dims (4, 4, NP, C, 16), told from F(4x4)'s
+ * by dims[0]) for what F(4x4) leaves: more than 256 input channels (ResNet-50's 512@7x7)
+ * on a 7x7 or 8x8 output, one block of 16 tiles of 2x2 pixels. Its 16 x C x M transformed
+ * weights (16.8 MB at 512 channels) are 16/9 the direct ones where F(4x4)'s were 4x (37.7
+ * MB: it tied the packed GEMM), for 256 / 441 of the direct FMAs at 7x7 (the 8x8 tiles
+ * cover 64 pixels for 49). */
+#define PLAN_WINO2_MAX_CHANNELS 1024 /* C: the workspace is 36 x 28 x (C + 32) floats */
+static inline bool plan_wino2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+    return C > PLAN_WINO_MAX_CHANNELS && C <= PLAN_WINO2_MAX_CHANNELS &&
+           M >= PLAN_WINO_MIN_CHANNELS && (OH + 1) / 2 == 4 && (OW + 1) / 2 == 4;
+}
 bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d);
 
 #endif

@@ -24,7 +24,13 @@
  * layer of heavy weights and few tiles, the output channel panels).
  * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:
  * 108 + 41 KiB, AVX-512: 108 + 63 KiB).
- * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
+ * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct).
+ *
+ * F(2x2, 3x3) (rt_wino2_*, the same kernel with wm = 2: rt_wino_x_*): 2x2 pixels a tile
+ * from a 4x4 patch, 16 points (0, +-1, infinity), U (4, 4, NP, C, 16); for layers whose
+ * F(4x4) weights would stream too many bytes (ResNet-50's 512@7x7: 16 x C x M = 16.8 MB
+ * against F(4x4)'s 37.7 and the direct 9.4; 16 tiles of 2x2 are one block on
+ * rt_wino_p16_avx512): 16 x C x M FMAs a tile of 4 pixels (0.58x the direct at 7x7). C99. */
 #ifndef KILN_RT_WINO_H
 #define KILN_RT_WINO_H
 
@@ -108,6 +114,44 @@ RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) 
             o[i][1][l] = d12 + 2.0f * d34;
             o[i][2][l] = s12 + 4.0f * s34;
             o[i][3][l] = d12 + 8.0f * d34 + m5;
+        }
+}
+
+/* F(2x2, 3x3) (rt_wino2_*): v = BT d B over L lanes, d and v 4 x 4 points (BT: rows
+ * (1 0 -1 0), (0 1 1 0), (0 -1 1 0), (0 1 0 -1); the points 0, +-1 and infinity). */
+RT_API void rt_wino2_in_f32(float v[4][4][RT_WINO_L], float d[4][4][RT_WINO_L]) {
+    float t[4][4][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 4; i++) /* t = BT d: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            t[0][i][l] = d[0][i][l] - d[2][i][l];
+            t[1][i][l] = d[1][i][l] + d[2][i][l];
+            t[2][i][l] = d[2][i][l] - d[1][i][l];
+            t[3][i][l] = d[1][i][l] - d[3][i][l];
+        }
+    for (i = 0; i < 4; i++) /* v = t B: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            v[i][0][l] = t[i][0][l] - t[i][2][l];
+            v[i][1][l] = t[i][1][l] + t[i][2][l];
+            v[i][2][l] = t[i][2][l] - t[i][1][l];
+            v[i][3][l] = t[i][1][l] - t[i][3][l];
+        }
+}
+
+/* F(2x2, 3x3): o = AT m A over L lanes (m: 4 x 4 points, o: 2 x 2 pixels; AT: rows
+ * (1 1 1 0), (0 1 -1 -1)). */
+RT_API void rt_wino2_out_f32(float o[2][2][RT_WINO_L], float m[4][4][RT_WINO_L]) {
+    float t[2][4][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 4; i++) /* t = AT m: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            t[0][i][l] = m[0][i][l] + m[1][i][l] + m[2][i][l];
+            t[1][i][l] = m[1][i][l] - m[2][i][l] - m[3][i][l];
+        }
+    for (i = 0; i < 2; i++) /* o = t A: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            o[i][0][l] = t[i][0][l] + t[i][1][l] + t[i][2][l];
+            o[i][1][l] = t[i][1][l] - t[i][2][l] - t[i][3][l];
         }
 }
 
@@ -221,6 +265,72 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
         }
     }
 }
+/* rt_wino_in_vec_f32 for F(2x2, 3x3): a 4x4 patch, 16 points. */
+RT_API void rt_wino2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
+                                int64_t iw0, float *dst, int64_t pstride) {
+    const int inside = ih0 >= 0 && ih0 + 4 <= H && iw0 >= 0 && iw0 + 4 <= W;
+    const rt_wino_vf z = {0};
+    rt_wino_vf t[4][4], d[4];
+    int a, e;
+    for (e = 0; e < 4; e++) { /* t = BT d: column e */
+        for (a = 0; a < 4; a++) {
+            const int64_t ih = ih0 + a, iw = iw0 + e;
+            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+                memcpy(&d[a], xc + (ih * W + iw) * C, sizeof d[a]);
+            else
+                d[a] = z;
+        }
+        t[0][e] = d[0] - d[2];
+        t[1][e] = d[1] + d[2];
+        t[2][e] = d[2] - d[1];
+        t[3][e] = d[1] - d[3];
+    }
+    for (a = 0; a < 4; a++) { /* v = t B: row a */
+        const rt_wino_vf *q = t[a];
+        float *o = dst + a * 4 * pstride;
+        rt_wino_vf v[4];
+        v[0] = q[0] - q[2];
+        v[1] = q[1] + q[2];
+        v[2] = q[2] - q[1];
+        v[3] = q[1] - q[3];
+        for (e = 0; e < 4; e++) memcpy(o + e * pstride, &v[e], sizeof v[e]);
+    }
+}
+
+/* rt_wino_out_vec_f32 for F(2x2, 3x3): 16 points, a 2x2 tile (rows, cols <= 2). */
+RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float *bias, float *y0,
+                                 const float *r0, int64_t yrow, int64_t ycol, int rows,
+                                 int cols, float lo, float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf t[2][4], o[2], m[4], bv = z;
+    int a, e;
+    if (bias) memcpy(&bv, bias, sizeof bv);
+    for (e = 0; e < 4; e++) { /* t = AT m: column e */
+        for (a = 0; a < 4; a++) memcpy(&m[a], src + (4 * a + e) * pstride, sizeof m[a]);
+        t[0][e] = m[0] + m[1] + m[2];
+        t[1][e] = m[1] - m[2] - m[3];
+    }
+    for (a = 0; a < rows; a++) { /* o = t A: row a */
+        const rt_wino_vf *q = t[a];
+        o[0] = q[0] + q[1] + q[2];
+        o[1] = q[1] - q[2] - q[3];
+        for (e = 0; e < cols; e++) {
+            float *yp = y0 + a * yrow + e * ycol;
+            rt_wino_vf v = o[e] + bv, rv;
+            rt_wino_vi lt;
+            if (r0) {
+                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
+                v += rv;
+            }
+            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
+            lt = v > vhi;
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
+            memcpy(yp, &v, sizeof v);
+            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+        }
+    }
+}
 #endif
 
 #if defined(RT_PGEMM_AVX512) && defined(RT_WINO_VEC)
@@ -264,13 +374,18 @@ static inline void rt_wino_p16_avx512(int64_t C, const float *a, const float *b,
 }
 #endif
 
-/* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
- * microkernel tiles where there is room for one, at most cap. */
-RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
-    int64_t tb = buf / (RT_WINO_P * C);
+/* Tiles a block for C input channels in a buffer of buf floats, wp points a tile: as many
+ * as it holds, whole microkernel tiles where there is room for one, at most cap. */
+RT_API int64_t rt_wino_x_block_in(int64_t C, int64_t buf, int64_t cap, int64_t wp) {
+    int64_t tb = buf / (wp * C);
     if (tb > cap) tb = cap;
     if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
     return tb < 1 ? 1 : tb;
+}
+
+/* rt_wino_x_block_in of F(4x4, 3x3)'s 36 points. */
+RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
+    return rt_wino_x_block_in(C, buf, cap, RT_WINO_P);
 }
 
 /* Tiles a block on the stack (RT_WINO_VBUF). */
@@ -285,10 +400,19 @@ RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
                             big ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
 }
 
-/* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
+/* Tiles of the whole batch for tiles of wm x wm pixels: N x ceil(OH/wm) x ceil(OW/wm). */
+RT_API int64_t rt_wino_x_tiles(const RtConvGeom *g, int wm) {
+    return g->n * ((g->out[1] + wm - 1) / wm) * ((g->out[2] + wm - 1) / wm);
+}
+
+/* F(4x4, 3x3)'s tiles: N x ceil(OH/4) x ceil(OW/4). */
 RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
-    return g->n * ((g->out[1] + RT_WINO_M - 1) / RT_WINO_M) *
-           ((g->out[2] + RT_WINO_M - 1) / RT_WINO_M);
+    return rt_wino_x_tiles(g, RT_WINO_M);
+}
+
+/* F(2x2, 3x3)'s tiles: N x ceil(OH/2) x ceil(OW/2). */
+RT_API int64_t rt_wino2_tiles(const RtConvGeom *g) {
+    return rt_wino_x_tiles(g, 2);
 }
 
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
@@ -297,14 +421,16 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
  * past the last: all): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32.
  * Every tile's bytes are the same whatever tb (a microkernel row does not see the others)
  * and whatever the panels (each panel's products and outputs are its own). */
-RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
-                                    const float *r, float *y, const RtConvGeom *g,
-                                    const RtAct *act, int64_t t_begin, int64_t t_end,
-                                    float *vb, int64_t tb, float *mb, int64_t mr,
-                                    int64_t j_lo, int64_t j_hi) {
+RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
+                                 const float *r, float *y, const RtConvGeom *g,
+                                 const RtAct *act, int64_t t_begin, int64_t t_end, float *vb,
+                                 int64_t tb, float *mb, int64_t mr, int64_t j_lo, int64_t j_hi,
+                                 int wm) {
+    /* wm: the tile's side, 4 (F(4x4, 3x3): 6x6 points) or 2 (F(2x2, 3x3): 4x4 points) */
+    const int WM = wm, WA = wm + 2, WP = WA * WA;
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
-    const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
-    const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
+    const int64_t OW = g->out[2], TW = (OW + WM - 1) / WM;
+    const int64_t TT = (OH + WM - 1) / WM * TW;
     const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
@@ -337,11 +463,11 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 for (i = 0; i < RT_WINO_R16; i++) {
                     const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW;
                     const int64_t tw = tile % TW;
-                    rt_wino_in_vec_f32(x + n * H * W * C + c0, H, W, C, th * RT_WINO_M - g->pad[1],
-                                       tw * RT_WINO_M - g->pad[2], mb + i * RT_WINO_VL,
-                                       RT_WINO_R16 * RT_WINO_VL);
+                    (WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(
+                        x + n * H * W * C + c0, H, W, C, th * WM - g->pad[1], tw * WM - g->pad[2],
+                        mb + i * RT_WINO_VL, RT_WINO_R16 * RT_WINO_VL);
                 }
-                for (p = 0; p < RT_WINO_P; p++) {
+                for (p = 0; p < WP; p++) {
                     const float *src = mb + p * RT_WINO_R16 * RT_WINO_VL;
                     float *dst = vb + ((int64_t)p * C + c0) * RT_WINO_R16;
                     for (q = 0; q < RT_WINO_VL; q++)
@@ -353,38 +479,45 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
 #endif
         for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
-            const int64_t ih0 = th * RT_WINO_M - g->pad[1], iw0 = tw * RT_WINO_M - g->pad[2];
+            const int64_t ih0 = th * WM - g->pad[1], iw0 = tw * WM - g->pad[2];
             const float *xn = x + n * H * W * C;
             int64_t c0 = 0;
 #ifdef RT_WINO_VEC
             for (; c0 + RT_WINO_VL <= C; c0 += RT_WINO_VL)
-                rt_wino_in_vec_f32(xn + c0, H, W, C, ih0, iw0, vb + i * C + c0, tb * C);
+                (WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(xn + c0, H, W, C, ih0, iw0,
+                                                                     vb + i * C + c0, tb * C);
 #endif
             for (; c0 < C; c0 += RT_WINO_L) {
                 const int64_t cw = C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L;
                 float d[6][6][RT_WINO_L], v[6][6][RT_WINO_L];
+                float d2[4][4][RT_WINO_L], v2[4][4][RT_WINO_L]; /* F(2x2, 3x3) */
                 int a, e, l;
-                for (a = 0; a < 6; a++)
-                    for (e = 0; e < 6; e++) {
+                for (a = 0; a < WA; a++)
+                    for (e = 0; e < WA; e++) {
                         const int64_t ih = ih0 + a, iw = iw0 + e;
                         const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
                         const float *src = inside ? xn + (ih * W + iw) * C + c0 : xn;
+                        float *dd = WM == 2 ? d2[a][e] : d[a][e];
                         if (!inside) {
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = 0.0f;
                         } else if (cw == RT_WINO_L) { /* fixed length: one vector move */
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = src[l];
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = src[l];
                         } else {
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
-                            for (l = 0; l < cw; l++) d[a][e][l] = src[l];
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = 0.0f;
+                            for (l = 0; l < cw; l++) dd[l] = src[l];
                         }
                     }
-                rt_wino_in_f32(v, d);
-                for (a = 0; a < RT_WINO_P; a++) {
+                if (WM == 2)
+                    rt_wino2_in_f32(v2, d2);
+                else
+                    rt_wino_in_f32(v, d);
+                for (a = 0; a < WP; a++) {
                     float *dst = vb + (a * tb + i) * C + c0;
+                    const float *vv = WM == 2 ? v2[a / 4][a % 4] : v[a / 6][a % 6];
                     if (cw == RT_WINO_L)
-                        for (l = 0; l < RT_WINO_L; l++) dst[l] = v[a / 6][a % 6][l];
+                        for (l = 0; l < RT_WINO_L; l++) dst[l] = vv[l];
                     else
-                        for (l = 0; l < cw; l++) dst[l] = v[a / 6][a % 6][l];
+                        for (l = 0; l < cw; l++) dst[l] = vv[l];
                 }
             }
         }
@@ -397,10 +530,10 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
             int64_t p, r0, cc;
 #if defined(RT_WINO_R16)
             if (t16) {
-                for (p = 0; p < RT_WINO_P; p++) {
+                for (p = 0; p < WP; p++) {
                     const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
                     /* the next call's panel: the next point's, after the last the next pair's */
-                    const float *nx = p + 1 < RT_WINO_P   ? bp + np * C * RT_PGEMM_NR
+                    const float *nx = p + 1 < WP   ? bp + np * C * RT_PGEMM_NR
                                       : j0 + RT_PGEMM_NP < j_hi ? u + (j0 + RT_PGEMM_NP) * C * RT_PGEMM_NR
                                                              : NULL;
                     const float *ap = vb + p * C * RT_WINO_R16;
@@ -410,7 +543,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 }
             } else
 #endif
-            for (p = 0; p < RT_WINO_P; p++) { /* the 36 products of this panel */
+            for (p = 0; p < WP; p++) { /* the WP (36 or 16) products of this panel */
                 const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
                 for (r0 = 0; r0 < nb; r0 += rh) {
                     const float *a[RT_PGEMM_MR];
@@ -435,19 +568,19 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 cc = 0;
 #ifdef RT_WINO_VEC
                 {
-                    const int64_t oh0 = th * RT_WINO_M, ow0 = tw * RT_WINO_M;
-                    const int rows = OH - oh0 < RT_WINO_M ? (int)(OH - oh0) : RT_WINO_M;
-                    const int tcols = OW - ow0 < RT_WINO_M ? (int)(OW - ow0) : RT_WINO_M;
+                    const int64_t oh0 = th * WM, ow0 = tw * WM;
+                    const int rows = OH - oh0 < WM ? (int)(OH - oh0) : WM;
+                    const int tcols = OW - ow0 < WM ? (int)(OW - ow0) : WM;
                     /* the output (and residual) pixels of the tile two ahead into L1, the
                      * first and last line of this panel's columns: the tile's 16 pixels are
                      * 4 runs OW x M floats apart that no hardware prefetcher follows, and
                      * the transform's stores and residual loads waited on them (ResNet-50's
                      * 64@56x56 layers 0.95x the time in-model, Zen 4) */
                     if (i + 2 < nb) {
-                        const int64_t t2 = t0 + i + 2, n2 = t2 / TT, oh2 = t2 % TT / TW * RT_WINO_M;
-                        const int64_t ow2 = t2 % TW * RT_WINO_M;
-                        const int64_t rows2 = OH - oh2 < RT_WINO_M ? OH - oh2 : RT_WINO_M;
-                        const int64_t cols2 = OW - ow2 < RT_WINO_M ? OW - ow2 : RT_WINO_M;
+                        const int64_t t2 = t0 + i + 2, n2 = t2 / TT, oh2 = t2 % TT / TW * WM;
+                        const int64_t ow2 = t2 % TW * WM;
+                        const int64_t rows2 = OH - oh2 < WM ? OH - oh2 : WM;
+                        const int64_t cols2 = OW - ow2 < WM ? OW - ow2 : WM;
                         int64_t a2, e2;
                         for (a2 = 0; a2 < rows2; a2++)
                             for (e2 = 0; e2 < cols2; e2++) {
@@ -462,7 +595,8 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     }
                     for (; cc + RT_WINO_VL <= cols; cc += RT_WINO_VL) {
                         float *y0 = y + ((n * OH + oh0) * OW + ow0) * M + m0 + cc;
-                        rt_wino_out_vec_f32(mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
+                        (WM == 2 ? rt_wino2_out_vec_f32 : rt_wino_out_vec_f32)(
+                                            mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
                                             b ? b + m0 + cc : NULL, y0, r ? r + (y0 - y) : NULL,
                                             OW * M, M, rows, tcols, lo, hi,
                                             act_clamps ? NULL : act);
@@ -472,16 +606,24 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 for (; cc < cols; cc += RT_WINO_L) {
                     const int64_t cw = cols - cc < RT_WINO_L ? cols - cc : RT_WINO_L;
                     float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
+                    float mm2[4][4][RT_WINO_L], o2[2][2][RT_WINO_L]; /* F(2x2, 3x3) */
                     int a, e, l;
-                    for (a = 0; a < RT_WINO_P; a++) {
+                    for (a = 0; a < WP; a++) {
                         const float *src = mb + (a * mr + i) * RT_PGEMM_NT + cc;
-                        for (l = 0; l < RT_WINO_L; l++) mm[a / 6][a % 6][l] = src[l];
+                        float *dd = WM == 2 ? mm2[a / 4][a % 4] : mm[a / 6][a % 6];
+                        for (l = 0; l < RT_WINO_L; l++) dd[l] = src[l];
                     }
-                    rt_wino_out_f32(o, mm);
+                    if (WM == 2) {
+                        rt_wino2_out_f32(o2, mm2);
+                        for (a = 0; a < 2; a++)
+                            for (e = 0; e < 2; e++) memcpy(o[a][e], o2[a][e], sizeof o2[a][e]);
+                    } else {
+                        rt_wino_out_f32(o, mm);
+                    }
                     for (l = 0; l < RT_WINO_L; l++) bias[l] = b && l < cw ? b[m0 + cc + l] : 0.0f;
-                    for (a = 0; a < 4; a++)
-                        for (e = 0; e < 4; e++) {
-                            const int64_t oh = th * RT_WINO_M + a, ow = tw * RT_WINO_M + e;
+                    for (a = 0; a < WM; a++)
+                        for (e = 0; e < WM; e++) {
+                            const int64_t oh = th * WM + a, ow = tw * WM + e;
                             float *yp;
                             const float *rp;
                             if (oh >= OH || ow >= OW) continue;
@@ -517,24 +659,47 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
  * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
  * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36.
  * V on the stack (RT_WINO_VBUF). */
+RT_API void rt_wino_x_tiles_f32(const float *x, const float *u, const float *b,
+                                const float *r, float *y, const RtConvGeom *g,
+                                const RtAct *act, int64_t t_begin, int64_t t_end, int wm) {
+    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb,
+                         rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX,
+                                            (int64_t)(wm + 2) * (wm + 2)),
+                         mb, RT_WINO_TBR, 0, g->m, wm);
+}
+
 RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
                                    const float *r, float *y, const RtConvGeom *g,
                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
-    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c), mb,
-                            RT_WINO_TBR, 0, g->m);
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_tiles_f32 for F(2x2, 3x3): u (4, 4, NP, C, 16), tiles of rt_wino2_tiles. */
+RT_API void rt_wino2_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, 2);
 }
 
 /* rt_wino_nhwc_tiles_f32 with V and the products in ws, a workspace of rt_wino_ws_floats(C)
  * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles, output channel panels [j_lo,
- * j_hi) (rt_wino_nhwc_blocks_f32). */
+ * j_hi) (rt_wino_x_blocks_f32). */
+RT_API void rt_wino_x_panels_ws_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end,
+                                    float *ws, int64_t tb, int64_t j_lo, int64_t j_hi, int wm) {
+    rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
+                         ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
+                         (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi, wm);
+}
+
 RT_API void rt_wino_nhwc_panels_ws_f32(const float *x, const float *u, const float *b,
                                        const float *r, float *y, const RtConvGeom *g,
                                        const RtAct *act, int64_t t_begin, int64_t t_end,
                                        float *ws, int64_t tb, int64_t j_lo, int64_t j_hi) {
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
-                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
-                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi);
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, j_lo, j_hi,
+                            RT_WINO_M);
 }
 
 /* Every panel of rt_wino_nhwc_panels_ws_f32. */
@@ -542,13 +707,28 @@ RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const floa
                                       const float *r, float *y, const RtConvGeom *g,
                                       const RtAct *act, int64_t t_begin, int64_t t_end,
                                       float *ws, int64_t tb) {
-    rt_wino_nhwc_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m);
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_tiles_ws_f32 for F(2x2, 3x3) (the same workspace holds its blocks: 16
+ * points a tile against 36). */
+RT_API void rt_wino2_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                       const float *r, float *y, const RtConvGeom *g,
+                                       const RtAct *act, int64_t t_begin, int64_t t_end,
+                                       float *ws, int64_t tb) {
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, 2);
 }
 
 /* The whole convolution: every tile of the batch. */
 RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
                              float *y, const RtConvGeom *g, const RtAct *act) {
     rt_wino_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino_tiles(g));
+}
+
+/* rt_wino_nhwc_f32 for F(2x2, 3x3). */
+RT_API void rt_wino2_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_wino2_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino2_tiles(g));
 }
 
 typedef struct RtWinoTask {
@@ -560,6 +740,7 @@ typedef struct RtWinoTask {
     int64_t tb, n, tiles;   /* tiles a block, tasks, tiles in all */
     int64_t pairs;          /* by panels: pairs of output channel panels (RT_PGEMM_NP); 0:
                                by tiles */
+    int wm;                 /* the tile's side: 4 (F(4x4, 3x3)) or 2 (F(2x2, 3x3)) */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
@@ -567,18 +748,19 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const int64_t t0 = rt_par_part(k->tiles, k->n, task);
     const int64_t t1 = rt_par_part(k->tiles, k->n, task + 1);
     if (k->pairs) { /* every tile, a run of panel pairs */
-        rt_wino_nhwc_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, 0, k->tiles,
-                                   (float *)rt_par_scratch(k->par, worker), k->tb,
-                                   rt_par_part(k->pairs, k->n, task) * RT_PGEMM_NP,
-                                   rt_par_part(k->pairs, k->n, task + 1) * RT_PGEMM_NP);
+        rt_wino_x_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, 0, k->tiles,
+                                (float *)rt_par_scratch(k->par, worker), k->tb,
+                                rt_par_part(k->pairs, k->n, task) * RT_PGEMM_NP,
+                                rt_par_part(k->pairs, k->n, task + 1) * RT_PGEMM_NP, k->wm);
         return;
     }
     if (t0 >= t1) return;
     if (k->par)
-        rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
-                                  (float *)rt_par_scratch(k->par, worker), k->tb);
+        rt_wino_x_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
+                                (float *)rt_par_scratch(k->par, worker), k->tb, 0, k->g->m,
+                                k->wm);
     else
-        rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
+        rt_wino_x_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1, k->wm);
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
@@ -608,14 +790,15 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
                                  tiles to save 0.3 MB of U apiece */
 #define RT_WINO_PANEL_WEIGHTS 2
 #endif
-RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
-                                 const float *r, float *y, const RtConvGeom *g,
-                                 const RtAct *act, const RtPar *par) {
+RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act,
+                              const RtPar *par, int wm) {
     const int ws = par && par->scratch &&
                    par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
-    const int64_t T = rt_wino_tiles(g);
+    const int64_t T = rt_wino_x_tiles(g, wm), wp = (int64_t)(wm + 2) * (wm + 2);
     const int one = !par || !par->pfor || par->workers <= 1;
-    const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
+    const int64_t tb = ws ? rt_wino_block_ws(g->c, one)
+                          : rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX, wp);
     const int64_t blocks = (T + tb - 1) / tb;
     int64_t n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
@@ -629,8 +812,9 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.par = ws ? par : NULL;
     k.tb = tb;
     k.pairs = 0;
+    k.wm = wm;
     if (ws && !one && T > 0 && (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
-        (int64_t)RT_WINO_P * g->c * g->m >
+        wp * g->c * g->m >
             RT_WINO_PANEL_WEIGHTS * g->n *
                 (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
         k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
@@ -648,6 +832,21 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.tiles = T;
     if (T == 0) return;
     rt_par_run(par, n, rt_wino_nhwc_task_f32, &k);
+}
+
+RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                 const float *r, float *y, const RtConvGeom *g,
+                                 const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_par_f32 for F(2x2, 3x3): u (4, 4, NP, C, 16) (backend/plan.c, for 3x3
+ * layers of more than 256 input channels on 7x7 or 8x8 outputs: one block of 16 tiles,
+ * rt_wino_p16_avx512 with AVX-512), the same workspace. */
+RT_API void rt_wino2_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                  const float *r, float *y, const RtConvGeom *g,
+                                  const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, 2);
 }
 
 #endif

@@ -138,6 +138,15 @@ static inline bool plan_wino2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW)
     return C > PLAN_WINO_MAX_CHANNELS && C <= PLAN_WINO2_MAX_CHANNELS &&
            M >= PLAN_WINO_MIN_CHANNELS && (OH + 1) / 2 == 4 && (OW + 1) / 2 == 4;
 }
+/* Stride 2 (runtime/rt_wino.h's rt_winos2_*: dims (16, 1, NP, C, 16)): the 3x3 stride-2
+ * layers of 32 to 256 input channels whose output is at least 8x8 (ResNet-50's 128@56->28
+ * and 256@28->14), as four stride-1 convolutions on the input's phases with F(2, 2) along
+ * each dimension of two taps: 25 products a tile of 2x2 pixels (0.69x the direct FMAs), 16
+ * matrices of weights (16/9 the direct bytes; at 512@14->7 the 8x8 tiles of a 7x7 output
+ * keep 0.91x of the FMAs for them, so not there). */
+static inline bool plan_winos2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+    return plan_wino_pays(C, M, OH, OW);
+}
 bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d);
 
 #endif

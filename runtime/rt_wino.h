@@ -155,6 +155,86 @@ RT_API void rt_wino2_out_f32(float o[2][2][RT_WINO_L], float m[4][4][RT_WINO_L])
         }
 }
 
+/* Stride 2 (rt_winos2_*): a 3x3 convolution of stride 2 as four stride-1 ones on the
+ * phases of its input, P_ab[j][k] = x[2j + a - pt][2k + b - pl]: the 2x2 kernel (w00 w02;
+ * w20 w22) on P_00, the 2x1 (w01; w21) on P_01, the 1x2 (w10 w12) on P_10 and w11 on P_11.
+ * A tile of 2x2 output pixels reads a 5x5 input patch D (rows 4 th - pt.., columns 4 tw -
+ * pl..); F(2, 2) (BT: rows (1 -1 0), (0 1 0), (0 -1 1); G: (1 0), (1 1), (0 1); AT: (1 1 0),
+ * (0 1 1), exact in floats) runs along each dimension of two taps, so a tile has 25 points:
+ * 9 of P_00 (3x3, each its own matrix), 6 of P_01 (3 along h x 2 columns; matrix 9 + i),
+ * 6 of P_10 (2 rows x 3 along w; matrix 12 + j) and the 4 pixels of P_11 (matrix 15): 16
+ * transformed matrices (16 x C x M, U (16, 1, NP, C, 16)) and 25 products a tile of 4
+ * pixels, 6.25 a pixel against the direct 9 (0.69x). */
+#define RT_WINOS2 (-2) /* rt_wino_x_*'s wm for stride 2 (tiles of 2x2 pixels) */
+#define RT_WINOS2_P 25 /* points a tile */
+/* The matrix of each point. */
+static const unsigned char rt_winos2_mat[RT_WINOS2_P] = {0,  1,  2,  3,  4,  5,  6,  7,  8,
+                                                         9,  9,  10, 10, 11, 11, 12, 13, 14,
+                                                         12, 13, 14, 15, 15, 15, 15};
+
+/* The 25 points of one tile's channels c0..c0+cw (cw <= RT_WINO_L) from the image xn (H x W
+ * pixels of C), the patch at (ih0, iw0); point p at dst + p * pstride. */
+RT_API void rt_winos2_in_f32(const float *xn, int64_t H, int64_t W, int64_t C, int64_t c0,
+                             int64_t cw, int64_t ih0, int64_t iw0, float *dst,
+                             int64_t pstride) {
+    float d[5][5];
+    int64_t l;
+    int a, e;
+    for (l = 0; l < cw; l++) {
+        float t[3][3], *o = dst + l;
+        for (a = 0; a < 5; a++)
+            for (e = 0; e < 5; e++) {
+                const int64_t ih = ih0 + a, iw = iw0 + e;
+                d[a][e] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[(ih * W + iw) * C + c0 + l]
+                                                                 : 0.0f;
+            }
+        for (e = 0; e < 3; e++) { /* P_00: BT along h (rows 0, 2, 4), then along w */
+            t[0][e] = d[0][2 * e] - d[2][2 * e];
+            t[1][e] = d[2][2 * e];
+            t[2][e] = d[4][2 * e] - d[2][2 * e];
+        }
+        for (a = 0; a < 3; a++) {
+            o[(3 * a + 0) * pstride] = t[a][0] - t[a][1];
+            o[(3 * a + 1) * pstride] = t[a][1];
+            o[(3 * a + 2) * pstride] = t[a][2] - t[a][1];
+        }
+        for (e = 0; e < 2; e++) { /* P_01: BT along h, columns 1, 3 */
+            o[(9 + e) * pstride] = d[0][2 * e + 1] - d[2][2 * e + 1];
+            o[(11 + e) * pstride] = d[2][2 * e + 1];
+            o[(13 + e) * pstride] = d[4][2 * e + 1] - d[2][2 * e + 1];
+        }
+        for (a = 0; a < 2; a++) { /* P_10: rows 1, 3, BT along w */
+            o[(15 + 3 * a) * pstride] = d[2 * a + 1][0] - d[2 * a + 1][2];
+            o[(16 + 3 * a) * pstride] = d[2 * a + 1][2];
+            o[(17 + 3 * a) * pstride] = d[2 * a + 1][4] - d[2 * a + 1][2];
+        }
+        for (a = 0; a < 2; a++) /* P_11 */
+            for (e = 0; e < 2; e++) o[(21 + 2 * a + e) * pstride] = d[2 * a + 1][2 * e + 1];
+    }
+}
+
+/* The 2x2 pixels of one tile's channels (cw <= RT_WINO_L) from its 25 products (point p at
+ * src + p * pstride): o[a][e][l]. */
+RT_API void rt_winos2_out_f32(float o[2][2][RT_WINO_L], const float *src, int64_t pstride,
+                              int64_t cw) {
+    int64_t l;
+    int a, e;
+    for (l = 0; l < cw; l++) {
+        float m[25], t[2][3];
+        for (a = 0; a < 25; a++) m[a] = src[a * pstride + l];
+        for (e = 0; e < 3; e++) { /* P_00: AT along h */
+            t[0][e] = m[e] + m[3 + e];
+            t[1][e] = m[3 + e] + m[6 + e];
+        }
+        for (a = 0; a < 2; a++) {
+            o[a][0][l] = t[a][0] + t[a][1] + m[15 + 3 * a] + m[16 + 3 * a] + m[21 + 2 * a];
+            o[a][1][l] = t[a][1] + t[a][2] + m[16 + 3 * a] + m[17 + 3 * a] + m[22 + 2 * a];
+            for (e = 0; e < 2; e++) /* P_01: AT along h */
+                o[a][e][l] += a == 0 ? m[9 + e] + m[11 + e] : m[11 + e] + m[13 + e];
+        }
+    }
+}
+
 /* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels (V) and
  * their products for one tile of output channels: 36 x RT_WINO_TB_WS x (C + RT_WINO_NT_WS). */
 RT_API int64_t rt_wino_ws_floats(int64_t C) {
@@ -331,6 +411,81 @@ RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float 
         }
     }
 }
+/* rt_winos2_in_f32 on RT_WINO_VL channels (xc: the image at the first). */
+RT_API void rt_winos2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
+                                 int64_t iw0, float *dst, int64_t pstride) {
+    const int inside = ih0 >= 0 && ih0 + 5 <= H && iw0 >= 0 && iw0 + 5 <= W;
+    const rt_wino_vf z = {0};
+    rt_wino_vf d[5][5], t[3][3], v[RT_WINOS2_P];
+    int a, e;
+    for (a = 0; a < 5; a++)
+        for (e = 0; e < 5; e++) {
+            const int64_t ih = ih0 + a, iw = iw0 + e;
+            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+                memcpy(&d[a][e], xc + (ih * W + iw) * C, sizeof d[a][e]);
+            else
+                d[a][e] = z;
+        }
+    for (e = 0; e < 3; e++) {
+        t[0][e] = d[0][2 * e] - d[2][2 * e];
+        t[1][e] = d[2][2 * e];
+        t[2][e] = d[4][2 * e] - d[2][2 * e];
+    }
+    for (a = 0; a < 3; a++) {
+        v[3 * a] = t[a][0] - t[a][1];
+        v[3 * a + 1] = t[a][1];
+        v[3 * a + 2] = t[a][2] - t[a][1];
+    }
+    for (e = 0; e < 2; e++) {
+        v[9 + e] = d[0][2 * e + 1] - d[2][2 * e + 1];
+        v[11 + e] = d[2][2 * e + 1];
+        v[13 + e] = d[4][2 * e + 1] - d[2][2 * e + 1];
+    }
+    for (a = 0; a < 2; a++) {
+        v[15 + 3 * a] = d[2 * a + 1][0] - d[2 * a + 1][2];
+        v[16 + 3 * a] = d[2 * a + 1][2];
+        v[17 + 3 * a] = d[2 * a + 1][4] - d[2 * a + 1][2];
+    }
+    for (a = 0; a < 2; a++)
+        for (e = 0; e < 2; e++) v[21 + 2 * a + e] = d[2 * a + 1][2 * e + 1];
+    for (a = 0; a < RT_WINOS2_P; a++) memcpy(dst + a * pstride, &v[a], sizeof v[a]);
+}
+
+/* rt_wino_out_vec_f32 for stride 2: 25 points, a 2x2 tile (rows, cols <= 2). */
+RT_API void rt_winos2_out_vec_f32(const float *src, int64_t pstride, const float *bias,
+                                  float *y0, const float *r0, int64_t yrow, int64_t ycol,
+                                  int rows, int cols, float lo, float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf m[RT_WINOS2_P], t[2][3], o[2][2], bv = z;
+    int a, e;
+    if (bias) memcpy(&bv, bias, sizeof bv);
+    for (a = 0; a < RT_WINOS2_P; a++) memcpy(&m[a], src + a * pstride, sizeof m[a]);
+    for (e = 0; e < 3; e++) {
+        t[0][e] = m[e] + m[3 + e];
+        t[1][e] = m[3 + e] + m[6 + e];
+    }
+    for (a = 0; a < 2; a++) {
+        o[a][0] = t[a][0] + t[a][1] + m[15 + 3 * a] + m[16 + 3 * a] + m[21 + 2 * a];
+        o[a][1] = t[a][1] + t[a][2] + m[16 + 3 * a] + m[17 + 3 * a] + m[22 + 2 * a];
+        for (e = 0; e < 2; e++) o[a][e] += a == 0 ? m[9 + e] + m[11 + e] : m[11 + e] + m[13 + e];
+    }
+    for (a = 0; a < rows; a++)
+        for (e = 0; e < cols; e++) {
+            float *yp = y0 + a * yrow + e * ycol;
+            rt_wino_vf v = o[a][e] + bv, rv;
+            rt_wino_vi lt;
+            if (r0) {
+                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
+                v += rv;
+            }
+            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
+            lt = v > vhi;
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
+            memcpy(yp, &v, sizeof v);
+            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+        }
+}
 #endif
 
 #if defined(RT_PGEMM_AVX512) && defined(RT_WINO_VEC)
@@ -402,6 +557,7 @@ RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
 
 /* Tiles of the whole batch for tiles of wm x wm pixels: N x ceil(OH/wm) x ceil(OW/wm). */
 RT_API int64_t rt_wino_x_tiles(const RtConvGeom *g, int wm) {
+    if (wm == RT_WINOS2) wm = 2;
     return g->n * ((g->out[1] + wm - 1) / wm) * ((g->out[2] + wm - 1) / wm);
 }
 
@@ -415,6 +571,16 @@ RT_API int64_t rt_wino2_tiles(const RtConvGeom *g) {
     return rt_wino_x_tiles(g, 2);
 }
 
+/* Stride 2's tiles (2x2 output pixels): N x ceil(OH/2) x ceil(OW/2). */
+RT_API int64_t rt_winos2_tiles(const RtConvGeom *g) {
+    return rt_wino_x_tiles(g, RT_WINOS2);
+}
+
+/* Points a tile (wm as rt_wino_x_blocks_f32's). */
+RT_API int64_t rt_wino_x_points(int wm) {
+    return wm == RT_WINOS2 ? RT_WINOS2_P : (int64_t)(wm + 2) * (wm + 2);
+}
+
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
  * (36 x tb x C floats), the products in mb (36 x mr x RT_PGEMM_NT, mr >= tb rounded up to
  * RT_PGEMM_MR), output channel panels [j_lo, j_hi) (j_lo a multiple of RT_PGEMM_NP; j_hi
@@ -426,8 +592,10 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
                                  const RtAct *act, int64_t t_begin, int64_t t_end, float *vb,
                                  int64_t tb, float *mb, int64_t mr, int64_t j_lo, int64_t j_hi,
                                  int wm) {
-    /* wm: the tile's side, 4 (F(4x4, 3x3): 6x6 points) or 2 (F(2x2, 3x3): 4x4 points) */
-    const int WM = wm, WA = wm + 2, WP = WA * WA;
+    /* wm: the tile's side, 4 (F(4x4, 3x3): 6x6 points) or 2 (F(2x2, 3x3): 4x4 points); or
+     * RT_WINOS2: stride 2, tiles of 2x2 pixels, 25 points of 16 matrices */
+    const int s2 = wm == RT_WINOS2, WM = s2 ? 2 : wm, WA = WM + 2;
+    const int WP = s2 ? RT_WINOS2_P : WA * WA, SS = s2 ? 2 : 1; /* SS: the stride */
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
     const int64_t OW = g->out[2], TW = (OW + WM - 1) / WM;
     const int64_t TT = (OH + WM - 1) / WM * TW;
@@ -455,7 +623,7 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
         /* 16 tiles of whole vectors of channels: V transposed, V[p][c][i], for
          * rt_wino_p16_avx512 (mb, free until the products, holds each vector of channels'
          * 36 x 16 x 16 transformed values on the way) */
-        const int t16 = nb == RT_WINO_R16 && C % RT_WINO_VL == 0 && mr >= RT_WINO_R16;
+        const int t16 = !s2 && nb == RT_WINO_R16 && C % RT_WINO_VL == 0 && mr >= RT_WINO_R16;
         if (t16) {
             int64_t c0;
             for (c0 = 0; c0 < C; c0 += RT_WINO_VL) {
@@ -479,14 +647,18 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
 #endif
         for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
-            const int64_t ih0 = th * WM - g->pad[1], iw0 = tw * WM - g->pad[2];
+            const int64_t ih0 = th * WM * SS - g->pad[1], iw0 = tw * WM * SS - g->pad[2];
             const float *xn = x + n * H * W * C;
             int64_t c0 = 0;
 #ifdef RT_WINO_VEC
             for (; c0 + RT_WINO_VL <= C; c0 += RT_WINO_VL)
-                (WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(xn + c0, H, W, C, ih0, iw0,
-                                                                     vb + i * C + c0, tb * C);
+                (s2 ? rt_winos2_in_vec_f32 : WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(
+                    xn + c0, H, W, C, ih0, iw0, vb + i * C + c0, tb * C);
 #endif
+            if (s2)
+                for (; c0 < C; c0 += RT_WINO_L)
+                    rt_winos2_in_f32(xn, H, W, C, c0, C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L,
+                                     ih0, iw0, vb + i * C + c0, tb * C);
             for (; c0 < C; c0 += RT_WINO_L) {
                 const int64_t cw = C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L;
                 float d[6][6][RT_WINO_L], v[6][6][RT_WINO_L];
@@ -543,8 +715,8 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
                 }
             } else
 #endif
-            for (p = 0; p < WP; p++) { /* the WP (36 or 16) products of this panel */
-                const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
+            for (p = 0; p < WP; p++) { /* the WP (36, 16 or 25) products of this panel */
+                const float *bp = u + ((s2 ? rt_winos2_mat[p] : p) * np + j0) * C * RT_PGEMM_NR;
                 for (r0 = 0; r0 < nb; r0 += rh) {
                     const float *a[RT_PGEMM_MR];
                     int q;
@@ -595,7 +767,9 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
                     }
                     for (; cc + RT_WINO_VL <= cols; cc += RT_WINO_VL) {
                         float *y0 = y + ((n * OH + oh0) * OW + ow0) * M + m0 + cc;
-                        (WM == 2 ? rt_wino2_out_vec_f32 : rt_wino_out_vec_f32)(
+                        (s2          ? rt_winos2_out_vec_f32
+                         : WM == 2 ? rt_wino2_out_vec_f32
+                                   : rt_wino_out_vec_f32)(
                                             mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
                                             b ? b + m0 + cc : NULL, y0, r ? r + (y0 - y) : NULL,
                                             OW * M, M, rows, tcols, lo, hi,
@@ -608,12 +782,16 @@ RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
                     float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
                     float mm2[4][4][RT_WINO_L], o2[2][2][RT_WINO_L]; /* F(2x2, 3x3) */
                     int a, e, l;
-                    for (a = 0; a < WP; a++) {
+                    for (a = 0; a < WP && !s2; a++) {
                         const float *src = mb + (a * mr + i) * RT_PGEMM_NT + cc;
                         float *dd = WM == 2 ? mm2[a / 4][a % 4] : mm[a / 6][a % 6];
                         for (l = 0; l < RT_WINO_L; l++) dd[l] = src[l];
                     }
-                    if (WM == 2) {
+                    if (s2) {
+                        rt_winos2_out_f32(o2, mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT, cw);
+                        for (a = 0; a < 2; a++)
+                            for (e = 0; e < 2; e++) memcpy(o[a][e], o2[a][e], sizeof o2[a][e]);
+                    } else if (WM == 2) {
                         rt_wino2_out_f32(o2, mm2);
                         for (a = 0; a < 2; a++)
                             for (e = 0; e < 2; e++) memcpy(o[a][e], o2[a][e], sizeof o2[a][e]);
@@ -665,7 +843,7 @@ RT_API void rt_wino_x_tiles_f32(const float *x, const float *u, const float *b,
     float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
     rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb,
                          rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX,
-                                            (int64_t)(wm + 2) * (wm + 2)),
+                                            rt_wino_x_points(wm)),
                          mb, RT_WINO_TBR, 0, g->m, wm);
 }
 
@@ -723,6 +901,27 @@ RT_API void rt_wino2_nhwc_tiles_ws_f32(const float *x, const float *u, const flo
 RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
                              float *y, const RtConvGeom *g, const RtAct *act) {
     rt_wino_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino_tiles(g));
+}
+
+/* rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32 for stride 2 (RT_WINOS2): u (16,
+ * 1, NP, C, 16), tiles of rt_winos2_tiles. */
+RT_API void rt_winos2_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                     const float *r, float *y, const RtConvGeom *g,
+                                     const RtAct *act, int64_t t_begin, int64_t t_end) {
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, RT_WINOS2);
+}
+
+RT_API void rt_winos2_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                        const float *r, float *y, const RtConvGeom *g,
+                                        const RtAct *act, int64_t t_begin, int64_t t_end,
+                                        float *ws, int64_t tb) {
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, RT_WINOS2);
+}
+
+/* The whole stride-2 convolution. */
+RT_API void rt_winos2_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
+                               float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_winos2_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_winos2_tiles(g));
 }
 
 /* rt_wino_nhwc_f32 for F(2x2, 3x3). */
@@ -795,7 +994,8 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
                               const RtPar *par, int wm) {
     const int ws = par && par->scratch &&
                    par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
-    const int64_t T = rt_wino_x_tiles(g, wm), wp = (int64_t)(wm + 2) * (wm + 2);
+    const int64_t T = rt_wino_x_tiles(g, wm), wp = rt_wino_x_points(wm);
+    const int64_t mats = wm == RT_WINOS2 ? 16 : wp; /* matrices of U */
     const int one = !par || !par->pfor || par->workers <= 1;
     const int64_t tb = ws ? rt_wino_block_ws(g->c, one)
                           : rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX, wp);
@@ -814,7 +1014,7 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
     k.pairs = 0;
     k.wm = wm;
     if (ws && !one && T > 0 && (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
-        wp * g->c * g->m >
+        mats * g->c * g->m >
             RT_WINO_PANEL_WEIGHTS * g->n *
                 (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
         k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
@@ -847,6 +1047,13 @@ RT_API void rt_wino2_nhwc_par_f32(const float *x, const float *u, const float *b
                                   const float *r, float *y, const RtConvGeom *g,
                                   const RtAct *act, const RtPar *par) {
     rt_wino_x_par_f32(x, u, b, r, y, g, act, par, 2);
+}
+
+/* rt_wino_nhwc_par_f32 for stride 2 (RT_WINOS2): u (16, 1, NP, C, 16) (backend/plan.c). */
+RT_API void rt_winos2_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                   const float *r, float *y, const RtConvGeom *g,
+                                   const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, RT_WINOS2);
 }
 
 #endif

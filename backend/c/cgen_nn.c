@@ -129,6 +129,7 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
      * C, 16): F(2x2, 3x3), rt_wino2_* */
     bool wino = nhwc && cgen_type(cx, w)->rank == PLAN_WINO_RANK;
     bool wino2 = wino && cgen_type(cx, w)->dims[0] == 4;
+    bool winos2 = wino && cgen_type(cx, w)->dims[0] == 16; /* stride 2: (16, 1, NP, C, 16) */
     IrType rsck = *cgen_type(cx, w);
     if (wino) {
         int64_t rd[4] = {3, 3, cgen_type(cx, w)->dims[3], cgen_type(cx, y)->dims[3]};
@@ -238,7 +239,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
          * tall as the microkernel, where the stack holds fewer at 128 channels */
         if (wino && split) cgen_par_scratch(cx, rt_wino_ws_floats(C) * (int64_t)sizeof(float));
         cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
-                wino2 ? "rt_wino2_nhwc" : wino ? "rt_wino_nhwc" : "rt_pconv_nhwc",
+                winos2 ? "rt_winos2_nhwc" : wino2 ? "rt_wino2_nhwc"
+                : wino ? "rt_wino_nhwc" : "rt_pconv_nhwc",
                 split ? "_par" : "", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),

@@ -513,6 +513,32 @@ static float *wino_pack_x(const float *w, int64_t C, int64_t M, int wm) {
     return u;
 }
 
+/* w: (3,3,C,M) -> the stride-2 form's 16 matrices (16, 1, NP, C, 16), as backend/plan.c
+ * makes them (rt_wino.h, RT_WINOS2): G = (1 0; 1 1; 0 1) along each dimension of two taps. */
+static float *winos2_pack(const float *w, int64_t C, int64_t M) {
+    static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+    int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    float *u = calloc((size_t)(16 * np * C * RT_PGEMM_NR), sizeof *u);
+    cr_assert(u);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t m = 0; m < M; m++) {
+#define W_(r, s) ((double)w[(((r) * 3 + (s)) * C + c) * M + m])
+            double v[16];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    v[3 * i + j] = G[i][0] * G[j][0] * W_(0, 0) + G[i][0] * G[j][1] * W_(0, 2) +
+                                   G[i][1] * G[j][0] * W_(2, 0) + G[i][1] * G[j][1] * W_(2, 2);
+            for (int i = 0; i < 3; i++) v[9 + i] = G[i][0] * W_(0, 1) + G[i][1] * W_(2, 1);
+            for (int j = 0; j < 3; j++) v[12 + j] = G[j][0] * W_(1, 0) + G[j][1] * W_(1, 2);
+            v[15] = W_(1, 1);
+#undef W_
+            for (int q = 0; q < 16; q++)
+                u[((q * np + m / RT_PGEMM_NR) * C + c) * RT_PGEMM_NR + m % RT_PGEMM_NR] =
+                    (float)v[q];
+        }
+    return u;
+}
+
 /* A parallel-for hook that runs the tasks last to first, task i on worker i % 2. */
 static void wino_backwards(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
     (void)ctx;
@@ -530,34 +556,42 @@ static void wino_case_x(const Case *k, bool with_bias, bool with_res, const RtAc
     int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m;
     float *x = rand_f32(xn), *w = rand_f32(9 * g.c * g.m), *b = with_bias ? rand_f32(g.m) : NULL;
     float *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn), *y2 = poisoned_f32(yn);
-    float *u = wino_pack_x(w, g.c, g.m, wm);
+    float *u = wm == RT_WINOS2 ? winos2_pack(w, g.c, g.m) : wino_pack_x(w, g.c, g.m, wm);
+    const int ts = wm == RT_WINOS2 ? 2 : wm; /* the tile's side */
     double *want = conv_ref(x, w, b, r, &g, act);
     float *ax = abs_copy(x, xn), *aw = abs_copy(w, 9 * g.c * g.m), *ab = abs_copy(b, g.m);
     float *ar = abs_copy(r, yn);
     double *mag = conv_ref(ax, aw, ab, ar, &g, NULL);
-    (wm == 2 ? rt_wino2_nhwc_f32 : rt_wino_nhwc_f32)(x, u, b, r, y, &g, act);
+    (wm == RT_WINOS2 ? rt_winos2_nhwc_f32 : wm == 2 ? rt_wino2_nhwc_f32 : rt_wino_nhwc_f32)(
+        x, u, b, r, y, &g, act);
     int64_t oh = g.out[1], ow = g.out[2];
     for (int64_t i = 0; i < yn; i++) {
         int64_t m = i % g.m, px = i / g.m, col = px % ow, row = px / ow % oh, img = px / ow / oh;
         double tile = 0;
-        for (int64_t r0 = row / wm * wm; r0 < row / wm * wm + wm && r0 < oh; r0++)
-            for (int64_t c0 = col / wm * wm; c0 < col / wm * wm + wm && c0 < ow; c0++)
+        for (int64_t r0 = row / ts * ts; r0 < row / ts * ts + ts && r0 < oh; r0++)
+            for (int64_t c0 = col / ts * ts; c0 < col / ts * ts + ts && c0 < ow; c0++)
                 tile = fmax(tile, mag[((img * oh + r0) * ow + c0) * g.m + m]);
         cr_assert(fabs((double)y[i] - want[i]) <= TOL_WINO * (1.0 + tile),
                   "wino f32[%lld]: got %g, want %g, terms' magnitude %g, its tile's %g (seed %u)",
                   (long long)i, (double)y[i], want[i], mag[i], tile, rng_seed);
     }
     free(ax), free(aw), free(ab), free(ar), free(mag);
-    int64_t tiles = wm == 2 ? rt_wino2_tiles(&g) : rt_wino_tiles(&g);
+    int64_t tiles = rt_wino_x_tiles(&g, wm);
     void (*tiles_fn)(const float *, const float *, const float *, const float *, float *,
                      const RtConvGeom *, const RtAct *, int64_t, int64_t) =
-        wm == 2 ? rt_wino2_nhwc_tiles_f32 : rt_wino_nhwc_tiles_f32;
+        wm == RT_WINOS2 ? rt_winos2_nhwc_tiles_f32
+        : wm == 2       ? rt_wino2_nhwc_tiles_f32
+                        : rt_wino_nhwc_tiles_f32;
     void (*par_fn)(const float *, const float *, const float *, const float *, float *,
                    const RtConvGeom *, const RtAct *, const RtPar *) =
-        wm == 2 ? rt_wino2_nhwc_par_f32 : rt_wino_nhwc_par_f32;
+        wm == RT_WINOS2 ? rt_winos2_nhwc_par_f32
+        : wm == 2       ? rt_wino2_nhwc_par_f32
+                        : rt_wino_nhwc_par_f32;
     void (*ws_fn)(const float *, const float *, const float *, const float *, float *,
                   const RtConvGeom *, const RtAct *, int64_t, int64_t, float *, int64_t) =
-        wm == 2 ? rt_wino2_nhwc_tiles_ws_f32 : rt_wino_nhwc_tiles_ws_f32;
+        wm == RT_WINOS2 ? rt_winos2_nhwc_tiles_ws_f32
+        : wm == 2       ? rt_wino2_nhwc_tiles_ws_f32
+                        : rt_wino_nhwc_tiles_ws_f32;
     tiles_fn(x, u, b, r, y2, &g, act, tiles / 2, tiles);
     tiles_fn(x, u, b, r, y2, &g, act, 0, tiles / 2);
     cr_assert(memcmp(y, y2, (size_t)yn * sizeof *y) == 0, "tile ranges differ (seed %u)",
@@ -674,4 +708,22 @@ Test(rt_wino, f2x2_matches_the_reference) {
     wino_case_x(&k3, false, true, &leaky, 2);
     Case k4 = {3, 32, 16, 1, 5, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     wino_case_x(&k4, true, false, NULL, 2);
+}
+
+Test(rt_wino, stride2_matches_the_reference) {
+    /* stride 2 on the phases of the input (RT_WINOS2): 56 -> 28 and 28 -> 14 as ResNet-50's
+     * (pads 1), odd sides and every remainder of 2, no pads and asymmetric ones, channels
+     * that are not whole vectors (the scalar transforms), a narrow last panel, batches,
+     * the residual and activations */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 32, 48, 1, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k, true, true, &relu, RT_WINOS2);
+    Case k2 = {1, 64, 40, 1, 15, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k2, true, false, NULL, RT_WINOS2);
+    Case k3 = {2, 17, 33, 1, 11, 9, 3, 3, 2, 2, 1, 1, 0, 1, 2, 0};
+    wino_case_x(&k3, false, true, &leaky, RT_WINOS2);
+    Case k4 = {3, 24, 16, 1, 10, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0};
+    wino_case_x(&k4, true, false, NULL, RT_WINOS2);
+    Case k5 = {1, 300, 36, 1, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k5, true, false, &relu, RT_WINOS2);
 }

@@ -241,6 +241,19 @@ RT_API int64_t rt_wino_ws_floats(int64_t C) {
     return (int64_t)RT_WINO_P * RT_WINO_TB_WS * (C + RT_WINO_NT_WS);
 }
 
+/* Stride 2 (RT_WINOS2, below) holds up to 56 tiles a block, its 25 points each: a 28x28
+ * input's 14x14 output (49 tiles) in one block, so that its 16 x C x M weights (4.2 MB at
+ * 256 channels) stream once, not twice. */
+#define RT_WINOS2_TB_WS 56
+/* Floats of V's part of the workspace (the products follow it) for tiles of wm (as
+ * rt_wino_x_blocks_f32's), and of the whole workspace. */
+RT_API int64_t rt_wino_x_ws_v(int64_t C, int wm) {
+    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * C : (int64_t)RT_WINO_P * RT_WINO_TB_WS * C;
+}
+RT_API int64_t rt_wino_x_ws_floats(int64_t C, int wm) {
+    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * (C + RT_WINO_NT_WS) : rt_wino_ws_floats(C);
+}
+
 #if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
 /* The transforms on whole vectors of channels with GCC/Clang vector extensions (the loops
  * above otherwise, and for the channels past the last whole vector): each of the 36 points
@@ -868,7 +881,7 @@ RT_API void rt_wino_x_panels_ws_f32(const float *x, const float *u, const float 
                                     const RtAct *act, int64_t t_begin, int64_t t_end,
                                     float *ws, int64_t tb, int64_t j_lo, int64_t j_hi, int wm) {
     rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
-                         ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
+                         ws + rt_wino_x_ws_v(g->c, wm),
                          (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi, wm);
 }
 
@@ -993,11 +1006,17 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
                               float *y, const RtConvGeom *g, const RtAct *act,
                               const RtPar *par, int wm) {
     const int ws = par && par->scratch &&
-                   par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
+                   par->scratch_stride >= rt_wino_x_ws_floats(g->c, wm) * (int64_t)sizeof(float);
     const int64_t T = rt_wino_x_tiles(g, wm), wp = rt_wino_x_points(wm);
+    /* stride 2's big blocks: the whole image where it fits one */
+    const int64_t big = wm == RT_WINOS2
+                            ? rt_wino_x_block_in(g->c, rt_wino_x_ws_v(g->c, wm),
+                                                 T <= RT_WINOS2_TB_WS ? RT_WINOS2_TB_WS
+                                                                      : RT_WINO_TB_BIG, wp)
+                            : rt_wino_block_ws(g->c, 1);
     const int64_t mats = wm == RT_WINOS2 ? 16 : wp; /* matrices of U */
     const int one = !par || !par->pfor || par->workers <= 1;
-    const int64_t tb = ws ? rt_wino_block_ws(g->c, one)
+    const int64_t tb = ws ? (one ? big : rt_wino_block_ws(g->c, 0))
                           : rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX, wp);
     const int64_t blocks = (T + tb - 1) / tb;
     int64_t n = rt_par_chunks(par, blocks, 1);
@@ -1018,7 +1037,7 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
             RT_WINO_PANEL_WEIGHTS * g->n *
                 (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
         k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
-        k.tb = rt_wino_block_ws(g->c, 1);
+        k.tb = big;
         k.n = par->workers;
         k.tiles = T;
         rt_par_run(par, k.n, rt_wino_nhwc_task_f32, &k);

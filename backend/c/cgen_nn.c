@@ -237,7 +237,9 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
         /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
          * tall as the microkernel, where the stack holds fewer at 128 channels */
-        if (wino && split) cgen_par_scratch(cx, rt_wino_ws_floats(C) * (int64_t)sizeof(float));
+        if (wino && split)
+            cgen_par_scratch(cx, rt_wino_x_ws_floats(C, winos2 ? RT_WINOS2 : RT_WINO_M) *
+                                     (int64_t)sizeof(float));
         cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
                 winos2 ? "rt_winos2_nhwc" : wino2 ? "rt_wino2_nhwc"
                 : wino ? "rt_wino_nhwc" : "rt_pconv_nhwc",

@@ -599,7 +599,7 @@ static void wino_case_x(const Case *k, bool with_bias, bool with_res, const RtAc
     /* V and the products in a workspace (the bundle's per-worker scratch): through RtPar
      * on one worker (big blocks) and on two (a hook running the tasks backwards), and in
      * two ranges of either block size: other blocks, the same bytes */
-    int64_t wsn = rt_wino_ws_floats(g.c);
+    int64_t wsn = rt_wino_x_ws_floats(g.c, wm);
     float *ws = poisoned_f32(2 * wsn), *y3 = poisoned_f32(yn);
     RtPar par = {NULL, NULL, 1, (unsigned char *)ws, wsn * (int64_t)sizeof(float)};
     par_fn(x, u, b, r, y3, &g, act, &par);

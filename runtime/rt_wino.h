@@ -245,6 +245,13 @@ RT_API int64_t rt_wino_ws_floats(int64_t C) {
  * input's 14x14 output (49 tiles) in one block, so that its 16 x C x M weights (4.2 MB at
  * 256 channels) stream once, not twice. */
 #define RT_WINOS2_TB_WS 56
+/* Blocks of an image that does not fit one: RT_WINO_TB_MAX tiles (AVX-512: 14), whose V
+ * (25 x 14 x C floats, 179 KiB at 128 channels) stays in L2 beside the weights (1 MB at
+ * 128 channels) that every block reads again (ResNet-50's 128@56->28, 10 alternating rounds
+ * of profile.py: 1.88 ms against 2.01 with 28 tiles and 2.04 with 56). A -D to try others. */
+#ifndef RT_WINOS2_BIG_CAP
+#define RT_WINOS2_BIG_CAP RT_WINO_TB_MAX
+#endif
 /* Floats of V's part of the workspace (the products follow it) for tiles of wm (as
  * rt_wino_x_blocks_f32's), and of the whole workspace. */
 RT_API int64_t rt_wino_x_ws_v(int64_t C, int wm) {
@@ -1012,7 +1019,7 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
     const int64_t big = wm == RT_WINOS2
                             ? rt_wino_x_block_in(g->c, rt_wino_x_ws_v(g->c, wm),
                                                  T <= RT_WINOS2_TB_WS ? RT_WINOS2_TB_WS
-                                                                      : RT_WINO_TB_BIG, wp)
+                                                                      : RT_WINOS2_BIG_CAP, wp)
                             : rt_wino_block_ws(g->c, 1);
     const int64_t mats = wm == RT_WINOS2 ? 16 : wp; /* matrices of U */
     const int one = !par || !par->pfor || par->workers <= 1;

@@ -568,15 +568,24 @@ RT_API int64_t rt_wino_block(int64_t C) {
     return rt_wino_block_in(C, RT_WINO_VBUF, RT_WINO_TB_MAX);
 }
 
-/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG on one worker (big)
- * above 64 input channels, else RT_WINO_TB_MAX. At 64 channels (ResNet-50's 64@56x56) the
- * block's V and products (36 x 14 x (64 + 32) floats, 189 KiB; 378 KiB at 28 tiles) stay
- * in L2 beside the 0.59 MB of weights that every block reads again: 0.82 / 0.84 / 0.78 ms
- * a layer against 0.85 / 0.86 / 0.81 with 28 tiles (14 alternating rounds of profile.py,
- * a second run of 10 alike). */
+/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG (big), else
+ * RT_WINO_TB_MAX. */
 RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
     return rt_wino_block_in(C, (int64_t)RT_WINO_P * RT_WINO_TB_WS * C,
-                            big && C > 64 ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
+                            big ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
+}
+
+/* Tiles a block in a workspace on one worker: big blocks above RT_WINO_ONE_SMALL_C input
+ * channels (a 14x14 image's 16 tiles in one), else RT_WINO_TB_MAX. At 64 and 128 channels
+ * (ResNet-50's 64@56x56 and 128@28x28) the block's V and products (36 x 14 x (C + 32)
+ * floats: 189 KiB at 64 channels, 322 KiB at 128; twice that at 28 tiles) leave L2 to the
+ * weights' panels: 64@56x56 0.82 / 0.84 / 0.78 ms a layer against 0.85 / 0.86 / 0.81 with
+ * 28 tiles (14 alternating rounds of profile.py; a second run of 10 alike), 128@28x28
+ * 2.80 and 3.05 ms for the three against 2.98 and 3.29 (two runs of 10 and 12 rounds),
+ * though its 2.4 MB of weights then stream four times instead of twice. */
+#define RT_WINO_ONE_SMALL_C 128
+RT_API int64_t rt_wino_block_one(int64_t C) {
+    return rt_wino_block_ws(C, C > RT_WINO_ONE_SMALL_C);
 }
 
 /* Tiles of the whole batch for tiles of wm x wm pixels: N x ceil(OH/wm) x ceil(OW/wm). */
@@ -1027,7 +1036,8 @@ RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, co
                             : rt_wino_block_ws(g->c, 1);
     const int64_t mats = wm == RT_WINOS2 ? 16 : wp; /* matrices of U */
     const int one = !par || !par->pfor || par->workers <= 1;
-    const int64_t tb = ws ? (one ? big : rt_wino_block_ws(g->c, 0))
+    const int64_t tb = ws ? (one ? (wm == RT_WINOS2 ? big : rt_wino_block_one(g->c))
+                                 : rt_wino_block_ws(g->c, 0))
                           : rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX, wp);
     const int64_t blocks = (T + tb - 1) / tb;
     int64_t n = rt_par_chunks(par, blocks, 1);

@@ -132,7 +132,8 @@ static inline bool plan_wino_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) 
  * on a 7x7 or 8x8 output, one block of 16 tiles of 2x2 pixels. Its 16 x C x M transformed
  * weights (16.8 MB at 512 channels) are 16/9 the direct ones where F(4x4)'s were 4x (37.7
  * MB: it tied the packed GEMM), for 256 / 441 of the direct FMAs at 7x7 (the 8x8 tiles
- * cover 64 pixels for 49). */
+ * cover 64 pixels for 49): 1.80-1.89 ms a layer in ResNet-50 against 2.20-2.21 packed
+ * (bench/cpu/resnet50-profile.md, 2026-11-29 session 14). */
 #define PLAN_WINO2_MAX_CHANNELS 1024 /* C: the workspace is 36 x 28 x (C + 32) floats */
 static inline bool plan_wino2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
     return C > PLAN_WINO_MAX_CHANNELS && C <= PLAN_WINO2_MAX_CHANNELS &&
@@ -143,7 +144,8 @@ static inline bool plan_wino2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW)
  * and 256@28->14), as four stride-1 convolutions on the input's phases with F(2, 2) along
  * each dimension of two taps: 25 products a tile of 2x2 pixels (0.69x the direct FMAs), 16
  * matrices of weights (16/9 the direct bytes; at 512@14->7 the 8x8 tiles of a 7x7 output
- * keep 0.91x of the FMAs for them, so not there). */
+ * keep 0.91x of the FMAs for them: 2.58 ms against 2.42-2.45 packed, so not there). In
+ * ResNet-50: 128@56->28 1.98 ms against 2.20 packed, 256@28->14 2.07 against 2.14. */
 static inline bool plan_winos2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
     return plan_wino_pays(C, M, OH, OW);
 }

@@ -503,31 +503,43 @@ static bool pack_gemm_fits(const IrGraph *g, const IrNode *n, PlanGemm *p) {
 
 /* ---- Winograd F(4x4, 3x3) weights (plan.h, runtime/rt_wino.h) ---- */
 
-/* Whether packed conv n (pack_conv_fits, attributes a) runs on Winograd: 3x3, stride 1,
- * dilation 1, group 1, 2-D, output of static shape that plan_wino_pays. */
-static bool wino_fits(const IrGraph *g, const IrNode *n, const IrConvAttrs *a) {
+/* Whether packed conv n (pack_conv_fits, attributes a) runs on Winograd: 3x3, dilation 1,
+ * group 1, 2-D, output of static shape; stride 1 where plan_wino_pays (F(4x4, 3x3): 4) or
+ * plan_wino2_pays (F(2x2, 3x3): 2), stride 2 where plan_winos2_pays (1: runtime/rt_wino.h's
+ * RT_WINOS2); 0: not. */
+static int wino_fits(const IrGraph *g, const IrNode *n, const IrConvAttrs *a) {
     const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C, M) */
     const IrType *ty = &g->values[n->outputs[0]].type;     /* (N, OH, OW, M) */
     if (a->group != 1 || a->ns != 2 || wd[0] != 3 || wd[1] != 3 || ty->rank != 4 ||
         !ir_type_is_static(ty))
-        return false;
+        return 0;
     for (int i = 0; i < 2; i++)
-        if (a->s[i] != 1 || a->d[i] != 1) return false;
-    return plan_wino_pays(wd[2], wd[3], ty->dims[1], ty->dims[2]);
+        if (a->d[i] != 1 || a->s[i] != a->s[0]) return 0;
+    if (a->s[0] == 2) return plan_winos2_pays(wd[2], wd[3], ty->dims[1], ty->dims[2]) ? 1 : 0;
+    if (a->s[0] != 1) return 0;
+    if (plan_wino_pays(wd[2], wd[3], ty->dims[1], ty->dims[2])) return 4;
+    return plan_wino2_pays(wd[2], wd[3], ty->dims[1], ty->dims[2]) ? 2 : 0;
 }
 
-/* The constant (3, 3, C, M) w as U = G w GT per (c, m), in double, stored (6, 6, NP, C, 16):
- * u[((p*NP + q)*C + c)*16 + j] = U[p / 6][p % 6] of (c, q*16 + j), 0 past M. */
-static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
-    static const double G[6][3] = {{1.0 / 4, 0, 0},
-                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                   {0, 0, 1}};
+/* The constant (3, 3, C, M) w as U = G w GT per (c, m), in double, for tiles of wm x wm
+ * pixels (4: F(4x4, 3x3), 6x6 points; 2: F(2x2, 3x3), 4x4 points), stored (A, A, NP, C,
+ * 16), A = wm + 2: u[((p*NP + q)*C + c)*16 + j] = U[p / A][p % A] of (c, q*16 + j), 0 past
+ * M. */
+static uint32_t pack_winos2_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M);
+static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M, int wm) {
+    if (wm == 1) return pack_winos2_f32(g, w, C, M);
+    static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                    {0, 0, 1}};
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const double(*G)[3] = wm == 2 ? G2 : G4;
+    const int A = wm + 2;
     const float *src = g->values[w].tensor->data;
     int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
-    int64_t dims[PLAN_WINO_RANK] = {6, 6, np, C, PLAN_PGEMM_NR};
+    int64_t dims[PLAN_WINO_RANK] = {A, A, np, C, PLAN_PGEMM_NR};
     IrTensor *pt = derived_tensor(g, w, ".wino", PLAN_WINO_RANK, dims);
     float *o = pt->data;
     for (int64_t c = 0; c < C; c++)
@@ -536,15 +548,45 @@ static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
             if (m < M)
                 for (int r = 0; r < 3; r++)
                     for (int s = 0; s < 3; s++) k[r][s] = src[((r * 3 + s) * C + c) * M + m];
-            for (int i = 0; i < 6; i++) /* t = G k */
+            for (int i = 0; i < A; i++) /* t = G k */
                 for (int s = 0; s < 3; s++)
                     t[i][s] = G[i][0] * k[0][s] + G[i][1] * k[1][s] + G[i][2] * k[2][s];
-            for (int i = 0; i < 6; i++) /* u = t GT */
-                for (int j = 0; j < 6; j++)
+            for (int i = 0; i < A; i++) /* u = t GT */
+                for (int j = 0; j < A; j++)
                     u[i][j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
-            for (int p = 0; p < 36; p++)
+            for (int p = 0; p < A * A; p++)
                 o[((p * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
-                    (float)u[p / 6][p % 6];
+                    (float)u[p / A][p % A];
+        }
+    return add_derived_const(g, pt);
+}
+
+/* The constant (3, 3, C, M) w for stride 2 (runtime/rt_wino.h, RT_WINOS2), in double,
+ * stored (16, 1, NP, C, 16): matrices 0-8 G (w00 w02; w20 w22) GT, 9-11 G (w01; w21), 12-14
+ * G (w10 w12)T, 15 w11, with G = (1 0; 1 1; 0 1); u[((q*NP + p)*C + c)*16 + j]. */
+static uint32_t pack_winos2_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
+    static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+    const float *src = g->values[w].tensor->data;
+    int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
+    int64_t dims[PLAN_WINO_RANK] = {16, 1, np, C, PLAN_PGEMM_NR};
+    IrTensor *pt = derived_tensor(g, w, ".wino", PLAN_WINO_RANK, dims);
+    float *o = pt->data;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t m = 0; m < np * PLAN_PGEMM_NR; m++) {
+            double k[3][3] = {{0}}, v[16];
+            if (m < M)
+                for (int r = 0; r < 3; r++)
+                    for (int s = 0; s < 3; s++) k[r][s] = src[((r * 3 + s) * C + c) * M + m];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    v[3 * i + j] = G[i][0] * G[j][0] * k[0][0] + G[i][0] * G[j][1] * k[0][2] +
+                                   G[i][1] * G[j][0] * k[2][0] + G[i][1] * G[j][1] * k[2][2];
+            for (int i = 0; i < 3; i++) v[9 + i] = G[i][0] * k[0][1] + G[i][1] * k[2][1];
+            for (int j = 0; j < 3; j++) v[12 + j] = G[j][0] * k[1][0] + G[j][1] * k[1][2];
+            v[15] = k[1][1];
+            for (int q = 0; q < 16; q++)
+                o[((q * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
+                    (float)v[q];
         }
     return add_derived_const(g, pt);
 }
@@ -563,9 +605,10 @@ bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d) {
         PlanGemm p;
         IrNode *n = &g->nodes[i];
         if (n->dead || (n->op == IR_OP_FUSED_CONV && ir_has_input(n, 4))) continue;
-        if (winograd && pack_conv_fits(g, n, &a) && wino_fits(g, n, &a)) {
+        int wm = 0;
+        if (winograd && pack_conv_fits(g, n, &a) && (wm = wino_fits(g, n, &a)) > 0) {
             const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (3, 3, C, M) */
-            n->inputs[1] = pack_wino_f32(g, n->inputs[1], wd[2], wd[3]);
+            n->inputs[1] = pack_wino_f32(g, n->inputs[1], wd[2], wd[3], wm);
         } else if (pack_conv_fits(g, n, &a)) {
             const int64_t *wd = g->values[n->inputs[1]].type.dims; /* (KH, KW, C/group, M) */
             n->inputs[1] = pack_panels_f32(g, n->inputs[1], a.group, wd[0], wd[1], wd[2],

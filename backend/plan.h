@@ -127,6 +127,28 @@ static inline bool plan_wino_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) 
     return C >= PLAN_WINO_MIN_CHANNELS && M >= PLAN_WINO_MIN_CHANNELS &&
            C <= PLAN_WINO_MAX_CHANNELS && OH >= PLAN_WINO_MIN_SIDE && OW >= PLAN_WINO_MIN_SIDE;
 }
+/* F(2x2, 3x3) (runtime/rt_wino.h's rt_wino2_*: dims (4, 4, NP, C, 16), told from F(4x4)'s
+ * by dims[0]) for what F(4x4) leaves: more than 256 input channels (ResNet-50's 512@7x7)
+ * on a 7x7 or 8x8 output, one block of 16 tiles of 2x2 pixels. Its 16 x C x M transformed
+ * weights (16.8 MB at 512 channels) are 16/9 the direct ones where F(4x4)'s were 4x (37.7
+ * MB: it tied the packed GEMM), for 256 / 441 of the direct FMAs at 7x7 (the 8x8 tiles
+ * cover 64 pixels for 49): 1.80-1.89 ms a layer in ResNet-50 against 2.20-2.21 packed
+ * (bench/cpu/resnet50-profile.md, 2026-11-29 session 14). */
+#define PLAN_WINO2_MAX_CHANNELS 1024 /* C: the workspace is 36 x 28 x (C + 32) floats */
+static inline bool plan_wino2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+    return C > PLAN_WINO_MAX_CHANNELS && C <= PLAN_WINO2_MAX_CHANNELS &&
+           M >= PLAN_WINO_MIN_CHANNELS && (OH + 1) / 2 == 4 && (OW + 1) / 2 == 4;
+}
+/* Stride 2 (runtime/rt_wino.h's rt_winos2_*: dims (16, 1, NP, C, 16)): the 3x3 stride-2
+ * layers of 32 to 256 input channels whose output is at least 8x8 (ResNet-50's 128@56->28
+ * and 256@28->14), as four stride-1 convolutions on the input's phases with F(2, 2) along
+ * each dimension of two taps: 25 products a tile of 2x2 pixels (0.69x the direct FMAs), 16
+ * matrices of weights (16/9 the direct bytes; at 512@14->7 the 8x8 tiles of a 7x7 output
+ * keep 0.91x of the FMAs for them: 2.58 ms against 2.42-2.45 packed, so not there). In
+ * ResNet-50: 128@56->28 1.98 ms against 2.20 packed, 256@28->14 2.07 against 2.14. */
+static inline bool plan_winos2_pays(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+    return plan_wino_pays(C, M, OH, OW);
+}
 bool plan_pack_weights_f32(IrGraph *g, bool winograd, Diag *d);
 
 #endif

@@ -24,7 +24,13 @@
  * layer of heavy weights and few tiles, the output channel panels).
  * Stack: RT_WINO_VBUF (without a workspace) + 36 x RT_WINO_TBR x RT_PGEMM_NT floats (AVX2:
  * 108 + 41 KiB, AVX-512: 108 + 63 KiB).
- * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct). C99. */
+ * Floor: 36 x C x M FMAs a tile of 16 pixels (against 144 x C x M direct).
+ *
+ * F(2x2, 3x3) (rt_wino2_*, the same kernel with wm = 2: rt_wino_x_*): 2x2 pixels a tile
+ * from a 4x4 patch, 16 points (0, +-1, infinity), U (4, 4, NP, C, 16); for layers whose
+ * F(4x4) weights would stream too many bytes (ResNet-50's 512@7x7: 16 x C x M = 16.8 MB
+ * against F(4x4)'s 37.7 and the direct 9.4; 16 tiles of 2x2 are one block on
+ * rt_wino_p16_avx512): 16 x C x M FMAs a tile of 4 pixels (0.58x the direct at 7x7). C99. */
 #ifndef KILN_RT_WINO_H
 #define KILN_RT_WINO_H
 
@@ -111,10 +117,148 @@ RT_API void rt_wino_out_f32(float o[4][4][RT_WINO_L], float m[6][6][RT_WINO_L]) 
         }
 }
 
+/* F(2x2, 3x3) (rt_wino2_*): v = BT d B over L lanes, d and v 4 x 4 points (BT: rows
+ * (1 0 -1 0), (0 1 1 0), (0 -1 1 0), (0 1 0 -1); the points 0, +-1 and infinity). */
+RT_API void rt_wino2_in_f32(float v[4][4][RT_WINO_L], float d[4][4][RT_WINO_L]) {
+    float t[4][4][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 4; i++) /* t = BT d: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            t[0][i][l] = d[0][i][l] - d[2][i][l];
+            t[1][i][l] = d[1][i][l] + d[2][i][l];
+            t[2][i][l] = d[2][i][l] - d[1][i][l];
+            t[3][i][l] = d[1][i][l] - d[3][i][l];
+        }
+    for (i = 0; i < 4; i++) /* v = t B: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            v[i][0][l] = t[i][0][l] - t[i][2][l];
+            v[i][1][l] = t[i][1][l] + t[i][2][l];
+            v[i][2][l] = t[i][2][l] - t[i][1][l];
+            v[i][3][l] = t[i][1][l] - t[i][3][l];
+        }
+}
+
+/* F(2x2, 3x3): o = AT m A over L lanes (m: 4 x 4 points, o: 2 x 2 pixels; AT: rows
+ * (1 1 1 0), (0 1 -1 -1)). */
+RT_API void rt_wino2_out_f32(float o[2][2][RT_WINO_L], float m[4][4][RT_WINO_L]) {
+    float t[2][4][RT_WINO_L];
+    int i, l;
+    for (i = 0; i < 4; i++) /* t = AT m: column i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            t[0][i][l] = m[0][i][l] + m[1][i][l] + m[2][i][l];
+            t[1][i][l] = m[1][i][l] - m[2][i][l] - m[3][i][l];
+        }
+    for (i = 0; i < 2; i++) /* o = t A: row i */
+        for (l = 0; l < RT_WINO_L; l++) {
+            o[i][0][l] = t[i][0][l] + t[i][1][l] + t[i][2][l];
+            o[i][1][l] = t[i][1][l] - t[i][2][l] - t[i][3][l];
+        }
+}
+
+/* Stride 2 (rt_winos2_*): a 3x3 convolution of stride 2 as four stride-1 ones on the
+ * phases of its input, P_ab[j][k] = x[2j + a - pt][2k + b - pl]: the 2x2 kernel (w00 w02;
+ * w20 w22) on P_00, the 2x1 (w01; w21) on P_01, the 1x2 (w10 w12) on P_10 and w11 on P_11.
+ * A tile of 2x2 output pixels reads a 5x5 input patch D (rows 4 th - pt.., columns 4 tw -
+ * pl..); F(2, 2) (BT: rows (1 -1 0), (0 1 0), (0 -1 1); G: (1 0), (1 1), (0 1); AT: (1 1 0),
+ * (0 1 1), exact in floats) runs along each dimension of two taps, so a tile has 25 points:
+ * 9 of P_00 (3x3, each its own matrix), 6 of P_01 (3 along h x 2 columns; matrix 9 + i),
+ * 6 of P_10 (2 rows x 3 along w; matrix 12 + j) and the 4 pixels of P_11 (matrix 15): 16
+ * transformed matrices (16 x C x M, U (16, 1, NP, C, 16)) and 25 products a tile of 4
+ * pixels, 6.25 a pixel against the direct 9 (0.69x). */
+#define RT_WINOS2 (-2) /* rt_wino_x_*'s wm for stride 2 (tiles of 2x2 pixels) */
+#define RT_WINOS2_P 25 /* points a tile */
+/* The matrix of each point. */
+static const unsigned char rt_winos2_mat[RT_WINOS2_P] = {0,  1,  2,  3,  4,  5,  6,  7,  8,
+                                                         9,  9,  10, 10, 11, 11, 12, 13, 14,
+                                                         12, 13, 14, 15, 15, 15, 15};
+
+/* The 25 points of one tile's channels c0..c0+cw (cw <= RT_WINO_L) from the image xn (H x W
+ * pixels of C), the patch at (ih0, iw0); point p at dst + p * pstride. */
+RT_API void rt_winos2_in_f32(const float *xn, int64_t H, int64_t W, int64_t C, int64_t c0,
+                             int64_t cw, int64_t ih0, int64_t iw0, float *dst,
+                             int64_t pstride) {
+    float d[5][5];
+    int64_t l;
+    int a, e;
+    for (l = 0; l < cw; l++) {
+        float t[3][3], *o = dst + l;
+        for (a = 0; a < 5; a++)
+            for (e = 0; e < 5; e++) {
+                const int64_t ih = ih0 + a, iw = iw0 + e;
+                d[a][e] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[(ih * W + iw) * C + c0 + l]
+                                                                 : 0.0f;
+            }
+        for (e = 0; e < 3; e++) { /* P_00: BT along h (rows 0, 2, 4), then along w */
+            t[0][e] = d[0][2 * e] - d[2][2 * e];
+            t[1][e] = d[2][2 * e];
+            t[2][e] = d[4][2 * e] - d[2][2 * e];
+        }
+        for (a = 0; a < 3; a++) {
+            o[(3 * a + 0) * pstride] = t[a][0] - t[a][1];
+            o[(3 * a + 1) * pstride] = t[a][1];
+            o[(3 * a + 2) * pstride] = t[a][2] - t[a][1];
+        }
+        for (e = 0; e < 2; e++) { /* P_01: BT along h, columns 1, 3 */
+            o[(9 + e) * pstride] = d[0][2 * e + 1] - d[2][2 * e + 1];
+            o[(11 + e) * pstride] = d[2][2 * e + 1];
+            o[(13 + e) * pstride] = d[4][2 * e + 1] - d[2][2 * e + 1];
+        }
+        for (a = 0; a < 2; a++) { /* P_10: rows 1, 3, BT along w */
+            o[(15 + 3 * a) * pstride] = d[2 * a + 1][0] - d[2 * a + 1][2];
+            o[(16 + 3 * a) * pstride] = d[2 * a + 1][2];
+            o[(17 + 3 * a) * pstride] = d[2 * a + 1][4] - d[2 * a + 1][2];
+        }
+        for (a = 0; a < 2; a++) /* P_11 */
+            for (e = 0; e < 2; e++) o[(21 + 2 * a + e) * pstride] = d[2 * a + 1][2 * e + 1];
+    }
+}
+
+/* The 2x2 pixels of one tile's channels (cw <= RT_WINO_L) from its 25 products (point p at
+ * src + p * pstride): o[a][e][l]. */
+RT_API void rt_winos2_out_f32(float o[2][2][RT_WINO_L], const float *src, int64_t pstride,
+                              int64_t cw) {
+    int64_t l;
+    int a, e;
+    for (l = 0; l < cw; l++) {
+        float m[25], t[2][3];
+        for (a = 0; a < 25; a++) m[a] = src[a * pstride + l];
+        for (e = 0; e < 3; e++) { /* P_00: AT along h */
+            t[0][e] = m[e] + m[3 + e];
+            t[1][e] = m[3 + e] + m[6 + e];
+        }
+        for (a = 0; a < 2; a++) {
+            o[a][0][l] = t[a][0] + t[a][1] + m[15 + 3 * a] + m[16 + 3 * a] + m[21 + 2 * a];
+            o[a][1][l] = t[a][1] + t[a][2] + m[16 + 3 * a] + m[17 + 3 * a] + m[22 + 2 * a];
+            for (e = 0; e < 2; e++) /* P_01: AT along h */
+                o[a][e][l] += a == 0 ? m[9 + e] + m[11 + e] : m[11 + e] + m[13 + e];
+        }
+    }
+}
+
 /* Floats of the workspace that holds a block of RT_WINO_TB_WS tiles of C channels (V) and
  * their products for one tile of output channels: 36 x RT_WINO_TB_WS x (C + RT_WINO_NT_WS). */
 RT_API int64_t rt_wino_ws_floats(int64_t C) {
     return (int64_t)RT_WINO_P * RT_WINO_TB_WS * (C + RT_WINO_NT_WS);
+}
+
+/* Stride 2 (RT_WINOS2, below) holds up to 56 tiles a block, its 25 points each: a 28x28
+ * input's 14x14 output (49 tiles) in one block, so that its 16 x C x M weights (4.2 MB at
+ * 256 channels) stream once, not twice. */
+#define RT_WINOS2_TB_WS 56
+/* Blocks of an image that does not fit one: RT_WINO_TB_MAX tiles (AVX-512: 14), whose V
+ * (25 x 14 x C floats, 179 KiB at 128 channels) stays in L2 beside the weights (1 MB at
+ * 128 channels) that every block reads again (ResNet-50's 128@56->28, 10 alternating rounds
+ * of profile.py: 1.88 ms against 2.01 with 28 tiles and 2.04 with 56). A -D to try others. */
+#ifndef RT_WINOS2_BIG_CAP
+#define RT_WINOS2_BIG_CAP RT_WINO_TB_MAX
+#endif
+/* Floats of V's part of the workspace (the products follow it) for tiles of wm (as
+ * rt_wino_x_blocks_f32's), and of the whole workspace. */
+RT_API int64_t rt_wino_x_ws_v(int64_t C, int wm) {
+    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * C : (int64_t)RT_WINO_P * RT_WINO_TB_WS * C;
+}
+RT_API int64_t rt_wino_x_ws_floats(int64_t C, int wm) {
+    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * (C + RT_WINO_NT_WS) : rt_wino_ws_floats(C);
 }
 
 #if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
@@ -221,6 +365,147 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
         }
     }
 }
+/* rt_wino_in_vec_f32 for F(2x2, 3x3): a 4x4 patch, 16 points. */
+RT_API void rt_wino2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
+                                int64_t iw0, float *dst, int64_t pstride) {
+    const int inside = ih0 >= 0 && ih0 + 4 <= H && iw0 >= 0 && iw0 + 4 <= W;
+    const rt_wino_vf z = {0};
+    rt_wino_vf t[4][4], d[4];
+    int a, e;
+    for (e = 0; e < 4; e++) { /* t = BT d: column e */
+        for (a = 0; a < 4; a++) {
+            const int64_t ih = ih0 + a, iw = iw0 + e;
+            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+                memcpy(&d[a], xc + (ih * W + iw) * C, sizeof d[a]);
+            else
+                d[a] = z;
+        }
+        t[0][e] = d[0] - d[2];
+        t[1][e] = d[1] + d[2];
+        t[2][e] = d[2] - d[1];
+        t[3][e] = d[1] - d[3];
+    }
+    for (a = 0; a < 4; a++) { /* v = t B: row a */
+        const rt_wino_vf *q = t[a];
+        float *o = dst + a * 4 * pstride;
+        rt_wino_vf v[4];
+        v[0] = q[0] - q[2];
+        v[1] = q[1] + q[2];
+        v[2] = q[2] - q[1];
+        v[3] = q[1] - q[3];
+        for (e = 0; e < 4; e++) memcpy(o + e * pstride, &v[e], sizeof v[e]);
+    }
+}
+
+/* rt_wino_out_vec_f32 for F(2x2, 3x3): 16 points, a 2x2 tile (rows, cols <= 2). */
+RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float *bias, float *y0,
+                                 const float *r0, int64_t yrow, int64_t ycol, int rows,
+                                 int cols, float lo, float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf t[2][4], o[2], m[4], bv = z;
+    int a, e;
+    if (bias) memcpy(&bv, bias, sizeof bv);
+    for (e = 0; e < 4; e++) { /* t = AT m: column e */
+        for (a = 0; a < 4; a++) memcpy(&m[a], src + (4 * a + e) * pstride, sizeof m[a]);
+        t[0][e] = m[0] + m[1] + m[2];
+        t[1][e] = m[1] - m[2] - m[3];
+    }
+    for (a = 0; a < rows; a++) { /* o = t A: row a */
+        const rt_wino_vf *q = t[a];
+        o[0] = q[0] + q[1] + q[2];
+        o[1] = q[1] - q[2] - q[3];
+        for (e = 0; e < cols; e++) {
+            float *yp = y0 + a * yrow + e * ycol;
+            rt_wino_vf v = o[e] + bv, rv;
+            rt_wino_vi lt;
+            if (r0) {
+                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
+                v += rv;
+            }
+            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
+            lt = v > vhi;
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
+            memcpy(yp, &v, sizeof v);
+            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+        }
+    }
+}
+/* rt_winos2_in_f32 on RT_WINO_VL channels (xc: the image at the first). */
+RT_API void rt_winos2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
+                                 int64_t iw0, float *dst, int64_t pstride) {
+    const int inside = ih0 >= 0 && ih0 + 5 <= H && iw0 >= 0 && iw0 + 5 <= W;
+    const rt_wino_vf z = {0};
+    rt_wino_vf d[5][5], t[3][3], v[RT_WINOS2_P];
+    int a, e;
+    for (a = 0; a < 5; a++)
+        for (e = 0; e < 5; e++) {
+            const int64_t ih = ih0 + a, iw = iw0 + e;
+            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+                memcpy(&d[a][e], xc + (ih * W + iw) * C, sizeof d[a][e]);
+            else
+                d[a][e] = z;
+        }
+    for (e = 0; e < 3; e++) {
+        t[0][e] = d[0][2 * e] - d[2][2 * e];
+        t[1][e] = d[2][2 * e];
+        t[2][e] = d[4][2 * e] - d[2][2 * e];
+    }
+    for (a = 0; a < 3; a++) {
+        v[3 * a] = t[a][0] - t[a][1];
+        v[3 * a + 1] = t[a][1];
+        v[3 * a + 2] = t[a][2] - t[a][1];
+    }
+    for (e = 0; e < 2; e++) {
+        v[9 + e] = d[0][2 * e + 1] - d[2][2 * e + 1];
+        v[11 + e] = d[2][2 * e + 1];
+        v[13 + e] = d[4][2 * e + 1] - d[2][2 * e + 1];
+    }
+    for (a = 0; a < 2; a++) {
+        v[15 + 3 * a] = d[2 * a + 1][0] - d[2 * a + 1][2];
+        v[16 + 3 * a] = d[2 * a + 1][2];
+        v[17 + 3 * a] = d[2 * a + 1][4] - d[2 * a + 1][2];
+    }
+    for (a = 0; a < 2; a++)
+        for (e = 0; e < 2; e++) v[21 + 2 * a + e] = d[2 * a + 1][2 * e + 1];
+    for (a = 0; a < RT_WINOS2_P; a++) memcpy(dst + a * pstride, &v[a], sizeof v[a]);
+}
+
+/* rt_wino_out_vec_f32 for stride 2: 25 points, a 2x2 tile (rows, cols <= 2). */
+RT_API void rt_winos2_out_vec_f32(const float *src, int64_t pstride, const float *bias,
+                                  float *y0, const float *r0, int64_t yrow, int64_t ycol,
+                                  int rows, int cols, float lo, float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf m[RT_WINOS2_P], t[2][3], o[2][2], bv = z;
+    int a, e;
+    if (bias) memcpy(&bv, bias, sizeof bv);
+    for (a = 0; a < RT_WINOS2_P; a++) memcpy(&m[a], src + a * pstride, sizeof m[a]);
+    for (e = 0; e < 3; e++) {
+        t[0][e] = m[e] + m[3 + e];
+        t[1][e] = m[3 + e] + m[6 + e];
+    }
+    for (a = 0; a < 2; a++) {
+        o[a][0] = t[a][0] + t[a][1] + m[15 + 3 * a] + m[16 + 3 * a] + m[21 + 2 * a];
+        o[a][1] = t[a][1] + t[a][2] + m[16 + 3 * a] + m[17 + 3 * a] + m[22 + 2 * a];
+        for (e = 0; e < 2; e++) o[a][e] += a == 0 ? m[9 + e] + m[11 + e] : m[11 + e] + m[13 + e];
+    }
+    for (a = 0; a < rows; a++)
+        for (e = 0; e < cols; e++) {
+            float *yp = y0 + a * yrow + e * ycol;
+            rt_wino_vf v = o[a][e] + bv, rv;
+            rt_wino_vi lt;
+            if (r0) {
+                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
+                v += rv;
+            }
+            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
+            lt = v > vhi;
+            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
+            memcpy(yp, &v, sizeof v);
+            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+        }
+}
 #endif
 
 #if defined(RT_PGEMM_AVX512) && defined(RT_WINO_VEC)
@@ -264,13 +549,18 @@ static inline void rt_wino_p16_avx512(int64_t C, const float *a, const float *b,
 }
 #endif
 
-/* Tiles a block for C input channels in a buffer of buf floats: as many as it holds, whole
- * microkernel tiles where there is room for one, at most cap. */
-RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
-    int64_t tb = buf / (RT_WINO_P * C);
+/* Tiles a block for C input channels in a buffer of buf floats, wp points a tile: as many
+ * as it holds, whole microkernel tiles where there is room for one, at most cap. */
+RT_API int64_t rt_wino_x_block_in(int64_t C, int64_t buf, int64_t cap, int64_t wp) {
+    int64_t tb = buf / (wp * C);
     if (tb > cap) tb = cap;
     if (tb > RT_PGEMM_MR) tb -= tb % RT_PGEMM_MR;
     return tb < 1 ? 1 : tb;
+}
+
+/* rt_wino_x_block_in of F(4x4, 3x3)'s 36 points. */
+RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
+    return rt_wino_x_block_in(C, buf, cap, RT_WINO_P);
 }
 
 /* Tiles a block on the stack (RT_WINO_VBUF). */
@@ -278,17 +568,50 @@ RT_API int64_t rt_wino_block(int64_t C) {
     return rt_wino_block_in(C, RT_WINO_VBUF, RT_WINO_TB_MAX);
 }
 
-/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG on one worker (big),
- * else RT_WINO_TB_MAX. */
+/* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG (big), else
+ * RT_WINO_TB_MAX. */
 RT_API int64_t rt_wino_block_ws(int64_t C, int big) {
     return rt_wino_block_in(C, (int64_t)RT_WINO_P * RT_WINO_TB_WS * C,
                             big ? RT_WINO_TB_BIG : RT_WINO_TB_MAX);
 }
 
-/* Tiles of the whole batch: N x ceil(OH/4) x ceil(OW/4). */
+/* Tiles a block in a workspace on one worker: big blocks above RT_WINO_ONE_SMALL_C input
+ * channels (a 14x14 image's 16 tiles in one), else RT_WINO_TB_MAX. At 64 and 128 channels
+ * (ResNet-50's 64@56x56 and 128@28x28) the block's V and products (36 x 14 x (C + 32)
+ * floats: 189 KiB at 64 channels, 322 KiB at 128; twice that at 28 tiles) leave L2 to the
+ * weights' panels: 64@56x56 0.82 / 0.84 / 0.78 ms a layer against 0.85 / 0.86 / 0.81 with
+ * 28 tiles (14 alternating rounds of profile.py; a second run of 10 alike), 128@28x28
+ * 2.80 and 3.05 ms for the three against 2.98 and 3.29 (two runs of 10 and 12 rounds),
+ * though its 2.4 MB of weights then stream four times instead of twice. */
+#define RT_WINO_ONE_SMALL_C 128
+RT_API int64_t rt_wino_block_one(int64_t C) {
+    return rt_wino_block_ws(C, C > RT_WINO_ONE_SMALL_C);
+}
+
+/* Tiles of the whole batch for tiles of wm x wm pixels: N x ceil(OH/wm) x ceil(OW/wm). */
+RT_API int64_t rt_wino_x_tiles(const RtConvGeom *g, int wm) {
+    if (wm == RT_WINOS2) wm = 2;
+    return g->n * ((g->out[1] + wm - 1) / wm) * ((g->out[2] + wm - 1) / wm);
+}
+
+/* F(4x4, 3x3)'s tiles: N x ceil(OH/4) x ceil(OW/4). */
 RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
-    return g->n * ((g->out[1] + RT_WINO_M - 1) / RT_WINO_M) *
-           ((g->out[2] + RT_WINO_M - 1) / RT_WINO_M);
+    return rt_wino_x_tiles(g, RT_WINO_M);
+}
+
+/* F(2x2, 3x3)'s tiles: N x ceil(OH/2) x ceil(OW/2). */
+RT_API int64_t rt_wino2_tiles(const RtConvGeom *g) {
+    return rt_wino_x_tiles(g, 2);
+}
+
+/* Stride 2's tiles (2x2 output pixels): N x ceil(OH/2) x ceil(OW/2). */
+RT_API int64_t rt_winos2_tiles(const RtConvGeom *g) {
+    return rt_wino_x_tiles(g, RT_WINOS2);
+}
+
+/* Points a tile (wm as rt_wino_x_blocks_f32's). */
+RT_API int64_t rt_wino_x_points(int wm) {
+    return wm == RT_WINOS2 ? RT_WINOS2_P : (int64_t)(wm + 2) * (wm + 2);
 }
 
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
@@ -297,14 +620,18 @@ RT_API int64_t rt_wino_tiles(const RtConvGeom *g) {
  * past the last: all): the kernel of rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32.
  * Every tile's bytes are the same whatever tb (a microkernel row does not see the others)
  * and whatever the panels (each panel's products and outputs are its own). */
-RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float *b,
-                                    const float *r, float *y, const RtConvGeom *g,
-                                    const RtAct *act, int64_t t_begin, int64_t t_end,
-                                    float *vb, int64_t tb, float *mb, int64_t mr,
-                                    int64_t j_lo, int64_t j_hi) {
+RT_API void rt_wino_x_blocks_f32(const float *x, const float *u, const float *b,
+                                 const float *r, float *y, const RtConvGeom *g,
+                                 const RtAct *act, int64_t t_begin, int64_t t_end, float *vb,
+                                 int64_t tb, float *mb, int64_t mr, int64_t j_lo, int64_t j_hi,
+                                 int wm) {
+    /* wm: the tile's side, 4 (F(4x4, 3x3): 6x6 points) or 2 (F(2x2, 3x3): 4x4 points); or
+     * RT_WINOS2: stride 2, tiles of 2x2 pixels, 25 points of 16 matrices */
+    const int s2 = wm == RT_WINOS2, WM = s2 ? 2 : wm, WA = WM + 2;
+    const int WP = s2 ? RT_WINOS2_P : WA * WA, SS = s2 ? 2 : 1; /* SS: the stride */
     const int64_t C = g->c, M = g->m, H = g->in[1], W = g->in[2], OH = g->out[1];
-    const int64_t OW = g->out[2], TW = (OW + RT_WINO_M - 1) / RT_WINO_M;
-    const int64_t TT = (OH + RT_WINO_M - 1) / RT_WINO_M * TW;
+    const int64_t OW = g->out[2], TW = (OW + WM - 1) / WM;
+    const int64_t TT = (OH + WM - 1) / WM * TW;
     const int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
     const int act_clamps = !act || act->kind == RT_ACT_NONE || act->kind == RT_ACT_RELU ||
                            act->kind == RT_ACT_CLIP;
@@ -329,7 +656,7 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
         /* 16 tiles of whole vectors of channels: V transposed, V[p][c][i], for
          * rt_wino_p16_avx512 (mb, free until the products, holds each vector of channels'
          * 36 x 16 x 16 transformed values on the way) */
-        const int t16 = nb == RT_WINO_R16 && C % RT_WINO_VL == 0 && mr >= RT_WINO_R16;
+        const int t16 = !s2 && nb == RT_WINO_R16 && C % RT_WINO_VL == 0 && mr >= RT_WINO_R16;
         if (t16) {
             int64_t c0;
             for (c0 = 0; c0 < C; c0 += RT_WINO_VL) {
@@ -337,11 +664,11 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 for (i = 0; i < RT_WINO_R16; i++) {
                     const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW;
                     const int64_t tw = tile % TW;
-                    rt_wino_in_vec_f32(x + n * H * W * C + c0, H, W, C, th * RT_WINO_M - g->pad[1],
-                                       tw * RT_WINO_M - g->pad[2], mb + i * RT_WINO_VL,
-                                       RT_WINO_R16 * RT_WINO_VL);
+                    (WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(
+                        x + n * H * W * C + c0, H, W, C, th * WM - g->pad[1], tw * WM - g->pad[2],
+                        mb + i * RT_WINO_VL, RT_WINO_R16 * RT_WINO_VL);
                 }
-                for (p = 0; p < RT_WINO_P; p++) {
+                for (p = 0; p < WP; p++) {
                     const float *src = mb + p * RT_WINO_R16 * RT_WINO_VL;
                     float *dst = vb + ((int64_t)p * C + c0) * RT_WINO_R16;
                     for (q = 0; q < RT_WINO_VL; q++)
@@ -353,38 +680,49 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
 #endif
         for (i = 0; i < nb; i++) { /* input transform: V[p][i][c] */
             const int64_t tile = t0 + i, n = tile / TT, th = tile % TT / TW, tw = tile % TW;
-            const int64_t ih0 = th * RT_WINO_M - g->pad[1], iw0 = tw * RT_WINO_M - g->pad[2];
+            const int64_t ih0 = th * WM * SS - g->pad[1], iw0 = tw * WM * SS - g->pad[2];
             const float *xn = x + n * H * W * C;
             int64_t c0 = 0;
 #ifdef RT_WINO_VEC
             for (; c0 + RT_WINO_VL <= C; c0 += RT_WINO_VL)
-                rt_wino_in_vec_f32(xn + c0, H, W, C, ih0, iw0, vb + i * C + c0, tb * C);
+                (s2 ? rt_winos2_in_vec_f32 : WM == 2 ? rt_wino2_in_vec_f32 : rt_wino_in_vec_f32)(
+                    xn + c0, H, W, C, ih0, iw0, vb + i * C + c0, tb * C);
 #endif
+            if (s2)
+                for (; c0 < C; c0 += RT_WINO_L)
+                    rt_winos2_in_f32(xn, H, W, C, c0, C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L,
+                                     ih0, iw0, vb + i * C + c0, tb * C);
             for (; c0 < C; c0 += RT_WINO_L) {
                 const int64_t cw = C - c0 < RT_WINO_L ? C - c0 : RT_WINO_L;
                 float d[6][6][RT_WINO_L], v[6][6][RT_WINO_L];
+                float d2[4][4][RT_WINO_L], v2[4][4][RT_WINO_L]; /* F(2x2, 3x3) */
                 int a, e, l;
-                for (a = 0; a < 6; a++)
-                    for (e = 0; e < 6; e++) {
+                for (a = 0; a < WA; a++)
+                    for (e = 0; e < WA; e++) {
                         const int64_t ih = ih0 + a, iw = iw0 + e;
                         const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
                         const float *src = inside ? xn + (ih * W + iw) * C + c0 : xn;
+                        float *dd = WM == 2 ? d2[a][e] : d[a][e];
                         if (!inside) {
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = 0.0f;
                         } else if (cw == RT_WINO_L) { /* fixed length: one vector move */
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = src[l];
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = src[l];
                         } else {
-                            for (l = 0; l < RT_WINO_L; l++) d[a][e][l] = 0.0f;
-                            for (l = 0; l < cw; l++) d[a][e][l] = src[l];
+                            for (l = 0; l < RT_WINO_L; l++) dd[l] = 0.0f;
+                            for (l = 0; l < cw; l++) dd[l] = src[l];
                         }
                     }
-                rt_wino_in_f32(v, d);
-                for (a = 0; a < RT_WINO_P; a++) {
+                if (WM == 2)
+                    rt_wino2_in_f32(v2, d2);
+                else
+                    rt_wino_in_f32(v, d);
+                for (a = 0; a < WP; a++) {
                     float *dst = vb + (a * tb + i) * C + c0;
+                    const float *vv = WM == 2 ? v2[a / 4][a % 4] : v[a / 6][a % 6];
                     if (cw == RT_WINO_L)
-                        for (l = 0; l < RT_WINO_L; l++) dst[l] = v[a / 6][a % 6][l];
+                        for (l = 0; l < RT_WINO_L; l++) dst[l] = vv[l];
                     else
-                        for (l = 0; l < cw; l++) dst[l] = v[a / 6][a % 6][l];
+                        for (l = 0; l < cw; l++) dst[l] = vv[l];
                 }
             }
         }
@@ -397,10 +735,10 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
             int64_t p, r0, cc;
 #if defined(RT_WINO_R16)
             if (t16) {
-                for (p = 0; p < RT_WINO_P; p++) {
+                for (p = 0; p < WP; p++) {
                     const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
                     /* the next call's panel: the next point's, after the last the next pair's */
-                    const float *nx = p + 1 < RT_WINO_P   ? bp + np * C * RT_PGEMM_NR
+                    const float *nx = p + 1 < WP   ? bp + np * C * RT_PGEMM_NR
                                       : j0 + RT_PGEMM_NP < j_hi ? u + (j0 + RT_PGEMM_NP) * C * RT_PGEMM_NR
                                                              : NULL;
                     const float *ap = vb + p * C * RT_WINO_R16;
@@ -410,8 +748,8 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 }
             } else
 #endif
-            for (p = 0; p < RT_WINO_P; p++) { /* the 36 products of this panel */
-                const float *bp = u + (p * np + j0) * C * RT_PGEMM_NR;
+            for (p = 0; p < WP; p++) { /* the WP (36, 16 or 25) products of this panel */
+                const float *bp = u + ((s2 ? rt_winos2_mat[p] : p) * np + j0) * C * RT_PGEMM_NR;
                 for (r0 = 0; r0 < nb; r0 += rh) {
                     const float *a[RT_PGEMM_MR];
                     int q;
@@ -435,19 +773,19 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 cc = 0;
 #ifdef RT_WINO_VEC
                 {
-                    const int64_t oh0 = th * RT_WINO_M, ow0 = tw * RT_WINO_M;
-                    const int rows = OH - oh0 < RT_WINO_M ? (int)(OH - oh0) : RT_WINO_M;
-                    const int tcols = OW - ow0 < RT_WINO_M ? (int)(OW - ow0) : RT_WINO_M;
+                    const int64_t oh0 = th * WM, ow0 = tw * WM;
+                    const int rows = OH - oh0 < WM ? (int)(OH - oh0) : WM;
+                    const int tcols = OW - ow0 < WM ? (int)(OW - ow0) : WM;
                     /* the output (and residual) pixels of the tile two ahead into L1, the
                      * first and last line of this panel's columns: the tile's 16 pixels are
                      * 4 runs OW x M floats apart that no hardware prefetcher follows, and
                      * the transform's stores and residual loads waited on them (ResNet-50's
                      * 64@56x56 layers 0.95x the time in-model, Zen 4) */
                     if (i + 2 < nb) {
-                        const int64_t t2 = t0 + i + 2, n2 = t2 / TT, oh2 = t2 % TT / TW * RT_WINO_M;
-                        const int64_t ow2 = t2 % TW * RT_WINO_M;
-                        const int64_t rows2 = OH - oh2 < RT_WINO_M ? OH - oh2 : RT_WINO_M;
-                        const int64_t cols2 = OW - ow2 < RT_WINO_M ? OW - ow2 : RT_WINO_M;
+                        const int64_t t2 = t0 + i + 2, n2 = t2 / TT, oh2 = t2 % TT / TW * WM;
+                        const int64_t ow2 = t2 % TW * WM;
+                        const int64_t rows2 = OH - oh2 < WM ? OH - oh2 : WM;
+                        const int64_t cols2 = OW - ow2 < WM ? OW - ow2 : WM;
                         int64_t a2, e2;
                         for (a2 = 0; a2 < rows2; a2++)
                             for (e2 = 0; e2 < cols2; e2++) {
@@ -462,7 +800,10 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                     }
                     for (; cc + RT_WINO_VL <= cols; cc += RT_WINO_VL) {
                         float *y0 = y + ((n * OH + oh0) * OW + ow0) * M + m0 + cc;
-                        rt_wino_out_vec_f32(mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
+                        (s2          ? rt_winos2_out_vec_f32
+                         : WM == 2 ? rt_wino2_out_vec_f32
+                                   : rt_wino_out_vec_f32)(
+                                            mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT,
                                             b ? b + m0 + cc : NULL, y0, r ? r + (y0 - y) : NULL,
                                             OW * M, M, rows, tcols, lo, hi,
                                             act_clamps ? NULL : act);
@@ -472,16 +813,28 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
                 for (; cc < cols; cc += RT_WINO_L) {
                     const int64_t cw = cols - cc < RT_WINO_L ? cols - cc : RT_WINO_L;
                     float mm[6][6][RT_WINO_L], o[4][4][RT_WINO_L], bias[RT_WINO_L];
+                    float mm2[4][4][RT_WINO_L], o2[2][2][RT_WINO_L]; /* F(2x2, 3x3) */
                     int a, e, l;
-                    for (a = 0; a < RT_WINO_P; a++) {
+                    for (a = 0; a < WP && !s2; a++) {
                         const float *src = mb + (a * mr + i) * RT_PGEMM_NT + cc;
-                        for (l = 0; l < RT_WINO_L; l++) mm[a / 6][a % 6][l] = src[l];
+                        float *dd = WM == 2 ? mm2[a / 4][a % 4] : mm[a / 6][a % 6];
+                        for (l = 0; l < RT_WINO_L; l++) dd[l] = src[l];
                     }
-                    rt_wino_out_f32(o, mm);
+                    if (s2) {
+                        rt_winos2_out_f32(o2, mb + i * RT_PGEMM_NT + cc, mr * RT_PGEMM_NT, cw);
+                        for (a = 0; a < 2; a++)
+                            for (e = 0; e < 2; e++) memcpy(o[a][e], o2[a][e], sizeof o2[a][e]);
+                    } else if (WM == 2) {
+                        rt_wino2_out_f32(o2, mm2);
+                        for (a = 0; a < 2; a++)
+                            for (e = 0; e < 2; e++) memcpy(o[a][e], o2[a][e], sizeof o2[a][e]);
+                    } else {
+                        rt_wino_out_f32(o, mm);
+                    }
                     for (l = 0; l < RT_WINO_L; l++) bias[l] = b && l < cw ? b[m0 + cc + l] : 0.0f;
-                    for (a = 0; a < 4; a++)
-                        for (e = 0; e < 4; e++) {
-                            const int64_t oh = th * RT_WINO_M + a, ow = tw * RT_WINO_M + e;
+                    for (a = 0; a < WM; a++)
+                        for (e = 0; e < WM; e++) {
+                            const int64_t oh = th * WM + a, ow = tw * WM + e;
                             float *yp;
                             const float *rp;
                             if (oh >= OH || ow >= OW) continue;
@@ -517,24 +870,47 @@ RT_API void rt_wino_nhwc_blocks_f32(const float *x, const float *u, const float 
  * weights above, b (M) or NULL, r (N,OH,OW,M) or NULL, y (N,OH,OW,M), act NULL: none.
  * Geometry as rt_pconv_nhwc_f32's, with k 3x3, s 1, d 1, group 1; C <= RT_WINO_VBUF / 36.
  * V on the stack (RT_WINO_VBUF). */
+RT_API void rt_wino_x_tiles_f32(const float *x, const float *u, const float *b,
+                                const float *r, float *y, const RtConvGeom *g,
+                                const RtAct *act, int64_t t_begin, int64_t t_end, int wm) {
+    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
+    rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb,
+                         rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX,
+                                            rt_wino_x_points(wm)),
+                         mb, RT_WINO_TBR, 0, g->m, wm);
+}
+
 RT_API void rt_wino_nhwc_tiles_f32(const float *x, const float *u, const float *b,
                                    const float *r, float *y, const RtConvGeom *g,
                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
-    float vb[RT_WINO_VBUF], mb[RT_WINO_P * RT_WINO_TBR * RT_PGEMM_NT];
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, vb, rt_wino_block(g->c), mb,
-                            RT_WINO_TBR, 0, g->m);
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_tiles_f32 for F(2x2, 3x3): u (4, 4, NP, C, 16), tiles of rt_wino2_tiles. */
+RT_API void rt_wino2_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end) {
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, 2);
 }
 
 /* rt_wino_nhwc_tiles_f32 with V and the products in ws, a workspace of rt_wino_ws_floats(C)
  * floats, in blocks of tb = rt_wino_block_ws(C, .) tiles, output channel panels [j_lo,
- * j_hi) (rt_wino_nhwc_blocks_f32). */
+ * j_hi) (rt_wino_x_blocks_f32). */
+RT_API void rt_wino_x_panels_ws_f32(const float *x, const float *u, const float *b,
+                                    const float *r, float *y, const RtConvGeom *g,
+                                    const RtAct *act, int64_t t_begin, int64_t t_end,
+                                    float *ws, int64_t tb, int64_t j_lo, int64_t j_hi, int wm) {
+    rt_wino_x_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
+                         ws + rt_wino_x_ws_v(g->c, wm),
+                         (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi, wm);
+}
+
 RT_API void rt_wino_nhwc_panels_ws_f32(const float *x, const float *u, const float *b,
                                        const float *r, float *y, const RtConvGeom *g,
                                        const RtAct *act, int64_t t_begin, int64_t t_end,
                                        float *ws, int64_t tb, int64_t j_lo, int64_t j_hi) {
-    rt_wino_nhwc_blocks_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb,
-                            ws + (int64_t)RT_WINO_P * RT_WINO_TB_WS * g->c,
-                            (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi);
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, j_lo, j_hi,
+                            RT_WINO_M);
 }
 
 /* Every panel of rt_wino_nhwc_panels_ws_f32. */
@@ -542,13 +918,49 @@ RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const floa
                                       const float *r, float *y, const RtConvGeom *g,
                                       const RtAct *act, int64_t t_begin, int64_t t_end,
                                       float *ws, int64_t tb) {
-    rt_wino_nhwc_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m);
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_tiles_ws_f32 for F(2x2, 3x3) (the same workspace holds its blocks: 16
+ * points a tile against 36). */
+RT_API void rt_wino2_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                       const float *r, float *y, const RtConvGeom *g,
+                                       const RtAct *act, int64_t t_begin, int64_t t_end,
+                                       float *ws, int64_t tb) {
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, 2);
 }
 
 /* The whole convolution: every tile of the batch. */
 RT_API void rt_wino_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
                              float *y, const RtConvGeom *g, const RtAct *act) {
     rt_wino_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino_tiles(g));
+}
+
+/* rt_wino_nhwc_tiles_f32 and rt_wino_nhwc_tiles_ws_f32 for stride 2 (RT_WINOS2): u (16,
+ * 1, NP, C, 16), tiles of rt_winos2_tiles. */
+RT_API void rt_winos2_nhwc_tiles_f32(const float *x, const float *u, const float *b,
+                                     const float *r, float *y, const RtConvGeom *g,
+                                     const RtAct *act, int64_t t_begin, int64_t t_end) {
+    rt_wino_x_tiles_f32(x, u, b, r, y, g, act, t_begin, t_end, RT_WINOS2);
+}
+
+RT_API void rt_winos2_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
+                                        const float *r, float *y, const RtConvGeom *g,
+                                        const RtAct *act, int64_t t_begin, int64_t t_end,
+                                        float *ws, int64_t tb) {
+    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, 0, g->m, RT_WINOS2);
+}
+
+/* The whole stride-2 convolution. */
+RT_API void rt_winos2_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
+                               float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_winos2_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_winos2_tiles(g));
+}
+
+/* rt_wino_nhwc_f32 for F(2x2, 3x3). */
+RT_API void rt_wino2_nhwc_f32(const float *x, const float *u, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act) {
+    rt_wino2_nhwc_tiles_f32(x, u, b, r, y, g, act, 0, rt_wino2_tiles(g));
 }
 
 typedef struct RtWinoTask {
@@ -560,6 +972,7 @@ typedef struct RtWinoTask {
     int64_t tb, n, tiles;   /* tiles a block, tasks, tiles in all */
     int64_t pairs;          /* by panels: pairs of output channel panels (RT_PGEMM_NP); 0:
                                by tiles */
+    int wm;                 /* the tile's side: 4 (F(4x4, 3x3)) or 2 (F(2x2, 3x3)) */
 } RtWinoTask;
 
 RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
@@ -567,18 +980,19 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const int64_t t0 = rt_par_part(k->tiles, k->n, task);
     const int64_t t1 = rt_par_part(k->tiles, k->n, task + 1);
     if (k->pairs) { /* every tile, a run of panel pairs */
-        rt_wino_nhwc_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, 0, k->tiles,
-                                   (float *)rt_par_scratch(k->par, worker), k->tb,
-                                   rt_par_part(k->pairs, k->n, task) * RT_PGEMM_NP,
-                                   rt_par_part(k->pairs, k->n, task + 1) * RT_PGEMM_NP);
+        rt_wino_x_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, 0, k->tiles,
+                                (float *)rt_par_scratch(k->par, worker), k->tb,
+                                rt_par_part(k->pairs, k->n, task) * RT_PGEMM_NP,
+                                rt_par_part(k->pairs, k->n, task + 1) * RT_PGEMM_NP, k->wm);
         return;
     }
     if (t0 >= t1) return;
     if (k->par)
-        rt_wino_nhwc_tiles_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
-                                  (float *)rt_par_scratch(k->par, worker), k->tb);
+        rt_wino_x_panels_ws_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1,
+                                (float *)rt_par_scratch(k->par, worker), k->tb, 0, k->g->m,
+                                k->wm);
     else
-        rt_wino_nhwc_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1);
+        rt_wino_x_tiles_f32(k->x, k->u, k->b, k->r, k->y, k->g, k->act, t0, t1, k->wm);
 }
 
 /* rt_wino_nhwc_f32 with its tiles shared among par's workers (rt_par.h; NULL: serial):
@@ -608,14 +1022,23 @@ RT_API void rt_wino_nhwc_task_f32(void *arg, int64_t task, int worker) {
                                  tiles to save 0.3 MB of U apiece */
 #define RT_WINO_PANEL_WEIGHTS 2
 #endif
-RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
-                                 const float *r, float *y, const RtConvGeom *g,
-                                 const RtAct *act, const RtPar *par) {
+RT_API void rt_wino_x_par_f32(const float *x, const float *u, const float *b, const float *r,
+                              float *y, const RtConvGeom *g, const RtAct *act,
+                              const RtPar *par, int wm) {
     const int ws = par && par->scratch &&
-                   par->scratch_stride >= rt_wino_ws_floats(g->c) * (int64_t)sizeof(float);
-    const int64_t T = rt_wino_tiles(g);
+                   par->scratch_stride >= rt_wino_x_ws_floats(g->c, wm) * (int64_t)sizeof(float);
+    const int64_t T = rt_wino_x_tiles(g, wm), wp = rt_wino_x_points(wm);
+    /* stride 2's big blocks: the whole image where it fits one */
+    const int64_t big = wm == RT_WINOS2
+                            ? rt_wino_x_block_in(g->c, rt_wino_x_ws_v(g->c, wm),
+                                                 T <= RT_WINOS2_TB_WS ? RT_WINOS2_TB_WS
+                                                                      : RT_WINOS2_BIG_CAP, wp)
+                            : rt_wino_block_ws(g->c, 1);
+    const int64_t mats = wm == RT_WINOS2 ? 16 : wp; /* matrices of U */
     const int one = !par || !par->pfor || par->workers <= 1;
-    const int64_t tb = ws ? rt_wino_block_ws(g->c, one) : rt_wino_block(g->c);
+    const int64_t tb = ws ? (one ? (wm == RT_WINOS2 ? big : rt_wino_block_one(g->c))
+                                 : rt_wino_block_ws(g->c, 0))
+                          : rt_wino_x_block_in(g->c, RT_WINO_VBUF, RT_WINO_TB_MAX, wp);
     const int64_t blocks = (T + tb - 1) / tb;
     int64_t n = rt_par_chunks(par, blocks, 1);
     RtWinoTask k;
@@ -629,12 +1052,13 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.par = ws ? par : NULL;
     k.tb = tb;
     k.pairs = 0;
+    k.wm = wm;
     if (ws && !one && T > 0 && (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT >= par->workers &&
-        (int64_t)RT_WINO_P * g->c * g->m >
+        mats * g->c * g->m >
             RT_WINO_PANEL_WEIGHTS * g->n *
                 (g->in[1] * g->in[2] * g->c + g->out[1] * g->out[2] * g->m)) {
         k.pairs = (g->m + RT_PGEMM_NT - 1) / RT_PGEMM_NT;
-        k.tb = rt_wino_block_ws(g->c, 1);
+        k.tb = big;
         k.n = par->workers;
         k.tiles = T;
         rt_par_run(par, k.n, rt_wino_nhwc_task_f32, &k);
@@ -648,6 +1072,28 @@ RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
     k.tiles = T;
     if (T == 0) return;
     rt_par_run(par, n, rt_wino_nhwc_task_f32, &k);
+}
+
+RT_API void rt_wino_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                 const float *r, float *y, const RtConvGeom *g,
+                                 const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, RT_WINO_M);
+}
+
+/* rt_wino_nhwc_par_f32 for F(2x2, 3x3): u (4, 4, NP, C, 16) (backend/plan.c, for 3x3
+ * layers of more than 256 input channels on 7x7 or 8x8 outputs: one block of 16 tiles,
+ * rt_wino_p16_avx512 with AVX-512), the same workspace. */
+RT_API void rt_wino2_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                  const float *r, float *y, const RtConvGeom *g,
+                                  const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, 2);
+}
+
+/* rt_wino_nhwc_par_f32 for stride 2 (RT_WINOS2): u (16, 1, NP, C, 16) (backend/plan.c). */
+RT_API void rt_winos2_nhwc_par_f32(const float *x, const float *u, const float *b,
+                                   const float *r, float *y, const RtConvGeom *g,
+                                   const RtAct *act, const RtPar *par) {
+    rt_wino_x_par_f32(x, u, b, r, y, g, act, par, RT_WINOS2);
 }
 
 #endif

@@ -125,8 +125,11 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
     /* weights packed for runtime/rt_pgemm.h (backend/plan.c): (G, NP, KH, KW, C/group, 16),
      * read here as the (KH, KW, C/group, M) they came from */
     bool packed = nhwc && cgen_type(cx, w)->rank == PLAN_PGEMM_RANK;
-    /* or transformed for runtime/rt_wino.h: (6, 6, NP, C, 16), from (3, 3, C, M) */
+    /* or transformed for runtime/rt_wino.h: (6, 6, NP, C, 16), from (3, 3, C, M); (4, 4, NP,
+     * C, 16): F(2x2, 3x3), rt_wino2_* */
     bool wino = nhwc && cgen_type(cx, w)->rank == PLAN_WINO_RANK;
+    bool wino2 = wino && cgen_type(cx, w)->dims[0] == 4;
+    bool winos2 = wino && cgen_type(cx, w)->dims[0] == 16; /* stride 2: (16, 1, NP, C, 16) */
     IrType rsck = *cgen_type(cx, w);
     if (wino) {
         int64_t rd[4] = {3, 3, cgen_type(cx, w)->dims[3], cgen_type(cx, y)->dims[3]};
@@ -234,13 +237,17 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         if (fused) cw_line(wr, "static const RtAct act = %s;", act);
         /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
          * tall as the microkernel, where the stack holds fewer at 128 channels */
-        if (wino && split) cgen_par_scratch(cx, rt_wino_ws_floats(C) * (int64_t)sizeof(float));
+        if (wino && split)
+            cgen_par_scratch(cx, rt_wino_x_ws_floats(C, winos2 ? RT_WINOS2 : RT_WINO_M) *
+                                     (int64_t)sizeof(float));
         /* rows 4 KiB apart (C x the stride across a multiple of 1024: ResNet-50's last
          * stages) are copied to the workers' scratch, a pixel block at a time */
         if (packed && split)
             cgen_par_scratch(cx, rt_pgemm_apk_bytes(g.out[1] * g.out[2], C, g.s[2]));
         cw_line(wr, "%s%s_f32(%s, %s, %s, %s, %s, &geom, %s%s%s);",
-                wino ? "rt_wino_nhwc" : "rt_pconv_nhwc", split ? "_par" : "", cgen_ptr(cx, x),
+                winos2 ? "rt_winos2_nhwc" : wino2 ? "rt_wino2_nhwc"
+                : wino ? "rt_wino_nhwc" : "rt_pconv_nhwc",
+                split ? "_par" : "", cgen_ptr(cx, x),
                 cgen_ptr(cx, w), has_b ? cgen_ptr(cx, n->inputs[2]) : "NULL",
                 has_r ? cgen_ptr(cx, n->inputs[3]) : "NULL", cgen_ptr(cx, y),
                 fused ? "&act" : "NULL", split ? ", " : "", split ? par : "");

@@ -107,7 +107,7 @@ static Result run_shape(const Shape *s) {
     float *wp = malloc((size_t)(np * K * RT_PGEMM_NR) * 4);
     float *u = calloc((size_t)(36 * np * s->c * RT_PGEMM_NR), 4);
     float *ws = malloc((size_t)rt_wino_ws_floats(s->c) * 4); /* the bundle's worker scratch */
-    const int64_t tiles = rt_wino_tiles(&g), tb = rt_wino_block_ws(s->c, 1);
+    const int64_t tiles = rt_wino_tiles(&g), tb = rt_wino_block_one(s->c);
     float *b = malloc((size_t)s->m * 4), *y = malloc((size_t)yn * 4), *y2 = malloc((size_t)yn * 4);
     for (int64_t i = 0; i < xn; i++) x[i] = (float)((i * 7919) % 13) * 0.15f - 0.9f;
     for (int64_t i = 0; i < K * s->m; i++) w[i] = (float)((i * 104729) % 11) * 0.02f - 0.1f;
@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
     int sweep = !(argc > 1 && strcmp(argv[1], "--model") == 0);
     double peak = fma_rate() / 1e9, tot_d = 0, tot_w = 0, tot_f = 0;
     printf("path %s, tile %d x %d, Winograd block %lld tiles at C=64; FMA loop %.1f GFLOP/s\n",
-           RT_PGEMM_ISA, RT_PGEMM_MR, RT_PGEMM_NT, (long long)rt_wino_block_ws(64, 1), peak);
+           RT_PGEMM_ISA, RT_PGEMM_MR, RT_PGEMM_NT, (long long)rt_wino_block_one(64), peak);
     printf("ResNet-50 convolutions (x count in the model):\n");
     printf("| shape | count | GFLOP (all) | packed ms (all) | packed GFLOP/s | of peak | "
            "Winograd ms (all) | Winograd eff. GFLOP/s | Winograd / packed | rule | max err |\n");

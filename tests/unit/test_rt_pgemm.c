@@ -547,29 +547,59 @@ static float *abs_copy(const float *p, int64_t n) {
     return a;
 }
 
-/* w: (3,3,C,M) -> U = G w GT per (c, m) as (36, NP, C, 16), as backend/plan.c makes it. */
-static float *wino_pack(const float *w, int64_t C, int64_t M) {
-    static const double G[6][3] = {{1.0 / 4, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+/* w: (3,3,C,M) -> U = G w GT per (c, m) as (A*A, NP, C, 16), as backend/plan.c makes it:
+ * A = 6 for tiles of wm = 4 (F(4x4, 3x3)), 4 for wm = 2 (F(2x2, 3x3)). */
+static float *wino_pack_x(const float *w, int64_t C, int64_t M, int wm) {
+    static const double G4[6][3] = {{1.0 / 4, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const double(*G)[3] = wm == 2 ? G2 : G4;
+    const int A = wm + 2;
     int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
-    float *u = calloc((size_t)(36 * np * C * RT_PGEMM_NR), sizeof *u);
+    float *u = calloc((size_t)(A * A * np * C * RT_PGEMM_NR), sizeof *u);
     cr_assert(u);
     for (int64_t c = 0; c < C; c++)
         for (int64_t m = 0; m < M; m++) {
             double t[6][3];
-            for (int i = 0; i < 6; i++)
+            for (int i = 0; i < A; i++)
                 for (int s = 0; s < 3; s++) {
                     t[i][s] = 0;
                     for (int r = 0; r < 3; r++) t[i][s] += G[i][r] * w[((r * 3 + s) * C + c) * M + m];
                 }
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
+            for (int i = 0; i < A; i++)
+                for (int j = 0; j < A; j++) {
                     double v = 0;
                     for (int s = 0; s < 3; s++) v += t[i][s] * G[j][s];
-                    u[(((i * 6 + j) * np + m / RT_PGEMM_NR) * C + c) * RT_PGEMM_NR +
+                    u[(((i * A + j) * np + m / RT_PGEMM_NR) * C + c) * RT_PGEMM_NR +
                       m % RT_PGEMM_NR] = (float)v;
                 }
+        }
+    return u;
+}
+
+/* w: (3,3,C,M) -> the stride-2 form's 16 matrices (16, 1, NP, C, 16), as backend/plan.c
+ * makes them (rt_wino.h, RT_WINOS2): G = (1 0; 1 1; 0 1) along each dimension of two taps. */
+static float *winos2_pack(const float *w, int64_t C, int64_t M) {
+    static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+    int64_t np = (M + RT_PGEMM_NR - 1) / RT_PGEMM_NR;
+    float *u = calloc((size_t)(16 * np * C * RT_PGEMM_NR), sizeof *u);
+    cr_assert(u);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t m = 0; m < M; m++) {
+#define W_(r, s) ((double)w[(((r) * 3 + (s)) * C + c) * M + m])
+            double v[16];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    v[3 * i + j] = G[i][0] * G[j][0] * W_(0, 0) + G[i][0] * G[j][1] * W_(0, 2) +
+                                   G[i][1] * G[j][0] * W_(2, 0) + G[i][1] * G[j][1] * W_(2, 2);
+            for (int i = 0; i < 3; i++) v[9 + i] = G[i][0] * W_(0, 1) + G[i][1] * W_(2, 1);
+            for (int j = 0; j < 3; j++) v[12 + j] = G[j][0] * W_(1, 0) + G[j][1] * W_(1, 2);
+            v[15] = W_(1, 1);
+#undef W_
+            for (int q = 0; q < 16; q++)
+                u[((q * np + m / RT_PGEMM_NR) * C + c) * RT_PGEMM_NR + m % RT_PGEMM_NR] =
+                    (float)v[q];
         }
     return u;
 }
@@ -580,63 +610,86 @@ static void wino_backwards(void *ctx, int64_t n, RtTaskFn fn, void *arg) {
     for (int64_t i = n - 1; i >= 0; i--) fn(arg, i, (int)(i % 2));
 }
 
-/* k: a 3x3 stride-1 dilation-1 group-1 case. Also runs the tiles in two ranges split at
- * the middle (as a parallel-for would), which must give the same output. */
-static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
+/* k: a 3x3 stride-1 dilation-1 group-1 case on tiles of wm x wm pixels (4: rt_wino_*, 2:
+ * rt_wino2_*). Also runs the tiles in two ranges split at the middle (as a parallel-for
+ * would), which must give the same output. */
+static void wino_case_x(const Case *k, bool with_bias, bool with_res, const RtAct *act,
+                        int wm) {
     say_isa();
     rng_init();
     RtConvGeom g = case_geom(k);
     int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m;
     float *x = rand_f32(xn), *w = rand_f32(9 * g.c * g.m), *b = with_bias ? rand_f32(g.m) : NULL;
     float *r = with_res ? rand_f32(yn) : NULL, *y = poisoned_f32(yn), *y2 = poisoned_f32(yn);
-    float *u = wino_pack(w, g.c, g.m);
+    float *u = wm == RT_WINOS2 ? winos2_pack(w, g.c, g.m) : wino_pack_x(w, g.c, g.m, wm);
+    const int ts = wm == RT_WINOS2 ? 2 : wm; /* the tile's side */
     double *want = conv_ref(x, w, b, r, &g, act);
     float *ax = abs_copy(x, xn), *aw = abs_copy(w, 9 * g.c * g.m), *ab = abs_copy(b, g.m);
     float *ar = abs_copy(r, yn);
     double *mag = conv_ref(ax, aw, ab, ar, &g, NULL);
-    rt_wino_nhwc_f32(x, u, b, r, y, &g, act);
+    (wm == RT_WINOS2 ? rt_winos2_nhwc_f32 : wm == 2 ? rt_wino2_nhwc_f32 : rt_wino_nhwc_f32)(
+        x, u, b, r, y, &g, act);
     int64_t oh = g.out[1], ow = g.out[2];
     for (int64_t i = 0; i < yn; i++) {
         int64_t m = i % g.m, px = i / g.m, col = px % ow, row = px / ow % oh, img = px / ow / oh;
         double tile = 0;
-        for (int64_t r0 = row / 4 * 4; r0 < row / 4 * 4 + 4 && r0 < oh; r0++)
-            for (int64_t c0 = col / 4 * 4; c0 < col / 4 * 4 + 4 && c0 < ow; c0++)
+        for (int64_t r0 = row / ts * ts; r0 < row / ts * ts + ts && r0 < oh; r0++)
+            for (int64_t c0 = col / ts * ts; c0 < col / ts * ts + ts && c0 < ow; c0++)
                 tile = fmax(tile, mag[((img * oh + r0) * ow + c0) * g.m + m]);
         cr_assert(fabs((double)y[i] - want[i]) <= TOL_WINO * (1.0 + tile),
                   "wino f32[%lld]: got %g, want %g, terms' magnitude %g, its tile's %g (seed %u)",
                   (long long)i, (double)y[i], want[i], mag[i], tile, rng_seed);
     }
     free(ax), free(aw), free(ab), free(ar), free(mag);
-    int64_t tiles = rt_wino_tiles(&g);
-    rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, tiles / 2, tiles);
-    rt_wino_nhwc_tiles_f32(x, u, b, r, y2, &g, act, 0, tiles / 2);
+    int64_t tiles = rt_wino_x_tiles(&g, wm);
+    void (*tiles_fn)(const float *, const float *, const float *, const float *, float *,
+                     const RtConvGeom *, const RtAct *, int64_t, int64_t) =
+        wm == RT_WINOS2 ? rt_winos2_nhwc_tiles_f32
+        : wm == 2       ? rt_wino2_nhwc_tiles_f32
+                        : rt_wino_nhwc_tiles_f32;
+    void (*par_fn)(const float *, const float *, const float *, const float *, float *,
+                   const RtConvGeom *, const RtAct *, const RtPar *) =
+        wm == RT_WINOS2 ? rt_winos2_nhwc_par_f32
+        : wm == 2       ? rt_wino2_nhwc_par_f32
+                        : rt_wino_nhwc_par_f32;
+    void (*ws_fn)(const float *, const float *, const float *, const float *, float *,
+                  const RtConvGeom *, const RtAct *, int64_t, int64_t, float *, int64_t) =
+        wm == RT_WINOS2 ? rt_winos2_nhwc_tiles_ws_f32
+        : wm == 2       ? rt_wino2_nhwc_tiles_ws_f32
+                        : rt_wino_nhwc_tiles_ws_f32;
+    tiles_fn(x, u, b, r, y2, &g, act, tiles / 2, tiles);
+    tiles_fn(x, u, b, r, y2, &g, act, 0, tiles / 2);
     cr_assert(memcmp(y, y2, (size_t)yn * sizeof *y) == 0, "tile ranges differ (seed %u)",
               rng_seed);
     /* V and the products in a workspace (the bundle's per-worker scratch): through RtPar
      * on one worker (big blocks) and on two (a hook running the tasks backwards), and in
      * two ranges of either block size: other blocks, the same bytes */
-    int64_t wsn = rt_wino_ws_floats(g.c);
+    int64_t wsn = rt_wino_x_ws_floats(g.c, wm);
     float *ws = poisoned_f32(2 * wsn), *y3 = poisoned_f32(yn);
     RtPar par = {NULL, NULL, 1, (unsigned char *)ws, wsn * (int64_t)sizeof(float)};
-    rt_wino_nhwc_par_f32(x, u, b, r, y3, &g, act, &par);
+    par_fn(x, u, b, r, y3, &g, act, &par);
     cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0, "workspace run differs (seed %u)",
               rng_seed);
     for (int64_t i = 0; i < yn; i++) y3[i] = NAN;
     par.pfor = wino_backwards, par.workers = 2;
-    rt_wino_nhwc_par_f32(x, u, b, r, y3, &g, act, &par);
+    par_fn(x, u, b, r, y3, &g, act, &par);
     cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0,
               "workspace run on two workers differs (seed %u)", rng_seed);
     for (int big = 0; big < 2; big++) {
         int64_t tb = rt_wino_block_ws(g.c, big), mid = tiles / 3 / tb * tb;
         for (int64_t i = 0; i < yn; i++) y3[i] = NAN;
-        rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, mid, tiles, ws, tb);
-        rt_wino_nhwc_tiles_ws_f32(x, u, b, r, y3, &g, act, 0, mid, ws, tb);
+        ws_fn(x, u, b, r, y3, &g, act, mid, tiles, ws, tb);
+        ws_fn(x, u, b, r, y3, &g, act, 0, mid, ws, tb);
         cr_assert(memcmp(y, y3, (size_t)yn * sizeof *y) == 0,
                   "workspace tile ranges differ, blocks of %lld (seed %u)", (long long)tb,
                   rng_seed);
     }
     free(ws), free(y3);
     free(x), free(w), free(b), free(r), free(y), free(y2), free(u), free(want);
+}
+
+static void wino_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
+    wino_case_x(k, with_bias, with_res, act, 4);
 }
 
 Test(rt_wino, matches_the_reference_on_tile_and_channel_remainders) {
@@ -704,4 +757,38 @@ Test(rt_wino, applies_the_bias_residual_and_activation_epilogue) {
     wino_case(&k, false, false, &leaky);
     wino_case(&k, false, true, NULL);
     wino_case(&k, true, false, &relu6);
+}
+
+Test(rt_wino, f2x2_matches_the_reference) {
+    /* F(2x2, 3x3) (rt_wino2_*): 7x7 and 8x8 outputs of whole vectors (one block of 16 tiles,
+     * on rt_wino_p16_avx512 with AVX-512), with the residual and ReLU, a missing second
+     * panel (M = 48) and a narrow one (M = 40); every remainder of 2 and channels that are
+     * not whole vectors (the scalar transforms), pads asymmetric, batches across blocks */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 64, 48, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k, true, true, &relu, 2);
+    Case k2 = {1, 320, 40, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k2, true, false, NULL, 2);
+    Case k3 = {2, 17, 33, 1, 9, 6, 3, 3, 1, 1, 1, 1, 0, 1, 2, 0};
+    wino_case_x(&k3, false, true, &leaky, 2);
+    Case k4 = {3, 32, 16, 1, 5, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k4, true, false, NULL, 2);
+}
+
+Test(rt_wino, stride2_matches_the_reference) {
+    /* stride 2 on the phases of the input (RT_WINOS2): 56 -> 28 and 28 -> 14 as ResNet-50's
+     * (pads 1), odd sides and every remainder of 2, no pads and asymmetric ones, channels
+     * that are not whole vectors (the scalar transforms), a narrow last panel, batches,
+     * the residual and activations */
+    RtAct relu = {RT_ACT_RELU, 0.0, 0.0}, leaky = {RT_ACT_LEAKY_RELU, 0.125, 0.0};
+    Case k = {1, 32, 48, 1, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k, true, true, &relu, RT_WINOS2);
+    Case k2 = {1, 64, 40, 1, 15, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k2, true, false, NULL, RT_WINOS2);
+    Case k3 = {2, 17, 33, 1, 11, 9, 3, 3, 2, 2, 1, 1, 0, 1, 2, 0};
+    wino_case_x(&k3, false, true, &leaky, RT_WINOS2);
+    Case k4 = {3, 24, 16, 1, 10, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0};
+    wino_case_x(&k4, true, false, NULL, RT_WINOS2);
+    Case k5 = {1, 300, 36, 1, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    wino_case_x(&k5, true, false, &relu, RT_WINOS2);
 }

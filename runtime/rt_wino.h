@@ -279,6 +279,25 @@ typedef int32_t rt_wino_vi __attribute__((vector_size(RT_WINO_VL * sizeof(float)
 /* (Vectors go through memory at the functions' boundaries, never by value: without AVX a
  * 32-byte vector argument or result changes the ABI, and GCC warns.) */
 
+/* One output vector of a tile, *v (the transform's sum and the bias): plus the residual at rp
+ * (when rp), clamped to [lo, hi] (NaN passes), stored at yp, then the activation on it. */
+RT_API void rt_wino_store_vec(float *yp, const rt_wino_vf *v, const float *rp, float lo,
+                              float hi, const RtAct *act) {
+    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    rt_wino_vf w = *v, rv;
+    rt_wino_vi lt;
+    if (rp) {
+        memcpy(&rv, rp, sizeof rv);
+        w += rv;
+    }
+    lt = w < vlo; /* w < lo ? lo : w, then w > hi ? hi : w */
+    w = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)w));
+    lt = w > vhi;
+    w = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)w));
+    memcpy(yp, &w, sizeof w);
+    if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+}
+
 /* V = BT d B of one tile's RT_WINO_VL channels: d read from xc (the image at the block's
  * first channel, H x W pixels of C) at rows ih0.. and columns iw0.. (0 outside), point p
  * stored at dst + p * pstride. */
@@ -324,7 +343,7 @@ RT_API void rt_wino_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C,
 RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *bias, float *y0,
                                 const float *r0, int64_t yrow, int64_t ycol, int rows, int cols,
                                 float lo, float hi, const RtAct *act) {
-    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    const rt_wino_vf z = {0};
     rt_wino_vf t[4][6], o[4], m[6], bv = z;
     int a, e;
     if (bias) memcpy(&bv, bias, sizeof bv);
@@ -349,19 +368,9 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
         o[2] = s12 + 4.0f * s34;
         o[3] = d12 + 8.0f * d34 + q[5];
         for (e = 0; e < cols; e++) {
-            float *yp = y0 + a * yrow + e * ycol;
-            rt_wino_vf v = o[e] + bv, rv;
-            rt_wino_vi lt;
-            if (r0) {
-                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
-                v += rv;
-            }
-            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
-            lt = v > vhi;
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
-            memcpy(yp, &v, sizeof v);
-            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+            const int64_t off = a * yrow + e * ycol;
+            const rt_wino_vf v = o[e] + bv;
+            rt_wino_store_vec(y0 + off, &v, r0 ? r0 + off : NULL, lo, hi, act);
         }
     }
 }
@@ -401,7 +410,7 @@ RT_API void rt_wino2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C
 RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float *bias, float *y0,
                                  const float *r0, int64_t yrow, int64_t ycol, int rows,
                                  int cols, float lo, float hi, const RtAct *act) {
-    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    const rt_wino_vf z = {0};
     rt_wino_vf t[2][4], o[2], m[4], bv = z;
     int a, e;
     if (bias) memcpy(&bv, bias, sizeof bv);
@@ -415,19 +424,9 @@ RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float 
         o[0] = q[0] + q[1] + q[2];
         o[1] = q[1] - q[2] - q[3];
         for (e = 0; e < cols; e++) {
-            float *yp = y0 + a * yrow + e * ycol;
-            rt_wino_vf v = o[e] + bv, rv;
-            rt_wino_vi lt;
-            if (r0) {
-                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
-                v += rv;
-            }
-            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
-            lt = v > vhi;
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
-            memcpy(yp, &v, sizeof v);
-            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+            const int64_t off = a * yrow + e * ycol;
+            const rt_wino_vf v = o[e] + bv;
+            rt_wino_store_vec(y0 + off, &v, r0 ? r0 + off : NULL, lo, hi, act);
         }
     }
 }
@@ -475,7 +474,7 @@ RT_API void rt_winos2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t 
 RT_API void rt_winos2_out_vec_f32(const float *src, int64_t pstride, const float *bias,
                                   float *y0, const float *r0, int64_t yrow, int64_t ycol,
                                   int rows, int cols, float lo, float hi, const RtAct *act) {
-    const rt_wino_vf z = {0}, vlo = z + lo, vhi = z + hi;
+    const rt_wino_vf z = {0};
     rt_wino_vf m[RT_WINOS2_P], t[2][3], o[2][2], bv = z;
     int a, e;
     if (bias) memcpy(&bv, bias, sizeof bv);
@@ -491,19 +490,9 @@ RT_API void rt_winos2_out_vec_f32(const float *src, int64_t pstride, const float
     }
     for (a = 0; a < rows; a++)
         for (e = 0; e < cols; e++) {
-            float *yp = y0 + a * yrow + e * ycol;
-            rt_wino_vf v = o[a][e] + bv, rv;
-            rt_wino_vi lt;
-            if (r0) {
-                memcpy(&rv, r0 + a * yrow + e * ycol, sizeof rv);
-                v += rv;
-            }
-            lt = v < vlo; /* v < lo ? lo : v, then v > hi ? hi : v: NaN passes */
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vlo) | (~lt & (rt_wino_vi)v));
-            lt = v > vhi;
-            v = (rt_wino_vf)((lt & (rt_wino_vi)vhi) | (~lt & (rt_wino_vi)v));
-            memcpy(yp, &v, sizeof v);
-            if (act) rt_act_row_f32(yp, NULL, RT_WINO_VL, act);
+            const int64_t off = a * yrow + e * ycol;
+            const rt_wino_vf v = o[a][e] + bv;
+            rt_wino_store_vec(y0 + off, &v, r0 ? r0 + off : NULL, lo, hi, act);
         }
 }
 #endif

@@ -109,6 +109,13 @@ static double *conv_ref(const float *x, const float *w, const float *b, const fl
     return y;
 }
 
+/* a float sum's rounding grows as the square root of its terms: beyond 1024 (AVX-512's
+ * reduction blocks of 768 put up to 14k terms in one sum here) the tolerance grows so */
+static double pconv_tol(const RtConvGeom *g) {
+    double terms = (double)(g->k[1] * g->k[2] * (g->c / g->group));
+    return TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0);
+}
+
 static void check_case(const Case *k, bool with_bias, bool with_res, const RtAct *act) {
     say_isa();
     rng_init();
@@ -120,11 +127,7 @@ static void check_case(const Case *k, bool with_bias, bool with_res, const RtAct
     float *wp = pack(w, &g, &pn);
     double *want = conv_ref(x, w, b, r, &g, act);
     rt_pconv_nhwc_f32(x, wp, b, r, y, &g, act);
-    /* a float sum's rounding grows as the square root of its terms: beyond 1024 (AVX-512's
-     * reduction blocks of 768 put up to 14k terms in one sum here) the tolerance grows so */
-    double terms = (double)(g.k[1] * g.k[2] * (g.c / g.group));
-    expect_close_tol(y, want, yn, TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0),
-                     "pconv f32");
+    expect_close_tol(y, want, yn, pconv_tol(&g), "pconv f32");
     free(x), free(w), free(b), free(r), free(y), free(wp), free(want);
 }
 
@@ -463,9 +466,7 @@ static void check_scratch(const Case *k, bool with_res, const RtAct *act) {
     float *wp = pack(w, &g, &pn);
     double *want = conv_ref(x, w, b, r, &g, act);
     rt_pconv_nhwc_f32(x, wp, b, r, y, &g, act);
-    double terms = (double)(g.k[1] * g.k[2] * (g.c / g.group));
-    expect_close_tol(y, want, yn, TOL_F32 * (terms > 1024 ? sqrt(terms / 1024) : 1.0),
-                     "pconv f32");
+    expect_close_tol(y, want, yn, pconv_tol(&g), "pconv f32");
     for (int wk = 1; wk <= 2; wk++) {
         RtPar par = {wk > 1 ? reverse_for : NULL, NULL, wk, (unsigned char *)ws, st};
         poison(yp, yn);

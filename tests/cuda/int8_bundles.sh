@@ -54,10 +54,15 @@ compile() {
     fi
     # nvcc for the CNN; the cached models' bundles are nvcc_compile.sh's (also int8 now)
     [ "$name" = cnn8 ] || [ "${name#attn8}" != "$name" ] || [ -n "$GPU" ] || return 0
-    local a
+    # the two architectures side by side (nvcc runs on one core)
+    local a pid80 pid90
     for a in 80 90; do
-        if (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \
-            >"$WORK/$name.nvcc$a.log" 2>&1; then
+        (cd "$out" && "$NVCC" -std=c++17 -arch=sm_$a -Werror all-warnings -c "$name.cu" -o "$name.$a.o") \
+            >"$WORK/$name.nvcc$a.log" 2>&1 &
+        eval "pid$a=\$!"
+    done
+    for a in 80 90; do
+        if eval "wait \$pid$a"; then
             ok "$name: nvcc sm_$a"
         else
             bad "$name: nvcc sm_$a"

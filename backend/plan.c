@@ -521,13 +521,9 @@ static int wino_fits(const IrGraph *g, const IrNode *n, const IrConvAttrs *a) {
     return plan_wino2_pays(wd[2], wd[3], ty->dims[1], ty->dims[2]) ? 2 : 0;
 }
 
-/* The constant (3, 3, C, M) w as U = G w GT per (c, m), in double, for tiles of wm x wm
- * pixels (4: F(4x4, 3x3), 6x6 points; 2: F(2x2, 3x3), 4x4 points), stored (A, A, NP, C,
- * 16), A = wm + 2: u[((p*NP + q)*C + c)*16 + j] = U[p / A][p % A] of (c, q*16 + j), 0 past
- * M. */
-static uint32_t pack_winos2_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M);
-static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M, int wm) {
-    if (wm == 1) return pack_winos2_f32(g, w, C, M);
+/* F(4x4, 3x3) (wm 4, 6x6 points) or F(2x2, 3x3) (wm 2, 4x4 points): one (c, m)'s 3x3
+ * kernel k as U = G k GT, point p = U[p / A][p % A] into v, A = wm + 2. */
+static void wino_points(double k[3][3], int wm, double *v) {
     static const double G4[6][3] = {{1.0 / 4, 0, 0},
                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -537,54 +533,51 @@ static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M, int 
     static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
     const double(*G)[3] = wm == 2 ? G2 : G4;
     const int A = wm + 2;
-    const float *src = g->values[w].tensor->data;
-    int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
-    int64_t dims[PLAN_WINO_RANK] = {A, A, np, C, PLAN_PGEMM_NR};
-    IrTensor *pt = derived_tensor(g, w, ".wino", PLAN_WINO_RANK, dims);
-    float *o = pt->data;
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t m = 0; m < np * PLAN_PGEMM_NR; m++) {
-            double k[3][3] = {{0}}, t[6][3], u[6][6];
-            if (m < M)
-                for (int r = 0; r < 3; r++)
-                    for (int s = 0; s < 3; s++) k[r][s] = src[((r * 3 + s) * C + c) * M + m];
-            for (int i = 0; i < A; i++) /* t = G k */
-                for (int s = 0; s < 3; s++)
-                    t[i][s] = G[i][0] * k[0][s] + G[i][1] * k[1][s] + G[i][2] * k[2][s];
-            for (int i = 0; i < A; i++) /* u = t GT */
-                for (int j = 0; j < A; j++)
-                    u[i][j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
-            for (int p = 0; p < A * A; p++)
-                o[((p * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
-                    (float)u[p / A][p % A];
-        }
-    return add_derived_const(g, pt);
+    double t[6][3];
+    for (int i = 0; i < A; i++) /* t = G k */
+        for (int s = 0; s < 3; s++)
+            t[i][s] = G[i][0] * k[0][s] + G[i][1] * k[1][s] + G[i][2] * k[2][s];
+    for (int i = 0; i < A; i++) /* U = t GT */
+        for (int j = 0; j < A; j++)
+            v[i * A + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
 }
 
-/* The constant (3, 3, C, M) w for stride 2 (runtime/rt_wino.h, RT_WINOS2), in double,
- * stored (16, 1, NP, C, 16): matrices 0-8 G (w00 w02; w20 w22) GT, 9-11 G (w01; w21), 12-14
- * G (w10 w12)T, 15 w11, with G = (1 0; 1 1; 0 1); u[((q*NP + p)*C + c)*16 + j]. */
-static uint32_t pack_winos2_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M) {
+/* Stride 2 (runtime/rt_wino.h, RT_WINOS2): one (c, m)'s 3x3 kernel k as its 16 matrices'
+ * values into v: 0-8 G (k00 k02; k20 k22) GT, 9-11 G (k01; k21), 12-14 G (k10 k12)T, 15 k11,
+ * with G = (1 0; 1 1; 0 1). */
+static void winos2_points(double k[3][3], double *v) {
     static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            v[3 * i + j] = G[i][0] * G[j][0] * k[0][0] + G[i][0] * G[j][1] * k[0][2] +
+                           G[i][1] * G[j][0] * k[2][0] + G[i][1] * G[j][1] * k[2][2];
+    for (int i = 0; i < 3; i++) v[9 + i] = G[i][0] * k[0][1] + G[i][1] * k[2][1];
+    for (int j = 0; j < 3; j++) v[12 + j] = G[j][0] * k[1][0] + G[j][1] * k[1][2];
+    v[15] = k[1][1];
+}
+
+/* The constant (3, 3, C, M) w transformed per (c, m) in double (wino_points for wm 4 and 2,
+ * winos2_points for wm 1, wino_fits' codes), one matrix of C x M a point q, stored (A, A,
+ * NP, C, 16) (A = wm + 2; stride 2: (16, 1, NP, C, 16)): u[((q*NP + m/16)*C + c)*16 + m%16],
+ * 0 past M. */
+static uint32_t pack_wino_f32(IrGraph *g, uint32_t w, int64_t C, int64_t M, int wm) {
+    const int A = wm + 2, points = wm == 1 ? 16 : A * A;
     const float *src = g->values[w].tensor->data;
     int64_t np = (M + PLAN_PGEMM_NR - 1) / PLAN_PGEMM_NR;
-    int64_t dims[PLAN_WINO_RANK] = {16, 1, np, C, PLAN_PGEMM_NR};
+    int64_t dims[PLAN_WINO_RANK] = {wm == 1 ? 16 : A, wm == 1 ? 1 : A, np, C, PLAN_PGEMM_NR};
     IrTensor *pt = derived_tensor(g, w, ".wino", PLAN_WINO_RANK, dims);
     float *o = pt->data;
     for (int64_t c = 0; c < C; c++)
         for (int64_t m = 0; m < np * PLAN_PGEMM_NR; m++) {
-            double k[3][3] = {{0}}, v[16];
+            double k[3][3] = {{0}}, v[36];
             if (m < M)
                 for (int r = 0; r < 3; r++)
                     for (int s = 0; s < 3; s++) k[r][s] = src[((r * 3 + s) * C + c) * M + m];
-            for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++)
-                    v[3 * i + j] = G[i][0] * G[j][0] * k[0][0] + G[i][0] * G[j][1] * k[0][2] +
-                                   G[i][1] * G[j][0] * k[2][0] + G[i][1] * G[j][1] * k[2][2];
-            for (int i = 0; i < 3; i++) v[9 + i] = G[i][0] * k[0][1] + G[i][1] * k[2][1];
-            for (int j = 0; j < 3; j++) v[12 + j] = G[j][0] * k[1][0] + G[j][1] * k[1][2];
-            v[15] = k[1][1];
-            for (int q = 0; q < 16; q++)
+            if (wm == 1)
+                winos2_points(k, v);
+            else
+                wino_points(k, wm, v);
+            for (int q = 0; q < points; q++)
                 o[((q * np + m / PLAN_PGEMM_NR) * C + c) * PLAN_PGEMM_NR + m % PLAN_PGEMM_NR] =
                     (float)v[q];
         }

@@ -34,12 +34,16 @@
 #include "rt_conv.h"
 #include "rt_par.h"
 
+/* The AVX-512 path's tile rows and pixel block, named here for every build: the compiler
+ * (built without AVX-512) sizes a bundle's scratch for that path (rt_pgemm_apk_bytes) */
+#define RT_PGEMM_AVX512_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
+#define RT_PGEMM_AVX512_MC_TILES 16
 #if defined(__AVX512F__) && !defined(RT_PGEMM_PORTABLE) && !defined(__CUDACC__)
 #define RT_PGEMM_ISA "avx512"
 #define RT_PGEMM_AVX512 1
-#define RT_PGEMM_MR 14 /* 14 x 2 zmm accumulators + 2 weight vectors + 1 broadcast = 31 */
-#define RT_PGEMM_NP 2  /* panels per tile */
-#define RT_PGEMM_MC_TILES 16
+#define RT_PGEMM_MR RT_PGEMM_AVX512_MR
+#define RT_PGEMM_NP 2 /* panels per tile */
+#define RT_PGEMM_MC_TILES RT_PGEMM_AVX512_MC_TILES
 #define RT_PGEMM_SHORT 1 /* tiles of fewer rows at their own cost (rt_pgemm_tile_pf_f32) */
 #define RT_PGEMM_PART 1  /* tiles of fewer columns too: one panel, masked stores */
 /* 768 reduction values a block: BERT's and ViT's 768-wide products run in one block, so
@@ -107,12 +111,16 @@
 #define RT_PGEMM_MC (RT_PGEMM_MR * RT_PGEMM_MC_TILES)
 #define RT_PGEMM_GATHER 16 /* fewer channels than this a tap: the tile's rows are gathered */
 
-/* Pixels per block for P pixels: the fewest blocks of at most RT_PGEMM_MC, of equal size
- * rounded up to whole tiles (the last block takes what remains). */
-RT_API int64_t rt_pgemm_mc(int64_t P) {
-    const int64_t n_b = (P + RT_PGEMM_MC - 1) / RT_PGEMM_MC;
+/* Pixels per block for P pixels: the fewest blocks of at most mr x mc_tiles (RT_PGEMM_MC),
+ * of equal size rounded up to whole tiles of mr rows (the last block takes what remains). */
+RT_API int64_t rt_pgemm_mc_for(int64_t P, int64_t mr, int64_t mc_tiles) {
+    const int64_t n_b = (P + mr * mc_tiles - 1) / (mr * mc_tiles);
     const int64_t per = n_b > 0 ? (P + n_b - 1) / n_b : 1;
-    return (per + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR;
+    return (per + mr - 1) / mr * mr;
+}
+/* That of this build's path. */
+RT_API int64_t rt_pgemm_mc(int64_t P) {
+    return rt_pgemm_mc_for(P, RT_PGEMM_MR, RT_PGEMM_MC_TILES);
 }
 
 /* The greatest common divisor of a and b (> 0): the channels a tap of a two-operand 1x1 */
@@ -597,9 +605,9 @@ typedef struct RtPconvTask {
  * apart (the copied ones), else 0. Not the build's path: the compiler sizes the arena with it
  * (backend/c), whatever the bundle is built for; other paths copy none. */
 RT_API int64_t rt_pgemm_apk_bytes(int64_t P, int64_t C, int64_t sw) {
-    const int64_t n_b = (P + 223) / 224, per = n_b > 0 ? (P + n_b - 1) / n_b : 1;
     if (P <= 0 || (C * sw) % 1024 != 0) return 0;
-    return (per + 13) / 14 * 14 * RT_PGEMM_APK_LD * (int64_t)sizeof(float);
+    return rt_pgemm_mc_for(P, RT_PGEMM_AVX512_MR, RT_PGEMM_AVX512_MC_TILES) * RT_PGEMM_APK_LD *
+           (int64_t)sizeof(float);
 }
 
 /* Pixels [p_lo, p_hi) and panels [j_lo, j_hi) of image n, group grp: every reduction block
@@ -978,8 +986,6 @@ RT_API int64_t rt_pconv_part_pixel(const RtConvGeom *g, int64_t n, int64_t i) {
     return i >= n || t > P ? P : t;
 }
 
-/* Task of the row split: output rows [part task, part task + 1) of the one image, every
- * panel; by_pixels: pixels [part task, part task + 1) of the n_rows pixel parts. */
 /* Worker w's scratch for copied rows (rt_pconv_nhwc_block_f32's apk), NULL where the arena
  * has none for it (a bundle compiled before it asked, a serial call) */
 #if defined(RT_PGEMM_APK_STATIC) /* the kernel lab: serial calls copy to a static buffer */
@@ -996,6 +1002,8 @@ RT_API float *rt_pconv_apk(const RtPconvTask *k, int worker) {
                : (float *)0;
 }
 
+/* Task of the row split: output rows [part task, part task + 1) of the one image, every
+ * panel; by_pixels: pixels [part task, part task + 1) of the n_rows pixel parts. */
 RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
     const RtPconvTask *k = (const RtPconvTask *)arg;
     const RtConvGeom *g = k->g;
@@ -1006,7 +1014,6 @@ RT_API void rt_pconv_nhwc_rows_task_f32(void *arg, int64_t task, int worker) {
     const int64_t p_hi =
         k->by_pixels ? rt_pconv_part_pixel(g, k->n_rows, task + 1)
                      : rt_pconv_row_pixel(g, rt_par_part(g->out[1], k->n_rows, task + 1));
-    (void)worker;
     if (p_lo < p_hi) rt_pconv_nhwc_block_f32(k, 0, 0, p_lo, p_hi, 0, np, rt_pconv_apk(k, worker));
 }
 
@@ -1018,7 +1025,6 @@ RT_API void rt_pconv_nhwc_task_f32(void *arg, int64_t task, int worker) {
     const int64_t ng = task / k->n_jc / k->n_pc, n = ng / g->group, grp = ng % g->group;
     const int64_t p_lo = pc * k->pc, p_hi = p_lo + k->pc < P ? p_lo + k->pc : P;
     const int64_t j_lo = jc * k->jc, j_hi = j_lo + k->jc < np ? j_lo + k->jc : np;
-    (void)worker;
     if (p_lo < p_hi && j_lo < j_hi)
         rt_pconv_nhwc_block_f32(k, n, grp, p_lo, p_hi, j_lo, j_hi, rt_pconv_apk(k, worker));
 }

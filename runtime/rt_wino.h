@@ -279,6 +279,17 @@ typedef int32_t rt_wino_vi __attribute__((vector_size(RT_WINO_VL * sizeof(float)
 /* (Vectors go through memory at the functions' boundaries, never by value: without AVX a
  * 32-byte vector argument or result changes the ABI, and GCC warns.) */
 
+/* The RT_WINO_VL channels of pixel (ih, iw) of xc (H x W pixels of C) into *d, 0 outside the
+ * image (inside: the whole patch is, no test). */
+RT_API void rt_wino_load_vec(rt_wino_vf *d, const float *xc, int64_t H, int64_t W, int64_t C,
+                             int64_t ih, int64_t iw, int inside) {
+    const rt_wino_vf z = {0};
+    if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
+        memcpy(d, xc + (ih * W + iw) * C, sizeof *d);
+    else
+        *d = z;
+}
+
 /* One output vector of a tile, *v (the transform's sum and the bias): plus the residual at rp
  * (when rp), clamped to [lo, hi] (NaN passes), stored at yp, then the activation on it. */
 RT_API void rt_wino_store_vec(float *yp, const rt_wino_vf *v, const float *rp, float lo,
@@ -304,17 +315,11 @@ RT_API void rt_wino_store_vec(float *yp, const rt_wino_vf *v, const float *rp, f
 RT_API void rt_wino_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
                                int64_t iw0, float *dst, int64_t pstride) {
     const int inside = ih0 >= 0 && ih0 + RT_WINO_A <= H && iw0 >= 0 && iw0 + RT_WINO_A <= W;
-    const rt_wino_vf z = {0};
     rt_wino_vf t[6][6], d[6];
     int a, e;
     for (e = 0; e < 6; e++) { /* t = BT d: column e */
-        for (a = 0; a < 6; a++) {
-            const int64_t ih = ih0 + a, iw = iw0 + e;
-            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
-                memcpy(&d[a], xc + (ih * W + iw) * C, sizeof d[a]);
-            else
-                d[a] = z;
-        }
+        for (a = 0; a < 6; a++)
+            rt_wino_load_vec(&d[a], xc, H, W, C, ih0 + a, iw0 + e, inside);
         t[0][e] = 4.0f * d[0] - 5.0f * d[2] + d[4];
         t[1][e] = -4.0f * (d[1] + d[2]) + d[3] + d[4];
         t[2][e] = 4.0f * (d[1] - d[2]) - d[3] + d[4];
@@ -378,17 +383,11 @@ RT_API void rt_wino_out_vec_f32(const float *src, int64_t pstride, const float *
 RT_API void rt_wino2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
                                 int64_t iw0, float *dst, int64_t pstride) {
     const int inside = ih0 >= 0 && ih0 + 4 <= H && iw0 >= 0 && iw0 + 4 <= W;
-    const rt_wino_vf z = {0};
     rt_wino_vf t[4][4], d[4];
     int a, e;
     for (e = 0; e < 4; e++) { /* t = BT d: column e */
-        for (a = 0; a < 4; a++) {
-            const int64_t ih = ih0 + a, iw = iw0 + e;
-            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
-                memcpy(&d[a], xc + (ih * W + iw) * C, sizeof d[a]);
-            else
-                d[a] = z;
-        }
+        for (a = 0; a < 4; a++)
+            rt_wino_load_vec(&d[a], xc, H, W, C, ih0 + a, iw0 + e, inside);
         t[0][e] = d[0] - d[2];
         t[1][e] = d[1] + d[2];
         t[2][e] = d[2] - d[1];
@@ -434,17 +433,11 @@ RT_API void rt_wino2_out_vec_f32(const float *src, int64_t pstride, const float 
 RT_API void rt_winos2_in_vec_f32(const float *xc, int64_t H, int64_t W, int64_t C, int64_t ih0,
                                  int64_t iw0, float *dst, int64_t pstride) {
     const int inside = ih0 >= 0 && ih0 + 5 <= H && iw0 >= 0 && iw0 + 5 <= W;
-    const rt_wino_vf z = {0};
     rt_wino_vf d[5][5], t[3][3], v[RT_WINOS2_P];
     int a, e;
     for (a = 0; a < 5; a++)
-        for (e = 0; e < 5; e++) {
-            const int64_t ih = ih0 + a, iw = iw0 + e;
-            if (inside || (ih >= 0 && ih < H && iw >= 0 && iw < W))
-                memcpy(&d[a][e], xc + (ih * W + iw) * C, sizeof d[a][e]);
-            else
-                d[a][e] = z;
-        }
+        for (e = 0; e < 5; e++)
+            rt_wino_load_vec(&d[a][e], xc, H, W, C, ih0 + a, iw0 + e, inside);
     for (e = 0; e < 3; e++) {
         t[0][e] = d[0][2 * e] - d[2][2 * e];
         t[1][e] = d[2][2 * e];
@@ -550,11 +543,6 @@ RT_API int64_t rt_wino_x_block_in(int64_t C, int64_t buf, int64_t cap, int64_t w
 /* rt_wino_x_block_in of F(4x4, 3x3)'s 36 points. */
 RT_API int64_t rt_wino_block_in(int64_t C, int64_t buf, int64_t cap) {
     return rt_wino_x_block_in(C, buf, cap, RT_WINO_P);
-}
-
-/* Tiles a block on the stack (RT_WINO_VBUF). */
-RT_API int64_t rt_wino_block(int64_t C) {
-    return rt_wino_block_in(C, RT_WINO_VBUF, RT_WINO_TB_MAX);
 }
 
 /* Tiles a block in a workspace (rt_wino_ws_floats): RT_WINO_TB_BIG (big), else
@@ -894,15 +882,7 @@ RT_API void rt_wino_x_panels_ws_f32(const float *x, const float *u, const float 
                          (tb + RT_PGEMM_MR - 1) / RT_PGEMM_MR * RT_PGEMM_MR, j_lo, j_hi, wm);
 }
 
-RT_API void rt_wino_nhwc_panels_ws_f32(const float *x, const float *u, const float *b,
-                                       const float *r, float *y, const RtConvGeom *g,
-                                       const RtAct *act, int64_t t_begin, int64_t t_end,
-                                       float *ws, int64_t tb, int64_t j_lo, int64_t j_hi) {
-    rt_wino_x_panels_ws_f32(x, u, b, r, y, g, act, t_begin, t_end, ws, tb, j_lo, j_hi,
-                            RT_WINO_M);
-}
-
-/* Every panel of rt_wino_nhwc_panels_ws_f32. */
+/* Every panel of rt_wino_x_panels_ws_f32, F(4x4, 3x3). */
 RT_API void rt_wino_nhwc_tiles_ws_f32(const float *x, const float *u, const float *b,
                                       const float *r, float *y, const RtConvGeom *g,
                                       const RtAct *act, int64_t t_begin, int64_t t_end,

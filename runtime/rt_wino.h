@@ -252,13 +252,21 @@ RT_API int64_t rt_wino_ws_floats(int64_t C) {
 #ifndef RT_WINOS2_BIG_CAP
 #define RT_WINOS2_BIG_CAP RT_WINO_TB_MAX
 #endif
+/* Points a tile (wm as rt_wino_x_blocks_f32's). */
+RT_API int64_t rt_wino_x_points(int wm) {
+    return wm == RT_WINOS2 ? RT_WINOS2_P : (int64_t)(wm + 2) * (wm + 2);
+}
+
 /* Floats of V's part of the workspace (the products follow it) for tiles of wm (as
- * rt_wino_x_blocks_f32's), and of the whole workspace. */
+ * rt_wino_x_blocks_f32's), and of the whole workspace: blocks of RT_WINOS2_TB_WS tiles of 25
+ * points at stride 2, else of RT_WINO_TB_WS tiles of F(2x2, 3x3)'s 16 points or F(4x4,
+ * 3x3)'s 36 (a block's V and products are indexed by the tile's points alone). */
 RT_API int64_t rt_wino_x_ws_v(int64_t C, int wm) {
-    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * C : (int64_t)RT_WINO_P * RT_WINO_TB_WS * C;
+    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * C
+                           : rt_wino_x_points(wm) * RT_WINO_TB_WS * C;
 }
 RT_API int64_t rt_wino_x_ws_floats(int64_t C, int wm) {
-    return wm == RT_WINOS2 ? 25 * RT_WINOS2_TB_WS * (C + RT_WINO_NT_WS) : rt_wino_ws_floats(C);
+    return rt_wino_x_ws_v(C + RT_WINO_NT_WS, wm);
 }
 
 #if defined(__GNUC__) && !defined(RT_NO_VECTOR_EXT) && !defined(__CUDACC__)
@@ -586,10 +594,6 @@ RT_API int64_t rt_winos2_tiles(const RtConvGeom *g) {
     return rt_wino_x_tiles(g, RT_WINOS2);
 }
 
-/* Points a tile (wm as rt_wino_x_blocks_f32's). */
-RT_API int64_t rt_wino_x_points(int wm) {
-    return wm == RT_WINOS2 ? RT_WINOS2_P : (int64_t)(wm + 2) * (wm + 2);
-}
 
 /* Tiles [t_begin, t_end) of y = act(conv(x, w) + b + r) in blocks of tb tiles, V in vb
  * (36 x tb x C floats), the products in mb (36 x mr x RT_PGEMM_NT, mr >= tb rounded up to

@@ -238,7 +238,8 @@ static bool emit_conv(CgenCtx *cx, const IrNode *n) {
         /* Winograd's transformed input goes to the workers' scratch: a block of tiles as
          * tall as the microkernel, where the stack holds fewer at 128 channels */
         if (wino && split)
-            cgen_par_scratch(cx, rt_wino_x_ws_floats(C, winos2 ? RT_WINOS2 : RT_WINO_M) *
+            cgen_par_scratch(cx, rt_wino_x_ws_floats(C, winos2 ? RT_WINOS2 : wino2 ? 2
+                                                                  : RT_WINO_M) *
                                      (int64_t)sizeof(float));
         /* rows 4 KiB apart (C x the stride across a multiple of 1024: ResNet-50's last
          * stages) are copied to the workers' scratch, a pixel block at a time */

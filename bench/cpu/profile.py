@@ -133,7 +133,11 @@ def instrument(src, clock="CLOCK_THREAD_CPUTIME_ID"):
                 c = CALL.match(b)
                 if c and not c.group(2).startswith("rt_memmove"):
                     kernel = c.group(2)
-                    g = GEOM.search(" ".join(body[max(0, j - 8):j]))
+                    if kernel.startswith("rt_pconv2"):  # geom and geom2: both products
+                        gs = list(GEOM.finditer(" ".join(body[max(0, j - 16):j])))
+                        g = TwoGeoms(gs[-2], gs[-1]) if len(gs) >= 2 else None
+                    else:
+                        g = GEOM.search(" ".join(body[max(0, j - 8):j]))
                     break
             out.append(f"    kp_ms[{len(calls)}] += kp_now() - kp_t0; }}")
             calls.append((kernel or op, g))
@@ -195,7 +199,21 @@ def main_source(hdr, n_calls):
     return src, ins, outs
 
 
+class TwoGeoms:
+    """rt_pconv2's two operands: a 1x1 over x (geom) whose reduction runs on over x2's
+    channels (geom2, e.g. ResNet-50's strided downsample) into one output. group(i) reads
+    geom's fields, so the output's pixels are geom's."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def group(self, i):
+        return self.a.group(i)
+
+
 def kind(kernel, g):
+    if isinstance(g, TwoGeoms):
+        return f"{kind(kernel, g.a)} + {kind(kernel, g.b).split(' ', 1)[1]} (one product)"
     if g is None:
         return kernel.replace("rt_", "").replace("_f32", "").replace("_nhwc", "")
     kh, kw, s = int(g.group(12)), int(g.group(13)), int(g.group(15))
@@ -207,6 +225,8 @@ def kind(kernel, g):
 
 
 def flops(g):
+    if isinstance(g, TwoGeoms):
+        return flops(g.a) + flops(g.b)
     if g is None:
         return 0.0
     n, c, m, grp = (int(g.group(i)) for i in (1, 2, 3, 4))
@@ -216,6 +236,9 @@ def flops(g):
 
 def tensor_bytes(g):
     """Bytes a convolution must move at least: its input, output and weights once (f32)."""
+    if isinstance(g, TwoGeoms):  # both inputs and weights, the one output
+        return tensor_bytes(g.a) + tensor_bytes(g.b) - 4 * int(g.b.group(1)) * int(
+            g.b.group(9)) * int(g.b.group(10)) * int(g.b.group(3))
     if g is None:
         return 0
     n, c, m, grp = (int(g.group(i)) for i in (1, 2, 3, 4))

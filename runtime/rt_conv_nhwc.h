@@ -188,16 +188,111 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
 #endif
 #undef RT_CNHWC_DWK_DEFINE
 
+#if defined(__AVX512F__)
+/* The 3x3 stride-1 tile of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP (1-8) pixels x 16
+ * channels, accumulators in named registers and each kernel row written out (its 3 weight
+ * vectors, then input columns 0..NP+1, each loaded once and fed to the up to 3 pixels that
+ * read it), all rows unrolled for an interior row (n_kh 3). rt_conv_nhwc_dwk16_f32's code for
+ * this shape folded every input load into its FMA (24 zmm loads a kernel row of 8 pixels
+ * instead of 10) and kept the 8 accumulators on the stack across the kernel-row loop. Each
+ * pixel's taps in the same order as there (bias, then kh, kw ascending), one FMA each: the
+ * same sums. clip: min(max(., lo), hi) on the registers before the store (ReLU: hi +inf),
+ * the comparisons' operand order as rt_act_row_f32's (NaN stays NaN). */
+#define RT_DW3Z_X(j)                                                                           \
+    if ((j) < NP + 2) xv = _mm512_loadu_ps(xr + (j) * M)
+#define RT_DW3Z_F(p, wv)                                                                       \
+    if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
+#define RT_DW3Z_ROW(XR, WR)                                                                    \
+    do {                                                                                       \
+        const float *xr = (XR), *wr = (WR);                                                    \
+        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                   \
+                     w2 = _mm512_loadu_ps(wr + 2 * M);                                         \
+        __m512 xv;                                                                             \
+        RT_DW3Z_X(0); RT_DW3Z_F(0, w0);                                                        \
+        RT_DW3Z_X(1); RT_DW3Z_F(0, w1); RT_DW3Z_F(1, w0);                                      \
+        RT_DW3Z_X(2); RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w1); RT_DW3Z_F(2, w0);                    \
+        RT_DW3Z_X(3); RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w1); RT_DW3Z_F(3, w0);                    \
+        RT_DW3Z_X(4); RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w1); RT_DW3Z_F(4, w0);                    \
+        RT_DW3Z_X(5); RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w1); RT_DW3Z_F(5, w0);                    \
+        RT_DW3Z_X(6); RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w1); RT_DW3Z_F(6, w0);                    \
+        RT_DW3Z_X(7); RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w1); RT_DW3Z_F(7, w0);                    \
+        RT_DW3Z_X(8); RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w1);                                      \
+        RT_DW3Z_X(9); RT_DW3Z_F(7, w2);                                                        \
+    } while (0)
+#define RT_DW3Z_ST(p)                                                                          \
+    if ((p) < NP) {                                                                            \
+        if (clip) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                           \
+        _mm512_storeu_ps(y + (p) * M, a##p);                                                   \
+    }
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
+                      int64_t xrow, int64_t n_kh, const int NP, const int clip, __m512 lo,
+                      __m512 hi) {
+    __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
+           a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    int64_t kh;
+    if (n_kh == 3) {
+        RT_DW3Z_ROW(xt, wt);
+        RT_DW3Z_ROW(xt + xrow, wt + 3 * M);
+        RT_DW3Z_ROW(xt + 2 * xrow, wt + 6 * M);
+    } else {
+        for (kh = 0; kh < n_kh; kh++) RT_DW3Z_ROW(xt + kh * xrow, wt + kh * 3 * M);
+    }
+    RT_DW3Z_ST(0); RT_DW3Z_ST(1); RT_DW3Z_ST(2); RT_DW3Z_ST(3);
+    RT_DW3Z_ST(4); RT_DW3Z_ST(5); RT_DW3Z_ST(6); RT_DW3Z_ST(7);
+    (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7;
+}
+#undef RT_DW3Z_X
+#undef RT_DW3Z_F
+#undef RT_DW3Z_ROW
+#undef RT_DW3Z_ST
+
+/* A run of n pixels by rt_conv_nhwc_dw3z_f32 (x: pixel 0's tap (kh_lo, 0) at channel 0, w: tap
+ * (kh_lo, 0)): tiles of 8 pixels, then 4, then the last 1-3, every 16-channel block. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int clip, __m512 lo,
+                          __m512 hi) {
+    int64_t p = 0, m0;
+#define RT_DW3Z_TILES(NP)                                                                      \
+    for (m0 = 0; m0 < M; m0 += 16)                                                             \
+        rt_conv_nhwc_dw3z_f32(x + p * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,    \
+                              xrow, n_kh, NP, clip, lo, hi)
+    for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8);
+    for (; p + 4 <= n; p += 4) RT_DW3Z_TILES(4);
+    if (n - p == 3) RT_DW3Z_TILES(3);
+    else if (n - p == 2) RT_DW3Z_TILES(2);
+    else if (n - p == 1) RT_DW3Z_TILES(1);
+#undef RT_DW3Z_TILES
+}
+#endif
+
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
  * 8-channel block: tiles of 8 pixels, then of 4, then one of the last 1-3. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, const float *b,
                          float *yp, int64_t oh, int64_t ow, int64_t n,
-                         int64_t kh_lo, int64_t kh_hi, const int KW, const int S) {
+                         int64_t kh_lo, int64_t kh_hi, const int KW, const int S, const RtAct *act,
+                         int *acted) {
     const int64_t M = g->m, xrow = g->in[2] * M * g->d[1], wrow = KW * M, n_kh = kh_hi - kh_lo;
     const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
     const float *xk = xn + (ih * g->in[2] - g->pad[2]) * M, *wk = w + kh_lo * wrow;
     int64_t p = 0, m0;
+    (void)act, (void)acted;
+#if defined(RT_CNHWC_DW16)
+    if (KW == 3 && S == 1 && M % 16 == 0 && M > 32) {
+        const int kind = act ? act->kind : RT_ACT_NONE;
+        const __m512 lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
+        const __m512 hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
+        if (kind == RT_ACT_CLIP || kind == RT_ACT_RELU) {
+            rt_conv_nhwc_dw3z_run_f32(xk + ow * M, wk, b, yp, M, xrow, n_kh, n, 1, lo, hi);
+            *acted = 1;
+        } else {
+            rt_conv_nhwc_dw3z_run_f32(xk + ow * M, wk, b, yp, M, xrow, n_kh, n, 0, lo, hi);
+        }
+        return;
+    }
+#endif
 #if defined(RT_CNHWC_DW16)
     /* (not 32 channels: EfficientNet's 32 @ 112 ran 1.05-1.11x the time of 8-channel tiles) */
     if (M % 16 == 0 && M > 32) {
@@ -248,32 +343,34 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
  * tiles; returns n, or 0 where no vector path fits (the caller's loops run). */
 RT_API int64_t rt_conv_nhwc_dw_run_f32(const RtConvGeom *g, const float *xn, const float *w,
                                        const float *b, float *yp, int64_t oh, int64_t ow,
-                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi, const RtAct *act,
+                                       int *acted) {
 #ifdef RT_CNHWC_VEC
     if (g->m == g->c && g->m % RT_CNHWC_TILE_M == 0 && g->d[2] == 1 && n > 0 &&
         (g->k[2] == 3 || g->k[2] == 5) && (g->s[2] == 1 || g->s[2] == 2)) {
         const int64_t k = g->k[2], s = g->s[2];
         if (k == 3 && s == 1)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 1);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 1, act, acted);
         else if (k == 3)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 2);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 2, act, acted);
         else if (s == 1)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 1);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 1, act, acted);
         else
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 2);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 2, act, acted);
         return n;
     }
 #endif
     (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
-    (void)kh_hi;
+    (void)kh_hi, (void)act, (void)acted;
     return 0;
 }
 
 RT_API int64_t rt_conv_nhwc_dw_run_f64(const RtConvGeom *g, const double *xn, const double *w,
                                        const double *b, double *yp, int64_t oh, int64_t ow,
-                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi, const RtAct *act,
+                                       int *acted) {
     (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
-    (void)kh_hi;
+    (void)kh_hi, (void)act, (void)acted;
     return 0;
 }
 
@@ -504,11 +601,12 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                 for (ow = 0; ow < OW;) {                                                      \
                     T *yp = y + ((n * OH + oh) * OW + ow) * M;                                \
                     int64_t np = 1, kw_lo = 0, kw_hi = g->k[2];                               \
+                    int acted = 0; /* the activation done in the tiles' registers */          \
                     /* depthwise: the row's interior by the vector tiles where they fit */    \
                     int64_t run =                                                             \
                         cg == 1 && ow >= ow_lo && ow < ow_hi                                  \
                             ? rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
-                                                        kh_lo, kh_hi)                         \
+                                                        kh_lo, kh_hi, r ? NULL : act, &acted) \
                             : 0;                                                              \
                     if (run > 0) {                                                            \
                         np = run;                                                             \
@@ -561,7 +659,7 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                             }                                                                 \
                         }                                                                     \
                     }                                                                         \
-                    if (act || r)                                                             \
+                    if ((act || r) && !acted)                                                 \
                         rt_act_row_##SFX(yp, r ? r + (yp - y) : NULL, np * M,                 \
                                          act ? act : &no_act);                                \
                     ow += np;                                                                 \

@@ -219,6 +219,33 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
         RT_DW3Z_X(8); RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w1);                                      \
         RT_DW3Z_X(9); RT_DW3Z_F(7, w2);                                                        \
     } while (0)
+/* stride 2: column j feeds pixel j / 2 at tap j % 2 and, even, pixel j / 2 - 1 at tap 2 */
+#define RT_DW3Z_ROW2(XR, WR)                                                                   \
+    do {                                                                                       \
+        const float *xr = (XR), *wr = (WR);                                                    \
+        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                   \
+                     w2 = _mm512_loadu_ps(wr + 2 * M);                                         \
+        __m512 xv;                                                                             \
+        RT_DW3Z_X2(0); RT_DW3Z_F(0, w0);                                                       \
+        RT_DW3Z_X2(1); RT_DW3Z_F(0, w1);                                                       \
+        RT_DW3Z_X2(2); RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w0);                                     \
+        RT_DW3Z_X2(3); RT_DW3Z_F(1, w1);                                                       \
+        RT_DW3Z_X2(4); RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w0);                                     \
+        RT_DW3Z_X2(5); RT_DW3Z_F(2, w1);                                                       \
+        RT_DW3Z_X2(6); RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w0);                                     \
+        RT_DW3Z_X2(7); RT_DW3Z_F(3, w1);                                                       \
+        RT_DW3Z_X2(8); RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w0);                                     \
+        RT_DW3Z_X2(9); RT_DW3Z_F(4, w1);                                                       \
+        RT_DW3Z_X2(10); RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w0);                                    \
+        RT_DW3Z_X2(11); RT_DW3Z_F(5, w1);                                                      \
+        RT_DW3Z_X2(12); RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w0);                                    \
+        RT_DW3Z_X2(13); RT_DW3Z_F(6, w1);                                                      \
+        RT_DW3Z_X2(14); RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w0);                                    \
+        RT_DW3Z_X2(15); RT_DW3Z_F(7, w1);                                                      \
+        RT_DW3Z_X2(16); RT_DW3Z_F(7, w2);                                                      \
+    } while (0)
+#define RT_DW3Z_X2(j)                                                                          \
+    if ((j) < 2 * NP + 1) xv = _mm512_loadu_ps(xr + (j) * M)
 #define RT_DW3Z_ST(p)                                                                          \
     if ((p) < NP) {                                                                            \
         if (clip) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                           \
@@ -226,17 +253,23 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
     }
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
-                      int64_t xrow, int64_t n_kh, const int NP, const int clip, __m512 lo,
-                      __m512 hi) {
+                      int64_t xrow, int64_t n_kh, const int S, const int NP, const int clip,
+                      __m512 lo, __m512 hi) {
     __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
            a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     int64_t kh;
-    if (n_kh == 3) {
+    if (S == 1 && n_kh == 3) {
         RT_DW3Z_ROW(xt, wt);
         RT_DW3Z_ROW(xt + xrow, wt + 3 * M);
         RT_DW3Z_ROW(xt + 2 * xrow, wt + 6 * M);
-    } else {
+    } else if (S == 1) {
         for (kh = 0; kh < n_kh; kh++) RT_DW3Z_ROW(xt + kh * xrow, wt + kh * 3 * M);
+    } else if (n_kh == 3) {
+        RT_DW3Z_ROW2(xt, wt);
+        RT_DW3Z_ROW2(xt + xrow, wt + 3 * M);
+        RT_DW3Z_ROW2(xt + 2 * xrow, wt + 6 * M);
+    } else {
+        for (kh = 0; kh < n_kh; kh++) RT_DW3Z_ROW2(xt + kh * xrow, wt + kh * 3 * M);
     }
     RT_DW3Z_ST(0); RT_DW3Z_ST(1); RT_DW3Z_ST(2); RT_DW3Z_ST(3);
     RT_DW3Z_ST(4); RT_DW3Z_ST(5); RT_DW3Z_ST(6); RT_DW3Z_ST(7);
@@ -245,19 +278,21 @@ rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y
 #undef RT_DW3Z_X
 #undef RT_DW3Z_F
 #undef RT_DW3Z_ROW
+#undef RT_DW3Z_X2
+#undef RT_DW3Z_ROW2
 #undef RT_DW3Z_ST
 
 /* A run of n pixels by rt_conv_nhwc_dw3z_f32 (x: pixel 0's tap (kh_lo, 0) at channel 0, w: tap
  * (kh_lo, 0)): tiles of 8 pixels, then 4, then the last 1-3, every 16-channel block. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
-                          int64_t xrow, int64_t n_kh, int64_t n, const int clip, __m512 lo,
-                          __m512 hi) {
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, const int clip,
+                          __m512 lo, __m512 hi) {
     int64_t p = 0, m0;
 #define RT_DW3Z_TILES(NP)                                                                      \
     for (m0 = 0; m0 < M; m0 += 16)                                                             \
-        rt_conv_nhwc_dw3z_f32(x + p * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,    \
-                              xrow, n_kh, NP, clip, lo, hi)
+        rt_conv_nhwc_dw3z_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M, \
+                              xrow, n_kh, S, NP, clip, lo, hi)
     for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8);
     for (; p + 4 <= n; p += 4) RT_DW3Z_TILES(4);
     if (n - p == 3) RT_DW3Z_TILES(3);
@@ -280,15 +315,15 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
     int64_t p = 0, m0;
     (void)act, (void)acted;
 #if defined(RT_CNHWC_DW16)
-    if (KW == 3 && S == 1 && M % 16 == 0 && M > 32) {
+    if (KW == 3 && M % 16 == 0 && M >= 32) {
         const int kind = act ? act->kind : RT_ACT_NONE;
         const __m512 lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
         const __m512 hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
         if (kind == RT_ACT_CLIP || kind == RT_ACT_RELU) {
-            rt_conv_nhwc_dw3z_run_f32(xk + ow * M, wk, b, yp, M, xrow, n_kh, n, 1, lo, hi);
+            rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, 1, lo, hi);
             *acted = 1;
         } else {
-            rt_conv_nhwc_dw3z_run_f32(xk + ow * M, wk, b, yp, M, xrow, n_kh, n, 0, lo, hi);
+            rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, 0, lo, hi);
         }
         return;
     }

@@ -189,72 +189,78 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
 #undef RT_CNHWC_DWK_DEFINE
 
 #if defined(__AVX512F__)
-/* The 3x3 stride-1 tile of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP (1-8) pixels x 16
- * channels, accumulators in named registers and each kernel row written out (its 3 weight
- * vectors, then input columns 0..NP+1, each loaded once and fed to the up to 3 pixels that
- * read it), all rows unrolled for an interior row (n_kh 3). rt_conv_nhwc_dwk16_f32's code for
- * this shape folded every input load into its FMA (24 zmm loads a kernel row of 8 pixels
- * instead of 10) and kept the 8 accumulators on the stack across the kernel-row loop. Each
- * pixel's taps in the same order as there (bias, then kh, kw ascending), one FMA each: the
- * same sums. clip: min(max(., lo), hi) on the registers before the store (ReLU: hi +inf),
- * the comparisons' operand order as rt_act_row_f32's (NaN stays NaN). */
-#define RT_DW3Z_X(j)                                                                           \
-    if ((j) < NP + 2) xv = _mm512_loadu_ps(xr + (j) * M)
+/* The 3x3 tile (stride 1 or 2) of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP (1-8) pixels
+ * x 16 channels, accumulators in named registers and each kernel row written out (its 3 weight
+ * vectors, then its input columns, NP + 2 at stride 1 and 2 NP + 1 at stride 2, each loaded
+ * once and fed to the pixels that read it), all rows unrolled for an interior row (n_kh 3).
+ * rt_conv_nhwc_dwk16_f32's code for these shapes folded every input load into its FMA (24 zmm
+ * loads a kernel row of 8 pixels instead of 10) and kept the 8 accumulators on the stack
+ * across the kernel-row loop. L / R: the tile's first / last input column is outside the input
+ * (pad): skipped, with the taps that read it, so that a row's edge pixels run in the row's
+ * tiles (rt_conv_nhwc_dw3z_row_f32). Each pixel's taps in the order of the other paths (bias,
+ * then kh, kw ascending, the taps inside), one FMA each: the same sums. clip: min(max(., lo),
+ * hi) on the registers before the store (ReLU: hi +inf), the comparisons' operand order as
+ * rt_act_row_f32's (NaN stays NaN). */
 #define RT_DW3Z_F(p, wv)                                                                       \
     if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
+#define RT_DW3Z_C(j, NCOL, FMAS)                                                               \
+    if ((j) < (NCOL) && !(L && (j) == 0) && !(R && (j) == (NCOL)-1)) {                         \
+        xv = _mm512_loadu_ps(xr + (j) * M);                                                    \
+        FMAS;                                                                                  \
+    }
+#define RT_DW3Z_W(XR, WR)                                                                      \
+    const float *xr = (XR), *wr = (WR);                                                        \
+    const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                       \
+                 w2 = _mm512_loadu_ps(wr + 2 * M);                                             \
+    __m512 xv
+/* stride 1: column j feeds pixels j - 2, j - 1, j at taps 2, 1, 0 */
 #define RT_DW3Z_ROW(XR, WR)                                                                    \
     do {                                                                                       \
-        const float *xr = (XR), *wr = (WR);                                                    \
-        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                   \
-                     w2 = _mm512_loadu_ps(wr + 2 * M);                                         \
-        __m512 xv;                                                                             \
-        RT_DW3Z_X(0); RT_DW3Z_F(0, w0);                                                        \
-        RT_DW3Z_X(1); RT_DW3Z_F(0, w1); RT_DW3Z_F(1, w0);                                      \
-        RT_DW3Z_X(2); RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w1); RT_DW3Z_F(2, w0);                    \
-        RT_DW3Z_X(3); RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w1); RT_DW3Z_F(3, w0);                    \
-        RT_DW3Z_X(4); RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w1); RT_DW3Z_F(4, w0);                    \
-        RT_DW3Z_X(5); RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w1); RT_DW3Z_F(5, w0);                    \
-        RT_DW3Z_X(6); RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w1); RT_DW3Z_F(6, w0);                    \
-        RT_DW3Z_X(7); RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w1); RT_DW3Z_F(7, w0);                    \
-        RT_DW3Z_X(8); RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w1);                                      \
-        RT_DW3Z_X(9); RT_DW3Z_F(7, w2);                                                        \
+        RT_DW3Z_W(XR, WR);                                                                     \
+        RT_DW3Z_C(0, NP + 2, RT_DW3Z_F(0, w0));                                                \
+        RT_DW3Z_C(1, NP + 2, RT_DW3Z_F(0, w1); RT_DW3Z_F(1, w0));                              \
+        RT_DW3Z_C(2, NP + 2, RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w1); RT_DW3Z_F(2, w0));            \
+        RT_DW3Z_C(3, NP + 2, RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w1); RT_DW3Z_F(3, w0));            \
+        RT_DW3Z_C(4, NP + 2, RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w1); RT_DW3Z_F(4, w0));            \
+        RT_DW3Z_C(5, NP + 2, RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w1); RT_DW3Z_F(5, w0));            \
+        RT_DW3Z_C(6, NP + 2, RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w1); RT_DW3Z_F(6, w0));            \
+        RT_DW3Z_C(7, NP + 2, RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w1); RT_DW3Z_F(7, w0));            \
+        RT_DW3Z_C(8, NP + 2, RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w1));                              \
+        RT_DW3Z_C(9, NP + 2, RT_DW3Z_F(7, w2));                                                \
     } while (0)
-/* stride 2: column j feeds pixel j / 2 at tap j % 2 and, even, pixel j / 2 - 1 at tap 2 */
+/* stride 2: column j feeds pixel j / 2 at tap j % 2 and, j even, pixel j / 2 - 1 at tap 2 */
 #define RT_DW3Z_ROW2(XR, WR)                                                                   \
     do {                                                                                       \
-        const float *xr = (XR), *wr = (WR);                                                    \
-        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                   \
-                     w2 = _mm512_loadu_ps(wr + 2 * M);                                         \
-        __m512 xv;                                                                             \
-        RT_DW3Z_X2(0); RT_DW3Z_F(0, w0);                                                       \
-        RT_DW3Z_X2(1); RT_DW3Z_F(0, w1);                                                       \
-        RT_DW3Z_X2(2); RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w0);                                     \
-        RT_DW3Z_X2(3); RT_DW3Z_F(1, w1);                                                       \
-        RT_DW3Z_X2(4); RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w0);                                     \
-        RT_DW3Z_X2(5); RT_DW3Z_F(2, w1);                                                       \
-        RT_DW3Z_X2(6); RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w0);                                     \
-        RT_DW3Z_X2(7); RT_DW3Z_F(3, w1);                                                       \
-        RT_DW3Z_X2(8); RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w0);                                     \
-        RT_DW3Z_X2(9); RT_DW3Z_F(4, w1);                                                       \
-        RT_DW3Z_X2(10); RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w0);                                    \
-        RT_DW3Z_X2(11); RT_DW3Z_F(5, w1);                                                      \
-        RT_DW3Z_X2(12); RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w0);                                    \
-        RT_DW3Z_X2(13); RT_DW3Z_F(6, w1);                                                      \
-        RT_DW3Z_X2(14); RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w0);                                    \
-        RT_DW3Z_X2(15); RT_DW3Z_F(7, w1);                                                      \
-        RT_DW3Z_X2(16); RT_DW3Z_F(7, w2);                                                      \
+        RT_DW3Z_W(XR, WR);                                                                     \
+        RT_DW3Z_C(0, 2 * NP + 1, RT_DW3Z_F(0, w0));                                            \
+        RT_DW3Z_C(1, 2 * NP + 1, RT_DW3Z_F(0, w1));                                            \
+        RT_DW3Z_C(2, 2 * NP + 1, RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w0));                          \
+        RT_DW3Z_C(3, 2 * NP + 1, RT_DW3Z_F(1, w1));                                            \
+        RT_DW3Z_C(4, 2 * NP + 1, RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w0));                          \
+        RT_DW3Z_C(5, 2 * NP + 1, RT_DW3Z_F(2, w1));                                            \
+        RT_DW3Z_C(6, 2 * NP + 1, RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w0));                          \
+        RT_DW3Z_C(7, 2 * NP + 1, RT_DW3Z_F(3, w1));                                            \
+        RT_DW3Z_C(8, 2 * NP + 1, RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w0));                          \
+        RT_DW3Z_C(9, 2 * NP + 1, RT_DW3Z_F(4, w1));                                            \
+        RT_DW3Z_C(10, 2 * NP + 1, RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w0));                         \
+        RT_DW3Z_C(11, 2 * NP + 1, RT_DW3Z_F(5, w1));                                           \
+        RT_DW3Z_C(12, 2 * NP + 1, RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w0));                         \
+        RT_DW3Z_C(13, 2 * NP + 1, RT_DW3Z_F(6, w1));                                           \
+        RT_DW3Z_C(14, 2 * NP + 1, RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w0));                         \
+        RT_DW3Z_C(15, 2 * NP + 1, RT_DW3Z_F(7, w1));                                           \
+        RT_DW3Z_C(16, 2 * NP + 1, RT_DW3Z_F(7, w2));                                           \
     } while (0)
-#define RT_DW3Z_X2(j)                                                                          \
-    if ((j) < 2 * NP + 1) xv = _mm512_loadu_ps(xr + (j) * M)
 #define RT_DW3Z_ST(p)                                                                          \
     if ((p) < NP) {                                                                            \
         if (clip) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                           \
         _mm512_storeu_ps(y + (p) * M, a##p);                                                   \
     }
+/* xt: the tile's input column 0 in its first kernel row (kh_lo), channel m0; wt: tap
+ * (kh_lo, 0) at m0; xrow: one kernel row further in the input; y: pixel 0's output at m0. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
-                      int64_t xrow, int64_t n_kh, const int S, const int NP, const int clip,
-                      __m512 lo, __m512 hi) {
+                      int64_t xrow, int64_t n_kh, const int S, const int NP, const int L,
+                      const int R, const int clip, __m512 lo, __m512 hi) {
     __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
            a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     int64_t kh;
@@ -275,31 +281,64 @@ rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y
     RT_DW3Z_ST(4); RT_DW3Z_ST(5); RT_DW3Z_ST(6); RT_DW3Z_ST(7);
     (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7;
 }
-#undef RT_DW3Z_X
 #undef RT_DW3Z_F
+#undef RT_DW3Z_C
+#undef RT_DW3Z_W
 #undef RT_DW3Z_ROW
-#undef RT_DW3Z_X2
 #undef RT_DW3Z_ROW2
 #undef RT_DW3Z_ST
 
-/* A run of n pixels by rt_conv_nhwc_dw3z_f32 (x: pixel 0's tap (kh_lo, 0) at channel 0, w: tap
- * (kh_lo, 0)): tiles of 8 pixels, then 4, then the last 1-3, every 16-channel block. */
+/* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dw3z_f32 for pixel
+ * 0 at channel 0 */
+#define RT_DW3Z_TILES(NP, L, R)                                                                \
+    for (m0 = 0; m0 < M; m0 += 16)                                                             \
+    rt_conv_nhwc_dw3z_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,    \
+                          xrow, n_kh, S, NP, L, R, clip, lo, hi)
+
+/* A run of n pixels, all inside in kw: tiles of 8 pixels, then 4, then the last 1-3. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
                           int64_t xrow, int64_t n_kh, int64_t n, const int S, const int clip,
                           __m512 lo, __m512 hi) {
     int64_t p = 0, m0;
-#define RT_DW3Z_TILES(NP)                                                                      \
-    for (m0 = 0; m0 < M; m0 += 16)                                                             \
-        rt_conv_nhwc_dw3z_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M, \
-                              xrow, n_kh, S, NP, clip, lo, hi)
-    for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8);
-    for (; p + 4 <= n; p += 4) RT_DW3Z_TILES(4);
-    if (n - p == 3) RT_DW3Z_TILES(3);
-    else if (n - p == 2) RT_DW3Z_TILES(2);
-    else if (n - p == 1) RT_DW3Z_TILES(1);
-#undef RT_DW3Z_TILES
+    for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8, 0, 0);
+    for (; p + 4 <= n; p += 4) RT_DW3Z_TILES(4, 0, 0);
+    if (n - p == 3) RT_DW3Z_TILES(3, 0, 0);
+    else if (n - p == 2) RT_DW3Z_TILES(2, 0, 0);
+    else if (n - p == 1) RT_DW3Z_TILES(1, 0, 0);
 }
+
+/* A whole output row of n pixels with one pad column on the left (x: that column) and, at
+ * stride 1, one on the right (at stride 2 the input is 2 n wide: none): tiles of 8 pixels, the
+ * first one L, the last (1-8 pixels) R at stride 1. 7- and 14-wide rows ran their 2 edge
+ * pixels one at a time (rt_conv_nhwc_dw8_f32) and then the activation pass. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dw3z_row_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, const int clip,
+                          __m512 lo, __m512 hi) {
+    const int RE = S == 1; /* the right edge */
+    int64_t p = 0, m0;
+#define RT_DW3Z_LAST(LE)                                                                       \
+    switch (n - p) {                                                                           \
+    case 1: RT_DW3Z_TILES(1, LE, RE); break;                                                   \
+    case 2: RT_DW3Z_TILES(2, LE, RE); break;                                                   \
+    case 3: RT_DW3Z_TILES(3, LE, RE); break;                                                   \
+    case 4: RT_DW3Z_TILES(4, LE, RE); break;                                                   \
+    case 5: RT_DW3Z_TILES(5, LE, RE); break;                                                   \
+    case 6: RT_DW3Z_TILES(6, LE, RE); break;                                                   \
+    case 7: RT_DW3Z_TILES(7, LE, RE); break;                                                   \
+    default: RT_DW3Z_TILES(8, LE, RE); break;                                                  \
+    }
+    if (n <= 8) {
+        RT_DW3Z_LAST(1);
+        return;
+    }
+    RT_DW3Z_TILES(8, 1, 0);
+    for (p = 8; n - p > 8; p += 8) RT_DW3Z_TILES(8, 0, 0);
+    RT_DW3Z_LAST(0);
+#undef RT_DW3Z_LAST
+}
+#undef RT_DW3Z_TILES
 #endif
 
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
@@ -406,6 +445,50 @@ RT_API int64_t rt_conv_nhwc_dw_run_f64(const RtConvGeom *g, const double *xn, co
                                        int *acted) {
     (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
     (void)kh_hi, (void)act, (void)acted;
+    return 0;
+}
+
+/* Depthwise 3x3 (multiplier 1, unit dilation along W, pad 1 on the left), M a multiple of 16
+ * from 32, on AVX-512: output row oh whole, its edge pixels in its tiles
+ * (rt_conv_nhwc_dw3z_row_f32), where the row is W wide at stride 1 or W / 2 at stride 2, W
+ * even, and at most 16 wide (MobileNetV2's 7x7 and 14x14 maps, where the 2 edge pixels are
+ * 2/7 or 1/7 of a row: 0.47-0.80x the time in bench/kernels/dw.sh; its 112-wide rows ran
+ * 1.05-1.12x, 28 and 56 even, so wider rows keep the interior runs); returns the pixels done
+ * (OW) or 0 where this path does not fit. *acted: the activation act (Clip, ReLU) applied in
+ * the tiles. */
+RT_API int64_t rt_conv_nhwc_dw_row_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                       const float *b, float *yp, int64_t oh, int64_t kh_lo,
+                                       int64_t kh_hi, const RtAct *act, int *acted) {
+#if defined(RT_CNHWC_DW16)
+    const int64_t M = g->m, W = g->in[2], OW = g->out[2];
+    if (g->m == g->c && M % 16 == 0 && M >= 32 && g->k[2] == 3 && g->d[2] == 1 &&
+        g->pad[2] == 1 && OW <= 16 &&
+        ((g->s[2] == 1 && OW == W) || (g->s[2] == 2 && W % 2 == 0 && OW == W / 2))) {
+        const int64_t xrow = W * M * g->d[1], n_kh = kh_hi - kh_lo;
+        const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
+        const float *xk = xn + (ih * W - 1) * M, *wk = w + kh_lo * 3 * M;
+        const int kind = act ? act->kind : RT_ACT_NONE;
+        const int clip = kind == RT_ACT_CLIP || kind == RT_ACT_RELU;
+        const __m512 lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
+        const __m512 hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
+        if (g->s[2] == 1 && clip) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, 1, lo, hi);
+        else if (g->s[2] == 1) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, 0, lo, hi);
+        else if (clip) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, 1, lo, hi);
+        else rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, 0, lo, hi);
+        *acted = clip;
+        return OW;
+    }
+#endif
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)kh_lo, (void)kh_hi;
+    (void)act, (void)acted;
+    return 0;
+}
+
+RT_API int64_t rt_conv_nhwc_dw_row_f64(const RtConvGeom *g, const double *xn, const double *w,
+                                       const double *b, double *yp, int64_t oh, int64_t kh_lo,
+                                       int64_t kh_hi, const RtAct *act, int *acted) {
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)kh_lo, (void)kh_hi;
+    (void)act, (void)acted;
     return 0;
 }
 
@@ -637,12 +720,16 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                     T *yp = y + ((n * OH + oh) * OW + ow) * M;                                \
                     int64_t np = 1, kw_lo = 0, kw_hi = g->k[2];                               \
                     int acted = 0; /* the activation done in the tiles' registers */          \
-                    /* depthwise: the row's interior by the vector tiles where they fit */    \
+                    /* depthwise: the whole row, else its interior, by the vector tiles      \
+                     * where they fit */                                                      \
                     int64_t run =                                                             \
-                        cg == 1 && ow >= ow_lo && ow < ow_hi                                  \
-                            ? rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
-                                                        kh_lo, kh_hi, r ? NULL : act, &acted) \
+                        cg == 1 && ow == 0                                                    \
+                            ? rt_conv_nhwc_dw_row_##SFX(g, xn, w, b, yp, oh, kh_lo, kh_hi,    \
+                                                        r ? NULL : act, &acted)               \
                             : 0;                                                              \
+                    if (cg == 1 && run == 0 && ow >= ow_lo && ow < ow_hi)                     \
+                        run = rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
+                                                        kh_lo, kh_hi, r ? NULL : act, &acted); \
                     if (run > 0) {                                                            \
                         np = run;                                                             \
                     } else if (ow >= ow_lo && ow + RT_CNHWC_TILE_P <= ow_hi) {                \

@@ -198,9 +198,10 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
  * across the kernel-row loop. L / R: the tile's first / last input column is outside the input
  * (pad): skipped, with the taps that read it, so that a row's edge pixels run in the row's
  * tiles (rt_conv_nhwc_dw3z_row_f32). Each pixel's taps in the order of the other paths (bias,
- * then kh, kw ascending, the taps inside), one FMA each: the same sums. clip: min(max(., lo),
- * hi) on the registers before the store (ReLU: hi +inf), the comparisons' operand order as
- * rt_act_row_f32's (NaN stays NaN). */
+ * then kh, kw ascending, the taps inside), one FMA each: the same sums. act, on the registers
+ * before the store (rt_conv_nhwc_dw3z_act): 1 min(max(., lo), hi) (Clip; ReLU: hi +inf), the
+ * comparisons' operand order as rt_act_row_f32's (NaN stays NaN); 2 SiLU and 3 sigmoid by the
+ * vector functions rt_act_sigmoid_row_f32 runs (lane by lane: the same values); 0 none. */
 #define RT_DW3Z_F(p, wv)                                                                       \
     if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
 #define RT_DW3Z_C(j, NCOL, FMAS)                                                               \
@@ -252,7 +253,9 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
     } while (0)
 #define RT_DW3Z_ST(p)                                                                          \
     if ((p) < NP) {                                                                            \
-        if (clip) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                           \
+        if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                       \
+        else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                        \
+        else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                     \
         _mm512_storeu_ps(y + (p) * M, a##p);                                                   \
     }
 /* xt: the tile's input column 0 in its first kernel row (kh_lo), channel m0; wt: tap
@@ -260,7 +263,7 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
                       int64_t xrow, int64_t n_kh, const int S, const int NP, const int L,
-                      const int R, const int clip, __m512 lo, __m512 hi) {
+                      const int R, int act, __m512 lo, __m512 hi) {
     __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
            a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     int64_t kh;
@@ -288,17 +291,30 @@ rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y
 #undef RT_DW3Z_ROW2
 #undef RT_DW3Z_ST
 
+/* The act of rt_conv_nhwc_dw3z_f32 for an RtAct (NULL: none), with its Clip bounds; -1: a kind
+ * the tiles do not apply (rt_act_row_f32 runs after them). */
+static inline int rt_conv_nhwc_dw3z_act(const RtAct *act, __m512 *lo, __m512 *hi) {
+    const int kind = act ? act->kind : RT_ACT_NONE;
+    *lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
+    *hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
+    return kind == RT_ACT_NONE ? 0
+           : kind == RT_ACT_CLIP || kind == RT_ACT_RELU ? 1
+           : kind == RT_ACT_SILU ? 2
+           : kind == RT_ACT_SIGMOID ? 3
+                                    : -1;
+}
+
 /* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dw3z_f32 for pixel
  * 0 at channel 0 */
 #define RT_DW3Z_TILES(NP, L, R)                                                                \
     for (m0 = 0; m0 < M; m0 += 16)                                                             \
     rt_conv_nhwc_dw3z_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,    \
-                          xrow, n_kh, S, NP, L, R, clip, lo, hi)
+                          xrow, n_kh, S, NP, L, R, act, lo, hi)
 
 /* A run of n pixels, all inside in kw: tiles of 8 pixels, then 4, then the last 1-3. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
-                          int64_t xrow, int64_t n_kh, int64_t n, const int S, const int clip,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act,
                           __m512 lo, __m512 hi) {
     int64_t p = 0, m0;
     for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8, 0, 0);
@@ -314,7 +330,7 @@ rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float 
  * pixels one at a time (rt_conv_nhwc_dw8_f32) and then the activation pass. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw3z_row_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
-                          int64_t xrow, int64_t n_kh, int64_t n, const int S, const int clip,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act,
                           __m512 lo, __m512 hi) {
     const int RE = S == 1; /* the right edge */
     int64_t p = 0, m0;
@@ -355,15 +371,11 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
     (void)act, (void)acted;
 #if defined(RT_CNHWC_DW16)
     if (KW == 3 && M % 16 == 0 && M >= 32) {
-        const int kind = act ? act->kind : RT_ACT_NONE;
-        const __m512 lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
-        const __m512 hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
-        if (kind == RT_ACT_CLIP || kind == RT_ACT_RELU) {
-            rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, 1, lo, hi);
-            *acted = 1;
-        } else {
-            rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, 0, lo, hi);
-        }
+        __m512 lo, hi;
+        const int a = rt_conv_nhwc_dw3z_act(act, &lo, &hi);
+        rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, a < 0 ? 0 : a,
+                                  lo, hi);
+        *acted = a > 0;
         return;
     }
 #endif
@@ -467,15 +479,11 @@ RT_API int64_t rt_conv_nhwc_dw_row_f32(const RtConvGeom *g, const float *xn, con
         const int64_t xrow = W * M * g->d[1], n_kh = kh_hi - kh_lo;
         const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
         const float *xk = xn + (ih * W - 1) * M, *wk = w + kh_lo * 3 * M;
-        const int kind = act ? act->kind : RT_ACT_NONE;
-        const int clip = kind == RT_ACT_CLIP || kind == RT_ACT_RELU;
-        const __m512 lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
-        const __m512 hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
-        if (g->s[2] == 1 && clip) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, 1, lo, hi);
-        else if (g->s[2] == 1) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, 0, lo, hi);
-        else if (clip) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, 1, lo, hi);
-        else rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, 0, lo, hi);
-        *acted = clip;
+        __m512 lo, hi;
+        const int a = rt_conv_nhwc_dw3z_act(act, &lo, &hi);
+        if (g->s[2] == 1) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, a < 0 ? 0 : a, lo, hi);
+        else rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, a < 0 ? 0 : a, lo, hi);
+        *acted = a > 0;
         return OW;
     }
 #endif

@@ -193,9 +193,9 @@ Test(rt_conv_nhwc, applies_the_residual_and_activation_epilogue) {
     check_case(&k2, true, true);
 }
 
-/* y = act(conv(x, w) + b) with no residual: a depthwise run's tiles may apply a Clip or ReLU
- * in their registers (AVX-512 3x3 stride 1), the rest after the store; both against the
- * reference clamped here. */
+/* y = act(conv(x, w) + b) with no residual: a depthwise run's tiles may apply a Clip, ReLU,
+ * SiLU or sigmoid in their registers (AVX-512 3x3), the rest after the store; both against
+ * the reference's activation here. */
 static void check_act(const Case *k, const RtAct *act) {
     rng_init();
     RtConvGeom g = case_geom(k);
@@ -207,6 +207,9 @@ static void check_act(const Case *k, const RtAct *act) {
     for (int64_t i = 0; i < yn; i++) {
         double v = want[i];
         if (act->kind == RT_ACT_RELU) v = v < 0 ? 0 : v;
+        else if (act->kind == RT_ACT_SILU) v = v / (1 + exp(-v));
+        else if (act->kind == RT_ACT_SIGMOID) v = 1 / (1 + exp(-v));
+        else if (act->kind == RT_ACT_HARD_SWISH) v *= fmin(1, fmax(0, v / 6 + 0.5));
         else v = v < act->alpha ? act->alpha : v > act->beta ? act->beta : v;
         cr_assert(fabs(y[i] - v) <= TOL_F32 * (1 + fabs(v)),
                   "conv+act %d f32[%lld]: got %g, want %g (seed %u)", act->kind, (long long)i,
@@ -215,8 +218,10 @@ static void check_act(const Case *k, const RtAct *act) {
     free(x), free(w), free(b), free(y), free(want);
 }
 
-Test(rt_conv_nhwc, applies_a_clip_or_relu_without_a_residual_in_depthwise_runs) {
+Test(rt_conv_nhwc, applies_an_activation_without_a_residual_in_depthwise_runs) {
     const RtAct clip = {RT_ACT_CLIP, -0.25f, 0.3f}, relu = {RT_ACT_RELU, 0.0f, 0.0f};
+    const RtAct silu = {RT_ACT_SILU, 0.0f, 0.0f}, sigm = {RT_ACT_SIGMOID, 0.0f, 0.0f};
+    const RtAct hsw = {RT_ACT_HARD_SWISH, 0.0f, 0.0f};
     /* rows up to 16 wide: whole by the AVX-512 3x3 tiles, their edge pixels included */
     for (int64_t wd = 1; wd <= 21; wd++)
         for (int ci = 0; ci < 4; ci++) {
@@ -227,6 +232,9 @@ Test(rt_conv_nhwc, applies_a_clip_or_relu_without_a_residual_in_depthwise_runs) 
             check_act(&k2, wd % 2 ? &relu : &clip);
             Case k3 = {1, c, c, c, 5, wd, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
             check_act(&k3, &clip);
+            check_act(&k, wd % 2 ? &silu : &sigm);
+            check_act(&k2, wd % 2 ? &sigm : &silu);
+            check_act(&k, &hsw); /* not applied in the tiles */
         }
 }
 

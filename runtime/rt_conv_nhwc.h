@@ -146,11 +146,10 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
 #else
 #define RT_CNHWC_UNROLL
 #endif
-/* One tile (see above) for a vector type VT of the tile's channels: 8 (rt_cnhwc_v8f) or, where
- * the bundle is built for AVX-512 and M is a multiple of 16 above 32, 16 (rt_cnhwc_v16f: half
- * the instructions of two 8-channel tiles, Zen 4 dispatching a zmm operation as one;
- * EfficientNet's depthwise layers, all of 16k channels, 0.90-0.98x the time in
- * bench/kernels/dw.sh, noisy). */
+/* One tile (see above) for a vector type VT of the tile's channels: 8 (rt_cnhwc_v8f). Where
+ * the bundle is built for AVX-512 and M is a multiple of 16 from 32, the tiles of 16 channels
+ * in intrinsics below take the row (rt_conv_nhwc_dwz_f32; a vector-extension form of this
+ * tile for 16 channels, rt_conv_nhwc_dwk16_f32, ran before them). */
 #define RT_CNHWC_DWK_DEFINE(NAME, VT)                                                           \
     static inline __attribute__((always_inline)) void NAME(                                   \
         const float *x0, const float *w0, const float *b, float *y, int64_t M, int64_t xrow,  \
@@ -182,118 +181,168 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
     }
 RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
 #if defined(__AVX512F__)
-#define RT_CNHWC_DW16 1
-typedef float rt_cnhwc_v16f __attribute__((vector_size(16 * sizeof(float))));
-RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
+#define RT_CNHWC_DW16 1 /* the 16-channel tiles below, in intrinsics */
 #endif
 #undef RT_CNHWC_DWK_DEFINE
 
 #if defined(__AVX512F__)
-/* The 3x3 tile (stride 1 or 2) of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP (1-8) pixels
- * x 16 channels, accumulators in named registers and each kernel row written out (its 3 weight
- * vectors, then its input columns, NP + 2 at stride 1 and 2 NP + 1 at stride 2, each loaded
- * once and fed to the pixels that read it), all rows unrolled for an interior row (n_kh 3).
- * rt_conv_nhwc_dwk16_f32's code for these shapes folded every input load into its FMA (24 zmm
- * loads a kernel row of 8 pixels instead of 10) and kept the 8 accumulators on the stack
- * across the kernel-row loop. L / R: the tile's first / last input column is outside the input
- * (pad): skipped, with the taps that read it, so that a row's edge pixels run in the row's
- * tiles (rt_conv_nhwc_dw3z_row_f32). Each pixel's taps in the order of the other paths (bias,
- * then kh, kw ascending, the taps inside), one FMA each: the same sums. act, on the registers
- * before the store (rt_conv_nhwc_dw3z_act): 1 min(max(., lo), hi) (Clip; ReLU: hi +inf), the
- * comparisons' operand order as rt_act_row_f32's (NaN stays NaN); 2 SiLU and 3 sigmoid by the
- * vector functions rt_act_sigmoid_row_f32 runs (lane by lane: the same values); 0 none. */
-#define RT_DW3Z_F(p, wv)                                                                       \
+/* The 3x3 and 5x5 tiles (stride 1 or 2) of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP
+ * (1-8) pixels x 16 channels, accumulators in named registers and each kernel row written out
+ * (its K weight vectors, then its input columns, NP + K - 1 at stride 1 and 2 (NP - 1) + K at
+ * stride 2, each loaded once and fed to the pixels that read it), all rows unrolled for an
+ * interior row (n_kh K). The vector-extension tile (RT_CNHWC_DWK_DEFINE) for 16 channels, which
+ * these replace, compiled to FMAs that each loaded their input (24 zmm loads a 3x3 kernel row of
+ * 8 pixels instead of 10) and kept the 8 accumulators on the stack across the kernel-row loop
+ * (GCC 12, -march=native on Zen 4). L / R: the tile's first L / last R
+ * input columns are outside the input (pad): skipped, with the taps that read them, so that a
+ * row's edge pixels run in the row's tiles (rt_conv_nhwc_dwz_row_f32). Each pixel's taps in the
+ * order of the other paths (bias, then kh, kw ascending, the taps inside), one FMA each: the
+ * same sums. act, on the registers before the store (rt_conv_nhwc_dwz_act): 1 min(max(., lo),
+ * hi) (Clip; ReLU: hi +inf), the comparisons' operand order as rt_act_row_f32's (NaN stays
+ * NaN); 2 SiLU and 3 sigmoid by the vector functions rt_act_sigmoid_row_f32 runs (lane by
+ * lane: the same values); 0 none. */
+#define RT_DWZ_F(p, wv)                                                                        \
     if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
-#define RT_DW3Z_C(j, NCOL, FMAS)                                                               \
-    if ((j) < (NCOL) && !(L && (j) == 0) && !(R && (j) == (NCOL)-1)) {                         \
+#define RT_DWZ_C(j, NCOL, FMAS)                                                                \
+    if ((j) >= L && (j) < (NCOL)-R) {                                                          \
         xv = _mm512_loadu_ps(xr + (j) * M);                                                    \
         FMAS;                                                                                  \
     }
-#define RT_DW3Z_W(XR, WR)                                                                      \
+#define RT_DWZ_W3(XR, WR)                                                                      \
     const float *xr = (XR), *wr = (WR);                                                        \
     const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                       \
                  w2 = _mm512_loadu_ps(wr + 2 * M);                                             \
     __m512 xv
-/* stride 1: column j feeds pixels j - 2, j - 1, j at taps 2, 1, 0 */
-#define RT_DW3Z_ROW(XR, WR)                                                                    \
+#define RT_DWZ_W5(XR, WR)                                                                      \
+    RT_DWZ_W3(XR, WR);                                                                         \
+    const __m512 w3 = _mm512_loadu_ps(wr + 3 * M), w4 = _mm512_loadu_ps(wr + 4 * M)
+/* column j feeds pixel p at tap kw where j = S p + kw */
+#define RT_DWZ_ROW31(XR, WR)                                                                   \
     do {                                                                                       \
-        RT_DW3Z_W(XR, WR);                                                                     \
-        RT_DW3Z_C(0, NP + 2, RT_DW3Z_F(0, w0));                                                \
-        RT_DW3Z_C(1, NP + 2, RT_DW3Z_F(0, w1); RT_DW3Z_F(1, w0));                              \
-        RT_DW3Z_C(2, NP + 2, RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w1); RT_DW3Z_F(2, w0));            \
-        RT_DW3Z_C(3, NP + 2, RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w1); RT_DW3Z_F(3, w0));            \
-        RT_DW3Z_C(4, NP + 2, RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w1); RT_DW3Z_F(4, w0));            \
-        RT_DW3Z_C(5, NP + 2, RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w1); RT_DW3Z_F(5, w0));            \
-        RT_DW3Z_C(6, NP + 2, RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w1); RT_DW3Z_F(6, w0));            \
-        RT_DW3Z_C(7, NP + 2, RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w1); RT_DW3Z_F(7, w0));            \
-        RT_DW3Z_C(8, NP + 2, RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w1));                              \
-        RT_DW3Z_C(9, NP + 2, RT_DW3Z_F(7, w2));                                                \
+        RT_DWZ_W3(XR, WR);                                                                     \
+        RT_DWZ_C(0, NP + 2, RT_DWZ_F(0, w0));                                                  \
+        RT_DWZ_C(1, NP + 2, RT_DWZ_F(0, w1); RT_DWZ_F(1, w0));                                 \
+        RT_DWZ_C(2, NP + 2, RT_DWZ_F(0, w2); RT_DWZ_F(1, w1); RT_DWZ_F(2, w0));                \
+        RT_DWZ_C(3, NP + 2, RT_DWZ_F(1, w2); RT_DWZ_F(2, w1); RT_DWZ_F(3, w0));                \
+        RT_DWZ_C(4, NP + 2, RT_DWZ_F(2, w2); RT_DWZ_F(3, w1); RT_DWZ_F(4, w0));                \
+        RT_DWZ_C(5, NP + 2, RT_DWZ_F(3, w2); RT_DWZ_F(4, w1); RT_DWZ_F(5, w0));                \
+        RT_DWZ_C(6, NP + 2, RT_DWZ_F(4, w2); RT_DWZ_F(5, w1); RT_DWZ_F(6, w0));                \
+        RT_DWZ_C(7, NP + 2, RT_DWZ_F(5, w2); RT_DWZ_F(6, w1); RT_DWZ_F(7, w0));                \
+        RT_DWZ_C(8, NP + 2, RT_DWZ_F(6, w2); RT_DWZ_F(7, w1));                                 \
+        RT_DWZ_C(9, NP + 2, RT_DWZ_F(7, w2));                                                  \
     } while (0)
-/* stride 2: column j feeds pixel j / 2 at tap j % 2 and, j even, pixel j / 2 - 1 at tap 2 */
-#define RT_DW3Z_ROW2(XR, WR)                                                                   \
+#define RT_DWZ_ROW32(XR, WR)                                                                   \
     do {                                                                                       \
-        RT_DW3Z_W(XR, WR);                                                                     \
-        RT_DW3Z_C(0, 2 * NP + 1, RT_DW3Z_F(0, w0));                                            \
-        RT_DW3Z_C(1, 2 * NP + 1, RT_DW3Z_F(0, w1));                                            \
-        RT_DW3Z_C(2, 2 * NP + 1, RT_DW3Z_F(0, w2); RT_DW3Z_F(1, w0));                          \
-        RT_DW3Z_C(3, 2 * NP + 1, RT_DW3Z_F(1, w1));                                            \
-        RT_DW3Z_C(4, 2 * NP + 1, RT_DW3Z_F(1, w2); RT_DW3Z_F(2, w0));                          \
-        RT_DW3Z_C(5, 2 * NP + 1, RT_DW3Z_F(2, w1));                                            \
-        RT_DW3Z_C(6, 2 * NP + 1, RT_DW3Z_F(2, w2); RT_DW3Z_F(3, w0));                          \
-        RT_DW3Z_C(7, 2 * NP + 1, RT_DW3Z_F(3, w1));                                            \
-        RT_DW3Z_C(8, 2 * NP + 1, RT_DW3Z_F(3, w2); RT_DW3Z_F(4, w0));                          \
-        RT_DW3Z_C(9, 2 * NP + 1, RT_DW3Z_F(4, w1));                                            \
-        RT_DW3Z_C(10, 2 * NP + 1, RT_DW3Z_F(4, w2); RT_DW3Z_F(5, w0));                         \
-        RT_DW3Z_C(11, 2 * NP + 1, RT_DW3Z_F(5, w1));                                           \
-        RT_DW3Z_C(12, 2 * NP + 1, RT_DW3Z_F(5, w2); RT_DW3Z_F(6, w0));                         \
-        RT_DW3Z_C(13, 2 * NP + 1, RT_DW3Z_F(6, w1));                                           \
-        RT_DW3Z_C(14, 2 * NP + 1, RT_DW3Z_F(6, w2); RT_DW3Z_F(7, w0));                         \
-        RT_DW3Z_C(15, 2 * NP + 1, RT_DW3Z_F(7, w1));                                           \
-        RT_DW3Z_C(16, 2 * NP + 1, RT_DW3Z_F(7, w2));                                           \
+        RT_DWZ_W3(XR, WR);                                                                     \
+        RT_DWZ_C(0, (NP - 1) * 2 + 3, RT_DWZ_F(0, w0));                                        \
+        RT_DWZ_C(1, (NP - 1) * 2 + 3, RT_DWZ_F(0, w1));                                        \
+        RT_DWZ_C(2, (NP - 1) * 2 + 3, RT_DWZ_F(0, w2); RT_DWZ_F(1, w0));                       \
+        RT_DWZ_C(3, (NP - 1) * 2 + 3, RT_DWZ_F(1, w1));                                        \
+        RT_DWZ_C(4, (NP - 1) * 2 + 3, RT_DWZ_F(1, w2); RT_DWZ_F(2, w0));                       \
+        RT_DWZ_C(5, (NP - 1) * 2 + 3, RT_DWZ_F(2, w1));                                        \
+        RT_DWZ_C(6, (NP - 1) * 2 + 3, RT_DWZ_F(2, w2); RT_DWZ_F(3, w0));                       \
+        RT_DWZ_C(7, (NP - 1) * 2 + 3, RT_DWZ_F(3, w1));                                        \
+        RT_DWZ_C(8, (NP - 1) * 2 + 3, RT_DWZ_F(3, w2); RT_DWZ_F(4, w0));                       \
+        RT_DWZ_C(9, (NP - 1) * 2 + 3, RT_DWZ_F(4, w1));                                        \
+        RT_DWZ_C(10, (NP - 1) * 2 + 3, RT_DWZ_F(4, w2); RT_DWZ_F(5, w0));                      \
+        RT_DWZ_C(11, (NP - 1) * 2 + 3, RT_DWZ_F(5, w1));                                       \
+        RT_DWZ_C(12, (NP - 1) * 2 + 3, RT_DWZ_F(5, w2); RT_DWZ_F(6, w0));                      \
+        RT_DWZ_C(13, (NP - 1) * 2 + 3, RT_DWZ_F(6, w1));                                       \
+        RT_DWZ_C(14, (NP - 1) * 2 + 3, RT_DWZ_F(6, w2); RT_DWZ_F(7, w0));                      \
+        RT_DWZ_C(15, (NP - 1) * 2 + 3, RT_DWZ_F(7, w1));                                       \
+        RT_DWZ_C(16, (NP - 1) * 2 + 3, RT_DWZ_F(7, w2));                                       \
     } while (0)
-#define RT_DW3Z_ST(p)                                                                          \
+#define RT_DWZ_ROW51(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W5(XR, WR);                                                                     \
+        RT_DWZ_C(0, NP + 4, RT_DWZ_F(0, w0));                                                  \
+        RT_DWZ_C(1, NP + 4, RT_DWZ_F(0, w1); RT_DWZ_F(1, w0));                                 \
+        RT_DWZ_C(2, NP + 4, RT_DWZ_F(0, w2); RT_DWZ_F(1, w1); RT_DWZ_F(2, w0));                \
+        RT_DWZ_C(3, NP + 4, RT_DWZ_F(0, w3); RT_DWZ_F(1, w2); RT_DWZ_F(2, w1); RT_DWZ_F(3, w0)); \
+        RT_DWZ_C(4, NP + 4, RT_DWZ_F(0, w4); RT_DWZ_F(1, w3); RT_DWZ_F(2, w2); RT_DWZ_F(3, w1); RT_DWZ_F(4, w0)); \
+        RT_DWZ_C(5, NP + 4, RT_DWZ_F(1, w4); RT_DWZ_F(2, w3); RT_DWZ_F(3, w2); RT_DWZ_F(4, w1); RT_DWZ_F(5, w0)); \
+        RT_DWZ_C(6, NP + 4, RT_DWZ_F(2, w4); RT_DWZ_F(3, w3); RT_DWZ_F(4, w2); RT_DWZ_F(5, w1); RT_DWZ_F(6, w0)); \
+        RT_DWZ_C(7, NP + 4, RT_DWZ_F(3, w4); RT_DWZ_F(4, w3); RT_DWZ_F(5, w2); RT_DWZ_F(6, w1); RT_DWZ_F(7, w0)); \
+        RT_DWZ_C(8, NP + 4, RT_DWZ_F(4, w4); RT_DWZ_F(5, w3); RT_DWZ_F(6, w2); RT_DWZ_F(7, w1)); \
+        RT_DWZ_C(9, NP + 4, RT_DWZ_F(5, w4); RT_DWZ_F(6, w3); RT_DWZ_F(7, w2));                \
+        RT_DWZ_C(10, NP + 4, RT_DWZ_F(6, w4); RT_DWZ_F(7, w3));                                \
+        RT_DWZ_C(11, NP + 4, RT_DWZ_F(7, w4));                                                 \
+    } while (0)
+#define RT_DWZ_ROW52(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W5(XR, WR);                                                                     \
+        RT_DWZ_C(0, (NP - 1) * 2 + 5, RT_DWZ_F(0, w0));                                        \
+        RT_DWZ_C(1, (NP - 1) * 2 + 5, RT_DWZ_F(0, w1));                                        \
+        RT_DWZ_C(2, (NP - 1) * 2 + 5, RT_DWZ_F(0, w2); RT_DWZ_F(1, w0));                       \
+        RT_DWZ_C(3, (NP - 1) * 2 + 5, RT_DWZ_F(0, w3); RT_DWZ_F(1, w1));                       \
+        RT_DWZ_C(4, (NP - 1) * 2 + 5, RT_DWZ_F(0, w4); RT_DWZ_F(1, w2); RT_DWZ_F(2, w0));      \
+        RT_DWZ_C(5, (NP - 1) * 2 + 5, RT_DWZ_F(1, w3); RT_DWZ_F(2, w1));                       \
+        RT_DWZ_C(6, (NP - 1) * 2 + 5, RT_DWZ_F(1, w4); RT_DWZ_F(2, w2); RT_DWZ_F(3, w0));      \
+        RT_DWZ_C(7, (NP - 1) * 2 + 5, RT_DWZ_F(2, w3); RT_DWZ_F(3, w1));                       \
+        RT_DWZ_C(8, (NP - 1) * 2 + 5, RT_DWZ_F(2, w4); RT_DWZ_F(3, w2); RT_DWZ_F(4, w0));      \
+        RT_DWZ_C(9, (NP - 1) * 2 + 5, RT_DWZ_F(3, w3); RT_DWZ_F(4, w1));                       \
+        RT_DWZ_C(10, (NP - 1) * 2 + 5, RT_DWZ_F(3, w4); RT_DWZ_F(4, w2); RT_DWZ_F(5, w0));     \
+        RT_DWZ_C(11, (NP - 1) * 2 + 5, RT_DWZ_F(4, w3); RT_DWZ_F(5, w1));                      \
+        RT_DWZ_C(12, (NP - 1) * 2 + 5, RT_DWZ_F(4, w4); RT_DWZ_F(5, w2); RT_DWZ_F(6, w0));     \
+        RT_DWZ_C(13, (NP - 1) * 2 + 5, RT_DWZ_F(5, w3); RT_DWZ_F(6, w1));                      \
+        RT_DWZ_C(14, (NP - 1) * 2 + 5, RT_DWZ_F(5, w4); RT_DWZ_F(6, w2); RT_DWZ_F(7, w0));     \
+        RT_DWZ_C(15, (NP - 1) * 2 + 5, RT_DWZ_F(6, w3); RT_DWZ_F(7, w1));                      \
+        RT_DWZ_C(16, (NP - 1) * 2 + 5, RT_DWZ_F(6, w4); RT_DWZ_F(7, w2));                      \
+        RT_DWZ_C(17, (NP - 1) * 2 + 5, RT_DWZ_F(7, w3));                                       \
+        RT_DWZ_C(18, (NP - 1) * 2 + 5, RT_DWZ_F(7, w4));                                       \
+    } while (0)
+#define RT_DWZ_ST(p)                                                                           \
     if ((p) < NP) {                                                                            \
         if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                       \
         else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                        \
         else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                     \
         _mm512_storeu_ps(y + (p) * M, a##p);                                                   \
     }
+#define RT_DWZ_ROWS(ROW)                                                                       \
+    do {                                                                                       \
+        if (n_kh == K) {                                                                       \
+            ROW(xt, wt);                                                                       \
+            ROW(xt + xrow, wt + K * M);                                                        \
+            ROW(xt + 2 * xrow, wt + 2 * K * M);                                                \
+            if (K == 5) {                                                                      \
+                ROW(xt + 3 * xrow, wt + 3 * K * M);                                            \
+                ROW(xt + 4 * xrow, wt + 4 * K * M);                                            \
+            }                                                                                  \
+        } else {                                                                               \
+            for (kh = 0; kh < n_kh; kh++) ROW(xt + kh * xrow, wt + kh * K * M);                \
+        }                                                                                      \
+    } while (0)
 /* xt: the tile's input column 0 in its first kernel row (kh_lo), channel m0; wt: tap
  * (kh_lo, 0) at m0; xrow: one kernel row further in the input; y: pixel 0's output at m0. */
 static inline __attribute__((always_inline)) void
-rt_conv_nhwc_dw3z_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
-                      int64_t xrow, int64_t n_kh, const int S, const int NP, const int L,
-                      const int R, int act, __m512 lo, __m512 hi) {
+rt_conv_nhwc_dwz_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
+                     int64_t xrow, int64_t n_kh, const int K, const int S, const int NP,
+                     const int L, const int R, int act, __m512 lo, __m512 hi) {
     __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
            a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     int64_t kh;
-    if (S == 1 && n_kh == 3) {
-        RT_DW3Z_ROW(xt, wt);
-        RT_DW3Z_ROW(xt + xrow, wt + 3 * M);
-        RT_DW3Z_ROW(xt + 2 * xrow, wt + 6 * M);
-    } else if (S == 1) {
-        for (kh = 0; kh < n_kh; kh++) RT_DW3Z_ROW(xt + kh * xrow, wt + kh * 3 * M);
-    } else if (n_kh == 3) {
-        RT_DW3Z_ROW2(xt, wt);
-        RT_DW3Z_ROW2(xt + xrow, wt + 3 * M);
-        RT_DW3Z_ROW2(xt + 2 * xrow, wt + 6 * M);
-    } else {
-        for (kh = 0; kh < n_kh; kh++) RT_DW3Z_ROW2(xt + kh * xrow, wt + kh * 3 * M);
-    }
-    RT_DW3Z_ST(0); RT_DW3Z_ST(1); RT_DW3Z_ST(2); RT_DW3Z_ST(3);
-    RT_DW3Z_ST(4); RT_DW3Z_ST(5); RT_DW3Z_ST(6); RT_DW3Z_ST(7);
+    if (K == 3 && S == 1) RT_DWZ_ROWS(RT_DWZ_ROW31);
+    else if (K == 3) RT_DWZ_ROWS(RT_DWZ_ROW32);
+    else if (S == 1) RT_DWZ_ROWS(RT_DWZ_ROW51);
+    else RT_DWZ_ROWS(RT_DWZ_ROW52);
+    RT_DWZ_ST(0); RT_DWZ_ST(1); RT_DWZ_ST(2); RT_DWZ_ST(3);
+    RT_DWZ_ST(4); RT_DWZ_ST(5); RT_DWZ_ST(6); RT_DWZ_ST(7);
     (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7;
 }
-#undef RT_DW3Z_F
-#undef RT_DW3Z_C
-#undef RT_DW3Z_W
-#undef RT_DW3Z_ROW
-#undef RT_DW3Z_ROW2
-#undef RT_DW3Z_ST
+#undef RT_DWZ_F
+#undef RT_DWZ_C
+#undef RT_DWZ_W3
+#undef RT_DWZ_W5
+#undef RT_DWZ_ROW31
+#undef RT_DWZ_ROW32
+#undef RT_DWZ_ROW51
+#undef RT_DWZ_ROW52
+#undef RT_DWZ_ST
+#undef RT_DWZ_ROWS
 
-/* The act of rt_conv_nhwc_dw3z_f32 for an RtAct (NULL: none), with its Clip bounds; -1: a kind
+/* The act of rt_conv_nhwc_dwz_f32 for an RtAct (NULL: none), with its Clip bounds; -1: a kind
  * the tiles do not apply (rt_act_row_f32 runs after them). */
-static inline int rt_conv_nhwc_dw3z_act(const RtAct *act, __m512 *lo, __m512 *hi) {
+static inline int rt_conv_nhwc_dwz_act(const RtAct *act, __m512 *lo, __m512 *hi) {
     const int kind = act ? act->kind : RT_ACT_NONE;
     *lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
     *hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
@@ -304,58 +353,94 @@ static inline int rt_conv_nhwc_dw3z_act(const RtAct *act, __m512 *lo, __m512 *hi
                                     : -1;
 }
 
-/* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dw3z_f32 for pixel
+/* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dwz_f32 for pixel
  * 0 at channel 0 */
-#define RT_DW3Z_TILES(NP, L, R)                                                                \
+#define RT_DWZ_TILES(NP, L, R)                                                                 \
     for (m0 = 0; m0 < M; m0 += 16)                                                             \
-    rt_conv_nhwc_dw3z_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,    \
-                          xrow, n_kh, S, NP, L, R, act, lo, hi)
+    rt_conv_nhwc_dwz_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,     \
+                         xrow, n_kh, K, S, NP, L, R, act, lo, hi)
 
 /* A run of n pixels, all inside in kw: tiles of 8 pixels, then 4, then the last 1-3. */
 static inline __attribute__((always_inline)) void
-rt_conv_nhwc_dw3z_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
-                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act,
-                          __m512 lo, __m512 hi) {
+rt_conv_nhwc_dwz_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                         int64_t xrow, int64_t n_kh, int64_t n, const int K, const int S,
+                         int act, __m512 lo, __m512 hi) {
     int64_t p = 0, m0;
-    for (; p + 8 <= n; p += 8) RT_DW3Z_TILES(8, 0, 0);
-    for (; p + 4 <= n; p += 4) RT_DW3Z_TILES(4, 0, 0);
-    if (n - p == 3) RT_DW3Z_TILES(3, 0, 0);
-    else if (n - p == 2) RT_DW3Z_TILES(2, 0, 0);
-    else if (n - p == 1) RT_DW3Z_TILES(1, 0, 0);
+    for (; p + 8 <= n; p += 8) RT_DWZ_TILES(8, 0, 0);
+    for (; p + 4 <= n; p += 4) RT_DWZ_TILES(4, 0, 0);
+    if (n - p == 3) RT_DWZ_TILES(3, 0, 0);
+    else if (n - p == 2) RT_DWZ_TILES(2, 0, 0);
+    else if (n - p == 1) RT_DWZ_TILES(1, 0, 0);
 }
 
-/* A whole output row of n pixels with one pad column on the left (x: that column) and, at
- * stride 1, one on the right (at stride 2 the input is 2 n wide: none): tiles of 8 pixels, the
- * first one L, the last (1-8 pixels) R at stride 1. 7- and 14-wide rows ran their 2 edge
- * pixels one at a time (rt_conv_nhwc_dw8_f32) and then the activation pass. */
+/* A whole output row of n pixels with pad (K - 1) / 2 on the left (x: the first pad column):
+ * at stride 1 n = W, at stride 2 n = W / 2 (W even); tiles of 8 pixels, the first one skipping
+ * the left pad columns, the last (1-8 pixels) the right ones (at stride 2 one fewer than the
+ * left). 7- and 14-wide rows ran their edge pixels one at a time (rt_conv_nhwc_dw8_f32) and
+ * then the activation pass. */
 static inline __attribute__((always_inline)) void
-rt_conv_nhwc_dw3z_row_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
-                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act,
-                          __m512 lo, __m512 hi) {
-    const int RE = S == 1; /* the right edge */
+rt_conv_nhwc_dwz_row_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                         int64_t xrow, int64_t n_kh, int64_t n, const int K, const int S,
+                         int act, __m512 lo, __m512 hi) {
+    const int LE = (K - 1) / 2, RE = S == 1 ? LE : LE - 1; /* the pad columns */
     int64_t p = 0, m0;
-#define RT_DW3Z_LAST(LE)                                                                       \
+#define RT_DWZ_LAST(L)                                                                         \
     switch (n - p) {                                                                           \
-    case 1: RT_DW3Z_TILES(1, LE, RE); break;                                                   \
-    case 2: RT_DW3Z_TILES(2, LE, RE); break;                                                   \
-    case 3: RT_DW3Z_TILES(3, LE, RE); break;                                                   \
-    case 4: RT_DW3Z_TILES(4, LE, RE); break;                                                   \
-    case 5: RT_DW3Z_TILES(5, LE, RE); break;                                                   \
-    case 6: RT_DW3Z_TILES(6, LE, RE); break;                                                   \
-    case 7: RT_DW3Z_TILES(7, LE, RE); break;                                                   \
-    default: RT_DW3Z_TILES(8, LE, RE); break;                                                  \
+    case 1: RT_DWZ_TILES(1, L, RE); break;                                                     \
+    case 2: RT_DWZ_TILES(2, L, RE); break;                                                     \
+    case 3: RT_DWZ_TILES(3, L, RE); break;                                                     \
+    case 4: RT_DWZ_TILES(4, L, RE); break;                                                     \
+    case 5: RT_DWZ_TILES(5, L, RE); break;                                                     \
+    case 6: RT_DWZ_TILES(6, L, RE); break;                                                     \
+    case 7: RT_DWZ_TILES(7, L, RE); break;                                                     \
+    default: RT_DWZ_TILES(8, L, RE); break;                                                    \
     }
     if (n <= 8) {
-        RT_DW3Z_LAST(1);
+        RT_DWZ_LAST(LE);
         return;
     }
-    RT_DW3Z_TILES(8, 1, 0);
-    for (p = 8; n - p > 8; p += 8) RT_DW3Z_TILES(8, 0, 0);
-    RT_DW3Z_LAST(0);
-#undef RT_DW3Z_LAST
+    /* tiles of 8, or of 4 where 8 would leave fewer pixels than RE to the last tile (the
+     * right edge pixels must all be in it: 5x5, n = 8 k + 1) */
+    if (n - 8 >= RE) {
+        RT_DWZ_TILES(8, LE, 0);
+        p = 8;
+    } else {
+        RT_DWZ_TILES(4, LE, 0);
+        p = 4;
+    }
+    while (n - p > 8) {
+        if (n - p - 8 >= RE) {
+            RT_DWZ_TILES(8, 0, 0);
+            p += 8;
+        } else {
+            RT_DWZ_TILES(4, 0, 0);
+            p += 4;
+        }
+    }
+    RT_DWZ_LAST(0);
+#undef RT_DWZ_LAST
 }
-#undef RT_DW3Z_TILES
+#undef RT_DWZ_TILES
+
+/* The 5x5 runs and rows as functions of their own, out of line: inlined beside the 3x3 ones in
+ * rt_conv_nhwc_dw_run_f32 they made MobileNetV2's 3x3 layers 1.02-1.04x slower in
+ * bench/kernels/dw.sh and in the model (profile.py, 7 runs), the 3x3 code unchanged. */
+static __attribute__((noinline, unused)) void
+rt_conv_nhwc_dwz_run5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
+                          __m512 hi) {
+    if (S == 1) rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 1, act, lo, hi);
+    else rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 2, act, lo, hi);
+}
+static __attribute__((noinline, unused)) void
+rt_conv_nhwc_dwz_row5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
+                          __m512 hi) {
+    if (S == 1) rt_conv_nhwc_dwz_row_f32(x, w, b, y, M, xrow, n_kh, n, 5, 1, act, lo, hi);
+    else rt_conv_nhwc_dwz_row_f32(x, w, b, y, M, xrow, n_kh, n, 5, 2, act, lo, hi);
+}
 #endif
+
 
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
  * 8-channel block: tiles of 8 pixels, then of 4, then one of the last 1-3. */
@@ -370,35 +455,16 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
     int64_t p = 0, m0;
     (void)act, (void)acted;
 #if defined(RT_CNHWC_DW16)
-    if (KW == 3 && M % 16 == 0 && M >= 32) {
+    if (M % 16 == 0 && M >= 32) {
         __m512 lo, hi;
-        const int a = rt_conv_nhwc_dw3z_act(act, &lo, &hi);
-        rt_conv_nhwc_dw3z_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, a < 0 ? 0 : a,
-                                  lo, hi);
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi);
+        if (KW == 3)
+            rt_conv_nhwc_dwz_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, 3, S,
+                                     a < 0 ? 0 : a, lo, hi);
+        else
+            rt_conv_nhwc_dwz_run5_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S,
+                                      a < 0 ? 0 : a, lo, hi);
         *acted = a > 0;
-        return;
-    }
-#endif
-#if defined(RT_CNHWC_DW16)
-    /* (not 32 channels: EfficientNet's 32 @ 112 ran 1.05-1.11x the time of 8-channel tiles) */
-    if (M % 16 == 0 && M > 32) {
-        for (; p + 8 <= n; p += 8)
-            for (m0 = 0; m0 < M; m0 += 16)
-                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 8);
-        for (; p + 4 <= n; p += 4)
-            for (m0 = 0; m0 < M; m0 += 16)
-                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
-        for (m0 = 0; n - p == 3 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 3);
-        for (m0 = 0; n - p == 2 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 2);
-        for (m0 = 0; n - p == 1 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
         return;
     }
 #endif
@@ -460,29 +526,31 @@ RT_API int64_t rt_conv_nhwc_dw_run_f64(const RtConvGeom *g, const double *xn, co
     return 0;
 }
 
-/* Depthwise 3x3 (multiplier 1, unit dilation along W, pad 1 on the left), M a multiple of 16
- * from 32, on AVX-512: output row oh whole, its edge pixels in its tiles
- * (rt_conv_nhwc_dw3z_row_f32), where the row is W wide at stride 1 or W / 2 at stride 2, W
- * even, and at most 16 wide (MobileNetV2's 7x7 and 14x14 maps, where the 2 edge pixels are
- * 2/7 or 1/7 of a row: 0.47-0.80x the time in bench/kernels/dw.sh; its 112-wide rows ran
+/* Depthwise 3x3 or 5x5 (multiplier 1, unit dilation along W, pad (K - 1) / 2 on the left), M
+ * a multiple of 16 from 32, on AVX-512: output row oh whole, its edge pixels in its tiles
+ * (rt_conv_nhwc_dwz_row_f32), where the row is W wide at stride 1 or W / 2 at stride 2, W
+ * even, and at most 16 wide (the 7x7 and 14x14 maps, where the edge pixels are 2/7 or 1/7 of
+ * a 3x3 row: MobileNetV2's 0.47-0.80x the time in bench/kernels/dw.sh; its 112-wide rows ran
  * 1.05-1.12x, 28 and 56 even, so wider rows keep the interior runs); returns the pixels done
- * (OW) or 0 where this path does not fit. *acted: the activation act (Clip, ReLU) applied in
- * the tiles. */
+ * (OW) or 0 where this path does not fit. *acted: the activation act applied in the tiles
+ * (rt_conv_nhwc_dwz_act). */
 RT_API int64_t rt_conv_nhwc_dw_row_f32(const RtConvGeom *g, const float *xn, const float *w,
                                        const float *b, float *yp, int64_t oh, int64_t kh_lo,
                                        int64_t kh_hi, const RtAct *act, int *acted) {
 #if defined(RT_CNHWC_DW16)
     const int64_t M = g->m, W = g->in[2], OW = g->out[2];
-    if (g->m == g->c && M % 16 == 0 && M >= 32 && g->k[2] == 3 && g->d[2] == 1 &&
-        g->pad[2] == 1 && OW <= 16 &&
+    const int64_t K = g->k[2];
+    if (g->m == g->c && M % 16 == 0 && M >= 32 && (K == 3 || K == 5) && g->d[2] == 1 &&
+        g->pad[2] == (K - 1) / 2 && OW <= 16 &&
         ((g->s[2] == 1 && OW == W) || (g->s[2] == 2 && W % 2 == 0 && OW == W / 2))) {
         const int64_t xrow = W * M * g->d[1], n_kh = kh_hi - kh_lo;
         const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
-        const float *xk = xn + (ih * W - 1) * M, *wk = w + kh_lo * 3 * M;
+        const float *xk = xn + (ih * W - g->pad[2]) * M, *wk = w + kh_lo * K * M;
         __m512 lo, hi;
-        const int a = rt_conv_nhwc_dw3z_act(act, &lo, &hi);
-        if (g->s[2] == 1) rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 1, a < 0 ? 0 : a, lo, hi);
-        else rt_conv_nhwc_dw3z_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 2, a < 0 ? 0 : a, lo, hi);
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi), ac = a < 0 ? 0 : a;
+        if (K == 3 && g->s[2] == 1) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 1, ac, lo, hi);
+        else if (K == 3) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 2, ac, lo, hi);
+        else rt_conv_nhwc_dwz_row5_f32(xk, wk, b, yp, M, xrow, n_kh, OW, (int)g->s[2], ac, lo, hi);
         *acted = a > 0;
         return OW;
     }

@@ -292,12 +292,14 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
         RT_DWZ_C(18, (NP - 1) * 2 + 5, RT_DWZ_F(7, w4));                                       \
     } while (0)
 #define RT_DWZ_ST(p)                                                                           \
-    if ((p) < NP) {                                                                            \
-        if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                       \
-        else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                        \
-        else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                     \
-        _mm512_storeu_ps(y + (p) * M, a##p);                                                   \
-    }
+    do {                                                                                       \
+        if ((p) < NP) {                                                                        \
+            if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                   \
+            else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                    \
+            else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                 \
+            _mm512_storeu_ps(y + (p) * M, a##p);                                               \
+        }                                                                                      \
+    } while (0)
 #define RT_DWZ_ROWS(ROW)                                                                       \
     do {                                                                                       \
         if (n_kh == K) {                                                                       \
@@ -385,16 +387,18 @@ rt_conv_nhwc_dwz_row_f32(const float *x, const float *w, const float *b, float *
     const int LE = (K - 1) / 2, RE = S == 1 ? LE : LE - 1; /* the pad columns */
     int64_t p = 0, m0;
 #define RT_DWZ_LAST(L)                                                                         \
-    switch (n - p) {                                                                           \
-    case 1: RT_DWZ_TILES(1, L, RE); break;                                                     \
-    case 2: RT_DWZ_TILES(2, L, RE); break;                                                     \
-    case 3: RT_DWZ_TILES(3, L, RE); break;                                                     \
-    case 4: RT_DWZ_TILES(4, L, RE); break;                                                     \
-    case 5: RT_DWZ_TILES(5, L, RE); break;                                                     \
-    case 6: RT_DWZ_TILES(6, L, RE); break;                                                     \
-    case 7: RT_DWZ_TILES(7, L, RE); break;                                                     \
-    default: RT_DWZ_TILES(8, L, RE); break;                                                    \
-    }
+    do {                                                                                       \
+        switch (n - p) {                                                                       \
+        case 1: RT_DWZ_TILES(1, L, RE); break;                                                 \
+        case 2: RT_DWZ_TILES(2, L, RE); break;                                                 \
+        case 3: RT_DWZ_TILES(3, L, RE); break;                                                 \
+        case 4: RT_DWZ_TILES(4, L, RE); break;                                                 \
+        case 5: RT_DWZ_TILES(5, L, RE); break;                                                 \
+        case 6: RT_DWZ_TILES(6, L, RE); break;                                                 \
+        case 7: RT_DWZ_TILES(7, L, RE); break;                                                 \
+        default: RT_DWZ_TILES(8, L, RE); break;                                                \
+        }                                                                                      \
+    } while (0)
     if (n <= 8) {
         RT_DWZ_LAST(LE);
         return;
@@ -425,14 +429,14 @@ rt_conv_nhwc_dwz_row_f32(const float *x, const float *w, const float *b, float *
 /* The 5x5 runs and rows as functions of their own, out of line: inlined beside the 3x3 ones in
  * rt_conv_nhwc_dw_run_f32 they made MobileNetV2's 3x3 layers 1.02-1.04x slower in
  * bench/kernels/dw.sh and in the model (profile.py, 7 runs), the 3x3 code unchanged. */
-static __attribute__((noinline, unused)) void
+static __attribute__((noinline)) void
 rt_conv_nhwc_dwz_run5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
                           int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
                           __m512 hi) {
     if (S == 1) rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 1, act, lo, hi);
     else rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 2, act, lo, hi);
 }
-static __attribute__((noinline, unused)) void
+static __attribute__((noinline)) void
 rt_conv_nhwc_dwz_row5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
                           int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
                           __m512 hi) {

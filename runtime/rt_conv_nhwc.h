@@ -146,11 +146,10 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
 #else
 #define RT_CNHWC_UNROLL
 #endif
-/* One tile (see above) for a vector type VT of the tile's channels: 8 (rt_cnhwc_v8f) or, where
- * the bundle is built for AVX-512 and M is a multiple of 16 above 32, 16 (rt_cnhwc_v16f: half
- * the instructions of two 8-channel tiles, Zen 4 dispatching a zmm operation as one;
- * EfficientNet's depthwise layers, all of 16k channels, 0.90-0.98x the time in
- * bench/kernels/dw.sh, noisy). */
+/* One tile (see above) for a vector type VT of the tile's channels: 8 (rt_cnhwc_v8f). Where
+ * the bundle is built for AVX-512 and M is a multiple of 16 from 32, the tiles of 16 channels
+ * in intrinsics below take the row (rt_conv_nhwc_dwz_f32; a vector-extension form of this
+ * tile for 16 channels, rt_conv_nhwc_dwk16_f32, ran before them). */
 #define RT_CNHWC_DWK_DEFINE(NAME, VT)                                                           \
     static inline __attribute__((always_inline)) void NAME(                                   \
         const float *x0, const float *w0, const float *b, float *y, int64_t M, int64_t xrow,  \
@@ -182,42 +181,294 @@ RT_API void rt_conv_nhwc_dw8_f32(const RtConvGeom *g, const float *xn, const flo
     }
 RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
 #if defined(__AVX512F__)
-#define RT_CNHWC_DW16 1
-typedef float rt_cnhwc_v16f __attribute__((vector_size(16 * sizeof(float))));
-RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk16_f32, rt_cnhwc_v16f)
+#define RT_CNHWC_DW16 1 /* the 16-channel tiles below, in intrinsics */
 #endif
 #undef RT_CNHWC_DWK_DEFINE
+
+#if defined(__AVX512F__)
+/* The 3x3 and 5x5 tiles (stride 1 or 2) of RT_CNHWC_DW16 builds in AVX-512 intrinsics: NP
+ * (1-8) pixels x 16 channels, accumulators in named registers and each kernel row written out
+ * (its K weight vectors, then its input columns, NP + K - 1 at stride 1 and 2 (NP - 1) + K at
+ * stride 2, each loaded once and fed to the pixels that read it), all rows unrolled for an
+ * interior row (n_kh K). The vector-extension tile (RT_CNHWC_DWK_DEFINE) for 16 channels, which
+ * these replace, compiled to FMAs that each loaded their input (24 zmm loads a 3x3 kernel row of
+ * 8 pixels instead of 10) and kept the 8 accumulators on the stack across the kernel-row loop
+ * (GCC 12, -march=native on Zen 4). L / R: the tile's first L / last R
+ * input columns are outside the input (pad): skipped, with the taps that read them, so that a
+ * row's edge pixels run in the row's tiles (rt_conv_nhwc_dwz_row_f32). Each pixel's taps in the
+ * order of the other paths (bias, then kh, kw ascending, the taps inside), one FMA each: the
+ * same sums. act, on the registers before the store (rt_conv_nhwc_dwz_act): 1 min(max(., lo),
+ * hi) (Clip; ReLU: hi +inf), the comparisons' operand order as rt_act_row_f32's (NaN stays
+ * NaN); 2 SiLU and 3 sigmoid by the vector functions rt_act_sigmoid_row_f32 runs (lane by
+ * lane: the same values); 0 none. */
+#define RT_DWZ_F(p, wv)                                                                        \
+    if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
+#define RT_DWZ_C(j, NCOL, FMAS)                                                                \
+    if ((j) >= L && (j) < (NCOL)-R) {                                                          \
+        xv = _mm512_loadu_ps(xr + (j) * M);                                                    \
+        FMAS;                                                                                  \
+    }
+#define RT_DWZ_W3(XR, WR)                                                                      \
+    const float *xr = (XR), *wr = (WR);                                                        \
+    const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + M),                       \
+                 w2 = _mm512_loadu_ps(wr + 2 * M);                                             \
+    __m512 xv
+#define RT_DWZ_W5(XR, WR)                                                                      \
+    RT_DWZ_W3(XR, WR);                                                                         \
+    const __m512 w3 = _mm512_loadu_ps(wr + 3 * M), w4 = _mm512_loadu_ps(wr + 4 * M)
+/* column j feeds pixel p at tap kw where j = S p + kw */
+#define RT_DWZ_ROW31(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W3(XR, WR);                                                                     \
+        RT_DWZ_C(0, NP + 2, RT_DWZ_F(0, w0));                                                  \
+        RT_DWZ_C(1, NP + 2, RT_DWZ_F(0, w1); RT_DWZ_F(1, w0));                                 \
+        RT_DWZ_C(2, NP + 2, RT_DWZ_F(0, w2); RT_DWZ_F(1, w1); RT_DWZ_F(2, w0));                \
+        RT_DWZ_C(3, NP + 2, RT_DWZ_F(1, w2); RT_DWZ_F(2, w1); RT_DWZ_F(3, w0));                \
+        RT_DWZ_C(4, NP + 2, RT_DWZ_F(2, w2); RT_DWZ_F(3, w1); RT_DWZ_F(4, w0));                \
+        RT_DWZ_C(5, NP + 2, RT_DWZ_F(3, w2); RT_DWZ_F(4, w1); RT_DWZ_F(5, w0));                \
+        RT_DWZ_C(6, NP + 2, RT_DWZ_F(4, w2); RT_DWZ_F(5, w1); RT_DWZ_F(6, w0));                \
+        RT_DWZ_C(7, NP + 2, RT_DWZ_F(5, w2); RT_DWZ_F(6, w1); RT_DWZ_F(7, w0));                \
+        RT_DWZ_C(8, NP + 2, RT_DWZ_F(6, w2); RT_DWZ_F(7, w1));                                 \
+        RT_DWZ_C(9, NP + 2, RT_DWZ_F(7, w2));                                                  \
+    } while (0)
+#define RT_DWZ_ROW32(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W3(XR, WR);                                                                     \
+        RT_DWZ_C(0, (NP - 1) * 2 + 3, RT_DWZ_F(0, w0));                                        \
+        RT_DWZ_C(1, (NP - 1) * 2 + 3, RT_DWZ_F(0, w1));                                        \
+        RT_DWZ_C(2, (NP - 1) * 2 + 3, RT_DWZ_F(0, w2); RT_DWZ_F(1, w0));                       \
+        RT_DWZ_C(3, (NP - 1) * 2 + 3, RT_DWZ_F(1, w1));                                        \
+        RT_DWZ_C(4, (NP - 1) * 2 + 3, RT_DWZ_F(1, w2); RT_DWZ_F(2, w0));                       \
+        RT_DWZ_C(5, (NP - 1) * 2 + 3, RT_DWZ_F(2, w1));                                        \
+        RT_DWZ_C(6, (NP - 1) * 2 + 3, RT_DWZ_F(2, w2); RT_DWZ_F(3, w0));                       \
+        RT_DWZ_C(7, (NP - 1) * 2 + 3, RT_DWZ_F(3, w1));                                        \
+        RT_DWZ_C(8, (NP - 1) * 2 + 3, RT_DWZ_F(3, w2); RT_DWZ_F(4, w0));                       \
+        RT_DWZ_C(9, (NP - 1) * 2 + 3, RT_DWZ_F(4, w1));                                        \
+        RT_DWZ_C(10, (NP - 1) * 2 + 3, RT_DWZ_F(4, w2); RT_DWZ_F(5, w0));                      \
+        RT_DWZ_C(11, (NP - 1) * 2 + 3, RT_DWZ_F(5, w1));                                       \
+        RT_DWZ_C(12, (NP - 1) * 2 + 3, RT_DWZ_F(5, w2); RT_DWZ_F(6, w0));                      \
+        RT_DWZ_C(13, (NP - 1) * 2 + 3, RT_DWZ_F(6, w1));                                       \
+        RT_DWZ_C(14, (NP - 1) * 2 + 3, RT_DWZ_F(6, w2); RT_DWZ_F(7, w0));                      \
+        RT_DWZ_C(15, (NP - 1) * 2 + 3, RT_DWZ_F(7, w1));                                       \
+        RT_DWZ_C(16, (NP - 1) * 2 + 3, RT_DWZ_F(7, w2));                                       \
+    } while (0)
+#define RT_DWZ_ROW51(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W5(XR, WR);                                                                     \
+        RT_DWZ_C(0, NP + 4, RT_DWZ_F(0, w0));                                                  \
+        RT_DWZ_C(1, NP + 4, RT_DWZ_F(0, w1); RT_DWZ_F(1, w0));                                 \
+        RT_DWZ_C(2, NP + 4, RT_DWZ_F(0, w2); RT_DWZ_F(1, w1); RT_DWZ_F(2, w0));                \
+        RT_DWZ_C(3, NP + 4, RT_DWZ_F(0, w3); RT_DWZ_F(1, w2); RT_DWZ_F(2, w1); RT_DWZ_F(3, w0)); \
+        RT_DWZ_C(4, NP + 4, RT_DWZ_F(0, w4); RT_DWZ_F(1, w3); RT_DWZ_F(2, w2); RT_DWZ_F(3, w1); RT_DWZ_F(4, w0)); \
+        RT_DWZ_C(5, NP + 4, RT_DWZ_F(1, w4); RT_DWZ_F(2, w3); RT_DWZ_F(3, w2); RT_DWZ_F(4, w1); RT_DWZ_F(5, w0)); \
+        RT_DWZ_C(6, NP + 4, RT_DWZ_F(2, w4); RT_DWZ_F(3, w3); RT_DWZ_F(4, w2); RT_DWZ_F(5, w1); RT_DWZ_F(6, w0)); \
+        RT_DWZ_C(7, NP + 4, RT_DWZ_F(3, w4); RT_DWZ_F(4, w3); RT_DWZ_F(5, w2); RT_DWZ_F(6, w1); RT_DWZ_F(7, w0)); \
+        RT_DWZ_C(8, NP + 4, RT_DWZ_F(4, w4); RT_DWZ_F(5, w3); RT_DWZ_F(6, w2); RT_DWZ_F(7, w1)); \
+        RT_DWZ_C(9, NP + 4, RT_DWZ_F(5, w4); RT_DWZ_F(6, w3); RT_DWZ_F(7, w2));                \
+        RT_DWZ_C(10, NP + 4, RT_DWZ_F(6, w4); RT_DWZ_F(7, w3));                                \
+        RT_DWZ_C(11, NP + 4, RT_DWZ_F(7, w4));                                                 \
+    } while (0)
+#define RT_DWZ_ROW52(XR, WR)                                                                   \
+    do {                                                                                       \
+        RT_DWZ_W5(XR, WR);                                                                     \
+        RT_DWZ_C(0, (NP - 1) * 2 + 5, RT_DWZ_F(0, w0));                                        \
+        RT_DWZ_C(1, (NP - 1) * 2 + 5, RT_DWZ_F(0, w1));                                        \
+        RT_DWZ_C(2, (NP - 1) * 2 + 5, RT_DWZ_F(0, w2); RT_DWZ_F(1, w0));                       \
+        RT_DWZ_C(3, (NP - 1) * 2 + 5, RT_DWZ_F(0, w3); RT_DWZ_F(1, w1));                       \
+        RT_DWZ_C(4, (NP - 1) * 2 + 5, RT_DWZ_F(0, w4); RT_DWZ_F(1, w2); RT_DWZ_F(2, w0));      \
+        RT_DWZ_C(5, (NP - 1) * 2 + 5, RT_DWZ_F(1, w3); RT_DWZ_F(2, w1));                       \
+        RT_DWZ_C(6, (NP - 1) * 2 + 5, RT_DWZ_F(1, w4); RT_DWZ_F(2, w2); RT_DWZ_F(3, w0));      \
+        RT_DWZ_C(7, (NP - 1) * 2 + 5, RT_DWZ_F(2, w3); RT_DWZ_F(3, w1));                       \
+        RT_DWZ_C(8, (NP - 1) * 2 + 5, RT_DWZ_F(2, w4); RT_DWZ_F(3, w2); RT_DWZ_F(4, w0));      \
+        RT_DWZ_C(9, (NP - 1) * 2 + 5, RT_DWZ_F(3, w3); RT_DWZ_F(4, w1));                       \
+        RT_DWZ_C(10, (NP - 1) * 2 + 5, RT_DWZ_F(3, w4); RT_DWZ_F(4, w2); RT_DWZ_F(5, w0));     \
+        RT_DWZ_C(11, (NP - 1) * 2 + 5, RT_DWZ_F(4, w3); RT_DWZ_F(5, w1));                      \
+        RT_DWZ_C(12, (NP - 1) * 2 + 5, RT_DWZ_F(4, w4); RT_DWZ_F(5, w2); RT_DWZ_F(6, w0));     \
+        RT_DWZ_C(13, (NP - 1) * 2 + 5, RT_DWZ_F(5, w3); RT_DWZ_F(6, w1));                      \
+        RT_DWZ_C(14, (NP - 1) * 2 + 5, RT_DWZ_F(5, w4); RT_DWZ_F(6, w2); RT_DWZ_F(7, w0));     \
+        RT_DWZ_C(15, (NP - 1) * 2 + 5, RT_DWZ_F(6, w3); RT_DWZ_F(7, w1));                      \
+        RT_DWZ_C(16, (NP - 1) * 2 + 5, RT_DWZ_F(6, w4); RT_DWZ_F(7, w2));                      \
+        RT_DWZ_C(17, (NP - 1) * 2 + 5, RT_DWZ_F(7, w3));                                       \
+        RT_DWZ_C(18, (NP - 1) * 2 + 5, RT_DWZ_F(7, w4));                                       \
+    } while (0)
+#define RT_DWZ_ST(p)                                                                           \
+    do {                                                                                       \
+        if ((p) < NP) {                                                                        \
+            if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                   \
+            else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                    \
+            else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                 \
+            _mm512_storeu_ps(y + (p) * M, a##p);                                               \
+        }                                                                                      \
+    } while (0)
+#define RT_DWZ_ROWS(ROW)                                                                       \
+    do {                                                                                       \
+        if (n_kh == K) {                                                                       \
+            ROW(xt, wt);                                                                       \
+            ROW(xt + xrow, wt + K * M);                                                        \
+            ROW(xt + 2 * xrow, wt + 2 * K * M);                                                \
+            if (K == 5) {                                                                      \
+                ROW(xt + 3 * xrow, wt + 3 * K * M);                                            \
+                ROW(xt + 4 * xrow, wt + 4 * K * M);                                            \
+            }                                                                                  \
+        } else {                                                                               \
+            for (kh = 0; kh < n_kh; kh++) ROW(xt + kh * xrow, wt + kh * K * M);                \
+        }                                                                                      \
+    } while (0)
+/* xt: the tile's input column 0 in its first kernel row (kh_lo), channel m0; wt: tap
+ * (kh_lo, 0) at m0; xrow: one kernel row further in the input; y: pixel 0's output at m0. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dwz_f32(const float *xt, const float *wt, const float *b, float *y, int64_t M,
+                     int64_t xrow, int64_t n_kh, const int K, const int S, const int NP,
+                     const int L, const int R, int act, __m512 lo, __m512 hi) {
+    __m512 a0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0,
+           a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    int64_t kh;
+    if (K == 3 && S == 1) RT_DWZ_ROWS(RT_DWZ_ROW31);
+    else if (K == 3) RT_DWZ_ROWS(RT_DWZ_ROW32);
+    else if (S == 1) RT_DWZ_ROWS(RT_DWZ_ROW51);
+    else RT_DWZ_ROWS(RT_DWZ_ROW52);
+    RT_DWZ_ST(0); RT_DWZ_ST(1); RT_DWZ_ST(2); RT_DWZ_ST(3);
+    RT_DWZ_ST(4); RT_DWZ_ST(5); RT_DWZ_ST(6); RT_DWZ_ST(7);
+    (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7;
+}
+#undef RT_DWZ_F
+#undef RT_DWZ_C
+#undef RT_DWZ_W3
+#undef RT_DWZ_W5
+#undef RT_DWZ_ROW31
+#undef RT_DWZ_ROW32
+#undef RT_DWZ_ROW51
+#undef RT_DWZ_ROW52
+#undef RT_DWZ_ST
+#undef RT_DWZ_ROWS
+
+/* The act of rt_conv_nhwc_dwz_f32 for an RtAct (NULL: none), with its Clip bounds; -1: a kind
+ * the tiles do not apply (rt_act_row_f32 runs after them). */
+static inline int rt_conv_nhwc_dwz_act(const RtAct *act, __m512 *lo, __m512 *hi) {
+    const int kind = act ? act->kind : RT_ACT_NONE;
+    *lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
+    *hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
+    return kind == RT_ACT_NONE ? 0
+           : kind == RT_ACT_CLIP || kind == RT_ACT_RELU ? 1
+           : kind == RT_ACT_SILU ? 2
+           : kind == RT_ACT_SIGMOID ? 3
+                                    : -1;
+}
+
+/* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dwz_f32 for pixel
+ * 0 at channel 0 */
+#define RT_DWZ_TILES(NP, L, R)                                                                 \
+    for (m0 = 0; m0 < M; m0 += 16)                                                             \
+    rt_conv_nhwc_dwz_f32(x + p * S * M + m0, w + m0, b ? b + m0 : NULL, y + p * M + m0, M,     \
+                         xrow, n_kh, K, S, NP, L, R, act, lo, hi)
+
+/* A run of n pixels, all inside in kw: tiles of 8 pixels, then 4, then the last 1-3. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dwz_run_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                         int64_t xrow, int64_t n_kh, int64_t n, const int K, const int S,
+                         int act, __m512 lo, __m512 hi) {
+    int64_t p = 0, m0;
+    for (; p + 8 <= n; p += 8) RT_DWZ_TILES(8, 0, 0);
+    for (; p + 4 <= n; p += 4) RT_DWZ_TILES(4, 0, 0);
+    if (n - p == 3) RT_DWZ_TILES(3, 0, 0);
+    else if (n - p == 2) RT_DWZ_TILES(2, 0, 0);
+    else if (n - p == 1) RT_DWZ_TILES(1, 0, 0);
+}
+
+/* A whole output row of n pixels with pad (K - 1) / 2 on the left (x: the first pad column):
+ * at stride 1 n = W, at stride 2 n = W / 2 (W even); tiles of 8 pixels, the first one skipping
+ * the left pad columns, the last (1-8 pixels) the right ones (at stride 2 one fewer than the
+ * left). 7- and 14-wide rows ran their edge pixels one at a time (rt_conv_nhwc_dw8_f32) and
+ * then the activation pass. */
+static inline __attribute__((always_inline)) void
+rt_conv_nhwc_dwz_row_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                         int64_t xrow, int64_t n_kh, int64_t n, const int K, const int S,
+                         int act, __m512 lo, __m512 hi) {
+    const int LE = (K - 1) / 2, RE = S == 1 ? LE : LE - 1; /* the pad columns */
+    int64_t p = 0, m0;
+#define RT_DWZ_LAST(L)                                                                         \
+    do {                                                                                       \
+        switch (n - p) {                                                                       \
+        case 1: RT_DWZ_TILES(1, L, RE); break;                                                 \
+        case 2: RT_DWZ_TILES(2, L, RE); break;                                                 \
+        case 3: RT_DWZ_TILES(3, L, RE); break;                                                 \
+        case 4: RT_DWZ_TILES(4, L, RE); break;                                                 \
+        case 5: RT_DWZ_TILES(5, L, RE); break;                                                 \
+        case 6: RT_DWZ_TILES(6, L, RE); break;                                                 \
+        case 7: RT_DWZ_TILES(7, L, RE); break;                                                 \
+        default: RT_DWZ_TILES(8, L, RE); break;                                                \
+        }                                                                                      \
+    } while (0)
+    if (n <= 8) {
+        RT_DWZ_LAST(LE);
+        return;
+    }
+    /* tiles of 8, or of 4 where 8 would leave fewer pixels than RE to the last tile (the
+     * right edge pixels must all be in it: 5x5, n = 8 k + 1) */
+    if (n - 8 >= RE) {
+        RT_DWZ_TILES(8, LE, 0);
+        p = 8;
+    } else {
+        RT_DWZ_TILES(4, LE, 0);
+        p = 4;
+    }
+    while (n - p > 8) {
+        if (n - p - 8 >= RE) {
+            RT_DWZ_TILES(8, 0, 0);
+            p += 8;
+        } else {
+            RT_DWZ_TILES(4, 0, 0);
+            p += 4;
+        }
+    }
+    RT_DWZ_LAST(0);
+#undef RT_DWZ_LAST
+}
+#undef RT_DWZ_TILES
+
+/* The 5x5 runs and rows as functions of their own, out of line: inlined beside the 3x3 ones in
+ * rt_conv_nhwc_dw_run_f32 they made MobileNetV2's 3x3 layers 1.02-1.04x slower in
+ * bench/kernels/dw.sh and in the model (profile.py, 7 runs), the 3x3 code unchanged. */
+static __attribute__((noinline)) void
+rt_conv_nhwc_dwz_run5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
+                          __m512 hi) {
+    if (S == 1) rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 1, act, lo, hi);
+    else rt_conv_nhwc_dwz_run_f32(x, w, b, y, M, xrow, n_kh, n, 5, 2, act, lo, hi);
+}
+static __attribute__((noinline)) void
+rt_conv_nhwc_dwz_row5_f32(const float *x, const float *w, const float *b, float *y, int64_t M,
+                          int64_t xrow, int64_t n_kh, int64_t n, const int S, int act, __m512 lo,
+                          __m512 hi) {
+    if (S == 1) rt_conv_nhwc_dwz_row_f32(x, w, b, y, M, xrow, n_kh, n, 5, 1, act, lo, hi);
+    else rt_conv_nhwc_dwz_row_f32(x, w, b, y, M, xrow, n_kh, n, 5, 2, act, lo, hi);
+}
+#endif
+
 
 /* Pixels [ow, ow + n) of output row oh, all inside in kw (see rt_conv_nhwc_dwk_f32), every
  * 8-channel block: tiles of 8 pixels, then of 4, then one of the last 1-3. */
 static inline __attribute__((always_inline)) void
 rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, const float *b,
                          float *yp, int64_t oh, int64_t ow, int64_t n,
-                         int64_t kh_lo, int64_t kh_hi, const int KW, const int S) {
+                         int64_t kh_lo, int64_t kh_hi, const int KW, const int S, const RtAct *act,
+                         int *acted) {
     const int64_t M = g->m, xrow = g->in[2] * M * g->d[1], wrow = KW * M, n_kh = kh_hi - kh_lo;
     const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
     const float *xk = xn + (ih * g->in[2] - g->pad[2]) * M, *wk = w + kh_lo * wrow;
     int64_t p = 0, m0;
+    (void)act, (void)acted;
 #if defined(RT_CNHWC_DW16)
-    /* (not 32 channels: EfficientNet's 32 @ 112 ran 1.05-1.11x the time of 8-channel tiles) */
-    if (M % 16 == 0 && M > 32) {
-        for (; p + 8 <= n; p += 8)
-            for (m0 = 0; m0 < M; m0 += 16)
-                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 8);
-        for (; p + 4 <= n; p += 4)
-            for (m0 = 0; m0 < M; m0 += 16)
-                rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                       yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 4);
-        for (m0 = 0; n - p == 3 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 3);
-        for (m0 = 0; n - p == 2 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 2);
-        for (m0 = 0; n - p == 1 && m0 < M; m0 += 16)
-            rt_conv_nhwc_dwk16_f32(xk + (ow + p) * S * M + m0, wk + m0, b ? b + m0 : NULL,
-                                   yp + p * M + m0, M, xrow, wrow, n_kh, KW, S, 1);
+    if (M % 16 == 0 && M >= 32) {
+        __m512 lo, hi;
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi);
+        if (KW == 3)
+            rt_conv_nhwc_dwz_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, 3, S,
+                                     a < 0 ? 0 : a, lo, hi);
+        else
+            rt_conv_nhwc_dwz_run5_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S,
+                                      a < 0 ? 0 : a, lo, hi);
+        *acted = a > 0;
         return;
     }
 #endif
@@ -248,32 +499,76 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
  * tiles; returns n, or 0 where no vector path fits (the caller's loops run). */
 RT_API int64_t rt_conv_nhwc_dw_run_f32(const RtConvGeom *g, const float *xn, const float *w,
                                        const float *b, float *yp, int64_t oh, int64_t ow,
-                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi, const RtAct *act,
+                                       int *acted) {
 #ifdef RT_CNHWC_VEC
     if (g->m == g->c && g->m % RT_CNHWC_TILE_M == 0 && g->d[2] == 1 && n > 0 &&
         (g->k[2] == 3 || g->k[2] == 5) && (g->s[2] == 1 || g->s[2] == 2)) {
         const int64_t k = g->k[2], s = g->s[2];
         if (k == 3 && s == 1)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 1);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 1, act, acted);
         else if (k == 3)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 2);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 3, 2, act, acted);
         else if (s == 1)
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 1);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 1, act, acted);
         else
-            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 2);
+            rt_conv_nhwc_dw_runk_f32(g, xn, w, b, yp, oh, ow, n, kh_lo, kh_hi, 5, 2, act, acted);
         return n;
     }
 #endif
     (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
-    (void)kh_hi;
+    (void)kh_hi, (void)act, (void)acted;
     return 0;
 }
 
 RT_API int64_t rt_conv_nhwc_dw_run_f64(const RtConvGeom *g, const double *xn, const double *w,
                                        const double *b, double *yp, int64_t oh, int64_t ow,
-                                       int64_t n, int64_t kh_lo, int64_t kh_hi) {
+                                       int64_t n, int64_t kh_lo, int64_t kh_hi, const RtAct *act,
+                                       int *acted) {
     (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)ow, (void)n, (void)kh_lo;
-    (void)kh_hi;
+    (void)kh_hi, (void)act, (void)acted;
+    return 0;
+}
+
+/* Depthwise 3x3 or 5x5 (multiplier 1, unit dilation along W, pad (K - 1) / 2 on the left), M
+ * a multiple of 16 from 32, on AVX-512: output row oh whole, its edge pixels in its tiles
+ * (rt_conv_nhwc_dwz_row_f32), where the row is W wide at stride 1 or W / 2 at stride 2, W
+ * even, and at most 16 wide (the 7x7 and 14x14 maps, where the edge pixels are 2/7 or 1/7 of
+ * a 3x3 row: MobileNetV2's 0.47-0.80x the time in bench/kernels/dw.sh; its 112-wide rows ran
+ * 1.05-1.12x, 28 and 56 even, so wider rows keep the interior runs); returns the pixels done
+ * (OW) or 0 where this path does not fit. *acted: the activation act applied in the tiles
+ * (rt_conv_nhwc_dwz_act). */
+RT_API int64_t rt_conv_nhwc_dw_row_f32(const RtConvGeom *g, const float *xn, const float *w,
+                                       const float *b, float *yp, int64_t oh, int64_t kh_lo,
+                                       int64_t kh_hi, const RtAct *act, int *acted) {
+#if defined(RT_CNHWC_DW16)
+    const int64_t M = g->m, W = g->in[2], OW = g->out[2];
+    const int64_t K = g->k[2];
+    if (g->m == g->c && M % 16 == 0 && M >= 32 && (K == 3 || K == 5) && g->d[2] == 1 &&
+        g->pad[2] == (K - 1) / 2 && OW <= 16 &&
+        ((g->s[2] == 1 && OW == W) || (g->s[2] == 2 && W % 2 == 0 && OW == W / 2))) {
+        const int64_t xrow = W * M * g->d[1], n_kh = kh_hi - kh_lo;
+        const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
+        const float *xk = xn + (ih * W - g->pad[2]) * M, *wk = w + kh_lo * K * M;
+        __m512 lo, hi;
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi), ac = a < 0 ? 0 : a;
+        if (K == 3 && g->s[2] == 1) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 1, ac, lo, hi);
+        else if (K == 3) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 2, ac, lo, hi);
+        else rt_conv_nhwc_dwz_row5_f32(xk, wk, b, yp, M, xrow, n_kh, OW, (int)g->s[2], ac, lo, hi);
+        *acted = a > 0;
+        return OW;
+    }
+#endif
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)kh_lo, (void)kh_hi;
+    (void)act, (void)acted;
+    return 0;
+}
+
+RT_API int64_t rt_conv_nhwc_dw_row_f64(const RtConvGeom *g, const double *xn, const double *w,
+                                       const double *b, double *yp, int64_t oh, int64_t kh_lo,
+                                       int64_t kh_hi, const RtAct *act, int *acted) {
+    (void)g, (void)xn, (void)w, (void)b, (void)yp, (void)oh, (void)kh_lo, (void)kh_hi;
+    (void)act, (void)acted;
     return 0;
 }
 
@@ -504,12 +799,17 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                 for (ow = 0; ow < OW;) {                                                      \
                     T *yp = y + ((n * OH + oh) * OW + ow) * M;                                \
                     int64_t np = 1, kw_lo = 0, kw_hi = g->k[2];                               \
-                    /* depthwise: the row's interior by the vector tiles where they fit */    \
+                    int acted = 0; /* the activation done in the tiles' registers */          \
+                    /* depthwise: the whole row, else its interior, by the vector tiles      \
+                     * where they fit */                                                      \
                     int64_t run =                                                             \
-                        cg == 1 && ow >= ow_lo && ow < ow_hi                                  \
-                            ? rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
-                                                        kh_lo, kh_hi)                         \
+                        cg == 1 && ow == 0                                                    \
+                            ? rt_conv_nhwc_dw_row_##SFX(g, xn, w, b, yp, oh, kh_lo, kh_hi,    \
+                                                        r ? NULL : act, &acted)               \
                             : 0;                                                              \
+                    if (cg == 1 && run == 0 && ow >= ow_lo && ow < ow_hi)                     \
+                        run = rt_conv_nhwc_dw_run_##SFX(g, xn, w, b, yp, oh, ow, ow_hi - ow,  \
+                                                        kh_lo, kh_hi, r ? NULL : act, &acted); \
                     if (run > 0) {                                                            \
                         np = run;                                                             \
                     } else if (ow >= ow_lo && ow + RT_CNHWC_TILE_P <= ow_hi) {                \
@@ -561,7 +861,7 @@ RT_API int rt_conv_nhwc_fast_f64(const RtConvGeom *g, int np, int64_t tm, const 
                             }                                                                 \
                         }                                                                     \
                     }                                                                         \
-                    if (act || r)                                                             \
+                    if ((act || r) && !acted)                                                 \
                         rt_act_row_##SFX(yp, r ? r + (yp - y) : NULL, np * M,                 \
                                          act ? act : &no_act);                                \
                     ow += np;                                                                 \

@@ -162,7 +162,7 @@ Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tiles_of_16_channels) {
 Test(rt_conv_nhwc, matches_the_reference_for_depthwise_tails_of_1_to_3_pixels) {
     /* a row's interior after its tiles of 8 and 4: 0-3 pixels left (one tile of NP 1-3),
      * 8-channel and (AVX-512) 16-channel blocks, 3x3 at stride 1 and 2, 5x5 */
-    for (int64_t wd = 14; wd <= 21; wd++)
+    for (int64_t wd = 1; wd <= 21; wd++)
         for (int ci = 0; ci < 2; ci++) {
             const int64_t c = ci ? 48 : 24;
             Case k = {1, c, c, c, 5, wd, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -191,6 +191,51 @@ Test(rt_conv_nhwc, applies_the_residual_and_activation_epilogue) {
     check_case(&k, true, true);
     Case k2 = {1, 12, 12, 12, 6, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     check_case(&k2, true, true);
+}
+
+/* y = act(conv(x, w) + b) with no residual: a depthwise run's tiles may apply a Clip, ReLU,
+ * SiLU or sigmoid in their registers (AVX-512 3x3), the rest after the store; both against
+ * the reference's activation here. */
+static void check_act(const Case *k, const RtAct *act) {
+    rng_init();
+    RtConvGeom g = case_geom(k);
+    int64_t xn = g.n * g.in[1] * g.in[2] * g.c, yn = g.n * g.out[1] * g.out[2] * g.m;
+    int64_t wn = g.k[1] * g.k[2] * (g.c / g.group) * g.m;
+    float *x = rand_f32(xn), *w = rand_f32(wn), *b = rand_f32(g.m), *y = poisoned_f32(yn);
+    double *want = conv_ref(x, w, b, NULL, &g, false);
+    rt_conv_nhwc_fused_f32(x, w, b, NULL, y, &g, act);
+    for (int64_t i = 0; i < yn; i++) {
+        double v = want[i];
+        if (act->kind == RT_ACT_RELU) v = v < 0 ? 0 : v;
+        else if (act->kind == RT_ACT_SILU) v = v / (1 + exp(-v));
+        else if (act->kind == RT_ACT_SIGMOID) v = 1 / (1 + exp(-v));
+        else if (act->kind == RT_ACT_HARD_SWISH) v *= fmin(1, fmax(0, v / 6 + 0.5));
+        else v = v < act->alpha ? act->alpha : v > act->beta ? act->beta : v;
+        cr_assert(fabs(y[i] - v) <= TOL_F32 * (1 + fabs(v)),
+                  "conv+act %d f32[%lld]: got %g, want %g (seed %u)", act->kind, (long long)i,
+                  (double)y[i], v, rng_seed);
+    }
+    free(x), free(w), free(b), free(y), free(want);
+}
+
+Test(rt_conv_nhwc, applies_an_activation_without_a_residual_in_depthwise_runs) {
+    const RtAct clip = {RT_ACT_CLIP, -0.25f, 0.3f}, relu = {RT_ACT_RELU, 0.0f, 0.0f};
+    const RtAct silu = {RT_ACT_SILU, 0.0f, 0.0f}, sigm = {RT_ACT_SIGMOID, 0.0f, 0.0f};
+    const RtAct hsw = {RT_ACT_HARD_SWISH, 0.0f, 0.0f};
+    /* rows up to 16 wide: whole by the AVX-512 3x3 tiles, their edge pixels included */
+    for (int64_t wd = 1; wd <= 21; wd++)
+        for (int ci = 0; ci < 4; ci++) {
+            const int64_t c = ci == 0 ? 24 : ci == 1 ? 32 : ci == 2 ? 48 : 144;
+            Case k = {1, c, c, c, 5, wd, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+            check_act(&k, wd % 2 ? &clip : &relu);
+            Case k2 = {2, c, c, c, 6, wd, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+            check_act(&k2, wd % 2 ? &relu : &clip);
+            Case k3 = {1, c, c, c, 5, wd, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+            check_act(&k3, &clip);
+            check_act(&k, wd % 2 ? &silu : &sigm);
+            check_act(&k2, wd % 2 ? &sigm : &silu);
+            check_act(&k, &hsw); /* not applied in the tiles */
+        }
 }
 
 /* ---- pools: NHWC kernels against the NCHW ones on the transposed data, bit for bit ---- */

@@ -562,6 +562,97 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
 }
 #endif
 
+#if defined(RT_PGEMM_AVX512)
+/* The AVX-512 tile of the few-channel kernels read by rows (the RGB stems: 3x3/2 and 7x7/2
+ * of 3 channels), with its rows addressed in place: R <= RT_PGEMM_MR pixels of one output
+ * row, pixel r's kernel row kh read at xr[kh] + r * PX (PX = stride across x channels, a
+ * constant, so that each broadcast is one load at an immediate offset of one pointer a
+ * kernel row), kwc = KW * C values a kernel row, KH kernel rows; NPN panels (b, b + b_panel:
+ * KH * kwc rows of 16 weights). The driver's rowwise tile loaded 14 row pointers a kernel
+ * row and built them a pixel (pix_h/pix_w divisions, bounds checks); this one takes KH
+ * pointers a tile. Each pixel sums its taps in the same order as that tile (kernel rows,
+ * then kw * C + c, starting from init): the same bits. */
+RT_PGEMM_INLINE void rt_pgemm_rows_avx512(const int R, const int NPN, const int64_t PX,
+                                          int64_t KH, int64_t kwc, const float *const *xr,
+                                          const float *b, int64_t b_panel, const float *init,
+                                          float *c, int64_t ldc, int64_t cols, float lo,
+                                          float hi) {
+#define RT_PGEMM_RS_(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
+#define RT_PGEMM_DECL_(r) __m512 c0_##r = i0, c1_##r = i1;
+    RT_PGEMM_RS_(RT_PGEMM_DECL_)
+#undef RT_PGEMM_DECL_
+    const __mmask16 mlast = (__mmask16)(cols - 16 * (NPN - 1) >= 16
+                                            ? 0xFFFF
+                                            : (1u << (cols - 16 * (NPN - 1))) - 1u);
+    int64_t kh, k;
+    for (kh = 0; kh < KH; kh++) {
+        const float *p = xr[kh];
+        const float *b0 = b + kh * kwc * RT_PGEMM_NR, *b1 = b0 + b_panel;
+#define RT_PGEMM_FMA_(r)                                                                      \
+    if (r < R) {                                                                              \
+        const __m512 v = _mm512_set1_ps(p[r * PX + k]);                                       \
+        c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
+        if (NPN > 1) c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                 \
+    }
+        for (k = 0; k < kwc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR) : w0;
+            RT_PGEMM_RS_(RT_PGEMM_FMA_)
+        }
+#undef RT_PGEMM_FMA_
+    }
+    {
+        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+#define RT_PGEMM_ST_(r)                                                                       \
+    if (r < R) {                                                                              \
+        if (NPN == 1) {                                                                       \
+            rt_pgemm_st16m(c + r * ldc, mlast, c0_##r, (const float *)0, vlo, vhi);           \
+        } else {                                                                              \
+            rt_pgemm_st16(c + r * ldc, c0_##r, (const float *)0, vlo, vhi);                   \
+            rt_pgemm_st16m(c + r * ldc + 16, mlast, c1_##r, (const float *)0, vlo, vhi);      \
+        }                                                                                     \
+    }
+        RT_PGEMM_RS_(RT_PGEMM_ST_)
+#undef RT_PGEMM_ST_
+    }
+#undef RT_PGEMM_RS_
+    (void)b_panel, (void)i1;
+}
+
+/* rt_pgemm_rows_avx512 for PX = 6 (stride 2 across, 3 channels: the RGB stems) */
+RT_API void rt_pgemm_rows6_f32(int rows, int64_t cols, int64_t KH, int64_t kwc,
+                               const float *const *xr, const float *b, int64_t b_panel,
+                               const float *init, float *c, int64_t ldc, float lo, float hi) {
+#define RT_PGEMM_ROWS_(R)                                                                     \
+    case R:                                                                                   \
+        if (cols <= RT_PGEMM_NR)                                                              \
+            rt_pgemm_rows_avx512(R, 1, 6, KH, kwc, xr, b, b_panel, init, c, ldc, cols, lo,    \
+                                 hi);                                                         \
+        else                                                                                  \
+            rt_pgemm_rows_avx512(R, 2, 6, KH, kwc, xr, b, b_panel, init, c, ldc, cols, lo,    \
+                                 hi);                                                         \
+        break
+    switch (rows) {
+        RT_PGEMM_ROWS_(1);
+        RT_PGEMM_ROWS_(2);
+        RT_PGEMM_ROWS_(3);
+        RT_PGEMM_ROWS_(4);
+        RT_PGEMM_ROWS_(5);
+        RT_PGEMM_ROWS_(6);
+        RT_PGEMM_ROWS_(7);
+        RT_PGEMM_ROWS_(8);
+        RT_PGEMM_ROWS_(9);
+        RT_PGEMM_ROWS_(10);
+        RT_PGEMM_ROWS_(11);
+        RT_PGEMM_ROWS_(12);
+        RT_PGEMM_ROWS_(13);
+        RT_PGEMM_ROWS_(RT_PGEMM_MR);
+    }
+#undef RT_PGEMM_ROWS_
+}
+#endif
+
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
  * KH*KW*C/group, 16), b: (M) or NULL, r: (N,OH,OW,M) or NULL, y: (N,OH,OW,M); y = act(conv(x, w) + b + r), act NULL: none.
  * Geometry is RtConvGeom with in[0] = out[0] = k[0] = 1 (2-D), any KH*KW (reduction blocks
@@ -664,6 +755,58 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
     int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
     int64_t t0, c0, pb, j0, p0;
+#if defined(RT_PGEMM_AVX512)
+    /* a kernel read by rows at stride 2 across of 3 channels (the RGB stems): tiles of the
+     * pixels of one output row, rt_pgemm_rows6_f32; a kernel row of a tile that crosses the
+     * image's left or right edge is copied to abuf with its zeros, one above or below it is
+     * the zero row */
+    if (by_rows && !r && !act_gelu && C * g->s[2] == 6 &&
+        (RT_PGEMM_MR - 1) * 6 + KW * C <= RT_PGEMM_KC &&
+        KH * ((RT_PGEMM_MR - 1) * 6 + KW * C) <= RT_PGEMM_MR * RT_PGEMM_KC) {
+        const int64_t kwc = KW * C, span = (RT_PGEMM_MR - 1) * 6 + kwc;
+        const float *xg = x + n * H * W * C;
+        float *ebuf = &abuf[0][0];
+        const float *xr[RT_PGEMM_MAX_TAPS];
+        int64_t q = p_lo;
+        while (q < p_hi) {
+            const int64_t oh = q / OW, ow = q % OW;
+            const int64_t rows0 = OW - ow < RT_PGEMM_MR ? OW - ow : RT_PGEMM_MR;
+            const int64_t rows = p_hi - q < rows0 ? p_hi - q : rows0;
+            const int64_t iw0 = ow * g->s[2] - g->pad[2];
+            const int64_t iw1 = (ow + rows - 1) * g->s[2] - g->pad[2] + KW;
+            const int inside = iw0 >= 0 && iw1 <= W;
+            float *yt = y + (n * P + q) * M;
+            int64_t kh;
+            for (kh = 0; kh < KH; kh++) {
+                const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+                if (ih < 0 || ih >= H) {
+                    xr[kh] = rt_pgemm_zero;
+                } else if (inside) {
+                    xr[kh] = xg + (ih * W + iw0) * C;
+                } else {
+                    float *dst = ebuf + kh * span;
+                    int64_t iw, c;
+                    for (iw = iw0; iw < iw1; iw++)
+                        for (c = 0; c < C; c++)
+                            *dst++ = iw < 0 || iw >= W ? 0.0f : xg[(ih * W + iw) * C + c];
+                    xr[kh] = ebuf + kh * span;
+                }
+            }
+            for (j0 = j_lo; j0 < j_hi; j0 += RT_PGEMM_NP) {
+                const int64_t m0 = j0 * RT_PGEMM_NR;
+                const int64_t cols = M - m0 < RT_PGEMM_NT ? M - m0 : RT_PGEMM_NT;
+                const float *bp = wp + j0 * panel;
+                int64_t j;
+                for (j = 0; j < RT_PGEMM_NT; j++) init[j] = b && j < cols ? b[m0 + j] : 0.0f;
+                rt_pgemm_rows6_f32((int)rows, cols, KH, kwc, xr, bp, j0 + 1 < np ? panel : 0,
+                                   init, yt + m0, M, lo, hi);
+                if (!act_clamps) rt_act_rows_f32(yt + m0, M, rows, cols, act);
+            }
+            q += rows;
+        }
+        return;
+    }
+#endif
     for (t0 = 0; t0 < taps; t0 += tb)
         for (c0 = 0; c0 < cg; c0 += cc) {
             const int64_t nt = taps - t0 < tb ? taps - t0 : tb;

@@ -215,7 +215,7 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
-                                          const int GELU, int64_t taps,
+                                          const int GELU, const int DLD, int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -263,11 +263,12 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     const int64_t ys = ldc > RT_PGEMM_NT && kc >= R ? kc - R : INT64_MAX;
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
+        const float *ad = at[0]; /* DLD: row r at ad + r * DLD */
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
         const int64_t ys_t = t == taps - 1 ? ys : INT64_MAX; /* the last tap's steps */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
-        const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
+        const __m512 v = _mm512_set1_ps(DLD ? ad[r * DLD + k] : at[r][k]);                    \
         c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
         if (NPN > 1 && HALF)                                                                  \
             c1_##r = _mm512_castps256_ps512(_mm256_fmadd_ps(                                  \
@@ -276,7 +277,7 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         else if (NPN > 1)                                                                     \
             c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                          \
     }
-        for (k = 0; k < kc; k++) {
+        for (k = 0; k < (DLD ? DLD : kc); k++) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
             const __m512 w1 = NPN > 1 && HALF
                                   ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
@@ -346,7 +347,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
                          ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
@@ -527,19 +528,19 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
         if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                \
-            rt_pgemm_tile_avx512(R, 1, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 1, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (gelu)                                                                        \
-            rt_pgemm_tile_avx512(R, 2, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (cols <= RT_PGEMM_NR)                                                         \
-            rt_pgemm_tile_avx512(R, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 1, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
-            rt_pgemm_tile_avx512(R, 2, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
@@ -650,6 +651,37 @@ RT_API void rt_pgemm_rows6_f32(int rows, int64_t cols, int64_t KH, int64_t kwc,
         RT_PGEMM_ROWS_(RT_PGEMM_MR);
     }
 #undef RT_PGEMM_ROWS_
+}
+
+/* rt_pgemm_tile_pf_f32 of a full tile (RT_PGEMM_MR rows), no GELU, on the rows of a dense
+ * 1x1 whose whole reduction is one tap of C = kc = 16, 24 or 32 values (MobileNetV2's and
+ * EfficientNet-B0's expansions): row r at a[0] + r * C, C a constant, so that each broadcast
+ * loads at an immediate offset of one pointer (the pointer tile kept 9 of its 14 row pointers
+ * on the stack and reloaded them every step) and the reduction loop has a constant count.
+ * Same sums in the same order: the same bits. */
+RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const *a,
+                                    const float *b, int64_t b_panel, const float *init,
+                                    int accum, float *c, int64_t ldc, const float *res,
+                                    float lo, float hi, const float *pf, int64_t pf_n,
+                                    int64_t pf_panel) {
+#define RT_PGEMM_DENSE_(D)                                                                    \
+    if (cols <= RT_PGEMM_NR)                                                                  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+    else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                        \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+    else                                                                                      \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
+    if (C == 16) {
+        RT_PGEMM_DENSE_(16)
+    } else if (C == 24) {
+        RT_PGEMM_DENSE_(24)
+    } else {
+        RT_PGEMM_DENSE_(32)
+    }
+#undef RT_PGEMM_DENSE_
 }
 #endif
 
@@ -1062,6 +1094,14 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         }
                         if (direct) { /* the epilogue in registers where it can be */
 #if defined(RT_PGEMM_AVX512)
+                            if (dense && rows == RT_PGEMM_MR && !(last && act_gelu) &&
+                                kca == C && (C == 16 || C == 24 || C == 32))
+                                rt_pgemm_tile_dense_f32(C, cols, a, bp, b_panel, init, !first,
+                                                        yt, M, last ? rt : NULL,
+                                                        last ? lo : -INFINITY,
+                                                        last ? hi : INFINITY, pf, pf_n,
+                                                        pf_panel);
+                            else
                             rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
                                                  b_tap, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,

@@ -150,6 +150,16 @@ RT_API int64_t rt_pgemm_gcd(int64_t a, int64_t b) {
  * alternating rounds, Zen 4): the 16 1x1 layers with a residual 0.93x the time of one tile
  * ahead into L1, 0.93x at one tile ahead into L2, 0.96x at three ahead. */
 #define RT_PGEMM_YPF_TILES 2
+/* ... only where the tile has a residual or a reduction of this many steps or more: the 28
+ * prefetches of a short one (MobileNetV2's 16-32 channel expansions: 16 steps) went out in a
+ * burst beside its own stores, for rows that the hardware prefetcher already brought (lab,
+ * Zen 4: 16->96 @112 0.93x, 24->144 @56 0.95x, 32->16 0.95x the time without them; the
+ * AVX-512 path alone, the one measured) */
+#if defined(RT_PGEMM_AVX512)
+#define RT_PGEMM_YPF_K 64
+#else
+#define RT_PGEMM_YPF_K 0
+#endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
 static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
@@ -965,7 +975,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                          * Gathered tiles are pixel blocks of one tile: their rows are those
                          * of the block two ahead (the 7x7 stem's 3.2 MB of output had no
                          * prefetch) */
-                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pf_end)
+                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pf_end &&
+                            (nt * kc >= RT_PGEMM_YPF_K || (last && rt)))
                             for (i = 0; i < RT_PGEMM_MR; i++) {
                                 const int64_t ahead = RT_PGEMM_YPF_TILES * RT_PGEMM_MR + i;
                                 if (p0 + ahead >= pf_end) break;

@@ -798,11 +798,13 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
     int64_t t0, c0, pb, j0, p0;
 #if defined(RT_PGEMM_AVX512)
-    /* a kernel read by rows at stride 2 across of 3 channels (the RGB stems): tiles of the
-     * pixels of one output row, rt_pgemm_rows6_f32; a kernel row of a tile that crosses the
-     * image's left or right edge is copied to abuf with its zeros, one above or below it is
-     * the zero row */
-    if (by_rows && !r && !act_gelu && C * g->s[2] == 6 &&
+    /* a kernel read by rows at stride 2 across of 3 channels, of a short reduction (the 3x3
+     * RGB stems: 27 values): tiles of the pixels of one output row, rt_pgemm_rows6_f32; a
+     * kernel row of a tile that crosses the image's left or right edge is copied to abuf
+     * with its zeros, one above or below it is the zero row. Not ResNet-50's 7x7/2 (147
+     * values, 85-88% of peak on the rowwise tile already): in-model it ran 1.02-1.03x the
+     * time on this one (no prefetch of its 3.2 MB of output rows) */
+    if (by_rows && !r && !act_gelu && C * g->s[2] == 6 && KH * KW * C < 64 &&
         (RT_PGEMM_MR - 1) * 6 + KW * C <= RT_PGEMM_KC &&
         KH * ((RT_PGEMM_MR - 1) * 6 + KW * C) <= RT_PGEMM_MR * RT_PGEMM_KC) {
         const int64_t kwc = KW * C, span = (RT_PGEMM_MR - 1) * 6 + kwc;

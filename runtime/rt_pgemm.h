@@ -693,6 +693,44 @@ RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const 
     }
 #undef RT_PGEMM_DENSE_
 }
+
+/* n_tiles full tiles of such a dense 1x1 (no residual, no GELU, one reduction block) one
+ * after the other down a pixel block, in one call: tile i reads rows x0 + (i * RT_PGEMM_MR +
+ * r) * C and stores c + i * RT_PGEMM_MR * ldc, and prefetches its share of the next column's
+ * weights, pf_share lines from line i * pf_share of pf (pf_tot in all; NULL: none), as the
+ * driver's tile by tile did (the same tiles, the same bits) */
+RT_API void rt_pgemm_tiles_dense_f32(int64_t n_tiles, int64_t C, int64_t cols, const float *x0,
+                                     const float *b, int64_t b_panel, const float *init,
+                                     float *c, int64_t ldc, float lo, float hi, const float *pf,
+                                     int64_t pf_share, int64_t pf_tot, int64_t pf_panel) {
+    int64_t i;
+#define RT_PGEMM_TILES_(D, NPN, HALF)                                                          \
+    for (i = 0; i < n_tiles; i++) {                                                           \
+        const float *row = x0 + i * RT_PGEMM_MR * D;                                          \
+        const int64_t l0 = i * pf_share, l1 = l0 + pf_share < pf_tot ? l0 + pf_share : pf_tot; \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0, b_panel, init, 0, \
+                             c + i * RT_PGEMM_MR * ldc, ldc, cols, (const float *)0, lo, hi,  \
+                             pf ? pf + l0 * RT_PGEMM_NR : pf, pf && l1 > l0 ? l1 - l0 : 0,    \
+                             pf_panel);                                                       \
+    }
+#define RT_PGEMM_DENSE_(D)                                                                    \
+    if (cols <= RT_PGEMM_NR) {                                                                \
+        RT_PGEMM_TILES_(D, 1, 0)                                                              \
+    } else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8) {                                    \
+        RT_PGEMM_TILES_(D, 2, 1)                                                              \
+    } else {                                                                                  \
+        RT_PGEMM_TILES_(D, 2, 0)                                                              \
+    }
+    if (C == 16) {
+        RT_PGEMM_DENSE_(16)
+    } else if (C == 24) {
+        RT_PGEMM_DENSE_(24)
+    } else {
+        RT_PGEMM_DENSE_(32)
+    }
+#undef RT_PGEMM_DENSE_
+#undef RT_PGEMM_TILES_
+}
 #endif
 
 /* rt_pconv_nhwc_f32 (the end of this file): x: (N,H,W,C), wp: packed as above (G, NP,
@@ -941,7 +979,20 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                     int64_t j;
                     for (j = 0; j < RT_PGEMM_NT; j++)
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
-                    for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
+                    int64_t done = 0; /* the block's pixels run in one call below */
+#if defined(RT_PGEMM_AVX512)
+                    /* a dense 1x1 of 16-32 channels without residual (no output-row
+                     * prefetch: RT_PGEMM_YPF_K): its full tiles in one call */
+                    if (dense && !r && act_clamps && kc == C && pe - pb >= RT_PGEMM_MR &&
+                        (C == 16 || C == 24 || C == 32)) {
+                        done = (pe - pb) / RT_PGEMM_MR * RT_PGEMM_MR;
+                        rt_pgemm_tiles_dense_f32(done / RT_PGEMM_MR, C, cols, xg + pb * C, bp,
+                                                 b_panel, init, y + (n * P + pb) * M + mo, M,
+                                                 lo, hi, pf_next, pf_share, nt * kc,
+                                                 pf_second ? panel : 0);
+                    }
+#endif
+                    for (p0 = pb + done; p0 < pe; p0 += RT_PGEMM_MR) {
                         const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
                         /* AVX-512 stores short and narrow tiles in place too */
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&

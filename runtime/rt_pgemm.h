@@ -150,6 +150,16 @@ RT_API int64_t rt_pgemm_gcd(int64_t a, int64_t b) {
  * alternating rounds, Zen 4): the 16 1x1 layers with a residual 0.93x the time of one tile
  * ahead into L1, 0.93x at one tile ahead into L2, 0.96x at three ahead. */
 #define RT_PGEMM_YPF_TILES 2
+/* ... only where the tile has a residual or a reduction of this many steps or more: the 28
+ * prefetches of a short one (MobileNetV2's 16-32 channel expansions: 16 steps) went out in a
+ * burst beside its own stores, for rows that the hardware prefetcher already brought (lab,
+ * Zen 4: 16->96 @112 0.93x, 24->144 @56 0.95x, 32->16 0.95x the time without them; the
+ * AVX-512 path alone, the one measured) */
+#if defined(RT_PGEMM_AVX512)
+#define RT_PGEMM_YPF_K 64
+#else
+#define RT_PGEMM_YPF_K 0
+#endif
 
 /* The row that padded taps read: a block reads at most RT_PGEMM_KC channels of a tap. */
 static const float rt_pgemm_zero[RT_PGEMM_KC] = {0.0f};
@@ -215,7 +225,7 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
-                                          const int GELU, int64_t taps,
+                                          const int GELU, const int DLD, int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -263,11 +273,12 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     const int64_t ys = ldc > RT_PGEMM_NT && kc >= R ? kc - R : INT64_MAX;
     for (t = 0; t < taps; t++) {
         const float *const *at = a + t * RT_PGEMM_MR;
+        const float *ad = at[0]; /* DLD: row r at ad + r * DLD */
         const float *b0 = b + t * b_tap, *b1 = b0 + b_panel;
         const int64_t ys_t = t == taps - 1 ? ys : INT64_MAX; /* the last tap's steps */
 #define RT_PGEMM_FMA_(r)                                                                      \
     if (r < R) {                                                                              \
-        const __m512 v = _mm512_set1_ps(at[r][k]);                                            \
+        const __m512 v = _mm512_set1_ps(DLD ? ad[r * DLD + k] : at[r][k]);                    \
         c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
         if (NPN > 1 && HALF)                                                                  \
             c1_##r = _mm512_castps256_ps512(_mm256_fmadd_ps(                                  \
@@ -276,7 +287,7 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
         else if (NPN > 1)                                                                     \
             c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                          \
     }
-        for (k = 0; k < kc; k++) {
+        for (k = 0; k < (DLD ? DLD : kc); k++) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
             const __m512 w1 = NPN > 1 && HALF
                                   ? _mm512_castps256_ps512(_mm256_loadu_ps(b1 + k * RT_PGEMM_NR))
@@ -346,7 +357,7 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
                          ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
@@ -527,19 +538,19 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
 #define RT_PGEMM_ROWS_(R)                                                                     \
     case R:                                                                                   \
         if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                \
-            rt_pgemm_tile_avx512(R, 1, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 1, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (gelu)                                                                        \
-            rt_pgemm_tile_avx512(R, 2, 0, 1, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (cols <= RT_PGEMM_NR)                                                         \
-            rt_pgemm_tile_avx512(R, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 1, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
-            rt_pgemm_tile_avx512(R, 2, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
+            rt_pgemm_tile_avx512(R, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
     switch (rows) {
@@ -559,6 +570,166 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
         RT_PGEMM_ROWS_(RT_PGEMM_MR);
     }
 #undef RT_PGEMM_ROWS_
+}
+#endif
+
+#if defined(RT_PGEMM_AVX512)
+/* The AVX-512 tile of the few-channel kernels read by rows (the RGB stems: 3x3/2 and 7x7/2
+ * of 3 channels), with its rows addressed in place: R <= RT_PGEMM_MR pixels of one output
+ * row, pixel r's kernel row kh read at xr[kh] + r * PX (PX = stride across x channels, a
+ * constant, so that each broadcast is one load at an immediate offset of one pointer a
+ * kernel row), kwc = KW * C values a kernel row, KH kernel rows; NPN panels (b, b + b_panel:
+ * KH * kwc rows of 16 weights). The driver's rowwise tile loaded 14 row pointers a kernel
+ * row and built them a pixel (pix_h/pix_w divisions, bounds checks); this one takes KH
+ * pointers a tile. Each pixel sums its taps in the same order as that tile (kernel rows,
+ * then kw * C + c, starting from init): the same bits. */
+RT_PGEMM_INLINE void rt_pgemm_rows_avx512(const int R, const int NPN, const int64_t PX,
+                                          int64_t KH, int64_t kwc, const float *const *xr,
+                                          const float *b, int64_t b_panel, const float *init,
+                                          float *c, int64_t ldc, int64_t cols, float lo,
+                                          float hi) {
+#define RT_PGEMM_RS_(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+    const __m512 i0 = _mm512_loadu_ps(init), i1 = _mm512_loadu_ps(init + 16);
+#define RT_PGEMM_DECL_(r) __m512 c0_##r = i0, c1_##r = i1;
+    RT_PGEMM_RS_(RT_PGEMM_DECL_)
+#undef RT_PGEMM_DECL_
+    const __mmask16 mlast = (__mmask16)(cols - 16 * (NPN - 1) >= 16
+                                            ? 0xFFFF
+                                            : (1u << (cols - 16 * (NPN - 1))) - 1u);
+    int64_t kh, k;
+    for (kh = 0; kh < KH; kh++) {
+        const float *p = xr[kh];
+        const float *b0 = b + kh * kwc * RT_PGEMM_NR, *b1 = b0 + b_panel;
+#define RT_PGEMM_FMA_(r)                                                                      \
+    if (r < R) {                                                                              \
+        const __m512 v = _mm512_set1_ps(p[r * PX + k]);                                       \
+        c0_##r = _mm512_fmadd_ps(v, w0, c0_##r);                                              \
+        if (NPN > 1) c1_##r = _mm512_fmadd_ps(v, w1, c1_##r);                                 \
+    }
+        for (k = 0; k < kwc; k++) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + k * RT_PGEMM_NR);
+            const __m512 w1 = NPN > 1 ? _mm512_loadu_ps(b1 + k * RT_PGEMM_NR) : w0;
+            RT_PGEMM_RS_(RT_PGEMM_FMA_)
+        }
+#undef RT_PGEMM_FMA_
+    }
+    {
+        const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+#define RT_PGEMM_ST_(r)                                                                       \
+    if (r < R) {                                                                              \
+        if (NPN == 1) {                                                                       \
+            rt_pgemm_st16m(c + r * ldc, mlast, c0_##r, (const float *)0, vlo, vhi);           \
+        } else {                                                                              \
+            rt_pgemm_st16(c + r * ldc, c0_##r, (const float *)0, vlo, vhi);                   \
+            rt_pgemm_st16m(c + r * ldc + 16, mlast, c1_##r, (const float *)0, vlo, vhi);      \
+        }                                                                                     \
+    }
+        RT_PGEMM_RS_(RT_PGEMM_ST_)
+#undef RT_PGEMM_ST_
+    }
+#undef RT_PGEMM_RS_
+    (void)b_panel, (void)i1;
+}
+
+/* rt_pgemm_rows_avx512 for PX = 6 (stride 2 across, 3 channels: the RGB stems) */
+RT_API void rt_pgemm_rows6_f32(int rows, int64_t cols, int64_t KH, int64_t kwc,
+                               const float *const *xr, const float *b, int64_t b_panel,
+                               const float *init, float *c, int64_t ldc, float lo, float hi) {
+#define RT_PGEMM_ROWS_(R)                                                                     \
+    case R:                                                                                   \
+        if (cols <= RT_PGEMM_NR)                                                              \
+            rt_pgemm_rows_avx512(R, 1, 6, KH, kwc, xr, b, b_panel, init, c, ldc, cols, lo,    \
+                                 hi);                                                         \
+        else                                                                                  \
+            rt_pgemm_rows_avx512(R, 2, 6, KH, kwc, xr, b, b_panel, init, c, ldc, cols, lo,    \
+                                 hi);                                                         \
+        break
+    switch (rows) {
+        RT_PGEMM_ROWS_(1);
+        RT_PGEMM_ROWS_(2);
+        RT_PGEMM_ROWS_(3);
+        RT_PGEMM_ROWS_(4);
+        RT_PGEMM_ROWS_(5);
+        RT_PGEMM_ROWS_(6);
+        RT_PGEMM_ROWS_(7);
+        RT_PGEMM_ROWS_(8);
+        RT_PGEMM_ROWS_(9);
+        RT_PGEMM_ROWS_(10);
+        RT_PGEMM_ROWS_(11);
+        RT_PGEMM_ROWS_(12);
+        RT_PGEMM_ROWS_(13);
+        RT_PGEMM_ROWS_(RT_PGEMM_MR);
+    }
+#undef RT_PGEMM_ROWS_
+}
+
+/* rt_pgemm_tile_pf_f32 of a full tile (RT_PGEMM_MR rows), no GELU, on the rows of a dense
+ * 1x1 whose whole reduction is one tap of C = kc = 16, 24 or 32 values (MobileNetV2's and
+ * EfficientNet-B0's expansions): row r at a[0] + r * C, C a constant, so that each broadcast
+ * loads at an immediate offset of one pointer (the pointer tile kept 9 of its 14 row pointers
+ * on the stack and reloaded them every step) and the reduction loop has a constant count.
+ * Same sums in the same order: the same bits. */
+RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const *a,
+                                    const float *b, int64_t b_panel, const float *init,
+                                    int accum, float *c, int64_t ldc, const float *res,
+                                    float lo, float hi, const float *pf, int64_t pf_n,
+                                    int64_t pf_panel) {
+#define RT_PGEMM_DENSE_(D)                                                                    \
+    if (cols <= RT_PGEMM_NR)                                                                  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+    else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                        \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+    else                                                                                      \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
+    if (C == 16) {
+        RT_PGEMM_DENSE_(16)
+    } else if (C == 24) {
+        RT_PGEMM_DENSE_(24)
+    } else {
+        RT_PGEMM_DENSE_(32)
+    }
+#undef RT_PGEMM_DENSE_
+}
+
+/* n_tiles full tiles of such a dense 1x1 (no residual, no GELU, one reduction block) one
+ * after the other down a pixel block, in one call: tile i reads rows x0 + (i * RT_PGEMM_MR +
+ * r) * C and stores c + i * RT_PGEMM_MR * ldc, and prefetches its share of the next column's
+ * weights, pf_share lines from line i * pf_share of pf (pf_tot in all; NULL: none), as the
+ * driver's tile by tile did (the same tiles, the same bits) */
+RT_API void rt_pgemm_tiles_dense_f32(int64_t n_tiles, int64_t C, int64_t cols, const float *x0,
+                                     const float *b, int64_t b_panel, const float *init,
+                                     float *c, int64_t ldc, float lo, float hi, const float *pf,
+                                     int64_t pf_share, int64_t pf_tot, int64_t pf_panel) {
+    int64_t i;
+#define RT_PGEMM_TILES_(D, NPN, HALF)                                                          \
+    for (i = 0; i < n_tiles; i++) {                                                           \
+        const float *row = x0 + i * RT_PGEMM_MR * D;                                          \
+        const int64_t l0 = i * pf_share, l1 = l0 + pf_share < pf_tot ? l0 + pf_share : pf_tot; \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0, b_panel, init, 0, \
+                             c + i * RT_PGEMM_MR * ldc, ldc, cols, (const float *)0, lo, hi,  \
+                             pf ? pf + l0 * RT_PGEMM_NR : pf, pf && l1 > l0 ? l1 - l0 : 0,    \
+                             pf_panel);                                                       \
+    }
+#define RT_PGEMM_DENSE_(D)                                                                    \
+    if (cols <= RT_PGEMM_NR) {                                                                \
+        RT_PGEMM_TILES_(D, 1, 0)                                                              \
+    } else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8) {                                    \
+        RT_PGEMM_TILES_(D, 2, 1)                                                              \
+    } else {                                                                                  \
+        RT_PGEMM_TILES_(D, 2, 0)                                                              \
+    }
+    if (C == 16) {
+        RT_PGEMM_DENSE_(16)
+    } else if (C == 24) {
+        RT_PGEMM_DENSE_(24)
+    } else {
+        RT_PGEMM_DENSE_(32)
+    }
+#undef RT_PGEMM_DENSE_
+#undef RT_PGEMM_TILES_
 }
 #endif
 
@@ -664,6 +835,60 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
     int64_t tap_h[RT_PGEMM_MAX_TAPS], tap_w[RT_PGEMM_MAX_TAPS]; /* a tap's input offset */
     int64_t pix_h[RT_PGEMM_MC], pix_w[RT_PGEMM_MC]; /* a pixel's first input row, column */
     int64_t t0, c0, pb, j0, p0;
+#if defined(RT_PGEMM_AVX512)
+    /* a kernel read by rows at stride 2 across of 3 channels, of a short reduction (the 3x3
+     * RGB stems: 27 values): tiles of the pixels of one output row, rt_pgemm_rows6_f32; a
+     * kernel row of a tile that crosses the image's left or right edge is copied to abuf
+     * with its zeros, one above or below it is the zero row. Not ResNet-50's 7x7/2 (147
+     * values, 85-88% of peak on the rowwise tile already): in-model it ran 1.02-1.03x the
+     * time on this one (no prefetch of its 3.2 MB of output rows) */
+    if (by_rows && !r && !act_gelu && C * g->s[2] == 6 && KH * KW * C < 64 &&
+        (RT_PGEMM_MR - 1) * 6 + KW * C <= RT_PGEMM_KC &&
+        KH * ((RT_PGEMM_MR - 1) * 6 + KW * C) <= RT_PGEMM_MR * RT_PGEMM_KC) {
+        const int64_t kwc = KW * C, span = (RT_PGEMM_MR - 1) * 6 + kwc;
+        const float *xg = x + n * H * W * C;
+        float *ebuf = &abuf[0][0];
+        const float *xr[RT_PGEMM_MAX_TAPS];
+        int64_t q = p_lo;
+        while (q < p_hi) {
+            const int64_t oh = q / OW, ow = q % OW;
+            const int64_t rows0 = OW - ow < RT_PGEMM_MR ? OW - ow : RT_PGEMM_MR;
+            const int64_t rows = p_hi - q < rows0 ? p_hi - q : rows0;
+            const int64_t iw0 = ow * g->s[2] - g->pad[2];
+            const int64_t iw1 = (ow + rows - 1) * g->s[2] - g->pad[2] + KW;
+            const int inside = iw0 >= 0 && iw1 <= W;
+            float *yt = y + (n * P + q) * M;
+            int64_t kh;
+            for (kh = 0; kh < KH; kh++) {
+                const int64_t ih = oh * g->s[1] - g->pad[1] + kh * g->d[1];
+                if (ih < 0 || ih >= H) {
+                    xr[kh] = rt_pgemm_zero;
+                } else if (inside) {
+                    xr[kh] = xg + (ih * W + iw0) * C;
+                } else {
+                    float *dst = ebuf + kh * span;
+                    int64_t iw, c;
+                    for (iw = iw0; iw < iw1; iw++)
+                        for (c = 0; c < C; c++)
+                            *dst++ = iw < 0 || iw >= W ? 0.0f : xg[(ih * W + iw) * C + c];
+                    xr[kh] = ebuf + kh * span;
+                }
+            }
+            for (j0 = j_lo; j0 < j_hi; j0 += RT_PGEMM_NP) {
+                const int64_t m0 = j0 * RT_PGEMM_NR;
+                const int64_t cols = M - m0 < RT_PGEMM_NT ? M - m0 : RT_PGEMM_NT;
+                const float *bp = wp + j0 * panel;
+                int64_t j;
+                for (j = 0; j < RT_PGEMM_NT; j++) init[j] = b && j < cols ? b[m0 + j] : 0.0f;
+                rt_pgemm_rows6_f32((int)rows, cols, KH, kwc, xr, bp, j0 + 1 < np ? panel : 0,
+                                   init, yt + m0, M, lo, hi);
+                if (!act_clamps) rt_act_rows_f32(yt + m0, M, rows, cols, act);
+            }
+            q += rows;
+        }
+        return;
+    }
+#endif
     for (t0 = 0; t0 < taps; t0 += tb)
         for (c0 = 0; c0 < cg; c0 += cc) {
             const int64_t nt = taps - t0 < tb ? taps - t0 : tb;
@@ -754,7 +979,20 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                     int64_t j;
                     for (j = 0; j < RT_PGEMM_NT; j++)
                         init[j] = b && j < cols ? b[mo + j] : 0.0f;
-                    for (p0 = pb; p0 < pe; p0 += RT_PGEMM_MR) {
+                    int64_t done = 0; /* the block's pixels run in one call below */
+#if defined(RT_PGEMM_AVX512)
+                    /* a dense 1x1 of 16-32 channels without residual (no output-row
+                     * prefetch: RT_PGEMM_YPF_K): its full tiles in one call */
+                    if (dense && !r && act_clamps && kc == C && pe - pb >= RT_PGEMM_MR &&
+                        (C == 16 || C == 24 || C == 32)) {
+                        done = (pe - pb) / RT_PGEMM_MR * RT_PGEMM_MR;
+                        rt_pgemm_tiles_dense_f32(done / RT_PGEMM_MR, C, cols, xg + pb * C, bp,
+                                                 b_panel, init, y + (n * P + pb) * M + mo, M,
+                                                 lo, hi, pf_next, pf_share, nt * kc,
+                                                 pf_second ? panel : 0);
+                    }
+#endif
+                    for (p0 = pb + done; p0 < pe; p0 += RT_PGEMM_MR) {
                         const int64_t rows = pe - p0 < RT_PGEMM_MR ? pe - p0 : RT_PGEMM_MR;
                         /* AVX-512 stores short and narrow tiles in place too */
                         const int direct = (rows == RT_PGEMM_MR || RT_PGEMM_SHORT) &&
@@ -790,7 +1028,8 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                          * Gathered tiles are pixel blocks of one tile: their rows are those
                          * of the block two ahead (the 7x7 stem's 3.2 MB of output had no
                          * prefetch) */
-                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pf_end)
+                        if (p0 + RT_PGEMM_YPF_TILES * RT_PGEMM_MR < pf_end &&
+                            (nt * kc >= RT_PGEMM_YPF_K || (last && rt)))
                             for (i = 0; i < RT_PGEMM_MR; i++) {
                                 const int64_t ahead = RT_PGEMM_YPF_TILES * RT_PGEMM_MR + i;
                                 if (p0 + ahead >= pf_end) break;
@@ -919,6 +1158,14 @@ RT_API void rt_pconv_nhwc_block_f32(const RtPconvTask *k, int64_t n, int64_t grp
                         }
                         if (direct) { /* the epilogue in registers where it can be */
 #if defined(RT_PGEMM_AVX512)
+                            if (dense && rows == RT_PGEMM_MR && !(last && act_gelu) &&
+                                kca == C && (C == 16 || C == 24 || C == 32))
+                                rt_pgemm_tile_dense_f32(C, cols, a, bp, b_panel, init, !first,
+                                                        yt, M, last ? rt : NULL,
+                                                        last ? lo : -INFINITY,
+                                                        last ? hi : INFINITY, pf, pf_n,
+                                                        pf_panel);
+                            else
                             rt_pgemm_tile_pf_f32((int)rows, cols, nta, kca, a, bp,
                                                  b_tap, b_panel, init, !first, yt, M,
                                                  last ? rt : NULL, last ? lo : -INFINITY,

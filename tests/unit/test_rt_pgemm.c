@@ -276,12 +276,13 @@ Test(rt_pgemm, matches_the_reference_for_narrow_and_partial_column_tiles) {
     /* output channels that leave a last tile of one panel or of a partial one (AVX-512: one
      * panel's FMAs, or a second panel of 8 columns at 256 bits, masked stores in place)
      * under ReLU6 with a residual: MobileNetV2's and EfficientNet's 16, 24, 40, 144 and 26
-     * (past the half panel), short reductions and one across blocks (300 channels: 2
-     * chunks, the narrow tile reading back its masked columns); and groups of 12 and 20
+     * (past the half panel), short reductions (16, 24 and 32: AVX-512's full tiles of these
+     * read their rows at constant offsets, rt_pgemm_tile_dense_f32) and one across blocks
+     * (300 channels: 2 chunks, the narrow tile reading back its masked columns); and groups of 12 and 20
      * channels, whose columns past the group's are the next group's or the next pixel's */
     RtAct relu6 = {RT_ACT_CLIP, 0.0, 6.0};
     static const int64_t ms[] = {8, 16, 24, 26, 40, 144};
-    static const int64_t cs[] = {16, 24, 300};
+    static const int64_t cs[] = {16, 24, 32, 300};
     for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
         for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
             Case k = {1, cs[ci], ms[mi], 1, 3, 2 * RT_PGEMM_MR + 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};

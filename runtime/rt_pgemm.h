@@ -520,6 +520,24 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 #endif
 
 #if defined(RT_PGEMM_AVX512)
+/* The cases of a tile dispatch by its rows (1 .. RT_PGEMM_MR, AVX-512's 14), each through
+ * the RT_PGEMM_ROWS_(R) that the function using it defines. */
+#define RT_PGEMM_ROW_CASES_                                                                   \
+    RT_PGEMM_ROWS_(1);                                                                        \
+    RT_PGEMM_ROWS_(2);                                                                        \
+    RT_PGEMM_ROWS_(3);                                                                        \
+    RT_PGEMM_ROWS_(4);                                                                        \
+    RT_PGEMM_ROWS_(5);                                                                        \
+    RT_PGEMM_ROWS_(6);                                                                        \
+    RT_PGEMM_ROWS_(7);                                                                        \
+    RT_PGEMM_ROWS_(8);                                                                        \
+    RT_PGEMM_ROWS_(9);                                                                        \
+    RT_PGEMM_ROWS_(10);                                                                       \
+    RT_PGEMM_ROWS_(11);                                                                       \
+    RT_PGEMM_ROWS_(12);                                                                       \
+    RT_PGEMM_ROWS_(13);                                                                       \
+    RT_PGEMM_ROWS_(RT_PGEMM_MR);
+
 /* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), of
  * its first cols <= RT_PGEMM_NT columns, with rt_pgemm_tile_avx512's prefetch (pf, pf_n,
  * pf_panel). A short tile costs its rows alone: BERT's 128 rows leave 2 past 9 full tiles,
@@ -553,22 +571,7 @@ RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t k
             rt_pgemm_tile_avx512(R, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
                                  ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
         break
-    switch (rows) {
-        RT_PGEMM_ROWS_(1);
-        RT_PGEMM_ROWS_(2);
-        RT_PGEMM_ROWS_(3);
-        RT_PGEMM_ROWS_(4);
-        RT_PGEMM_ROWS_(5);
-        RT_PGEMM_ROWS_(6);
-        RT_PGEMM_ROWS_(7);
-        RT_PGEMM_ROWS_(8);
-        RT_PGEMM_ROWS_(9);
-        RT_PGEMM_ROWS_(10);
-        RT_PGEMM_ROWS_(11);
-        RT_PGEMM_ROWS_(12);
-        RT_PGEMM_ROWS_(13);
-        RT_PGEMM_ROWS_(RT_PGEMM_MR);
-    }
+    switch (rows) { RT_PGEMM_ROW_CASES_ }
 #undef RT_PGEMM_ROWS_
 }
 #endif
@@ -644,22 +647,7 @@ RT_API void rt_pgemm_rows6_f32(int rows, int64_t cols, int64_t KH, int64_t kwc,
             rt_pgemm_rows_avx512(R, 2, 6, KH, kwc, xr, b, b_panel, init, c, ldc, cols, lo,    \
                                  hi);                                                         \
         break
-    switch (rows) {
-        RT_PGEMM_ROWS_(1);
-        RT_PGEMM_ROWS_(2);
-        RT_PGEMM_ROWS_(3);
-        RT_PGEMM_ROWS_(4);
-        RT_PGEMM_ROWS_(5);
-        RT_PGEMM_ROWS_(6);
-        RT_PGEMM_ROWS_(7);
-        RT_PGEMM_ROWS_(8);
-        RT_PGEMM_ROWS_(9);
-        RT_PGEMM_ROWS_(10);
-        RT_PGEMM_ROWS_(11);
-        RT_PGEMM_ROWS_(12);
-        RT_PGEMM_ROWS_(13);
-        RT_PGEMM_ROWS_(RT_PGEMM_MR);
-    }
+    switch (rows) { RT_PGEMM_ROW_CASES_ }
 #undef RT_PGEMM_ROWS_
 }
 

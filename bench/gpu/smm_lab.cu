@@ -40,6 +40,14 @@
  * adds the bias, applies the activation and stores float16. Requires sm_90 (clusters),
  * N % 64 == 0, K % (16 S) == 0 with K / S <= KC_SMM_MAX_KS, 16-byte aligned rows; kc_smm
  * returns KC_ERR_SHAPE where it does not apply, and the caller takes cuBLASLt. */
+/* griddepcontrol.launch_dependents: the kernels launched after this one with programmatic
+ * dependent launch may start (each waits in kc_pdl_wait before it reads what this writes). */
+static __device__ __forceinline__ void kc_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 #define KC_SMM_ROWS 128   /* rows of Y at most: 8 warps x 16 */
 #define KC_SMM_BN 64      /* columns of a block's tile */
 #define KC_SMM_MAX_S 8    /* split-K slices: blocks of a cluster (the portable maximum) */
@@ -352,6 +360,23 @@ __global__ void rows_kernel(const __half *a, __half *y, int rows, int D) {
         y[(size_t)row * D + j] = __float2half(__half2float(a[(size_t)row * D + j]) - s / D);
 }
 
+/* The median of 200 event-timed replays of graph e on s, after 20 untimed ones (ms). */
+static float graph_median_ms(cudaGraphExec_t e, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+    std::vector<float> t;
+    for (int i = 0; i < 20; i++) CK(cudaGraphLaunch(e, s));
+    for (int i = 0; i < 200; i++) {
+        CK(cudaEventRecord(e0, s));
+        CK(cudaGraphLaunch(e, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
 int main(int argc, char **argv) {
     Dev d;
     CK(cublasLtCreate(&d.lt));
@@ -427,19 +452,7 @@ int main(int argc, char **argv) {
         std::vector<float> med[2];
         for (int round = 0; round < 5; round++)
             for (int smm = 0; smm < 2; smm++) {
-                std::vector<float> t;
-                for (int i = 0; i < 20; i++) CK(cudaGraphLaunch(ge[ln][smm], s));
-                for (int i = 0; i < 200; i++) {
-                    CK(cudaEventRecord(e0, s));
-                    CK(cudaGraphLaunch(ge[ln][smm], s));
-                    CK(cudaEventRecord(e1, s));
-                    CK(cudaEventSynchronize(e1));
-                    float ms;
-                    CK(cudaEventElapsedTime(&ms, e0, e1));
-                    t.push_back(ms);
-                }
-                std::sort(t.begin(), t.end());
-                med[smm].push_back(t[t.size() / 2]);
+                med[smm].push_back(graph_median_ms(ge[ln][smm], s, e0, e1));
             }
         std::vector<float> r;
         for (int i = 0; i < 5; i++) r.push_back(med[1][i] / med[0][i]);
@@ -468,19 +481,7 @@ int main(int argc, char **argv) {
             }
             CK(cudaStreamEndCapture(s, &g));
             CK(cudaGraphInstantiate(&e, g, 0));
-            std::vector<float> t;
-            for (int i = 0; i < 20; i++) CK(cudaGraphLaunch(e, s));
-            for (int i = 0; i < 200; i++) {
-                CK(cudaEventRecord(e0, s));
-                CK(cudaGraphLaunch(e, s));
-                CK(cudaEventRecord(e1, s));
-                CK(cudaEventSynchronize(e1));
-                float ms;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                t.push_back(ms);
-            }
-            std::sort(t.begin(), t.end());
-            best[smm] = t[t.size() / 2] / L * 1000.0f;
+            best[smm] = graph_median_ms(e, s, e0, e1) / L * 1000.0f;
         }
         int sms = 0;
         CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -651,6 +651,17 @@ RT_API void rt_pgemm_rows6_f32(int rows, int64_t cols, int64_t KH, int64_t kwc,
 #undef RT_PGEMM_ROWS_
 }
 
+/* The dense tiles' dispatch on their reduction C (16, 24, else 32), each through the
+ * RT_PGEMM_DENSE_(D) that the function using it defines, D the constant reduction. */
+#define RT_PGEMM_BY_C_                                                                        \
+    if (C == 16) {                                                                            \
+        RT_PGEMM_DENSE_(16)                                                                   \
+    } else if (C == 24) {                                                                     \
+        RT_PGEMM_DENSE_(24)                                                                   \
+    } else {                                                                                  \
+        RT_PGEMM_DENSE_(32)                                                                   \
+    }
+
 /* rt_pgemm_tile_pf_f32 of a full tile (RT_PGEMM_MR rows), no GELU, on the rows of a dense
  * 1x1 whose whole reduction is one tap of C = kc = 16, 24 or 32 values (MobileNetV2's and
  * EfficientNet-B0's expansions): row r at a[0] + r * C, C a constant, so that each broadcast
@@ -672,13 +683,7 @@ RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const 
     else                                                                                      \
         rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
                              ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
-    if (C == 16) {
-        RT_PGEMM_DENSE_(16)
-    } else if (C == 24) {
-        RT_PGEMM_DENSE_(24)
-    } else {
-        RT_PGEMM_DENSE_(32)
-    }
+    RT_PGEMM_BY_C_
 #undef RT_PGEMM_DENSE_
 }
 
@@ -709,13 +714,7 @@ RT_API void rt_pgemm_tiles_dense_f32(int64_t n_tiles, int64_t C, int64_t cols, c
     } else {                                                                                  \
         RT_PGEMM_TILES_(D, 2, 0)                                                              \
     }
-    if (C == 16) {
-        RT_PGEMM_DENSE_(16)
-    } else if (C == 24) {
-        RT_PGEMM_DENSE_(24)
-    } else {
-        RT_PGEMM_DENSE_(32)
-    }
+    RT_PGEMM_BY_C_
 #undef RT_PGEMM_DENSE_
 #undef RT_PGEMM_TILES_
 }

@@ -197,10 +197,12 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
  * input columns are outside the input (pad): skipped, with the taps that read them, so that a
  * row's edge pixels run in the row's tiles (rt_conv_nhwc_dwz_row_f32). Each pixel's taps in the
  * order of the other paths (bias, then kh, kw ascending, the taps inside), one FMA each: the
- * same sums. act, on the registers before the store (rt_conv_nhwc_dwz_act): 1 min(max(., lo),
- * hi) (Clip; ReLU: hi +inf), the comparisons' operand order as rt_act_row_f32's (NaN stays
- * NaN); 2 SiLU and 3 sigmoid by the vector functions rt_act_sigmoid_row_f32 runs (lane by
- * lane: the same values); 0 none. */
+ * same sums. act, on the registers before the store (rt_conv_nhwc_dwz_act): RT_DWZ_CLAMP
+ * min(max(., lo), hi) (Clip; ReLU: hi +inf), the comparisons' operand order as
+ * rt_act_row_f32's (NaN stays NaN); RT_DWZ_SILU and RT_DWZ_SIGMOID by the vector functions
+ * rt_act_sigmoid_row_f32 runs (lane by lane: the same values); RT_DWZ_NONE none. */
+/* The activations the tiles apply in their registers (rt_conv_nhwc_dwz_act). */
+enum { RT_DWZ_NONE = 0, RT_DWZ_CLAMP, RT_DWZ_SILU, RT_DWZ_SIGMOID };
 #define RT_DWZ_F(p, wv)                                                                        \
     if ((p) < NP) a##p = _mm512_fmadd_ps(xv, wv, a##p)
 #define RT_DWZ_C(j, NCOL, FMAS)                                                                \
@@ -294,9 +296,9 @@ RT_CNHWC_DWK_DEFINE(rt_conv_nhwc_dwk_f32, rt_cnhwc_v8f)
 #define RT_DWZ_ST(p)                                                                           \
     do {                                                                                       \
         if ((p) < NP) {                                                                        \
-            if (act == 1) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));                   \
-            else if (act == 2) a##p = rt_vsilu16_f32(a##p);                                    \
-            else if (act == 3) a##p = rt_vsigmoid16_f32(a##p);                                 \
+            if (act == RT_DWZ_CLAMP) a##p = _mm512_min_ps(hi, _mm512_max_ps(lo, a##p));        \
+            else if (act == RT_DWZ_SILU) a##p = rt_vsilu16_f32(a##p);                          \
+            else if (act == RT_DWZ_SIGMOID) a##p = rt_vsigmoid16_f32(a##p);                    \
             _mm512_storeu_ps(y + (p) * M, a##p);                                               \
         }                                                                                      \
     } while (0)
@@ -342,17 +344,19 @@ rt_conv_nhwc_dwz_f32(const float *xt, const float *wt, const float *b, float *y,
 #undef RT_DWZ_ST
 #undef RT_DWZ_ROWS
 
-/* The act of rt_conv_nhwc_dwz_f32 for an RtAct (NULL: none), with its Clip bounds; -1: a kind
- * the tiles do not apply (rt_act_row_f32 runs after them). */
-static inline int rt_conv_nhwc_dwz_act(const RtAct *act, __m512 *lo, __m512 *hi) {
+/* The act of rt_conv_nhwc_dwz_f32 for an RtAct (NULL: none), with its Clip bounds; *acted:
+ * whether the tiles apply it (else, a kind they do not apply, RT_DWZ_NONE: rt_act_row_f32
+ * runs after them). */
+static inline int rt_conv_nhwc_dwz_act(const RtAct *act, __m512 *lo, __m512 *hi, int *acted) {
     const int kind = act ? act->kind : RT_ACT_NONE;
+    const int a = kind == RT_ACT_CLIP || kind == RT_ACT_RELU ? RT_DWZ_CLAMP
+                  : kind == RT_ACT_SILU                      ? RT_DWZ_SILU
+                  : kind == RT_ACT_SIGMOID                   ? RT_DWZ_SIGMOID
+                                                             : RT_DWZ_NONE;
     *lo = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->alpha : 0.0f);
     *hi = _mm512_set1_ps(kind == RT_ACT_CLIP ? act->beta : INFINITY);
-    return kind == RT_ACT_NONE ? 0
-           : kind == RT_ACT_CLIP || kind == RT_ACT_RELU ? 1
-           : kind == RT_ACT_SILU ? 2
-           : kind == RT_ACT_SIGMOID ? 3
-                                    : -1;
+    *acted = a != RT_DWZ_NONE;
+    return a;
 }
 
 /* NP pixels from p, every 16-channel block: x, w as xt, wt of rt_conv_nhwc_dwz_f32 for pixel
@@ -461,14 +465,12 @@ rt_conv_nhwc_dw_runk_f32(const RtConvGeom *g, const float *xn, const float *w, c
 #if defined(RT_CNHWC_DW16)
     if (M % 16 == 0 && M >= 32) {
         __m512 lo, hi;
-        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi);
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi, acted);
         if (KW == 3)
-            rt_conv_nhwc_dwz_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, 3, S,
-                                     a < 0 ? 0 : a, lo, hi);
+            rt_conv_nhwc_dwz_run_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, 3, S, a, lo,
+                                     hi);
         else
-            rt_conv_nhwc_dwz_run5_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S,
-                                      a < 0 ? 0 : a, lo, hi);
-        *acted = a > 0;
+            rt_conv_nhwc_dwz_run5_f32(xk + ow * S * M, wk, b, yp, M, xrow, n_kh, n, S, a, lo, hi);
         return;
     }
 #endif
@@ -551,11 +553,13 @@ RT_API int64_t rt_conv_nhwc_dw_row_f32(const RtConvGeom *g, const float *xn, con
         const int64_t ih = oh * g->s[1] - g->pad[1] + kh_lo * g->d[1];
         const float *xk = xn + (ih * W - g->pad[2]) * M, *wk = w + kh_lo * K * M;
         __m512 lo, hi;
-        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi), ac = a < 0 ? 0 : a;
-        if (K == 3 && g->s[2] == 1) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 1, ac, lo, hi);
-        else if (K == 3) rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 2, ac, lo, hi);
-        else rt_conv_nhwc_dwz_row5_f32(xk, wk, b, yp, M, xrow, n_kh, OW, (int)g->s[2], ac, lo, hi);
-        *acted = a > 0;
+        const int a = rt_conv_nhwc_dwz_act(act, &lo, &hi, acted);
+        if (K == 3 && g->s[2] == 1)
+            rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 1, a, lo, hi);
+        else if (K == 3)
+            rt_conv_nhwc_dwz_row_f32(xk, wk, b, yp, M, xrow, n_kh, OW, 3, 2, a, lo, hi);
+        else
+            rt_conv_nhwc_dwz_row5_f32(xk, wk, b, yp, M, xrow, n_kh, OW, (int)g->s[2], a, lo, hi);
         return OW;
     }
 #endif

@@ -916,8 +916,8 @@ static const BundleDialect cuda_dialect = {
     .build_by_hand = " (CUDA 12 or newer), or `nvcc -c %s.cu` and link with `-lcublasLt -lcudart`",
     .cmake_version = "3.18",
     .cmake_before_project = "if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)\n"
-                            "  set(CMAKE_CUDA_ARCHITECTURES 80 90) # Ampere and Hopper; override "
-                            "with -D\n"
+                            "  set(CMAKE_CUDA_ARCHITECTURES 80 90a) # Ampere, and Hopper with wgmma; "
+                            "override with -D\n"
                             "endif()\n",
     .cmake_languages = "CXX CUDA",
     .cmake_after_project = "find_package(CUDAToolkit 12 REQUIRED)\n",

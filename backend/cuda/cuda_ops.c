@@ -679,16 +679,18 @@ static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
            (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
 }
 
-/* --conv auto's rule for the mma.sync core (kc_igemm_mma: channels in eights, at most
- * KC_MMA_MAX_TAPS taps), measured per layer against the WMMA kernel and im2col + cuBLASLt
- * (bench/gpu/conv_mma_lab.cu, H200, ResNet-50's 3x3 layers, docs/cuda.md): it beats both
- * up to 256 output channels where it makes at least IGEMM_AUTO_MIN_BLOCKS blocks (batch 256:
- * 64 channels 0.363 -> 0.291 ms, 128 0.265 -> 0.219, 256 0.300 (cuBLASLt) -> 0.198); 512
- * channels (a reduction of 4608) keep cuBLASLt (0.187 against 0.195; batch 32 0.036 against
- * 0.074), as do 256 at batch 32 (98 blocks, under the floor: 0.046 against 0.043). Not
- * for 1x1 kernels: there cuBLASLt won every ResNet-50 shape by 1.5-2.5x. --conv implicit
- * takes it wherever it suits. */
-#define IGEMM_MMA_MAX_K 256
+/* --conv auto's rule for the tensor-core implicit GEMM (kc_igemm_mma: channels in eights,
+ * at most KC_MMA_MAX_TAPS taps; the wgmma core where the bundle is built for sm_90a, else
+ * mma.sync), measured per layer against im2col + cuBLASLt (bench/gpu/wgconv_lab.cu and
+ * conv_mma_lab.cu, H200, ResNet-50's 3x3 layers, docs/cuda.md): the wgmma core beats
+ * cuBLASLt up to 512 output channels where it makes at least IGEMM_MMA_MIN_BLOCKS blocks of
+ * 128 x 128 (batch 256: 512 channels 0.175 -> 0.137 ms; batch 32: 256 channels, 98 blocks,
+ * 0.043 -> 0.033), not below (batch 32, 512 channels, 52 blocks: 0.033 against 0.041); the
+ * mma.sync core ties cuBLASLt there (0.195 against 0.187 ms; 0.046 against 0.043). Not for
+ * 1x1 kernels: there cuBLASLt won every ResNet-50 shape by 1.5-2.5x. --conv implicit takes
+ * it wherever it suits. */
+#define IGEMM_MMA_MAX_K 512
+#define IGEMM_MMA_MIN_BLOCKS 96
 #define IGEMM_MMA_MAX_TAPS 32 /* kc_igemm.cuh's KC_MMA_MAX_TAPS: a bit of a row's mask each */
 
 static bool use_implicit_mma(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
@@ -697,7 +699,7 @@ static bool use_implicit_mma(const CudaCtx *cx, const ConvNhwc *c, const Geom *G
     if (cx->conv != CUDA_CONV_AUTO) return cx->conv == CUDA_CONV_IMPLICIT;
     int64_t rows = c->N * c->OH * c->OW, cols = c->K <= 64 ? 64 : 128;
     return G->kh * G->kw > 1 && c->K <= IGEMM_MMA_MAX_K &&
-           (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_AUTO_MIN_BLOCKS;
+           (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_MMA_MIN_BLOCKS;
 }
 
 /* Whether a channels-last convolution that is not a plain 1x1 one runs as kc_conv_small

@@ -13,76 +13,9 @@
 
 #include "kc_blas.cuh"
 #include "kc_igemm.cuh"
+#include "lab.cuh"
 #include "kc_nn.cuh"
 
-#define CK(call)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(2);                                                                  \
-        }                                                                             \
-    } while (0)
-
-__global__ void fill(__half *p, size_t n, uint32_t seed, float scale) {
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-    p[i] = __float2half((((h & 0xffff) / 65535.0f) - 0.5f) * scale);
-}
-
-static __half *dev(size_t n, uint32_t seed, float scale) {
-    __half *p;
-    CK(cudaMalloc(&p, n * 2));
-    fill<<<(unsigned)((n + 255) / 256), 256>>>(p, n, seed, scale);
-    CK(cudaGetLastError());
-    return p;
-}
-
-template <typename F>
-static float time_ms(F f) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; i++) f();
-    std::vector<float> ts;
-    for (int i = 0; i < 20; i++) {
-        CK(cudaEventRecord(e0));
-        f();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-}
-
-/* max |a - b| on the device (NaN counts as 1e30) */
-__global__ void maxdiff_kernel(const __half *a, const __half *b, size_t n, unsigned *out) {
-    float m = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float d = fabsf(__half2float(a[i]) - __half2float(b[i]));
-        m = d <= m ? m : d == d ? d : 1e30f;
-    }
-    atomicMax(out, __float_as_uint(m)); /* non-negative floats order as their bits */
-}
-
-static double maxdiff(const __half *a, const __half *b, size_t n) {
-    unsigned *d, h;
-    CK(cudaMalloc(&d, 4));
-    CK(cudaMemset(d, 0, 4));
-    maxdiff_kernel<<<1024, 256>>>(a, b, n, d);
-    CK(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost));
-    cudaFree(d);
-    float f;
-    memcpy(&f, &h, 4);
-    return f;
-}
 
 struct Shape {
     const char *name;
@@ -132,15 +65,12 @@ int main(int argc, char **argv) {
     printf("batch %d; ms per layer (median of 20); TFLOP/s; diff = max |mma - wmma|\n", N);
     double tot_old = 0, tot_lt = 0, tot_best = 0;
     for (const Shape &sh : shapes) {
-        KcConv2d p;
-        p.C = sh.C, p.H = p.W = sh.H, p.R = p.S = sh.R, p.sh = p.sw = sh.st;
-        p.ph = p.pw = sh.R / 2, p.dh = p.dw = 1;
-        p.OH = p.OW = (sh.H + 2 * p.ph - sh.R) / sh.st + 1;
+        KcConv2d p = lab_geom(sh.C, sh.H, sh.R, sh.st);
         int64_t P = (int64_t)N * p.OH * p.OW, K = sh.K, RSC = sh.R * sh.R * sh.C;
         double flop = 2.0 * P * K * RSC;
-        __half *x = dev((size_t)N * sh.H * sh.H * sh.C, 1, 2.0f);
-        __half *w = dev((size_t)RSC * K, 2, 2.0f / sqrtf((float)RSC));
-        __half *b = dev(K, 3, 0.5f), *r = dev(P * K, 4, 1.0f);
+        __half *x = lab_dev((size_t)N * sh.H * sh.H * sh.C, 1, 2.0f);
+        __half *w = lab_dev((size_t)RSC * K, 2, 2.0f / sqrtf((float)RSC));
+        __half *b = lab_dev(K, 3, 0.5f), *r = lab_dev(P * K, 4, 1.0f);
         __half *y0, *y1, *col = NULL;
         CK(cudaMalloc(&y0, P * K * 2));
         CK(cudaMalloc(&y1, P * K * 2));
@@ -189,7 +119,7 @@ int main(int argc, char **argv) {
             CK(cudaMemset(y1, 0xff, P * K * 2));
             cfgs[c].f(x, w, b, r, y1, &p, P, K);
             CK(cudaDeviceSynchronize());
-            double d = maxdiff(y0, y1, P * K);
+            double d = lab_maxdiff(y0, y1, P * K);
             float t = time_ms([&] { cfgs[c].f(x, w, b, r, y1, &p, P, K); });
             best = std::min(best, t);
             printf("  mma %-22s %8.4f ms %6.1f TF/s diff %.3g%s\n", cfgs[c].name, t,

@@ -39,14 +39,14 @@ for h in first last; do
     [ "$h" = last ] && v=${VARS[${#VARS[@]}-1]}
     mkdir -p "$W/qc_$h" && cp "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
         "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_qconv.cuh"
-    (nvcc -std=c++17 -O3 -arch=sm_90 -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
+    (nvcc -std=c++17 -O3 -arch=sm_90a -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
 done
 key() { python3 -c "import json; print(json.load(open('$PREP/index.json'))['$1']['weights'])"; }
 build() { # DIR KEY FLAGS
     local U
     U=$(echo "$2" | tr a-z A-Z)
-    (cd "$1" && nvcc -std=c++17 -O3 -arch=sm_90 $3 -DB="$2" -DPN="${U}_PROFILE_NODES" -include "$2.h" -I. \
+    (cd "$1" && nvcc -std=c++17 -O3 -arch=sm_90a $3 -DB="$2" -DPN="${U}_PROFILE_NODES" -include "$2.h" -I. \
         -o time "$HARNESS" "$2.cu" -lcublasLt >build.log 2>&1 || { echo "nvcc $1 failed"; head -5 build.log; })
 }
 for b in 1 256; do

@@ -3,10 +3,10 @@
 # batch 1 and 256) with bench/gpu/int8_time.cu, in one run, two rounds alternating INT8 and
 # fp16, and prints one JSON line per measurement and the INT8 / fp16 throughput ratios
 # (median of the runs; the better round of two). Needs nvcc and python3.
-# usage: bench/gpu/int8_run.sh DIR [ARCH (sm_90)] [HARNESS (bench/gpu/int8_time.cu)]
+# usage: bench/gpu/int8_run.sh DIR [ARCH (sm_90a)] [HARNESS (bench/gpu/int8_time.cu)]
 set -u
 DIR=$(realpath "$1")
-ARCH=${2:-sm_90}
+ARCH=${2:-sm_90a}
 HARNESS=$(realpath "${3:-$(dirname "$0")/int8_time.cu}")
 keys=$(python3 -c "import json; print(' '.join(sorted(json.load(open('$DIR/index.json')))))")
 for k in $keys; do

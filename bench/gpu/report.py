@@ -278,7 +278,7 @@ statistics measured once on seeded random images (`models.calibrate`, carried in
 symbolic batch, `kiln compile --dim batch=N`). Times are medians of {iters} CUDA-event-timed
 runs (30 at batch 256) after 20 warm-up runs, on the same stream, back to back. Kiln: one
 `NAME_cuda_run` on the context's own device buffers (no copies: one CUDA-graph launch),
-bundles built with `nvcc -O3 -arch=sm_90`. PyTorch: `torch.inference_mode()`, cuDNN benchmark
+bundles built with `nvcc -O3 -arch=sm_90a`. PyTorch: `torch.inference_mode()`, cuDNN benchmark
 on, TF32 off (`allow_tf32=False` for matmul and cuDNN). FP16: PyTorch runs `model.half()` on
 half inputs (fp16 storage); Kiln's `--precision fp16` stores weights and activations in
 float16 too (float32 graph inputs and outputs, a Cast at each end) and runs its products on

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU benchmark, run on the GPU machine (python3 with torch + torchvision, nvcc): builds
-each Kiln CUDA bundle that bench/gpu/prepare.py wrote (nvcc -O3 -arch=sm_90, as a shared library
+each Kiln CUDA bundle that bench/gpu/prepare.py wrote (nvcc -O3 -arch=sm_90a, as a shared library
 with a small generated shim), and times Kiln (NAME_cuda_run on the context's own device buffers:
 one CUDA-graph launch), PyTorch eager and torch.compile on the same models and weights
 (models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
@@ -412,7 +412,7 @@ def main():
     ap.add_argument("bench")
     ap.add_argument("out")
     ap.add_argument("--deadline", type=float, default=500)
-    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--skip-kiln", action="store_true")
     ap.add_argument("--skip-eager", action="store_true")
     ap.add_argument("--compile", default="all", choices=["none", "b1", "large", "all"])

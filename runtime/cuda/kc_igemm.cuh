@@ -337,6 +337,90 @@ static __device__ __forceinline__ void kc_mma16816(float *d, const unsigned *a,
 
 #define KC_MMA_MAX_TAPS 32 /* R*S: one bit of a row's tap mask each */
 
+/* Rows of a block's tile -> rows of Y: m0 + row, those below P (else -1). */
+struct KcRowsFrom {
+    int32_t m0, P;
+    __device__ __forceinline__ int32_t operator()(int row) const {
+        return m0 + row < P ? m0 + row : -1;
+    }
+};
+
+/* The block's BM x BN tile of Y, float16 in shared memory (rows LD halves apart, bias
+ * added), stored at rows rows(row) (-1: none) and columns n0.. of y (. x K) in 16-byte rows
+ * by THREADS threads (this one tid of them), residual r (like y, or NULL) added and the
+ * activation applied on the way, 8 channels at a time. */
+template <int BM, int BN, int THREADS, int LD, typename Rows>
+static __device__ __forceinline__ void kc_mma_store_tile(const __half *out, const __half *r,
+                                                         __half *y, Rows rows, int32_t n0,
+                                                         int32_t K, int act, float al,
+                                                         float be, int tid) {
+    const int BCH = BN / 8;
+#pragma unroll
+    for (int i = 0; i < BM * BCH / THREADS; i++) {
+        int q = tid + i * THREADS, row = q / BCH, ch = q % BCH;
+        int32_t gm = rows(row), gn = n0 + ch * 8;
+        if (gm < 0 || gn >= K) continue;
+        uint4 v = *(const uint4 *)(out + row * LD + ch * 8);
+        const __half *vh = (const __half *)&v;
+        float f[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) f[e] = __half2float(vh[e]);
+        if (r) {
+            uint4 rv = *(const uint4 *)(r + ((int64_t)gm * K + gn));
+            const __half *rh = (const __half *)&rv;
+#pragma unroll
+            for (int e = 0; e < 8; e++) f[e] += __half2float(rh[e]);
+        }
+        uint4 o;
+        __half *oh = (__half *)&o;
+#pragma unroll
+        for (int e = 0; e < 8; e++) oh[e] = __float2half_rn(kc_act(f[e], act, al, be));
+        *(uint4 *)(y + ((int64_t)gm * K + gn)) = o;
+    }
+}
+
+/* The A rows a thread gathers in the tap-walking implicit GEMMs (the mma.sync and wgmma
+ * cores): rows a_row + i * STEP of the tile at m0, for each the offset in x of its first
+ * tap's channel 0 (possibly outside the image: read only where the mask says the tap is
+ * inside) and the mask of its taps inside (none past P). */
+template <int PER, int STEP>
+static __device__ __forceinline__ void kc_ig_rows(const KcGeom<int32_t> &p, int32_t m0,
+                                                  int32_t P, int a_row, int32_t *a_off,
+                                                  uint32_t *a_mask) {
+    const int32_t taps = p.R * p.S;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        int32_t pix = m0 + a_row + i * STEP;
+        int32_t ow = pix % p.OW, oh = (pix / p.OW) % p.OH, n = pix / (p.OW * p.OH);
+        int32_t ih = oh * p.sh - p.ph, iw = ow * p.sw - p.pw;
+        uint32_t m = 0;
+        for (int32_t t = 0, rr = 0, ss = 0; t < taps; t++) {
+            int32_t h = ih + rr * p.dh, v = iw + ss * p.dw;
+            if (h >= 0 && h < p.H && v >= 0 && v < p.W) m |= 1u << t;
+            if (++ss == p.S) ss = 0, rr++;
+        }
+        a_mask[i] = pix < P ? m : 0;
+        a_off[i] = pix < P ? ((n * p.H + ih) * p.W + iw) * p.C : 0;
+    }
+}
+
+/* A thread's place in the reduction: tap t at (r, s) of the kernel, channel c. */
+struct KcIgCursor {
+    int32_t t, r, s, c;
+    /* channel c0 of tap 0 (c0 >= C when C < the slice: then in a later tap) */
+    __device__ __forceinline__ void start(const KcGeom<int32_t> &p, int32_t c0) {
+        t = 0, r = 0, s = 0, c = 0;
+        step(p, c0);
+    }
+    __device__ __forceinline__ void step(const KcGeom<int32_t> &p, int32_t by) {
+        c += by;
+        while (c >= p.C) {
+            c -= p.C, t++;
+            if (++s == p.S) s = 0, r++;
+        }
+    }
+};
+
 template <int BM, int BN, int BK, int STAGES>
 struct KcMmaSmem {
     static const int A_ELEMS = BM * BK, B_ELEMS = BK * BN;
@@ -370,49 +454,26 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     const int32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int32_t taps = p.R * p.S, KT = (taps * p.C + BK - 1) / BK;
 
-    /* A rows: offset of tap (0,0)'s channel 0 in x (possibly outside the image: only read where the
-     * mask says the tap is inside), mask of the taps inside */
     const int a_ch = tid % ACH, a_row = tid / ACH;
     int32_t a_off[A_PER];
     uint32_t a_mask[A_PER];
-#pragma unroll
-    for (int i = 0; i < A_PER; i++) {
-        int32_t pix = m0 + a_row + i * A_STEP;
-        int32_t ow = pix % p.OW, oh = (pix / p.OW) % p.OH, n = pix / (p.OW * p.OH);
-        int32_t ih = oh * p.sh - p.ph, iw = ow * p.sw - p.pw;
-        uint32_t m = 0;
-        for (int32_t t = 0, rr = 0, ss = 0; t < taps; t++) {
-            int32_t h = ih + rr * p.dh, v = iw + ss * p.dw;
-            if (h >= 0 && h < p.H && v >= 0 && v < p.W) m |= 1u << t;
-            if (++ss == p.S) ss = 0, rr++;
-        }
-        a_mask[i] = pix < P ? m : 0;
-        a_off[i] = pix < P ? ((n * p.H + ih) * p.W + iw) * p.C : 0;
-    }
-    /* the cursor of the next slice this thread loads: tap, its (rr, ss), channel c */
-    int32_t cur_t = 0, cur_r = 0, cur_s = 0, cur_c = a_ch * 8;
-    while (cur_c >= p.C) { /* C < BK: the thread's column starts in a later tap */
-        cur_c -= p.C, cur_t++;
-        if (++cur_s == p.S) cur_s = 0, cur_r++;
-    }
+    kc_ig_rows<A_PER, A_STEP>(p, m0, P, a_row, a_off, a_mask);
+    KcIgCursor cur; /* of the next slice this thread loads */
+    cur.start(p, a_ch * 8);
     const int32_t tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
 
     auto load = [&](int stage) { /* the slice at the cursor, then advance it */
         __half *as = sa + stage * Sm::A_ELEMS;
-        int32_t koff = cur_r * tap_dh + cur_s * tap_dw + cur_c;
-        bool kin = cur_t < taps;
+        int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c;
+        bool kin = cur.t < taps;
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
             int row = a_row + i * A_STEP;
-            bool ok = kin && (a_mask[i] >> cur_t & 1u);
+            bool ok = kin && (a_mask[i] >> cur.t & 1u);
             kc_ig_copy16(as + row * BK + kc_mma_swz<ACH>(row, a_ch) * 8,
                          ok ? x + (a_off[i] + koff) : x, ok);
         }
-        cur_c += BK;
-        while (cur_c >= p.C) {
-            cur_c -= p.C, cur_t++;
-            if (++cur_s == p.S) cur_s = 0, cur_r++;
-        }
+        cur.step(p, BK);
     };
     auto load_b = [&](int stage, int32_t kt) {
         __half *bs = sb + stage * Sm::B_ELEMS;
@@ -489,28 +550,8 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
         }
     }
     __syncthreads();
-#pragma unroll
-    for (int i = 0; i < BM * BCH / THREADS; i++) {
-        int q = tid + i * THREADS, row = q / BCH, ch = q % BCH;
-        int32_t gm = m0 + row, gn = n0 + ch * 8;
-        if (gm >= P || gn >= K) continue;
-        uint4 v = *(const uint4 *)(out + row * Sm::OUT_LD + ch * 8);
-        const __half *vh = (const __half *)&v;
-        float f[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) f[e] = __half2float(vh[e]);
-        if (r) {
-            uint4 rv = *(const uint4 *)(r + ((int64_t)gm * K + gn));
-            const __half *rh = (const __half *)&rv;
-#pragma unroll
-            for (int e = 0; e < 8; e++) f[e] += __half2float(rh[e]);
-        }
-        uint4 o;
-        __half *oh = (__half *)&o;
-#pragma unroll
-        for (int e = 0; e < 8; e++) oh[e] = __float2half_rn(kc_act(f[e], act, al, be));
-        *(uint4 *)(y + ((int64_t)gm * K + gn)) = o;
-    }
+    kc_mma_store_tile<BM, BN, THREADS, Sm::OUT_LD>(out, r, y, KcRowsFrom{m0, P}, n0, K, act, al, be,
+                                                  tid);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, int ACT>
@@ -549,6 +590,463 @@ static inline int kc_igemm_mma_ok(const KcConv2d *p) {
     return p->C % 8 == 0 && p->R * p->S <= KC_MMA_MAX_TAPS;
 }
 
+
+/* ---- the wgmma core (sm_90a): the same convolutions as the mma.sync core ----
+ * A warpgroup (4 warps) multiplies a 64-row slab of the block's A tile by the whole B tile
+ * with wgmma, both read by the tensor cores straight from shared memory through matrix
+ * descriptors, so no ldmatrix and no fragments in registers: the 64-channel slices are
+ * stored in the 128-byte swizzle the descriptors name (16-byte chunk c of row r at
+ * c ^ (r % 8), rows of 128 bytes, 8-row atoms of 1024 bytes aligned to 1024). A: K-major
+ * (a row's 64 reduction elements), gathered as by the mma.sync core (the same cursor and
+ * tap masks). W: as stored, (R*S*C, K), N-major: each 64-column half of the tile is an
+ * atom column (BK rows of 128 bytes), the second half 8 KB after the first. Every thread
+ * loads (cp.async); slices land STAGES - 2 ahead, and one wgmma group stays in flight while
+ * the next slice's loads are issued. Needs code built for sm_90a (the wgmma instructions):
+ * kc_igemm_wg_built says whether the bundle has it, else the mma.sync core runs. */
+#define KC_WG_BK 64 /* reduction slice: one 128-byte swizzle row of float16 */
+
+template <int BM, int BN, int STAGES>
+struct KcWgSmem {
+    static const int A_ELEMS = BM * KC_WG_BK, B_ELEMS = KC_WG_BK * BN;
+    static const int PIPE = STAGES * (A_ELEMS + B_ELEMS) * (int)sizeof(__half);
+    static const int OUT_LD = BN + 8; /* halves: the epilogue tile's rows, 16 bytes apart */
+    static const int OUT = BM * OUT_LD * (int)sizeof(__half);
+    static const int BYTES = (PIPE > OUT ? PIPE : OUT) + 1024; /* + the base aligned up */
+};
+
+/* Shared-memory matrix descriptor of a 128-byte-swizzled operand at p: leading and stride
+ * byte offsets lbo, sbo. */
+static __device__ __forceinline__ uint64_t kc_wg_desc(const __half *p, uint32_t lbo,
+                                                      uint32_t sbo) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | 1ull << 62;
+}
+
+/* d (64 x 64 a warpgroup, float32) = A (64 x 16, descriptor da) * B (16 x 64,
+ * db) + (acc ? d : 0); TB: B is N-major (1) or K-major (0). */
+template <int TB>
+static __device__ __forceinline__ void kc_wgmma_n64(float *d, uint64_t da, uint64_t db,
+                                                   int acc) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+                 "%32, %33, p, 1, 1, 0, %35;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(acc), "n"(TB));
+#endif
+}
+
+/* d (64 x 128 a warpgroup, float32) = A (64 x 16, descriptor da) * B (16 x 128,
+ * db) + (acc ? d : 0); TB: B is N-major (1) or K-major (0). */
+template <int TB>
+static __device__ __forceinline__ void kc_wgmma_n128(float *d, uint64_t da, uint64_t db,
+                                                    int acc) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+                 "%64, %65, p, 1, 1, 0, %67;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(acc), "n"(TB));
+#endif
+}
+
+static __device__ __forceinline__ void kc_wg_fence(void) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void kc_wg_commit(void) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+/* Pins the R accumulators d at this point of the program (the compiler may not move their
+ * reads or writes across it: wgmma writes them asynchronously). */
+template <int R>
+static __device__ __forceinline__ void kc_wg_pin(float *d) {
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+/* Waits until at most N wgmma groups are pending, then pins the R accumulators d. */
+template <int N, int R>
+static __device__ __forceinline__ void kc_wg_wait(float *d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+    kc_wg_pin<R>(d);
+}
+
+/* One 64-wide slice on the tensor cores: acc (a warpgroup's 64 x BN, float32) += the
+ * warpgroup's 64 rows of A at as (K-major) times W at bs (BMAJ as KcWgLoad's), four k16
+ * steps in one wgmma group, committed; acc is overwritten where !accumulate. */
+template <int BN, int BMAJ>
+static __device__ __forceinline__ void kc_wg_slice(float *acc, const __half *as,
+                                                   const __half *bs, bool accumulate) {
+    const int BK = KC_WG_BK;
+    kc_wg_pin<BN / 2>(acc);
+    kc_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++) {
+        uint64_t da = kc_wg_desc(as + kk * 16, 16, 1024);
+        /* W N-major: 64-column atoms BK * 128 bytes apart (leading), 8-row groups 1024
+         * (stride); K-major: as A */
+        uint64_t db = BMAJ == 0 ? kc_wg_desc(bs + kk * 16 * 64, BK * 128, 1024)
+                                : kc_wg_desc(bs + kk * 16, 16, 1024);
+        if (BN == 64)
+            kc_wgmma_n64<BMAJ == 2 ? 0 : 1>(acc, da, db, accumulate || kk > 0);
+        else
+            kc_wgmma_n128<BMAJ == 2 ? 0 : 1>(acc, da, db, accumulate || kk > 0);
+    }
+    kc_wg_commit();
+}
+
+/* A warp's 16 rows of its warpgroup's accumulators (first row row0 of the block's tile),
+ * plus the bias, rounded to float16 into the tile out (rows LD halves apart). */
+template <int BN, int LD>
+static __device__ __forceinline__ void kc_wg_tile_out(__half *out, const float *acc,
+                                                      const float *sbias, int row0, int lane) {
+    const int g = lane >> 2, t4 = lane & 3, row = row0 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        int col = j * 8 + t4 * 2;
+        float b0 = sbias[col], b1 = sbias[col + 1];
+        *(__half2 *)(out + row * LD + col) =
+            __floats2half2_rn(acc[j * 4] + b0, acc[j * 4 + 1] + b1);
+        *(__half2 *)(out + (row + 8) * LD + col) =
+            __floats2half2_rn(acc[j * 4 + 2] + b0, acc[j * 4 + 3] + b1);
+    }
+}
+
+/* A block's loads of one 64-wide slice for the wgmma cores, by THREADS threads: A's BM
+ * rows gathered from x as the mma.sync core does (per row the image offset of its first
+ * tap and a mask of the taps inside; one (tap, channel) cursor walks the reduction, each
+ * thread's 16-byte column fixed), W's BK x BN tile (BMAJ 0: w (R*S*C, K), 64-column atoms
+ * 8 KB apart; 2: w (K, R*S*C), rows of BK), both in the 128-byte swizzle. */
+template <int BM, int BN, int THREADS, int BMAJ>
+struct KcWgLoad {
+    static const int BK = KC_WG_BK, ACH = BK / 8, BCH = BN / 8;
+    static const int A_PER = BM * ACH / THREADS, A_STEP = THREADS / ACH;
+    static const int B_PER = BK * BCH / THREADS;
+    int32_t a_off[A_PER];
+    uint32_t a_mask[A_PER];
+    KcIgCursor cur;
+    int32_t tap_dh, tap_dw, taps;
+    int tid, a_ch, a_row;
+
+    __device__ __forceinline__ KcWgLoad(const KcGeom<int32_t> &p, int32_t m0, int32_t P,
+                                        int t)
+        : tid(t), a_ch(t % ACH), a_row(t / ACH) {
+        taps = p.R * p.S;
+        kc_ig_rows<A_PER, A_STEP>(p, m0, P, a_row, a_off, a_mask);
+        cur.start(p, a_ch * 8);
+        tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
+    }
+
+    /* slice kt (the cursor's: slices load in order) into as, bs */
+    __device__ __forceinline__ void load(const KcGeom<int32_t> &p, const __half *x,
+                                         const __half *w, __half *as, __half *bs, int32_t kt,
+                                         int32_t n0, int32_t K) {
+        int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c, RSC = taps * p.C;
+        bool kin = cur.t < taps;
+#pragma unroll
+        for (int i = 0; i < A_PER; i++) {
+            int row = a_row + i * A_STEP;
+            bool ok = kin && (a_mask[i] >> cur.t & 1u);
+            kc_ig_copy16(as + row * BK + (a_ch ^ (row & 7)) * 8, ok ? x + (a_off[i] + koff) : x,
+                         ok);
+        }
+        cur.step(p, BK);
+#pragma unroll
+        for (int i = 0; i < B_PER; i++) {
+            int q = tid + i * THREADS;
+            if (BMAJ != 2) {
+                int kr = q / BCH, nc = q % BCH;
+                int32_t gk = kt * BK + kr, gn = n0 + nc * 8;
+                bool ok = gk < RSC && gn < K;
+                kc_ig_copy16(bs + (nc / 8) * (BK * 64) + kr * 64 + ((nc & 7) ^ (kr & 7)) * 8,
+                             ok ? w + ((int64_t)gk * K + gn) : w, ok);
+            } else {
+                int nr = q / 8, kc = q % 8;
+                int32_t gk = kt * BK + kc * 8, gn = n0 + nr;
+                bool ok = gk < RSC && gn < K;
+                kc_ig_copy16(bs + nr * 64 + (kc ^ (nr & 7)) * 8,
+                             ok ? w + ((int64_t)gn * RSC + gk) : w, ok);
+            }
+        }
+    }
+};
+
+/* x (N,H,W,C), w (R,S,C,K) (BMAJ 0: as stored; 2: (K, R*S*C), the lab's K-major form),
+ * bias (K) or NULL, r like y or NULL, y (N,OH,OW,K); P = N*OH*OW. Grid (ceil(K/BN),
+ * ceil(P/BM)), BM/64 warpgroups. Requires what kc_igemm_mma does, and sm_90a code. */
+template <int BM, int BN, int STAGES, int BMAJ, int ACT>
+__global__ void __launch_bounds__(BM / 64 * 128)
+kc_igemm_wg_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                   const __half *__restrict__ bias, const __half *__restrict__ r,
+                   __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
+                   float al, float be) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef KcWgSmem<BM, BN, STAGES> Sm;
+    __shared__ float sbias[BN]; /* also the mark kc_igemm_wg_built looks for */
+    if (ACT >= 0) act = ACT;
+    const int THREADS = BM / 64 * 128, BK = KC_WG_BK;
+    extern __shared__ unsigned char kc_wg_raw[];
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(kc_wg_raw);
+    __half *sa = (__half *)(kc_wg_raw + ((1024u - (base & 1023u)) & 1023u));
+    __half *sb = sa + STAGES * Sm::A_ELEMS;
+
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / KC_WARP;
+    const int lane = tid % KC_WARP;
+    const int32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int32_t taps = p.R * p.S, RSC = taps * p.C, KT = (RSC + BK - 1) / BK;
+    for (int i = tid; i < BN; i += THREADS)
+        sbias[i] = bias && n0 + i < K ? __half2float(bias[n0 + i]) : 0.0f;
+
+    KcWgLoad<BM, BN, THREADS, BMAJ> ld(p, m0, P, tid);
+
+    float acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
+
+#pragma unroll
+    for (int st = 0; st < STAGES - 2; st++) {
+        if (st < KT) ld.load(p, x, w, sa + st * Sm::A_ELEMS, sb + st * Sm::B_ELEMS, st, n0, K);
+        kc_ig_commit();
+    }
+    for (int32_t kt = 0; kt < KT; kt++) {
+        kc_ig_wait<STAGES - 3>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads(); /* slice kt landed; every warpgroup is done with slice kt - 2 */
+        int32_t next = kt + STAGES - 2;
+        if (next < KT)
+            ld.load(p, x, w, sa + next % STAGES * Sm::A_ELEMS, sb + next % STAGES * Sm::B_ELEMS,
+                    next, n0, K);
+        kc_ig_commit();
+        kc_wg_slice<BN, BMAJ>(acc, sa + (kt % STAGES) * Sm::A_ELEMS + wg * 64 * BK,
+                              sb + (kt % STAGES) * Sm::B_ELEMS, kt > 0);
+        kc_wg_wait<1, BN / 2>(acc);
+    }
+    kc_wg_wait<0, BN / 2>(acc);
+    kc_ig_wait<0>();
+    __syncthreads(); /* the stages become the block's float16 tile of Y */
+
+    __half *out = sa;
+    kc_wg_tile_out<BN, Sm::OUT_LD>(out, acc, sbias, wg * 64 + wq * 16, lane);
+    __syncthreads();
+    kc_mma_store_tile<BM, BN, THREADS, Sm::OUT_LD>(out, r, y, KcRowsFrom{m0, P}, n0, K, act, al, be,
+                                                  tid);
+#else
+    (void)x, (void)w, (void)bias, (void)r, (void)y, (void)p, (void)P, (void)K, (void)act;
+    (void)al, (void)be;
+#endif
+}
+
+template <int BM, int BN, int STAGES, int BMAJ, int ACT>
+static inline int kc_igemm_wg_run(cudaStream_t s, const __half *x, const __half *w,
+                                  const __half *bias, const __half *r, __half *y,
+                                  const KcConv2d *p, int64_t P, int64_t K, int act, float al,
+                                  float be) {
+    typedef KcWgSmem<BM, BN, STAGES> Sm;
+    KC_CUDA(cudaFuncSetAttribute(kc_igemm_wg_kernel<BM, BN, STAGES, BMAJ, ACT>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, Sm::BYTES));
+    dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
+    kc_igemm_wg_kernel<BM, BN, STAGES, BMAJ, ACT><<<grid, BM / 64 * 128, Sm::BYTES, s>>>(
+        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+template <int BM, int BN, int STAGES, int BMAJ>
+static inline int kc_igemm_wg_launch(cudaStream_t s, const __half *x, const __half *w,
+                                     const __half *bias, const __half *r, __half *y,
+                                     const KcConv2d *p, int64_t P, int64_t K, int act,
+                                     float al, float be) {
+    if (act == KC_ACT_RELU)
+        return kc_igemm_wg_run<BM, BN, STAGES, BMAJ, KC_ACT_RELU>(s, x, w, bias, r, y, p, P, K,
+                                                                 act, al, be);
+    return kc_igemm_wg_run<BM, BN, STAGES, BMAJ, -1>(s, x, w, bias, r, y, p, P, K, act, al,
+                                                     be);
+}
+
+/* ---- the halo core (sm_90a): 3x3 stride-1 convolutions of 64 channels into at most 64 ----
+ * The implicit GEMMs above gather A once per tap, so each input pixel crosses from L2 into
+ * shared memory R*S times, and each block loads all of W again: on ResNet-50's layer-1 3x3
+ * (64 -> 64 at 56x56) that is what bounds them (~1.4 GB through L2 at batch 256 for 59
+ * GFLOP). Here a persistent block keeps the whole of W in shared memory (9 taps of 64 x 64,
+ * 8 KB each, loaded once) and, for each tile of 128 output positions, loads the input rows
+ * the tile's windows cover once: positions run over the padded grid of one image (q = oh *
+ * Wp + ow, Wp = W + 2 pw; the columns ow >= OW are computed and not stored), so tap (r, s)'s
+ * A is the halo tile itself from row r * Wp + s on -- a descriptor offset, no copy (the
+ * 128-byte swizzle follows the address, so a start at any 128-byte row reads the rows from
+ * there on). Two blocks a multiprocessor take turns at loading and multiplying. */
+struct KcRowsHalo { /* tile row -> output pixel of image n (padded-grid positions q0..) */
+    int32_t q0, base, Wp, OW, OH;
+    __device__ __forceinline__ int32_t operator()(int row) const {
+        int32_t q = q0 + row, oh = q / Wp, ow = q % Wp;
+        return oh < OH && ow < OW ? base + oh * OW + ow : -1;
+    }
+};
+
+/* Bytes of the halo core's shared memory: W's taps, then the halo tile (also the epilogue's
+ * tile), and the base aligned up to 1024. */
+static inline int kc_halo_smem(const KcConv2d *p) {
+    int64_t Wp = p->W + 2 * p->pw, rows = 128 + (p->R - 1) * Wp + (p->S - 1);
+    int64_t tile = rows * 128 > 128 * 72 * 2 ? rows * 128 : 128 * 72 * 2;
+    int64_t b = p->R * p->S * 8192 + tile + 1024;
+    return b > INT32_MAX ? INT32_MAX : (int)b;
+}
+
+/* x (N,H,W,64), w (3,3,64,K), K <= 64; grid-stride over N * ceil(OH * Wp / 128) tiles;
+ * 256 threads (two warpgroups of 64 positions x 64 channels). */
+template <int ACT>
+__global__ void __launch_bounds__(256, 2)
+kc_conv_halo_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                    const __half *__restrict__ bias, const __half *__restrict__ r,
+                    __half *__restrict__ y, KcGeom<int32_t> p, int32_t N, int32_t K, int act,
+                    float al, float be) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const int BM = 128, BN = 64, LD = BN + 8;
+    __shared__ float sbias[BN];
+    if (ACT >= 0) act = ACT;
+    extern __shared__ unsigned char kc_wg_raw[];
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(kc_wg_raw);
+    __half *sb = (__half *)(kc_wg_raw + ((1024u - (base & 1023u)) & 1023u));
+    const int taps = 9, tid = threadIdx.x, wg = tid / 128;
+    const int wq = (tid % 128) / KC_WARP, lane = tid % KC_WARP;
+    const int32_t Wp = p.W + 2 * p.pw, rows = BM + 2 * Wp + 2;
+    __half *sh = sb + taps * 64 * 64;
+    for (int q = tid; q < taps * 64 * 8; q += 256) { /* W: tap rows of 64 channels */
+        int wr = q / 8, nc = q % 8;
+        bool ok = nc * 8 < K;
+        kc_ig_copy16(sb + wr * 64 + (nc ^ (wr & 7)) * 8, ok ? w + ((int64_t)wr * K + nc * 8) : w,
+                     ok);
+    }
+    kc_ig_commit();
+    for (int i = tid; i < BN; i += 256) sbias[i] = bias && i < K ? __half2float(bias[i]) : 0.0f;
+    const int32_t T = (p.OH * Wp + BM - 1) / BM, ntiles = N * T;
+    for (int32_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        int32_t n = tile / T, q0 = tile % T * BM;
+        for (int q = tid; q < rows * 8; q += 256) { /* the halo: padded positions q0.. */
+            int i = q / 8, ch = q % 8;
+            int32_t pi = q0 + i, ih = pi / Wp - p.ph, iw = pi % Wp - p.pw;
+            bool ok = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            kc_ig_copy16(sh + i * 64 + (ch ^ (i & 7)) * 8,
+                         ok ? x + (((int64_t)n * p.H + ih) * p.W + iw) * 64 + ch * 8 : x, ok);
+        }
+        kc_ig_commit();
+        kc_ig_wait<0>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        float acc[BN / 2];
+        kc_wg_pin<BN / 2>(acc);
+        kc_wg_fence();
+#pragma unroll
+        for (int t = 0; t < taps; t++) {
+            const __half *as = sh + (wg * 64 + t / 3 * Wp + t % 3) * 64;
+            const __half *bs = sb + t * 64 * 64;
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                kc_wgmma_n64<1>(acc, kc_wg_desc(as + kk * 16, 16, 1024),
+                                kc_wg_desc(bs + kk * 16 * 64, 64 * 128, 1024), t > 0 || kk > 0);
+        }
+        kc_wg_commit();
+        kc_wg_wait<0, BN / 2>(acc);
+        __syncthreads(); /* both warpgroups done with the halo: it becomes Y's tile */
+        kc_wg_tile_out<BN, LD>(sh, acc, sbias, wg * 64 + wq * 16, lane);
+        __syncthreads();
+        KcRowsHalo rows = {q0, n * p.OH * p.OW, Wp, p.OW, p.OH};
+        kc_mma_store_tile<BM, BN, 256, LD>(sh, r, y, rows, 0, K, act, al, be, tid);
+        __syncthreads(); /* the tile is stored: the next halo may land */
+    }
+#else
+    (void)x, (void)w, (void)bias, (void)r, (void)y, (void)p, (void)N, (void)K, (void)act;
+    (void)al, (void)be;
+#endif
+}
+
+/* Whether the halo core suits p into K channels (3x3, stride and dilation 1, C 64,
+ * K <= 64, two blocks' shared memory a multiprocessor). */
+static inline bool kc_conv_halo_ok(const KcConv2d *p, int64_t K) {
+    return p->C == 64 && K <= 64 && K % 8 == 0 && p->R == 3 && p->S == 3 && p->sh == 1 &&
+           p->sw == 1 && p->dh == 1 && p->dw == 1 && p->OW == p->W + 2 * p->pw - 2 &&
+           p->OH == p->H + 2 * p->ph - 2 && kc_halo_smem(p) <= 113 * 1024;
+}
+
+template <int ACT>
+static inline int kc_conv_halo_run(cudaStream_t s, const __half *x, const __half *w,
+                                   const __half *bias, const __half *r, __half *y,
+                                   const KcConv2d *p, int64_t N, int64_t K, int act, float al,
+                                   float be) {
+    static int sms = 0;
+    int dev = 0;
+    if (!sms && (cudaGetDevice(&dev) != cudaSuccess ||
+                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess))
+        return KC_ERR_CUDA;
+    int bytes = kc_halo_smem(p);
+    int64_t Wp = p->W + 2 * p->pw, tiles = N * ((p->OH * Wp + 127) / 128);
+    KC_CUDA(cudaFuncSetAttribute(kc_conv_halo_kernel<ACT>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    unsigned grid = (unsigned)(tiles < 2 * sms ? tiles : 2 * sms);
+    kc_conv_halo_kernel<ACT><<<grid, 256, bytes, s>>>(x, w, bias, r, y, kc_geom<int32_t>(p),
+                                                      (int32_t)N, (int32_t)K, act, al, be);
+    KC_LAUNCHED();
+    return KC_OK;
+}
+
+static inline int kc_conv_halo(cudaStream_t s, const __half *x, const __half *w,
+                               const __half *bias, const __half *r, __half *y,
+                               const KcConv2d *p, int64_t N, int64_t K, int act, float al,
+                               float be) {
+    if (act == KC_ACT_RELU)
+        return kc_conv_halo_run<KC_ACT_RELU>(s, x, w, bias, r, y, p, N, K, act, al, be);
+    return kc_conv_halo_run<-1>(s, x, w, bias, r, y, p, N, K, act, al, be);
+}
+
+/* Whether this build holds the wgmma core's code (sm_90a): its kernel then has the static
+ * shared bias row, which the body built for any other target lacks. */
+static inline bool kc_igemm_wg_built(void) {
+    static int built = -1;
+    if (built < 0) {
+        cudaFuncAttributes fa;
+        built = cudaFuncGetAttributes(&fa, kc_igemm_wg_kernel<128, 64, 4, 0, KC_ACT_RELU>) ==
+                        cudaSuccess &&
+                fa.sharedSizeBytes > 0;
+    }
+    return built > 0;
+}
+
+/* The wgmma core's tile for P x K (its lab: bench/gpu/wgconv_lab.cu, docs/cuda.md). */
+static inline int kc_igemm_wg(cudaStream_t s, const __half *x, const __half *w,
+                              const __half *bias, const __half *r, __half *y,
+                              const KcConv2d *p, int64_t P, int64_t K, int act, float al,
+                              float be) {
+    if (kc_conv_halo_ok(p, K))
+        return kc_conv_halo(s, x, w, bias, r, y, p, P / (p->OH * p->OW), K, act, al, be);
+    if (K <= 64 || (P + 127) / 128 * ((K + 127) / 128) < KC_IG_WAVE)
+        return kc_igemm_wg_launch<128, 64, 3, 0>(s, x, w, bias, r, y, p, P, K, act, al, be);
+    return kc_igemm_wg_launch<128, 128, 3, 0>(s, x, w, bias, r, y, p, P, K, act, al, be);
+}
+
 /* The convolution on the mma.sync core; KC_ERR_SHAPE where it does not suit (the emitter
  * checks at compile time); before sm_80 the WMMA kernel (kc_igemm_nhwc's). Tiles as
  * measured on ResNet-50's 3x3 layers (H200, bench/gpu/conv_mma_lab.cu, batch 256 / 32): at
@@ -573,6 +1071,8 @@ static inline int kc_igemm_mma(cudaStream_t s, const __half *x, const __half *w,
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
         major < 8)
         return kc_igemm_tile<true>(s, x, w, bias, r, y, p, P, K, act, al, be); /* WMMA */
+    if (major == 9 && kc_igemm_wg_built())
+        return kc_igemm_wg(s, x, w, bias, r, y, p, P, K, act, al, be);
     if (K <= 64)
         return kc_igemm_mma_launch<128, 64, 32, 64, 32, 4>(s, x, w, bias, r, y, p, P, K, act,
                                                             al, be);

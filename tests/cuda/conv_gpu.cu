@@ -241,8 +241,11 @@ static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
     gpu_report(what, worst, 0.0, bad);
 }
 
-/* The mma.sync core (kc_igemm_mma): cfg 0 its launcher (128x64, or 128x128 of 8 warps
- * with 64-wide slices); 1 the 128x128 tile of 4 warps of 64x64; 2 the 64x64 tile. Pixels and channels off the tiles, C not a multiple
+/* The tensor-core implicit GEMM (kc_igemm_mma): cfg 0 its launcher (on sm_90a code the
+ * wgmma core, else mma.sync 128x64, or 128x128 of 8 warps with 64-wide slices); mma.sync:
+ * 1 the 128x128 tile of 4 warps of 64x64, 2 the 64x64 tile; wgmma (sm_90a code only): 3
+ * 128x64 in 4 stages, 4 128x128 in 3; 5 the halo core (3x3 stride 1, C 64, K <= 64; the
+ * launcher takes it there). Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
 static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
                      int64_t K, int64_t st, int64_t pad, bool bias, bool res,
@@ -255,8 +258,13 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
     int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f)
              : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
                                                                        K, act, 0.0f, 6.0f)
-                        : kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
-                                                                     K, act, 0.0f, 6.0f);
+             : cfg == 2 ? kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
+                                                                     K, act, 0.0f, 6.0f)
+             : cfg == 3 ? kc_igemm_wg_launch<128, 64, 4, 0>(0, x.d, w.d, bp, rp, y.d, &p, P, K, act,
+                                                            0.0f, 6.0f)
+             : cfg == 4 ? kc_igemm_wg_launch<128, 128, 3, 0>(0, x.d, w.d, bp, rp, y.d, &p, P, K, act,
+                                                             0.0f, 6.0f)
+                        : kc_conv_halo(0, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f);
     CK(cudaDeviceSynchronize());
     std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL,
                                         res ? &r.h : NULL, act == KC_ACT_CLIP);
@@ -627,6 +635,31 @@ int main(int argc, char **argv) {
     mma_case(0, 2, 64, 9, 9, 3, 64, 1, 1, true, true, KC_ACT_RELU);   /* 128x64, ReLU */
     mma_case(0, 1, 136, 7, 7, 3, 200, 2, 1, true, true, KC_ACT_RELU); /* 128x128, ReLU */
     mma_case(2, 3, 40, 9, 8, 3, 56, 1, 1, false, true, KC_ACT_RELU);
+    if (kc_igemm_wg_built()) { /* the wgmma core's tiles on the same shapes */
+        for (int cfg = 3; cfg <= 4; cfg++) {
+            mma_case(cfg, 2, 64, 9, 9, 3, 64, 1, 1, true, true);
+            mma_case(cfg, 3, 24, 11, 13, 3, 40, 2, 1, true, false);
+            mma_case(cfg, 1, 136, 7, 7, 3, 200, 1, 1, true, true);
+            mma_case(cfg, 2, 8, 10, 9, 3, 8, 2, 0, false, true);
+            mma_case(cfg, 1, 16, 12, 11, 5, 24, 1, 2, true, false);
+            mma_case(cfg, 2, 32, 9, 9, 1, 72, 2, 0, true, true);
+            mma_case(cfg, 4, 128, 14, 14, 3, 128, 2, 1, true, true);
+            mma_case(cfg, 2, 48, 10, 10, 3, 136, 1, 1, true, true);
+            mma_case(cfg, 1, 256, 7, 7, 3, 256, 1, 1, false, true);
+            mma_case(cfg, 3, 40, 9, 8, 3, 56, 1, 1, false, true, KC_ACT_RELU);
+            mma_case(cfg, 2, 512, 7, 7, 3, 520, 1, 1, true, true, KC_ACT_RELU);
+        }
+        /* the halo core: tiles across rows and the image's end, pads 1 and 0, K below 64 */
+        mma_case(5, 2, 64, 9, 9, 3, 64, 1, 1, true, true);
+        mma_case(5, 3, 64, 11, 13, 3, 40, 1, 1, true, false);
+        mma_case(5, 1, 64, 30, 29, 3, 64, 1, 1, false, true, KC_ACT_RELU);
+        mma_case(5, 2, 64, 10, 7, 3, 8, 1, 0, true, true);
+        mma_case(5, 2, 64, 56, 56, 3, 64, 1, 1, true, false, KC_ACT_RELU);
+        mma_case(5, 1, 64, 1, 1, 3, 16, 1, 1, true, true);
+        mma_case(0, 2, 64, 20, 20, 3, 64, 1, 1, true, true); /* the launcher's halo route */
+    } else {
+        printf("note: no wgmma code in this build (not sm_90a): its cases not run\n");
+    }
     pool_case<__half>("fp16", 2, 64, 23, 21, 3, 2, 1); /* ResNet-50's pool, odd sides */
     pool_case<__half>("fp16", 3, 16, 9, 10, 3, 1, 0);  /* stride 1, no pads */
     pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */

@@ -6,9 +6,10 @@
 # 32 or 64, R*S*C <= 160, reading the graph input's Transpose: kc_stem_tc reads the input
 # channels-first, float32 or float16 with --fp16-io, and no Transpose or Cast runs; not with
 # --conv im2col; at least 1024 output rows N*OH) first; then use_conv_small (fp16, one group, a reduction R*S*C of at most 32,
-# not with --conv im2col) first; then use_implicit_mma (the mma.sync core: channels in
-# eights, more than one and at most 32 taps, at most 256 output channels, at least 128
-# blocks; --conv implicit wherever channels are in eights); then use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
+# not with --conv im2col) first; then use_implicit_mma (the tensor-core implicit GEMM:
+# channels in eights, more than one and at most 32 taps, at most 512 output channels, at
+# least 96 blocks of 128 x 128 (x 64 for at most 64 channels); --conv implicit wherever
+# channels are in eights); then use_implicit: fp16, one group, at most 128 output channels and at least 128 blocks of 128
 # rows, and for channels not in eights (the element gathers) R*S*C >= K; im2col otherwise;
 # plain 1x1 convolutions take none of them: cuBLASLt on X, but for use_conv1x1_small (fp16,
 # one group, C even and at most 32, K in sixteens up to 240, at least 65536 pixels, not with
@@ -71,10 +72,12 @@ want() {
 }
 
 conv k64_big 64 64 128 3 1 1      # 16384 rows x 64 columns: 128 blocks
-conv k64_small 64 64 112 3 1 1    # 12544 rows: 98 blocks
+conv k64_98 64 64 112 3 1 1       # 12544 rows: 98 blocks
+conv k64_small 64 64 104 3 1 1    # 10816 rows: 85 blocks
 conv k128_s2 64 128 256 3 2 1     # stride 2: 16384 rows x 128 columns
 conv k256_big 64 256 128 3 1 1    # 256 output channels: 256 blocks
-conv k512_big 64 512 128 3 1 1    # 512 output channels: cuBLASLt
+conv k512_big 64 512 128 3 1 1    # 512 output channels: 1024 blocks
+conv k1024 64 1024 64 3 1 1       # 1024 output channels: cuBLASLt
 conv k256_small 64 256 64 3 1 1   # 4096 rows x 256 columns: 64 blocks
 conv pw_s2 64 64 256 1 2 1        # 1x1 stride 2: 16384 rows, the WMMA kernel
 conv c12 12 64 128 3 1 1          # channels not in eights: element gathers (108 >= 64)
@@ -94,12 +97,14 @@ conv grouped 64 64 128 3 1 2      # two groups
 conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
 
 want mma k64_big fp16 auto
+want mma k64_98 fp16 auto
 want im2col k64_small fp16 auto
 want mma k64_small fp16 implicit
 want mma k128_s2 fp16 auto
 want mma k256_big fp16 auto
-want im2col k512_big fp16 auto
-want mma k512_big fp16 implicit
+want mma k512_big fp16 auto
+want im2col k1024 fp16 auto
+want mma k1024 fp16 implicit
 want im2col k256_small fp16 auto
 want implicit pw_s2 fp16 auto
 want mma pw_s2 fp16 implicit

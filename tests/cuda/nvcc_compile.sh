@@ -2,10 +2,10 @@
 # Compile check of the CUDA backend (no GPU needed): kiln compile --target cuda of the
 # real-model suite's models that the backend supports (from the export cache of
 # tests/models/run.py) and of the small generated models of tests/cuda/make_models.py,
-# then nvcc -Werror all-warnings of each bundle for sm_80 and sm_90 (compile only) and a
+# then nvcc -Werror all-warnings of each bundle for sm_80 and sm_90a (compile only) and a
 # link of its test main against cuBLASLt and the CUDA runtime; each model again with
-# --precision fp16 (float16 storage) for sm_90, and with --precision fp16 --conv implicit
-# for sm_80 where that lowering changes the bundle (it uses kc_igemm.cuh). Models with ops the CUDA
+# --precision fp16 (float16 storage) for sm_90a, and with --precision fp16 --conv implicit
+# for sm_90a where that lowering changes the bundle (it uses kc_igemm.cuh). Models with ops the CUDA
 # backend lacks are listed as refused (kiln's diagnostics), not failed. KILN_JOBS (default:
 # all cores) bundles compile side by side; their lines print in the models' order.
 # usage: tests/cuda/nvcc_compile.sh KILN [WORK_DIR]; ends with "N passed, N failed".
@@ -16,7 +16,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 WORK=${2:-$(mktemp -d)}
 PY=${KILN_PYTHON:-/root/.cache/kiln/venv/bin/python}
 NVCC=${NVCC:-nvcc}
-ARCHS="80 90"
+ARCHS="80 90a"
 JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 mkdir -p "$WORK/models" "$WORK/bundles"
 passed=0 failed=0 refused=0
@@ -35,12 +35,12 @@ for repo_model in examples/models/tinycnn.onnx examples/digits/digits.onnx; do
 done
 
 # each model in fp32 for every architecture, with --precision fp16 (float16 storage) for
-# the last one (tag _fp16), and with fp16 and the implicit-GEMM convolutions for the first
-# (tag _fp16i)
+# the last one (tag _fp16), and with fp16 and the implicit-GEMM convolutions for the last
+# (tag _fp16i: sm_90a builds the wgmma core's code)
 jobs=()
 for m in "${models[@]}"; do
     [ -f "$m" ] || continue
-    jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }" "$m:fp16i:${ARCHS%% *}")
+    jobs+=("$m:fp32:$ARCHS" "$m:fp16:${ARCHS##* }" "$m:fp16i:${ARCHS##* }")
 done
 # --dim NAME=1 for each open dim of a model's inputs (kiln refuses a --dim the model lacks)
 open_dims() {

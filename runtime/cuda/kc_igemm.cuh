@@ -590,7 +590,6 @@ static inline int kc_igemm_mma_ok(const KcConv2d *p) {
     return p->C % 8 == 0 && p->R * p->S <= KC_MMA_MAX_TAPS;
 }
 
-
 /* ---- the wgmma core (sm_90a): the same convolutions as the mma.sync core ----
  * A warpgroup (4 warps) multiplies a 64-row slab of the block's A tile by the whole B tile
  * with wgmma, both read by the tensor cores straight from shared memory through matrix
@@ -1035,7 +1034,8 @@ static inline bool kc_igemm_wg_built(void) {
     return built > 0;
 }
 
-/* The wgmma core's tile for P x K (its lab: bench/gpu/wgconv_lab.cu, docs/cuda.md). */
+/* The halo core where it suits, else the wgmma core's tile for P x K (the lab:
+ * bench/gpu/wgconv_lab.cu; docs/cuda.md, "wgmma for the 3x3 convolutions"). */
 static inline int kc_igemm_wg(cudaStream_t s, const __half *x, const __half *w,
                               const __half *bias, const __half *r, __half *y,
                               const KcConv2d *p, int64_t P, int64_t K, int act, float al,
@@ -1047,8 +1047,10 @@ static inline int kc_igemm_wg(cudaStream_t s, const __half *x, const __half *w,
     return kc_igemm_wg_launch<128, 128, 3, 0>(s, x, w, bias, r, y, p, P, K, act, al, be);
 }
 
-/* The convolution on the mma.sync core; KC_ERR_SHAPE where it does not suit (the emitter
- * checks at compile time); before sm_80 the WMMA kernel (kc_igemm_nhwc's). Tiles as
+/* The convolution on the tensor cores; KC_ERR_SHAPE where it does not suit (the emitter
+ * checks at compile time). On a Hopper whose code this build holds (sm_90a) the wgmma or
+ * the halo core (kc_igemm_wg); before sm_80 the WMMA kernel (kc_igemm_nhwc's); else the
+ * mma.sync core. Its tiles as
  * measured on ResNet-50's 3x3 layers (H200, bench/gpu/conv_mma_lab.cu, batch 256 / 32): at
  * most 64 output channels 128 rows x 64 columns, 4 warps of 64x32, 32-wide slices in 4
  * stages (64 channels 0.291 / 0.047 ms; 8 warps 0.304-0.311; 6 stages 0.333); more

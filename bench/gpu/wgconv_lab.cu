@@ -66,8 +66,7 @@ kc_igemm_ws_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     __shared__ uint64_t full[STAGES], empty[STAGES];
     if (ACT >= 0) act = ACT;
     extern __shared__ unsigned char kc_wg_raw[];
-    uint32_t base = (uint32_t)__cvta_generic_to_shared(kc_wg_raw);
-    __half *sa = (__half *)(kc_wg_raw + ((1024u - (base & 1023u)) & 1023u));
+    __half *sa = kc_wg_smem_base(kc_wg_raw);
     __half *sb = sa + STAGES * Sm::A_ELEMS;
     const int tid = threadIdx.x, wg = tid / 128;
     const int32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;

@@ -613,6 +613,13 @@ struct KcWgSmem {
     static const int BYTES = (PIPE > OUT ? PIPE : OUT) + 1024; /* + the base aligned up */
 };
 
+/* The first 1024-byte boundary of dynamic shared memory at raw (the 128-byte swizzle's
+ * atoms must sit on one; the kernels ask 1024 bytes more than they use). */
+static __device__ __forceinline__ __half *kc_wg_smem_base(unsigned char *raw) {
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(raw);
+    return (__half *)(raw + ((1024u - (base & 1023u)) & 1023u));
+}
+
 /* Shared-memory matrix descriptor of a 128-byte-swizzled operand at p: leading and stride
  * byte offsets lbo, sbo. */
 static __device__ __forceinline__ uint64_t kc_wg_desc(const __half *p, uint32_t lbo,
@@ -812,14 +819,13 @@ kc_igemm_wg_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     if (ACT >= 0) act = ACT;
     const int THREADS = BM / 64 * 128, BK = KC_WG_BK;
     extern __shared__ unsigned char kc_wg_raw[];
-    uint32_t base = (uint32_t)__cvta_generic_to_shared(kc_wg_raw);
-    __half *sa = (__half *)(kc_wg_raw + ((1024u - (base & 1023u)) & 1023u));
+    __half *sa = kc_wg_smem_base(kc_wg_raw);
     __half *sb = sa + STAGES * Sm::A_ELEMS;
 
     const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / KC_WARP;
     const int lane = tid % KC_WARP;
     const int32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int32_t taps = p.R * p.S, RSC = taps * p.C, KT = (RSC + BK - 1) / BK;
+    const int32_t KT = (p.R * p.S * p.C + BK - 1) / BK;
     for (int i = tid; i < BN; i += THREADS)
         sbias[i] = bias && n0 + i < K ? __half2float(bias[n0 + i]) : 0.0f;
 
@@ -906,12 +912,17 @@ struct KcRowsHalo { /* tile row -> output pixel of image n (padded-grid position
     }
 };
 
-/* Bytes of the halo core's shared memory: W's taps, then the halo tile (also the epilogue's
- * tile), and the base aligned up to 1024. */
+/* Input rows of one halo tile: the 128 positions and their 3x3 windows' reach, 2 Wp + 2. */
+static __host__ __device__ __forceinline__ int64_t kc_halo_rows(int64_t Wp) {
+    return 128 + 2 * Wp + 2;
+}
+
+/* Bytes of the halo core's shared memory: W's 9 taps, then the halo tile (also the
+ * epilogue's 128 x 72 tile), and the base aligned up to 1024. */
 static inline int kc_halo_smem(const KcConv2d *p) {
-    int64_t Wp = p->W + 2 * p->pw, rows = 128 + (p->R - 1) * Wp + (p->S - 1);
+    int64_t rows = kc_halo_rows(p->W + 2 * p->pw);
     int64_t tile = rows * 128 > 128 * 72 * 2 ? rows * 128 : 128 * 72 * 2;
-    int64_t b = p->R * p->S * 8192 + tile + 1024;
+    int64_t b = 9 * 8192 + tile + 1024;
     return b > INT32_MAX ? INT32_MAX : (int)b;
 }
 
@@ -928,11 +939,10 @@ kc_conv_halo_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     __shared__ float sbias[BN];
     if (ACT >= 0) act = ACT;
     extern __shared__ unsigned char kc_wg_raw[];
-    uint32_t base = (uint32_t)__cvta_generic_to_shared(kc_wg_raw);
-    __half *sb = (__half *)(kc_wg_raw + ((1024u - (base & 1023u)) & 1023u));
+    __half *sb = kc_wg_smem_base(kc_wg_raw);
     const int taps = 9, tid = threadIdx.x, wg = tid / 128;
     const int wq = (tid % 128) / KC_WARP, lane = tid % KC_WARP;
-    const int32_t Wp = p.W + 2 * p.pw, rows = BM + 2 * Wp + 2;
+    const int32_t Wp = p.W + 2 * p.pw, rows = (int32_t)kc_halo_rows(Wp);
     __half *sh = sb + taps * 64 * 64;
     for (int q = tid; q < taps * 64 * 8; q += 256) { /* W: tap rows of 64 channels */
         int wr = q / 8, nc = q % 8;

@@ -204,6 +204,9 @@ def table(res):
         if c is not None and "compile_err" in r:   # a later try of another mode did not land
             cm += f"; {_compile_failure(r['compile_err'])}"
         note = r.get("note", "")
+        if r.get("tuned") and r.get("untuned_ms"):   # run.py --tune: kiln_ms is the tuned time
+            note += (f"; cuBLASLt algorithms tuned (NAME_cuda_tune), untuned "
+                     f"{min(r['untuned_ms']):.3f} ms ({_ratio(min(r['untuned_ms']), c)} of compile)")
         for err in ("kiln_err", "eager_err"):
             if err in r:
                 note += f"; {err}: {r[err][:80]}"
@@ -289,7 +292,9 @@ in the column: where the cell names two, both were timed in one call and the fas
 peer (Kiln runs one CUDA graph, so the peer may too); else `max-autotune-no-cudagraphs` was
 asked for, and `default` is there where it did not fit the device time. Ratios below 1 mean
 Kiln is faster. "note": the bundle's node count
-and how many nodes run on Kiln's one-thread generic path.
+and how many nodes run on Kiln's one-thread generic path; rows timed with `run.py --tune` give
+Kiln's time with the algorithms its tuning step chose (`NAME_cuda_tune`, kept as a cache a
+build can reload) and, in the note, the untuned time of the same call.
 
 {table}
 

@@ -3,7 +3,7 @@
  * stored. Operands are read through element strides (the Transposes the pass absorbed), as
  * in runtime/rt_fusedattn.h: q (B,H,Sq,D), k (B,H,Sk,D), v (B,H,Sk,Dv), an additive mask
  * broadcast to (B,H,Sq,Sk) (stride 0 on broadcast dimensions; optional), y (B,H,Sq,Dv).
- * Three kernels:
+ * Four kernels:
  * - kc_attn_tc (float16, D = Dv a multiple of 16 up to 128, unit inner strides, rows on
  *   16-byte boundaries; sm_80 and newer): flash attention on tensor cores. A block of NW
  *   warps takes 16*NW query rows of one (batch, head); each warp keeps its 16 rows of Q as
@@ -14,6 +14,10 @@
  *   keeps a running row maximum and sum (online softmax, float32), rescales its float32
  *   output accumulators, and multiplies the tile's probabilities (rounded to float16) by V
  *   on the tensor cores again. One division by the row sum at the end.
+ * - kc_attn_rt (float32 and float16, head sizes up to KC_ATTN_RT_D, any strides): a block of
+ *   128 threads per tile of 64 (32, 16) query rows, each thread an 8 x 4 (4 x 4, 2 x 4) tile
+ *   of the scores and of the output, both products as register-tiled outer products from
+ *   shared memory, the online softmax in float32.
  * - kc_attn_tile (float32 and float16, head sizes up to KC_ATTN_MAX_D, any strides): a block
  *   per tile of 16 (or 8) query rows, eight threads a row, K and V tiles in shared memory as
  *   float32, the online softmax in float32 (the thread-per-row kernel it replaced made 24
@@ -267,6 +271,207 @@ kc_attn_tile_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcA
 #pragma unroll
         for (int u = 0; u < 4; u++)
             if (t + u < DV) yr[(t + u) * p.y_st[3]] = (T)(e[u] * inv);
+    }
+}
+
+/* ---- a block per tile of query rows, register tiles of 8 x 4 (float32 arithmetic) ---- */
+
+/* Head sizes up to 64 (D and DV, padded to quads): a block of 128 threads takes BQ = 8 RPT
+ * query rows of one (batch, head) and walks the keys in tiles of 64, as a small SGEMM twice
+ * over: thread (g, c) = (tid / 16, tid % 16) owns rows RPT g .. RPT g + RPT - 1 and
+ * - of the scores, keys 4c .. 4c + 3 of the tile: an RPT x 4 outer product a column of the
+ *   reduction, Q^T (pre-scaled into log2 units) and K^T staged column-major in shared memory,
+ *   RPT / 4 + 1 16-byte loads for 4 RPT FMAs (kc_attn_tile: one load for 4);
+ * - of the output, columns 4c .. 4c + 3: the tile's probabilities P^T (shared memory, over
+ *   K^T's bytes where both do not fit) times V, the same outer product a key.
+ * The row's maximum over its 16 threads (the lanes of one half warp) by shuffles, once a
+ * tile; each thread keeps its own part of the row sum (the rescale is the row's), summed
+ * once at the end. At most 48 KB of shared memory (D = DV = 64, RPT 8: Q^T, K^T / P^T and V
+ * 16 KB each), so four blocks a multiprocessor. Scores, softmax and sums in float32. */
+#define KC_ATTN_RT_D 64 /* the largest (padded) head size of kc_attn_rt */
+
+template <typename T, int D, int DV, int RPT>
+__global__ void __launch_bounds__(128, 4)
+kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAttn p) {
+    constexpr int BQ = 8 * RPT, KT = 64, NT = 128;
+    constexpr int D4 = (D + 3) / 4 * 4, DV4 = (DV + 3) / 4 * 4;
+    constexpr bool ALIAS = (D4 * BQ + D4 * KT + KT * BQ + KT * DV4) * 4 > 48 * 1024;
+    constexpr int SKN = ALIAS ? (D4 > BQ ? D4 : BQ) * KT : D4 * KT;
+    static_assert(D4 <= KC_ATTN_RT_D && DV4 <= KC_ATTN_RT_D, "head size");
+    __shared__ __align__(16) float sm[D4 * BQ + SKN + KT * DV4 + (ALIAS ? 0 : KT * BQ)];
+    float *sq = sm;                         /* Q^T: [d][row] */
+    float *sk = sq + D4 * BQ;               /* K^T: [d][key] */
+    float *sv = sk + SKN;                   /* V: [key][col] */
+    float *sp = ALIAS ? sk : sv + KT * DV4; /* P^T: [key][row], over K^T where both do not fit */
+    kc_pdl_wait(); /* launched by kc_launch_pdl after the product that wrote Q, K and V */
+    const int tid = threadIdx.x, g = tid / 16, c = tid % 16;
+    const int64_t bh = blockIdx.y, hh = bh % p.h, bb = bh / p.h;
+    const int64_t i0 = (int64_t)blockIdx.x * BQ;
+    const T *kb = k + bb * p.k_st[0] + hh * p.k_st[1];
+    const T *vb = v + bb * p.v_st[0] + hh * p.v_st[1];
+    const bool vk = p.k_st[3] == 1 && p.k_st[2] % 4 == 0 && ((uintptr_t)kb % (4 * sizeof(T))) == 0;
+    const bool vv = p.v_st[3] == 1 && p.v_st[2] % 4 == 0 && ((uintptr_t)vb % (4 * sizeof(T))) == 0;
+    const float sc = p.scale * KC_ATTN_LOG2E; /* scores in log2 units: exp2f below */
+    {   /* Q^T, scaled; rows past Sq read as 0 */
+        const T *qb = q + bb * p.q_st[0] + hh * p.q_st[1];
+        const bool vq = p.q_st[3] == 1 && p.q_st[2] % 4 == 0 &&
+                        ((uintptr_t)qb % (4 * sizeof(T))) == 0;
+        for (int e = tid; e < BQ * (D4 / 4); e += NT) {
+            const int row = e % BQ, t = 4 * (e / BQ);
+            float4 x = i0 + row < p.sq ? kc_attn_ld4(qb + (i0 + row) * p.q_st[2], p.q_st[3], t, D, vq)
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            sq[(t + 0) * BQ + row] = x.x * sc, sq[(t + 1) * BQ + row] = x.y * sc;
+            sq[(t + 2) * BQ + row] = x.z * sc, sq[(t + 3) * BQ + row] = x.w * sc;
+        }
+    }
+    /* the mask of this thread's first row; row r's is p.m_st[2] r elements on */
+    const T *mr = mask ? mask + bb * p.m_st[0] + hh * p.m_st[1] + (i0 + RPT * g) * p.m_st[2] : NULL;
+    float o[RPT][4], m[RPT], l[RPT];
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        m[r] = -INFINITY, l[r] = 0.0f;
+#pragma unroll
+        for (int u = 0; u < 4; u++) o[r][u] = 0.0f;
+    }
+    for (int64_t k0 = 0; k0 < p.sk; k0 += KT) {
+        const int nk = p.sk - k0 < KT ? (int)(p.sk - k0) : KT;
+        __syncthreads(); /* the previous tile's P^T and V are consumed */
+        /* K^T and V for keys k0..; keys past the end and padding columns read as 0 */
+#pragma unroll
+        for (int it = 0; it < KT * (D4 / 4) / NT + (KT * (D4 / 4) % NT != 0); it++) {
+            const int e = tid + it * NT, key = e % KT, t = 4 * (e / KT);
+            if (e >= KT * (D4 / 4)) break;
+            float4 x = key < nk ? kc_attn_ld4(kb + (k0 + key) * p.k_st[2], p.k_st[3], t, D, vk)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            sk[(t + 0) * KT + key] = x.x, sk[(t + 1) * KT + key] = x.y;
+            sk[(t + 2) * KT + key] = x.z, sk[(t + 3) * KT + key] = x.w;
+        }
+#pragma unroll
+        for (int it = 0; it < KT * (DV4 / 4) / NT + (KT * (DV4 / 4) % NT != 0); it++) {
+            const int e = tid + it * NT, key = e / (DV4 / 4), t = 4 * (e % (DV4 / 4));
+            if (e >= KT * (DV4 / 4)) break;
+            float4 x = key < nk ? kc_attn_ld4(vb + (k0 + key) * p.v_st[2], p.v_st[3], t, DV, vv)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            *reinterpret_cast<float4 *>(&sv[key * DV4 + t]) = x;
+        }
+        __syncthreads();
+        float s[RPT][4];
+#pragma unroll
+        for (int r = 0; r < RPT; r++)
+#pragma unroll
+            for (int u = 0; u < 4; u++) s[r][u] = 0.0f;
+#pragma unroll 8
+        for (int t = 0; t < D4; t++) {
+            const float4 kq = *reinterpret_cast<const float4 *>(&sk[t * KT + 4 * c]);
+            float a[RPT];
+            if (RPT % 4 == 0) {
+#pragma unroll
+                for (int r = 0; r < RPT; r += 4) {
+                    const float4 x = *reinterpret_cast<const float4 *>(&sq[t * BQ + RPT * g + r]);
+                    a[r] = x.x, a[r + 1] = x.y, a[r + 2] = x.z, a[r + 3] = x.w;
+                }
+            } else {
+#pragma unroll
+                for (int r = 0; r < RPT; r += 2) {
+                    const float2 x = *reinterpret_cast<const float2 *>(&sq[t * BQ + RPT * g + r]);
+                    a[r] = x.x, a[r + 1] = x.y;
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < RPT; r++) {
+                s[r][0] = fmaf(a[r], kq.x, s[r][0]), s[r][1] = fmaf(a[r], kq.y, s[r][1]);
+                s[r][2] = fmaf(a[r], kq.z, s[r][2]), s[r][3] = fmaf(a[r], kq.w, s[r][3]);
+            }
+        }
+        /* mask, the keys past the end, then the online softmax of each row */
+        float alpha[RPT];
+#pragma unroll
+        for (int r = 0; r < RPT; r++) {
+            float tmax = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int kk = 4 * c + u;
+                if (kk >= nk) s[r][u] = -INFINITY;
+                else if (mr && i0 + RPT * g + r < p.sq)
+                    s[r][u] += (float)mr[r * p.m_st[2] + (k0 + kk) * p.m_st[3]] * KC_ATTN_LOG2E;
+                tmax = fmaxf(tmax, s[r][u]);
+            }
+            tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+            tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
+            tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 4));
+            tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 8));
+            const float mn = fmaxf(m[r], tmax);
+            const float base = mn == -INFINITY ? 0.0f : mn; /* only -inf so far: exp2 gives 0 */
+            alpha[r] = exp2f(m[r] - base);
+            m[r] = mn;
+            float tsum = 0.0f;
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                s[r][u] = exp2f(s[r][u] - base);
+                tsum += s[r][u];
+            }
+            l[r] = l[r] * alpha[r] + tsum;
+#pragma unroll
+            for (int u = 0; u < 4; u++) o[r][u] *= alpha[r];
+        }
+        if (ALIAS) __syncthreads(); /* every thread is done with K^T: P^T goes over it */
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            float *pr = &sp[(4 * c + u) * BQ + RPT * g];
+            if (RPT % 4 == 0) {
+#pragma unroll
+                for (int r = 0; r < RPT; r += 4)
+                    *reinterpret_cast<float4 *>(pr + r) =
+                        make_float4(s[r][u], s[r + 1][u], s[r + 2][u], s[r + 3][u]);
+            } else {
+#pragma unroll
+                for (int r = 0; r < RPT; r += 2)
+                    *reinterpret_cast<float2 *>(pr + r) = make_float2(s[r][u], s[r + 1][u]);
+            }
+        }
+        __syncthreads();
+        /* o += P V over the tile: keys past the end have p = 0 and V rows of 0 */
+        if (4 * c < DV4) {
+#pragma unroll 8
+            for (int j = 0; j < KT; j++) {
+                const float4 x = *reinterpret_cast<const float4 *>(&sv[j * DV4 + 4 * c]);
+                float a[RPT];
+                if (RPT % 4 == 0) {
+#pragma unroll
+                    for (int r = 0; r < RPT; r += 4) {
+                        const float4 w = *reinterpret_cast<const float4 *>(&sp[j * BQ + RPT * g + r]);
+                        a[r] = w.x, a[r + 1] = w.y, a[r + 2] = w.z, a[r + 3] = w.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int r = 0; r < RPT; r += 2) {
+                        const float2 w = *reinterpret_cast<const float2 *>(&sp[j * BQ + RPT * g + r]);
+                        a[r] = w.x, a[r + 1] = w.y;
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < RPT; r++) {
+                    o[r][0] = fmaf(a[r], x.x, o[r][0]), o[r][1] = fmaf(a[r], x.y, o[r][1]);
+                    o[r][2] = fmaf(a[r], x.z, o[r][2]), o[r][3] = fmaf(a[r], x.w, o[r][3]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        /* the row sum over its 16 threads */
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 4);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 8);
+        const int64_t i = i0 + RPT * g + r;
+        if (i >= p.sq || 4 * c >= DV) continue;
+        /* rows of -inf only: NaN, as the unfused softmax gives */
+        const float inv = m[r] == -INFINITY ? NAN : 1.0f / l[r];
+        T *yr = y + bb * p.y_st[0] + hh * p.y_st[1] + i * p.y_st[2];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (4 * c + u < DV) yr[(4 * c + u) * p.y_st[3]] = (T)(o[r][u] * inv);
     }
 }
 
@@ -654,7 +859,24 @@ static inline int kc_attention(cudaStream_t s, const T *q, const T *k, const T *
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
             return KC_ERR_CUDA;
-        if ((p->sq + 15) / 16 * heads >= 2 * (int64_t)sms)
+        constexpr bool RT = D > 0 && DV > 0 && (D + 3) / 4 * 4 <= KC_ATTN_RT_D &&
+                            (DV + 3) / 4 * 4 <= KC_ATTN_RT_D;
+        constexpr int RD = RT ? D : 4, RDV = RT ? DV : 4;
+        /* the register tiles: 64 rows a block where that makes a block a multiprocessor,
+         * else 32, else 16 (BERT-base batch 1: 12 heads, 96 blocks) */
+        if (RT && (p->sq + 63) / 64 * heads >= (int64_t)sms)
+            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 8>,
+                          dim3((unsigned)((p->sq + 63) / 64), (unsigned)heads), dim3(128), s, q,
+                          k, v, mask, y, *p);
+        else if (RT && (p->sq + 31) / 32 * heads >= (int64_t)sms)
+            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 4>,
+                          dim3((unsigned)((p->sq + 31) / 32), (unsigned)heads), dim3(128), s, q,
+                          k, v, mask, y, *p);
+        else if (RT)
+            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 2>,
+                          dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), dim3(128), s, q,
+                          k, v, mask, y, *p);
+        else if ((p->sq + 15) / 16 * heads >= 2 * (int64_t)sms)
             kc_attn_tile_kernel<T, D ? D : 1, DV ? DV : 1, 16>
                 <<<dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), 128, 0, s>>>(
                     q, k, v, mask, y, *p);

@@ -8,12 +8,14 @@
  * 1, 4 and 8 warps and of 2 warps splitting the keys, Q/K/V read from a packed (B, S, 3, H,
  * D) tensor as BERT's fused projection leaves it, and inputs written by the kernel launched
  * just before, which lets its dependents start early (programmatic dependent launch: the
- * kernels must wait for it); the tiled float kernel in float32 and float16 with head sizes
+ * kernels must wait for it); the float kernels -- kc_attn_rt's register tiles of 16, 32 and
+ * 64 rows up to head size 64, kc_attn_tile above it -- in float32 and float16 with head sizes
  * in partial quads, D != DV, strided and misaligned operands, rows of -inf only). With
  * --time also times the kernels at BERT-base fp16 batch 256 and batch 1's attention (one
  * warp against the key split), and the float32 attention at batch 1,
- * 32 and 256 (CUDA events, median of 20): compiled against another runtime folder (-I), the
- * same source times an older version (define KC_LAB_OLD there: no NW = 8 variant).
+ * 32 and 256 (CUDA events, median of 20; the launcher's choice, each register-tile size and
+ * kc_attn_tile): compiled against another runtime folder (-I), the same source times an
+ * older version (define KC_LAB_OLD there: no NW = 8 variant, no kc_attn_rt).
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/ln_attn_gpu.cu -o ln_attn_gpu
  *        ./ln_attn_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -355,6 +357,29 @@ static void timing(void) {
             });
             printf("time attention fp32 b%lld h12 s128 d64: %.4f ms, %.2f TFLOP/s\n",
                    (long long)bt, ms, 4.0 * bt * H * S * S * D / ms / 1e9);
+#ifndef KC_LAB_OLD
+            /* the register-tile kernel's three row counts, and kc_attn_tile as its launcher
+             * took it before kc_attn_rt (16 rows a block from 2 blocks an SM, else 8) */
+            const unsigned hs = (unsigned)(bt * H);
+            float rt[3];
+            rt[0] = time_ms([&] {
+                kc_attn_rt_kernel<float, 64, 64, 8><<<dim3(2, hs), 128>>>(q3, k3, v3, m32.d, y32.d, p32);
+            });
+            rt[1] = time_ms([&] {
+                kc_attn_rt_kernel<float, 64, 64, 4><<<dim3(4, hs), 128>>>(q3, k3, v3, m32.d, y32.d, p32);
+            });
+            rt[2] = time_ms([&] {
+                kc_attn_rt_kernel<float, 64, 64, 2><<<dim3(8, hs), 128>>>(q3, k3, v3, m32.d, y32.d, p32);
+            });
+            ms = time_ms([&] {
+                if (hs * 8 >= 264)
+                    kc_attn_tile_kernel<float, 64, 64, 16><<<dim3(8, hs), 128>>>(q3, k3, v3, m32.d, y32.d, p32);
+                else
+                    kc_attn_tile_kernel<float, 64, 64, 8><<<dim3(16, hs), 64>>>(q3, k3, v3, m32.d, y32.d, p32);
+            });
+            printf("time attention fp32 b%lld: rt 64 rows %.4f, 32 rows %.4f, 16 rows %.4f; "
+                   "tile (before) %.4f ms\n", (long long)bt, rt[0], rt[1], rt[2], ms);
+#endif
         }
     }
 }
@@ -412,6 +437,10 @@ int main(int argc, char **argv) {
     attn_tile_case<float, 64, 64>("fp32", 2, 2, 37, 130, 3, 2, 1, 1e-5);   /* strided, off 16 B */
     attn_tile_case<float, 40, 24>("fp32", 1, 3, 50, 65, 1, 1, 0, 1e-5);    /* D != DV */
     attn_tile_case<float, 13, 7>("fp32", 2, 2, 19, 33, 0, 2, 0, 1e-5);     /* partial quads */
+    /* kc_attn_rt's 64-row tiles (enough heads for a block an SM): P^T over K^T at D 64 */
+    attn_tile_case<float, 64, 64>("fp32", 12, 12, 128, 128, 1, 1, 0, 1e-5);
+    attn_tile_case<float, 64, 64>("fp32", 6, 24, 77, 150, 2, 2, 1, 1e-5); /* partial, strided */
+    attn_tile_case<float, 60, 64>("fp32", 12, 12, 70, 64, 3, 1, 0, 1e-5);  /* NaN rows */
     attn_tile_case<float, 128, 128>("fp32", 1, 2, 70, 100, 2, 1, 0, 1e-5); /* 32-key tiles */
     attn_tile_case<float, 96, 128>("fp32", 12, 12, 40, 90, 1, 1, 0, 1e-5); /* 16 rows, 3 quads */
     attn_tile_case<__half, 40, 24>("fp16", 2, 3, 50, 65, 2, 1, 0, 2e-3);

@@ -693,10 +693,21 @@ static bool use_implicit(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
 #define IGEMM_MMA_MIN_BLOCKS 96
 #define IGEMM_MMA_MAX_TAPS 32 /* kc_igemm.cuh's KC_MMA_MAX_TAPS: a bit of a row's mask each */
 
+/* A layer of the halo core (kc_igemm.cuh's kc_conv_halo_ok: 3x3, stride and dilation 1, 64
+ * channels into at most 64, the output the input's size) takes the core at any size: at
+ * batch 1 its persistent blocks, one an image row band, beat im2col + cuBLASLt (ResNet-50's
+ * layer1 3x3 at batch 1 on an H200, profiled: 0.010-0.014 against 0.020-0.025 ms, one
+ * launch instead of two; docs/cuda.md). */
+static bool halo_layer(const ConvNhwc *c, const Geom *G) {
+    return G->kh == 3 && G->kw == 3 && G->sh == 1 && G->sw == 1 && G->dh == 1 && G->dw == 1 &&
+           c->C == 64 && c->K <= 64 && c->OH == c->H && c->OW == c->W;
+}
+
 static bool use_implicit_mma(const CudaCtx *cx, const ConvNhwc *c, const Geom *G) {
     if (!c->half || c->group != 1 || c->K % 8 || c->C % 8 || G->kh * G->kw > IGEMM_MMA_MAX_TAPS)
         return false;
     if (cx->conv != CUDA_CONV_AUTO) return cx->conv == CUDA_CONV_IMPLICIT;
+    if (halo_layer(c, G)) return true;
     int64_t rows = c->N * c->OH * c->OW, cols = c->K <= 64 ? 64 : 128;
     return G->kh * G->kw > 1 && c->K <= IGEMM_MMA_MAX_K &&
            (rows + 127) / 128 * ((c->K + cols - 1) / cols) >= IGEMM_MMA_MIN_BLOCKS;

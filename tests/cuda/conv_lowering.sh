@@ -73,7 +73,10 @@ want() {
 
 conv k64_big 64 64 128 3 1 1      # 16384 rows x 64 columns: 128 blocks
 conv k64_98 64 64 112 3 1 1       # 12544 rows: 98 blocks
-conv k64_small 64 64 104 3 1 1    # 10816 rows: 85 blocks
+conv k64_small 64 64 104 3 1 1    # 10816 rows: 85 blocks, but the halo core's layer
+conv k64_56 64 64 56 3 1 1        # ResNet-50's layer1 3x3 at batch 1: 25 blocks, halo core
+conv k64s2_56 64 64 112 3 2 1     # stride 2, 3136 rows: not the halo core's
+conv k128_56 64 128 56 3 1 1      # 128 output channels, 3136 rows: not the halo core's
 conv k128_s2 64 128 256 3 2 1     # stride 2: 16384 rows x 128 columns
 conv k256_big 64 256 128 3 1 1    # 256 output channels: 256 blocks
 conv k512_big 64 512 128 3 1 1    # 512 output channels: 1024 blocks
@@ -98,7 +101,11 @@ conv pw 64 64 128 1 1 1           # plain 1x1: read directly, neither lowering
 
 want mma k64_big fp16 auto
 want mma k64_98 fp16 auto
-want im2col k64_small fp16 auto
+want mma k64_small fp16 auto
+want mma k64_56 fp16 auto
+want im2col k64_56 fp16 im2col
+want im2col k64s2_56 fp16 auto
+want im2col k128_56 fp16 auto
 want mma k64_small fp16 implicit
 want mma k128_s2 fp16 auto
 want mma k256_big fp16 auto

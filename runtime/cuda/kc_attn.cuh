@@ -290,6 +290,33 @@ kc_attn_tile_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcA
  * 16 KB each), so four blocks a multiprocessor. Scores, softmax and sums in float32. */
 #define KC_ATTN_RT_D 64 /* the largest (padded) head size of kc_attn_rt */
 
+/* One step of kc_attn_rt's outer products: acc[r][u] += col[r] b.u for its RPT rows, col
+ * the thread's RPT consecutive floats of a column-major tile (Q^T or P^T; 16-byte aligned
+ * for RPT 4 and 8, 8-byte for 2), b the four of K^T or V. */
+template <int RPT>
+static __device__ __forceinline__ void kc_attn_rt_fma(float (&acc)[RPT][4], const float *col,
+                                                      float4 b) {
+    float a[RPT];
+    if (RPT % 4 == 0) {
+#pragma unroll
+        for (int r = 0; r < RPT; r += 4) {
+            const float4 x = *reinterpret_cast<const float4 *>(col + r);
+            a[r] = x.x, a[r + 1] = x.y, a[r + 2] = x.z, a[r + 3] = x.w;
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < RPT; r += 2) {
+            const float2 x = *reinterpret_cast<const float2 *>(col + r);
+            a[r] = x.x, a[r + 1] = x.y;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        acc[r][0] = fmaf(a[r], b.x, acc[r][0]), acc[r][1] = fmaf(a[r], b.y, acc[r][1]);
+        acc[r][2] = fmaf(a[r], b.z, acc[r][2]), acc[r][3] = fmaf(a[r], b.w, acc[r][3]);
+    }
+}
+
 template <typename T, int D, int DV, int RPT>
 __global__ void __launch_bounds__(128, 4)
 kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAttn p) {
@@ -361,28 +388,9 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
 #pragma unroll
             for (int u = 0; u < 4; u++) s[r][u] = 0.0f;
 #pragma unroll 8
-        for (int t = 0; t < D4; t++) {
-            const float4 kq = *reinterpret_cast<const float4 *>(&sk[t * KT + 4 * c]);
-            float a[RPT];
-            if (RPT % 4 == 0) {
-#pragma unroll
-                for (int r = 0; r < RPT; r += 4) {
-                    const float4 x = *reinterpret_cast<const float4 *>(&sq[t * BQ + RPT * g + r]);
-                    a[r] = x.x, a[r + 1] = x.y, a[r + 2] = x.z, a[r + 3] = x.w;
-                }
-            } else {
-#pragma unroll
-                for (int r = 0; r < RPT; r += 2) {
-                    const float2 x = *reinterpret_cast<const float2 *>(&sq[t * BQ + RPT * g + r]);
-                    a[r] = x.x, a[r + 1] = x.y;
-                }
-            }
-#pragma unroll
-            for (int r = 0; r < RPT; r++) {
-                s[r][0] = fmaf(a[r], kq.x, s[r][0]), s[r][1] = fmaf(a[r], kq.y, s[r][1]);
-                s[r][2] = fmaf(a[r], kq.z, s[r][2]), s[r][3] = fmaf(a[r], kq.w, s[r][3]);
-            }
-        }
+        for (int t = 0; t < D4; t++)
+            kc_attn_rt_fma<RPT>(s, &sq[t * BQ + RPT * g],
+                                *reinterpret_cast<const float4 *>(&sk[t * KT + 4 * c]));
         /* mask, the keys past the end, then the online softmax of each row */
         float alpha[RPT];
 #pragma unroll
@@ -433,28 +441,9 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
         /* o += P V over the tile: keys past the end have p = 0 and V rows of 0 */
         if (4 * c < DV4) {
 #pragma unroll 8
-            for (int j = 0; j < KT; j++) {
-                const float4 x = *reinterpret_cast<const float4 *>(&sv[j * DV4 + 4 * c]);
-                float a[RPT];
-                if (RPT % 4 == 0) {
-#pragma unroll
-                    for (int r = 0; r < RPT; r += 4) {
-                        const float4 w = *reinterpret_cast<const float4 *>(&sp[j * BQ + RPT * g + r]);
-                        a[r] = w.x, a[r + 1] = w.y, a[r + 2] = w.z, a[r + 3] = w.w;
-                    }
-                } else {
-#pragma unroll
-                    for (int r = 0; r < RPT; r += 2) {
-                        const float2 w = *reinterpret_cast<const float2 *>(&sp[j * BQ + RPT * g + r]);
-                        a[r] = w.x, a[r + 1] = w.y;
-                    }
-                }
-#pragma unroll
-                for (int r = 0; r < RPT; r++) {
-                    o[r][0] = fmaf(a[r], x.x, o[r][0]), o[r][1] = fmaf(a[r], x.y, o[r][1]);
-                    o[r][2] = fmaf(a[r], x.z, o[r][2]), o[r][3] = fmaf(a[r], x.w, o[r][3]);
-                }
-            }
+            for (int j = 0; j < KT; j++)
+                kc_attn_rt_fma<RPT>(o, &sp[j * BQ + RPT * g],
+                                    *reinterpret_cast<const float4 *>(&sv[j * DV4 + 4 * c]));
         }
     }
 #pragma unroll

@@ -392,7 +392,6 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
             kc_attn_rt_fma<RPT>(s, &sq[t * BQ + RPT * g],
                                 *reinterpret_cast<const float4 *>(&sk[t * KT + 4 * c]));
         /* mask, the keys past the end, then the online softmax of each row */
-        float alpha[RPT];
 #pragma unroll
         for (int r = 0; r < RPT; r++) {
             float tmax = -INFINITY;
@@ -410,7 +409,7 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
             tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 8));
             const float mn = fmaxf(m[r], tmax);
             const float base = mn == -INFINITY ? 0.0f : mn; /* only -inf so far: exp2 gives 0 */
-            alpha[r] = exp2f(m[r] - base);
+            const float alpha = exp2f(m[r] - base);
             m[r] = mn;
             float tsum = 0.0f;
 #pragma unroll
@@ -418,9 +417,9 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
                 s[r][u] = exp2f(s[r][u] - base);
                 tsum += s[r][u];
             }
-            l[r] = l[r] * alpha[r] + tsum;
+            l[r] = l[r] * alpha + tsum;
 #pragma unroll
-            for (int u = 0; u < 4; u++) o[r][u] *= alpha[r];
+            for (int u = 0; u < 4; u++) o[r][u] *= alpha;
         }
         if (ALIAS) __syncthreads(); /* every thread is done with K^T: P^T goes over it */
 #pragma unroll
@@ -462,6 +461,15 @@ kc_attn_rt_kernel(const T *q, const T *k, const T *v, const T *mask, T *y, KcAtt
         for (int u = 0; u < 4; u++)
             if (4 * c + u < DV) yr[(4 * c + u) * p.y_st[3]] = (T)(o[r][u] * inv);
     }
+}
+
+/* Launches kc_attn_rt_kernel with RPT rows a thread: a block per 8 RPT query rows of a head. */
+template <typename T, int D, int DV, int RPT>
+static inline void kc_attn_rt(cudaStream_t s, const T *q, const T *k, const T *v, const T *mask,
+                              T *y, const KcAttn *p) {
+    kc_launch_pdl(kc_attn_rt_kernel<T, D, DV, RPT>,
+                  dim3((unsigned)((p->sq + 8 * RPT - 1) / (8 * RPT)), (unsigned)(p->b * p->h)),
+                  dim3(128), s, q, k, v, mask, y, *p);
 }
 
 /* ---- flash attention on tensor cores (float16) ---- */
@@ -854,17 +862,11 @@ static inline int kc_attention(cudaStream_t s, const T *q, const T *k, const T *
         /* the register tiles: 64 rows a block where that makes a block a multiprocessor,
          * else 32, else 16 (BERT-base batch 1: 12 heads, 96 blocks) */
         if (RT && (p->sq + 63) / 64 * heads >= (int64_t)sms)
-            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 8>,
-                          dim3((unsigned)((p->sq + 63) / 64), (unsigned)heads), dim3(128), s, q,
-                          k, v, mask, y, *p);
+            kc_attn_rt<T, RD, RDV, 8>(s, q, k, v, mask, y, p);
         else if (RT && (p->sq + 31) / 32 * heads >= (int64_t)sms)
-            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 4>,
-                          dim3((unsigned)((p->sq + 31) / 32), (unsigned)heads), dim3(128), s, q,
-                          k, v, mask, y, *p);
+            kc_attn_rt<T, RD, RDV, 4>(s, q, k, v, mask, y, p);
         else if (RT)
-            kc_launch_pdl(kc_attn_rt_kernel<T, RD, RDV, 2>,
-                          dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), dim3(128), s, q,
-                          k, v, mask, y, *p);
+            kc_attn_rt<T, RD, RDV, 2>(s, q, k, v, mask, y, p);
         else if ((p->sq + 15) / 16 * heads >= 2 * (int64_t)sms)
             kc_attn_tile_kernel<T, D ? D : 1, DV ? DV : 1, 16>
                 <<<dim3((unsigned)((p->sq + 15) / 16), (unsigned)heads), 128, 0, s>>>(

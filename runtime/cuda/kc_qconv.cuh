@@ -187,39 +187,46 @@ typedef struct KcQPair {
     int64_t k0[2];
 } KcQPair;
 
-/* The pair's 8 x 2 values of acc[.][nt] in place in the shared tile (e: row g of the warp's
- * 64 rows, the pair's column), residual bytes read from there first (RES). FORM 0: c holds
- * kc_qrequant_k's terms (the clamp to l..h, then + y_zp); 1: kc_qhi_terms' terms for both
- * channels (kc_qrequant_hi, c.l and c.h the output's lo and hi); 2: the same with s32 0. */
+/* The pair's 2 x 2 values v of one 16 x 8 accumulator block (v[0], v[1]: row g, v[2], v[3]:
+ * row g + 8) in place in the shared tile (e: row g, the pair's column), residual bytes read
+ * from there first (RES). FORM 0: c holds kc_qrequant_k's terms (the clamp to l..h, then +
+ * y_zp); 1: kc_qhi_terms' terms for both channels (kc_qrequant_hi, c.l and c.h the output's lo
+ * and hi); 2: the same with s32 0. */
+template <bool RES, int FORM, int LD>
+static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQPair &c, uint8_t *e) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        uint16_t *q = (uint16_t *)(void *)(e + 8 * h * LD);
+        int32_t r0 = 0, r1 = 0;
+        if (RES) {
+            uint32_t rr = *q;
+            r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
+        }
+        int32_t v0, v1;
+        if (KC_QEPI_LAB & 1) { /* timing only: a plain cast, the residual still read */
+            v0 = v[2 * h] + r0, v1 = v[2 * h + 1] + r1;
+            *q = (uint16_t)((v0 & 255) | (v1 << 8));
+            continue;
+        }
+        if (FORM) {
+            v0 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
+            v1 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
+        } else {
+            v0 = c.y_zp + kc_qrequant_k<RES>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
+            v1 = c.y_zp + kc_qrequant_k<RES>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
+        }
+        /* both in 0..255: one byte permute packs them */
+        *q = (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
+    }
+}
+
+/* The pair's 8 x 2 values of acc[.][nt] (a warp's 64 rows: four blocks of 16) by
+ * kc_qepi_quad, e at row g of the warp's 64 */
 template <bool RES, int FORM, int LD>
 static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4], int nt,
                                                     const KcQPair &c, uint8_t *e) {
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            uint16_t *q = (uint16_t *)(void *)(e + (mt * 16 + 8 * h) * LD);
-            int32_t r0 = 0, r1 = 0;
-            if (RES) {
-                uint32_t rr = *q;
-                r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
-            }
-            int32_t v0, v1;
-            if (KC_QEPI_LAB & 1) { /* timing only: a plain cast, the residual still read */
-                v0 = acc[mt][nt][2 * h] + r0, v1 = acc[mt][nt][2 * h + 1] + r1;
-                *q = (uint16_t)((v0 & 255) | (v1 << 8));
-                continue;
-            }
-            if (FORM) {
-                v0 = kc_qrequant_hi<RES, FORM == 2>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
-                v1 = kc_qrequant_hi<RES, FORM == 2>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
-            } else {
-                v0 = c.y_zp + kc_qrequant_k<RES>(acc[mt][nt][2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
-                v1 = c.y_zp + kc_qrequant_k<RES>(acc[mt][nt][2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
-            }
-            /* both in 0..255: one byte permute packs them */
-            *q = (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
-        }
+    for (int mt = 0; mt < 4; mt++) kc_qepi_quad<RES, FORM, LD>(acc[mt][nt], c, e + mt * 16 * LD);
 }
 
 /* The same epilogue through shared memory, for M % 16 == 0 with y (and the residual) on 16
@@ -234,10 +241,10 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
 
 /* The requantized BM x BN tile ys out to y as 16-byte row chunks (after a barrier); a block
  * of BM / 64 x BN / 32 warps */
-template <int BN, int BM = KC_QBM>
+template <int BN, int BM = KC_QBM, int THREADS = BM * BN / 64>
 static __device__ __forceinline__ void kc_qepi16_store(uint8_t *__restrict__ y, const KcQConv &p, int P,
                                                        int row0, int col0, const uint8_t *ys) {
-    enum { LD = KC_QYLD(BN), CH = BN / 16, THREADS = BM * BN / 64 };
+    enum { LD = KC_QYLD(BN), CH = BN / 16 };
 #pragma unroll
     for (int i = threadIdx.x; i < BM * CH; i += THREADS) {
         int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
@@ -836,6 +843,17 @@ static __device__ __forceinline__ void kc_qacc_tab(int32_t (&acc)[4][4][4], cons
     }
 }
 
+/* c: the terms of the block's channel pair (cl, cl + 1) from kc_q1tab_make's table, in FORM */
+template <int FORM>
+static __device__ __forceinline__ void kc_q1tab_pair(KcQPair &c, const int4 *tab, int cl, const KcQConv &p) {
+    const int4 a = tab[3 * (cl >> 1)], k = tab[3 * (cl >> 1) + 1], b = tab[3 * (cl >> 1) + 2];
+    c.m[0] = a.x, c.m[1] = a.y, c.rm[0] = a.z, c.rm[1] = a.w;
+    c.k0[0] = (int64_t)(((uint64_t)(uint32_t)k.y << 32) | (uint32_t)k.x);
+    c.k0[1] = (int64_t)(((uint64_t)(uint32_t)k.w << 32) | (uint32_t)k.z);
+    c.s[0] = b.z & 255, c.s[1] = b.w & 255, c.rk[0] = b.z >> 8, c.rk[1] = b.w >> 8;
+    c.l = FORM ? p.lo : p.lo - p.y_zp, c.h = FORM ? p.hi : p.hi - p.y_zp, c.y_zp = p.y_zp;
+}
+
 /* kc_qconv_epilogue16 (the residual tile already in ys) with kc_q1tab_make's table and form */
 template <int BN, bool RES, int FORM>
 static __device__ __forceinline__ void kc_qepi16_tab(const int32_t (&acc)[4][4][4], const int4 *tab,
@@ -848,13 +866,8 @@ static __device__ __forceinline__ void kc_qepi16_tab(const int32_t (&acc)[4][4][
     for (int nt = 0; nt < 4; nt++) {
         const int cl = wn * 32 + nt * 8 + tig * 2;
         if (col0 + cl >= p.M) continue;
-        const int4 a = tab[3 * (cl >> 1)], k = tab[3 * (cl >> 1) + 1], b = tab[3 * (cl >> 1) + 2];
         KcQPair c;
-        c.m[0] = a.x, c.m[1] = a.y, c.rm[0] = a.z, c.rm[1] = a.w;
-        c.k0[0] = (int64_t)(((uint64_t)(uint32_t)k.y << 32) | (uint32_t)k.x);
-        c.k0[1] = (int64_t)(((uint64_t)(uint32_t)k.w << 32) | (uint32_t)k.z);
-        c.s[0] = b.z & 255, c.s[1] = b.w & 255, c.rk[0] = b.z >> 8, c.rk[1] = b.w >> 8;
-        c.l = FORM ? p.lo : p.lo - p.y_zp, c.h = FORM ? p.hi : p.hi - p.y_zp, c.y_zp = p.y_zp;
+        kc_q1tab_pair<FORM>(c, tab, cl, p);
         kc_qepi_pair<RES, FORM, LD>(acc, nt, c, ys + (wm * 64 + g) * LD + cl);
     }
     __syncthreads();

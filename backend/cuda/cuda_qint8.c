@@ -36,6 +36,13 @@ static void qchecked(CudaCtx *cx, const char *call) {
     cw_line(cx->c.w, "if ((rc = %s) != KC_OK) return rc;", call);
 }
 
+/* kc_qconv.cuh and the files it includes (its wgmma form uses kc_igemm.cuh's helpers) */
+static void use_qconv(CudaCtx *cx) {
+    cuda_use_runtime(cx, "kc_nn.cuh");
+    cuda_use_runtime(cx, "kc_igemm.cuh");
+    cuda_use_runtime(cx, "kc_qconv.cuh");
+}
+
 static bool fits32(int64_t v) { return v >= 0 && v < INT32_MAX; }
 
 static uint32_t new_const(IrGraph *g, const char *base, const char *sfx, IrDType dt, int rank,
@@ -206,7 +213,7 @@ uint32_t cuda_qstem_input(CudaCtx *cx, const IrNode *n, uint32_t folds[2]) {
  * room for the quantized NHWC bytes of its one pass (KC_QSTEM_GATHER 0). */
 static bool emit_qstem(CudaCtx *cx, const IrNode *n, uint32_t u, const IrNode *q, const int64_t *v) {
     uint32_t zp = q->n_inputs > 2 ? q->inputs[2] : IR_NONE;
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     cw_open(cx->c.w, "%s", "");
     emit_params(cx, v);
     qchecked(cx, cgen_fmt(&cx->c, "kc_qconv_f32nchw(s, %s, %s, %s, %s, %s, %s, (const uint8_t *)NULL, %s, &p)",
@@ -247,7 +254,7 @@ static bool emit_qconv(CudaCtx *cx, const IrNode *n) {
     uint32_t folds[2], u = cuda_qstem_input(cx, n, folds);
     if (u != IR_NONE) /* its QuantizeLinear and Transpose are folded in (cuda.c) */
         return emit_qstem(cx, n, u, &g->nodes[folds[1]], v);
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     bool res = n->op == IR_OP_QCONV && ir_has_input(n, 3);
     cw_open(cx->c.w, "%s", "");
     emit_params(cx, v);
@@ -267,7 +274,7 @@ static bool emit_qmaxpool(CudaCtx *cx, const IrNode *n) {
     if (!fits32(cgen_numel(&cx->c, n->inputs[0]))) return qrefuse(cx, n, "2^31 elements or more");
     int64_t v[22] = {p.n, p.h, p.w, p.c, p.oh, p.ow, p.m, p.kh, p.kw, p.sh, p.sw,
                      p.ph, p.pw, p.dh, p.dw, 0, 0, 0, 0, 0, 0, 255};
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     cw_open(cx->c.w, "%s", "");
     emit_params(cx, v);
     qchecked(cx, cgen_fmt(&cx->c, "kc_qmaxpool(s, %s, %s, &p)", qptr(cx, n->inputs[0]),
@@ -278,6 +285,7 @@ static bool emit_qmaxpool(CudaCtx *cx, const IrNode *n) {
 
 /* QMul with B repeated over a run of A's dims (qplan_eltwise's bcast): kc_qelt.cuh. */
 static bool emit_qmul_bcast(CudaCtx *cx, const IrNode *n, const QPlanEltwise *p) {
+    use_qconv(cx); /* kc_qelt.cuh includes it */
     cuda_use_runtime(cx, "kc_qelt.cuh");
     qchecked(cx, cgen_fmt(&cx->c, "kc_qmul_bcast(s, %lld, %lld, %lld, %s, %d, %s, %d, %ld, %d, %d, %s)",
                           (long long)p->outer, (long long)p->mid, (long long)p->inner,
@@ -295,7 +303,7 @@ static bool emit_qelt(CudaCtx *cx, const IrNode *n) {
     if (!need_u8(cx, n, n->outputs[0])) return false;
     if (!qplan_eltwise(cx->c.b.g, n, &p, &why)) return qrefuse(cx, n, why);
     int64_t count = cgen_numel(&cx->c, n->outputs[0]);
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     if (p.bcast) return emit_qmul_bcast(cx, n, &p);
     if (n->op == IR_OP_QADD || n->op == IR_OP_QMUL) {
         if (cgen_numel(&cx->c, n->inputs[0]) != count || cgen_numel(&cx->c, n->inputs[1]) != count)
@@ -318,7 +326,7 @@ static bool emit_qelt(CudaCtx *cx, const IrNode *n) {
 static bool emit_qlut(CudaCtx *cx, const IrNode *n) {
     if (!need_u8(cx, n, n->inputs[0]) || !need_u8(cx, n, n->outputs[0])) return false;
     if (cgen_numel(&cx->c, n->inputs[1]) != 256) return qrefuse(cx, n, "a table of other than 256 entries");
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     qchecked(cx, cgen_fmt(&cx->c, "kc_qlut(s, %lld, %s, %s, %s)",
                           (long long)cgen_numel(&cx->c, n->outputs[0]), qptr(cx, n->inputs[0]),
                           qptr(cx, n->inputs[1]), qptr(cx, n->outputs[0])));
@@ -342,7 +350,7 @@ static bool emit_qdq(CudaCtx *cx, const IrNode *n) {
         return qrefuse(cx, n, "blocked quantization");
     if (!q && ir_attr_i(n, IR_ATTR_DEQUANTIZE_LINEAR_BLOCK_SIZE) > 0)
         return qrefuse(cx, n, "blocked quantization");
-    cuda_use_runtime(cx, "kc_qconv.cuh");
+    use_qconv(cx);
     qchecked(cx, cgen_fmt(&cx->c, "%s(s, %lld, %s, %s, %s, %s)",
                           q ? "kc_quantize_u8" : "kc_dequantize_u8",
                           (long long)cgen_numel(&cx->c, x), qptr(cx, x), qptr(cx, sc),

@@ -8,7 +8,8 @@
 # --time) built against the first and the last variant's header, and, with CHECK_DIR (the
 # --gpu-dir of tests/cuda/int8_bundles.sh), scripts/gpu-check-int8 on its cases plus
 # PREP's ResNet-50 case, all with the last variant's header (its -D flags written into the
-# copy as #defines). HEADER_DIR also needs kc_common.cuh. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
+# copy as #defines). HEADER_DIR holds every runtime header (kc_qconv.cuh includes kc_common.cuh,
+# kc_igemm.cuh and kc_nn.cuh), all copied over the bundle's. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
 # usage: bench/gpu/int8_ab.sh PREP OUT "NAME:DIR[:FLAGS],..." [CHECK_DIR]   (NODES=12 default)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +38,7 @@ first=$(hdr "${VARS[0]}") last=$(hdr "${VARS[${#VARS[@]}-1]}")
 for h in first last; do
     v=${VARS[0]}
     [ "$h" = last ] && v=${VARS[${#VARS[@]}-1]}
-    mkdir -p "$W/qc_$h" && cp "${!h}"/kc_common.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
+    mkdir -p "$W/qc_$h" && cp "${!h}"/*.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
         "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_qconv.cuh"
     (nvcc -std=c++17 -O3 -arch=sm_90a -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
@@ -58,7 +59,7 @@ for b in 1 256; do
     for v in "${VARS[@]}"; do
         IFS=':' read -r name dir flags <<<"$v"
         d=$W/${name}_$b
-        cp -r "$PREP/$k" "$d" && cp "$dir/kc_qconv.cuh" "$d/"
+        cp -r "$PREP/$k" "$d" && cp "$dir"/*.cuh "$d/"
         build "$d" "$k" "${flags:-}" &
     done
 done
@@ -90,7 +91,7 @@ if [ -n "$CHECK" ]; then
     mkdir -p "$W/chk/cases"
     cp -r "$CHECK"/cases/* "$PREP"/cases/* "$W/chk/cases/"
     ln -s "$PREP/weights" "$W/chk/weights"
-    for d in "$W"/chk/cases/*/; do cp "$W/qc_last/kc_qconv.cuh" "$d"; done
+    for d in "$W"/chk/cases/*/; do cp "$W"/qc_last/*.cuh "$d"; done
     bash "$ROOT/scripts/gpu-check-int8" "$W/chk" 2>&1 | tee "$OUT/check.txt"
 fi
 rm -rf "$W"

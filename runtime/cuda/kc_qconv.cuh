@@ -1,6 +1,6 @@
 /* kc_qconv.cuh: the int8 kernels of the quantize pass (passes/quantize.c) on the GPU:
  * QConv and QGemm as an implicit GEMM on int8 tensor cores (mma.sync m16n8k32, uint8
- * activations x int8 weights -> int32), depthwise QConv, QMaxPool, QGlobalAveragePool, QAdd,
+ * activations x int8 weights -> int32; wgmma m64nNk32 where the code is sm_90a's), depthwise QConv, QMaxPool, QGlobalAveragePool, QAdd,
  * QMul, QLut, and per-tensor QuantizeLinear / DequantizeLinear between float32 and uint8.
  *
  * Exactness: every kernel computes the C target's integer formula (runtime/rt_qgemm.h,
@@ -17,6 +17,7 @@
 #define KILN_KC_QCONV_CUH
 
 #include "kc_common.cuh"
+#include "kc_igemm.cuh" /* the wgmma form: kc_igemm_wg_kernel's helpers */
 
 #define KC_QBM 128 /* output pixels per block */
 #define KC_QBK 64  /* reduction bytes per stage */
@@ -1027,6 +1028,385 @@ static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w
     return false;
 }
 
+/* ---- the wgmma form (sm_90a): the dense layers the 1x1 and stem forms leave, where C and M
+ * are multiples of 16, the kernel has at most 32 taps and x, w, y and the residual sit on 16
+ * bytes ----
+ * kc_igemm_wg_kernel's structure on int8: a warpgroup multiplies a 64-pixel slab of the
+ * block's A tile by the whole B tile with wgmma m64nBNk32 (uint8 x int8 -> int32), both read
+ * from shared memory through descriptors in the 128-byte swizzle (16-byte chunk c of row r at
+ * c ^ (r % 8)); 128-byte reduction slices, four k32 steps each, land ST - 2 ahead by cp.async
+ * and one wgmma group stays in flight. A: each row's 16-byte chunks gathered at the (tap,
+ * channel) cursor of kc_igemm's cores, a padding tap's chunk x_zp bytes (a store; a zero-size
+ * copy where x_zp is 0), a chunk past the reduction zeros. B: W's rows as stored, (M, Kp) with
+ * the reduction contiguous (K-major, the only major 8-bit wgmma reads), zeros past Kp. The
+ * epilogue is the 1x1 form's: the block's channel table (kc_q1tab_make, made while the first
+ * slices land), the residual tile copied into the output tile, kc_qepi_quad on each 16 x 8
+ * block of the accumulators (wgmma's layout is the mma.sync fragment's, a warp's 16 rows),
+ * 16-byte row stores. Same integer sums, the same requantization: the C target's bytes. */
+#define KC_QWG_BK 128 /* reduction bytes a slice: one 128-byte swizzle row */
+#ifndef KC_QWG
+#define KC_QWG 1 /* 0: those layers take kc_qconv_mma16_kernel (an A/B knob; kc_qwg_mode; 2:
+                  * the 1x1 form's layers too) */
+#endif
+#ifndef KC_QHALO
+#define KC_QHALO 1 /* 0: the halo form's layers take the wgmma form (an A/B knob) */
+#endif
+
+template <int BM, int BN, int ST>
+struct KcQwSmem {
+    static const int A = BM * KC_QWG_BK, B = BN * KC_QWG_BK, PIPE = ST * (A + B);
+    static const int OUT = BM * KC_QYLD(BN);
+    static const int BYTES = (PIPE > OUT ? PIPE : OUT) + 1024; /* + the base aligned up */
+};
+
+/* d (64 x 64 a warpgroup, int32) = A (64 x 32 uint8, descriptor da, K-major) * B (32 x 64 int8,
+ * db, K-major) + (acc ? d : 0) */
+static __device__ __forceinline__ void kc_wgmma_u8s8_n64(int32_t *d, uint64_t da, uint64_t db, int acc) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+                 : "l"(da), "l"(db), "r"(acc));
+#else
+    (void)d, (void)da, (void)db, (void)acc;
+#endif
+}
+
+/* d (64 x 128 a warpgroup, int32) = A (64 x 32 uint8, descriptor da, K-major) * B (32 x 128 int8,
+ * db, K-major) + (acc ? d : 0) */
+static __device__ __forceinline__ void kc_wgmma_u8s8_n128(int32_t *d, uint64_t da, uint64_t db, int acc) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                 : "l"(da), "l"(db), "r"(acc));
+#else
+    (void)d, (void)da, (void)db, (void)acc;
+#endif
+}
+
+/* kc_wg_wait for int32 accumulators: at most N wgmma groups pending, then the R values of d
+ * pinned at this point of the program */
+template <int N, int R>
+static __device__ __forceinline__ void kc_qwg_wait(int32_t *d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+/* The epilogue of a warp's 16 rows (e: its row g of the output tile ys) of BN channels from
+ * n0 on: the bias from the block's table added, kc_qepi_quad per 16 x 8 block */
+template <int BN, bool RES, int FORM>
+static __device__ __forceinline__ void kc_qwg_epi(const int32_t *acc, const int4 *tab, const KcQConv &p,
+                                                  int n0, uint8_t *e, int t4) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cl = j * 8 + t4 * 2;
+        if (n0 + cl >= p.M) continue;
+        const int4 b = tab[3 * (cl >> 1) + 2];
+        const int32_t v[4] = {acc[4 * j] + b.x, acc[4 * j + 1] + b.y, acc[4 * j + 2] + b.x,
+                              acc[4 * j + 3] + b.y};
+        KcQPair c;
+        kc_q1tab_pair<FORM>(c, tab, cl, p);
+        kc_qepi_quad<RES, FORM, KC_QYLD(BN)>(v, c, e + cl);
+    }
+}
+
+/* Grid (ceil(M / BN), ceil(P / BM)): the column tiles of one row tile run together (the A tile
+ * from L2 after the first); BM / 64 warpgroups. */
+template <int BM, int BN, int ST>
+__global__ void __launch_bounds__(BM / 64 * 128)
+kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                   uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef KcQwSmem<BM, BN, ST> Sm;
+    enum { THREADS = BM / 64 * 128, BK = KC_QWG_BK, ACH = BK / 16, YLD = KC_QYLD(BN) };
+    enum { A_PER = BM * ACH / THREADS, A_STEP = THREADS / ACH, B_PER = BN * ACH / THREADS };
+    __shared__ int4 tab[BN / 2 * 3]; /* also the mark kc_qconv_wg_built looks for */
+    extern __shared__ unsigned char kc_qwg_raw[];
+    uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qwg_raw);
+    uint8_t *const sb = sa + ST * Sm::A;
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int32_t P = p.N * p.OH * p.OW, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int32_t KT = (p.Kp + BK - 1) / BK, taps = p.R * p.S;
+    const KcGeom<int32_t> geo = {p.C, p.H, p.W, p.R, p.S, p.OH, p.OW, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
+    const int a_ch = tid % ACH, a_row = tid / ACH;
+    int32_t a_off[A_PER];
+    uint32_t a_mask[A_PER];
+    kc_ig_rows<A_PER, A_STEP>(geo, m0, P, a_row, a_off, a_mask);
+    KcIgCursor cur; /* of the next slice this thread loads */
+    cur.start(geo, a_ch * 16);
+    const int32_t tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
+    const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
+    /* slice kt (the cursor's: slices load in order) into stage buffer b */
+    auto load = [&](int32_t kt, int b) {
+        uint8_t *as = sa + b * Sm::A, *bs = sb + b * Sm::B;
+        const int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c;
+        const bool kin = cur.t < taps;
+#pragma unroll
+        for (int i = 0; i < A_PER; i++) {
+            const int row = a_row + i * A_STEP;
+            uint8_t *d = as + row * BK + (a_ch ^ (row & 7)) * 16;
+            const bool in = kin && (a_mask[i] >> cur.t & 1u);
+            if (in || !kin || p.x_zp == 0) kc_cp16z(d, in ? x + (a_off[i] + koff) : x, in);
+            else *(uint4 *)(void *)d = make_uint4(zp4, zp4, zp4, zp4);
+        }
+        cur.step(geo, BK);
+#pragma unroll
+        for (int i = 0; i < B_PER; i++) {
+            const int q = tid + i * THREADS, nr = q / ACH, kc = q % ACH;
+            const int32_t gk = kt * BK + kc * 16, gn = n0 + nr;
+            const bool ok = gk < p.Kp && gn < p.M;
+            kc_cp16z(bs + nr * BK + (kc ^ (nr & 7)) * 16, ok ? w + ((size_t)gn * p.Kp + gk) : w, ok);
+        }
+    };
+#pragma unroll
+    for (int st = 0; st < ST - 2; st++) {
+        if (st < KT) load(st, st);
+        kc_ig_commit();
+    }
+    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2); /* while those land */
+    int32_t acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
+    for (int32_t kt = 0; kt < KT; kt++) {
+        kc_ig_wait<ST - 3>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads(); /* slice kt landed; every warpgroup is done with slice kt - 2 */
+        const int32_t next = kt + ST - 2;
+        if (next < KT) load(next, next % ST);
+        kc_ig_commit();
+        const uint8_t *as = sa + (kt % ST) * Sm::A + wg * 64 * BK, *bs = sb + (kt % ST) * Sm::B;
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+r"(acc[i])::"memory");
+        kc_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; kk++) {
+            const uint64_t da = kc_wg_desc((const __half *)(const void *)(as + kk * 32), 16, 1024);
+            const uint64_t db = kc_wg_desc((const __half *)(const void *)(bs + kk * 32), 16, 1024);
+            if (BN == 64) kc_wgmma_u8s8_n64(acc, da, db, kt > 0 || kk > 0);
+            else kc_wgmma_u8s8_n128(acc, da, db, kt > 0 || kk > 0);
+        }
+        kc_wg_commit();
+        kc_qwg_wait<1, BN / 2>(acc);
+    }
+    kc_qwg_wait<0, BN / 2>(acc);
+    kc_ig_wait<0>();
+    __syncthreads(); /* the stages become the block's uint8 output tile */
+    uint8_t *const ys = sa;
+    if (res) {
+        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
+            const int r = i / (BN / 16), q = i % (BN / 16), pix = m0 + r, n = n0 + q * 16;
+            if (pix < P && n < p.M)
+                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
+                    *(const uint4 *)(const void *)(res + (size_t)pix * p.M + n);
+        }
+        __syncthreads();
+    }
+    uint8_t *const e = ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD;
+    const int t4 = lane & 3;
+    if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
+    else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
+    else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, n0, e, t4);
+    else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, n0, e, t4);
+    else kc_qwg_epi<BN, false, 0>(acc, tab, p, n0, e, t4);
+    __syncthreads();
+    kc_qepi16_store<BN, BM, THREADS>(y, p, P, m0, n0, ys);
+#else
+    (void)x, (void)w, (void)rq, (void)res, (void)y, (void)p;
+#endif
+}
+
+/* ---- the int8 halo form (sm_90a): 3x3 stride-1 layers of 64 channels into at most 64 ----
+ * kc_conv_halo_kernel's scheme on uint8 (ResNet-50's layer-1 3x3: on the wgmma form each
+ * input byte crosses from L2 nine times, 0.23 ms at batch 256 against fp16's halo core at
+ * 0.155): a persistent block keeps W's nine taps in shared memory (64 output rows of 64 bytes
+ * each, 4 KB a tap, loaded once) and, for each tile of 128 positions of one image's padded
+ * grid (q = oh Wp + ow, Wp = W + 2 pw; the columns ow >= OW computed and not stored), loads the
+ * input rows its windows cover once, a padding position's row x_zp bytes; tap (r, s)'s A is
+ * that tile from row r Wp + s on, a descriptor offset. A row is 64 bytes, so both operands are
+ * in the 64-byte swizzle (16-byte chunk c of a row at address a stored at c ^ ((a >> 7) & 3),
+ * 8-row groups 512 bytes apart), two k32 steps a tap. The epilogue is the wgmma form's, its
+ * rows mapped to pixels (KcRowsHalo). */
+#define KC_QHALO_W (9 * 64 * 64) /* W's bytes in shared memory */
+
+/* Descriptor of a K-major operand at p in the 64-byte swizzle (8-row groups 512 bytes apart) */
+static __device__ __forceinline__ uint64_t kc_qwg_desc64(const void *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(512 >> 4) << 32 |
+           2ull << 62;
+}
+
+/* the physical 16-byte chunk of chunk c of 64-byte row r (rows from a 1024-byte boundary) */
+static __device__ __forceinline__ int kc_qswz64(int r, int c) { return c ^ ((r >> 1) & 3); }
+
+/* Bytes of kc_qhalo_kernel's dynamic shared memory for an input of width W: W's taps, the
+ * halo tile (or the 128 x 80 output tile, the larger), the base aligned up */
+static inline int kc_qhalo_smem(int64_t Wp) {
+    int64_t tile = kc_halo_rows(Wp) * 64, out = 128 * KC_QYLD(64);
+    int64_t b = KC_QHALO_W + (tile > out ? tile : out) + 1024;
+    return b > INT32_MAX ? INT32_MAX : (int)b;
+}
+
+#ifndef KC_QHALO_MINB
+#define KC_QHALO_MINB 2 /* blocks an SM the registers allow (an A/B knob) */
+#endif
+__global__ void __launch_bounds__(256, KC_QHALO_MINB)
+kc_qhalo_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w, const int32_t *__restrict__ rq,
+                const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    enum { BM = 128, BN = 64, YLD = KC_QYLD(64), CH = BN / 16 };
+    __shared__ int4 tab[BN / 2 * 3]; /* also the mark kc_qconv_wg_built's check would see */
+    extern __shared__ unsigned char kc_qwg_raw[];
+    uint8_t *const sb = (uint8_t *)(void *)kc_wg_smem_base(kc_qwg_raw), *const sh = sb + KC_QHALO_W;
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int32_t Wp = p.W + 2 * p.pw, rows = (int32_t)kc_halo_rows(Wp);
+    for (int q = tid; q < 9 * 64 * 4; q += 256) { /* W: tap t's 64 rows n, 4 chunks each */
+        const int t = q / 256, n = q / 4 % 64, c = q % 4;
+        const bool ok = n < p.M;
+        kc_cp16z(sb + t * 4096 + n * 64 + kc_qswz64(n, c) * 16,
+                 ok ? w + ((size_t)n * p.Kp + t * 64 + c * 16) : w, ok);
+    }
+    kc_ig_commit();
+    const int form = kc_q1tab_make(tab, rq, res, p, 0, BN / 2);
+    const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
+    const int32_t T = (p.OH * Wp + BM - 1) / BM, ntiles = p.N * T;
+    for (int32_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const int32_t n = tile / T, q0 = tile % T * BM;
+        for (int q = tid; q < rows * 4; q += 256) { /* the halo: padded positions q0.. */
+            const int i = q / 4, c = q % 4;
+            const int32_t pi = q0 + i, ih = pi / Wp - p.ph, iw = pi % Wp - p.pw;
+            const bool ok = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            uint8_t *d = sh + i * 64 + kc_qswz64(i, c) * 16;
+            if (ok || p.x_zp == 0)
+                kc_cp16z(d, ok ? x + ((((size_t)n * p.H + ih) * p.W + iw) * 64 + c * 16) : x, ok);
+            else
+                *(uint4 *)(void *)d = make_uint4(zp4, zp4, zp4, zp4);
+        }
+        kc_ig_commit();
+        kc_ig_wait<0>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        int32_t acc[BN / 2];
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+r"(acc[i])::"memory");
+        kc_wg_fence();
+#pragma unroll
+        for (int t = 0; t < 9; t++) {
+            const uint8_t *as = sh + (wg * 64 + t / 3 * Wp + t % 3) * 64, *bs = sb + t * 4096;
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++)
+                kc_wgmma_u8s8_n64(acc, kc_qwg_desc64(as + kk * 32), kc_qwg_desc64(bs + kk * 32),
+                                  t > 0 || kk > 0);
+        }
+        kc_wg_commit();
+        kc_qwg_wait<0, BN / 2>(acc);
+        __syncthreads(); /* both warpgroups done with the halo: it becomes the output tile */
+        const KcRowsHalo map = {q0, n * p.OH * p.OW, Wp, p.OW, p.OH};
+        if (res) {
+            for (int i = tid; i < BM * CH; i += 256) {
+                const int r = i / CH, c = i % CH, pix = map(r);
+                if (pix >= 0 && c * 16 < p.M)
+                    *(uint4 *)(void *)(sh + r * YLD + c * 16) =
+                        *(const uint4 *)(const void *)(res + (size_t)pix * p.M + c * 16);
+            }
+            __syncthreads();
+        }
+        uint8_t *const e = sh + (wg * 64 + wq * 16 + (lane >> 2)) * YLD;
+        const int t4 = lane & 3;
+        if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, 0, e, t4);
+        else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, 0, e, t4);
+        else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, 0, e, t4);
+        else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, 0, e, t4);
+        else kc_qwg_epi<BN, false, 0>(acc, tab, p, 0, e, t4);
+        __syncthreads();
+        for (int i = tid; i < BM * CH; i += 256) {
+            const int r = i / CH, c = i % CH, pix = map(r);
+            if (pix >= 0 && c * 16 < p.M)
+                *(uint4 *)(void *)(y + (size_t)pix * p.M + c * 16) = *(const uint4 *)(const void *)(sh + r * YLD + c * 16);
+        }
+        __syncthreads(); /* the tile is stored: the next halo may land */
+    }
+#else
+    (void)x, (void)w, (void)rq, (void)res, (void)y, (void)p;
+#endif
+}
+
+/* Whether the halo form takes the layer (besides kc_qconv_wg's checks: C 64, M <= 64, 3x3,
+ * strides and dilations 1, the output the padded input's size less 2), and its launch: as many
+ * blocks as the device holds at once, or one a tile */
+static inline bool kc_qhalo(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    if (!KC_QHALO || p->C != 64 || p->M > 64 || p->R != 3 || p->S != 3 || p->sh != 1 || p->sw != 1 ||
+        p->dh != 1 || p->dw != 1 || p->OW != p->W + 2 * p->pw - 2 || p->OH != p->H + 2 * p->ph - 2 ||
+        kc_qhalo_smem(p->W + 2 * p->pw) > 100 * 1024)
+        return false;
+    const int bytes = kc_qhalo_smem(p->W + 2 * p->pw);
+    int dev = 0, sms = 0, per = 0;
+    cudaFuncSetAttribute(kc_qhalo_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qhalo_kernel, 256, bytes);
+    const int64_t resident = (int64_t)(per > 0 ? per : 1) * (sms > 0 ? sms : 1);
+    const int64_t Wp = p->W + 2 * p->pw, tiles = (int64_t)p->N * ((p->OH * Wp + 127) / 128);
+    kc_qhalo_kernel<<<(unsigned)(tiles < resident ? tiles : resident), 256, bytes, s>>>(x, w, rq, r, y, *p);
+    return true;
+}
+
+/* Whether this build holds kc_qconv_wg_kernel's code (sm_90a: its static table) and the
+ * device is a Hopper */
+static inline bool kc_qconv_wg_built(void) {
+    static int built = -1;
+    if (built < 0) {
+        cudaFuncAttributes fa;
+        int dev = 0, major = 0;
+        built = cudaGetDevice(&dev) == cudaSuccess &&
+                cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                major == 9 && cudaFuncGetAttributes(&fa, kc_qconv_wg_kernel<128, 64, 4>) == cudaSuccess &&
+                fa.sharedSizeBytes > 0;
+    }
+    return built > 0;
+}
+
+/* KC_QWG, changeable at run time (tests/cuda/qconv_gpu.cu times both kernels on a shape) */
+static inline int &kc_qwg_mode() {
+    static int v = KC_QWG;
+    return v;
+}
+
+template <int BM, int BN, int ST>
+static inline void kc_qconv_wg_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
+                                      const int32_t *rq, const uint8_t *r, uint8_t *y,
+                                      const KcQConv *p, int64_t P) {
+    typedef KcQwSmem<BM, BN, ST> Sm;
+    static bool opted;
+    if (!opted) {
+        cudaFuncSetAttribute(kc_qconv_wg_kernel<BM, BN, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Sm::BYTES);
+        opted = true;
+    }
+    dim3 grid((unsigned)((p->M + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
+    kc_qconv_wg_kernel<BM, BN, ST><<<grid, BM / 64 * 128, Sm::BYTES, s>>>(x, w, rq, r, y, *p);
+}
+
+/* Whether the wgmma form takes the layer, and its launch: 128 x 128 tiles in three stages
+ * where M >= 128, else 128 x 64 in four (96 KB either way: two blocks an SM) */
+static inline bool kc_qconv_wg(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
+                               const uint8_t *r, uint8_t *y, const KcQConv *p, int64_t P) {
+    if (!kc_qwg_mode() || p->C % 16 || p->M % 16 || p->R * p->S > 32 || (P + 127) / 128 > 65535 ||
+        (int64_t)p->N * p->H * p->W * p->C >= ((int64_t)1 << 31) ||
+        (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)r) & 15) || !kc_qconv_wg_built())
+        return false;
+    if (kc_qhalo(s, x, w, rq, r, y, p)) return true;
+    /* the mode-2 knob aside, 1x1 layers reach here only past the 1x1 form's reductions */
+    if (p->M >= 128) kc_qconv_wg_launch<128, 128, 3>(s, x, w, rq, r, y, p, P);
+    else kc_qconv_wg_launch<128, 64, 4>(s, x, w, rq, r, y, p, P);
+    return true;
+}
+
 /* The column tile: 128 channels (eight warps) where the layer has that many and KC_QBN_MAX
  * allows, else 64. KC_QBN_MAX 64 (an A/B knob, like KC_QSTAGES): four blocks of four warps
  * an SM instead of two of eight (128 registers a thread either way), each A tile loaded
@@ -1268,11 +1648,15 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
                            const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t P = (int64_t)p->N * p->OH * p->OW;
     if (P <= 0 || p->M <= 0) return KC_OK;
-    if (KC_Q1X1 && kc_qconv1x1(s, x, w, rq, r, y, p)) {
+    if (KC_Q1X1 && kc_qwg_mode() != 2 && kc_qconv1x1(s, x, w, rq, r, y, p)) {
         KC_LAUNCHED();
         return KC_OK;
     }
     if (kc_qstem(s, x, w, rq, r, y, p)) {
+        KC_LAUNCHED();
+        return KC_OK;
+    }
+    if (kc_qconv_wg(s, x, w, rq, r, y, p, P)) {
         KC_LAUNCHED();
         return KC_OK;
     }

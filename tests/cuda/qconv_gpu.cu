@@ -20,11 +20,14 @@
  * uint8 max pool (kc_qmaxpool): 3x3 windows (the fixed-window kernel), 2x2 and C in bytes.
  * The cp.async form's 256-pixel tiles (KC_QWIDE) on small shapes, their block threshold
  * lowered (kc_qwide_min), and inputs without a zero point (-DKC_QADDR=1 -DKC_QZFILL=1 tests
- * the zero-filled copies).
+ * the zero-filled copies). Built for sm_90a and run on a Hopper, every convolution case runs
+ * three times: with the wgmma and halo forms (kc_qconv_wg, kc_qhalo), with the wgmma form on
+ * the 1x1 form's layers too (kc_qwg_mode 2), and without them (the tiled kernels); --time
+ * times each shape each way.
  * With --time also times ResNet-50's layer1 1x1 convolutions and its stem at batch 256
  * (CUDA events, median of 20), its input's quantize pass one and four pixels a thread, and
  * its int8 max pool by the loop and the fixed-window kernels.
- * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
+ * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
  *        stem (batch 256) alone, for a profiler. */
 #include <algorithm>
@@ -151,6 +154,8 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
     }
 }
 
+static const char *mode_tag = ""; /* "wg ": the case ran with the wgmma form on */
+
 static void run_case(const Case &c) {
     KcQConv p = params(c);
     size_t nx = (size_t)c.N * c.H * c.W * c.C, ny = (size_t)c.N * p.OH * p.OW * c.M;
@@ -177,13 +182,13 @@ static void run_case(const Case &c) {
     for (size_t i = 0; i < ny; i++) distinct += !seen[want[i]], seen[want[i]] = true;
     if (rc == KC_OK && !bad && !spill && distinct > 16) {
         passed++;
-        printf("ok   %s: %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s, %zu bytes\n", c.what, c.N,
+        printf("ok   %s%s: %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s, %zu bytes\n", mode_tag, c.what, c.N,
                c.H, c.W, c.C, c.N, p.OH, p.OW, c.M, c.R, c.S, c.sh, c.ph, c.dh,
                c.res ? " +residual" : "", ny);
     } else {
         failed++;
-        printf("FAIL %s: rc %d, %zu of %zu bytes differ (first at %zu: %d, want %d), %s, %d "
-               "distinct values\n", c.what, rc, bad, ny, first, bad ? y[first] : 0,
+        printf("FAIL %s%s: rc %d, %zu of %zu bytes differ (first at %zu: %d, want %d), %s, %d "
+               "distinct values\n", mode_tag, c.what, rc, bad, ny, first, bad ? y[first] : 0,
                bad ? want[first] : 0, spill ? "wrote past the end" : "no spill", distinct);
     }
 }
@@ -535,6 +540,29 @@ int main(int argc, char **argv) {
         {"qstem 8x8 s3 C 4 M 64",       2, 27, 26, 4,   64, 8, 8, 3, 3, 3, 2, 1, 1, false, 0, 2},
         {"qstem 7x7 s2 C 3 M 64 b1",    1, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
     };
+    /* the wgmma form's own edges (kc_qconv_wg: C and M in 16s, at most 32 taps): C 16 (a
+     * thread's first chunk in a later tap), reductions ending half way through a 128-byte slice
+     * (Kp % 128 64), 5x5 (25 taps), M 16 and 208 (partial 64- and 128-channel tiles), one pixel
+     * short of a row tile, strides, dilation, no zero point, ResNet-50's 1x1 layers past the 1x1
+     * form (Kp 512 to 2048, strided Kp 512); mode 2 (every case once more) puts the 1x1 form's
+     * layers on the wgmma form too */
+    static const Case gcases[] = {
+        {"3x3 C 16 M 16",               2, 11,  9, 16,  16, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+        {"3x3 C 64 M 208 +res",         1, 16,  8, 64, 208, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 2},
+        {"5x5 C 32 M 96 s2 +res",       2, 19, 21, 32,  96, 5, 5, 2, 2, 2, 2, 1, 1, true, 0},
+        {"3x3 C 80 M 128 d2, no zp",    1, 17, 15, 80, 128, 3, 3, 1, 1, 2, 2, 2, 2, false, 0, 0, true},
+        {"3x3 C 128 M 64 s2 +res, ResNet rq", 3, 15, 16, 128, 64, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 1},
+        {"1x1 C 1024 M 256",            2,  7,  9, 1024, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+        {"1x1 s2 C 512 M 1024 +res",    2, 13, 13, 512, 1024, 1, 1, 2, 2, 0, 0, 1, 1, true, 0, 1},
+        {"1x1 C 2048 M 48 +res",        1,  9, 14, 2048, 48, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
+        /* the halo form (kc_qhalo: C 64, M <= 64, 3x3 s1): more tiles than resident blocks (a
+         * block walks several, across images), pads 0 and 2 (the output smaller, larger),
+         * odd sides, M 16 and 48, a zero point in the padding and none */
+        {"halo C 64 M 64 +res, 312 tiles", 12, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 0, 1},
+        {"halo C 64 M 16 pads 0",       2,  9, 30, 64,  16, 3, 3, 1, 1, 0, 0, 1, 1, false, 0, 2},
+        {"halo C 64 M 48 +res",         3,  7,  5, 64,  48, 3, 3, 1, 1, 1, 1, 1, 1, true, 0},
+        {"halo C 64 M 32 pads 2, no zp", 2, 13, 11, 64, 32, 3, 3, 1, 1, 2, 2, 1, 1, false, 0, 0, true},
+    };
     check_hi_terms();
     check_qquant();
     if (argc > 1 && !strcmp(argv[1], "--ncu")) { /* ResNet-50's int8 stem at batch 256 */
@@ -550,7 +578,16 @@ int main(int argc, char **argv) {
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
     kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
-    for (const Case &c : cases) run_case(c);
+    /* every case with the wgmma form (where the device and the build have it: sm_90a on a
+     * Hopper) and without it (its layers on the cp.async kernel) */
+    printf("the wgmma form %s\n", kc_qconv_wg_built() ? "built: every case with it and without" : "not built");
+    for (int mode : {2, 1, 0}) {
+        if (mode && !kc_qconv_wg_built()) continue;
+        kc_qwg_mode() = mode, mode_tag = mode == 2 ? "wg+1x1 " : mode ? "wg " : "";
+        for (const Case &c : cases) run_case(c);
+        for (const Case &c : gcases) run_case(c);
+    }
+    mode_tag = "";
     /* the folded stem: the float32 NCHW input quantized in the gather (kc_qconv_f32nchw) */
     static const Case fcases[] = {
         {"f32 stem 7x7 s2",             2, 23, 21, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
@@ -607,12 +644,25 @@ int main(int argc, char **argv) {
             {"layer4 conv3 b256 (+res)",  256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv2 3x3 b256",     256, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
             {"layer3 conv2 3x3 b256",     256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+            {"layer2 conv2 3x3 b256",     256, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+            {"layer4 conv2 3x3 b256",     256, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+            {"layer2.0 conv2 3x3 s2 b256", 256, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
+            {"layer3.0 downsample b256",  256, 28, 28, 512, 1024, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1},
+            {"layer3 conv1 C1024 b256",   256, 14, 14, 1024, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer4 conv1 C2048 b256",   256, 7, 7, 2048, 512, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
+            {"layer2 conv2 3x3 b1",       1, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
+            {"layer4 conv2 3x3 b1",       1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
         };
         for (const Case &c : t) {
             KcQConv p = params(c);
             double ops = 2.0 * c.N * p.OH * p.OW * c.M * p.K;
-            float ms = time_case(c);
-            printf("time %-26s %8.4f ms %7.1f TOPS\n", c.what, ms, ops / ms / 1e9);
+            for (int mode : {2, 1, 0}) {
+                if ((mode && !kc_qconv_wg_built()) || (mode == 2 && (c.R != 1 || c.S != 1))) continue;
+                kc_qwg_mode() = mode;
+                float ms = time_case(c);
+                printf("time %-26s %s %8.4f ms %7.1f TOPS\n", c.what, mode == 2 ? "wg+1x1" : mode ? "wg    " : "old   ", ms, ops / ms / 1e9);
+            }
+            kc_qwg_mode() = KC_QWG;
         }
         time_qnchw();
         /* the stem by batch, kc_qstem_kernel (every group count) against the table gather */

@@ -4,7 +4,9 @@ each Kiln CUDA bundle that bench/gpu/prepare.py wrote (nvcc -O3 -arch=sm_90a, as
 with a small generated shim), and times Kiln (NAME_cuda_run on the context's own device buffers:
 one CUDA-graph launch), PyTorch eager and torch.compile on the same models and weights
 (models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
-CUDA events after warm-up, medians. Then, per Kiln row, where the time goes: NAME_cuda_profile
+CUDA events after warm-up, medians; every Kiln row is timed before any PyTorch model runs in
+the process (a batch-1 graph reads ~8 % slower after heavy GPU work earlier in the process:
+eager models, the tuning step; notes.md). Then, per Kiln row, where the time goes: NAME_cuda_profile
 (one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
 the ten most expensive nodes with their flops and bytes (NAME_profile_flops/_bytes; report.py
 rates them against the GPU's ceilings, measured at the start of the call: an 8192^3 fp16
@@ -480,14 +482,50 @@ def main():
     order = sorted(keys, key=lambda k: (want.index(index[k]["model"]), index[k]["batch"],
                                         index[k]["precision"], index[k].get("conv", "")))
     lowered = {index[k]["model"] for k in keys if index[k].get("conv", "auto") != "auto"}
-    # Kiln and eager timings, and accuracy (batch-32 bundles), model by model
-    for key in (order if not (a.skip_kiln and a.skip_eager) else []):
+    # Kiln's timings first, every row, then PyTorch eager, Kiln's profile and the accuracy
+    # (batch-32 bundles): heavy GPU work earlier in the process (eager PyTorch, a tuning step)
+    # leaves Kiln's batch-1 graphs about 8 % slower for the rest of it (notes.md, 2026-11-29)
+    rows_todo = order if not (a.skip_kiln and a.skip_eager) else []
+    kilns = {}
+    for key in rows_todo:
+        e = index[key]
+        name, b, prec = e["model"], e["batch"], e["precision"]
+        row = res["rows"].setdefault(key, {"model": name, "batch": b, "precision": prec})
+        row["conv"] = e.get("conv", "auto")
+        row["note"] = bundle_note(bench, e)
+        if key not in libs:
+            continue
+        iters = ITERS_LARGE if b >= 256 else ITERS
+        try:
+            k = Kiln(libs[key], work / "weights" / e["weights"][:-3])
+            kilns[key] = k
+            k.set_inputs(models.inputs(name, b, 0, "cuda"))
+            row["kiln_ms"] = k.time(iters)
+            for f in ("tuned", "tune_s", "untuned_ms", "tuned_ms", "kiln_err"):
+                row.pop(f, None)
+            if a.tune and not k.lib.kb_tuning(k.ctx, None, 0):
+                row["tuned"] = False     # a bundle from before NAME_cuda_tune
+            elif a.tune:   # A/B in this call: untuned, tuned, untuned again, tuned again
+                plain = k.tuning()       # no site set: the heuristic's first everywhere
+                t = time.time()
+                k.tune()
+                row["tune_s"] = round(time.time() - t, 2)
+                tuned = k.tuning()
+                row["untuned_ms"], row["tuned_ms"] = [row["kiln_ms"]], [k.time(iters)]
+                k.load_tuning(plain)
+                row["untuned_ms"].append(k.time(iters))
+                k.load_tuning(tuned)
+                row["tuned_ms"].append(k.time(iters))
+                row["kiln_ms"] = min(row["tuned_ms"])
+                row["tuned"] = True
+        except Exception as ex:  # noqa: BLE001
+            row["kiln_err"] = str(ex)[:300]
+        print(f"[{time.time() - T0:.0f}s] {key}: Kiln {row.get('kiln_ms')}", flush=True)
+    for key in rows_todo:
         e = index[key]
         name, b, prec = e["model"], e["batch"], e["precision"]
         conv = e.get("conv", "auto")
-        row = res["rows"].setdefault(key, {"model": name, "batch": b, "precision": prec})
-        row["conv"] = conv
-        row["note"] = bundle_note(bench, e)
+        row = res["rows"][key]
         iters = ITERS_LARGE if b >= 256 else ITERS
         m = torch_model(name, prec)
         if not a.skip_eager and conv == "auto":   # a variant's PyTorch row is the base row's
@@ -495,29 +533,9 @@ def main():
                 row["eager_ms"] = time_torch(m, torch_inputs(name, b, prec), iters)
             except Exception as ex:  # noqa: BLE001
                 row["eager_err"] = str(ex)[:200]
-        if key in libs:
+        k = kilns.pop(key, None)
+        if k is not None:
             try:
-                k = Kiln(libs[key], work / "weights" / e["weights"][:-3])
-                xs = models.inputs(name, b, 0, "cuda")
-                k.set_inputs(xs)
-                row["kiln_ms"] = k.time(iters)
-                for f in ("tuned", "tune_s", "untuned_ms", "tuned_ms"):
-                    row.pop(f, None)
-                if a.tune and not k.lib.kb_tuning(k.ctx, None, 0):
-                    row["tuned"] = False     # a bundle from before NAME_cuda_tune
-                elif a.tune:   # A/B in this call: untuned, tuned, untuned again, tuned again
-                    plain = k.tuning()       # no site set: the heuristic's first everywhere
-                    t = time.time()
-                    k.tune()
-                    row["tune_s"] = round(time.time() - t, 2)
-                    tuned = k.tuning()
-                    row["untuned_ms"], row["tuned_ms"] = [row["kiln_ms"]], [k.time(iters)]
-                    k.load_tuning(plain)
-                    row["untuned_ms"].append(k.time(iters))
-                    k.load_tuning(tuned)
-                    row["tuned_ms"].append(k.time(iters))
-                    row["kiln_ms"] = min(row["tuned_ms"])
-                    row["tuned"] = True
                 for f in [f for f in row if f.startswith("prof_")] + ["gap_ms"]:
                     row.pop(f, None)
                 try:
@@ -545,9 +563,9 @@ def main():
                         pa = agreement(torch.cat(peers)[:ACC_INPUTS], r)
                         acc.update({"torch_fp16_" + f: v for f, v in pa.items() if f != "n"})
                     res["accuracy"][key] = acc
-                k.free()
             except Exception as ex:  # noqa: BLE001
                 row["kiln_err"] = str(ex)[:300]
+            k.free()
         print(f"[{time.time() - T0:.0f}s] {key}: {row}", flush=True)
         save()
 

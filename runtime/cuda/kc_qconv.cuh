@@ -785,6 +785,10 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #ifndef KC_Q1BUF3_KMAX
 #define KC_Q1BUF3_KMAX 0
 #endif
+/* the column tile (0: 128 where M >= 128, else 64; an A/B knob: 64 measured no faster) */
+#ifndef KC_Q1BN
+#define KC_Q1BN 0
+#endif
 #define KC_Q1NB(KP) ((KP) <= KC_Q1BUF3_KMAX ? 3 : 2)
 #define KC_Q1LD(KP) ((KP) + 16)
 /* the block's channel table: three int4 a channel pair (kc_q1tab_make) */
@@ -1016,7 +1020,7 @@ static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w
         ((p->sh != 1 || p->sw != 1) && p->Kp > KC_Q1X1_S2_KMAX) ||
         (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)r) & 15))
         return false;
-    if (!bn) bn = p->M >= 128 && p->Kp <= 256 ? 128 : 64;
+    if (!bn) bn = KC_Q1BN ? KC_Q1BN : p->M >= 128 && p->Kp <= 256 ? 128 : 64;
 #define KC_Q1CASE(B, K)                                                                     \
     if (bn == B && p->Kp == K) return kc_qconv1x1_launch<B, K>(s, x, w, rq, r, y, p), true;
     KC_Q1CASE(128, 64) KC_Q1CASE(128, 128) KC_Q1CASE(128, 256)

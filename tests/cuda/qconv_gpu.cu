@@ -29,7 +29,7 @@
  * its int8 max pool by the loop and the fixed-window kernels.
  * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
- *        stem (batch 256) alone, for a profiler. */
+ *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form). */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,6 +568,12 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--ncu")) { /* ResNet-50's int8 stem at batch 256 */
         static const Case st = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3,
                                 1, 1, false, 0};
+        time_case(st);
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--ncu1x1")) { /* layer1 conv3 (the 1x1 form) at batch 256 */
+        static const Case st = {"layer1 conv3 b256 (+res)", 256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0,
+                                1, 1, true, 0, 1};
         time_case(st);
         return 0;
     }

@@ -5,11 +5,11 @@ with a small generated shim), and times Kiln (NAME_cuda_run on the context's own
 one CUDA-graph launch), PyTorch eager and torch.compile on the same models and weights
 (models.py, BatchNorm statistics from BENCHDIR/bn_stats.npz), FP32 without TF32 and FP16, with
 CUDA events after warm-up, medians; every Kiln row is timed before any PyTorch model runs in
-the process (a batch-1 graph reads ~8 % slower after heavy GPU work earlier in the process:
-eager models, the tuning step; notes.md). Then, per Kiln row, where the time goes: NAME_cuda_profile
+the process (a batch-1 graph reads ~8 % slower after PyTorch's heavy GPU work earlier in the
+process; notes.md, bench/gpu/b1_bias.py). Then, per Kiln row, where the time goes: NAME_cuda_profile
 (one eager run with an event pair per node) 3 times, per-node medians summed by kind and op type,
 the ten most expensive nodes with their flops and bytes (NAME_profile_flops/_bytes; report.py
-rates them against the GPU's ceilings, measured at the start of the call: an 8192^3 fp16
+rates them against the GPU's ceilings, measured after Kiln's timings: an 8192^3 fp16
 product and a 1 GiB device copy), and the gap to the graph replay (for models with a second
 convolution lowering, prepare.py's CONV_VARIANTS, also each convolution node's time, to
 compare the lowerings layer by layer; those rows time Kiln alone). Also checks Kiln's outputs against PyTorch FP32 (fp16: cosine
@@ -445,9 +445,6 @@ def main():
     res = json.loads(prev.read_text()) if prev.exists() else {"rows": {}, "accuracy": {}}
     res["device"] = torch.cuda.get_device_name(0)
     res["torch"] = torch.__version__
-    if not a.skip_kiln:
-        res["ceilings"] = ceilings()
-        print(f"ceilings: {res['ceilings']}", flush=True)
     BN_STATS.update(models.load_stats(bench / "bn_stats.npz"))
     res["bn_stats"] = "calibrated" if BN_STATS else "identity (no bn_stats.npz)"
     if not BN_STATS:
@@ -483,8 +480,8 @@ def main():
                                         index[k]["precision"], index[k].get("conv", "")))
     lowered = {index[k]["model"] for k in keys if index[k].get("conv", "auto") != "auto"}
     # Kiln's timings first, every row, then PyTorch eager, Kiln's profile and the accuracy
-    # (batch-32 bundles): heavy GPU work earlier in the process (eager PyTorch, a tuning step)
-    # leaves Kiln's batch-1 graphs about 8 % slower for the rest of it (notes.md, 2026-11-29)
+    # (batch-32 bundles): PyTorch's heavy GPU work earlier in the process can leave Kiln's
+    # batch-1 graphs about 8 % slower for the rest of it (notes.md, bench/gpu/b1_bias.py)
     rows_todo = order if not (a.skip_kiln and a.skip_eager) else []
     kilns = {}
     for key in rows_todo:
@@ -521,6 +518,9 @@ def main():
         except Exception as ex:  # noqa: BLE001
             row["kiln_err"] = str(ex)[:300]
         print(f"[{time.time() - T0:.0f}s] {key}: Kiln {row.get('kiln_ms')}", flush=True)
+    if not a.skip_kiln:   # after Kiln's timings: its 8192^3 product is PyTorch's heavy work
+        res["ceilings"] = ceilings()
+        print(f"ceilings: {res['ceilings']}", flush=True)
     for key in rows_todo:
         e = index[key]
         name, b, prec = e["model"], e["batch"], e["precision"]

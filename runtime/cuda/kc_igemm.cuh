@@ -421,6 +421,29 @@ struct KcIgCursor {
     }
 };
 
+/* A thread's part of the gather of an implicit GEMM's A tile: its PER rows, STEP apart from
+ * row a_row of the tile at m0, each the image offset of its first tap and a mask of the taps
+ * inside (kc_ig_rows), and the cursor of the next slice it loads, its column c0 fixed. Slice
+ * by slice, row i's chunk is x + off[i] + koff() where in(i), else padding (a kernel tap's
+ * where kin(), past the reduction else); then step the cursor. */
+template <int PER, int STEP>
+struct KcIgGather {
+    int32_t off[PER];
+    uint32_t mask[PER];
+    KcIgCursor cur;
+    int32_t tap_dh, tap_dw, taps;
+    __device__ __forceinline__ KcIgGather(const KcGeom<int32_t> &p, int32_t m0, int32_t P, int a_row,
+                                          int32_t c0) {
+        taps = p.R * p.S;
+        kc_ig_rows<PER, STEP>(p, m0, P, a_row, off, mask);
+        cur.start(p, c0);
+        tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
+    }
+    __device__ __forceinline__ int32_t koff() const { return cur.r * tap_dh + cur.s * tap_dw + cur.c; }
+    __device__ __forceinline__ bool kin() const { return cur.t < taps; }
+    __device__ __forceinline__ bool in(int i) const { return kin() && (mask[i] >> cur.t & 1u); }
+};
+
 template <int BM, int BN, int BK, int STAGES>
 struct KcMmaSmem {
     static const int A_ELEMS = BM * BK, B_ELEMS = BK * BN;
@@ -455,25 +478,19 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
     const int32_t taps = p.R * p.S, KT = (taps * p.C + BK - 1) / BK;
 
     const int a_ch = tid % ACH, a_row = tid / ACH;
-    int32_t a_off[A_PER];
-    uint32_t a_mask[A_PER];
-    kc_ig_rows<A_PER, A_STEP>(p, m0, P, a_row, a_off, a_mask);
-    KcIgCursor cur; /* of the next slice this thread loads */
-    cur.start(p, a_ch * 8);
-    const int32_t tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
+    KcIgGather<A_PER, A_STEP> ga(p, m0, P, a_row, a_ch * 8);
 
     auto load = [&](int stage) { /* the slice at the cursor, then advance it */
         __half *as = sa + stage * Sm::A_ELEMS;
-        int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c;
-        bool kin = cur.t < taps;
+        int32_t koff = ga.koff();
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
             int row = a_row + i * A_STEP;
-            bool ok = kin && (a_mask[i] >> cur.t & 1u);
+            bool ok = ga.in(i);
             kc_ig_copy16(as + row * BK + kc_mma_swz<ACH>(row, a_ch) * 8,
-                         ok ? x + (a_off[i] + koff) : x, ok);
+                         ok ? x + (ga.off[i] + koff) : x, ok);
         }
-        cur.step(p, BK);
+        ga.cur.step(p, BK);
     };
     auto load_b = [&](int stage, int32_t kt) {
         __half *bs = sb + stage * Sm::B_ELEMS;
@@ -695,6 +712,11 @@ static __device__ __forceinline__ void kc_wg_pin(float *d) {
 #pragma unroll
     for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int R> /* the same for int32 accumulators */
+static __device__ __forceinline__ void kc_wg_pin(int32_t *d) {
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+r"(d[i])::"memory");
+}
 /* Waits until at most N wgmma groups are pending, then pins the R accumulators d. */
 template <int N, int R>
 static __device__ __forceinline__ void kc_wg_wait(float *d) {
@@ -755,35 +777,26 @@ struct KcWgLoad {
     static const int BK = KC_WG_BK, ACH = BK / 8, BCH = BN / 8;
     static const int A_PER = BM * ACH / THREADS, A_STEP = THREADS / ACH;
     static const int B_PER = BK * BCH / THREADS;
-    int32_t a_off[A_PER];
-    uint32_t a_mask[A_PER];
-    KcIgCursor cur;
-    int32_t tap_dh, tap_dw, taps;
     int tid, a_ch, a_row;
+    KcIgGather<A_PER, A_STEP> ga;
 
     __device__ __forceinline__ KcWgLoad(const KcGeom<int32_t> &p, int32_t m0, int32_t P,
                                         int t)
-        : tid(t), a_ch(t % ACH), a_row(t / ACH) {
-        taps = p.R * p.S;
-        kc_ig_rows<A_PER, A_STEP>(p, m0, P, a_row, a_off, a_mask);
-        cur.start(p, a_ch * 8);
-        tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
-    }
+        : tid(t), a_ch(t % ACH), a_row(t / ACH), ga(p, m0, P, t / ACH, t % ACH * 8) {}
 
     /* slice kt (the cursor's: slices load in order) into as, bs */
     __device__ __forceinline__ void load(const KcGeom<int32_t> &p, const __half *x,
                                          const __half *w, __half *as, __half *bs, int32_t kt,
                                          int32_t n0, int32_t K) {
-        int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c, RSC = taps * p.C;
-        bool kin = cur.t < taps;
+        int32_t koff = ga.koff(), RSC = ga.taps * p.C;
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
             int row = a_row + i * A_STEP;
-            bool ok = kin && (a_mask[i] >> cur.t & 1u);
-            kc_ig_copy16(as + row * BK + (a_ch ^ (row & 7)) * 8, ok ? x + (a_off[i] + koff) : x,
+            bool ok = ga.in(i);
+            kc_ig_copy16(as + row * BK + (a_ch ^ (row & 7)) * 8, ok ? x + (ga.off[i] + koff) : x,
                          ok);
         }
-        cur.step(p, BK);
+        ga.cur.step(p, BK);
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
             int q = tid + i * THREADS;

@@ -602,6 +602,12 @@ static __device__ __forceinline__ void kc_cp16z(void *smem, const void *g, bool 
     unsigned a = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(g), "r"(ok ? 16 : 0));
 }
+/* kc_cp16z, except that where !ok and zp, the 16 bytes are zp4's (a padding position's x_zp,
+ * which the zero fill cannot give: a store) */
+static __device__ __forceinline__ void kc_cp16zp(void *smem, const void *g, bool ok, bool zp, uint32_t zp4) {
+    if (ok || !zp) kc_cp16z(smem, g, ok);
+    else *(uint4 *)smem = make_uint4(zp4, zp4, zp4, zp4);
+}
 
 /* A block: BM x BN outputs (BM 128 or 256), BM / 64 x BN / 32 warps of 64 x 32, ST stages */
 template <int BN, int BM = KC_QBM, int ST = KC_QSTAGES>
@@ -984,23 +990,35 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
+/* Blocks of kern (threads each, smem bytes of dynamic shared memory, the limit raised to that
+ * above 48 KB) the device holds at once, and its multiprocessors in *sms; 0 (and *sms 0) where
+ * the runtime does not say */
+template <typename K>
+static inline int64_t kc_qresident(K *kern, int threads, size_t smem, int *sms) {
+    int dev = 0, per = 0;
+    *sms = 0;
+    if ((smem > 48 * 1024 && cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  (int)smem) != cudaSuccess) ||
+        cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, threads, smem) != cudaSuccess) {
+        *sms = 0;
+        return 0;
+    }
+    return (int64_t)per * *sms;
+}
+
 /* one launch of kc_qconv1x1_kernel: as many row-tile walkers per column tile as fill the
  * device's resident blocks (asked once per instantiation) */
 template <int BN, int KP>
 static inline void kc_qconv1x1_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                       const int32_t *rq, const uint8_t *r, uint8_t *y,
                                       const KcQConv *p) {
-    static int resident; /* blocks the device holds at once */
+    static int64_t resident; /* blocks the device holds at once */
     if (!resident) {
-        int dev = 0, sms = 0, per = 0;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        if (KC_Q1SMEM(BN, KP) > 48 * 1024)
-            cudaFuncSetAttribute(kc_qconv1x1_kernel<BN, KP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 KC_Q1SMEM(BN, KP));
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qconv1x1_kernel<BN, KP>, 2 * BN,
-                                                      KC_Q1SMEM(BN, KP));
-        resident = (per > 0 ? per : 1) * (sms > 0 ? sms : 1);
+        int sms;
+        resident = kc_qresident(kc_qconv1x1_kernel<BN, KP>, 2 * BN, KC_Q1SMEM(BN, KP), &sms);
+        if (resident < 1) resident = 1;
     }
     int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = (P + KC_QBM - 1) / KC_QBM;
     int cols = (p->M + BN - 1) / BN;
@@ -1098,8 +1116,7 @@ static __device__ __forceinline__ void kc_qwg_wait(int32_t *d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
-#pragma unroll
-    for (int i = 0; i < R; i++) asm volatile("" : "+r"(d[i])::"memory");
+    kc_wg_pin<R>(d);
 }
 
 /* The epilogue of a warp's 16 rows (e: its row g of the output tile ys) of BN channels from
@@ -1119,6 +1136,31 @@ static __device__ __forceinline__ void kc_qwg_epi(const int32_t *acc, const int4
         kc_qepi_quad<RES, FORM, KC_QYLD(BN)>(v, c, e + cl);
     }
 }
+/* kc_qwg_epi of the table's form (kc_q1tab_make's) with the residual where res */
+template <int BN>
+static __device__ __forceinline__ void kc_qwg_epi_any(int form, bool res, const int32_t *acc, const int4 *tab,
+                                                      const KcQConv &p, int n0, uint8_t *e, int t4) {
+    if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
+    else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
+    else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, n0, e, t4);
+    else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, n0, e, t4);
+    else kc_qwg_epi<BN, false, 0>(acc, tab, p, n0, e, t4);
+}
+
+/* The residual's BM x BN bytes from column n0 into the output tile ys (rows YLD apart), its rows
+ * the pixels map gives (-1: none), then a barrier; nothing without one */
+template <int BM, int BN, int THREADS, typename Map>
+static __device__ __forceinline__ void kc_qwg_res_tile(uint8_t *ys, const uint8_t *res, const KcQConv &p,
+                                                       const Map &map, int n0, int tid) {
+    if (!res) return;
+    for (int i = tid; i < BM * (BN / 16); i += THREADS) {
+        const int r = i / (BN / 16), q = i % (BN / 16), pix = map(r), n = n0 + q * 16;
+        if (pix >= 0 && n < p.M)
+            *(uint4 *)(void *)(ys + r * KC_QYLD(BN) + q * 16) =
+                *(const uint4 *)(const void *)(res + (size_t)pix * p.M + n);
+    }
+    __syncthreads();
+}
 
 /* Grid (ceil(M / BN), ceil(P / BM)): the column tiles of one row tile run together (the A tile
  * from L2 after the first); BM / 64 warpgroups. */
@@ -1137,30 +1179,24 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     uint8_t *const sb = sa + ST * Sm::A;
     const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
     const int32_t P = p.N * p.OH * p.OW, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int32_t KT = (p.Kp + BK - 1) / BK, taps = p.R * p.S;
+    const int32_t KT = (p.Kp + BK - 1) / BK;
     const KcGeom<int32_t> geo = {p.C, p.H, p.W, p.R, p.S, p.OH, p.OW, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
     const int a_ch = tid % ACH, a_row = tid / ACH;
-    int32_t a_off[A_PER];
-    uint32_t a_mask[A_PER];
-    kc_ig_rows<A_PER, A_STEP>(geo, m0, P, a_row, a_off, a_mask);
-    KcIgCursor cur; /* of the next slice this thread loads */
-    cur.start(geo, a_ch * 16);
-    const int32_t tap_dh = p.dh * p.W * p.C, tap_dw = p.dw * p.C;
+    KcIgGather<A_PER, A_STEP> ga(geo, m0, P, a_row, a_ch * 16);
     const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
     /* slice kt (the cursor's: slices load in order) into stage buffer b */
     auto load = [&](int32_t kt, int b) {
         uint8_t *as = sa + b * Sm::A, *bs = sb + b * Sm::B;
-        const int32_t koff = cur.r * tap_dh + cur.s * tap_dw + cur.c;
-        const bool kin = cur.t < taps;
+        const int32_t koff = ga.koff();
+        const bool zp = ga.kin() && p.x_zp != 0;
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
             const int row = a_row + i * A_STEP;
             uint8_t *d = as + row * BK + (a_ch ^ (row & 7)) * 16;
-            const bool in = kin && (a_mask[i] >> cur.t & 1u);
-            if (in || !kin || p.x_zp == 0) kc_cp16z(d, in ? x + (a_off[i] + koff) : x, in);
-            else *(uint4 *)(void *)d = make_uint4(zp4, zp4, zp4, zp4);
+            const bool in = ga.in(i);
+            kc_cp16zp(d, in ? x + (ga.off[i] + koff) : x, in, zp, zp4);
         }
-        cur.step(geo, BK);
+        ga.cur.step(geo, BK);
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
             const int q = tid + i * THREADS, nr = q / ACH, kc = q % ACH;
@@ -1184,8 +1220,7 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         if (next < KT) load(next, next % ST);
         kc_ig_commit();
         const uint8_t *as = sa + (kt % ST) * Sm::A + wg * 64 * BK, *bs = sb + (kt % ST) * Sm::B;
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+r"(acc[i])::"memory");
+        kc_wg_pin<BN / 2>(acc);
         kc_wg_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
@@ -1201,22 +1236,8 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     kc_ig_wait<0>();
     __syncthreads(); /* the stages become the block's uint8 output tile */
     uint8_t *const ys = sa;
-    if (res) {
-        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
-            const int r = i / (BN / 16), q = i % (BN / 16), pix = m0 + r, n = n0 + q * 16;
-            if (pix < P && n < p.M)
-                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
-                    *(const uint4 *)(const void *)(res + (size_t)pix * p.M + n);
-        }
-        __syncthreads();
-    }
-    uint8_t *const e = ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD;
-    const int t4 = lane & 3;
-    if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
-    else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
-    else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, n0, e, t4);
-    else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, n0, e, t4);
-    else kc_qwg_epi<BN, false, 0>(acc, tab, p, n0, e, t4);
+    kc_qwg_res_tile<BM, BN, THREADS>(ys, res, p, KcRowsFrom{m0, P}, n0, tid);
+    kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD, lane & 3);
     __syncthreads();
     kc_qepi16_store<BN, BM, THREADS>(y, p, P, m0, n0, ys);
 #else
@@ -1285,18 +1306,15 @@ kc_qhalo_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w, con
             const int32_t pi = q0 + i, ih = pi / Wp - p.ph, iw = pi % Wp - p.pw;
             const bool ok = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
             uint8_t *d = sh + i * 64 + kc_qswz64(i, c) * 16;
-            if (ok || p.x_zp == 0)
-                kc_cp16z(d, ok ? x + ((((size_t)n * p.H + ih) * p.W + iw) * 64 + c * 16) : x, ok);
-            else
-                *(uint4 *)(void *)d = make_uint4(zp4, zp4, zp4, zp4);
+            kc_cp16zp(d, ok ? x + ((((size_t)n * p.H + ih) * p.W + iw) * 64 + c * 16) : x, ok,
+                      p.x_zp != 0, zp4);
         }
         kc_ig_commit();
         kc_ig_wait<0>();
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
         int32_t acc[BN / 2];
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+r"(acc[i])::"memory");
+        kc_wg_pin<BN / 2>(acc);
         kc_wg_fence();
 #pragma unroll
         for (int t = 0; t < 9; t++) {
@@ -1310,22 +1328,8 @@ kc_qhalo_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w, con
         kc_qwg_wait<0, BN / 2>(acc);
         __syncthreads(); /* both warpgroups done with the halo: it becomes the output tile */
         const KcRowsHalo map = {q0, n * p.OH * p.OW, Wp, p.OW, p.OH};
-        if (res) {
-            for (int i = tid; i < BM * CH; i += 256) {
-                const int r = i / CH, c = i % CH, pix = map(r);
-                if (pix >= 0 && c * 16 < p.M)
-                    *(uint4 *)(void *)(sh + r * YLD + c * 16) =
-                        *(const uint4 *)(const void *)(res + (size_t)pix * p.M + c * 16);
-            }
-            __syncthreads();
-        }
-        uint8_t *const e = sh + (wg * 64 + wq * 16 + (lane >> 2)) * YLD;
-        const int t4 = lane & 3;
-        if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, 0, e, t4);
-        else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, 0, e, t4);
-        else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, 0, e, t4);
-        else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, 0, e, t4);
-        else kc_qwg_epi<BN, false, 0>(acc, tab, p, 0, e, t4);
+        kc_qwg_res_tile<BM, BN, 256>(sh, res, p, map, 0, tid);
+        kc_qwg_epi_any<BN>(form, res, acc, tab, p, 0, sh + (wg * 64 + wq * 16 + (lane >> 2)) * YLD, lane & 3);
         __syncthreads();
         for (int i = tid; i < BM * CH; i += 256) {
             const int r = i / CH, c = i % CH, pix = map(r);
@@ -1349,12 +1353,14 @@ static inline bool kc_qhalo(cudaStream_t s, const uint8_t *x, const int8_t *w, c
         kc_qhalo_smem(p->W + 2 * p->pw) > 100 * 1024)
         return false;
     const int bytes = kc_qhalo_smem(p->W + 2 * p->pw);
-    int dev = 0, sms = 0, per = 0;
-    cudaFuncSetAttribute(kc_qhalo_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qhalo_kernel, 256, bytes);
-    const int64_t resident = (int64_t)(per > 0 ? per : 1) * (sms > 0 ? sms : 1);
+    static int last = 0; /* the bytes resident was asked for */
+    static int64_t resident = 1;
+    if (bytes != last) {
+        int sms;
+        resident = kc_qresident(kc_qhalo_kernel, 256, (size_t)bytes, &sms);
+        if (resident < 1) resident = 1;
+        last = bytes;
+    }
     const int64_t Wp = p->W + 2 * p->pw, tiles = (int64_t)p->N * ((p->OH * Wp + 127) / 128);
     kc_qhalo_kernel<<<(unsigned)(tiles < resident ? tiles : resident), 256, bytes, s>>>(x, w, rq, r, y, *p);
     return true;
@@ -1616,18 +1622,14 @@ static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_
                                    const int32_t *rq, uint8_t *y, const KcQConv *p, size_t smem) {
     /* a grid of the resident blocks, each walking row groups: the weights staged once a block */
     static size_t last = 0;
-    static int per = 0, sms = 0;
+    static int64_t resident = 0;
+    static int sms = 0;
     if (smem != last) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kc_qstem_kernel<NT>,
-                                                          KC_QSTEM_WARPS * 32, smem) != cudaSuccess)
-            sms = per = 0;
+        resident = kc_qresident(kc_qstem_kernel<NT>, KC_QSTEM_WARPS * 32, smem, &sms);
         last = smem;
     }
     int64_t groups = (int64_t)p->N * ((p->OH + KC_QSTEM_ROWS - 1) / KC_QSTEM_ROWS);
-    int64_t grid = per > 0 && sms > 0 ? (int64_t)per * sms : 1024;
+    int64_t grid = resident > 0 ? resident : 1024;
     if (groups < (kc_qstem_min() >= 0 ? kc_qstem_min() : sms > 0 ? sms : 128)) return false;
     if (grid > groups) grid = groups;
     kc_qstem_kernel<NT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);

@@ -1477,7 +1477,23 @@ static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint
 #define KC_QSTEM 1 /* 0: the stem takes kc_qconv_mma_kernel's table gather (an A/B knob) */
 #endif
 #define KC_QSTEM_ROWS 8
-#define KC_QSTEM_WARPS 4
+/* A/B knobs, H200, ResNet-50's stem at batch 256 (qconv_gpu --timestem, two rounds of three):
+ * two tiles a warp, terms from rq, no bound (167 registers) 0.535 ms; the table 0.489-0.495;
+ * with one tile a warp and five blocks an SM (the kept form) 0.461-0.465; eight warps a
+ * block, one tile, 2 / 3 / 4 blocks an SM 0.512 / 0.474 / 0.474 (4: a 32-byte spill); eight
+ * warps, two tiles, 2 blocks 0.475. */
+#ifndef KC_QSTEM_WARPS
+#define KC_QSTEM_WARPS 4 /* warps a block */
+#endif
+#ifndef KC_QSTEM_TILES
+#define KC_QSTEM_TILES 1 /* 16-pixel tiles a warp multiplies at once (1 or 2): 2 share B's fragments */
+#endif
+#ifndef KC_QSTEM_MINB
+#define KC_QSTEM_MINB 5 /* blocks an SM the registers allow (five fill the shared memory) */
+#endif
+#ifndef KC_QSTEM_TAB
+#define KC_QSTEM_TAB 1 /* the requantization terms from the block's table (kc_q1tab_make); 0: from rq */
+#endif
 
 /* The window's rows and words a row, and the weights' row stride in bytes (conflict-free B
  * fragment loads: R * 32 + 16 bytes is 4 mod 8 words, whose multiples by 0..7 differ mod 32) */
@@ -1495,12 +1511,13 @@ static inline size_t kc_qstem_smem(const KcQConv &p, int NT) {
 }
 
 template <int NT>
-__global__ void __launch_bounds__(KC_QSTEM_WARPS * 32)
+__global__ void __launch_bounds__(KC_QSTEM_WARPS * 32, KC_QSTEM_MINB)
 kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 const int32_t *__restrict__ rq, uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) unsigned char kc_qstem_buf[];
     enum { ROWS = KC_QSTEM_ROWS, THREADS = KC_QSTEM_WARPS * 32, BN = NT * 8, YLD = BN + 16 };
+    enum { TL = KC_QSTEM_TILES };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
     int WR, WW, WLD;
     kc_qstem_geo(p, WR, WW, WLD);
@@ -1520,6 +1537,8 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     }
     const uint32_t zw = (uint32_t)p.x_zp * (0xffffffffu >> (32 - 8 * p.C) & 0x01010101u);
     const int32_t l = p.lo - p.y_zp, hh = p.hi - p.y_zp;
+    __shared__ int4 tab[KC_QSTEM_TAB ? BN / 2 * 3 : 1];
+    const int form = KC_QSTEM_TAB ? kc_q1tab_make(tab, rq, NULL, p, 0, BN / 2) : 0;
     const int ohg = (p.OH + ROWS - 1) / ROWS, groups = p.N * ohg;
     for (int grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const int img = grp / ohg, oy0 = (grp - img * ohg) * ROWS, iy0 = oy0 * sh - p.ph;
@@ -1537,18 +1556,19 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             win[i] = v;
         }
         __syncthreads();
-        for (int u = warp; u < ROWS / 2 * MT; u += KC_QSTEM_WARPS) {
+        for (int u = warp; u < ROWS / TL * MT; u += KC_QSTEM_WARPS) {
             const int rp = u / MT, ox0 = (u - rp * MT) * 16;
-            int32_t acc[2][NT][4];
+            int32_t acc[TL][NT][4];
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     int n = nt * 8 + tig * 2 + j;
                     int32_t b = n < p.M ? rq[n] : 0;
-                    acc[0][nt][j] = acc[0][nt][2 + j] = acc[1][nt][j] = acc[1][nt][2 + j] = b;
+#pragma unroll
+                    for (int h = 0; h < TL; h++) acc[h][nt][j] = acc[h][nt][2 + j] = b;
                 }
-            const uint32_t *a0 = win + 2 * rp * sh * WW + (ox0 + g) * sw + tig;
+            const uint32_t *a0 = win + TL * rp * sh * WW + (ox0 + g) * sw + tig;
             for (int ky = 0; ky < p.R; ky++) {
                 uint32_t bf[NT][2];
 #pragma unroll
@@ -1558,7 +1578,7 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     bf[nt][1] = *(const uint32_t *)(const void *)(wb + 16);
                 }
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
+                for (int h = 0; h < TL; h++) {
                     const uint32_t *a = a0 + (h * sh + ky) * WW;
                     uint32_t af[4] = {a[0], a[8 * sw], a[4], a[8 * sw + 4]};
 #pragma unroll
@@ -1567,11 +1587,23 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             }
             /* requantization as kc_qconv_epilogue's, into the warp's 16 x BN tile, then out */
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int oy = oy0 + 2 * rp + h;
+            for (int h = 0; h < TL; h++) {
+                const int oy = oy0 + TL * rp + h;
                 __syncwarp(); /* the tile before is out */
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
+                    if (KC_QSTEM_TAB) { /* M is BN: every pair in */
+                        KcQPair c;
+                        const int cl = nt * 8 + tig * 2;
+                        if (form) {
+                            kc_q1tab_pair<1>(c, tab, cl, p);
+                            kc_qepi_quad<false, 1, YLD>(acc[h][nt], c, ys + g * YLD + cl);
+                        } else {
+                            kc_q1tab_pair<0>(c, tab, cl, p);
+                            kc_qepi_quad<false, 0, YLD>(acc[h][nt], c, ys + g * YLD + cl);
+                        }
+                        continue;
+                    }
                     const int n = nt * 8 + tig * 2;
                     int32_t m0 = 0, m1 = 0, s0 = 1, s1 = 1;
                     int64_t k0 = 0, k1 = 0;

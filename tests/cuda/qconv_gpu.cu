@@ -29,7 +29,8 @@
  * its int8 max pool by the loop and the fixed-window kernels.
  * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
- *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form). */
+ *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form);
+ *        --timestem checks the stem form on four shapes and times it at batch 256. */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -584,6 +585,19 @@ int main(int argc, char **argv) {
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
     kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
+    if (argc > 1 && !strcmp(argv[1], "--timestem")) { /* the stem form alone: an A/B of its knobs */
+        static const Case sc[] = {
+            {"stem 7x7 s2 b2 224",          2, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0, 0},
+            {"stem 7x7 s2 b3, hi terms",    3, 61, 47, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0, 2},
+            {"stem 5x5 C 4 M 32, no zp",    2, 33, 29, 4,   32, 5, 5, 1, 2, 2, 1, 1, 1, false, 0, 2, true},
+            {"stem 3x3 s2 C 1 M 32",        3, 19, 40, 1,   32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0},
+        };
+        for (const Case &c : sc) run_case(c);
+        static const Case t = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0};
+        for (int i = 0; i < 3; i++) printf("time stem b256 %8.4f ms\n", time_case(t));
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed != 0;
+    }
     /* every case with the wgmma form (where the device and the build have it: sm_90a on a
      * Hopper) and without it (its layers on the cp.async kernel) */
     printf("the wgmma form %s\n", kc_qconv_wg_built() ? "built: every case with it and without" : "not built");

@@ -784,7 +784,7 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 /* the longest reduction it takes on a strided layer (the row gather: a tile's rows are not
  * one run of memory, and the 256-byte rows double each cp.async's scattered reads) */
 #ifndef KC_Q1X1_S2_KMAX
-#define KC_Q1X1_S2_KMAX 128
+#define KC_Q1X1_S2_KMAX 128 /* (an A/B knob) */
 #endif
 /* buffers of X rows and residual: three (two tiles in flight) where KP <= KC_Q1BUF3_KMAX, else
  * two (an A/B knob, off) */
@@ -801,6 +801,15 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #define KC_Q1TAB(BN) ((BN) / 2 * 48)
 #define KC_Q1SMEM(BN, KP)                                                                   \
     (((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1NB(KP) * KC_QBM * KC_QYLD(BN) + KC_Q1TAB(BN))
+/* Without a residual, where an X buffer holds an output tile (KP >= BN), the tile's own X
+ * buffer takes its output once every warp has multiplied it: no output buffers. K 256 with
+ * 128-channel tiles: 141 KB -> 105 KB, two blocks an SM instead of one (KC_Q1ALIAS 0: off) */
+#ifndef KC_Q1ALIAS
+#define KC_Q1ALIAS 1
+#endif
+#define KC_Q1ALIASES(BN, KP) (KC_Q1ALIAS && KC_Q1LD(KP) >= KC_QYLD(BN))
+#define KC_Q1SMEM_NR(BN, KP)                                                                \
+    (KC_Q1ALIASES(BN, KP) ? ((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1TAB(BN) : KC_Q1SMEM(BN, KP))
 
 /* The requantization terms of the 1x1 block's BN channels from col0 on, made once a block
  * where kc_qconv_epilogue16 makes them again for every tile (an ncu profile of layer1 conv3,
@@ -902,8 +911,9 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     enum { THREADS = 2 * BN, LD = KC_Q1LD(KP), YLD = KC_QYLD(BN), CPR = KP / 16 };
     enum { RSTEP = THREADS / CPR, AP = KC_QBM / RSTEP, BP = BN / RSTEP };
     enum { RCH = BN / 16, RP = KC_QBM * RCH / THREADS, NB = KC_Q1NB(KP) };
+    const bool alias = KC_Q1ALIASES(BN, KP) && !res; /* the output tile in its X buffer */
     uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * KC_QBM * LD;
-    int4 *const tab = (int4 *)(void *)(Ys + NB * KC_QBM * YLD);
+    int4 *const tab = (int4 *)(void *)(Ys + (alias ? 0 : NB * KC_QBM * YLD));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int tig = lane & 3, wm = warp & 1, wn = warp >> 1;
     const int P = p.N * p.OH * p.OW, ntiles = (P + KC_QBM - 1) / KC_QBM;
@@ -980,6 +990,10 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
         }
         uint8_t *ys = Ys + b * KC_QBM * YLD;
+        if (alias) {
+            ys = As + b * KC_QBM * LD;
+            __syncthreads(); /* every warp has read the X tile the output overwrites */
+        }
         if (form == 2) kc_qepi16_tab<BN, true, 2>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
         else if (form == 1 && res) kc_qepi16_tab<BN, true, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
         else if (form == 1) kc_qepi16_tab<BN, false, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
@@ -990,15 +1004,17 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
-/* Blocks of kern (threads each, smem bytes of dynamic shared memory, the limit raised to that
- * above 48 KB) the device holds at once, and its multiprocessors in *sms; 0 (and *sms 0) where
+/* Blocks of kern (threads each, smem bytes of dynamic shared memory, its limit raised to that
+ * where lower: never lowered under an earlier launch's) the device holds at once, and its multiprocessors in *sms; 0 (and *sms 0) where
  * the runtime does not say */
 template <typename K>
 static inline int64_t kc_qresident(K *kern, int threads, size_t smem, int *sms) {
     int dev = 0, per = 0;
+    cudaFuncAttributes fa;
     *sms = 0;
-    if ((smem > 48 * 1024 && cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  (int)smem) != cudaSuccess) ||
+    if (cudaFuncGetAttributes(&fa, kern) != cudaSuccess ||
+        ((size_t)fa.maxDynamicSharedSizeBytes < smem &&
+         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) ||
         cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, threads, smem) != cudaSuccess) {
@@ -1014,19 +1030,21 @@ template <int BN, int KP>
 static inline void kc_qconv1x1_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                       const int32_t *rq, const uint8_t *r, uint8_t *y,
                                       const KcQConv *p) {
-    static int64_t resident; /* blocks the device holds at once */
-    if (!resident) {
+    static int64_t resident[2]; /* blocks the device holds at once, with and without r */
+    const int hr = r != NULL;
+    const int smem = hr ? KC_Q1SMEM(BN, KP) : KC_Q1SMEM_NR(BN, KP);
+    if (!resident[hr]) {
         int sms;
-        resident = kc_qresident(kc_qconv1x1_kernel<BN, KP>, 2 * BN, KC_Q1SMEM(BN, KP), &sms);
-        if (resident < 1) resident = 1;
+        resident[hr] = kc_qresident(kc_qconv1x1_kernel<BN, KP>, 2 * BN, (size_t)smem, &sms);
+        if (resident[hr] < 1) resident[hr] = 1;
     }
     int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = (P + KC_QBM - 1) / KC_QBM;
     int cols = (p->M + BN - 1) / BN;
-    int64_t rows = resident / cols;
+    int64_t rows = resident[hr] / cols;
     if (rows < 1) rows = 1;
     if (rows > tiles) rows = tiles;
     if (rows > 65535) rows = 65535;
-    kc_qconv1x1_kernel<BN, KP><<<dim3((unsigned)cols, (unsigned)rows), 2 * BN, KC_Q1SMEM(BN, KP), s>>>(
+    kc_qconv1x1_kernel<BN, KP><<<dim3((unsigned)cols, (unsigned)rows), 2 * BN, smem, s>>>(
         x, w, rq, r, y, *p);
 }
 

@@ -514,6 +514,10 @@ int main(int argc, char **argv) {
          * -DKC_Q1X1_KMAX=512, else the tiled kernel): ResNet-50's residual layers, C below Kp,
          * 64-channel tiles only at 512, tile walks */
         {"1x1 form C 256 M 1024 +res, ResNet rq", 4, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
+        /* no residual: the output tile in the X tile's own buffer (KC_Q1ALIAS), blocks that walk
+         * several row tiles (the buffer the next tile loads into is the one stored from) */
+        {"1x1 form C 256 M 256, 800 tiles", 32, 40, 40, 256, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 2},
+        {"1x1 form C 64 M 64, 1000 tiles",  40, 40, 80, 64, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
         {"1x1 form C 240 M 96 +res",   2,  9, 11, 240, 96, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
         {"1x1 form C 256 M 128 shifts 16..42 +res, 800 tiles", 32, 40, 40, 256, 128, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 2},
         {"1x1 form s2 C 256 M 512, ResNet rq", 4, 28, 28, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1},

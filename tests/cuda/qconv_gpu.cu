@@ -30,7 +30,7 @@
  * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
  *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form);
- *        --timestem checks the stem form on four shapes and times it at batch 256. */
+ *        --timestem checks the stem form on five shapes and times it at batch 256. */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -544,6 +544,12 @@ int main(int argc, char **argv) {
         {"qstem 5x3 s1 C 3 M 32 pads 2,1", 2, 11, 13, 3, 32, 5, 3, 1, 1, 2, 1, 1, 1, false, 0},
         {"qstem 8x8 s3 C 4 M 64",       2, 27, 26, 4,   64, 8, 8, 3, 3, 3, 2, 1, 1, false, 0, 2},
         {"qstem 7x7 s2 C 3 M 64 b1",    1, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        /* input rows of whole 16-byte chunks (W C % 16 == 0; a staged-rows form was measured on
+         * them), strides (1, 2), 900 groups walked by the resident blocks, no zero point */
+        {"qstem rows C 4 M 32 5x5 s1,2",  3, 13, 28, 4, 32, 5, 5, 1, 2, 2, 1, 1, 1, false, 0, 2},
+        {"qstem rows C 3 M 64, 900 groups", 300, 48, 32, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+        {"qstem rows C 2 M 64 3x3 s2, no zp", 4, 17, 40, 2, 64, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
+        {"qstem rows C 1 M 32 8x8 s3",   2, 40, 48, 1,  32, 8, 8, 3, 3, 3, 2, 1, 1, false, 0, 2},
     };
     /* the wgmma form's own edges (kc_qconv_wg: C and M in 16s, at most 32 taps): C 16 (a
      * thread's first chunk in a later tap), reductions ending half way through a 128-byte slice
@@ -595,6 +601,7 @@ int main(int argc, char **argv) {
             {"stem 7x7 s2 b3, hi terms",    3, 61, 47, 3,   64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0, 2},
             {"stem 5x5 C 4 M 32, no zp",    2, 33, 29, 4,   32, 5, 5, 1, 2, 2, 1, 1, 1, false, 0, 2, true},
             {"stem 3x3 s2 C 1 M 32",        3, 19, 40, 1,   32, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0},
+            {"stem rows C 4 M 32 5x5 s1,2", 3, 13, 28, 4,   32, 5, 5, 1, 2, 2, 1, 1, 1, false, 0, 2},
         };
         for (const Case &c : sc) run_case(c);
         static const Case t = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0};

@@ -1004,9 +1004,9 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #endif
 }
 
-/* Blocks of kern (threads each, smem bytes of dynamic shared memory, its limit raised to that
- * where lower: never lowered under an earlier launch's) the device holds at once, and its multiprocessors in *sms; 0 (and *sms 0) where
- * the runtime does not say */
+/* Blocks of kern (threads each, smem bytes of dynamic shared memory) the device holds at once,
+ * and its multiprocessors in *sms; 0 (and *sms 0) where the runtime does not say. kern's
+ * shared-memory limit is raised to smem where lower, never lowered under an earlier launch's. */
 template <typename K>
 static inline int64_t kc_qresident(K *kern, int threads, size_t smem, int *sms) {
     int dev = 0, per = 0;

@@ -478,6 +478,9 @@ static void time_qnchw(void) {
     cudaFree(px), cudaFree(py);
 }
 
+/* ResNet-50's stem at batch 256: --ncu, --timestem and --time run it */
+static const Case kc_r50_stem = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0};
+
 int main(int argc, char **argv) {
     static const Case cases[] = {
         /* what                       N   H   W   C    M  R  S sh sw ph pw dh dw res yoff */
@@ -577,9 +580,7 @@ int main(int argc, char **argv) {
     check_hi_terms();
     check_qquant();
     if (argc > 1 && !strcmp(argv[1], "--ncu")) { /* ResNet-50's int8 stem at batch 256 */
-        static const Case st = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3,
-                                1, 1, false, 0};
-        time_case(st);
+        time_case(kc_r50_stem);
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--ncu1x1")) { /* layer1 conv3 (the 1x1 form) at batch 256 */
@@ -604,8 +605,7 @@ int main(int argc, char **argv) {
             {"stem rows C 4 M 32 5x5 s1,2", 3, 13, 28, 4,   32, 5, 5, 1, 2, 2, 1, 1, 1, false, 0, 2},
         };
         for (const Case &c : sc) run_case(c);
-        static const Case t = {"ResNet-50 stem b256", 256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0};
-        for (int i = 0; i < 3; i++) printf("time stem b256 %8.4f ms\n", time_case(t));
+        for (int i = 0; i < 3; i++) printf("time stem b256 %8.4f ms\n", time_case(kc_r50_stem));
         printf("%d passed, %d failed\n", passed, failed);
         return failed != 0;
     }
@@ -664,7 +664,7 @@ int main(int argc, char **argv) {
     kc_qwide_min() = wmin;
     if (argc > 1 && !strcmp(argv[1], "--time")) {
         static const Case t[] = {
-            {"ResNet-50 stem b256",       256, 224, 224, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
+            kc_r50_stem,
             {"layer1 conv3 b256 (+res)",  256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},
             {"layer1 conv1 b256",         256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0},
             {"layer2 conv3 b256 (+res)",  256, 28, 28, 128, 512, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1},

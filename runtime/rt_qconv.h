@@ -803,7 +803,8 @@ RT_API void rt_qadd(int64_t n, const uint8_t *a, int32_t a_zp, int32_t ma, const
     for (i = 0; i < n; i++) {
         int64_t t = (int64_t)((int32_t)a[i] - a_zp) * ma + (int64_t)((int32_t)b[i] - b_zp) * mb;
         int64_t v = rt_qround_shift(t, shift) + y_zp;
-        y[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+        v = v > lo ? v : lo; /* min(max(v, lo), hi), as rt_qrequant1 */
+        y[i] = (uint8_t)(v < hi ? v : hi);
     }
 }
 

@@ -97,7 +97,8 @@ RT_API uint8_t rt_qrequant1(int32_t acc, int32_t mult, int32_t rmult, int r, int
                             const RtQRequant *q) {
     int64_t t = (int64_t)acc * mult + (int64_t)r * rmult;
     int64_t v = rt_qround_shift(t, shift) + q->y_zp;
-    return (uint8_t)(v < q->lo ? q->lo : v > q->hi ? q->hi : v);
+    v = v > q->lo ? v : q->lo; /* min(max(v, lo), hi): Clip's order, as the SIMD paths */
+    return (uint8_t)(v < q->hi ? v : q->hi);
 }
 
 #if defined(RT_QGEMM_YMM)

@@ -54,7 +54,8 @@ static int32_t ref_requant(int64_t t, int s, int32_t y_zp, int32_t lo, int32_t h
     int64_t d = (int64_t)1 << s, u = t + d / 2;
     int64_t q = u / d - (u % d != 0 && u < 0);
     int64_t v = q + y_zp;
-    return (int32_t)(v < lo ? lo : v > hi ? hi : v);
+    v = v > lo ? v : lo; /* min(max(v, lo), hi): Clip's order (lo > hi gives hi) */
+    return (int32_t)(v < hi ? v : hi);
 }
 
 /* Per-channel multipliers: random below 2^31 with shifts that keep the outputs in range
@@ -181,6 +182,8 @@ static void conv_case(bool depthwise, bool residual, bool big, bool pointwise, b
     RtQRequant q = {kbias, mult, residual ? rmult : NULL, shift, (int32_t)rng_range(0, 255),
                     (int32_t)rng_range(0, 255), 0, 255};
     q.lo = (int32_t)rng_range(0, 100), q.hi = (int32_t)rng_range(155, 255);
+    if (rng_range(0, 4) == 0) /* an empty interval (a Clip with min > max): every output hi */
+        q.lo = (int32_t)rng_range(130, 255), q.hi = (int32_t)rng_range(0, 120);
     for (int64_t m = 0; m < g.m; m++) { /* the zero-point correction, as quantize.c folds it */
         int64_t sum = 0;
         for (int64_t k = 0; k < taps * cg; k++) sum += w[m * taps * cg + k];

@@ -44,7 +44,8 @@ static __device__ __forceinline__ uint8_t kc_qrequant(int32_t acc, int32_t mult,
                                                       int32_t lo, int32_t hi) {
     int64_t t = (int64_t)acc * mult + (int64_t)r * rmult;
     int64_t v = kc_qround_shift(t, shift) + y_zp;
-    return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+    v = v > lo ? v : lo; /* min(max(v, lo), hi), as rt_qrequant1 */
+    return (uint8_t)(v < hi ? v : hi);
 }
 
 /* a * b + c in one 32 x 32 -> 64-bit multiply-add (IMAD.WIDE): NVVM keeps a multiplier
@@ -73,8 +74,14 @@ static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mul
     int64_t t = kc_qmadw(acc, mult, k0);
     if (RES) t = kc_qmadw(r, rmult, t);
     int64_t q = t >> shift; /* floor(t / 2^shift) */
-    return q < l ? l : q > h ? h : (int32_t)q;
+    q = q > l ? q : l;
+    return (int32_t)(q < h ? q : h);
 }
+
+/* kc_qrequant_hi's sums by 32-bit multiply-adds with carries (0: IMAD.WIDE, an A/B knob) */
+#ifndef KC_QCARRY
+#define KC_QCARRY 1
+#endif
 
 /* kc_qrequant_k when floor(t / 2^shift) is the high word of t, floor(t / 2^32), shifted by s32
  * more (two floors compose): always within 32 bits, so the shift and the clamp are 32-bit
@@ -83,15 +90,37 @@ static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mul
  * the floor is y_zp + q and the clamp is to lo..hi itself: the result is the output byte.
  * S0: s32 is 0 (every residual layer of ResNet-50). With kc_qmadw, H200 ResNet-50 batch 256:
  * 10.90 -> 10.69 ms, layer1 conv3 0.408 -> 0.381 ms. */
-template <bool RES, bool S0 = false>
+template <bool RES, bool S0 = false, bool CLAMP = true>
 static __host__ __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, int32_t mult, int64_t k0,
                                                          int32_t r, int32_t rmult, int rk,
                                                          int s32, int32_t lo, int32_t hi) {
+    int32_t q;
+#if defined(__CUDA_ARCH__) && KC_QCARRY
+    /* the same sums as 32-bit multiply-adds with carries (on the FMA pipe, where each 64-bit
+     * sum took two integer adds on the ALU pipe beside its IMAD.WIDE) */
+    const uint32_t k0l = (uint32_t)(uint64_t)k0, k0h = (uint32_t)((uint64_t)k0 >> 32);
+    if (RES)
+        asm("{\n\t.reg .u32 lo, hi;\n\t"
+            "mad.lo.cc.u32 lo, %1, %2, %3;\n\t"
+            "madc.hi.s32 hi, %1, %2, %4;\n\t"
+            "mad.lo.cc.u32 lo, %5, %6, lo;\n\t"
+            "madc.hi.s32 %0, %5, %6, hi;\n\t}"
+            : "=r"(q) : "r"(acc), "r"(mult), "r"(k0l), "r"(k0h), "r"(r << rk), "r"(rmult));
+    else
+        asm("{\n\t.reg .u32 lo;\n\t"
+            "mad.lo.cc.u32 lo, %1, %2, %3;\n\t"
+            "madc.hi.s32 %0, %1, %2, %4;\n\t}"
+            : "=r"(q) : "r"(acc), "r"(mult), "r"(k0l), "r"(k0h));
+#else
     int64_t t = kc_qmadw(acc, mult, k0);
     if (RES) t = kc_qmadw(r << rk, rmult, t);
-    int32_t q = (int32_t)(t >> 32);
+    q = (int32_t)(t >> 32);
+#endif
     if (!S0) q >>= s32;
-    return q < lo ? lo : q > hi ? hi : q;
+    if (!CLAMP) return q; /* the caller clamps (kc_qclamp_pack2) */
+    q = q > lo ? q : lo; /* min(max(q, lo), hi), as rt_qrequant1: two VIMNMX where the nested
+                          * select (lo first) took three */
+    return q < hi ? q : hi;
 }
 
 /* The terms of kc_qrequant_hi for a channel of kc_qrequant_k's (mult, k0, shift), or false.
@@ -182,9 +211,33 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
 #define KC_QEPI_LAB 0
 #endif
 
-/* The requantization terms of one thread's channel pair (n, n + 1) in kc_qconv_epilogue16 */
+/* clamp(v0, lo, hi) | clamp(v1, lo, hi) << 8 for 0 <= lo, hi <= 255 (qplan's bounds): a
+ * saturating pack to two u16 lanes (0..65535, so the clamp to lo..hi after it is the same),
+ * max and min on both lanes at once (sm_90's 16x2 integer forms), the low bytes of the lanes
+ * gathered: four instructions a pair where two clamps (four VIMNMX) and a permute took five.
+ * Older targets: the clamps one value at a time. */
+#ifndef KC_QPACK
+#define KC_QPACK 1 /* 0: kc_qrequant_hi's clamps (an A/B knob) */
+#endif
+static __device__ __forceinline__ uint16_t kc_qclamp_pack2(int32_t v0, int32_t v1, int32_t lo, int32_t hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t d;
+    asm("cvt.pack.sat.u16.s32 %0, %1, %2;" : "=r"(d) : "r"(v1), "r"(v0)); /* v1 high, v0 low */
+    asm("max.u16x2 %0, %0, %1;" : "+r"(d) : "r"((uint32_t)lo * 0x10001u));
+    asm("min.u16x2 %0, %0, %1;" : "+r"(d) : "r"((uint32_t)hi * 0x10001u));
+    return (uint16_t)__byte_perm(d, 0, 0x0020);
+#else
+    v0 = v0 > lo ? v0 : lo, v1 = v1 > lo ? v1 : lo;
+    v0 = v0 < hi ? v0 : hi, v1 = v1 < hi ? v1 : hi;
+    return (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
+#endif
+}
+
+/* The requantization terms of one thread's channel pair (n, n + 1) in kc_qconv_epilogue16;
+ * pw: 2^rk of kc_qhi_terms, the residual byte's scale as a multiplier (an IMAD on the FMA
+ * pipe where r << rk was a shift on the ALU pipe, which the epilogue's other steps fill) */
 typedef struct KcQPair {
-    int32_t m[2], rm[2], s[2], rk[2], l, h, y_zp;
+    int32_t m[2], rm[2], s[2], pw[2], l, h, y_zp;
     int64_t k0[2];
 } KcQPair;
 
@@ -202,6 +255,7 @@ static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQP
         if (RES) {
             uint32_t rr = *q;
             r0 = (int32_t)(rr & 0xff), r1 = (int32_t)(rr >> 8);
+            if (FORM) r0 *= c.pw[0], r1 *= c.pw[1];
         }
         int32_t v0, v1;
         if (KC_QEPI_LAB & 1) { /* timing only: a plain cast, the residual still read */
@@ -209,9 +263,15 @@ static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQP
             *q = (uint16_t)((v0 & 255) | (v1 << 8));
             continue;
         }
+        if (FORM && KC_QPACK) {
+            *q = kc_qclamp_pack2(kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], 0, 0),
+                                 kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], 0, 0),
+                                 c.l, c.h);
+            continue;
+        }
         if (FORM) {
-            v0 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.rk[0], c.s[0], c.l, c.h);
-            v1 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.rk[1], c.s[1], c.l, c.h);
+            v0 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], c.l, c.h);
+            v1 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], c.l, c.h);
         } else {
             v0 = c.y_zp + kc_qrequant_k<RES>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
             v1 = c.y_zp + kc_qrequant_k<RES>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
@@ -241,16 +301,28 @@ static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4
 #define KC_QYLD(BN) ((BN) + 16)
 
 /* The requantized BM x BN tile ys out to y as 16-byte row chunks (after a barrier); a block
- * of BM / 64 x BN / 32 warps */
+ * of BM / 64 x BN / 32 warps. A thread keeps one chunk column and steps rows by THREADS / CH
+ * (a fixed trip count: the loop over threadIdx.x that this replaces ran 25 instructions a
+ * chunk on its divisions and 64-bit addresses; now about 4 on a whole tile). */
 template <int BN, int BM = KC_QBM, int THREADS = BM * BN / 64>
 static __device__ __forceinline__ void kc_qepi16_store(uint8_t *__restrict__ y, const KcQConv &p, int P,
                                                        int row0, int col0, const uint8_t *ys) {
-    enum { LD = KC_QYLD(BN), CH = BN / 16 };
+    enum { LD = KC_QYLD(BN), CH = BN / 16, RSTEP = THREADS / CH, IT = BM / RSTEP };
+    static_assert(THREADS % CH == 0 && BM % RSTEP == 0, "whole rows of chunks a pass");
+    const int r = threadIdx.x / CH, q = threadIdx.x % CH, n = col0 + q * 16;
+    const uint8_t *s = ys + r * LD + q * 16;
+    uint8_t *d = y + (size_t)(row0 + r) * p.M + n;
+    const size_t step = (size_t)RSTEP * p.M;
+    if (KC_QEPI_LAB & 2 && p.lo <= 255) return;
+    if (row0 + BM <= P && col0 + BN <= p.M) {
 #pragma unroll
-    for (int i = threadIdx.x; i < BM * CH; i += THREADS) {
-        int r = i / CH, q = i % CH, pix = row0 + r, n = col0 + q * 16;
-        if (pix < P && n < p.M && (!(KC_QEPI_LAB & 2) || p.lo > 255))
-            *(uint4 *)(void *)(y + (size_t)pix * p.M + n) = *(const uint4 *)(const void *)(ys + r * LD + q * 16);
+        for (int i = 0; i < IT; i++)
+            *(uint4 *)(void *)(d + step * i) = *(const uint4 *)(const void *)(s + RSTEP * i * LD);
+    } else if (n < p.M) {
+#pragma unroll
+        for (int i = 0; i < IT; i++)
+            if (row0 + r + RSTEP * i < P)
+                *(uint4 *)(void *)(d + step * i) = *(const uint4 *)(const void *)(s + RSTEP * i * LD);
     }
 }
 
@@ -284,13 +356,15 @@ static __device__ __forceinline__ void kc_qconv_epilogue16(const int32_t (&acc)[
         c.m[0] = mult[n], c.m[1] = mult[n + 1], c.s[0] = shift[n], c.s[1] = shift[n + 1];
         c.rm[0] = res ? rmult[n] : 0, c.rm[1] = res ? rmult[n + 1] : 0;
         c.k0[0] = kc_qk0(rq, p.M, n, res ? p.r_zp : 0), c.k0[1] = kc_qk0(rq, p.M, n + 1, res ? p.r_zp : 0);
-        c.rk[0] = c.rk[1] = 0, c.l = l, c.h = hh, c.y_zp = p.y_zp;
+        c.pw[0] = c.pw[1] = 1, c.l = l, c.h = hh, c.y_zp = p.y_zp;
         uint8_t *e = ys + (wm * 64 + g) * LD + cl;
         /* one form for the whole loop (a uniform branch where a warp's channels agree) */
         KcQPair hi = c;
         hi.l = p.lo, hi.h = p.hi;
-        if (kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0], p.y_zp) &&
-            kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1], p.y_zp)) {
+        int rk[2];
+        if (kc_qhi_terms(hi.m[0], hi.k0[0], rk[0], hi.s[0], c.s[0], p.y_zp) &&
+            kc_qhi_terms(hi.m[1], hi.k0[1], rk[1], hi.s[1], c.s[1], p.y_zp)) {
+            hi.pw[0] = 1 << rk[0], hi.pw[1] = 1 << rk[1];
             /* no s32-0 form here (FORM 2): a fifth unrolled copy cost the tiled kernels more
              * than it saved (H200 ResNet-50 batch 256: the stem 0.813 -> 0.847 ms with it) */
             if (res) kc_qepi_pair<true, 1, LD>(acc, nt, hi, e);
@@ -815,7 +889,7 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
  * where kc_qconv_epilogue16 makes them again for every tile (an ncu profile of layer1 conv3,
  * H200: about 110 of the 345 instructions a thread spends on 16 outputs): pair i of
  * channels (col0 + 2i, + 1) as three int4 -- {m0, m1, rm0, rm1}, {k0 of both as low and high
- * words}, {bias0, bias1, s0 | rk0 << 8, s1 | rk1 << 8} -- in one form for the whole block:
+ * words}, {bias0, bias1, s0 | pw0 << 8, s1 | pw1 << 8 (pw = 2^rk)} -- in one form for the whole block:
  * kc_qhi_terms' where every channel has them, else kc_qrequant_k's (rk 0). Returns the form
  * of kc_qepi_pair: 2 (s32 0 on every channel, with a residual), 1, or 0. Every thread calls
  * it (two __syncthreads_and); the table is read after the caller's next barrier. Channels
@@ -831,12 +905,14 @@ static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__
         for (int j = 0; j < 2; j++) {
             bool in = n + j < p.M;
             c.m[j] = in ? rq[p.M + n + j] : 0, c.rm[j] = in && res ? rq[2 * p.M + n + j] : 0;
-            c.s[j] = in ? rq[3 * p.M + n + j] : 32, c.rk[j] = 0;
+            c.s[j] = in ? rq[3 * p.M + n + j] : 32, c.pw[j] = 1;
             c.k0[j] = in ? kc_qk0(rq, p.M, n + j, res ? p.r_zp : 0) : 0;
         }
         hi = c;
-        ok = kc_qhi_terms(hi.m[0], hi.k0[0], hi.rk[0], hi.s[0], c.s[0], p.y_zp) &&
-             kc_qhi_terms(hi.m[1], hi.k0[1], hi.rk[1], hi.s[1], c.s[1], p.y_zp);
+        int rk[2];
+        ok = kc_qhi_terms(hi.m[0], hi.k0[0], rk[0], hi.s[0], c.s[0], p.y_zp) &&
+             kc_qhi_terms(hi.m[1], hi.k0[1], rk[1], hi.s[1], c.s[1], p.y_zp);
+        hi.pw[0] = ok ? 1 << rk[0] : 1, hi.pw[1] = ok ? 1 << rk[1] : 1;
         z = (hi.s[0] | hi.s[1]) == 0;
     }
     const bool allhi = __syncthreads_and(ok), s0 = __syncthreads_and(z);
@@ -846,7 +922,7 @@ static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__
         tab[3 * i + 1] = make_int4((int32_t)(uint32_t)(uint64_t)t.k0[0], (int32_t)(t.k0[0] >> 32),
                                    (int32_t)(uint32_t)(uint64_t)t.k0[1], (int32_t)(t.k0[1] >> 32));
         tab[3 * i + 2] = make_int4(n < p.M ? rq[n] : 0, n + 1 < p.M ? rq[n + 1] : 0,
-                                   t.s[0] | t.rk[0] << 8, t.s[1] | t.rk[1] << 8);
+                                   t.s[0] | t.pw[0] << 8, t.s[1] | t.pw[1] << 8);
     }
     return !allhi ? 0 : s0 && res ? 2 : 1;
 }
@@ -870,7 +946,7 @@ static __device__ __forceinline__ void kc_q1tab_pair(KcQPair &c, const int4 *tab
     c.m[0] = a.x, c.m[1] = a.y, c.rm[0] = a.z, c.rm[1] = a.w;
     c.k0[0] = (int64_t)(((uint64_t)(uint32_t)k.y << 32) | (uint32_t)k.x);
     c.k0[1] = (int64_t)(((uint64_t)(uint32_t)k.w << 32) | (uint32_t)k.z);
-    c.s[0] = b.z & 255, c.s[1] = b.w & 255, c.rk[0] = b.z >> 8, c.rk[1] = b.w >> 8;
+    c.s[0] = b.z & 255, c.s[1] = b.w & 255, c.pw[0] = b.z >> 8, c.pw[1] = b.w >> 8;
     c.l = FORM ? p.lo : p.lo - p.y_zp, c.h = FORM ? p.hi : p.hi - p.y_zp, c.y_zp = p.y_zp;
 }
 
@@ -1509,6 +1585,12 @@ static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint
 #ifndef KC_QSTEM_MINB
 #define KC_QSTEM_MINB 5 /* blocks an SM the registers allow (five fill the shared memory) */
 #endif
+#ifndef KC_QSTEM_KYU
+#define KC_QSTEM_KYU 2 /* the tap-row loop's unroll (an A/B knob: 7 spills at 96 registers) */
+#endif
+#ifndef KC_QSTEM_R7
+#define KC_QSTEM_R7 1 /* 7-row windows on their own instantiation (an A/B knob) */
+#endif
 #ifndef KC_QSTEM_TAB
 #define KC_QSTEM_TAB 1 /* the requantization terms from the block's table (kc_q1tab_make); 0: from rq */
 #endif
@@ -1528,23 +1610,27 @@ static inline size_t kc_qstem_smem(const KcQConv &p, int NT) {
     return ((size_t)wr * ww * 4 + 15) / 16 * 16 + (size_t)NT * 8 * wld + KC_QSTEM_WARPS * 16 * (NT * 8 + 16);
 }
 
-template <int NT>
+/* RT: the window's rows R as a constant (7: ResNet's stems; the tap loop unrolled, the weight
+ * fragments' offsets immediate), or 0: p.R */
+template <int NT, int RT = 0>
 __global__ void __launch_bounds__(KC_QSTEM_WARPS * 32, KC_QSTEM_MINB)
 kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 const int32_t *__restrict__ rq, uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) unsigned char kc_qstem_buf[];
     enum { ROWS = KC_QSTEM_ROWS, THREADS = KC_QSTEM_WARPS * 32, BN = NT * 8, YLD = BN + 16 };
-    enum { TL = KC_QSTEM_TILES };
+    enum { TL = KC_QSTEM_TILES, KYU = KC_QSTEM_KYU };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
     int WR, WW, WLD;
     kc_qstem_geo(p, WR, WW, WLD);
+    const int R = RT ? RT : p.R;
+    if (RT) WLD = RT * 32 + 16;
     const int MT = (p.OW + 15) / 16, sh = p.sh, sw = p.sw;
     uint32_t *win = (uint32_t *)(void *)kc_qstem_buf;
     uint8_t *wsm = kc_qstem_buf + ((size_t)WR * WW * 4 + 15) / 16 * 16;
     uint8_t *ys = wsm + BN * WLD + warp * 16 * YLD;
     /* the weights, word (n, ky, kx) = channels 0..3 of tap (ky, kx) of output channel n */
-    const int KW4 = p.R * 8;
+    const int KW4 = R * 8;
     for (int i = tid; i < BN * KW4; i += THREADS) {
         int n = i / KW4, q = i - n * KW4, ky = q >> 3, kx = q & 7;
         uint32_t v = 0;
@@ -1587,7 +1673,8 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     for (int h = 0; h < TL; h++) acc[h][nt][j] = acc[h][nt][2 + j] = b;
                 }
             const uint32_t *a0 = win + TL * rp * sh * WW + (ox0 + g) * sw + tig;
-            for (int ky = 0; ky < p.R; ky++) {
+#pragma unroll KYU
+            for (int ky = 0; ky < R; ky++) {
                 uint32_t bf[NT][2];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
@@ -1667,7 +1754,7 @@ static inline int64_t &kc_qstem_min() {
 }
 
 /* false where the layer gives fewer row groups than kc_qstem_min() */
-template <int NT>
+template <int NT, int RT = 0>
 static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                    const int32_t *rq, uint8_t *y, const KcQConv *p, size_t smem) {
     /* a grid of the resident blocks, each walking row groups: the weights staged once a block */
@@ -1675,14 +1762,14 @@ static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_
     static int64_t resident = 0;
     static int sms = 0;
     if (smem != last) {
-        resident = kc_qresident(kc_qstem_kernel<NT>, KC_QSTEM_WARPS * 32, smem, &sms);
+        resident = kc_qresident(kc_qstem_kernel<NT, RT>, KC_QSTEM_WARPS * 32, smem, &sms);
         last = smem;
     }
     int64_t groups = (int64_t)p->N * ((p->OH + KC_QSTEM_ROWS - 1) / KC_QSTEM_ROWS);
     int64_t grid = resident > 0 ? resident : 1024;
     if (groups < (kc_qstem_min() >= 0 ? kc_qstem_min() : sms > 0 ? sms : 128)) return false;
     if (grid > groups) grid = groups;
-    kc_qstem_kernel<NT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);
+    kc_qstem_kernel<NT, RT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);
     return true;
 }
 
@@ -1696,6 +1783,9 @@ static inline bool kc_qstem(cudaStream_t s, const uint8_t *x, const int8_t *w, c
     const int NT = p->M / 8;
     size_t smem = kc_qstem_smem(*p, NT);
     if (smem > 48 * 1024) return false;
+    if (KC_QSTEM_R7 && p->R == 7)
+        return NT == 8 ? kc_qstem_launch<8, 7>(s, x, w, rq, y, p, smem)
+                       : kc_qstem_launch<4, 7>(s, x, w, rq, y, p, smem);
     return NT == 8 ? kc_qstem_launch<8>(s, x, w, rq, y, p, smem)
                    : kc_qstem_launch<4>(s, x, w, rq, y, p, smem);
 }

@@ -30,7 +30,8 @@
  * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
  *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form),
- *        --ncu3x3 its layer2 conv2 (the wgmma form);
+ *        --ncu3x3 its layer2 conv2 (the wgmma form), each printing its median time (a quick
+ *        A/B of two builds);
  *        --timestem checks the stem form on five shapes and times it at batch 256. */
 #include <algorithm>
 #include <stdio.h>
@@ -585,18 +586,18 @@ int main(int argc, char **argv) {
     check_hi_terms();
     check_qquant();
     if (argc > 1 && !strcmp(argv[1], "--ncu")) { /* ResNet-50's int8 stem at batch 256 */
-        time_case(kc_r50_stem);
+        printf("time %s %.4f ms\n", kc_r50_stem.what, time_case(kc_r50_stem));
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--ncu1x1")) { /* layer1 conv3 (the 1x1 form) at batch 256 */
         static const Case st = {"layer1 conv3 b256 (+res)", 256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0,
                                 1, 1, true, 0, 1};
-        time_case(st);
+        printf("time %s %.4f ms\n", st.what, time_case(st));
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--ncu3x3")) { /* layer2 conv2 (the wgmma form) at batch 256 */
         static const Case st = {"layer2 conv2 3x3 b256", 256, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0};
-        time_case(st);
+        printf("time %s %.4f ms\n", st.what, time_case(st));
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--host")) { /* the host checks alone (no GPU) */

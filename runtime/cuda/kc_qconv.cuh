@@ -78,11 +78,6 @@ static __device__ __forceinline__ int32_t kc_qrequant_k(int32_t acc, int32_t mul
     return (int32_t)(q < h ? q : h);
 }
 
-/* kc_qrequant_hi's sums by 32-bit multiply-adds with carries (0: IMAD.WIDE, an A/B knob) */
-#ifndef KC_QCARRY
-#define KC_QCARRY 1
-#endif
-
 /* kc_qrequant_k when floor(t / 2^shift) is the high word of t, floor(t / 2^32), shifted by s32
  * more (two floors compose): always within 32 bits, so the shift and the clamp are 32-bit
  * where kc_qrequant_k shifts and compares in 64 bits (see kc_qhi_terms for the shifts below
@@ -95,9 +90,10 @@ static __host__ __device__ __forceinline__ int32_t kc_qrequant_hi(int32_t acc, i
                                                          int32_t r, int32_t rmult, int rk,
                                                          int s32, int32_t lo, int32_t hi) {
     int32_t q;
-#if defined(__CUDA_ARCH__) && KC_QCARRY
-    /* the same sums as 32-bit multiply-adds with carries (on the FMA pipe, where each 64-bit
-     * sum took two integer adds on the ALU pipe beside its IMAD.WIDE) */
+#ifdef __CUDA_ARCH__
+    /* the sums as 32-bit multiply-adds with carries: ptxas makes one IMAD.WIDE with a 64-bit
+     * addend and one IMAD.HI of them (FMA pipe), where kc_qmadw's mad.wide took IMAD.WIDE,
+     * IADD3 and IADD3.X (the adds on the ALU pipe) */
     const uint32_t k0l = (uint32_t)(uint64_t)k0, k0h = (uint32_t)((uint64_t)k0 >> 32);
     if (RES)
         asm("{\n\t.reg .u32 lo, hi;\n\t"
@@ -216,9 +212,6 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
  * max and min on both lanes at once (sm_90's 16x2 integer forms), the low bytes of the lanes
  * gathered: four instructions a pair where two clamps (four VIMNMX) and a permute took five.
  * Older targets: the clamps one value at a time. */
-#ifndef KC_QPACK
-#define KC_QPACK 1 /* 0: kc_qrequant_hi's clamps (an A/B knob) */
-#endif
 static __device__ __forceinline__ uint16_t kc_qclamp_pack2(int32_t v0, int32_t v1, int32_t lo, int32_t hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     uint32_t d;
@@ -263,19 +256,14 @@ static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQP
             *q = (uint16_t)((v0 & 255) | (v1 << 8));
             continue;
         }
-        if (FORM && KC_QPACK) {
+        if (FORM) {
             *q = kc_qclamp_pack2(kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], 0, 0),
                                  kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], 0, 0),
                                  c.l, c.h);
             continue;
         }
-        if (FORM) {
-            v0 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], c.l, c.h);
-            v1 = kc_qrequant_hi<RES, FORM == 2>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], c.l, c.h);
-        } else {
-            v0 = c.y_zp + kc_qrequant_k<RES>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
-            v1 = c.y_zp + kc_qrequant_k<RES>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
-        }
+        v0 = c.y_zp + kc_qrequant_k<RES>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
+        v1 = c.y_zp + kc_qrequant_k<RES>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], c.s[1], c.l, c.h);
         /* both in 0..255: one byte permute packs them */
         *q = (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
     }

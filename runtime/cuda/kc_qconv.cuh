@@ -134,12 +134,14 @@ static __host__ __device__ __forceinline__ bool kc_qhi_terms(int32_t &mult, int6
     if (y_zp < -256 || y_zp > 256 || shift > 52) return false;
     if (shift >= 32) {
         rk = 0, s32 = shift - 32;
-        k0 += (int64_t)y_zp * ((int64_t)1 << shift);
+        k0 = (int64_t)((uint64_t)k0 + ((uint64_t)(int64_t)y_zp << shift));
         return true;
     }
     if (shift < 16 || mult < -(1 << (shift - 1)) || mult >= 1 << (shift - 1)) return false;
     rk = 32 - shift, s32 = 0;
-    mult *= 1 << rk, k0 = k0 * ((int64_t)1 << rk) + (int64_t)y_zp * ((int64_t)1 << 32);
+    /* in uint64: where k0 also holds the bias (kc_q1tab_make), the terms are right modulo 2^64
+     * and the sum t they make is the true one, within int64 as above */
+    mult *= 1 << rk, k0 = (int64_t)(((uint64_t)k0 << rk) + ((uint64_t)(int64_t)y_zp << 32));
     return true;
 }
 
@@ -212,6 +214,9 @@ static __device__ __forceinline__ void kc_qconv_epilogue(const int32_t (&acc)[4]
  * max and min on both lanes at once (sm_90's 16x2 integer forms), the low bytes of the lanes
  * gathered: four instructions a pair where two clamps (four VIMNMX) and a permute took five.
  * Older targets: the clamps one value at a time. */
+#ifndef KC_QPLAIN
+#define KC_QPLAIN 1 /* 0: no plain forms (kc_q1tab_make's bit 4; an A/B knob) */
+#endif
 static __device__ __forceinline__ uint16_t kc_qclamp_pack2(int32_t v0, int32_t v1, int32_t lo, int32_t hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     uint32_t d;
@@ -226,6 +231,14 @@ static __device__ __forceinline__ uint16_t kc_qclamp_pack2(int32_t v0, int32_t v
 #endif
 }
 
+/* clamp(v0, 0, 255) | clamp(v1, 0, 255) << 8: one saturating pack (the plain forms: lo 0,
+ * hi 255, where kc_qclamp_pack2 takes four instructions) */
+static __device__ __forceinline__ uint16_t kc_qsat_pack2(int32_t v0, int32_t v1) {
+    uint32_t d;
+    asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, 0;" : "=r"(d) : "r"(v1), "r"(v0)); /* v1 high, v0 low */
+    return (uint16_t)d;
+}
+
 /* The requantization terms of one thread's channel pair (n, n + 1) in kc_qconv_epilogue16;
  * pw: 2^rk of kc_qhi_terms, the residual byte's scale as a multiplier (an IMAD on the FMA
  * pipe where r << rk was a shift on the ALU pipe, which the epilogue's other steps fill) */
@@ -238,7 +251,8 @@ typedef struct KcQPair {
  * row g + 8) in place in the shared tile (e: row g, the pair's column), residual bytes read
  * from there first (RES). FORM 0: c holds kc_qrequant_k's terms (the clamp to l..h, then +
  * y_zp); 1: kc_qhi_terms' terms for both channels (kc_qrequant_hi, c.l and c.h the output's lo
- * and hi); 2: the same with s32 0. */
+ * and hi); 2: the same with s32 0; FORM | 4 (5, 6): 1 or 2 where the output's lo and hi are 0
+ * and 255, the clamp a saturating pack alone (KC_QPLAIN). */
 template <bool RES, int FORM, int LD>
 static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQPair &c, uint8_t *e) {
 #pragma unroll
@@ -257,9 +271,9 @@ static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQP
             continue;
         }
         if (FORM) {
-            *q = kc_qclamp_pack2(kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], 0, 0),
-                                 kc_qrequant_hi<RES, FORM == 2, false>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], 0, 0),
-                                 c.l, c.h);
+            const int32_t q0 = kc_qrequant_hi<RES, (FORM & 3) == 2, false>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], 0, c.s[0], 0, 0);
+            const int32_t q1 = kc_qrequant_hi<RES, (FORM & 3) == 2, false>(v[2 * h + 1], c.m[1], c.k0[1], r1, c.rm[1], 0, c.s[1], 0, 0);
+            *q = FORM & 4 ? kc_qsat_pack2(q0, q1) : kc_qclamp_pack2(q0, q1, c.l, c.h);
             continue;
         }
         v0 = c.y_zp + kc_qrequant_k<RES>(v[2 * h], c.m[0], c.k0[0], r0, c.rm[0], c.s[0], c.l, c.h);
@@ -877,9 +891,11 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
  * where kc_qconv_epilogue16 makes them again for every tile (an ncu profile of layer1 conv3,
  * H200: about 110 of the 345 instructions a thread spends on 16 outputs): pair i of
  * channels (col0 + 2i, + 1) as three int4 -- {m0, m1, rm0, rm1}, {k0 of both as low and high
- * words}, {bias0, bias1, s0 | pw0 << 8, s1 | pw1 << 8 (pw = 2^rk)} -- in one form for the whole block:
+ * words, the bias folded in: the kernels' sums start at 0}, {unused, unused, s0 | pw0 << 8,
+ * s1 | pw1 << 8 (pw = 2^rk)} -- in one form for the whole block:
  * kc_qhi_terms' where every channel has them, else kc_qrequant_k's (rk 0). Returns the form
- * of kc_qepi_pair: 2 (s32 0 on every channel, with a residual), 1, or 0. Every thread calls
+ * of kc_qepi_pair: 2 (s32 0 on every channel, with a residual), 1, or 0, plus 4 where the clamp
+ * is the byte's own range (lo 0, hi 255: KC_QPLAIN). Every thread calls
  * it (two __syncthreads_and); the table is read after the caller's next barrier. Channels
  * past M: zeros (never stored). */
 static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__restrict__ rq,
@@ -894,7 +910,8 @@ static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__
             bool in = n + j < p.M;
             c.m[j] = in ? rq[p.M + n + j] : 0, c.rm[j] = in && res ? rq[2 * p.M + n + j] : 0;
             c.s[j] = in ? rq[3 * p.M + n + j] : 32, c.pw[j] = 1;
-            c.k0[j] = in ? kc_qk0(rq, p.M, n + j, res ? p.r_zp : 0) : 0;
+            /* the bias folded in (acc m + bias m = (acc + bias) m: the kernels' sums start at 0) */
+            c.k0[j] = in ? kc_qk0(rq, p.M, n + j, res ? p.r_zp : 0) + (int64_t)rq[n + j] * c.m[j] : 0;
         }
         hi = c;
         int rk[2];
@@ -909,22 +926,10 @@ static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__
         tab[3 * i] = make_int4(t.m[0], t.m[1], t.rm[0], t.rm[1]);
         tab[3 * i + 1] = make_int4((int32_t)(uint32_t)(uint64_t)t.k0[0], (int32_t)(t.k0[0] >> 32),
                                    (int32_t)(uint32_t)(uint64_t)t.k0[1], (int32_t)(t.k0[1] >> 32));
-        tab[3 * i + 2] = make_int4(n < p.M ? rq[n] : 0, n + 1 < p.M ? rq[n + 1] : 0,
-                                   t.s[0] | t.pw[0] << 8, t.s[1] | t.pw[1] << 8);
+        tab[3 * i + 2] = make_int4(0, 0, t.s[0] | t.pw[0] << 8, t.s[1] | t.pw[1] << 8);
     }
-    return !allhi ? 0 : s0 && res ? 2 : 1;
-}
-
-/* kc_qacc_bias from kc_q1tab_make's table (c0: the warp's first channel in the block) */
-static __device__ __forceinline__ void kc_qacc_tab(int32_t (&acc)[4][4][4], const int4 *tab, int c0,
-                                                   int tig) {
-#pragma unroll
-    for (int nt = 0; nt < 4; nt++) {
-        const int2 b = *(const int2 *)(const void *)&tab[3 * ((c0 + nt * 8 + tig * 2) >> 1) + 2];
-#pragma unroll
-        for (int mt = 0; mt < 4; mt++)
-            acc[mt][nt][0] = acc[mt][nt][2] = b.x, acc[mt][nt][1] = acc[mt][nt][3] = b.y;
-    }
+    const int form = !allhi ? 0 : s0 && res ? 2 : 1;
+    return form && KC_QPLAIN && p.lo == 0 && p.hi == 255 ? form | 4 : form;
 }
 
 /* c: the terms of the block's channel pair (cl, cl + 1) from kc_q1tab_make's table, in FORM */
@@ -965,8 +970,12 @@ static __device__ __forceinline__ size_t kc_q1row(const KcQConv &p, int pix) {
     return ((size_t)(img * p.H + oy * p.sh) * p.W + (size_t)ox * p.sw) * p.C;
 }
 
+/* blocks an SM the 1x1 kernel's registers allow for (an A/B knob: 1 leaves ptxas its 128) */
+#ifndef KC_Q1MINB
+#define KC_Q1MINB 2
+#endif
 template <int BN, int KP>
-__global__ void __launch_bounds__(2 * BN)
+__global__ void __launch_bounds__(2 * BN, KC_Q1MINB)
 kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                    const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                    uint8_t *__restrict__ y, KcQConv p) {
@@ -979,7 +988,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * KC_QBM * LD;
     int4 *const tab = (int4 *)(void *)(Ys + (alias ? 0 : NB * KC_QBM * YLD));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int tig = lane & 3, wm = warp & 1, wn = warp >> 1;
+    const int wm = warp & 1, wn = warp >> 1;
     const int P = p.N * p.OH * p.OW, ntiles = (P + KC_QBM - 1) / KC_QBM;
     const int col0 = blockIdx.x * BN;
     const int h = tid % CPR, r0 = tid / CPR; /* this thread's 16-byte chunk and first row */
@@ -1041,8 +1050,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         else asm volatile("cp.async.wait_group 0;\n" ::);
         __syncthreads(); /* tile t is in; every thread is done with the tile before's buffer */
         issue(t + (NB - 1) * gridDim.y, b == 0 ? NB - 1 : b - 1);
-        int32_t acc[4][4][4];
-        kc_qacc_tab(acc, tab, wn * 32, tig);
+        int32_t acc[4][4][4] = {}; /* the bias is in the table's k0 */
         const uint8_t *a = As + b * KC_QBM * LD + wm * 64 * LD, *wb = Ws + wn * 32 * LD;
 #pragma unroll
         for (int ks = 0; ks < KP; ks += 32) {
@@ -1058,8 +1066,10 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             ys = As + b * KC_QBM * LD;
             __syncthreads(); /* every warp has read the X tile the output overwrites */
         }
-        if (form == 2) kc_qepi16_tab<BN, true, 2>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if (form == 1 && res) kc_qepi16_tab<BN, true, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        if (form == 6) kc_qepi16_tab<BN, true, 6>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if ((form & 3) == 2) kc_qepi16_tab<BN, true, 2>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if ((form & 3) == 1 && res) kc_qepi16_tab<BN, true, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+        else if (form == 5) kc_qepi16_tab<BN, false, 5>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
         else if (form == 1) kc_qepi16_tab<BN, false, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
         else if (res) kc_qepi16_tab<BN, true, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
         else kc_qepi16_tab<BN, false, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
@@ -1210,20 +1220,19 @@ static __device__ __forceinline__ void kc_qwg_epi(const int32_t *acc, const int4
     for (int j = 0; j < BN / 8; j++) {
         const int cl = j * 8 + t4 * 2;
         if (n0 + cl >= p.M) continue;
-        const int4 b = tab[3 * (cl >> 1) + 2];
-        const int32_t v[4] = {acc[4 * j] + b.x, acc[4 * j + 1] + b.y, acc[4 * j + 2] + b.x,
-                              acc[4 * j + 3] + b.y};
-        KcQPair c;
+        KcQPair c; /* the bias is in its k0 */
         kc_q1tab_pair<FORM>(c, tab, cl, p);
-        kc_qepi_quad<RES, FORM, KC_QYLD(BN)>(v, c, e + cl);
+        kc_qepi_quad<RES, FORM, KC_QYLD(BN)>(&acc[4 * j], c, e + cl);
     }
 }
 /* kc_qwg_epi of the table's form (kc_q1tab_make's) with the residual where res */
 template <int BN>
 static __device__ __forceinline__ void kc_qwg_epi_any(int form, bool res, const int32_t *acc, const int4 *tab,
                                                       const KcQConv &p, int n0, uint8_t *e, int t4) {
-    if (form == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
-    else if (form == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
+    if (form == 6) kc_qwg_epi<BN, true, 6>(acc, tab, p, n0, e, t4);
+    else if ((form & 3) == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
+    else if ((form & 3) == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
+    else if (form == 5) kc_qwg_epi<BN, false, 5>(acc, tab, p, n0, e, t4);
     else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, n0, e, t4);
     else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, n0, e, t4);
     else kc_qwg_epi<BN, false, 0>(acc, tab, p, n0, e, t4);
@@ -1267,24 +1276,44 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     KcIgGather<A_PER, A_STEP> ga(geo, m0, P, a_row, a_ch * 16);
     const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
     /* slice kt (the cursor's: slices load in order) into stage buffer b */
+    /* B: a thread's chunk column and first row; whole slices step its rows by wstep */
+    const int b_nr = tid / ACH, b_kc = tid % ACH;
+    const int8_t *const wrow = w + (size_t)(n0 + b_nr) * p.Kp + b_kc * 16;
+    const size_t wstep = (size_t)(THREADS / ACH) * p.Kp;
     auto load = [&](int32_t kt, int b) {
         uint8_t *as = sa + b * Sm::A, *bs = sb + b * Sm::B;
         const int32_t koff = ga.koff();
-        const bool zp = ga.kin() && p.x_zp != 0;
+        if (p.x_zp == 0 || !ga.kin()) { /* the copies' zero fill is the padding (uniform) */
 #pragma unroll
-        for (int i = 0; i < A_PER; i++) {
-            const int row = a_row + i * A_STEP;
-            uint8_t *d = as + row * BK + (a_ch ^ (row & 7)) * 16;
-            const bool in = ga.in(i);
-            kc_cp16zp(d, in ? x + (ga.off[i] + koff) : x, in, zp, zp4);
+            for (int i = 0; i < A_PER; i++) {
+                const int row = a_row + i * A_STEP;
+                const bool in = ga.in(i);
+                kc_cp16z(as + row * BK + (a_ch ^ (row & 7)) * 16, in ? x + (ga.off[i] + koff) : x, in);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < A_PER; i++) {
+                const int row = a_row + i * A_STEP;
+                uint8_t *d = as + row * BK + (a_ch ^ (row & 7)) * 16;
+                const bool in = ga.in(i);
+                kc_cp16zp(d, in ? x + (ga.off[i] + koff) : x, in, true, zp4);
+            }
         }
         ga.cur.step(geo, BK);
+        if (n0 + BN <= p.M && (kt + 1) * BK <= p.Kp) { /* a whole slice (uniform) */
 #pragma unroll
-        for (int i = 0; i < B_PER; i++) {
-            const int q = tid + i * THREADS, nr = q / ACH, kc = q % ACH;
-            const int32_t gk = kt * BK + kc * 16, gn = n0 + nr;
-            const bool ok = gk < p.Kp && gn < p.M;
-            kc_cp16z(bs + nr * BK + (kc ^ (nr & 7)) * 16, ok ? w + ((size_t)gn * p.Kp + gk) : w, ok);
+            for (int i = 0; i < B_PER; i++) {
+                const int nr = b_nr + i * (THREADS / ACH);
+                kc_cp16(bs + nr * BK + (b_kc ^ (nr & 7)) * 16, wrow + kt * BK + wstep * i);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < B_PER; i++) {
+                const int q = tid + i * THREADS, nr = q / ACH, kc = q % ACH;
+                const int32_t gk = kt * BK + kc * 16, gn = n0 + nr;
+                const bool ok = gk < p.Kp && gn < p.M;
+                kc_cp16z(bs + nr * BK + (kc ^ (nr & 7)) * 16, ok ? w + ((size_t)gn * p.Kp + gk) : w, ok);
+            }
         }
     };
 #pragma unroll
@@ -1304,10 +1333,14 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         const uint8_t *as = sa + (kt % ST) * Sm::A + wg * 64 * BK, *bs = sb + (kt % ST) * Sm::B;
         kc_wg_pin<BN / 2>(acc);
         kc_wg_fence();
+        /* the k steps' descriptors: the slice's plus 32 bytes a step in the address field
+         * (address >> 4; the stages lie below 2^18 bytes and on 16 bytes, so no carry leaves
+         * it), where building each one took about ten uniform and vector instructions */
+        const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+        const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
-            const uint64_t da = kc_wg_desc((const __half *)(const void *)(as + kk * 32), 16, 1024);
-            const uint64_t db = kc_wg_desc((const __half *)(const void *)(bs + kk * 32), 16, 1024);
+            const uint64_t da = da0 + 2 * kk, db = db0 + 2 * kk;
             if (BN == 64) kc_wgmma_u8s8_n64(acc, da, db, kt > 0 || kk > 0);
             else kc_wgmma_u8s8_n128(acc, da, db, kt > 0 || kk > 0);
         }
@@ -1656,7 +1689,7 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     int n = nt * 8 + tig * 2 + j;
-                    int32_t b = n < p.M ? rq[n] : 0;
+                    int32_t b = !KC_QSTEM_TAB && n < p.M ? rq[n] : 0; /* the table: in k0 */
 #pragma unroll
                     for (int h = 0; h < TL; h++) acc[h][nt][j] = acc[h][nt][2 + j] = b;
                 }
@@ -1688,7 +1721,10 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     if (KC_QSTEM_TAB) { /* M is BN: every pair in */
                         KcQPair c;
                         const int cl = nt * 8 + tig * 2;
-                        if (form) {
+                        if (form == 5) {
+                            kc_q1tab_pair<5>(c, tab, cl, p);
+                            kc_qepi_quad<false, 5, YLD>(acc[h][nt], c, ys + g * YLD + cl);
+                        } else if (form) {
                             kc_q1tab_pair<1>(c, tab, cl, p);
                             kc_qepi_quad<false, 1, YLD>(acc[h][nt], c, ys + g * YLD + cl);
                         } else {

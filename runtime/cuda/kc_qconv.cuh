@@ -1584,36 +1584,29 @@ static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint
  * register is one aligned 32-bit shared load, with no gather, table or division in the loop
  * (the table-gather kernel above re-reads each input byte for every tap that covers it and
  * builds its A tile through registers). The zero weights take the padded channels and the
- * eighth column, so the int32 sums are the reference's exactly; the epilogue is
- * kc_qconv_epilogue's arithmetic (kc_qrequant_k), through a per-warp shared tile out to y as
- * 16-byte row chunks. A warp takes two 16-pixel tiles at a time (rows 2i and 2i + 1, the same
- * columns), which share each step's B fragments. */
+ * eighth column, so the int32 sums are the reference's exactly; the epilogue is kc_qepi_quad
+ * on the block's term table (kc_q1tab_make, the bias in its k0), through a per-warp shared tile
+ * out to y as 16-byte row chunks. A warp keeps the B fragments of its 32 channels (see the
+ * kernel). */
 #ifndef KC_QSTEM
 #define KC_QSTEM 1 /* 0: the stem takes kc_qconv_mma_kernel's table gather (an A/B knob) */
 #endif
 #define KC_QSTEM_ROWS 8
-/* A/B knobs, H200, ResNet-50's stem at batch 256 (qconv_gpu --timestem, two rounds of three):
- * two tiles a warp, terms from rq, no bound (167 registers) 0.535 ms; the table 0.489-0.495;
- * with one tile a warp and five blocks an SM (the kept form) 0.461-0.465; eight warps a
- * block, one tile, 2 / 3 / 4 blocks an SM 0.512 / 0.474 / 0.474 (4: a 32-byte spill); eight
- * warps, two tiles, 2 blocks 0.475. */
+/* A/B knobs, H200, ResNet-50's stem at batch 256 (qconv_gpu --timestem, two rounds of three),
+ * the form before the warps kept their weight fragments: two tiles a warp, terms from rq, no
+ * bound (167 registers) 0.535 ms; the table 0.489-0.495; one tile a warp and five blocks an SM
+ * 0.461-0.465; eight warps a block, one tile, 2 / 3 / 4 blocks an SM 0.512 / 0.474 / 0.474. */
 #ifndef KC_QSTEM_WARPS
 #define KC_QSTEM_WARPS 4 /* warps a block */
 #endif
-#ifndef KC_QSTEM_TILES
-#define KC_QSTEM_TILES 1 /* 16-pixel tiles a warp multiplies at once (1 or 2): 2 share B's fragments */
-#endif
 #ifndef KC_QSTEM_MINB
-#define KC_QSTEM_MINB 5 /* blocks an SM the registers allow (five fill the shared memory) */
-#endif
-#ifndef KC_QSTEM_KYU
-#define KC_QSTEM_KYU 2 /* the tap-row loop's unroll (an A/B knob: 7 spills at 96 registers) */
+#define KC_QSTEM_MINB 4 /* blocks an SM the registers allow */
 #endif
 #ifndef KC_QSTEM_R7
 #define KC_QSTEM_R7 1 /* 7-row windows on their own instantiation (an A/B knob) */
 #endif
-#ifndef KC_QSTEM_TAB
-#define KC_QSTEM_TAB 1 /* the requantization terms from the block's table (kc_q1tab_make); 0: from rq */
+#ifndef KC_QSTEM_RGB4
+#define KC_QSTEM_RGB4 1 /* the window of a three-channel input from aligned words (an A/B knob) */
 #endif
 
 /* The window's rows and words a row, and the weights' row stride in bytes (conflict-free B
@@ -1624,32 +1617,48 @@ static __host__ __device__ __forceinline__ void kc_qstem_geo(const KcQConv &p, i
     wld = p.R * 32 + 16;
 }
 
-/* shared-memory bytes of kc_qstem_kernel<NT> for p */
+/* a warp's output channels in kc_qstem_kernel (32: four 8-channel mma tiles; 16: two), and
+ * the row stride of its output tile (48 bytes: 12 words, conflict-free 16-bit stores) */
+#ifndef KC_QSTEM_WN
+#define KC_QSTEM_WN 32
+#endif
+#define KC_QSTEM_YLD 48
+
+/* shared-memory bytes of kc_qstem_kernel<NT> for p: the window (the weights before it, until
+ * the warps hold their fragments) and the warps' output tiles */
 static inline size_t kc_qstem_smem(const KcQConv &p, int NT) {
     int wr, ww, wld;
     kc_qstem_geo(p, wr, ww, wld);
-    return ((size_t)wr * ww * 4 + 15) / 16 * 16 + (size_t)NT * 8 * wld + KC_QSTEM_WARPS * 16 * (NT * 8 + 16);
+    size_t win = ((size_t)wr * ww * 4 + 15) / 16 * 16, wts = ((size_t)NT * 8 * wld + 15) / 16 * 16;
+    return (win > wts ? win : wts) + KC_QSTEM_WARPS * 16 * KC_QSTEM_YLD;
 }
 
 /* RT: the window's rows R as a constant (7: ResNet's stems; the tap loop unrolled, the weight
- * fragments' offsets immediate), or 0: p.R */
+ * fragments' offsets immediate), or 0: p.R. A warp owns KC_QSTEM_WN of the BN channels (BN / WN
+ * parts, the warps split among them) and keeps their B fragments for every tap row in registers
+ * (R x WN / 8 x 2 words, loaded once a block), so a 16-pixel tile's tap row costs four window
+ * loads and WN / 8 mma.sync where the whole-row form reloaded sixteen fragment words too. */
 template <int NT, int RT = 0>
 __global__ void __launch_bounds__(KC_QSTEM_WARPS * 32, KC_QSTEM_MINB)
 kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 const int32_t *__restrict__ rq, uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) unsigned char kc_qstem_buf[];
-    enum { ROWS = KC_QSTEM_ROWS, THREADS = KC_QSTEM_WARPS * 32, BN = NT * 8, YLD = BN + 16 };
-    enum { TL = KC_QSTEM_TILES, KYU = KC_QSTEM_KYU };
+    enum { ROWS = KC_QSTEM_ROWS, THREADS = KC_QSTEM_WARPS * 32, BN = NT * 8 };
+    enum { WT = KC_QSTEM_WN / 8, PARTS = NT / WT, WP = KC_QSTEM_WARPS / PARTS, RR = RT ? RT : 8 };
+    enum { YLD = KC_QSTEM_YLD };
+    static_assert(NT % WT == 0 && KC_QSTEM_WARPS % PARTS == 0, "stem: warps and channel parts");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
+    const int part = warp % PARTS, wi = warp / PARTS, cw = part * KC_QSTEM_WN;
     int WR, WW, WLD;
     kc_qstem_geo(p, WR, WW, WLD);
     const int R = RT ? RT : p.R;
     if (RT) WLD = RT * 32 + 16;
     const int MT = (p.OW + 15) / 16, sh = p.sh, sw = p.sw;
     uint32_t *win = (uint32_t *)(void *)kc_qstem_buf;
-    uint8_t *wsm = kc_qstem_buf + ((size_t)WR * WW * 4 + 15) / 16 * 16;
-    uint8_t *ys = wsm + BN * WLD + warp * 16 * YLD;
+    uint8_t *wsm = kc_qstem_buf; /* the weights, where the first window goes once the warps hold them */
+    const size_t wbytes = ((size_t)WR * WW * 4 + 15) / 16 * 16, tbytes = ((size_t)BN * WLD + 15) / 16 * 16;
+    uint8_t *ys = kc_qstem_buf + (wbytes > tbytes ? wbytes : tbytes) + warp * 16 * YLD;
     /* the weights, word (n, ky, kx) = channels 0..3 of tap (ky, kx) of output channel n */
     const int KW4 = R * 8;
     for (int i = tid; i < BN * KW4; i += THREADS) {
@@ -1661,102 +1670,96 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         *(uint32_t *)(void *)(wsm + n * WLD + q * 4) = v;
     }
     const uint32_t zw = (uint32_t)p.x_zp * (0xffffffffu >> (32 - 8 * p.C) & 0x01010101u);
-    const int32_t l = p.lo - p.y_zp, hh = p.hi - p.y_zp;
-    __shared__ int4 tab[KC_QSTEM_TAB ? BN / 2 * 3 : 1];
-    const int form = KC_QSTEM_TAB ? kc_q1tab_make(tab, rq, NULL, p, 0, BN / 2) : 0;
+    __shared__ int4 tab[BN / 2 * 3];
+    const int form = kc_q1tab_make(tab, rq, NULL, p, 0, BN / 2); /* its barriers: the weights in */
+    /* this warp's B fragments, every tap row (rows past R: never used) */
+    uint32_t bf[RR][WT][2];
+#pragma unroll
+    for (int ky = 0; ky < RR; ky++)
+#pragma unroll
+        for (int nt = 0; nt < WT; nt++) {
+            const uint8_t *wb = wsm + (cw + nt * 8 + g) * WLD + (ky < R ? ky : 0) * 32 + tig * 4;
+            bf[ky][nt][0] = *(const uint32_t *)(const void *)wb;
+            bf[ky][nt][1] = *(const uint32_t *)(const void *)(wb + 16);
+        }
     const int ohg = (p.OH + ROWS - 1) / ROWS, groups = p.N * ohg;
+    /* RGB rows in whole words (C 3, W in 4s, X on 4 bytes): the window filled from aligned
+     * 32-bit loads, where the byte loads took three loads and about fifty instructions a pixel */
+    const bool rgb4 = KC_QSTEM_RGB4 && p.C == 3 && (p.W & 3) == 0 && ((uintptr_t)x & 3) == 0;
     for (int grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const int img = grp / ohg, oy0 = (grp - img * ohg) * ROWS, iy0 = oy0 * sh - p.ph;
-        __syncthreads(); /* the weights in; the last group's window read */
-        for (int i = tid; i < WR * WW; i += THREADS) {
-            int r = i / WW, j = i - r * WW, iy = iy0 + r, ix = j - p.pw;
-            uint32_t v = zw;
-            if ((unsigned)iy < (unsigned)p.H && (unsigned)ix < (unsigned)p.W) {
-                const uint8_t *src = x + ((size_t)(img * p.H + iy) * p.W + ix) * p.C;
-                v = src[0];
-                if (p.C > 1) v |= (uint32_t)src[1] << 8;
-                if (p.C > 2) v |= (uint32_t)src[2] << 16;
-                if (p.C > 3) v |= (uint32_t)src[3] << 24;
+        __syncthreads(); /* the last group's window read (the first: every warp has its fragments) */
+        if (rgb4) { /* a row's pixels four at a time from three aligned words, then the padding */
+            const int NQ = p.W >> 2;
+            for (int i = tid; i < WR * NQ; i += THREADS) {
+                const int r = i / NQ, q = i - r * NQ, iy = iy0 + r, j = 4 * q + p.pw;
+                uint32_t v[4] = {zw, zw, zw, zw};
+                if ((unsigned)iy < (unsigned)p.H) {
+                    const uint32_t *src = (const uint32_t *)(const void *)(x + ((size_t)(img * p.H + iy) * p.W + 4 * q) * 3);
+                    const uint32_t a = __ldg(src), b = __ldg(src + 1), c = __ldg(src + 2);
+                    v[0] = a & 0xffffffu, v[1] = __funnelshift_r(a, b, 24) & 0xffffffu;
+                    v[2] = __funnelshift_r(b, c, 16) & 0xffffffu, v[3] = c >> 8;
+                }
+                uint32_t *d = win + r * WW + j;
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (j + k < WW) d[k] = v[k];
             }
-            win[i] = v;
+            const int NL = p.pw < WW ? p.pw : WW, NR = WW - p.pw - p.W > 0 ? WW - p.pw - p.W : 0;
+            for (int i = tid; i < WR * (NL + NR); i += THREADS) {
+                const int r = i / (NL + NR), k = i - r * (NL + NR);
+                win[r * WW + (k < NL ? k : p.pw + p.W + (k - NL))] = zw;
+            }
+        } else {
+            for (int i = tid; i < WR * WW; i += THREADS) {
+                int r = i / WW, j = i - r * WW, iy = iy0 + r, ix = j - p.pw;
+                uint32_t v = zw;
+                if ((unsigned)iy < (unsigned)p.H && (unsigned)ix < (unsigned)p.W) {
+                    const uint8_t *src = x + ((size_t)(img * p.H + iy) * p.W + ix) * p.C;
+                    v = src[0];
+                    if (p.C > 1) v |= (uint32_t)src[1] << 8;
+                    if (p.C > 2) v |= (uint32_t)src[2] << 16;
+                    if (p.C > 3) v |= (uint32_t)src[3] << 24;
+                }
+                win[i] = v;
+            }
         }
         __syncthreads();
-        for (int u = warp; u < ROWS / TL * MT; u += KC_QSTEM_WARPS) {
-            const int rp = u / MT, ox0 = (u - rp * MT) * 16;
-            int32_t acc[TL][NT][4];
+        for (int u = wi; u < ROWS * MT; u += WP) {
+            const int rp = u / MT, ox0 = (u - rp * MT) * 16, oy = oy0 + rp;
+            int32_t acc[WT][4] = {}; /* the bias is in the table's k0 */
+            const uint32_t *a0 = win + rp * sh * WW + (ox0 + g) * sw + tig;
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++)
+            for (int ky = 0; ky < RR; ky++) {
+                if (!RT && ky >= R) break;
+                const uint32_t *a = a0 + ky * WW;
+                uint32_t af[4] = {a[0], a[8 * sw], a[4], a[8 * sw + 4]};
 #pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    int n = nt * 8 + tig * 2 + j;
-                    int32_t b = !KC_QSTEM_TAB && n < p.M ? rq[n] : 0; /* the table: in k0 */
+                for (int nt = 0; nt < WT; nt++) kc_mma_u8s8(acc[nt], af, bf[ky][nt]);
+            }
+            /* requantization (kc_qepi_quad), into the warp's 16 x WN tile, then out */
+            __syncwarp(); /* the tile before is out */
 #pragma unroll
-                    for (int h = 0; h < TL; h++) acc[h][nt][j] = acc[h][nt][2 + j] = b;
-                }
-            const uint32_t *a0 = win + TL * rp * sh * WW + (ox0 + g) * sw + tig;
-#pragma unroll KYU
-            for (int ky = 0; ky < R; ky++) {
-                uint32_t bf[NT][2];
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    const uint8_t *wb = wsm + (nt * 8 + g) * WLD + ky * 32 + tig * 4;
-                    bf[nt][0] = *(const uint32_t *)(const void *)wb;
-                    bf[nt][1] = *(const uint32_t *)(const void *)(wb + 16);
-                }
-#pragma unroll
-                for (int h = 0; h < TL; h++) {
-                    const uint32_t *a = a0 + (h * sh + ky) * WW;
-                    uint32_t af[4] = {a[0], a[8 * sw], a[4], a[8 * sw + 4]};
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) kc_mma_u8s8(acc[h][nt], af, bf[nt]);
+            for (int nt = 0; nt < WT; nt++) {
+                KcQPair c; /* M is BN: every pair in */
+                const int cl = nt * 8 + tig * 2;
+                if (form == 5) {
+                    kc_q1tab_pair<5>(c, tab, cw + cl, p);
+                    kc_qepi_quad<false, 5, YLD>(acc[nt], c, ys + g * YLD + cl);
+                } else if (form) {
+                    kc_q1tab_pair<1>(c, tab, cw + cl, p);
+                    kc_qepi_quad<false, 1, YLD>(acc[nt], c, ys + g * YLD + cl);
+                } else {
+                    kc_q1tab_pair<0>(c, tab, cw + cl, p);
+                    kc_qepi_quad<false, 0, YLD>(acc[nt], c, ys + g * YLD + cl);
                 }
             }
-            /* requantization as kc_qconv_epilogue's, into the warp's 16 x BN tile, then out */
-#pragma unroll
-            for (int h = 0; h < TL; h++) {
-                const int oy = oy0 + TL * rp + h;
-                __syncwarp(); /* the tile before is out */
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    if (KC_QSTEM_TAB) { /* M is BN: every pair in */
-                        KcQPair c;
-                        const int cl = nt * 8 + tig * 2;
-                        if (form == 5) {
-                            kc_q1tab_pair<5>(c, tab, cl, p);
-                            kc_qepi_quad<false, 5, YLD>(acc[h][nt], c, ys + g * YLD + cl);
-                        } else if (form) {
-                            kc_q1tab_pair<1>(c, tab, cl, p);
-                            kc_qepi_quad<false, 1, YLD>(acc[h][nt], c, ys + g * YLD + cl);
-                        } else {
-                            kc_q1tab_pair<0>(c, tab, cl, p);
-                            kc_qepi_quad<false, 0, YLD>(acc[h][nt], c, ys + g * YLD + cl);
-                        }
-                        continue;
-                    }
-                    const int n = nt * 8 + tig * 2;
-                    int32_t m0 = 0, m1 = 0, s0 = 1, s1 = 1;
-                    int64_t k0 = 0, k1 = 0;
-                    if (n < p.M) m0 = rq[p.M + n], s0 = rq[3 * p.M + n], k0 = kc_qk0(rq, p.M, n, 0);
-                    if (n + 1 < p.M) m1 = rq[p.M + n + 1], s1 = rq[3 * p.M + n + 1], k1 = kc_qk0(rq, p.M, n + 1, 0);
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        int32_t v0 = p.y_zp + kc_qrequant_k<false>(acc[h][nt][2 * e], m0, k0, 0, 0, s0, l, hh);
-                        int32_t v1 = p.y_zp + kc_qrequant_k<false>(acc[h][nt][2 * e + 1], m1, k1, 0, 0, s1, l, hh);
-                        *(uint16_t *)(void *)(ys + (g + 8 * e) * YLD + n) =
-                            (uint16_t)__byte_perm((uint32_t)v0, (uint32_t)v1, 0x0040);
-                    }
-                }
-                __syncwarp();
-                if (oy < p.OH) {
-                    uint8_t *yr = y + ((size_t)img * p.OH + oy) * p.OW * p.M;
-#pragma unroll
-                    for (int q = lane; q < 16 * BN / 16; q += 32) {
-                        int row = q / (BN / 16), col = (q - row * (BN / 16)) * 16, ox = ox0 + row;
-                        if (ox < p.OW && col < p.M)
-                            *(uint4 *)(void *)(yr + (size_t)ox * p.M + col) =
-                                *(const uint4 *)(const void *)(ys + row * YLD + col);
-                    }
-                }
+            __syncwarp();
+            if (oy < p.OH && lane < KC_QSTEM_WN) { /* 16 rows of WN / 16 16-byte chunks: one a lane */
+                const int row = lane / (KC_QSTEM_WN / 16), col = (lane % (KC_QSTEM_WN / 16)) * 16, ox = ox0 + row;
+                if (ox < p.OW)
+                    *(uint4 *)(void *)(y + (((size_t)img * p.OH + oy) * p.OW + ox) * p.M + cw + col) =
+                        *(const uint4 *)(const void *)(ys + row * YLD + col);
             }
         }
     }

@@ -30,8 +30,9 @@
  * usage: nvcc -O3 -arch=sm_90a -I runtime/cuda tests/cuda/qconv_gpu.cu -o qconv_gpu
  *        ./qconv_gpu [--time]; ends with "N passed, N failed". --ncu runs ResNet-50's int8
  *        stem (batch 256) alone, for a profiler, --ncu1x1 its layer1 conv3 (the 1x1 form),
- *        --ncu3x3 its layer2 conv2 (the wgmma form), each printing its median time (a quick
- *        A/B of two builds);
+ *        --ncu3x3 its layer2 conv2 (the wgmma form), --ncul3 / --ncul4 its layer3 / layer4
+ *        conv3 (the 1x1 form at K 256, the wgmma form at K 512), --ncuc1 its layer1 conv1,
+ *        each printing its median time (a quick A/B of two builds);
  *        --timestem checks the stem form on five shapes and times it at batch 256. */
 #include <algorithm>
 #include <stdio.h>
@@ -559,6 +560,12 @@ int main(int argc, char **argv) {
         {"qstem rows C 3 M 64, 900 groups", 300, 48, 32, 3, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 0},
         {"qstem rows C 2 M 64 3x3 s2, no zp", 4, 17, 40, 2, 64, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
         {"qstem rows C 1 M 32 8x8 s3",   2, 40, 48, 1,  32, 8, 8, 3, 3, 3, 2, 1, 1, false, 0, 2},
+        /* RGB rows in whole words (KC_QSTEM_RGB4: C 3, W in 4s): no padding columns on the
+         * left, right padding only, and a row's last four pixels past the window (W 84, 8x8
+         * stride 5: 83 window words) */
+        {"qstem rgb4 C 3 M 32 3x3 s2 pads 0", 2, 17, 40, 3, 32, 3, 3, 2, 2, 0, 0, 1, 1, false, 0, 0},
+        {"qstem rgb4 C 3 M 32 8x8 s1,5, W past the window", 2, 10, 84, 3, 32, 8, 8, 1, 5, 0, 0, 1, 1, false, 0, 2},
+        {"qstem rgb4 C 3 M 64 5x5 s1 pads 2, no zp", 3, 9, 20, 3, 64, 5, 5, 1, 1, 2, 2, 1, 1, false, 0, 1, true},
     };
     /* the wgmma form's own edges (kc_qconv_wg: C and M in 16s, at most 32 taps): C 16 (a
      * thread's first chunk in a later tap), reductions ending half way through a 128-byte slice
@@ -593,6 +600,9 @@ int main(int argc, char **argv) {
         {"--ncu", kc_r50_stem}, /* ResNet-50's int8 stem */
         {"--ncu1x1", {"layer1 conv3 b256 (+res)", 256, 56, 56, 64, 256, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1}},
         {"--ncu3x3", {"layer2 conv2 3x3 b256", 256, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0}},
+        {"--ncul3", {"layer3 conv3 b256 (+res)", 256, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1}},
+        {"--ncul4", {"layer4 conv3 b256 (+res)", 256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1}},
+        {"--ncuc1", {"layer1 conv1 b256", 256, 56, 56, 256, 64, 1, 1, 1, 1, 0, 0, 1, 1, false, 0}},
     };
     for (const auto &a : alone)
         if (argc > 1 && !strcmp(argv[1], a.flag)) {

@@ -932,6 +932,20 @@ static __device__ __forceinline__ int kc_q1tab_make(int4 *tab, const int32_t *__
     return form && KC_QPLAIN && p.lo == 0 && p.hi == 255 ? form | 4 : form;
 }
 
+/* CALL(RES, FORM): the epilogue instantiation for kc_q1tab_make's form and the residual (2
+ * and 6, s32 0 on every channel, only with one); the one place that maps a block's form to the
+ * 1x1 and wgmma kernels' epilogue templates */
+#define KC_QFORM_CALL(form, res, CALL)                                                      \
+    do {                                                                                    \
+        if ((form) == 6) CALL(true, 6);                                                     \
+        else if (((form) & 3) == 2) CALL(true, 2);                                          \
+        else if (((form) & 3) == 1 && (res)) CALL(true, 1);                                 \
+        else if ((form) == 5) CALL(false, 5);                                               \
+        else if ((form) == 1) CALL(false, 1);                                               \
+        else if (res) CALL(true, 0);                                                        \
+        else CALL(false, 0);                                                                \
+    } while (0)
+
 /* c: the terms of the block's channel pair (cl, cl + 1) from kc_q1tab_make's table, in FORM */
 template <int FORM>
 static __device__ __forceinline__ void kc_q1tab_pair(KcQPair &c, const int4 *tab, int cl, const KcQConv &p) {
@@ -1066,13 +1080,9 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             ys = As + b * KC_QBM * LD;
             __syncthreads(); /* every warp has read the X tile the output overwrites */
         }
-        if (form == 6) kc_qepi16_tab<BN, true, 6>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if ((form & 3) == 2) kc_qepi16_tab<BN, true, 2>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if ((form & 3) == 1 && res) kc_qepi16_tab<BN, true, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if (form == 5) kc_qepi16_tab<BN, false, 5>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if (form == 1) kc_qepi16_tab<BN, false, 1>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else if (res) kc_qepi16_tab<BN, true, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
-        else kc_qepi16_tab<BN, false, 0>(acc, tab, y, p, P, t * KC_QBM, col0, ys);
+#define KC_Q1EPI(R, F) kc_qepi16_tab<BN, R, F>(acc, tab, y, p, P, t * KC_QBM, col0, ys)
+        KC_QFORM_CALL(form, res, KC_Q1EPI);
+#undef KC_Q1EPI
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
 #endif
@@ -1229,13 +1239,9 @@ static __device__ __forceinline__ void kc_qwg_epi(const int32_t *acc, const int4
 template <int BN>
 static __device__ __forceinline__ void kc_qwg_epi_any(int form, bool res, const int32_t *acc, const int4 *tab,
                                                       const KcQConv &p, int n0, uint8_t *e, int t4) {
-    if (form == 6) kc_qwg_epi<BN, true, 6>(acc, tab, p, n0, e, t4);
-    else if ((form & 3) == 2) kc_qwg_epi<BN, true, 2>(acc, tab, p, n0, e, t4);
-    else if ((form & 3) == 1 && res) kc_qwg_epi<BN, true, 1>(acc, tab, p, n0, e, t4);
-    else if (form == 5) kc_qwg_epi<BN, false, 5>(acc, tab, p, n0, e, t4);
-    else if (form == 1) kc_qwg_epi<BN, false, 1>(acc, tab, p, n0, e, t4);
-    else if (res) kc_qwg_epi<BN, true, 0>(acc, tab, p, n0, e, t4);
-    else kc_qwg_epi<BN, false, 0>(acc, tab, p, n0, e, t4);
+#define KC_QWGEPI(R, F) kc_qwg_epi<BN, R, F>(acc, tab, p, n0, e, t4)
+    KC_QFORM_CALL(form, res, KC_QWGEPI);
+#undef KC_QWGEPI
 }
 
 /* The residual's BM x BN bytes from column n0 into the output tile ys (rows YLD apart), its rows
@@ -1624,13 +1630,19 @@ static __host__ __device__ __forceinline__ void kc_qstem_geo(const KcQConv &p, i
 #endif
 #define KC_QSTEM_YLD 48
 
+/* where kc_qstem_kernel's output tiles start: after the window or the weights before it (the
+ * larger), which share the buffer's start */
+static __host__ __device__ __forceinline__ size_t kc_qstem_ys(int wr, int ww, int wld, int bn) {
+    size_t win = ((size_t)wr * ww * 4 + 15) / 16 * 16, wts = ((size_t)bn * wld + 15) / 16 * 16;
+    return win > wts ? win : wts;
+}
+
 /* shared-memory bytes of kc_qstem_kernel<NT> for p: the window (the weights before it, until
  * the warps hold their fragments) and the warps' output tiles */
 static inline size_t kc_qstem_smem(const KcQConv &p, int NT) {
     int wr, ww, wld;
     kc_qstem_geo(p, wr, ww, wld);
-    size_t win = ((size_t)wr * ww * 4 + 15) / 16 * 16, wts = ((size_t)NT * 8 * wld + 15) / 16 * 16;
-    return (win > wts ? win : wts) + KC_QSTEM_WARPS * 16 * KC_QSTEM_YLD;
+    return kc_qstem_ys(wr, ww, wld, NT * 8) + KC_QSTEM_WARPS * 16 * KC_QSTEM_YLD;
 }
 
 /* RT: the window's rows R as a constant (7: ResNet's stems; the tap loop unrolled, the weight
@@ -1657,8 +1669,7 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
     const int MT = (p.OW + 15) / 16, sh = p.sh, sw = p.sw;
     uint32_t *win = (uint32_t *)(void *)kc_qstem_buf;
     uint8_t *wsm = kc_qstem_buf; /* the weights, where the first window goes once the warps hold them */
-    const size_t wbytes = ((size_t)WR * WW * 4 + 15) / 16 * 16, tbytes = ((size_t)BN * WLD + 15) / 16 * 16;
-    uint8_t *ys = kc_qstem_buf + (wbytes > tbytes ? wbytes : tbytes) + warp * 16 * YLD;
+    uint8_t *ys = kc_qstem_buf + kc_qstem_ys(WR, WW, WLD, BN) + warp * 16 * YLD;
     /* the weights, word (n, ky, kx) = channels 0..3 of tap (ky, kx) of output channel n */
     const int KW4 = R * 8;
     for (int i = tid; i < BN * KW4; i += THREADS) {

@@ -63,12 +63,23 @@ static __device__ __forceinline__ void kc_pdl_wait(void) {
 #endif
 }
 
-/* Launches kernel k on s, allowed to overlap the previous kernel where k's code was built for
- * sm_90 or later (PTX version 90: its kc_pdl_wait is the instruction; code built for an
- * older target and compiled from PTX by the driver has none, so it launches the plain way). */
+/* Lets the kernel launched after this one by kc_launch_pdl start once every block of this
+ * grid has passed here (the last wave is on the device), so that its blocks take the
+ * multiprocessors this grid's drain frees and run what comes before their kc_pdl_wait there.
+ * Called after kc_pdl_wait: a chain overlaps two grids at most. */
+static __device__ __forceinline__ void kc_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* Launches kernel k on s with smem bytes of dynamic shared memory, allowed to overlap the
+ * previous kernel where k's code was built for sm_90 or later (PTX version 90: its
+ * kc_pdl_wait is the instruction; code built for an older target and compiled from PTX by the
+ * driver has none, so it launches the plain way). */
 template <typename... P, typename... A>
-static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStream_t s,
-                                 A... args) {
+static inline void kc_launch_pdl_smem(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t s, A... args) {
     cudaFuncAttributes fa;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[1];
@@ -76,6 +87,7 @@ static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStr
     memset(at, 0, sizeof at);
     cfg.gridDim = grid;
     cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed =
@@ -83,6 +95,13 @@ static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStr
     cfg.attrs = at;
     cfg.numAttrs = 1;
     (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for KC_LAUNCHED */
+}
+
+/* kc_launch_pdl_smem without dynamic shared memory */
+template <typename... P, typename... A>
+static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStream_t s,
+                                 A... args) {
+    kc_launch_pdl_smem(k, grid, block, 0, s, args...);
 }
 
 /* Raises a status (the first one wins); read back by NAME_cuda_run. */

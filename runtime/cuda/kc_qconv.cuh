@@ -24,6 +24,27 @@
 #define KC_QLD 80  /* shared-memory row stride in bytes: conflict-free fragment loads */
 #define KC_QKTAB 512 /* reduction positions of the table gather (VW 0): 4 KB of shared memory */
 
+/* Programmatic dependent launch (kc_common.cuh) for every kernel here: launched by kc_qlaunch,
+ * a kernel stages its weights and requantization table, which no kernel writes, while the
+ * kernel before it drains, then kc_qpdl_enter before it reads an activation or writes
+ * anything. KC_QPDL 0: plain launches (an A/B knob; the waits are then no-ops). */
+#ifndef KC_QPDL
+#define KC_QPDL 1
+#endif
+static __device__ __forceinline__ void kc_qpdl_enter(void) {
+    kc_pdl_wait();
+    kc_pdl_trigger();
+}
+template <typename... P, typename... A>
+static inline void kc_qlaunch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                              A... args) {
+#if KC_QPDL
+    kc_launch_pdl_smem(k, grid, block, smem, s, args...);
+#else
+    k<<<grid, block, smem, s>>>(args...);
+#endif
+}
+
 typedef struct KcQConv {
     int32_t N, H, W, C;   /* input (N,H,W,C) uint8 */
     int32_t OH, OW, M;    /* output (N,OH,OW,M) */
@@ -497,6 +518,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                     uint8_t *__restrict__ y, KcQConv p, KcQF32In fin) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    kc_qpdl_enter();
     __shared__ __align__(16) uint8_t As[2][KC_QBM * KC_QLD];
     __shared__ __align__(16) uint8_t Bs[2][BN * KC_QLD];
     __shared__ int2 ktab[VW <= 0 ? KC_QKTAB : 1];
@@ -692,6 +714,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    kc_qpdl_enter();
     extern __shared__ __align__(16) uint8_t kc_qsm[];
     enum { THREADS = BM * BN / 64, WMS = BM / 64, CPR = KC_QSK / 16, LD = KC_QLD16 };
     enum { AP = BM * CPR / THREADS, BP = BN * CPR / THREADS, RSTEP = THREADS / CPR };
@@ -833,7 +856,8 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
                              cudaFuncAttributeMaxDynamicSharedMemorySize, KC_QSMEM16(BN, BM, ST));
         opted = true;
     }
-    kc_qconv_mma16_kernel<BN, BM, ST><<<grid, BM * BN / 64, KC_QSMEM16(BN, BM, ST), s>>>(x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qconv_mma16_kernel<BN, BM, ST>, grid, dim3(BM * BN / 64), KC_QSMEM16(BN, BM, ST),
+               s, x, w, rq, r, y, *p);
 }
 
 /* The 1x1 form (R = S = 1, no padding, any stride; C % 16 == 0, M % 16 == 0, Kp = KP of 64,
@@ -1055,9 +1079,10 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         }
         asm volatile("cp.async.commit_group;\n" ::);
     };
+    const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2); /* while the weights fly */
+    kc_qpdl_enter();
     issue(blockIdx.y, 0); /* the weights ride in the first group */
     if (NB == 3) issue(blockIdx.y + gridDim.y, 1);
-    const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2); /* while those fly */
     int b = 0;
     for (int t = blockIdx.y; t < ntiles; t += gridDim.y, b = b + 1 == NB ? 0 : b + 1) {
         if (NB == 3) asm volatile("cp.async.wait_group 1;\n" ::);
@@ -1128,8 +1153,8 @@ static inline void kc_qconv1x1_launch(cudaStream_t s, const uint8_t *x, const in
     if (rows < 1) rows = 1;
     if (rows > tiles) rows = tiles;
     if (rows > 65535) rows = 65535;
-    kc_qconv1x1_kernel<BN, KP><<<dim3((unsigned)cols, (unsigned)rows), 2 * BN, smem, s>>>(
-        x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qconv1x1_kernel<BN, KP>, dim3((unsigned)cols, (unsigned)rows), dim3(2 * BN), smem,
+               s, x, w, rq, r, y, *p);
 }
 
 /* Whether the 1x1 form takes the layer (bn 0: 128 where M >= 128, else 64), and its launch */
@@ -1322,12 +1347,13 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             }
         }
     };
+    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
+    kc_qpdl_enter();
 #pragma unroll
     for (int st = 0; st < ST - 2; st++) {
         if (st < KT) load(st, st);
         kc_ig_commit();
     }
-    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2); /* while those land */
     int32_t acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
     for (int32_t kt = 0; kt < KT; kt++) {
         kc_ig_wait<ST - 3>();
@@ -1418,6 +1444,7 @@ kc_qhalo_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w, con
     }
     kc_ig_commit();
     const int form = kc_q1tab_make(tab, rq, res, p, 0, BN / 2);
+    kc_qpdl_enter();
     const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
     const int32_t T = (p.OH * Wp + BM - 1) / BM, ntiles = p.N * T;
     for (int32_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -1483,7 +1510,8 @@ static inline bool kc_qhalo(cudaStream_t s, const uint8_t *x, const int8_t *w, c
         last = bytes;
     }
     const int64_t Wp = p->W + 2 * p->pw, tiles = (int64_t)p->N * ((p->OH * Wp + 127) / 128);
-    kc_qhalo_kernel<<<(unsigned)(tiles < resident ? tiles : resident), 256, bytes, s>>>(x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qhalo_kernel, dim3((unsigned)(tiles < resident ? tiles : resident)), dim3(256),
+               bytes, s, x, w, rq, r, y, *p);
     return true;
 }
 
@@ -1520,7 +1548,8 @@ static inline void kc_qconv_wg_launch(cudaStream_t s, const uint8_t *x, const in
         opted = true;
     }
     dim3 grid((unsigned)((p->M + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_qconv_wg_kernel<BM, BN, ST><<<grid, BM / 64 * 128, Sm::BYTES, s>>>(x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qconv_wg_kernel<BM, BN, ST>, grid, dim3(BM / 64 * 128), Sm::BYTES, s, x, w, rq, r,
+               y, *p);
 }
 
 /* Whether the wgmma form takes the layer, and its launch: 128 x 128 tiles in three stages
@@ -1576,8 +1605,10 @@ static inline void kc_qconv_launch(cudaStream_t s, dim3 grid, int bn, const uint
                                    const int8_t *w, const int32_t *rq, const uint8_t *r, uint8_t *y,
                                    const KcQConv *p) {
     KcQF32In none = {NULL, NULL, NULL};
-    if (bn == 128) kc_qconv_mma_kernel<VW, 128><<<grid, 256, 0, s>>>(x, w, rq, r, y, *p, none);
-    else kc_qconv_mma_kernel<VW, 64><<<grid, 128, 0, s>>>(x, w, rq, r, y, *p, none);
+    if (bn == 128)
+        kc_qlaunch(kc_qconv_mma_kernel<VW, 128>, grid, dim3(256), 0, s, x, w, rq, r, y, *p, none);
+    else
+        kc_qlaunch(kc_qconv_mma_kernel<VW, 64>, grid, dim3(128), 0, s, x, w, rq, r, y, *p, none);
 }
 
 /* The stem form (C 1..4, M 32 or 64, no residual, no dilation, a window of at most 8 x 8
@@ -1693,6 +1724,7 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             bf[ky][nt][0] = *(const uint32_t *)(const void *)wb;
             bf[ky][nt][1] = *(const uint32_t *)(const void *)(wb + 16);
         }
+    kc_qpdl_enter();
     const int ohg = (p.OH + ROWS - 1) / ROWS, groups = p.N * ohg;
     /* RGB rows in whole words (C 3, W in 4s, X on 4 bytes): the window filled from aligned
      * 32-bit loads, where the byte loads took three loads and about fifty instructions a pixel */
@@ -1807,7 +1839,8 @@ static inline bool kc_qstem_launch(cudaStream_t s, const uint8_t *x, const int8_
     int64_t grid = resident > 0 ? resident : 1024;
     if (groups < (kc_qstem_min() >= 0 ? kc_qstem_min() : sms > 0 ? sms : 128)) return false;
     if (grid > groups) grid = groups;
-    kc_qstem_kernel<NT, RT><<<(unsigned)grid, KC_QSTEM_WARPS * 32, smem, s>>>(x, w, rq, y, *p);
+    kc_qlaunch(kc_qstem_kernel<NT, RT>, dim3((unsigned)grid), dim3(KC_QSTEM_WARPS * 32), smem, s, x,
+               w, rq, y, *p);
     return true;
 }
 
@@ -1892,6 +1925,7 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
 __global__ void kc_qnchw_kernel(const float *__restrict__ x, const float *__restrict__ scale,
                                 const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
                                 int64_t pixels, int C, int64_t HW) {
+    kc_qpdl_enter();
     float inv, rel, z = zp ? (float)zp[0] : 0.0f;
     double s = (double)scale[0];
     kc_qquant_terms(scale[0], inv, rel);
@@ -1910,6 +1944,7 @@ template <int C>
 __global__ void kc_qnchw4_kernel(const float *__restrict__ x, const float *__restrict__ scale,
                                  const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
                                  int64_t quads, int64_t HW) {
+    kc_qpdl_enter();
     float inv, rel, z = zp ? (float)zp[0] : 0.0f;
     double s = (double)scale[0];
     kc_qquant_terms(scale[0], inv, rel);
@@ -1948,12 +1983,17 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
     int64_t pixels = (int64_t)p->N * p->H * p->W, HW = (int64_t)p->H * p->W, quads = pixels / 4;
     const unsigned qb = kc_grid(quads);
     if (HW % 4 == 0 && p->C >= 1 && p->C <= 4 && (uintptr_t)x % 16 == 0 && (uintptr_t)xq % 4 == 0) {
-        if (p->C == 1) kc_qnchw4_kernel<1><<<qb, KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
-        if (p->C == 2) kc_qnchw4_kernel<2><<<qb, KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
-        if (p->C == 3) kc_qnchw4_kernel<3><<<qb, KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
-        if (p->C == 4) kc_qnchw4_kernel<4><<<qb, KC_THREADS, 0, s>>>(x, scale, zp, xq, quads, HW);
+        auto quad = [&](void (*k)(const float *, const float *, const uint8_t *, uint8_t *, int64_t,
+                                  int64_t)) {
+            kc_qlaunch(k, dim3(qb), dim3(KC_THREADS), 0, s, x, scale, zp, xq, quads, HW);
+        };
+        if (p->C == 1) quad(kc_qnchw4_kernel<1>);
+        if (p->C == 2) quad(kc_qnchw4_kernel<2>);
+        if (p->C == 3) quad(kc_qnchw4_kernel<3>);
+        if (p->C == 4) quad(kc_qnchw4_kernel<4>);
     } else {
-        kc_qnchw_kernel<<<kc_grid(pixels), KC_THREADS, 0, s>>>(x, scale, zp, xq, pixels, p->C, HW);
+        kc_qlaunch(kc_qnchw_kernel, dim3(kc_grid(pixels)), dim3(KC_THREADS), 0, s, x, scale, zp, xq,
+                   pixels, p->C, HW);
     }
     KC_LAUNCHED();
     return kc_qconv(s, xq, w, rq, r, y, p);
@@ -1964,8 +2004,12 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
     int bn = p->M >= 128 && KC_QBN_MAX >= 128 ? 128 : 64;
     dim3 grid((unsigned)((P + KC_QBM - 1) / KC_QBM), (unsigned)((p->M + bn - 1) / bn));
     KcQF32In fin = {x, scale, zp};
-    if (bn == 128) kc_qconv_mma_kernel<-1, 128><<<grid, 256, 0, s>>>(NULL, w, rq, r, y, *p, fin);
-    else kc_qconv_mma_kernel<-1, 64><<<grid, 128, 0, s>>>(NULL, w, rq, r, y, *p, fin);
+    if (bn == 128)
+        kc_qlaunch(kc_qconv_mma_kernel<-1, 128>, grid, dim3(256), 0, s, (const uint8_t *)NULL, w,
+                   rq, r, y, *p, fin);
+    else
+        kc_qlaunch(kc_qconv_mma_kernel<-1, 64>, grid, dim3(128), 0, s, (const uint8_t *)NULL, w, rq,
+                   r, y, *p, fin);
     KC_LAUNCHED();
     return KC_OK;
 #endif
@@ -1975,6 +2019,7 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
 __global__ void kc_qdwconv_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                                   uint8_t *__restrict__ y, KcQConv p) {
+    kc_qpdl_enter();
     int64_t total = (int64_t)p.N * p.OH * p.OW * p.M;
     KC_FOR(i, total) {
         int c = (int)(i % p.M);
@@ -2000,13 +2045,14 @@ static inline int kc_qdwconv(cudaStream_t s, const uint8_t *x, const int8_t *w, 
                              const uint8_t *r, uint8_t *y, const KcQConv *p) {
     int64_t total = (int64_t)p->N * p->OH * p->OW * p->M;
     if (total <= 0) return KC_OK;
-    kc_qdwconv_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qdwconv_kernel, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, w, rq, r, y, *p);
     KC_LAUNCHED();
     return KC_OK;
 }
 
 /* Max pooling on the uint8 values (rt_qmaxpool2d: 0 where no tap is inside). */
 __global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, KcQConv p) {
+    kc_qpdl_enter();
     int64_t total = (int64_t)p.N * p.OH * p.OW * p.C;
     KC_FOR(i, total) {
         int c = (int)(i % p.C);
@@ -2029,6 +2075,7 @@ __global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__res
 
 /* The same, 16 channels a thread (C % 16 == 0, 16-byte aligned): four __vmaxu4 a tap. */
 __global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, KcQConv p) {
+    kc_qpdl_enter();
     const int CV = p.C / 16;
     int64_t total = (int64_t)p.N * p.OH * p.OW * CV;
     KC_FOR(i, total) {
@@ -2057,6 +2104,7 @@ __global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restr
  * ResNet-50's pool at batch 256 (205 MB in, 51 MB out): 0.109 -> 0.077 ms (3.33 TB/s). */
 __global__ void kc_qmaxpool16_3x3_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y,
                                          KcQConv p) {
+    kc_qpdl_enter();
     const int32_t CV = p.C / 16, total = p.N * p.OH * p.OW * CV;
     KC_FOR(i64, total) {
         const int32_t i = (int32_t)i64, cv = i % CV, pix = i / CV;
@@ -2090,13 +2138,13 @@ static inline int kc_qmaxpool(cudaStream_t s, const uint8_t *x, uint8_t *y, cons
     bool vec = p->C % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0;
     if (vec && p->R == 3 && p->S == 3 && total < INT32_MAX &&
         (int64_t)p->N * p->H * p->W * p->C < INT32_MAX)
-        kc_qmaxpool16_3x3_kernel<<<kc_grid(total / 16), KC_THREADS, 0, s>>>(
-            (const uint4 *)(const void *)x, (uint4 *)(void *)y, *p);
+        kc_qlaunch(kc_qmaxpool16_3x3_kernel, dim3(kc_grid(total / 16)), dim3(KC_THREADS), 0, s,
+                   (const uint4 *)(const void *)x, (uint4 *)(void *)y, *p);
     else if (vec)
-        kc_qmaxpool16_kernel<<<kc_grid(total / 16), KC_THREADS, 0, s>>>((const uint4 *)(const void *)x,
-                                                                        (uint4 *)(void *)y, *p);
+        kc_qlaunch(kc_qmaxpool16_kernel, dim3(kc_grid(total / 16)), dim3(KC_THREADS), 0, s,
+                   (const uint4 *)(const void *)x, (uint4 *)(void *)y, *p);
     else
-        kc_qmaxpool_kernel<<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p);
+        kc_qlaunch(kc_qmaxpool_kernel, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, y, *p);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -2105,6 +2153,7 @@ static inline int kc_qmaxpool(cudaStream_t s, const uint8_t *x, uint8_t *y, cons
 __global__ void kc_qgavg_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, int64_t n,
                                 int64_t hw, int64_t C, int32_t x_zp, int32_t m, int shift,
                                 int32_t y_zp) {
+    kc_qpdl_enter();
     KC_FOR(i, n * C) {
         int64_t b = i / C, c = i % C;
         int32_t acc = 0;
@@ -2118,7 +2167,8 @@ __global__ void kc_qgavg_kernel(const uint8_t *__restrict__ x, uint8_t *__restri
 static inline int kc_qgavg(cudaStream_t s, const uint8_t *x, uint8_t *y, int64_t n, int64_t hw,
                            int64_t C, int32_t x_zp, int32_t m, int shift, int32_t y_zp) {
     if (n * C <= 0) return KC_OK;
-    kc_qgavg_kernel<<<kc_grid(n * C), KC_THREADS, 0, s>>>(x, y, n, hw, C, x_zp, m, shift, y_zp);
+    kc_qlaunch(kc_qgavg_kernel, dim3(kc_grid(n * C)), dim3(KC_THREADS), 0, s, x, y, n, hw, C, x_zp,
+               m, shift, y_zp);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -2128,6 +2178,7 @@ __global__ void kc_qbinary_kernel(int64_t count, const uint8_t *__restrict__ a, 
                                   int32_t ma, const uint8_t *__restrict__ b, int32_t b_zp,
                                   int32_t mb, int shift, int32_t y_zp, int mul,
                                   uint8_t *__restrict__ y) {
+    kc_qpdl_enter();
     KC_FOR(i, count) {
         int64_t da = (int32_t)a[i] - a_zp, db = (int32_t)b[i] - b_zp;
         int64_t t = mul ? da * db * ma : da * ma + db * mb;
@@ -2140,8 +2191,8 @@ static inline int kc_qbinary(cudaStream_t s, int64_t count, const uint8_t *a, in
                              int32_t ma, const uint8_t *b, int32_t b_zp, int32_t mb, int shift,
                              int32_t y_zp, int mul, uint8_t *y) {
     if (count <= 0) return KC_OK;
-    kc_qbinary_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, a, a_zp, ma, b, b_zp, mb, shift,
-                                                            y_zp, mul, y);
+    kc_qlaunch(kc_qbinary_kernel, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s, count, a, a_zp, ma,
+               b, b_zp, mb, shift, y_zp, mul, y);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -2149,6 +2200,7 @@ static inline int kc_qbinary(cudaStream_t s, int64_t count, const uint8_t *a, in
 /* y = table[x] (rt_qlut) */
 __global__ void kc_qlut_kernel(int64_t count, const uint8_t *__restrict__ x,
                                const uint8_t *__restrict__ table, uint8_t *__restrict__ y) {
+    kc_qpdl_enter();
     __shared__ uint8_t t[256];
     for (int j = threadIdx.x; j < 256; j += blockDim.x) t[j] = table[j];
     __syncthreads();
@@ -2158,7 +2210,7 @@ __global__ void kc_qlut_kernel(int64_t count, const uint8_t *__restrict__ x,
 static inline int kc_qlut(cudaStream_t s, int64_t count, const uint8_t *x, const uint8_t *table,
                           uint8_t *y) {
     if (count <= 0) return KC_OK;
-    kc_qlut_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, table, y);
+    kc_qlaunch(kc_qlut_kernel, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s, count, x, table, y);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -2173,6 +2225,7 @@ template <typename T>
 __global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
                                       const float *__restrict__ scale,
                                       const uint8_t *__restrict__ zp, uint8_t *__restrict__ y) {
+    kc_qpdl_enter();
     double s = (double)scale[0], z = zp ? (double)zp[0] : 0.0;
     KC_FOR(i, count) {
         double v = rint(kc_qload(x, i) / s) + z;
@@ -2186,6 +2239,7 @@ __global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
 __global__ void kc_dequantize_u8_kernel(int64_t count, const uint8_t *__restrict__ x,
                                         const float *__restrict__ scale,
                                         const uint8_t *__restrict__ zp, float *__restrict__ y) {
+    kc_qpdl_enter();
     float s = scale[0];
     int32_t z = zp ? (int32_t)zp[0] : 0;
     KC_FOR(i, count) y[i] = __fmul_rn((float)((int32_t)x[i] - z), s);
@@ -2195,7 +2249,8 @@ template <typename T>
 static inline int kc_quantize_u8(cudaStream_t s, int64_t count, const T *x, const float *scale,
                                  const uint8_t *zp, uint8_t *y) {
     if (count <= 0) return KC_OK;
-    kc_quantize_u8_kernel<T><<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
+    kc_qlaunch(kc_quantize_u8_kernel<T>, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s, count, x,
+               scale, zp, y);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -2203,7 +2258,8 @@ static inline int kc_quantize_u8(cudaStream_t s, int64_t count, const T *x, cons
 static inline int kc_dequantize_u8(cudaStream_t s, int64_t count, const uint8_t *x,
                                    const float *scale, const uint8_t *zp, float *y) {
     if (count <= 0) return KC_OK;
-    kc_dequantize_u8_kernel<<<kc_grid(count), KC_THREADS, 0, s>>>(count, x, scale, zp, y);
+    kc_qlaunch(kc_dequantize_u8_kernel, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s, count, x,
+               scale, zp, y);
     KC_LAUNCHED();
     return KC_OK;
 }

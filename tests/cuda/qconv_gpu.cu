@@ -33,7 +33,11 @@
  *        --ncu3x3 its layer2 conv2 (the wgmma form), --ncul3 / --ncul4 its layer3 / layer4
  *        conv3 (the 1x1 form at K 256, the wgmma form at K 512), --ncuc1 its layer1 conv1,
  *        each printing its median time (a quick A/B of two builds);
- *        --timestem checks the stem form on five shapes and times it at batch 256. */
+ *        --timestem checks the stem form on five shapes and times it at batch 256.
+ * Programmatic dependent launch (kc_qlaunch): "late" cases give the kernel its input (and
+ * residual) from a kernel launched just before on the same stream that lets it start at once
+ * and writes after a spin (late_copy2): a kernel that read before its kc_qpdl_enter would
+ * read the poison left there. */
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,8 +165,46 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
 
 static const char *mode_tag = ""; /* "wg ": the case ran with the wgmma form on */
 
-/* EMPTY: the clamp's interval empty (lo > hi, a Clip with min > max): every output is hi */
-static void run_case(const Case &c, bool empty = false) {
+/* Copies n1 bytes of s1 to d1 and n2 of s2 to d2 after a spin of about 20 us (at 2 GHz),
+ * having told the GPU at its start that the next kernel may launch
+ * (griddepcontrol.launch_dependents): a kernel launched after it by kc_qlaunch runs beside
+ * the spin, and reads the poison in d1 and d2 unless it waits for this grid. */
+__global__ void late_copy2(const uint8_t *s1, uint8_t *d1, size_t n1, const uint8_t *s2,
+                           uint8_t *d2, size_t n2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+    long long t0 = clock64();
+    while (clock64() - t0 < 40000) {
+    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n1 + n2;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (i < n1)
+            d1[i] = s1[i];
+        else
+            d2[i - n1] = s2[i - n1];
+    }
+}
+
+static cudaStream_t late_stream;
+
+/* d1 (n1 bytes) and d2 (n2, or none) poisoned, then written back by late_copy2 on
+ * late_stream; the staging copies go to keep (freed by the caller after a sync) */
+static void late_fill(uint8_t *d1, size_t n1, uint8_t *d2, size_t n2, std::vector<void *> &keep) {
+    uint8_t *st;
+    CK(cudaMalloc(&st, n1 + n2 + 1));
+    CK(cudaMemcpy(st, d1, n1, cudaMemcpyDeviceToDevice));
+    if (n2) CK(cudaMemcpy(st + n1, d2, n2, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(d1, 0x5a, n1));
+    if (n2) CK(cudaMemset(d2, 0x5a, n2));
+    CK(cudaDeviceSynchronize());
+    keep.push_back(st);
+    late_copy2<<<8, 256, 0, late_stream>>>(st, d1, n1, st + n1, d2, n2);
+}
+
+/* EMPTY: the clamp's interval empty (lo > hi, a Clip with min > max): every output is hi;
+ * LATE: x and the residual written by the kernel launched just before (late_fill) */
+static void run_case(const Case &c, bool empty = false, bool late = false) {
     KcQConv p = params(c);
     if (empty) p.lo = irand(130, 255), p.hi = irand(0, 120);
     size_t nx = (size_t)c.N * c.H * c.W * c.C, ny = (size_t)c.N * p.OH * p.OW * c.M;
@@ -173,8 +215,12 @@ static void run_case(const Case &c, bool empty = false) {
     reference(c, p, x, w, rq, r, want);
     Dev d = upload(c, p, x, w, rq, r, ny);
     CK(cudaMemset(d.ybase, 0xa5, ny + 16)); /* poison: unwritten outputs show up */
-    int rc = kc_qconv(0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+    std::vector<void *> keep;
+    if (late) late_fill(d.x, nx, c.res ? d.r : NULL, c.res ? ny : 0, keep);
+    int rc = kc_qconv(late ? late_stream : 0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
     CK(cudaDeviceSynchronize());
+    for (void *k : keep)
+        cudaFree(k);
     CK(cudaMemcpy(y.data(), d.y, ny, cudaMemcpyDeviceToHost));
     std::vector<uint8_t> guard(16);
     CK(cudaMemcpy(guard.data(), d.ybase + c.yoff + ny, 16 - c.yoff, cudaMemcpyDeviceToHost));
@@ -189,13 +235,14 @@ static void run_case(const Case &c, bool empty = false) {
     for (size_t i = 0; i < ny; i++) distinct += !seen[want[i]], seen[want[i]] = true;
     if (rc == KC_OK && !bad && !spill && (empty ? distinct == 1 : distinct > 16)) {
         passed++;
-        printf("ok   %s%s: %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s%s, %zu bytes\n", mode_tag, c.what, c.N,
-               c.H, c.W, c.C, c.N, p.OH, p.OW, c.M, c.R, c.S, c.sh, c.ph, c.dh,
-               c.res ? " +residual" : "", empty ? ", empty clamp" : "", ny);
+        printf("ok   %s%s%s: %dx%dx%dx%d -> %dx%dx%dx%d, %dx%d s%d p%d d%d%s%s, %zu bytes\n",
+               mode_tag, late ? "late " : "", c.what, c.N, c.H, c.W, c.C, c.N, p.OH, p.OW, c.M, c.R,
+               c.S, c.sh, c.ph, c.dh, c.res ? " +residual" : "", empty ? ", empty clamp" : "", ny);
     } else {
         failed++;
-        printf("FAIL %s%s: rc %d, %zu of %zu bytes differ (first at %zu: %d, want %d), %s, %d "
-               "distinct values\n", mode_tag, c.what, rc, bad, ny, first, bad ? y[first] : 0,
+        printf("FAIL %s%s%s: rc %d, %zu of %zu bytes differ (first at %zu: %d, want %d), %s, %d "
+               "distinct values\n",
+               mode_tag, late ? "late " : "", c.what, rc, bad, ny, first, bad ? y[first] : 0,
                bad ? want[first] : 0, spill ? "wrote past the end" : "no spill", distinct);
     }
 }
@@ -385,7 +432,7 @@ static float time_case(const Case &c) {
 
 /* kc_qmaxpool against the host's max over the taps inside (rt_qmaxpool2d), byte for byte:
  * 3x3 by the fixed-window kernel, other windows or C not in 16s by the loop kernels */
-static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad) {
+static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad, bool late = false) {
     KcQConv p = {};
     p.N = N, p.H = H, p.W = W, p.C = C, p.M = C, p.R = p.S = R, p.sh = p.sw = st;
     p.ph = p.pw = pad, p.dh = p.dw = 1;
@@ -411,16 +458,20 @@ static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad) {
     CK(cudaMalloc(&dy, ny));
     CK(cudaMemcpy(dx, x.data(), nx, cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xa5, ny));
-    int rc = kc_qmaxpool(0, dx, dy, &p);
+    std::vector<void *> keep;
+    if (late) late_fill(dx, nx, NULL, 0, keep);
+    int rc = kc_qmaxpool(late ? late_stream : 0, dx, dy, &p);
     CK(cudaDeviceSynchronize());
+    for (void *k : keep)
+        cudaFree(k);
     CK(cudaMemcpy(y.data(), dy, ny, cudaMemcpyDeviceToHost));
     cudaFree(dx), cudaFree(dy);
     size_t bad = rc != KC_OK;
     for (size_t i = 0; i < ny; i++) bad += y[i] != want[i];
     if (bad) failed++;
     else passed++;
-    printf("%s qmaxpool N %d %dx%d C %d %dx%d stride %d pad %d: %zu bytes differ\n",
-           bad ? "FAIL" : "ok  ", N, H, W, C, R, R, st, pad, bad);
+    printf("%s %sqmaxpool N %d %dx%d C %d %dx%d stride %d pad %d: %zu bytes differ\n",
+           bad ? "FAIL" : "ok  ", late ? "late " : "", N, H, W, C, R, R, st, pad, bad);
 }
 
 /* median milliseconds of 20 runs of f after 3 */
@@ -615,6 +666,7 @@ int main(int argc, char **argv) {
     }
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
+    CK(cudaStreamCreateWithFlags(&late_stream, cudaStreamNonBlocking));
     kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
     if (argc > 1 && !strcmp(argv[1], "--timestem")) { /* the stem form alone: an A/B of its knobs */
         static const Case sc[] = {
@@ -638,6 +690,12 @@ int main(int argc, char **argv) {
         for (const Case &c : cases) run_case(c);
         for (const Case &c : gcases) run_case(c);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i += 8) run_case(cases[i], true);
+        /* the input and residual from the kernel just before (every form: the tiled kernels,
+         * the 1x1, stem, wgmma and halo forms) */
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i += 3)
+            run_case(cases[i], false, true);
+        for (const Case &c : gcases)
+            run_case(c, false, true);
     }
     mode_tag = "";
     /* the folded stem: the float32 NCHW input quantized in the gather (kc_qconv_f32nchw) */
@@ -665,6 +723,8 @@ int main(int argc, char **argv) {
     qmaxpool_case(1, 7, 5, 16, 3, 2, 2);   /* pads 2: corner windows of 1 tap */
     qmaxpool_case(1, 8, 8, 48, 2, 2, 0);   /* 2x2: the loop kernel */
     qmaxpool_case(2, 9, 9, 24, 3, 2, 1);   /* C 24: bytes */
+    qmaxpool_case(2, 23, 21, 64, 3, 2, 1, true); /* the input from the kernel just before */
+    qmaxpool_case(2, 9, 9, 24, 3, 2, 1, true);
     /* the cp.async kernel's 256-pixel tiles (KC_QWIDE: 64-channel column tiles, eight warps),
      * reached on small shapes by lowering their block threshold: pixels not in 256s, partial
      * and two column tiles, pads, strides and dilations, a residual, no zero point, the

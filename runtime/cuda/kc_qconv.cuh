@@ -306,11 +306,12 @@ static __device__ __forceinline__ void kc_qepi_quad(const int32_t *v, const KcQP
 
 /* The pair's 8 x 2 values of acc[.][nt] (a warp's 64 rows: four blocks of 16) by
  * kc_qepi_quad, e at row g of the warp's 64 */
-template <bool RES, int FORM, int LD>
-static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[4][4][4], int nt,
+template <bool RES, int FORM, int LD, int MT = 4>
+static __device__ __forceinline__ void kc_qepi_pair(const int32_t (&acc)[MT][4][4], int nt,
                                                     const KcQPair &c, uint8_t *e) {
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++) kc_qepi_quad<RES, FORM, LD>(acc[mt][nt], c, e + mt * 16 * LD);
+    for (int mt = 0; mt < MT; mt++)
+        kc_qepi_quad<RES, FORM, LD>(acc[mt][nt], c, e + mt * 16 * LD);
 }
 
 /* The same epilogue through shared memory, for M % 16 == 0 with y (and the residual) on 16
@@ -416,14 +417,14 @@ static __device__ __forceinline__ void kc_ldsm4(uint32_t *r, const void *smem) {
                  : "r"(a));
 }
 
-/* The warp's A (64 x 32 bytes) and B (32 x 32 bytes) fragments of one 32-byte reduction
- * step from row-major shared tiles of stride LD (conflict-free for LD 48 and 80): four
- * ldmatrix.x4 for A (one per 16 rows), two for B (one per 16 channels). */
-template <int LD>
-static __device__ __forceinline__ void kc_qfrags(uint32_t (&af)[4][4], uint32_t (&bf)[4][2],
+/* The warp's A (16 MT x 32 bytes: 64 rows by default) and B (32 x 32 bytes) fragments of one
+ * 32-byte reduction step from row-major shared tiles of stride LD (conflict-free for LD 48 and
+ * 80): MT ldmatrix.x4 for A (one per 16 rows), two for B (one per 16 channels). */
+template <int LD, int MT = 4>
+static __device__ __forceinline__ void kc_qfrags(uint32_t (&af)[MT][4], uint32_t (&bf)[4][2],
                                                  const uint8_t *a, const uint8_t *b, int lane) {
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++)
+    for (int mt = 0; mt < MT; mt++)
         kc_ldsm4(af[mt], a + (mt * 16 + (lane & 15)) * LD + (lane >> 4) * 16);
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -891,6 +892,15 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #ifndef KC_Q1BUF3_KMAX
 #define KC_Q1BUF3_KMAX 0
 #endif
+/* 64-row tiles (kc_qconv1x1_kernel's BM) where Kp >= KC_Q1BM64_KMIN (0: 128-row tiles
+ * everywhere; an A/B knob): warps of 32 rows, half the shared memory a block, so that K 256
+ * with a residual (141 KB at 128 rows: one block an SM) takes two. H200 ResNet-50 INT8 batch
+ * 256, one call: 4.728 / 4.735 ms at 0 -> 4.669 / 4.681 at 256 (layer3 conv3 0.087 -> 0.077 ms
+ * each; layer2.0 conv1, K 256 without a residual, 0.114 -> 0.124), 4.708 / 4.711 at 64 */
+#ifndef KC_Q1BM64_KMIN
+#define KC_Q1BM64_KMIN 256
+#endif
+#define KC_Q1BMOF(KP) (KC_Q1BM64_KMIN && (KP) >= KC_Q1BM64_KMIN ? 64 : KC_QBM)
 /* the column tile (0: 128 where M >= 128, else 64; an A/B knob: 64 measured no faster) */
 #ifndef KC_Q1BN
 #define KC_Q1BN 0
@@ -899,8 +909,8 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #define KC_Q1LD(KP) ((KP) + 16)
 /* the block's channel table: three int4 a channel pair (kc_q1tab_make) */
 #define KC_Q1TAB(BN) ((BN) / 2 * 48)
-#define KC_Q1SMEM(BN, KP)                                                                   \
-    (((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1NB(KP) * KC_QBM * KC_QYLD(BN) + KC_Q1TAB(BN))
+#define KC_Q1SMEM(BN, KP, BM)                                                               \
+    (((BN) + KC_Q1NB(KP) * (BM)) * KC_Q1LD(KP) + KC_Q1NB(KP) * (BM) * KC_QYLD(BN) + KC_Q1TAB(BN))
 /* Without a residual, where an X buffer holds an output tile (KP >= BN), the tile's own X
  * buffer takes its output once every warp has multiplied it: no output buffers. K 256 with
  * 128-channel tiles: 141 KB -> 105 KB, two blocks an SM instead of one (KC_Q1ALIAS 0: off) */
@@ -908,8 +918,9 @@ static inline void kc_qconv16_launch(cudaStream_t s, dim3 grid, const uint8_t *x
 #define KC_Q1ALIAS 1
 #endif
 #define KC_Q1ALIASES(BN, KP) (KC_Q1ALIAS && KC_Q1LD(KP) >= KC_QYLD(BN))
-#define KC_Q1SMEM_NR(BN, KP)                                                                \
-    (KC_Q1ALIASES(BN, KP) ? ((BN) + KC_Q1NB(KP) * KC_QBM) * KC_Q1LD(KP) + KC_Q1TAB(BN) : KC_Q1SMEM(BN, KP))
+#define KC_Q1SMEM_NR(BN, KP, BM)                                                            \
+    (KC_Q1ALIASES(BN, KP) ? ((BN) + KC_Q1NB(KP) * (BM)) * KC_Q1LD(KP) + KC_Q1TAB(BN)            \
+                          : KC_Q1SMEM(BN, KP, BM))
 
 /* The requantization terms of the 1x1 block's BN channels from col0 on, made once a block
  * where kc_qconv_epilogue16 makes them again for every tile (an ncu profile of layer1 conv3,
@@ -982,11 +993,11 @@ static __device__ __forceinline__ void kc_q1tab_pair(KcQPair &c, const int4 *tab
 }
 
 /* kc_qconv_epilogue16 (the residual tile already in ys) with kc_q1tab_make's table and form */
-template <int BN, bool RES, int FORM>
-static __device__ __forceinline__ void kc_qepi16_tab(const int32_t (&acc)[4][4][4], const int4 *tab,
-                                                     uint8_t *__restrict__ y, const KcQConv &p,
-                                                     int P, int row0, int col0, uint8_t *ys) {
-    enum { LD = KC_QYLD(BN) };
+template <int BN, bool RES, int FORM, int BM = KC_QBM>
+static __device__ __forceinline__ void
+kc_qepi16_tab(const int32_t (&acc)[BM / 32][4][4], const int4 *tab, uint8_t *__restrict__ y,
+              const KcQConv &p, int P, int row0, int col0, uint8_t *ys) {
+    enum { LD = KC_QYLD(BN), MT = BM / 32 };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3, wm = warp & 1, wn = warp >> 1;
 #pragma unroll
@@ -995,10 +1006,10 @@ static __device__ __forceinline__ void kc_qepi16_tab(const int32_t (&acc)[4][4][
         if (col0 + cl >= p.M) continue;
         KcQPair c;
         kc_q1tab_pair<FORM>(c, tab, cl, p);
-        kc_qepi_pair<RES, FORM, LD>(acc, nt, c, ys + (wm * 64 + g) * LD + cl);
+        kc_qepi_pair<RES, FORM, LD, MT>(acc, nt, c, ys + (wm * BM / 2 + g) * LD + cl);
     }
     __syncthreads();
-    kc_qepi16_store<BN>(y, p, P, row0, col0, ys);
+    kc_qepi16_store<BN, BM, 2 * BN>(y, p, P, row0, col0, ys);
 }
 
 /* the byte offset in X of output pixel pix's input (1x1, no padding) */
@@ -1012,22 +1023,24 @@ static __device__ __forceinline__ size_t kc_q1row(const KcQConv &p, int pix) {
 #ifndef KC_Q1MINB
 #define KC_Q1MINB 2
 #endif
-template <int BN, int KP>
+/* BM: the row tile, 128 or 64 (KC_Q1BM64_KMIN; warps of 32 rows instead of 64, half the
+ * shared memory a block) */
+template <int BN, int KP, int BM = KC_QBM>
 __global__ void __launch_bounds__(2 * BN, KC_Q1MINB)
-kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
-                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
-                   uint8_t *__restrict__ y, KcQConv p) {
+    kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) uint8_t kc_qsm[];
     enum { THREADS = 2 * BN, LD = KC_Q1LD(KP), YLD = KC_QYLD(BN), CPR = KP / 16 };
-    enum { RSTEP = THREADS / CPR, AP = KC_QBM / RSTEP, BP = BN / RSTEP };
-    enum { RCH = BN / 16, RP = KC_QBM * RCH / THREADS, NB = KC_Q1NB(KP) };
+    enum { RSTEP = THREADS / CPR, AP = BM / RSTEP, BP = BN / RSTEP };
+    enum { RCH = BN / 16, RP = BM * RCH / THREADS, NB = KC_Q1NB(KP), MT = BM / 32 };
     const bool alias = KC_Q1ALIASES(BN, KP) && !res; /* the output tile in its X buffer */
-    uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * KC_QBM * LD;
-    int4 *const tab = (int4 *)(void *)(Ys + (alias ? 0 : NB * KC_QBM * YLD));
+    uint8_t *const Ws = kc_qsm, *const As = kc_qsm + BN * LD, *const Ys = As + NB * BM * LD;
+    int4 *const tab = (int4 *)(void *)(Ys + (alias ? 0 : NB * BM * YLD));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp & 1, wn = warp >> 1;
-    const int P = p.N * p.OH * p.OW, ntiles = (P + KC_QBM - 1) / KC_QBM;
+    const int P = p.N * p.OH * p.OW, ntiles = (P + BM - 1) / BM;
     const int col0 = blockIdx.x * BN;
     const int h = tid % CPR, r0 = tid / CPR; /* this thread's 16-byte chunk and first row */
     const bool cin = h * 16 < p.C;           /* past C: zeros (W is 0 there too) */
@@ -1043,24 +1056,24 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         /* a whole tile of unit stride and C = KP: one pointer a thread and constant steps
          * (the general form below spent about 190 instructions a tile on its addresses and
          * predicates) */
-        if (t < ntiles && (t + 1) * KC_QBM <= P && p.sh == 1 && p.sw == 1 && p.C == KP &&
+        if (t < ntiles && (t + 1) * BM <= P && p.sh == 1 && p.sw == 1 && p.C == KP &&
             col0 + BN <= p.M) {
-            const int row0 = t * KC_QBM;
-            uint8_t *a = As + b * KC_QBM * LD + r0 * LD + h * 16;
+            const int row0 = t * BM;
+            uint8_t *a = As + b * BM * LD + r0 * LD + h * 16;
             const uint8_t *src = x + (size_t)(row0 + r0) * KP + h * 16;
 #pragma unroll
             for (int i = 0; i < AP; i++) kc_cp16(a + RSTEP * i * LD, src + (size_t)RSTEP * i * KP);
             if (res) {
                 const int rr = tid / RCH, q = tid % RCH;
-                uint8_t *e = Ys + b * KC_QBM * YLD + rr * YLD + q * 16;
+                uint8_t *e = Ys + b * BM * YLD + rr * YLD + q * 16;
                 const uint8_t *rs = res + (size_t)(row0 + rr) * p.M + col0 + q * 16;
                 const size_t step = (size_t)(THREADS / RCH) * p.M;
 #pragma unroll
                 for (int i = 0; i < RP; i++) kc_cp16(e + (THREADS / RCH) * i * YLD, rs + step * i);
             }
         } else if (t < ntiles) {
-            const int row0 = t * KC_QBM;
-            uint8_t *a = As + b * KC_QBM * LD;
+            const int row0 = t * BM;
+            uint8_t *a = As + b * BM * LD;
 #pragma unroll
             for (int i = 0; i < AP; i++) {
                 int rr = r0 + RSTEP * i, pix = row0 + rr;
@@ -1069,7 +1082,7 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                 else *(uint4 *)(void *)d = make_uint4(0, 0, 0, 0);
             }
             if (res) {
-                uint8_t *e = Ys + b * KC_QBM * YLD;
+                uint8_t *e = Ys + b * BM * YLD;
 #pragma unroll
                 for (int i = 0; i < RP; i++) {
                     int j = tid + THREADS * i, rr = j / RCH, q = j % RCH, pix = row0 + rr, n = col0 + q * 16;
@@ -1089,23 +1102,23 @@ kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         else asm volatile("cp.async.wait_group 0;\n" ::);
         __syncthreads(); /* tile t is in; every thread is done with the tile before's buffer */
         issue(t + (NB - 1) * gridDim.y, b == 0 ? NB - 1 : b - 1);
-        int32_t acc[4][4][4] = {}; /* the bias is in the table's k0 */
-        const uint8_t *a = As + b * KC_QBM * LD + wm * 64 * LD, *wb = Ws + wn * 32 * LD;
+        int32_t acc[MT][4][4] = {}; /* the bias is in the table's k0 */
+        const uint8_t *a = As + b * BM * LD + wm * (BM / 2) * LD, *wb = Ws + wn * 32 * LD;
 #pragma unroll
         for (int ks = 0; ks < KP; ks += 32) {
-            uint32_t af[4][4], bf[4][2];
-            kc_qfrags<LD>(af, bf, a + ks, wb + ks, lane);
+            uint32_t af[MT][4], bf[4][2];
+            kc_qfrags<LD, MT>(af, bf, a + ks, wb + ks, lane);
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++)
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++) kc_mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
         }
-        uint8_t *ys = Ys + b * KC_QBM * YLD;
+        uint8_t *ys = Ys + b * BM * YLD;
         if (alias) {
-            ys = As + b * KC_QBM * LD;
+            ys = As + b * BM * LD;
             __syncthreads(); /* every warp has read the X tile the output overwrites */
         }
-#define KC_Q1EPI(R, F) kc_qepi16_tab<BN, R, F>(acc, tab, y, p, P, t * KC_QBM, col0, ys)
+#define KC_Q1EPI(R, F) kc_qepi16_tab<BN, R, F, BM>(acc, tab, y, p, P, t * BM, col0, ys)
         KC_QFORM_CALL(form, res, KC_Q1EPI);
 #undef KC_Q1EPI
     }
@@ -1135,26 +1148,26 @@ static inline int64_t kc_qresident(K *kern, int threads, size_t smem, int *sms) 
 
 /* one launch of kc_qconv1x1_kernel: as many row-tile walkers per column tile as fill the
  * device's resident blocks (asked once per instantiation) */
-template <int BN, int KP>
+template <int BN, int KP, int BM>
 static inline void kc_qconv1x1_launch(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                       const int32_t *rq, const uint8_t *r, uint8_t *y,
                                       const KcQConv *p) {
     static int64_t resident[2]; /* blocks the device holds at once, with and without r */
     const int hr = r != NULL;
-    const int smem = hr ? KC_Q1SMEM(BN, KP) : KC_Q1SMEM_NR(BN, KP);
+    const int smem = hr ? KC_Q1SMEM(BN, KP, BM) : KC_Q1SMEM_NR(BN, KP, BM);
     if (!resident[hr]) {
         int sms;
-        resident[hr] = kc_qresident(kc_qconv1x1_kernel<BN, KP>, 2 * BN, (size_t)smem, &sms);
+        resident[hr] = kc_qresident(kc_qconv1x1_kernel<BN, KP, BM>, 2 * BN, (size_t)smem, &sms);
         if (resident[hr] < 1) resident[hr] = 1;
     }
-    int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = (P + KC_QBM - 1) / KC_QBM;
+    int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = (P + BM - 1) / BM;
     int cols = (p->M + BN - 1) / BN;
     int64_t rows = resident[hr] / cols;
     if (rows < 1) rows = 1;
     if (rows > tiles) rows = tiles;
     if (rows > 65535) rows = 65535;
-    kc_qlaunch(kc_qconv1x1_kernel<BN, KP>, dim3((unsigned)cols, (unsigned)rows), dim3(2 * BN), smem,
-               s, x, w, rq, r, y, *p);
+    kc_qlaunch(kc_qconv1x1_kernel<BN, KP, BM>, dim3((unsigned)cols, (unsigned)rows), dim3(2 * BN),
+               smem, s, x, w, rq, r, y, *p);
 }
 
 /* Whether the 1x1 form takes the layer (bn 0: 128 where M >= 128, else 64), and its launch */
@@ -1167,7 +1180,8 @@ static inline bool kc_qconv1x1(cudaStream_t s, const uint8_t *x, const int8_t *w
         return false;
     if (!bn) bn = KC_Q1BN ? KC_Q1BN : p->M >= 128 && p->Kp <= 256 ? 128 : 64;
 #define KC_Q1CASE(B, K)                                                                     \
-    if (bn == B && p->Kp == K) return kc_qconv1x1_launch<B, K>(s, x, w, rq, r, y, p), true;
+    if (bn == B && p->Kp == K)                                                              \
+        return kc_qconv1x1_launch<B, K, KC_Q1BMOF(K)>(s, x, w, rq, r, y, p), true;
     KC_Q1CASE(128, 64) KC_Q1CASE(128, 128) KC_Q1CASE(128, 256)
     KC_Q1CASE(64, 64) KC_Q1CASE(64, 128) KC_Q1CASE(64, 256)
 #if KC_Q1X1_KMAX >= 512 /* 64-channel tiles only: 185 KB of shared memory, one block an SM */

@@ -16,7 +16,8 @@
  * planted) on odd sizes, pads, strides, dilations and channel counts 1 to 5, and its
  * quantization (kc_qquant_f32) against the C runtime's on the host (--host: that alone),
  * the quantize pass four pixels a thread where H W is a multiple of 4 (C 1 to 3);
- * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather). The
+ * -DKC_QSTEM_GATHER=1 tests its other form (the quantization in the table gather);
+ * -DKC_Q1BM64_KMIN=64 (or 0) puts every 1x1-form layer on 64-row (128-row) tiles. The
  * uint8 max pool (kc_qmaxpool): 3x3 windows (the fixed-window kernel), 2x2 and C in bytes.
  * The cp.async form's 256-pixel tiles (KC_QWIDE) on small shapes, their block threshold
  * lowered (kc_qwide_min), and inputs without a zero point (-DKC_QADDR=1 -DKC_QZFILL=1 tests

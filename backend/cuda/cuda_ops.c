@@ -96,6 +96,7 @@ static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_
     cw_raw(k, "%s *y)", m->out_type);
     cw_raw(k, " {\n");
     k->indent++;
+    cw_line(k, "kc_pdl_enter();");
     cw_open(k, "KC_FOR(t, %lld)", (long long)total);
     /* 32-bit index arithmetic when every index fits (cheaper division on the GPU) */
     const char *it = total < INT32_MAX ? "uint32_t" : "size_t";
@@ -110,7 +111,8 @@ static void emit_map_kernel(CudaCtx *cx, const IrNode *n, const KMap *m, uint32_
     cw_close(k, NULL);
     cw_blank(k);
     cw_indent(cx->c.w);
-    cw_raw(cx->c.w, "%s<<<kc_grid(%lld), KC_THREADS, 0, s>>>(", name, (long long)total);
+    cw_raw(cx->c.w, "kc_launch(%s, dim3(kc_grid(%lld)), dim3(KC_THREADS), 0, s, ", name,
+           (long long)total);
     for (int s = 0; s < m->n_slots; s++) cw_raw(cx->c.w, "%s, ", m->arg[s]);
     cw_raw(cx->c.w, "%s);\n", ptr(cx, out));
     cw_line(cx->c.w, "KC_LAUNCHED();");
@@ -1396,6 +1398,7 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
     cw_close(k, NULL);
     cw_open(k, "static __global__ void %s(const unsigned char *w, unsigned char *a, %s_inputs in, "
                "%s_outputs out, int *status)", name, N, N);
+    cw_line(k, "kc_pdl_enter();");
     cw_line(k, "int st = %s_body(w, a, &in, &out);", name);
     cw_line(k, "if (st != KC_OK) kc_raise(status, st);");
     cw_close(k, NULL);
@@ -1406,8 +1409,8 @@ bool cuda_emit_generic(CudaCtx *cx, const IrNode *n) {
         blocks = (numel(cx, n->outputs[0]) + PAR_THREADS - 1) / PAR_THREADS;
         blocks = blocks < 1 ? 1 : blocks > PAR_MAX_BLOCKS ? PAR_MAX_BLOCKS : blocks;
     }
-    cw_line(c->w, "%s<<<%lld, %d, 0, s>>>(w, a, *in, *out, status);", name, (long long)blocks,
-            par ? PAR_THREADS : 1);
+    cw_line(c->w, "kc_launch(%s, dim3(%lld), dim3(%d), 0, s, w, a, *in, *out, status);", name,
+            (long long)blocks, par ? PAR_THREADS : 1);
     cw_line(c->w, "KC_LAUNCHED();");
     cx->uses_status = true;
     if (par)

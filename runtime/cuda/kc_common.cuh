@@ -104,6 +104,29 @@ static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStr
     kc_launch_pdl_smem(k, grid, block, 0, s, args...);
 }
 
+/* Programmatic dependent launch for the float kernels (KC_PDL 1; the int8 ones have KC_QPDL):
+ * each runs kc_pdl_enter (kc_pdl_wait, then kc_pdl_trigger) first, and kc_launch launches it
+ * with the attribute; KC_PDL 0: plain launches and no instruction in the kernels (an A/B
+ * knob). */
+#ifndef KC_PDL
+#define KC_PDL 0
+#endif
+static __device__ __forceinline__ void kc_pdl_enter(void) {
+#if KC_PDL
+    kc_pdl_wait();
+    kc_pdl_trigger();
+#endif
+}
+template <typename... P, typename... A>
+static inline void kc_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                             A... args) {
+#if KC_PDL
+    kc_launch_pdl_smem(k, grid, block, smem, s, args...);
+#else
+    k<<<grid, block, smem, s>>>(args...);
+#endif
+}
+
 /* Raises a status (the first one wins); read back by NAME_cuda_run. */
 static __device__ __forceinline__ void kc_raise(int *status, int code) {
     atomicCAS(status, 0, code);
@@ -181,6 +204,7 @@ static inline int kc_small(int64_t n) { return n < INT32_MAX; }
 template <typename T, typename I>
 __global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, I C, I inner, I total,
                                    int kind, float al, float be) {
+    kc_pdl_enter();
     KC_FOR(i64, total) {
         I i = (I)i64;
         float v = (float)y[i];
@@ -196,6 +220,7 @@ __global__ void kc_bias_act_kernel(T *y, const T *bias, const T *r, I C, I inner
 template <typename T, typename I>
 __global__ void kc_bias_act_vec_kernel(T *y, const T *bias, const T *r, I C, I nvec, int kind,
                                        float al, float be) {
+    kc_pdl_enter();
     const int V = 16 / sizeof(T);
     KC_FOR(v64, nvec) {
         I v = (I)v64, c = (v * V) % C;
@@ -224,20 +249,20 @@ static inline int kc_bias_act(cudaStream_t s, T *y, const T *bias, const T *r, i
         (((uintptr_t)y | (uintptr_t)bias | (uintptr_t)r) & 15) == 0) {
         int64_t nvec = total / V;
         if (kc_small(total))
-            kc_bias_act_vec_kernel<T, int32_t><<<kc_grid(nvec), KC_THREADS, 0, s>>>(
-                y, bias, r, (int32_t)C, (int32_t)nvec, kind, al, be);
+            kc_launch(kc_bias_act_vec_kernel<T, int32_t>, dim3(kc_grid(nvec)), dim3(KC_THREADS), 0,
+                      s, y, bias, r, (int32_t)C, (int32_t)nvec, kind, al, be);
         else
-            kc_bias_act_vec_kernel<T, int64_t><<<kc_grid(nvec), KC_THREADS, 0, s>>>(
-                y, bias, r, C, nvec, kind, al, be);
+            kc_launch(kc_bias_act_vec_kernel<T, int64_t>, dim3(kc_grid(nvec)), dim3(KC_THREADS), 0,
+                      s, y, bias, r, C, nvec, kind, al, be);
         KC_LAUNCHED();
         return KC_OK;
     }
     if (kc_small(total))
-        kc_bias_act_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            y, bias, r, (int32_t)C, (int32_t)inner, (int32_t)total, kind, al, be);
+        kc_launch(kc_bias_act_kernel<T, int32_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, y,
+                  bias, r, (int32_t)C, (int32_t)inner, (int32_t)total, kind, al, be);
     else
-        kc_bias_act_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            y, bias, r, C, inner, total, kind, al, be);
+        kc_launch(kc_bias_act_kernel<T, int64_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, y,
+                  bias, r, C, inner, total, kind, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }

@@ -23,6 +23,7 @@ typedef struct KcStrided {
  * times cheaper than 64-bit on the GPU). */
 template <typename T, typename I>
 __global__ void kc_strided_kernel(const T *x, T *y, KcStrided p, int64_t total) {
+    kc_pdl_enter();
     KC_FOR(i, total) {
         I rest = (I)i, si = (I)p.src0, di = (I)p.dst0;
         for (int d = p.rank - 1; d >= 0; d--) {
@@ -73,9 +74,11 @@ static inline void kc_strided_launch(cudaStream_t s, const void *x, void *y, con
                                      int64_t total, int small) {
     unsigned g = kc_grid(total);
     if (small)
-        kc_strided_kernel<T, int32_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (T *)y, *p, total);
+        kc_launch(kc_strided_kernel<T, int32_t>, dim3(g), dim3(KC_THREADS), 0, s, (const T *)x,
+                  (T *)y, *p, total);
     else
-        kc_strided_kernel<T, int64_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (T *)y, *p, total);
+        kc_launch(kc_strided_kernel<T, int64_t>, dim3(g), dim3(KC_THREADS), 0, s, (const T *)x,
+                  (T *)y, *p, total);
 }
 
 /* elem: bytes per element (1, 2, 4 or 8). */
@@ -114,6 +117,7 @@ static inline int kc_strided_copy(cudaStream_t s, const void *x, void *y, int el
 template <typename T, typename I>
 __global__ void kc_gather_kernel(const T *x, const I *idx, T *y, int64_t A, int64_t n_idx,
                                  int64_t inner, int64_t total, int *status) {
+    kc_pdl_enter();
     KC_FOR(i, total) {
         int64_t in = i % inner, j = (i / inner) % n_idx, o = i / (inner * n_idx);
         int64_t k = (int64_t)idx[j];
@@ -134,13 +138,13 @@ static inline int kc_gather(cudaStream_t s, const void *x, const void *idx, int 
     int64_t total = outer * n_idx * inner;
     if (total <= 0) return KC_OK;
     unsigned g = kc_grid(total);
-#define KC_GATHER_CASE(T)                                                                   \
-    if (idx64)                                                                              \
-        kc_gather_kernel<T, int64_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (const int64_t *)idx, \
-                                                              (T *)y, A, n_idx, inner, total, status); \
-    else                                                                                    \
-        kc_gather_kernel<T, int32_t><<<g, KC_THREADS, 0, s>>>((const T *)x, (const int32_t *)idx, \
-                                                              (T *)y, A, n_idx, inner, total, status)
+#define KC_GATHER_CASE(T)                                                                          \
+    if (idx64)                                                                                     \
+        kc_launch(kc_gather_kernel<T, int64_t>, dim3(g), dim3(KC_THREADS), 0, s, (const T *)x,     \
+                  (const int64_t *)idx, (T *)y, A, n_idx, inner, total, status);                   \
+    else                                                                                           \
+        kc_launch(kc_gather_kernel<T, int32_t>, dim3(g), dim3(KC_THREADS), 0, s, (const T *)x,     \
+                  (const int32_t *)idx, (T *)y, A, n_idx, inner, total, status)
     switch (elem) {
     case 1: KC_GATHER_CASE(uint8_t); break;
     case 2: KC_GATHER_CASE(uint16_t); break;

@@ -66,6 +66,7 @@ kc_igemm_nhwc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                      const __half *__restrict__ bias, const __half *__restrict__ r,
                      __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K,
                      int act, float al, float be) {
+    kc_pdl_enter();
     using namespace nvcuda;
     typedef KcIgSmem<BM, BN> Sm;
     const int THREADS = (BM / WM) * (BN / WN) * KC_WARP;
@@ -226,8 +227,8 @@ static inline int kc_igemm_launch(cudaStream_t s, const __half *x, const __half 
     KC_CUDA(cudaFuncSetAttribute(kc_igemm_nhwc_kernel<BM, BN, WM, WN, VEC>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Sm::BYTES));
     dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_igemm_nhwc_kernel<BM, BN, WM, WN, VEC><<<grid, threads, Sm::BYTES, s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    kc_launch(kc_igemm_nhwc_kernel<BM, BN, WM, WN, VEC>, grid, dim3(threads), Sm::BYTES, s, x, w,
+              bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -462,6 +463,7 @@ kc_igemm_mma_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                     const __half *__restrict__ bias, const __half *__restrict__ r,
                     __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
                     float al, float be) {
+    kc_pdl_enter();
     typedef KcMmaSmem<BM, BN, BK, STAGES> Sm;
     if (ACT >= 0) act = ACT;
     const int THREADS = (BM / WM) * (BN / WN) * KC_WARP;
@@ -581,8 +583,8 @@ static inline int kc_igemm_mma_run(cudaStream_t s, const __half *x, const __half
     KC_CUDA(cudaFuncSetAttribute(kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES, ACT>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, Sm::BYTES));
     dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES, ACT><<<grid, threads, Sm::BYTES, s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    kc_launch(kc_igemm_mma_kernel<BM, BN, BK, WM, WN, STAGES, ACT>, grid, dim3(threads), Sm::BYTES,
+              s, x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -826,6 +828,7 @@ kc_igemm_wg_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                    const __half *__restrict__ bias, const __half *__restrict__ r,
                    __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
                    float al, float be) {
+    kc_pdl_enter();
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef KcWgSmem<BM, BN, STAGES> Sm;
     __shared__ float sbias[BN]; /* also the mark kc_igemm_wg_built looks for */
@@ -888,8 +891,8 @@ static inline int kc_igemm_wg_run(cudaStream_t s, const __half *x, const __half 
     KC_CUDA(cudaFuncSetAttribute(kc_igemm_wg_kernel<BM, BN, STAGES, BMAJ, ACT>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, Sm::BYTES));
     dim3 grid((unsigned)((K + BN - 1) / BN), (unsigned)((P + BM - 1) / BM));
-    kc_igemm_wg_kernel<BM, BN, STAGES, BMAJ, ACT><<<grid, BM / 64 * 128, Sm::BYTES, s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    kc_launch(kc_igemm_wg_kernel<BM, BN, STAGES, BMAJ, ACT>, grid, dim3(BM / 64 * 128), Sm::BYTES,
+              s, x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -947,6 +950,7 @@ kc_conv_halo_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                     const __half *__restrict__ bias, const __half *__restrict__ r,
                     __half *__restrict__ y, KcGeom<int32_t> p, int32_t N, int32_t K, int act,
                     float al, float be) {
+    kc_pdl_enter();
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     const int BM = 128, BN = 64, LD = BN + 8;
     __shared__ float sbias[BN];
@@ -1029,8 +1033,8 @@ static inline int kc_conv_halo_run(cudaStream_t s, const __half *x, const __half
     KC_CUDA(cudaFuncSetAttribute(kc_conv_halo_kernel<ACT>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     unsigned grid = (unsigned)(tiles < 2 * sms ? tiles : 2 * sms);
-    kc_conv_halo_kernel<ACT><<<grid, 256, bytes, s>>>(x, w, bias, r, y, kc_geom<int32_t>(p),
-                                                      (int32_t)N, (int32_t)K, act, al, be);
+    kc_launch(kc_conv_halo_kernel<ACT>, grid, dim3(256), bytes, s, x, w, bias, r, y,
+              kc_geom<int32_t>(p), (int32_t)N, (int32_t)K, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }

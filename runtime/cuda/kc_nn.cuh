@@ -28,6 +28,7 @@ typedef struct KcConv2d {
 /* x: n images (C,H,W) -> col: n blocks (C*R*S, OH*OW), zero outside the image. */
 template <typename T>
 __global__ void kc_im2col_kernel(const T *x, T *col, KcConv2d p, int64_t n) {
+    kc_pdl_enter();
     int64_t P = p.OH * p.OW, CRS = p.C * p.R * p.S, total = n * CRS * P;
     KC_FOR(i, total) {
         int64_t q = i % P, row = (i / P) % CRS, img = i / (P * CRS);
@@ -44,7 +45,7 @@ template <typename T>
 static inline int kc_im2col(cudaStream_t s, const T *x, T *col, const KcConv2d *p, int64_t n) {
     int64_t total = n * p->C * p->R * p->S * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_im2col_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, col, *p, n);
+    kc_launch(kc_im2col_kernel<T>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, col, *p, n);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -69,6 +70,7 @@ static inline KcGeom<I> kc_geom(const KcConv2d *p) {
  * Consecutive threads walk c: coalesced both sides. */
 template <typename T, typename I>
 __global__ void kc_im2col_nhwc_kernel(const T *x, T *col, KcGeom<I> p, I n, I G) {
+    kc_pdl_enter();
     I RSC = p.R * p.S * p.C, total = n * p.OH * p.OW * RSC, Cg = p.C / G;
     I RSCg = p.R * p.S * Cg;
     KC_FOR(i64, total) {
@@ -94,11 +96,11 @@ static inline void kc_im2col_nhwc_launch(cudaStream_t s, const void *x, void *co
     q.C /= per;
     int64_t total = n * q.OH * q.OW * q.R * q.S * q.C;
     if (kc_small(total) && kc_small(n * q.H * q.W * q.C))
-        kc_im2col_nhwc_kernel<V, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            (const V *)x, (V *)col, kc_geom<int32_t>(&q), (int32_t)n, (int32_t)groups);
+        kc_launch(kc_im2col_nhwc_kernel<V, int32_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s,
+                  (const V *)x, (V *)col, kc_geom<int32_t>(&q), (int32_t)n, (int32_t)groups);
     else
-        kc_im2col_nhwc_kernel<V, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            (const V *)x, (V *)col, kc_geom<int64_t>(&q), n, groups);
+        kc_launch(kc_im2col_nhwc_kernel<V, int64_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s,
+                  (const V *)x, (V *)col, kc_geom<int64_t>(&q), n, groups);
 }
 
 /* kc_im2col_nhwc_kernel for few channels per group (fewer than a 16-byte vector holds: a
@@ -108,6 +110,7 @@ static inline void kc_im2col_nhwc_launch(cudaStream_t s, const void *x, void *co
  * consecutive runs of the row. */
 template <typename T, typename I>
 __global__ void kc_im2col_nhwc_few_kernel(const T *x, T *col, KcGeom<I> p, I n, I G) {
+    kc_pdl_enter();
     I Cg = p.C / G, RS = p.R * p.S, RSG = RS * G, total = n * p.OH * p.OW * RSG;
     KC_FOR(i64, total) {
         I i = (I)i64;
@@ -136,11 +139,11 @@ static inline int kc_im2col_nhwc(cudaStream_t s, const T *x, T *col, const KcCon
     } else if (p->C / groups < per) {
         int64_t runs = total / (p->C / groups);
         if (kc_small(total) && kc_small(n * p->H * p->W * p->C))
-            kc_im2col_nhwc_few_kernel<T, int32_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
-                x, col, kc_geom<int32_t>(p), (int32_t)n, (int32_t)groups);
+            kc_launch(kc_im2col_nhwc_few_kernel<T, int32_t>, dim3(kc_grid(runs)), dim3(KC_THREADS),
+                      0, s, x, col, kc_geom<int32_t>(p), (int32_t)n, (int32_t)groups);
         else
-            kc_im2col_nhwc_few_kernel<T, int64_t><<<kc_grid(runs), KC_THREADS, 0, s>>>(
-                x, col, kc_geom<int64_t>(p), n, groups);
+            kc_launch(kc_im2col_nhwc_few_kernel<T, int64_t>, dim3(kc_grid(runs)), dim3(KC_THREADS),
+                      0, s, x, col, kc_geom<int64_t>(p), n, groups);
     } else {
         kc_im2col_nhwc_launch<T>(s, x, col, p, n, groups, 1);
     }
@@ -153,6 +156,7 @@ static inline int kc_im2col_nhwc(cudaStream_t s, const T *x, T *col, const KcCon
 template <typename T, typename I>
 __global__ void kc_dwconv_nhwc_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
                                       KcGeom<I> p, I N, I mult, int act, float al, float be) {
+    kc_pdl_enter();
     I K = p.C * mult, total = N * p.OH * p.OW * K;
     KC_FOR(i64, total) {
         I i = (I)i64;
@@ -200,6 +204,7 @@ static inline int kc_vec_ok(int64_t c, const void *a, const void *b, const void 
 template <typename T, typename I, int KR, int KS>
 __global__ void kc_dwconv_nhwc_vec_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
                                           KcGeom<I> p, I N, int act, float al, float be) {
+    kc_pdl_enter();
     enum { V = 16 / sizeof(T) };
     typedef KcVec<T> Vec;
     const I CV = p.C / V, total = N * p.OH * p.OW * CV;
@@ -252,11 +257,11 @@ static inline void kc_dwconv_nhwc_vec_launch(cudaStream_t s, const T *x, const T
                                              int64_t N, int act, float al, float be) {
     int64_t total = N * p->OH * p->OW * (p->C / (int64_t)(16 / sizeof(T)));
     if (p->R == 3 && p->S == 3)
-        kc_dwconv_nhwc_vec_kernel<T, I, 3, 3><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+        kc_launch(kc_dwconv_nhwc_vec_kernel<T, I, 3, 3>, dim3(kc_grid(total)), dim3(KC_THREADS), 0,
+                  s, x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
     else
-        kc_dwconv_nhwc_vec_kernel<T, I, 0, 0><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+        kc_launch(kc_dwconv_nhwc_vec_kernel<T, I, 0, 0>, dim3(kc_grid(total)), dim3(KC_THREADS), 0,
+                  s, x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
 }
 
 
@@ -295,6 +300,7 @@ __global__ void __launch_bounds__(KC_THREADS)
 kc_dwconv3_nhwc_kernel(const T *__restrict__ x, const T *__restrict__ w,
                        const T *__restrict__ b, const T *__restrict__ r, T *__restrict__ y,
                        KcGeom<I> p, I N, int act, float al, float be) {
+    kc_pdl_enter();
     enum { V = 16 / sizeof(T), COLS = ST * (PW - 1) + 3 };
     if (ACT >= 0) act = ACT;
     typedef KcVec<T> Vec;
@@ -401,11 +407,11 @@ static inline void kc_dwconv3_nhwc_run(cudaStream_t s, const T *x, const T *w, c
     int64_t total = N * p->OH * ((p->OW + KC_DW_PW - 1) / KC_DW_PW) *
                     (p->C / (int64_t)(16 / sizeof(T)));
     if (p->sh == 2)
-        kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW, ACT><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+        kc_launch(kc_dwconv3_nhwc_kernel<T, I, 2, KC_DW_PW, ACT>, dim3(kc_grid(total)),
+                  dim3(KC_THREADS), 0, s, x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
     else
-        kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW, ACT><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
+        kc_launch(kc_dwconv3_nhwc_kernel<T, I, 1, KC_DW_PW, ACT>, dim3(kc_grid(total)),
+                  dim3(KC_THREADS), 0, s, x, w, b, r, y, kc_geom<I>(p), (I)N, act, al, be);
 }
 
 /* Clip (ReLU6, the activation of the depthwise layers of the MobileNets) compiled into the
@@ -437,11 +443,11 @@ static inline int kc_dwconv_nhwc(cudaStream_t s, const T *x, const T *w, const T
         if (small) kc_dwconv_nhwc_vec_launch<T, int32_t>(s, x, w, b, r, y, p, N, act, al, be);
         else kc_dwconv_nhwc_vec_launch<T, int64_t>(s, x, w, b, r, y, p, N, act, al, be);
     } else if (small)
-        kc_dwconv_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<int32_t>(p), (int32_t)N, (int32_t)mult, act, al, be);
+        kc_launch(kc_dwconv_nhwc_kernel<T, int32_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s,
+                  x, w, b, r, y, kc_geom<int32_t>(p), (int32_t)N, (int32_t)mult, act, al, be);
     else
-        kc_dwconv_nhwc_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, w, b, r, y, kc_geom<int64_t>(p), N, mult, act, al, be);
+        kc_launch(kc_dwconv_nhwc_kernel<T, int64_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s,
+                  x, w, b, r, y, kc_geom<int64_t>(p), N, mult, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -471,6 +477,7 @@ kc_conv_small_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                      const __half *__restrict__ bias, const __half *__restrict__ r,
                      __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
                      float al, float be) {
+    kc_pdl_enter();
     extern __shared__ __align__(16) float kc_cs_smem[];
     float *sw = kc_cs_smem, *sbias = sw + RC * K;
     /* element k of the reduction: its offset from the pixel's tap (0,0), and that tap */
@@ -545,8 +552,8 @@ static inline void kc_conv_small_launch(cudaStream_t s, const __half *x, const _
     int64_t tiles = (P + KC_CS_WARPS * KC_WARP - 1) / (KC_CS_WARPS * KC_WARP);
     unsigned blocks = (unsigned)(tiles < 1056 ? tiles : 1056);
     size_t smem = (size_t)(RC * K + K) * sizeof(float);
-    kc_conv_small_kernel<RC><<<blocks, KC_CS_WARPS * KC_WARP, smem, s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
+    kc_launch(kc_conv_small_kernel<RC>, dim3(blocks), dim3(KC_CS_WARPS * KC_WARP), smem, s, x, w,
+              bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)K, act, al, be);
 }
 
 /* kc_conv_small on tensor cores (sm_80+, K = 8 NT output channels, NT 4 or 8; the
@@ -613,6 +620,7 @@ kc_conv_small_tc_kernel(const __half *__restrict__ x, const __half *__restrict__
                         const __half *__restrict__ bias, const __half *__restrict__ r,
                         __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t KS,
                         int act, float al, float be) {
+    kc_pdl_enter();
     enum { K = NT * 8, YS = K + 8 }; /* YS: halves per staged pixel (16-byte rows, banks) */
     extern __shared__ __align__(16) unsigned char kc_cst_buf[];
     const int32_t KP = KS * 16 + 8, RSC = p.R * p.S * p.C; /* KP: halves per row of wt */
@@ -724,13 +732,13 @@ static inline int kc_conv_small_tc(cudaStream_t s, const __half *x, const __half
     if (P <= 0) return KC_OK;
     if (blocks > 132 * 8) blocks = 132 * 8; /* grid stride past 8 blocks an SM (H100/H200) */
     if (K == 32)
-        kc_conv_small_tc_kernel<4><<<(unsigned)blocks, KC_CST_WARPS * KC_WARP,
-                                     kc_cst_smem(4, KS), s>>>(
-            x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)KS, act, al, be);
+        kc_launch(kc_conv_small_tc_kernel<4>, dim3((unsigned)blocks), dim3(KC_CST_WARPS * KC_WARP),
+                  kc_cst_smem(4, KS), s, x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P,
+                  (int32_t)KS, act, al, be);
     else
-        kc_conv_small_tc_kernel<8><<<(unsigned)blocks, KC_CST_WARPS * KC_WARP,
-                                     kc_cst_smem(8, KS), s>>>(
-            x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P, (int32_t)KS, act, al, be);
+        kc_launch(kc_conv_small_tc_kernel<8>, dim3((unsigned)blocks), dim3(KC_CST_WARPS * KC_WARP),
+                  kc_cst_smem(8, KS), s, x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)P,
+                  (int32_t)KS, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -782,6 +790,7 @@ kc_conv1x1_tc_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
                      const __half *__restrict__ bias, const __half *__restrict__ r,
                      __half *__restrict__ y, int32_t P, int32_t C, int32_t K, int act, float al,
                      float be) {
+    kc_pdl_enter();
     enum { KP = KS * 16 + 8, YS = NB * 8 + 8 }; /* halves per row of wt, of a staged pixel */
     if (ACT >= 0) act = ACT; /* compiled in: kc_act's switch per element costs what the
                                 reduction of at most 32 channels does */
@@ -888,8 +897,9 @@ static inline int kc_conv1x1_tc_launch(cudaStream_t s, const __half *x, const __
                                                           KC_C1_WARPS * KC_WARP, smem));
     if (per < 1) per = 1;
     if (blocks > (int64_t)sms * per) blocks = (int64_t)sms * per;
-    kc_conv1x1_tc_kernel<KS, NB, ACT><<<(unsigned)blocks, KC_C1_WARPS * KC_WARP, smem, s>>>(
-        x, w, bias, r, y, (int32_t)P, (int32_t)C, (int32_t)K, act, al, be);
+    kc_launch(kc_conv1x1_tc_kernel<KS, NB, ACT>, dim3((unsigned)blocks),
+              dim3(KC_C1_WARPS * KC_WARP), smem, s, x, w, bias, r, y, (int32_t)P, (int32_t)C,
+              (int32_t)K, act, al, be);
     return KC_OK;
 }
 
@@ -976,6 +986,7 @@ kc_stem_tc_kernel(const TI *__restrict__ x, const __half *__restrict__ w,
                   const __half *__restrict__ bias, const __half *__restrict__ r,
                   __half *__restrict__ y, KcGeom<int32_t> p, int32_t rows, int32_t KS,
                   int32_t PR, int32_t PW, int act, float al, float be) {
+    kc_pdl_enter();
     enum { K = NT * 8, YS = K + 8 }; /* YS: halves per staged pixel (16-byte rows, banks) */
     extern __shared__ __align__(16) unsigned char kc_stem_buf[];
     const int32_t KP = KS * 16 + 8, SC = p.S * p.C, SC2 = (SC + 1) / 2 * 2;
@@ -1162,10 +1173,9 @@ static inline int kc_stem_tc_launch(cudaStream_t s, const TI *x, const __half *w
         resident = (per > 0 ? per : 1) * (sms > 0 ? sms : 1);
     }
     int64_t blocks = rows < resident ? rows : resident;
-    kc_stem_tc_kernel<TI, NT, PAIR, MINB, ACT><<<(unsigned)blocks, KC_STEM_WARPS * KC_WARP, smem,
-                                            s>>>(
-        x, w, bias, r, y, kc_geom<int32_t>(p), (int32_t)rows, (int32_t)KS, (int32_t)PR,
-        (int32_t)PW, act, al, be);
+    kc_launch(kc_stem_tc_kernel<TI, NT, PAIR, MINB, ACT>, dim3((unsigned)blocks),
+              dim3(KC_STEM_WARPS * KC_WARP), smem, s, x, w, bias, r, y, kc_geom<int32_t>(p),
+              (int32_t)rows, (int32_t)KS, (int32_t)PR, (int32_t)PW, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1176,6 +1186,7 @@ template <typename TI>
 __global__ void kc_stem_direct_kernel(const TI *x, const __half *w, const __half *bias,
                                       const __half *r, __half *y, KcConv2d p, int64_t N,
                                       int64_t K, int act, float al, float be) {
+    kc_pdl_enter();
     KC_FOR(i, N * p.OH * p.OW * K) {
         int64_t k = i % K, pix = i / K, ow = pix % p.OW, oh = (pix / p.OW) % p.OH;
         int64_t n = pix / (p.OW * p.OH);
@@ -1206,8 +1217,8 @@ static inline int kc_stem_tc(cudaStream_t s, const TI *x, const __half *w, const
                              int64_t K, int act, float al, float be) {
     if (N * p->OH * p->OW <= 0) return KC_OK;
     if (!kc_stem_tc_ok(x, w, bias, r, y, p, N, K)) {
-        kc_stem_direct_kernel<TI><<<kc_grid(N * p->OH * p->OW * K), KC_THREADS, 0, s>>>(
-            x, w, bias, r, y, *p, N, K, act, al, be);
+        kc_launch(kc_stem_direct_kernel<TI>, dim3(kc_grid(N * p->OH * p->OW * K)), dim3(KC_THREADS),
+                  0, s, x, w, bias, r, y, *p, N, K, act, al, be);
         KC_LAUNCHED();
         return KC_OK;
     }
@@ -1235,6 +1246,7 @@ static inline int kc_stem_tc(cudaStream_t s, const TI *x, const __half *w, const
 template <typename T, typename I>
 __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,
                                     int count_pad) {
+    kc_pdl_enter();
     I total = N * p.OH * p.OW * p.C;
     KC_FOR(i64, total) {
         I i = (I)i64;
@@ -1266,6 +1278,7 @@ __global__ void kc_pool_nhwc_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_m
 template <typename T, typename I>
 __global__ void kc_pool_nhwc_vec_kernel(const T *x, T *y, KcGeom<I> p, I N, int is_max,
                                         int count_pad) {
+    kc_pdl_enter();
     enum { V = 16 / sizeof(T) };
     typedef KcVec<T> Vec;
     const I CV = p.C / V, total = N * p.OH * p.OW * CV;
@@ -1316,6 +1329,7 @@ __global__ void kc_pool_nhwc_vec_kernel(const T *x, T *y, KcGeom<I> p, I N, int 
 template <typename T, typename I, int KR, int KS>
 __global__ void kc_maxpool_nhwc_fixed_kernel(const T *__restrict__ x, T *__restrict__ y,
                                              KcGeom<I> p, I N) {
+    kc_pdl_enter();
     enum { V = 16 / sizeof(T) };
     typedef KcVec<T> Vec;
     const I CV = p.C / V, total = N * p.OH * p.OW * CV;
@@ -1367,20 +1381,20 @@ static inline int kc_pool_nhwc(cudaStream_t s, const T *x, T *y, const KcConv2d 
     if (kc_vec_ok<T>(p->C, x, y, NULL, NULL, NULL)) {
         int64_t vt = total / (int64_t)(16 / sizeof(T));
         if (is_max && p->R == 3 && p->S == 3 && small)
-            kc_maxpool_nhwc_fixed_kernel<T, int32_t, 3, 3><<<kc_grid(vt), KC_THREADS, 0, s>>>(
-                x, y, kc_geom<int32_t>(p), (int32_t)N);
+            kc_launch(kc_maxpool_nhwc_fixed_kernel<T, int32_t, 3, 3>, dim3(kc_grid(vt)),
+                      dim3(KC_THREADS), 0, s, x, y, kc_geom<int32_t>(p), (int32_t)N);
         else if (small)
-            kc_pool_nhwc_vec_kernel<T, int32_t><<<kc_grid(vt), KC_THREADS, 0, s>>>(
-                x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
+            kc_launch(kc_pool_nhwc_vec_kernel<T, int32_t>, dim3(kc_grid(vt)), dim3(KC_THREADS), 0,
+                      s, x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
         else
-            kc_pool_nhwc_vec_kernel<T, int64_t><<<kc_grid(vt), KC_THREADS, 0, s>>>(
-                x, y, kc_geom<int64_t>(p), N, is_max, count_pad);
+            kc_launch(kc_pool_nhwc_vec_kernel<T, int64_t>, dim3(kc_grid(vt)), dim3(KC_THREADS), 0,
+                      s, x, y, kc_geom<int64_t>(p), N, is_max, count_pad);
     } else if (small)
-        kc_pool_nhwc_kernel<T, int32_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
+        kc_launch(kc_pool_nhwc_kernel<T, int32_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x,
+                  y, kc_geom<int32_t>(p), (int32_t)N, is_max, count_pad);
     else
-        kc_pool_nhwc_kernel<T, int64_t><<<kc_grid(total), KC_THREADS, 0, s>>>(
-            x, y, kc_geom<int64_t>(p), N, is_max, count_pad);
+        kc_launch(kc_pool_nhwc_kernel<T, int64_t>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x,
+                  y, kc_geom<int64_t>(p), N, is_max, count_pad);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1389,6 +1403,7 @@ static inline int kc_pool_nhwc(cudaStream_t s, const T *x, T *y, const KcConv2d 
  * consecutive channels (coalesced). */
 template <typename T>
 __global__ void kc_global_avg_nhwc_kernel(const T *x, T *y, int64_t N, int64_t HW, int64_t C) {
+    kc_pdl_enter();
     KC_FOR(i, N * C) {
         int64_t c = i % C, n = i / C;
         double acc = 0;
@@ -1401,7 +1416,8 @@ template <typename T>
 static inline int kc_global_avg_nhwc(cudaStream_t s, const T *x, T *y, int64_t N, int64_t HW,
                                      int64_t C) {
     if (N * C <= 0) return KC_OK;
-    kc_global_avg_nhwc_kernel<T><<<kc_grid(N * C), KC_THREADS, 0, s>>>(x, y, N, HW, C);
+    kc_launch(kc_global_avg_nhwc_kernel<T>, dim3(kc_grid(N * C)), dim3(KC_THREADS), 0, s, x, y, N,
+              HW, C);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1412,6 +1428,7 @@ template <typename T>
 __global__ void kc_dwconv_kernel(const T *x, const T *w, const T *b, const T *r, T *y,
                                  KcConv2d p, int64_t N, int64_t mult, int act, float al,
                                  float be) {
+    kc_pdl_enter();
     int64_t K = p.C * mult, total = N * K * p.OH * p.OW;
     KC_FOR(i, total) {
         int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, k = (i / (p.OW * p.OH)) % K;
@@ -1438,8 +1455,8 @@ static inline int kc_dwconv(cudaStream_t s, const T *x, const T *w, const T *b, 
                             float be) {
     int64_t total = N * p->C * mult * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_dwconv_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, w, b, r, y, *p, N, mult, act,
-                                                              al, be);
+    kc_launch(kc_dwconv_kernel<T>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, w, b, r, y, *p,
+              N, mult, act, al, be);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1449,6 +1466,7 @@ static inline int kc_dwconv(cudaStream_t s, const T *x, const T *w, const T *b, 
 template <typename T>
 __global__ void kc_pool_kernel(const T *x, T *y, KcConv2d p, int64_t NC, int is_max,
                                int count_pad) {
+    kc_pdl_enter();
     int64_t total = NC * p.OH * p.OW;
     KC_FOR(i, total) {
         int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
@@ -1480,7 +1498,8 @@ static inline int kc_pool(cudaStream_t s, const T *x, T *y, const KcConv2d *p, i
                           int is_max, int count_pad) {
     int64_t total = NC * p->OH * p->OW;
     if (total <= 0) return KC_OK;
-    kc_pool_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, *p, NC, is_max, count_pad);
+    kc_launch(kc_pool_kernel<T>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, y, *p, NC, is_max,
+              count_pad);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1499,6 +1518,7 @@ static __device__ __forceinline__ float kc_warp_max(float v) {
 /* x: (rows, HW) -> y: (rows), the mean of each row. One warp per row. */
 template <typename T>
 __global__ void kc_row_mean_kernel(const T *x, T *y, int64_t rows, int64_t HW) {
+    kc_pdl_enter();
     int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
     int lane = threadIdx.x % KC_WARP;
     if (row >= rows) return;
@@ -1515,7 +1535,8 @@ static inline unsigned kc_row_blocks(int64_t rows) {
 template <typename T>
 static inline int kc_global_avg(cudaStream_t s, const T *x, T *y, int64_t rows, int64_t HW) {
     if (rows <= 0) return KC_OK;
-    kc_row_mean_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(x, y, rows, HW);
+    kc_launch(kc_row_mean_kernel<T>, dim3(kc_row_blocks(rows)), dim3(KC_ROW_WARPS * KC_WARP), 0, s,
+              x, y, rows, HW);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1525,6 +1546,7 @@ template <typename T>
 __global__ void kc_batchnorm_kernel(const T *x, T *y, const T *scale, const T *bias,
                                     const T *mean, const T *var, float eps, int64_t C,
                                     int64_t HW, int64_t total) {
+    kc_pdl_enter();
     KC_FOR(i, total) {
         int64_t c = (i / HW) % C;
         float inv = rsqrtf((float)var[c] + eps);
@@ -1537,8 +1559,8 @@ static inline int kc_batchnorm(cudaStream_t s, const T *x, T *y, const T *scale,
                                const T *mean, const T *var, float eps, int64_t C, int64_t HW,
                                int64_t total) {
     if (total <= 0) return KC_OK;
-    kc_batchnorm_kernel<T><<<kc_grid(total), KC_THREADS, 0, s>>>(x, y, scale, bias, mean, var,
-                                                                 eps, C, HW, total);
+    kc_launch(kc_batchnorm_kernel<T>, dim3(kc_grid(total)), dim3(KC_THREADS), 0, s, x, y, scale,
+              bias, mean, var, eps, C, HW, total);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1548,6 +1570,7 @@ static inline int kc_batchnorm(cudaStream_t s, const T *x, T *y, const T *scale,
 template <typename T>
 __global__ void kc_softmax_kernel(const T *x, T *y, int64_t lines, int64_t D, int64_t inner,
                                   int is_log) {
+    kc_pdl_enter();
     int64_t line = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
     int lane = threadIdx.x % KC_WARP;
     if (line >= lines) return;
@@ -1570,8 +1593,8 @@ static inline int kc_softmax(cudaStream_t s, const T *x, T *y, int64_t outer, in
                              int64_t inner, int is_log) {
     int64_t lines = outer * inner;
     if (lines <= 0 || D <= 0) return KC_OK;
-    kc_softmax_kernel<T><<<kc_row_blocks(lines), KC_ROW_WARPS * KC_WARP, 0, s>>>(
-        x, y, lines, D, inner, is_log);
+    kc_launch(kc_softmax_kernel<T>, dim3(kc_row_blocks(lines)), dim3(KC_ROW_WARPS * KC_WARP), 0, s,
+              x, y, lines, D, inner, is_log);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1602,6 +1625,7 @@ static __device__ __forceinline__ double kc_block_sum(double v, double *sh) {
 template <typename T>
 __global__ void kc_groupnorm_kernel(const T *x, const T *scale, const T *bias, T *y, int64_t C,
                                     int64_t S, int64_t groups, int per_channel, float eps) {
+    kc_pdl_enter();
     __shared__ double sh[KC_NORM_THREADS / KC_WARP + 1];
     const int64_t row = blockIdx.x, g = row % groups, cpg = C / groups, L = cpg * S;
     const T *xr = x + row * L;
@@ -1625,8 +1649,8 @@ static inline int kc_groupnorm(cudaStream_t s, const T *x, const T *scale, const
                                int64_t N, int64_t C, int64_t S, int64_t groups, int per_channel,
                                float eps) {
     if (N * groups <= 0 || C * S <= 0) return KC_OK;
-    kc_groupnorm_kernel<T><<<(unsigned)(N * groups), KC_NORM_THREADS, 0, s>>>(
-        x, scale, bias, y, C, S, groups, per_channel, eps);
+    kc_launch(kc_groupnorm_kernel<T>, dim3((unsigned)(N * groups)), dim3(KC_NORM_THREADS), 0, s, x,
+              scale, bias, y, C, S, groups, per_channel, eps);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -1783,6 +1807,7 @@ static inline void kc_ln_rows(cudaStream_t s, const T *a, const T *b, const T *s
 template <typename T>
 __global__ void kc_layernorm_kernel(const T *x, const T *scale, const T *bias, T *y, T *mean_out,
                                     T *inv_out, int64_t rows, int64_t D, float eps) {
+    kc_pdl_enter();
     int64_t row = (int64_t)blockIdx.x * KC_ROW_WARPS + threadIdx.x / KC_WARP;
     int lane = threadIdx.x % KC_WARP;
     if (row >= rows) return;
@@ -1811,8 +1836,8 @@ static inline int kc_layernorm(cudaStream_t s, const T *x, const T *scale, const
         kc_ln_rows<T, false>(s, x, (const T *)NULL, scale, bias, y, mean, inv, rows, (int)D,
                              eps);
     else
-        kc_layernorm_kernel<T><<<kc_row_blocks(rows), KC_ROW_WARPS * KC_WARP, 0, s>>>(
-            x, scale, bias, y, mean, inv, rows, D, eps);
+        kc_launch(kc_layernorm_kernel<T>, dim3(kc_row_blocks(rows)), dim3(KC_ROW_WARPS * KC_WARP),
+                  0, s, x, scale, bias, y, mean, inv, rows, D, eps);
     KC_LAUNCHED();
     return KC_OK;
 }

@@ -60,6 +60,7 @@ __global__ void __launch_bounds__(KC_QA_THREADS)
 kc_qattn_rows(KcQAttn p, const uint8_t *__restrict__ q, const uint8_t *__restrict__ k,
               const uint8_t *__restrict__ v, const float *__restrict__ mask,
               uint8_t *__restrict__ y) {
+    kc_pdl_enter();
     extern __shared__ float kc_qa_smem[];
     float *f = kc_qa_smem;                                /* sk */
     uint8_t *P = (uint8_t *)(f + p.sk);                   /* sk */
@@ -130,7 +131,8 @@ static inline int kc_qattention(cudaStream_t s, const KcQAttn *p, const uint8_t 
     int64_t rows = p->b * p->h * p->sq;
     if (rows <= 0) return KC_OK;
     size_t smem = (size_t)p->sk * (sizeof(float) + 1);
-    kc_qattn_rows<<<(unsigned)rows, KC_QA_THREADS, smem, s>>>(*p, q, k, v, mask, y);
+    kc_launch(kc_qattn_rows, dim3((unsigned)rows), dim3(KC_QA_THREADS), smem, s, *p, q, k, v, mask,
+              y);
     KC_LAUNCHED();
     return KC_OK;
 }
@@ -153,6 +155,7 @@ typedef struct KcQMatMul {
 __global__ void __launch_bounds__(256)
 kc_qmatmul_tiles(KcQMatMul p, const uint8_t *__restrict__ a, const uint8_t *__restrict__ b,
                  uint8_t *__restrict__ y) {
+    kc_pdl_enter();
     __shared__ int32_t as[KC_QMM_TILE][KC_QMM_TILE + 1], bs[KC_QMM_TILE][KC_QMM_TILE + 1];
     int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
     int64_t i0 = (int64_t)blockIdx.y * KC_QMM_TILE, j0 = (int64_t)blockIdx.x * KC_QMM_TILE;
@@ -192,7 +195,7 @@ static inline int kc_qmatmul(cudaStream_t s, const KcQMatMul *p, const uint8_t *
     dim3 grid((unsigned)((p->n + KC_QMM_TILE - 1) / KC_QMM_TILE),
               (unsigned)((p->m + KC_QMM_TILE - 1) / KC_QMM_TILE),
               (unsigned)(p->batch < 65535 ? p->batch : 65535));
-    kc_qmatmul_tiles<<<grid, 256, 0, s>>>(*p, a, b, y);
+    kc_launch(kc_qmatmul_tiles, grid, dim3(256), 0, s, *p, a, b, y);
     KC_LAUNCHED();
     return KC_OK;
 }

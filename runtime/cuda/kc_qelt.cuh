@@ -15,6 +15,7 @@ template <typename I>
 __global__ void kc_qmul_bcast_kernel(I count, I plane, I inner, const uint8_t *__restrict__ a,
                                      int32_t a_zp, const uint8_t *__restrict__ b, int32_t b_zp,
                                      int32_t m, int shift, int32_t y_zp, uint8_t *__restrict__ y) {
+    kc_pdl_enter();
     KC_FOR(i64, count) {
         I i = (I)i64, o = i / plane, c = i % inner; /* plane = mid * inner */
         int64_t t = (int64_t)((int32_t)a[i] - a_zp) * ((int32_t)b[o * inner + c] - b_zp) * m;
@@ -29,11 +30,12 @@ static inline int kc_qmul_bcast(cudaStream_t s, int64_t outer, int64_t mid, int6
     int64_t count = outer * mid * inner;
     if (count <= 0) return KC_OK;
     if (count <= INT32_MAX)
-        kc_qmul_bcast_kernel<int32_t><<<kc_grid(count), KC_THREADS, 0, s>>>(
-            (int32_t)count, (int32_t)(mid * inner), (int32_t)inner, a, a_zp, b, b_zp, m, shift, y_zp, y);
+        kc_launch(kc_qmul_bcast_kernel<int32_t>, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s,
+                  (int32_t)count, (int32_t)(mid * inner), (int32_t)inner, a, a_zp, b, b_zp, m,
+                  shift, y_zp, y);
     else
-        kc_qmul_bcast_kernel<int64_t><<<kc_grid(count), KC_THREADS, 0, s>>>(
-            count, mid * inner, inner, a, a_zp, b, b_zp, m, shift, y_zp, y);
+        kc_launch(kc_qmul_bcast_kernel<int64_t>, dim3(kc_grid(count)), dim3(KC_THREADS), 0, s,
+                  count, mid * inner, inner, a, a_zp, b, b_zp, m, shift, y_zp, y);
     KC_LAUNCHED();
     return KC_OK;
 }

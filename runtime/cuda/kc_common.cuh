@@ -117,15 +117,15 @@ static __device__ __forceinline__ void kc_pdl_enter(void) {
     kc_pdl_trigger();
 #endif
 }
-template <typename... P, typename... A>
-static inline void kc_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                             A... args) {
-#if KC_PDL
-    kc_launch_pdl_smem(k, grid, block, smem, s, args...);
-#else
-    k<<<grid, block, smem, s>>>(args...);
-#endif
+/* Launches k on s with smem bytes of dynamic shared memory: by kc_launch_pdl_smem where PDL,
+ * else the plain way. kc_launch and kc_qlaunch (kc_qconv.cuh) are it under their knobs. */
+template <bool PDL, typename... P, typename... A>
+static inline void kc_launch_as(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
+                                cudaStream_t s, A... args) {
+    if (PDL) kc_launch_pdl_smem(k, grid, block, smem, s, args...);
+    else k<<<grid, block, smem, s>>>(args...);
 }
+#define kc_launch kc_launch_as<KC_PDL != 0>
 
 /* Raises a status (the first one wins); read back by NAME_cuda_run. */
 static __device__ __forceinline__ void kc_raise(int *status, int code) {

@@ -35,15 +35,7 @@ static __device__ __forceinline__ void kc_qpdl_enter(void) {
     kc_pdl_wait();
     kc_pdl_trigger();
 }
-template <typename... P, typename... A>
-static inline void kc_qlaunch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                              A... args) {
-#if KC_QPDL
-    kc_launch_pdl_smem(k, grid, block, smem, s, args...);
-#else
-    k<<<grid, block, smem, s>>>(args...);
-#endif
-}
+#define kc_qlaunch kc_launch_as<KC_QPDL != 0>
 
 typedef struct KcQConv {
     int32_t N, H, W, C;   /* input (N,H,W,C) uint8 */

@@ -10,6 +10,8 @@
 # PREP's ResNet-50 case, all with the last variant's header (its -D flags written into the
 # copy as #defines). HEADER_DIR holds every runtime header (kc_qconv.cuh includes kc_common.cuh,
 # kc_igemm.cuh and kc_nn.cuh), all copied over the bundle's. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
+# FP16_VARIANTS="NAME:FLAGS,..." adds fp16 bundles built with those nvcc flags (their own
+# headers), timed as fp16_NAME beside the plain fp16 one (e.g. "pdl:-DKC_PDL=1").
 # usage: bench/gpu/int8_ab.sh PREP OUT "NAME:DIR[:FLAGS],..." [CHECK_DIR]   (NODES=12 default)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +23,8 @@ HARNESS=$ROOT/bench/gpu/int8_time.cu
 W=$(mktemp -d)
 mkdir -p "$OUT"
 IFS=',' read -ra VARS <<<"$3"
+FVARS=()
+[ -n "${FP16_VARIANTS:-}" ] && IFS=',' read -ra FVARS <<<"$FP16_VARIANTS"
 hdr() { local d; d=$(echo "$1" | cut -d: -f2); realpath "$d"; }
 # hdr_copy VARIANT FILE: the variant's kc_qconv.cuh with its -D flags as #defines ahead (so
 # that the kernel test and the exactness check, built without the flags, see its knobs)
@@ -54,6 +58,10 @@ for b in 1 256; do
     k=r50_b${b}_fp16
     cp -r "$PREP/$k" "$W/fp16_$b" && xz -dc "$PREP/weights/$(key $k)" >"$W/fp16_$b/w.bin"
     build "$W/fp16_$b" "$k" "" &
+    for fv in "${FVARS[@]}"; do
+        cp -r "$PREP/$k" "$W/fp16_${fv%%:*}_$b"
+        build "$W/fp16_${fv%%:*}_$b" "$k" "${fv#*:}" &
+    done
     k=r50_b${b}_int8
     xz -dc "$PREP/weights/$(key $k)" >"$W/int8_$b.bin"
     for v in "${VARS[@]}"; do
@@ -68,9 +76,13 @@ wait
 for round in 1 2; do
     for b in 256 1; do
         runs=$([ "$b" = 1 ] && echo 300 || echo 20)
-        for v in "${VARS[@]}" fp16; do
+        for v in "${VARS[@]}" fp16 "${FVARS[@]/#/fp16_}"; do
             name=${v%%:*}
-            if [ "$name" = fp16 ]; then d=$W/fp16_$b wf=$W/fp16_$b/w.bin; else d=$W/${name}_$b wf=$W/int8_$b.bin; fi
+            case $name in
+            fp16) d=$W/fp16_$b wf=$W/fp16_$b/w.bin ;;
+            fp16_*) d=$W/${name}_$b wf=$W/fp16_$b/w.bin ;;
+            *) d=$W/${name}_$b wf=$W/int8_$b.bin ;;
+            esac
             r=$(cd "$d" && INT8_TIME_NODES=$NODES ./time "$wf" $((b * 3 * 224 * 224)) "$runs")
             echo "{\"variant\": \"$name\", \"batch\": $b, \"round\": $round, \"result\": $r}"
         done

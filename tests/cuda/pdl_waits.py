@@ -37,7 +37,10 @@ def bodies(src):
         name = NAME.match(src, i)
         if not name:
             continue
-        body = src.index("{", balanced(src, name.end() - 1, "(", ")"))
+        params_end = balanced(src, name.end() - 1, "(", ")")
+        if src[params_end:].lstrip().startswith(";"):
+            continue  # a declaration
+        body = src.index("{", params_end)
         out.setdefault(name.group(1), []).append(src[body:balanced(src, body, "{", "}")])
     return out
 

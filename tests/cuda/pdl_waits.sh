@@ -45,7 +45,8 @@ i = s.index("__global__ void kc_qgavg_kernel")
 j = s.index("kc_qpdl_enter();", i)
 open(p, "w").write(s[:j] + s[j + len("kc_qpdl_enter();"):])
 PY
-if python3 "$ROOT/tests/cuda/pdl_waits.py" "$W" | grep -q "^FAIL kc_qgavg_kernel"; then
+mutated=$(python3 "$ROOT/tests/cuda/pdl_waits.py" "$W")
+if echo "$mutated" | grep -q "^FAIL kc_qgavg_kernel"; then
     echo "ok   the check catches a kernel whose wait was taken out"
     passed=$((passed + 1))
 else

@@ -24,7 +24,9 @@
  * not in eights, a second step of 16 partly zero), K 16 to 240 in chunks of 16 and 48,
  * partial tiles of 16 pixels, the warps' grid stride, bias or none, residual, no activation,
  * ReLU and ReLU6, and the shapes it refuses; --time times it against cuBLASLt and its ReLU6
- * pass on MobileNetV2's shapes at batches 1, 32 and 256.
+ * pass on MobileNetV2's shapes at batches 1, 32 and 256. Late cases (the implicit GEMM's tiles
+ * and cores, the pools): input and residual written by the kernel launched just before
+ * (late_fill), which under -DKC_PDL=1 the kernels must wait for.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
  *        ./conv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -208,9 +210,12 @@ static void stem_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
 /* kc_pool_nhwc max pooling against the host's max over the window (exact: the max of
  * values T holds), fp16 and fp32; 3x3 goes to the fixed-window kernel, other windows to
  * the loop over p's bounds. */
+/* LATE (pool_case, mma_case): the input (and the residual) written by the kernel launched just
+ * before, which lets the kernel start at once and writes after a spin (late_fill): the
+ * kernel's wait for it under programmatic dependent launch (KC_PDL=1) */
 template <typename T>
 static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
-                      int64_t st, int64_t pad) {
+                      int64_t st, int64_t pad, bool late = false) {
     KcConv2d p = geom(C, H, W, R, R, st, pad);
     int64_t ny = N * p.OH * p.OW * C;
     Buf<T> x(N * H * W * C, 1.0), y(ny, 1.0);
@@ -229,15 +234,20 @@ static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
                     want[((n * p.OH + oh) * p.OW + ow) * C + c] = m;
                 }
     y.poison();
-    int rc = kc_pool_nhwc<T>(0, x.d, y.d, &p, N, 1, 0);
+    std::vector<void *> keep;
+    if (late) late_fill(x.d, x.n * sizeof(T), NULL, 0, keep);
+    int rc = kc_pool_nhwc<T>(late ? late_stream() : 0, x.d, y.d, &p, N, 1, 0);
     CK(cudaDeviceSynchronize());
+    for (void *k : keep)
+        cudaFree(k);
     double worst = 0;
     long bad = rc != KC_OK;
     gpu_compare(y.get(), want, &worst, &bad, 0.0);
     char what[200];
-    snprintf(what, sizeof what, "maxpool NHWC %s N %lld C %lld %lldx%lld %lldx%lld stride %lld pad %lld",
-             tname, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
-             (long long)R, (long long)st, (long long)pad);
+    snprintf(what, sizeof what,
+             "%smaxpool NHWC %s N %lld C %lld %lldx%lld %lldx%lld stride %lld pad %lld",
+             late ? "late " : "", tname, (long long)N, (long long)C, (long long)H, (long long)W,
+             (long long)R, (long long)R, (long long)st, (long long)pad);
     gpu_report(what, worst, 0.0, bad);
 }
 
@@ -247,25 +257,32 @@ static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
  * 128x64 in 4 stages, 4 128x128 in 3; 5 the halo core (3x3 stride 1, C 64, K <= 64; the
  * launcher takes it there). Pixels and channels off the tiles, C not a multiple
  * of the slice (slices straddle taps), stride 2, pads 0..2, 1x1 and 5x5 kernels. */
-static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
-                     int64_t K, int64_t st, int64_t pad, bool bias, bool res,
-                     int act = KC_ACT_CLIP) {
+static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t K,
+                     int64_t st, int64_t pad, bool bias, bool res, int act = KC_ACT_CLIP,
+                     bool late = false) {
     KcConv2d p = geom(C, H, W, R, R, st, pad);
     int64_t ny = N * p.OH * p.OW * K, P = N * p.OH * p.OW;
     Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
     y.poison();
     const __half *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
-    int rc = cfg == 0 ? kc_igemm_mma(0, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f)
-             : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(0, x.d, w.d, bp, rp, y.d, &p, P,
-                                                                       K, act, 0.0f, 6.0f)
-             : cfg == 2 ? kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(0, x.d, w.d, bp, rp, y.d, &p, P,
-                                                                     K, act, 0.0f, 6.0f)
-             : cfg == 3 ? kc_igemm_wg_launch<128, 64, 4, 0>(0, x.d, w.d, bp, rp, y.d, &p, P, K, act,
+    std::vector<void *> keep;
+    if (late)
+        late_fill(x.d, x.n * sizeof(__half), res ? r.d : NULL, res ? r.n * sizeof(__half) : 0,
+                  keep);
+    cudaStream_t s = late ? late_stream() : 0;
+    int rc = cfg == 0   ? kc_igemm_mma(s, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f)
+             : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(s, x.d, w.d, bp, rp, y.d, &p,
+                                                                       P, K, act, 0.0f, 6.0f)
+             : cfg == 2 ? kc_igemm_mma_launch<64, 64, 32, 32, 32, 4>(s, x.d, w.d, bp, rp, y.d, &p,
+                                                                     P, K, act, 0.0f, 6.0f)
+             : cfg == 3 ? kc_igemm_wg_launch<128, 64, 4, 0>(s, x.d, w.d, bp, rp, y.d, &p, P, K, act,
                                                             0.0f, 6.0f)
-             : cfg == 4 ? kc_igemm_wg_launch<128, 128, 3, 0>(0, x.d, w.d, bp, rp, y.d, &p, P, K, act,
-                                                             0.0f, 6.0f)
-                        : kc_conv_halo(0, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f);
+             : cfg == 4 ? kc_igemm_wg_launch<128, 128, 3, 0>(s, x.d, w.d, bp, rp, y.d, &p, P, K,
+                                                             act, 0.0f, 6.0f)
+                        : kc_conv_halo(s, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f);
     CK(cudaDeviceSynchronize());
+    for (void *k : keep)
+        cudaFree(k);
     std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL,
                                         res ? &r.h : NULL, act == KC_ACT_CLIP);
     if (act == KC_ACT_RELU) /* the form with ReLU compiled into the epilogue */
@@ -274,10 +291,12 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
     long bad = rc != KC_OK;
     gpu_compare(y.get(), want, &worst, &bad, 4e-3);
     char what[200];
-    snprintf(what, sizeof what, "igemm_mma cfg %d N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s%s %s",
-             cfg, (long long)N, (long long)C, (long long)H, (long long)W, (long long)R,
-             (long long)R, (long long)K, (long long)st, (long long)pad, bias ? " bias" : "",
-             res ? " residual" : "", act == KC_ACT_RELU ? "relu" : "relu6");
+    snprintf(
+        what, sizeof what,
+        "%sigemm_mma cfg %d N %lld C %lld %lldx%lld %lldx%lld K %lld stride %lld pad %lld%s%s %s",
+        late ? "late " : "", cfg, (long long)N, (long long)C, (long long)H, (long long)W,
+        (long long)R, (long long)R, (long long)K, (long long)st, (long long)pad,
+        bias ? " bias" : "", res ? " residual" : "", act == KC_ACT_RELU ? "relu" : "relu6");
     gpu_report(what, worst, 4e-3, bad);
 }
 
@@ -665,6 +684,15 @@ int main(int argc, char **argv) {
     pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */
     pool_case<__half>("fp16", 1, 24, 8, 8, 2, 2, 0);   /* 2x2: the loop kernel */
     pool_case<__half>("fp16", 2, 6, 9, 9, 3, 2, 1);    /* C 6: not whole vectors */
+    /* input and residual from the kernel launched just before (late_fill): under KC_PDL=1 the
+     * kernels' wait; every tile and core of the implicit GEMM, the pool's three kernels */
+    for (int cfg = 0; cfg <= (kc_igemm_wg_built() ? 5 : 2); cfg++) {
+        mma_case(cfg, 2, 64, 9, 9, 3, 64, 1, 1, true, true, KC_ACT_CLIP, true);
+        if (cfg != 5) mma_case(cfg, 4, 128, 14, 14, 3, 128, 2, 1, true, true, KC_ACT_CLIP, true);
+    }
+    pool_case<__half>("fp16", 2, 64, 23, 21, 3, 2, 1, true);
+    pool_case<__half>("fp16", 1, 24, 8, 8, 2, 2, 0, true);
+    pool_case<__half>("fp16", 2, 6, 9, 9, 3, 2, 1, true);
     c1_case(2, 16, 9, 11, 96, true, false, 2);    /* MobileNetV2's 16 -> 96, P 198: partial */
     c1_case(1, 32, 6, 5, 192, true, true, 2);     /* 32 -> 192: 4 chunks of 48 */
     c1_case(1, 24, 7, 9, 144, true, true, 1);     /* 24 -> 144: 2 steps (8 zero), residual */

@@ -2,7 +2,8 @@
  * share: CK, which stops the test with exit status 2 and the CUDA error where a runtime call
  * fails (a broken run, not a failed check); the pass/fail counts each test prints last ("N
  * passed, N failed"); gpu_report and gpu_compare, a check by relative error against a double
- * reference; time_ms, the median of 20 timed calls of f after 5 untimed ones (CUDA events). */
+ * reference; time_ms, the median of 20 timed calls of f after 5 untimed ones (CUDA events);
+ * late_fill, inputs written by the kernel launched just before (programmatic dependent launch). */
 #ifndef KILN_TESTS_GPU_TEST_H
 #define KILN_TESTS_GPU_TEST_H
 
@@ -63,6 +64,50 @@ static inline float time_ms(F f) {
     CK(cudaGetLastError());
     std::sort(ts.begin(), ts.end());
     return ts[ts.size() / 2];
+}
+
+/* Copies n1 bytes of s1 to d1 and n2 of s2 to d2 after a spin of about 20 us (at 2 GHz),
+ * having told the GPU at its start that the next kernel may launch
+ * (griddepcontrol.launch_dependents): a kernel launched after it with programmatic dependent
+ * launch runs beside the spin, and reads the poison in d1 and d2 unless it waits for this
+ * grid. */
+__global__ void late_copy2(const unsigned char *s1, unsigned char *d1, size_t n1,
+                           const unsigned char *s2, unsigned char *d2, size_t n2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+    long long t0 = clock64();
+    while (clock64() - t0 < 40000) {
+    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n1 + n2;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (i < n1)
+            d1[i] = s1[i];
+        else
+            d2[i - n1] = s2[i - n1];
+    }
+}
+
+/* the stream the late cases run on (created on first use, non-blocking) */
+static inline cudaStream_t late_stream(void) {
+    static cudaStream_t s;
+    if (!s) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+}
+
+/* d1 (n1 bytes) and d2 (n2, or none) poisoned, then written back by late_copy2 on
+ * late_stream(); the staging copies go to keep (freed by the caller after a sync) */
+static inline void late_fill(void *d1, size_t n1, void *d2, size_t n2, std::vector<void *> &keep) {
+    unsigned char *st;
+    CK(cudaMalloc(&st, n1 + n2 + 1));
+    CK(cudaMemcpy(st, d1, n1, cudaMemcpyDeviceToDevice));
+    if (n2) CK(cudaMemcpy(st + n1, d2, n2, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(d1, 0x5a, n1));
+    if (n2) CK(cudaMemset(d2, 0x5a, n2));
+    CK(cudaDeviceSynchronize());
+    keep.push_back(st);
+    late_copy2<<<8, 256, 0, late_stream()>>>(st, (unsigned char *)d1, n1, st + n1,
+                                             (unsigned char *)d2, n2);
 }
 
 #endif

@@ -166,43 +166,6 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
 
 static const char *mode_tag = ""; /* "wg ": the case ran with the wgmma form on */
 
-/* Copies n1 bytes of s1 to d1 and n2 of s2 to d2 after a spin of about 20 us (at 2 GHz),
- * having told the GPU at its start that the next kernel may launch
- * (griddepcontrol.launch_dependents): a kernel launched after it by kc_qlaunch runs beside
- * the spin, and reads the poison in d1 and d2 unless it waits for this grid. */
-__global__ void late_copy2(const uint8_t *s1, uint8_t *d1, size_t n1, const uint8_t *s2,
-                           uint8_t *d2, size_t n2) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-    long long t0 = clock64();
-    while (clock64() - t0 < 40000) {
-    }
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n1 + n2;
-         i += (size_t)gridDim.x * blockDim.x) {
-        if (i < n1)
-            d1[i] = s1[i];
-        else
-            d2[i - n1] = s2[i - n1];
-    }
-}
-
-static cudaStream_t late_stream;
-
-/* d1 (n1 bytes) and d2 (n2, or none) poisoned, then written back by late_copy2 on
- * late_stream; the staging copies go to keep (freed by the caller after a sync) */
-static void late_fill(uint8_t *d1, size_t n1, uint8_t *d2, size_t n2, std::vector<void *> &keep) {
-    uint8_t *st;
-    CK(cudaMalloc(&st, n1 + n2 + 1));
-    CK(cudaMemcpy(st, d1, n1, cudaMemcpyDeviceToDevice));
-    if (n2) CK(cudaMemcpy(st + n1, d2, n2, cudaMemcpyDeviceToDevice));
-    CK(cudaMemset(d1, 0x5a, n1));
-    if (n2) CK(cudaMemset(d2, 0x5a, n2));
-    CK(cudaDeviceSynchronize());
-    keep.push_back(st);
-    late_copy2<<<8, 256, 0, late_stream>>>(st, d1, n1, st + n1, d2, n2);
-}
-
 /* EMPTY: the clamp's interval empty (lo > hi, a Clip with min > max): every output is hi;
  * LATE: x and the residual written by the kernel launched just before (late_fill) */
 static void run_case(const Case &c, bool empty = false, bool late = false) {
@@ -218,7 +181,7 @@ static void run_case(const Case &c, bool empty = false, bool late = false) {
     CK(cudaMemset(d.ybase, 0xa5, ny + 16)); /* poison: unwritten outputs show up */
     std::vector<void *> keep;
     if (late) late_fill(d.x, nx, c.res ? d.r : NULL, c.res ? ny : 0, keep);
-    int rc = kc_qconv(late ? late_stream : 0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+    int rc = kc_qconv(late ? late_stream() : 0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
     CK(cudaDeviceSynchronize());
     for (void *k : keep)
         cudaFree(k);
@@ -461,7 +424,7 @@ static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad, bo
     CK(cudaMemset(dy, 0xa5, ny));
     std::vector<void *> keep;
     if (late) late_fill(dx, nx, NULL, 0, keep);
-    int rc = kc_qmaxpool(late ? late_stream : 0, dx, dy, &p);
+    int rc = kc_qmaxpool(late ? late_stream() : 0, dx, dy, &p);
     CK(cudaDeviceSynchronize());
     for (void *k : keep)
         cudaFree(k);
@@ -667,7 +630,6 @@ int main(int argc, char **argv) {
     }
     int nd = 0;
     CK(cudaGetDeviceCount(&nd));
-    CK(cudaStreamCreateWithFlags(&late_stream, cudaStreamNonBlocking));
     kc_qstem_min() = 0; /* the stem form on the small shapes too (fewer groups than a wave) */
     if (argc > 1 && !strcmp(argv[1], "--timestem")) { /* the stem form alone: an A/B of its knobs */
         static const Case sc[] = {

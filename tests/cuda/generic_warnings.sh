@@ -59,7 +59,7 @@ fi
 if "$KILN" compile "$TMP/resize.onnx" -o "$TMP/out_resize" --name m --target cuda \
         2>"$TMP/resize.err" >/dev/null && ! grep -q "warning" "$TMP/resize.err" &&
         grep -q "1 node(s) (Reduce\*, .*) run the C backend.s code on one device" \
-            "$TMP/out_resize/README.md" && grep -q "_k[0-9]*<<<3, 256, 0, s>>>" "$TMP/out_resize/m.cu"; then
+            "$TMP/out_resize/README.md" && grep -q "kc_launch(m_k[0-9]*, dim3(3), dim3(256), 0, s," "$TMP/out_resize/m.cu"; then
     echo "ok   resize: element-parallel, no warning, one thread per output"; passed=$((passed + 1))
 else
     echo "FAIL resize: element-parallel, no warning, one thread per output"

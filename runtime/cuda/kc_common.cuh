@@ -104,17 +104,22 @@ static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStr
     kc_launch_pdl_smem(k, grid, block, 0, s, args...);
 }
 
+/* What a kernel launched with programmatic dependent launch does before it reads an input or
+ * writes anything: wait for the grid before it, then let the next one launch. */
+static __device__ __forceinline__ void kc_pdl_sync(void) {
+    kc_pdl_wait();
+    kc_pdl_trigger();
+}
+
 /* Programmatic dependent launch for the float kernels (KC_PDL 1; the int8 ones have KC_QPDL):
- * each runs kc_pdl_enter (kc_pdl_wait, then kc_pdl_trigger) first, and kc_launch launches it
- * with the attribute; KC_PDL 0: plain launches and no instruction in the kernels (an A/B
- * knob). */
+ * each runs kc_pdl_enter (kc_pdl_sync) first, and kc_launch launches it with the attribute;
+ * KC_PDL 0: plain launches and no instruction in the kernels (an A/B knob). */
 #ifndef KC_PDL
 #define KC_PDL 0
 #endif
 static __device__ __forceinline__ void kc_pdl_enter(void) {
 #if KC_PDL
-    kc_pdl_wait();
-    kc_pdl_trigger();
+    kc_pdl_sync();
 #endif
 }
 /* Launches k on s with smem bytes of dynamic shared memory: by kc_launch_pdl_smem where PDL,

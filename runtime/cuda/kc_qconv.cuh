@@ -26,15 +26,11 @@
 
 /* Programmatic dependent launch (kc_common.cuh) for every kernel here: launched by kc_qlaunch,
  * a kernel stages its weights and requantization table, which no kernel writes, while the
- * kernel before it drains, then kc_qpdl_enter before it reads an activation or writes
+ * kernel before it drains, then kc_pdl_sync before it reads an activation or writes
  * anything. KC_QPDL 0: plain launches (an A/B knob; the waits are then no-ops). */
 #ifndef KC_QPDL
 #define KC_QPDL 1
 #endif
-static __device__ __forceinline__ void kc_qpdl_enter(void) {
-    kc_pdl_wait();
-    kc_pdl_trigger();
-}
 #define kc_qlaunch kc_launch_as<KC_QPDL != 0>
 
 typedef struct KcQConv {
@@ -511,7 +507,7 @@ kc_qconv_mma_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                     const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                     uint8_t *__restrict__ y, KcQConv p, KcQF32In fin) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    kc_qpdl_enter();
+    kc_pdl_sync();
     __shared__ __align__(16) uint8_t As[2][KC_QBM * KC_QLD];
     __shared__ __align__(16) uint8_t Bs[2][BN * KC_QLD];
     __shared__ int2 ktab[VW <= 0 ? KC_QKTAB : 1];
@@ -707,7 +703,7 @@ kc_qconv_mma16_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ 
                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    kc_qpdl_enter();
+    kc_pdl_sync();
     extern __shared__ __align__(16) uint8_t kc_qsm[];
     enum { THREADS = BM * BN / 64, WMS = BM / 64, CPR = KC_QSK / 16, LD = KC_QLD16 };
     enum { AP = BM * CPR / THREADS, BP = BN * CPR / THREADS, RSTEP = THREADS / CPR };
@@ -1019,9 +1015,9 @@ static __device__ __forceinline__ size_t kc_q1row(const KcQConv &p, int pix) {
  * shared memory a block) */
 template <int BN, int KP, int BM = KC_QBM>
 __global__ void __launch_bounds__(2 * BN, KC_Q1MINB)
-    kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
-                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
-                       uint8_t *__restrict__ y, KcQConv p) {
+kc_qconv1x1_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                   uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) uint8_t kc_qsm[];
     enum { THREADS = 2 * BN, LD = KC_Q1LD(KP), YLD = KC_QYLD(BN), CPR = KP / 16 };
@@ -1085,7 +1081,7 @@ __global__ void __launch_bounds__(2 * BN, KC_Q1MINB)
         asm volatile("cp.async.commit_group;\n" ::);
     };
     const int form = kc_q1tab_make(tab, rq, res, p, col0, BN / 2); /* while the weights fly */
-    kc_qpdl_enter();
+    kc_pdl_sync();
     issue(blockIdx.y, 0); /* the weights ride in the first group */
     if (NB == 3) issue(blockIdx.y + gridDim.y, 1);
     int b = 0;
@@ -1354,7 +1350,7 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         }
     };
     const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
-    kc_qpdl_enter();
+    kc_pdl_sync();
 #pragma unroll
     for (int st = 0; st < ST - 2; st++) {
         if (st < KT) load(st, st);
@@ -1450,7 +1446,7 @@ kc_qhalo_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w, con
     }
     kc_ig_commit();
     const int form = kc_q1tab_make(tab, rq, res, p, 0, BN / 2);
-    kc_qpdl_enter();
+    kc_pdl_sync();
     const uint32_t zp4 = 0x01010101u * (uint32_t)p.x_zp;
     const int32_t T = (p.OH * Wp + BM - 1) / BM, ntiles = p.N * T;
     for (int32_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -1730,7 +1726,7 @@ kc_qstem_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
             bf[ky][nt][0] = *(const uint32_t *)(const void *)wb;
             bf[ky][nt][1] = *(const uint32_t *)(const void *)(wb + 16);
         }
-    kc_qpdl_enter();
+    kc_pdl_sync();
     const int ohg = (p.OH + ROWS - 1) / ROWS, groups = p.N * ohg;
     /* RGB rows in whole words (C 3, W in 4s, X on 4 bytes): the window filled from aligned
      * 32-bit loads, where the byte loads took three loads and about fifty instructions a pixel */
@@ -1931,7 +1927,7 @@ static inline int kc_qconv(cudaStream_t s, const uint8_t *x, const int8_t *w, co
 __global__ void kc_qnchw_kernel(const float *__restrict__ x, const float *__restrict__ scale,
                                 const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
                                 int64_t pixels, int C, int64_t HW) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     float inv, rel, z = zp ? (float)zp[0] : 0.0f;
     double s = (double)scale[0];
     kc_qquant_terms(scale[0], inv, rel);
@@ -1950,7 +1946,7 @@ template <int C>
 __global__ void kc_qnchw4_kernel(const float *__restrict__ x, const float *__restrict__ scale,
                                  const uint8_t *__restrict__ zp, uint8_t *__restrict__ y,
                                  int64_t quads, int64_t HW) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     float inv, rel, z = zp ? (float)zp[0] : 0.0f;
     double s = (double)scale[0];
     kc_qquant_terms(scale[0], inv, rel);
@@ -2025,7 +2021,7 @@ static inline int kc_qconv_f32nchw(cudaStream_t s, const float *x, const float *
 __global__ void kc_qdwconv_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
                                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
                                   uint8_t *__restrict__ y, KcQConv p) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     int64_t total = (int64_t)p.N * p.OH * p.OW * p.M;
     KC_FOR(i, total) {
         int c = (int)(i % p.M);
@@ -2058,7 +2054,7 @@ static inline int kc_qdwconv(cudaStream_t s, const uint8_t *x, const int8_t *w, 
 
 /* Max pooling on the uint8 values (rt_qmaxpool2d: 0 where no tap is inside). */
 __global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, KcQConv p) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     int64_t total = (int64_t)p.N * p.OH * p.OW * p.C;
     KC_FOR(i, total) {
         int c = (int)(i % p.C);
@@ -2081,7 +2077,7 @@ __global__ void kc_qmaxpool_kernel(const uint8_t *__restrict__ x, uint8_t *__res
 
 /* The same, 16 channels a thread (C % 16 == 0, 16-byte aligned): four __vmaxu4 a tap. */
 __global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, KcQConv p) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     const int CV = p.C / 16;
     int64_t total = (int64_t)p.N * p.OH * p.OW * CV;
     KC_FOR(i, total) {
@@ -2110,7 +2106,7 @@ __global__ void kc_qmaxpool16_kernel(const uint4 *__restrict__ x, uint4 *__restr
  * ResNet-50's pool at batch 256 (205 MB in, 51 MB out): 0.109 -> 0.077 ms (3.33 TB/s). */
 __global__ void kc_qmaxpool16_3x3_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y,
                                          KcQConv p) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     const int32_t CV = p.C / 16, total = p.N * p.OH * p.OW * CV;
     KC_FOR(i64, total) {
         const int32_t i = (int32_t)i64, cv = i % CV, pix = i / CV;
@@ -2159,7 +2155,7 @@ static inline int kc_qmaxpool(cudaStream_t s, const uint8_t *x, uint8_t *y, cons
 __global__ void kc_qgavg_kernel(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, int64_t n,
                                 int64_t hw, int64_t C, int32_t x_zp, int32_t m, int shift,
                                 int32_t y_zp) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     KC_FOR(i, n * C) {
         int64_t b = i / C, c = i % C;
         int32_t acc = 0;
@@ -2184,7 +2180,7 @@ __global__ void kc_qbinary_kernel(int64_t count, const uint8_t *__restrict__ a, 
                                   int32_t ma, const uint8_t *__restrict__ b, int32_t b_zp,
                                   int32_t mb, int shift, int32_t y_zp, int mul,
                                   uint8_t *__restrict__ y) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     KC_FOR(i, count) {
         int64_t da = (int32_t)a[i] - a_zp, db = (int32_t)b[i] - b_zp;
         int64_t t = mul ? da * db * ma : da * ma + db * mb;
@@ -2206,7 +2202,7 @@ static inline int kc_qbinary(cudaStream_t s, int64_t count, const uint8_t *a, in
 /* y = table[x] (rt_qlut) */
 __global__ void kc_qlut_kernel(int64_t count, const uint8_t *__restrict__ x,
                                const uint8_t *__restrict__ table, uint8_t *__restrict__ y) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     __shared__ uint8_t t[256];
     for (int j = threadIdx.x; j < 256; j += blockDim.x) t[j] = table[j];
     __syncthreads();
@@ -2231,7 +2227,7 @@ template <typename T>
 __global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
                                       const float *__restrict__ scale,
                                       const uint8_t *__restrict__ zp, uint8_t *__restrict__ y) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     double s = (double)scale[0], z = zp ? (double)zp[0] : 0.0;
     KC_FOR(i, count) {
         double v = rint(kc_qload(x, i) / s) + z;
@@ -2245,7 +2241,7 @@ __global__ void kc_quantize_u8_kernel(int64_t count, const T *__restrict__ x,
 __global__ void kc_dequantize_u8_kernel(int64_t count, const uint8_t *__restrict__ x,
                                         const float *__restrict__ scale,
                                         const uint8_t *__restrict__ zp, float *__restrict__ y) {
-    kc_qpdl_enter();
+    kc_pdl_sync();
     float s = scale[0];
     int32_t z = zp ? (int32_t)zp[0] : 0;
     KC_FOR(i, count) y[i] = __fmul_rn((float)((int32_t)x[i] - z), s);

@@ -42,8 +42,8 @@ import sys
 p = sys.argv[1]
 s = open(p).read()
 i = s.index("__global__ void kc_qgavg_kernel")
-j = s.index("kc_qpdl_enter();", i)
-open(p, "w").write(s[:j] + s[j + len("kc_qpdl_enter();"):])
+j = s.index("kc_pdl_sync();", i)
+open(p, "w").write(s[:j] + s[j + len("kc_pdl_sync();"):])
 PY
 mutated=$(python3 "$ROOT/tests/cuda/pdl_waits.py" "$W")
 if echo "$mutated" | grep -q "^FAIL kc_qgavg_kernel"; then

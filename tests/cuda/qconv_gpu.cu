@@ -37,7 +37,7 @@
  *        --timestem checks the stem form on five shapes and times it at batch 256.
  * Programmatic dependent launch (kc_qlaunch): "late" cases give the kernel its input (and
  * residual) from a kernel launched just before on the same stream that lets it start at once
- * and writes after a spin (late_copy2): a kernel that read before its kc_qpdl_enter would
+ * and writes after a spin (late_copy2): a kernel that read before its kc_pdl_sync would
  * read the poison left there. */
 #include <algorithm>
 #include <stdio.h>

@@ -73,37 +73,6 @@ static __device__ __forceinline__ void kc_pdl_trigger(void) {
 #endif
 }
 
-/* Launches kernel k on s with smem bytes of dynamic shared memory, allowed to overlap the
- * previous kernel where k's code was built for sm_90 or later (PTX version 90: its
- * kc_pdl_wait is the instruction; code built for an older target and compiled from PTX by the
- * driver has none, so it launches the plain way). */
-template <typename... P, typename... A>
-static inline void kc_launch_pdl_smem(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
-                                      cudaStream_t s, A... args) {
-    cudaFuncAttributes fa;
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at[1];
-    memset(&cfg, 0, sizeof cfg);
-    memset(at, 0, sizeof at);
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed =
-        cudaFuncGetAttributes(&fa, k) == cudaSuccess && fa.ptxVersion >= 90;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for KC_LAUNCHED */
-}
-
-/* kc_launch_pdl_smem without dynamic shared memory */
-template <typename... P, typename... A>
-static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStream_t s,
-                                 A... args) {
-    kc_launch_pdl_smem(k, grid, block, 0, s, args...);
-}
-
 /* What a kernel launched with programmatic dependent launch does before it reads an input or
  * writes anything: wait for the grid before it, then let the next one launch. */
 static __device__ __forceinline__ void kc_pdl_sync(void) {
@@ -122,13 +91,38 @@ static __device__ __forceinline__ void kc_pdl_enter(void) {
     kc_pdl_sync();
 #endif
 }
-/* Launches k on s with smem bytes of dynamic shared memory: by kc_launch_pdl_smem where PDL,
- * else the plain way. kc_launch and kc_qlaunch (kc_qconv.cuh) are it under their knobs. */
+/* Launches kernel k on s with smem bytes of dynamic shared memory; where PDL, allowed to
+ * overlap the previous kernel if k's code was built for sm_90 or later (PTX version 90: its
+ * kc_pdl_wait is the instruction; code built for an older target and compiled from PTX by the
+ * driver has none, so it launches the plain way). kc_launch and kc_qlaunch (kc_qconv.cuh) are
+ * it under their knobs, kc_launch_pdl with PDL and no dynamic shared memory. */
 template <bool PDL, typename... P, typename... A>
 static inline void kc_launch_as(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
                                 cudaStream_t s, A... args) {
-    if (PDL) kc_launch_pdl_smem(k, grid, block, smem, s, args...);
-    else k<<<grid, block, smem, s>>>(args...);
+    if (!PDL) {
+        k<<<grid, block, smem, s>>>(args...);
+        return;
+    }
+    cudaFuncAttributes fa;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    memset(&cfg, 0, sizeof cfg);
+    memset(at, 0, sizeof at);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed =
+        cudaFuncGetAttributes(&fa, k) == cudaSuccess && fa.ptxVersion >= 90;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for KC_LAUNCHED */
+}
+template <typename... P, typename... A>
+static inline void kc_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, cudaStream_t s,
+                                 A... args) {
+    kc_launch_as<true>(k, grid, block, 0, s, args...);
 }
 #define kc_launch kc_launch_as<KC_PDL != 0>
 

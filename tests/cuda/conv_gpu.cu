@@ -26,7 +26,7 @@
  * ReLU and ReLU6, and the shapes it refuses; --time times it against cuBLASLt and its ReLU6
  * pass on MobileNetV2's shapes at batches 1, 32 and 256. Late cases (the implicit GEMM's tiles
  * and cores, the pools): input and residual written by the kernel launched just before
- * (late_fill), which under -DKC_PDL=1 the kernels must wait for.
+ * (LateInputs), which under -DKC_PDL=1 the kernels must wait for.
  * usage: nvcc -O3 -arch=sm_90 -I runtime/cuda tests/cuda/conv_gpu.cu -o conv_gpu
  *        ./conv_gpu [--time]; ends with "N passed, N failed". */
 #include <algorithm>
@@ -211,7 +211,7 @@ static void stem_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
  * values T holds), fp16 and fp32; 3x3 goes to the fixed-window kernel, other windows to
  * the loop over p's bounds. */
 /* LATE (pool_case, mma_case): the input (and the residual) written by the kernel launched just
- * before, which lets the kernel start at once and writes after a spin (late_fill): the
+ * before, which lets the kernel start at once and writes after a spin (LateInputs): the
  * kernel's wait for it under programmatic dependent launch (KC_PDL=1) */
 template <typename T>
 static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R,
@@ -234,12 +234,9 @@ static void pool_case(const char *tname, int64_t N, int64_t C, int64_t H, int64_
                     want[((n * p.OH + oh) * p.OW + ow) * C + c] = m;
                 }
     y.poison();
-    std::vector<void *> keep;
-    if (late) late_fill(x.d, x.n * sizeof(T), NULL, 0, keep);
-    int rc = kc_pool_nhwc<T>(late ? late_stream() : 0, x.d, y.d, &p, N, 1, 0);
+    LateInputs li(late, x.d, x.n * sizeof(T));
+    int rc = kc_pool_nhwc<T>(li.s, x.d, y.d, &p, N, 1, 0);
     CK(cudaDeviceSynchronize());
-    for (void *k : keep)
-        cudaFree(k);
     double worst = 0;
     long bad = rc != KC_OK;
     gpu_compare(y.get(), want, &worst, &bad, 0.0);
@@ -265,11 +262,9 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
     Buf<__half> x(N * H * W * C, 1.0), w(R * R * C * K, 0.3), b(K, 0.5), r(ny, 1.0), y(ny, 1.0);
     y.poison();
     const __half *bp = bias ? b.d : NULL, *rp = res ? r.d : NULL;
-    std::vector<void *> keep;
-    if (late)
-        late_fill(x.d, x.n * sizeof(__half), res ? r.d : NULL, res ? r.n * sizeof(__half) : 0,
-                  keep);
-    cudaStream_t s = late ? late_stream() : 0;
+    LateInputs li(late, x.d, x.n * sizeof(__half), res ? r.d : NULL,
+                  res ? r.n * sizeof(__half) : 0);
+    const cudaStream_t s = li.s;
     int rc = cfg == 0   ? kc_igemm_mma(s, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f)
              : cfg == 1 ? kc_igemm_mma_launch<128, 128, 64, 64, 64, 3>(s, x.d, w.d, bp, rp, y.d, &p,
                                                                        P, K, act, 0.0f, 6.0f)
@@ -281,8 +276,6 @@ static void mma_case(int cfg, int64_t N, int64_t C, int64_t H, int64_t W, int64_
                                                              act, 0.0f, 6.0f)
                         : kc_conv_halo(s, x.d, w.d, bp, rp, y.d, &p, N, K, act, 0.0f, 6.0f);
     CK(cudaDeviceSynchronize());
-    for (void *k : keep)
-        cudaFree(k);
     std::vector<double> want = conv_ref(p, N, K, false, x.h, w.h, bias ? &b.h : NULL,
                                         res ? &r.h : NULL, act == KC_ACT_CLIP);
     if (act == KC_ACT_RELU) /* the form with ReLU compiled into the epilogue */
@@ -684,7 +677,7 @@ int main(int argc, char **argv) {
     pool_case<float>("fp32", 1, 12, 7, 5, 3, 2, 2);    /* pads 2: corner windows of 1 */
     pool_case<__half>("fp16", 1, 24, 8, 8, 2, 2, 0);   /* 2x2: the loop kernel */
     pool_case<__half>("fp16", 2, 6, 9, 9, 3, 2, 1);    /* C 6: not whole vectors */
-    /* input and residual from the kernel launched just before (late_fill): under KC_PDL=1 the
+    /* input and residual from the kernel launched just before (LateInputs): under KC_PDL=1 the
      * kernels' wait; every tile and core of the implicit GEMM, the pool's three kernels */
     for (int cfg = 0; cfg <= (kc_igemm_wg_built() ? 5 : 2); cfg++) {
         mma_case(cfg, 2, 64, 9, 9, 3, 64, 1, 1, true, true, KC_ACT_CLIP, true);

@@ -3,7 +3,7 @@
  * fails (a broken run, not a failed check); the pass/fail counts each test prints last ("N
  * passed, N failed"); gpu_report and gpu_compare, a check by relative error against a double
  * reference; time_ms, the median of 20 timed calls of f after 5 untimed ones (CUDA events);
- * late_fill, inputs written by the kernel launched just before (programmatic dependent launch). */
+ * LateInputs, inputs written by the kernel launched just before (programmatic dependent launch). */
 #ifndef KILN_TESTS_GPU_TEST_H
 #define KILN_TESTS_GPU_TEST_H
 
@@ -95,19 +95,29 @@ static inline cudaStream_t late_stream(void) {
     return s;
 }
 
-/* d1 (n1 bytes) and d2 (n2, or none) poisoned, then written back by late_copy2 on
- * late_stream(); the staging copies go to keep (freed by the caller after a sync) */
-static inline void late_fill(void *d1, size_t n1, void *d2, size_t n2, std::vector<void *> &keep) {
-    unsigned char *st;
-    CK(cudaMalloc(&st, n1 + n2 + 1));
-    CK(cudaMemcpy(st, d1, n1, cudaMemcpyDeviceToDevice));
-    if (n2) CK(cudaMemcpy(st + n1, d2, n2, cudaMemcpyDeviceToDevice));
-    CK(cudaMemset(d1, 0x5a, n1));
-    if (n2) CK(cudaMemset(d2, 0x5a, n2));
-    CK(cudaDeviceSynchronize());
-    keep.push_back(st);
-    late_copy2<<<8, 256, 0, late_stream()>>>(st, (unsigned char *)d1, n1, st + n1,
-                                             (unsigned char *)d2, n2);
-}
+/* Inputs written by the kernel launched just before (on): d1 (n1 bytes) and d2 (n2, or none)
+ * poisoned, then written back by late_copy2 on late_stream(), the stream the kernel under test
+ * takes (s: 0 when off). The staging copy goes with the object, after a device sync. */
+struct LateInputs {
+    cudaStream_t s = 0;
+    unsigned char *stage = NULL;
+    LateInputs(bool on, void *d1, size_t n1, void *d2 = NULL, size_t n2 = 0) {
+        if (!on) return;
+        CK(cudaMalloc(&stage, n1 + n2 + 1));
+        CK(cudaMemcpy(stage, d1, n1, cudaMemcpyDeviceToDevice));
+        if (n2) CK(cudaMemcpy(stage + n1, d2, n2, cudaMemcpyDeviceToDevice));
+        CK(cudaMemset(d1, 0x5a, n1));
+        if (n2) CK(cudaMemset(d2, 0x5a, n2));
+        CK(cudaDeviceSynchronize());
+        s = late_stream();
+        late_copy2<<<8, 256, 0, s>>>(stage, (unsigned char *)d1, n1, stage + n1,
+                                     (unsigned char *)d2, n2);
+    }
+    ~LateInputs() {
+        if (stage) cudaDeviceSynchronize(), cudaFree(stage);
+    }
+    LateInputs(const LateInputs &) = delete;
+    LateInputs &operator=(const LateInputs &) = delete;
+};
 
 #endif

@@ -54,32 +54,18 @@ struct Buf {
     ~Buf() { cudaFree(base); }
 };
 
-/* b's device values poisoned, then written back by the kernel launched just before
- * (late_fill of gpu_test.h, on late_stream()) */
-template <typename T>
-static void late_fill(Buf<T> &b, std::vector<void *> &keep) {
-    late_fill(b.d, b.n * sizeof(T), NULL, 0, keep);
-}
-
-/* late: a and b written by the kernel just before (late_fill), on late_stream() */
+/* late: a and b written by the kernel just before (LateInputs of gpu_test.h) */
 template <typename T>
 static void ln_case(const char *tname, int64_t rows, int64_t D, bool add, bool bias, int off,
                     double tol, bool late = false) {
     Buf<T> a(rows * D, 1.5, off), b(rows * D, 1.0, off), g(D, 1.0), c(D, 0.5),
         y(rows * D, 1.0, off), mean(rows, 1.0), inv(rows, 1.0);
     y.poison(), mean.poison(), inv.poison();
-    std::vector<void *> keep;
-    cudaStream_t s = 0;
-    if (late) {
-        s = late_stream();
-        if (add) late_fill(b, keep);
-        late_fill(a, keep);
-    }
+    LateInputs li(late, a.d, a.n * sizeof(T), add ? b.d : NULL, add ? b.n * sizeof(T) : 0);
+    const cudaStream_t s = li.s;
     int st = add ? kc_add_layernorm<T>(s, a.d, b.d, g.d, bias ? c.d : NULL, y.d, rows, D, 1e-5f)
                  : kc_layernorm<T>(s, a.d, g.d, bias ? c.d : NULL, y.d, mean.d, inv.d, rows, D,
                                    1e-5f);
-    CK(cudaDeviceSynchronize());
-    for (void *k : keep) cudaFree(k);
     CK(cudaDeviceSynchronize());
     std::vector<double> want(rows * D), wm(rows), wi(rows);
     for (int64_t r = 0; r < rows; r++) {
@@ -139,8 +125,8 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
     const __half *q = qkv.d, *k = qkv.d + H * D, *v = qkv.d + 2 * H * D;
     int rc = KC_OK;
     const __half *mp = mask_kind ? m.d : NULL;
-    std::vector<void *> keep;
-    if (late) late_fill(qkv, keep); /* Q, K, V written by the kernel before, as the product */
+    /* Q, K, V written by the kernel before, as the product */
+    LateInputs li(late, qkv.d, qkv.n * sizeof(__half));
 #ifndef KC_LAB_OLD
     if (nw == 8) /* the kernel alone, 8 warps (128 query rows) a block */
         kc_attn_tc_kernel<D, 8><<<dim3((unsigned)((S + 127) / 128), (unsigned)(B * H)), 256>>>(
@@ -153,9 +139,8 @@ static void attn_case(int64_t B, int64_t H, int64_t S, int mask_kind, int nw = 0
             q, k, v, mp, y.d, p);
     else
 #endif
-        rc = kc_attention<__half, true, D, D>(late ? late_stream() : 0, q, k, v, mp, y.d, &p);
+        rc = kc_attention<__half, true, D, D>(li.s, q, k, v, mp, y.d, &p);
     CK(cudaDeviceSynchronize());
-    for (void *kp : keep) cudaFree(kp);
     std::vector<double> want(B * H * S * D);
     std::vector<double> sc(S);
     for (int64_t bb = 0; bb < B; bb++)

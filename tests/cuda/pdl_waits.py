@@ -1,5 +1,5 @@
 """Every kernel of runtime/cuda (and of the generated bundle sources given) that is launched with
-programmatic dependent launch (kc_launch_pdl, kc_launch_pdl_smem, kc_qlaunch, kc_launch: the
+programmatic dependent launch (kc_launch_pdl, kc_qlaunch, kc_launch: the
 last two where their knob, KC_QPDL or KC_PDL, is on) waits for the grid before it
 (kc_pdl_wait, kc_pdl_enter or kc_pdl_sync) in its own body: such a kernel may start while the
 kernel before it still writes its inputs, so one without the wait reads them early (a race that
@@ -10,7 +10,7 @@ import pathlib
 import re
 import sys
 
-LAUNCH = re.compile(r"\b(?:kc_launch_pdl_smem|kc_launch_pdl|kc_qlaunch|kc_launch)\(\s*([A-Za-z_]\w*)")
+LAUNCH = re.compile(r"\b(?:kc_launch_pdl|kc_qlaunch|kc_launch)\(\s*([A-Za-z_]\w*)")
 KERNEL = re.compile(r"__global__\s+void\s+")
 NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*\(")
 WAIT = re.compile(r"\b(?:kc_pdl_wait|kc_pdl_enter|kc_pdl_sync)\(\)")

@@ -167,7 +167,7 @@ static void fill(const Case &c, const KcQConv &p, std::vector<uint8_t> &x, std::
 static const char *mode_tag = ""; /* "wg ": the case ran with the wgmma form on */
 
 /* EMPTY: the clamp's interval empty (lo > hi, a Clip with min > max): every output is hi;
- * LATE: x and the residual written by the kernel launched just before (late_fill) */
+ * LATE: x and the residual written by the kernel launched just before (LateInputs) */
 static void run_case(const Case &c, bool empty = false, bool late = false) {
     KcQConv p = params(c);
     if (empty) p.lo = irand(130, 255), p.hi = irand(0, 120);
@@ -179,12 +179,9 @@ static void run_case(const Case &c, bool empty = false, bool late = false) {
     reference(c, p, x, w, rq, r, want);
     Dev d = upload(c, p, x, w, rq, r, ny);
     CK(cudaMemset(d.ybase, 0xa5, ny + 16)); /* poison: unwritten outputs show up */
-    std::vector<void *> keep;
-    if (late) late_fill(d.x, nx, c.res ? d.r : NULL, c.res ? ny : 0, keep);
-    int rc = kc_qconv(late ? late_stream() : 0, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
+    LateInputs li(late, d.x, nx, c.res ? d.r : NULL, c.res ? ny : 0);
+    int rc = kc_qconv(li.s, d.x, d.w, d.rq, c.res ? d.r : NULL, d.y, &p);
     CK(cudaDeviceSynchronize());
-    for (void *k : keep)
-        cudaFree(k);
     CK(cudaMemcpy(y.data(), d.y, ny, cudaMemcpyDeviceToHost));
     std::vector<uint8_t> guard(16);
     CK(cudaMemcpy(guard.data(), d.ybase + c.yoff + ny, 16 - c.yoff, cudaMemcpyDeviceToHost));
@@ -422,12 +419,9 @@ static void qmaxpool_case(int N, int H, int W, int C, int R, int st, int pad, bo
     CK(cudaMalloc(&dy, ny));
     CK(cudaMemcpy(dx, x.data(), nx, cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xa5, ny));
-    std::vector<void *> keep;
-    if (late) late_fill(dx, nx, NULL, 0, keep);
-    int rc = kc_qmaxpool(late ? late_stream() : 0, dx, dy, &p);
+    LateInputs li(late, dx, nx);
+    int rc = kc_qmaxpool(li.s, dx, dy, &p);
     CK(cudaDeviceSynchronize());
-    for (void *k : keep)
-        cudaFree(k);
     CK(cudaMemcpy(y.data(), dy, ny, cudaMemcpyDeviceToHost));
     cudaFree(dx), cudaFree(dy);
     size_t bad = rc != KC_OK;

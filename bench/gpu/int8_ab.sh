@@ -7,8 +7,8 @@
 # (the NODES slowest, INT8_TIME_NODES); then tests/cuda/qconv_gpu.cu (correctness and
 # --time) built against the first and the last variant's header, and, with CHECK_DIR (the
 # --gpu-dir of tests/cuda/int8_bundles.sh), scripts/gpu-check-int8 on its cases plus
-# PREP's ResNet-50 case, all with the last variant's header (its -D flags written into the
-# copy as #defines). HEADER_DIR holds every runtime header (kc_qconv.cuh includes kc_common.cuh,
+# PREP's ResNet-50 case, all with the last variant's headers (its -D flags written into the
+# copy of kc_common.cuh as #defines). HEADER_DIR holds every runtime header (kc_qconv.cuh includes kc_common.cuh,
 # kc_igemm.cuh and kc_nn.cuh), all copied over the bundle's. Writes OUT/timing.jsonl, OUT/qc.txt, OUT/check.txt.
 # FP16_VARIANTS="NAME:FLAGS,..." adds fp16 bundles built with those nvcc flags (their own
 # headers), timed as fp16_NAME beside the plain fp16 one (e.g. "pdl:-DKC_PDL=1").
@@ -26,14 +26,15 @@ IFS=',' read -ra VARS <<<"$3"
 FVARS=()
 [ -n "${FP16_VARIANTS:-}" ] && IFS=',' read -ra FVARS <<<"$FP16_VARIANTS"
 hdr() { local d; d=$(echo "$1" | cut -d: -f2); realpath "$d"; }
-# hdr_copy VARIANT FILE: the variant's kc_qconv.cuh with its -D flags as #defines ahead (so
-# that the kernel test and the exactness check, built without the flags, see its knobs)
+# hdr_copy VARIANT FILE: the variant's kc_common.cuh with its -D flags as #defines ahead (so
+# that the kernel test and the exactness check, built without the flags, see its knobs;
+# kc_common.cuh is the first runtime header that a bundle or a test includes)
 hdr_copy() {
     local name dir flags f d
     IFS=':' read -r name dir flags <<<"$1"
     { for f in ${flags:-}; do
           case $f in -D*=*) d=${f#-D}; echo "#define ${d%%=*} ${d#*=}" ;; -D*) echo "#define ${f#-D}" ;; esac
-      done; cat "$dir/kc_qconv.cuh"; } >"$2"
+      done; cat "$dir/kc_common.cuh"; } >"$2"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 first=$(hdr "${VARS[0]}") last=$(hdr "${VARS[${#VARS[@]}-1]}")
@@ -43,7 +44,7 @@ for h in first last; do
     v=${VARS[0]}
     [ "$h" = last ] && v=${VARS[${#VARS[@]}-1]}
     mkdir -p "$W/qc_$h" && cp "${!h}"/*.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
-        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_qconv.cuh"
+        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_common.cuh"
     (nvcc -std=c++17 -O3 -arch=sm_90a -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
 done

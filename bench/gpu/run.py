@@ -50,6 +50,7 @@ import models  # noqa: E402
 WARMUP, ITERS = 20, 100               # per measurement: warm-up runs, timed runs (median)
 ITERS_LARGE = 30                      # batch 256: fewer timed runs (each is long)
 ACC_INPUTS = 100                      # fp16 accuracy: 100 inputs through the batch-32 bundles
+EXTRA_NVCC = os.environ.get("BENCH_NVCC_FLAGS", "").split()  # e.g. -DKC_PDL=1, for an A/B
 ACC_BATCH = int(os.environ.get("BENCH_ACC_BATCH", "32"))  # (another batch's, when it alone is)
 COMPILE_BUDGET_S = 75                 # a torch.compile row is skipped if less than this is left
 PROFILE_RUNS = 3                      # NAME_cuda_profile runs per row (per-node median)
@@ -153,7 +154,7 @@ def build_bundle(bench, work, key, e, nvcc, arch):
         return key, 0, "prebuilt", 0.0
     (d / "kb_shim.cu").write_text(shim_source(name, (d / f"{name}.h").read_text()))
     t = time.time()
-    r = subprocess.run([nvcc, "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
+    r = subprocess.run([nvcc, "-O3", f"-arch={arch}", *EXTRA_NVCC, "-shared", "-Xcompiler", "-fPIC",
                         "-o", str(d / "libkb.so"), str(d / f"{name}.cu"), str(d / "kb_shim.cu"),
                         "-lcublasLt", "-lcudart"], capture_output=True, text=True)
     return key, r.returncode, r.stderr[-600:], time.time() - t

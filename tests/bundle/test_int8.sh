@@ -168,7 +168,7 @@ build avx2 gcc -mavx2
 grep -q avx512_vnni /proc/cpuinfo && build avx512vnni gcc -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 build native gcc -march=native
 build native-clang clang -march=native
-build sanitized gcc $SAN_FLAGS -march=native
+build sanitized gcc $SAN_FLAGS $SAN_ISA_FLAGS -march=native
 # AArch64 with the dot product (NEON sdot path), run under qemu-user
 if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null; then
     check "neon-sdot: aarch64-linux-gnu-gcc $STRICT -O2 -march=armv8.2-a+dotprod builds the int8 bundle" \
@@ -275,7 +275,7 @@ grep -q avx512_vnni /proc/cpuinfo && abuild avx512vnni gcc $STRICT -O2 -mavx2 -m
 abuild native gcc $STRICT -O2 -march=native
 abuild gnu-native gcc -std=gnu11 -O3 -march=native   # contracts a * b + c: the float row must not care
 abuild native-clang clang $STRICT -O2 -march=native
-abuild sanitized gcc $STRICT $SAN_FLAGS -march=native
+abuild sanitized gcc $STRICT $SAN_FLAGS $SAN_ISA_FLAGS -march=native
 if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null; then
     check "attn-neon-sdot: aarch64-linux-gnu-gcc builds the int8 attention bundle" \
         aarch64-linux-gnu-gcc $STRICT -O2 -static -march=armv8.2-a+dotprod -I"$A" "$A/attn.c" \

@@ -25,7 +25,7 @@ EXPECT_bottlenecks="rt_strided_copy rt_pconv_nhwc_par_f32 rt_pconv_nhwc_par_f32 
 
 CASES="packed_products packed_convs wino_convs wino_convs_off stem_convs bottlenecks"
 BUILDS=("baseline|-O2" "x86-64-v3|-O2 -march=x86-64-v3" "native|-O3 -march=native"
-    "sanitizers|$SAN_FLAGS -march=native")
+    "sanitizers|$SAN_FLAGS $SAN_ISA_FLAGS -march=native")
 # each case: kiln compile and its kernel calls, then its four builds started in the background
 for case in $CASES; do
     model="${case%_off}"

@@ -146,7 +146,7 @@ PYEOF
         fail "$model --workers 4 under ASan/UBSan"
         cat "$TMP/build.log" "$TMP/run.log" 2>/dev/null | sed 's/^/    /' | head -n 30
     fi
-    if build "$B" "$model" "$B/tsan" -O1 -g -fsanitize=thread >"$TMP/build.log" 2>&1 &&
+    if build "$B" "$model" "$B/tsan" -O1 -g1 -fsanitize=thread >"$TMP/build.log" 2>&1 &&
         TSAN_OPTIONS="halt_on_error=1 exitcode=66" run_mode "$B/tsan" "$B" pool \
             >"$TMP/run.log" 2>&1 && same "$B" pool; then
         pass "$model --workers 4: ThreadSanitizer clean, same bytes"

@@ -293,7 +293,7 @@ def run_c_bundle(out_dir, feeds, cc=CC_VARIANTS[0], sanitize=False, io_nhwc=Fals
     exe = os.path.join(out_dir, "m_test")
     cc, opt = cc
     flags = CC_FLAGS + opt + (["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                         "-g"] if sanitize else [])
+                         "-g1"] if sanitize else [])
     rc, _, err, _ = _run([cc] + flags + ["-o", exe, "m.c", "m_test_main.c", "-lm"],
                          BUILD_TIMEOUT_S, cwd=out_dir)
     if rc != 0:

@@ -296,6 +296,75 @@ static inline cublasLtEpilogue_t kc_lt_epilogue(const KcMatmul *p) {
     return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
+/* ---- one column: D = act(alpha A x + beta C + bias), Kiln's own kernel ----
+ * A product with one column (n = 1: a batch-1 classifier or pooler, m outputs of a k-long
+ * dot product each) reads its (m, k) weights once and does 2 flops a weight: bound by
+ * memory, where cuBLASLt's tiles spent 13.8 us on ResNet-50's 2048 x 1000 classifier (4 MB:
+ * 0.9 us at 4.8 TB/s; ncu, H200). One warp a row of A (trans_a: row i at A + i * lda, k
+ * contiguous values), 16-byte loads, float accumulation, then the epilogue in float; it
+ * launches through kc_launch (programmatic dependent launch under KC_PDL, which cuBLASLt's
+ * kernels cannot have: docs/cuda.md). KC_GEMV 0 sends these products to cuBLASLt. */
+#ifndef KC_GEMV
+#define KC_GEMV 1
+#endif
+#define KC_GEMV_WARPS 8 /* rows a block */
+
+template <typename T>
+__global__ void kc_gemv_kernel(const T *__restrict__ A, int64_t lda, const T *__restrict__ x,
+                               const T *__restrict__ C, float beta, const T *__restrict__ bias,
+                               T *__restrict__ D, int m, int k, float alpha, int act, float al,
+                               float be) {
+    kc_pdl_enter();
+    const int VEC = 16 / (int)sizeof(T); /* values a 16-byte load */
+    const int lane = threadIdx.x % KC_WARP;
+    const int row = blockIdx.x * KC_GEMV_WARPS + threadIdx.x / KC_WARP;
+    if (row >= m) return;
+    const T *a = A + (int64_t)row * lda;
+    float acc = 0.0f;
+    for (int j = lane * VEC; j < k; j += KC_WARP * VEC) {
+        uint4 av = __ldg((const uint4 *)(a + j)), xv = __ldg((const uint4 *)(x + j));
+        const T *ap = (const T *)&av, *xp = (const T *)&xv;
+#pragma unroll
+        for (int t = 0; t < VEC; t++) acc += (float)ap[t] * (float)xp[t];
+    }
+#pragma unroll
+    for (int o = KC_WARP / 2; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) {
+        float v = alpha * acc;
+        if (C) v += beta * (float)C[row];
+        if (bias) v += (float)bias[row];
+        D[row] = (T)kc_act(v, act, al, be);
+    }
+}
+
+/* whether kc_gemv_kernel takes p: one column, A's rows contiguous and 16-byte aligned, x
+ * contiguous and 16-byte aligned, k a multiple of a load */
+static inline int kc_gemv_fits(const KcMatmul *p) {
+    const int64_t vec = p->half ? 8 : 4;
+    return KC_GEMV && p->n == 1 && p->batch == 1 && p->trans_a && !p->trans_b &&
+           p->k % vec == 0 && p->lda % vec == 0 && p->m <= INT32_MAX && p->k <= INT32_MAX &&
+           ((uintptr_t)p->A & 15) == 0 && ((uintptr_t)p->B & 15) == 0;
+}
+
+/* kc_gemv_kernel for p where it fits: 1 when launched, 0 when p is for cuBLASLt */
+static inline int kc_gemv(cudaStream_t s, const KcMatmul *p) {
+    if (!kc_gemv_fits(p)) return 0;
+    const float beta = p->C ? p->beta : 0.0f;
+    const dim3 grid((unsigned)((p->m + KC_GEMV_WARPS - 1) / KC_GEMV_WARPS)),
+        block(KC_GEMV_WARPS * KC_WARP);
+    if (p->half)
+        kc_launch(kc_gemv_kernel<__half>, grid, block, 0, s, (const __half *)p->A, p->lda,
+                  (const __half *)p->B, (const __half *)p->C, beta, (const __half *)p->bias,
+                  (__half *)p->D, (int)p->m, (int)p->k, p->alpha, p->act, p->act_alpha,
+                  p->act_beta);
+    else
+        kc_launch(kc_gemv_kernel<float>, grid, block, 0, s, (const float *)p->A, p->lda,
+                  (const float *)p->B, (const float *)p->C, beta, (const float *)p->bias,
+                  (float *)p->D, (int)p->m, (int)p->k, p->alpha, p->act, p->act_alpha,
+                  p->act_beta);
+    return 1;
+}
+
 /* site: the call's KcLtSite (NULL: none); tune: time and choose (an eager run only). */
 static inline int kc_lt_matmul(cublasLtHandle_t lt, cudaStream_t s, void *ws, size_t ws_size,
                                cublasComputeType_t ct, const KcMatmul *p, KcLtSite *site,
@@ -303,6 +372,10 @@ static inline int kc_lt_matmul(cublasLtHandle_t lt, cudaStream_t s, void *ws, si
     int no_algo, rc;
     cublasLtEpilogue_t epi = kc_lt_epilogue(p);
     if (p->m == 0 || p->n == 0 || p->batch == 0) return KC_OK;
+    if (kc_gemv(s, p)) {
+        KC_LAUNCHED();
+        return KC_OK;
+    }
     if (epi != CUBLASLT_EPILOGUE_DEFAULT || (p->act == KC_ACT_NONE && !p->bias)) {
         rc = kc_lt_try(lt, s, ws, ws_size, ct, p, epi, site, tune, &no_algo);
         if (rc == KC_OK || !no_algo || epi == CUBLASLT_EPILOGUE_DEFAULT) return rc;

@@ -10,30 +10,17 @@
 #include <string>
 #include <vector>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define F(x) CAT(B, x)
+#include "bundle_main.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) return 2;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    std::vector<unsigned char> w((size_t)n + 64);
-    if (fread(w.data(), 1, (size_t)n, f) != (size_t)n) return 2;
-    fclose(f);
+    std::vector<unsigned char> w;
     size_t count = strtoull(argv[2], NULL, 10);
-    int runs = atoi(argv[3]), st = 0;
-    F(_cuda_ctx) *ctx = F(_cuda_init)(w.data(), &st);
-    if (!ctx) {
-        fprintf(stderr, "init failed: %d\n", st);
-        return 1;
-    }
+    int runs = atoi(argv[3]);
     F(_inputs) in;
     F(_outputs) out;
-    F(_cuda_io)(ctx, &in, &out);
+    F(_cuda_ctx) *ctx = open_bundle(argv[1], w, &in, &out);
+    if (!ctx) return 1;
     std::vector<float> x(count);
     unsigned s = 12345;
     for (size_t i = 0; i < count; i++) {

@@ -16,9 +16,7 @@
 #include <string>
 #include <vector>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define F(x) CAT(B, x)
+#include "bundle_main.h"
 
 struct Input {
     char kind;
@@ -45,15 +43,8 @@ static std::vector<unsigned char> fill(const Input &in, unsigned seed) {
 
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) return 2;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    std::vector<unsigned char> w((size_t)n + 64);
-    if (fread(w.data(), 1, (size_t)n, f) != (size_t)n) return 2;
-    fclose(f);
-    int runs = atoi(argv[2]), st = 0;
+    std::vector<unsigned char> w;
+    int runs = atoi(argv[2]);
     size_t out_n = strtoull(argv[3], NULL, 10);
     std::vector<Input> ins;
     for (int a = 4; a < argc; a++) {
@@ -65,14 +56,10 @@ int main(int argc, char **argv) {
             return 2;
         ins.push_back(in);
     }
-    F(_cuda_ctx) *ctx = F(_cuda_init)(w.data(), &st);
-    if (!ctx) {
-        fprintf(stderr, "init failed: %d\n", st);
-        return 1;
-    }
     F(_inputs) in;
     F(_outputs) out;
-    F(_cuda_io)(ctx, &in, &out);
+    F(_cuda_ctx) *ctx = open_bundle(argv[1], w, &in, &out);
+    if (!ctx) return 1;
     if (sizeof in != ins.size() * sizeof(void *)) {
         fprintf(stderr, "the bundle has %zu inputs, %zu specs given\n", sizeof in / sizeof(void *),
                 ins.size());

@@ -30,6 +30,15 @@ static double act_ref(int act, double x) {
     return x;
 }
 
+/* a device copy of h */
+template <typename T>
+static T *dev_copy(const std::vector<T> &h) {
+    T *d;
+    CK(cudaMalloc(&d, h.size() * sizeof(T)));
+    CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
 /* Row-major Y (M, N) = act(X (M, K) W (K, N) + bias (N)), as the emitter maps it: the
  * column-major product Y^T = W^T X^T, m = N, n = M, bias along m. */
 template <typename T>
@@ -44,14 +53,8 @@ static void case_one(const char *tname, int64_t M, int64_t N, int64_t K, int act
     }
     for (int64_t i = 0; i < K * N; i++) w[i] = (T)(float)(2.0 * urand() - 1.0), wh[i] = (float)w[i];
     for (int64_t i = 0; i < N; i++) b[i] = (T)(float)(urand() - 0.5), bh[i] = (float)b[i];
-    T *dx, *dw, *db, *dy;
-    CK(cudaMalloc(&dx, M * K * sizeof(T)));
-    CK(cudaMalloc(&dw, K * N * sizeof(T)));
-    CK(cudaMalloc(&db, N * sizeof(T)));
+    T *dx = dev_copy(x), *dw = dev_copy(w), *db = dev_copy(b), *dy;
     CK(cudaMalloc(&dy, M * N * sizeof(T)));
-    CK(cudaMemcpy(dx, x.data(), M * K * sizeof(T), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dw, w.data(), K * N * sizeof(T), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), N * sizeof(T), cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, M * N * sizeof(T))); /* NaN in both types */
     KcMatmul p;
     memset(&p, 0, sizeof p);
@@ -104,16 +107,8 @@ static void case_gemv(const char *tname, int64_t N, int64_t K, int act, int with
     for (int64_t i = 0; i < N * K; i++) w[i] = (T)(float)(2.0 * urand() - 1.0), wh[i] = (float)w[i];
     for (int64_t i = 0; i < N; i++) b[i] = (T)(float)(urand() - 0.5), bh[i] = (float)b[i];
     for (int64_t i = 0; i < N; i++) c[i] = (T)(float)(2.0 * urand() - 1.0), ch[i] = (float)c[i];
-    T *dx, *dw, *db, *dc, *dy;
-    CK(cudaMalloc(&dx, K * sizeof(T)));
-    CK(cudaMalloc(&dw, N * K * sizeof(T)));
-    CK(cudaMalloc(&db, N * sizeof(T)));
-    CK(cudaMalloc(&dc, N * sizeof(T)));
+    T *dx = dev_copy(x), *dw = dev_copy(w), *db = dev_copy(b), *dc = dev_copy(c), *dy;
     CK(cudaMalloc(&dy, N * sizeof(T)));
-    CK(cudaMemcpy(dx, x.data(), K * sizeof(T), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dw, w.data(), N * K * sizeof(T), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), N * sizeof(T), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dc, c.data(), N * sizeof(T), cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, N * sizeof(T)));
     KcMatmul p;
     memset(&p, 0, sizeof p);

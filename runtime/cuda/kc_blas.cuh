@@ -340,28 +340,27 @@ __global__ void kc_gemv_kernel(const T *__restrict__ A, int64_t lda, const T *__
 /* whether kc_gemv_kernel takes p: one column, A's rows contiguous and 16-byte aligned, x
  * contiguous and 16-byte aligned, k a multiple of a load */
 static inline int kc_gemv_fits(const KcMatmul *p) {
-    const int64_t vec = p->half ? 8 : 4;
+    const int64_t vec = 16 / (p->half ? 2 : 4); /* values a 16-byte load */
     return KC_GEMV && p->n == 1 && p->batch == 1 && p->trans_a && !p->trans_b &&
            p->k % vec == 0 && p->lda % vec == 0 && p->m <= INT32_MAX && p->k <= INT32_MAX &&
            ((uintptr_t)p->A & 15) == 0 && ((uintptr_t)p->B & 15) == 0;
 }
 
+template <typename T>
+static inline void kc_gemv_launch(cudaStream_t s, const KcMatmul *p) {
+    kc_launch(kc_gemv_kernel<T>, dim3((unsigned)((p->m + KC_GEMV_WARPS - 1) / KC_GEMV_WARPS)),
+              dim3(KC_GEMV_WARPS * KC_WARP), 0, s, (const T *)p->A, p->lda, (const T *)p->B,
+              (const T *)p->C, p->C ? p->beta : 0.0f, (const T *)p->bias, (T *)p->D, (int)p->m,
+              (int)p->k, p->alpha, p->act, p->act_alpha, p->act_beta);
+}
+
 /* kc_gemv_kernel for p where it fits: 1 when launched, 0 when p is for cuBLASLt */
 static inline int kc_gemv(cudaStream_t s, const KcMatmul *p) {
     if (!kc_gemv_fits(p)) return 0;
-    const float beta = p->C ? p->beta : 0.0f;
-    const dim3 grid((unsigned)((p->m + KC_GEMV_WARPS - 1) / KC_GEMV_WARPS)),
-        block(KC_GEMV_WARPS * KC_WARP);
     if (p->half)
-        kc_launch(kc_gemv_kernel<__half>, grid, block, 0, s, (const __half *)p->A, p->lda,
-                  (const __half *)p->B, (const __half *)p->C, beta, (const __half *)p->bias,
-                  (__half *)p->D, (int)p->m, (int)p->k, p->alpha, p->act, p->act_alpha,
-                  p->act_beta);
+        kc_gemv_launch<__half>(s, p);
     else
-        kc_launch(kc_gemv_kernel<float>, grid, block, 0, s, (const float *)p->A, p->lda,
-                  (const float *)p->B, (const float *)p->C, beta, (const float *)p->bias,
-                  (float *)p->D, (int)p->m, (int)p->k, p->alpha, p->act, p->act_alpha,
-                  p->act_beta);
+        kc_gemv_launch<float>(s, p);
     return 1;
 }
 

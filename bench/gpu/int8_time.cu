@@ -22,36 +22,15 @@ int main(int argc, char **argv) {
     F(_cuda_ctx) *ctx = open_bundle(argv[1], w, &in, &out);
     if (!ctx) return 1;
     std::vector<float> x(count);
-    unsigned s = 12345;
-    for (size_t i = 0; i < count; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
+    unsigned s = seed_state(0);
+    for (size_t i = 0; i < count; i++) x[i] = next_unit(&s);
     float *dx;
     memcpy(&dx, &in, sizeof dx); /* the first (only) input's device buffer */
     cudaMemcpy(dx, x.data(), count * sizeof(float), cudaMemcpyHostToDevice);
     cudaStream_t stream;
     cudaStreamCreate(&stream);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    for (int i = 0; i < 3; i++) F(_cuda_run)(ctx, &in, &out, stream);
-    cudaStreamSynchronize(stream);
-    std::vector<float> ms;
-    for (int i = 0; i < runs; i++) {
-        cudaEventRecord(a, stream);
-        int rc = F(_cuda_run)(ctx, &in, &out, stream);
-        cudaEventRecord(b, stream);
-        cudaEventSynchronize(b);
-        if (rc != 0 || F(_cuda_status)(ctx) != 0) {
-            fprintf(stderr, "run failed: %d\n", rc);
-            return 1;
-        }
-        float t;
-        cudaEventElapsedTime(&t, a, b);
-        ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    std::vector<float> ms = time_graph(ctx, &in, &out, stream, 3, runs);
+    if (ms.empty()) return 1;
     std::vector<float> node(PN);
     F(_cuda_profile)(ctx, node.data());
     std::map<std::string, double> byop;

@@ -9,7 +9,6 @@
  * launches on one input set. Prints one JSON line; exit 1 on a mismatch.
  * usage: pdl_same WEIGHTS RUNS OUT_FLOATS SPEC...  (SPEC per input, in order: f:COUNT for
  * float32 values in [-1, 1), i:COUNT:HIGH for int64 values in [0, HIGH)) */
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,14 +26,13 @@ struct Input {
 static std::vector<unsigned char> fill(const Input &in, unsigned seed) {
     size_t es = in.kind == 'f' ? 4 : 8;
     std::vector<unsigned char> v(in.count * es);
-    unsigned s = seed * 2654435761u + 12345u;
+    unsigned s = seed_state(seed);
     for (size_t i = 0; i < in.count; i++) {
-        s = s * 1664525u + 1013904223u;
         if (in.kind == 'f') {
-            float x = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+            float x = next_unit(&s);
             memcpy(&v[i * 4], &x, 4);
         } else {
-            long long x = (long long)((s >> 8) % (unsigned)in.high);
+            long long x = (long long)(next_bits(&s) % (unsigned)in.high);
             memcpy(&v[i * 8], &x, 8);
         }
     }
@@ -110,20 +108,8 @@ int main(int argc, char **argv) {
         }
     }
     /* then the graph's time on one input set: median of RUNS launches */
-    std::vector<float> ms;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int r = 0; r < runs + 20; r++) {
-        cudaEventRecord(e0, stream);
-        F(_cuda_run)(ctx, &in, &out, stream);
-        cudaEventRecord(e1, stream);
-        cudaEventSynchronize(e1);
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 20) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    std::vector<float> ms = time_graph(ctx, &in, &out, stream, 20, runs);
+    if (ms.empty()) return 1;
     bool differ = memcmp(ref[0].data(), ref[1].data(), ref[0].size()) != 0;
     printf("{\"runs\": %d, \"mismatched\": %d, \"first\": %d, \"max_abs_diff\": %g, "
            "\"references_differ\": %s, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",

@@ -102,9 +102,9 @@ run_job() {
     fi
     if [ "$conv" = implicit ]; then
         # no convolution the lowering applies to: the _fp16 bundle's twin (an int8 bundle
-        # includes kc_igemm.cuh through kc_qconv.cuh, so the code itself is compared)
+        # includes kc_igemm.cuh through kc_qconv.cuh, so there the code itself is compared)
         if [ ! -f "$out/kc_igemm.cuh" ] ||
-            { "$KILN" compile "$m" -o "$out.im2col" --name "$name" --target cuda --precision fp16 \
+            { [ -f "$out/kc_qconv.cuh" ] && "$KILN" compile "$m" -o "$out.im2col" --name "$name" --target cuda --precision fp16 \
                 --conv im2col "${dims[@]}" >/dev/null 2>&1 &&
                 cmp -s "$out/$name.cu" "$out.im2col/$name.cu"; }; then
             rm -rf "$out" "$out.im2col"

@@ -212,8 +212,9 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
 #define RT_PGEMM_INLINE static inline
 #endif
 /* The AVX-512 tile of R rows (R <= RT_PGEMM_MR) and NPN panels (1 or 2), as rt_pgemm_tile_f32
- * below states it, storing (and with accum reading) its rows' first cols columns alone
- * (cols <= 16 * NPN; the rest of c and res untouched); with HALF (NPN 2, cols <= 24) the
+ * below states it, storing (and with accum reading) its first RS <= R rows' first cols
+ * columns alone (cols <= 16 * NPN; the rest of c and res untouched: rows past RS are
+ * computed from their valid row pointers and dropped); with HALF (NPN 2, cols <= 24) the
  * second panel's FMAs are 256 bits wide (Zen 4 runs a zmm FMA as two: 24 columns cost 21
  * cycles a step instead of 28). Called with R, NPN and HALF constants, so that the compiler
  * keeps the NPN*R accumulators in registers. Each row's sum runs in the
@@ -224,8 +225,9 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * over the whole tile (a burst of them before the tile filled the L1's miss buffers while the
  * tile's own reads waited; one a step over its first pf_n steps made those steps ~1.7x as
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
-RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int HALF,
-                                          const int GELU, const int DLD, int64_t taps,
+RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int RS, const int NPN,
+                                          const int HALF, const int GELU, const int DLD,
+                                          int64_t taps,
                                           int64_t kc, const float *const *a, const float *b,
                                           int64_t b_tap, int64_t b_panel, const float *init,
                                           int accum, float *c, int64_t ldc, int64_t cols,
@@ -249,8 +251,9 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     const __mmask16 m0 = NPN == 1 ? mlast : (__mmask16)0xFFFF, m1 = NPN == 1 ? 0 : mlast;
 #define RT_PGEMM_INIT_(r)                                                                     \
     if (r < R) {                                                                              \
-        c0_##r = accum ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : i0;                         \
-        if (NPN > 1) c1_##r = accum ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : i1;       \
+        c0_##r = accum ? _mm512_maskz_loadu_ps(m0, c + (r < RS ? r : 0) * ldc) : i0;          \
+        if (NPN > 1)                                                                          \
+            c1_##r = accum ? _mm512_maskz_loadu_ps(m1, c + (r < RS ? r : 0) * ldc + 16) : i1; \
     }
     RT_PGEMM_RS_(RT_PGEMM_INIT_)
 #undef RT_PGEMM_INIT_
@@ -321,11 +324,11 @@ RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int NPN, const int 
     }
         RT_PGEMM_RS_(RT_PGEMM_SG_)
 #undef RT_PGEMM_SG_
-        rt_pgemm_gelu_st(s, R, cols, c, ldc, res);
+        rt_pgemm_gelu_st(s, RS, cols, c, ldc, res);
     } else {
         const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #define RT_PGEMM_ST_(r)                                                                       \
-    if (r < R) {                                                                              \
+    if (r < R && r < RS) {                                                                    \
         const float *rr = res ? res + r * ldc : res;                                          \
         if (NPN == 1) {                                                                       \
             rt_pgemm_st16m(c + r * ldc, mlast, c0_##r, rr, vlo, vhi);                         \
@@ -357,8 +360,8 @@ RT_API void rt_pgemm_tile_f32(int64_t taps, int64_t kc, const float *const *a, c
                               float *c, int64_t ldc, const float *res, float lo, float hi) {
     int64_t t, k;
 #if defined(RT_PGEMM_AVX512)
-    rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,
-                         ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
+    rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel,
+                         init, accum, c, ldc, RT_PGEMM_NT, res, lo, hi, (const float *)0, 0, 0);
     (void)t, (void)k;
 #elif defined(RT_PGEMM_AVX2)
     /* the 12 accumulators are named so that no compiler spills them through an array */
@@ -520,8 +523,8 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 #endif
 
 #if defined(RT_PGEMM_AVX512)
-/* The cases of a tile dispatch by its rows (1 .. RT_PGEMM_MR, AVX-512's 14), each through
- * the RT_PGEMM_ROWS_(R) that the function using it defines. */
+/* The cases of rt_pgemm_rows6_f32's dispatch by its rows (1 .. RT_PGEMM_MR, AVX-512's 14),
+ * each through the RT_PGEMM_ROWS_(R) that it defines. */
 #define RT_PGEMM_ROW_CASES_                                                                   \
     RT_PGEMM_ROWS_(1);                                                                        \
     RT_PGEMM_ROWS_(2);                                                                        \
@@ -540,39 +543,64 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
 
 /* The driver's tile: rows <= RT_PGEMM_MR rows of rt_pgemm_tile_f32 (the same arguments), of
  * its first cols <= RT_PGEMM_NT columns, with rt_pgemm_tile_avx512's prefetch (pf, pf_n,
- * pf_panel). A short tile costs its rows alone: BERT's 128 rows leave 2 past 9 full tiles,
- * ViT's 197 leave 1, a 7x7 image's 49 leave 7, and a full tile spent 14 rows' FMAs on them.
- * Rows of 1 run 2 chains of FMAs that wait on their latency (4 cycles on Zen 4): still a
- * seventh of a full tile's time. A narrow tile (cols <= 16: MobileNetV2's and EfficientNet's
- * 16 output channels, the odd last panel of 144, 240 or 1000) runs one panel, and a partial
- * one stores its columns masked, in place: the full tile spent a second panel's FMAs on a
- * copy of the first, and its rows went through a buffer and rt_act_row_f32; one of 24 or
- * fewer (MobileNetV2's 24-channel projections) runs its second panel at 256 bits. */
+ * pf_panel). A short tile costs about its rows alone: BERT's 128 rows leave 2 past 9 full
+ * tiles, ViT's 197 leave 1, a 7x7 image's 49 leave 7, and a full tile spent 14 rows' FMAs
+ * on them. A full tile runs its own code; a short one runs as tiles of at most 7 rows (its
+ * first 7, then the rest), each on the code of 2, 4 or 7 rows that holds it, which computes
+ * them and the rows after them (from their valid row pointers: the tile's contract) and
+ * stores its own. Each row's sum runs in the same order for every tile shape, so the bits
+ * are those of a tile of its own rows. One piece of code for each of 14 row counts (x 5
+ * column shapes), inlined, was 174 KB of a bundle and half of its compile at -O3
+ * -march=native (a 12-node bundle: 16 s); this way a short tile spends at most 2 rows' FMAs
+ * more (rows of 1 and 2 cost the same: their few chains of FMAs wait on their latency, 4
+ * cycles on Zen 4) and reads its weights twice past 7 rows. A narrow tile (cols <= 16:
+ * MobileNetV2's and EfficientNet's 16 output channels, the odd last panel of 144, 240 or
+ * 1000) runs one panel, and a partial one stores its columns masked, in place: the full tile
+ * spent a second panel's FMAs on a copy of the first, and its rows went through a buffer and
+ * rt_act_row_f32; one of 24 or fewer (MobileNetV2's 24-channel projections) runs its second
+ * panel at 256 bits. */
 RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
                                  const float *const *a, const float *b, int64_t b_tap,
                                  int64_t b_panel, const float *init, int accum, float *c,
                                  int64_t ldc, const float *res, float lo, float hi, int gelu,
                                  const float *pf, int64_t pf_n, int64_t pf_panel) {
-#define RT_PGEMM_ROWS_(R)                                                                     \
-    case R:                                                                                   \
-        if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                \
-            rt_pgemm_tile_avx512(R, 1, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
-                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        else if (gelu)                                                                        \
-            rt_pgemm_tile_avx512(R, 2, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
-                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        else if (cols <= RT_PGEMM_NR)                                                         \
-            rt_pgemm_tile_avx512(R, 1, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
-                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                    \
-            rt_pgemm_tile_avx512(R, 2, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
-                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        else                                                                                  \
-            rt_pgemm_tile_avx512(R, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum, c,  \
-                                 ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                 \
-        break
-    switch (rows) { RT_PGEMM_ROW_CASES_ }
-#undef RT_PGEMM_ROWS_
+    /* R rows of code, the first RS stored */
+#define RT_PGEMM_RCLASS_(R, RS)                                                               \
+    if (gelu && cols <= RT_PGEMM_NR) /* (GELU: 24 columns at 512 bits) */                    \
+        rt_pgemm_tile_avx512(R, RS, 1, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum,   \
+                             c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                  \
+    else if (gelu)                                                                            \
+        rt_pgemm_tile_avx512(R, RS, 2, 0, 1, 0, taps, kc, a, b, b_tap, b_panel, init, accum,   \
+                             c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                  \
+    else if (cols <= RT_PGEMM_NR)                                                             \
+        rt_pgemm_tile_avx512(R, RS, 1, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum,   \
+                             c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                  \
+    else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                        \
+        rt_pgemm_tile_avx512(R, RS, 2, 1, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum,   \
+                             c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                  \
+    else                                                                                      \
+        rt_pgemm_tile_avx512(R, RS, 2, 0, 0, 0, taps, kc, a, b, b_tap, b_panel, init, accum,   \
+                             c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
+    if (rows == RT_PGEMM_MR) {
+        RT_PGEMM_RCLASS_(RT_PGEMM_MR, RT_PGEMM_MR)
+        return;
+    }
+    while (rows > 0) {
+        const int n = rows < RT_PGEMM_MR / 2 ? rows : RT_PGEMM_MR / 2;
+        if (n <= 2) {
+            RT_PGEMM_RCLASS_(2, n)
+        } else if (n <= 4) {
+            RT_PGEMM_RCLASS_(4, n)
+        } else {
+            RT_PGEMM_RCLASS_(RT_PGEMM_MR / 2, n)
+        }
+        rows -= n;
+        a += n;
+        c += n * ldc;
+        res = res ? res + n * ldc : res;
+        pf_n = 0; /* (the next tile column's weights: prefetched by the first part) */
+    }
+#undef RT_PGEMM_RCLASS_
 }
 #endif
 
@@ -675,13 +703,13 @@ RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const 
                                     int64_t pf_panel) {
 #define RT_PGEMM_DENSE_(D)                                                                    \
     if (cols <= RT_PGEMM_NR)                                                                  \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
                              ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
     else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                        \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
                              ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
     else                                                                                      \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
                              ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
     RT_PGEMM_BY_C_
 #undef RT_PGEMM_DENSE_
@@ -701,7 +729,7 @@ RT_API void rt_pgemm_tiles_dense_f32(int64_t n_tiles, int64_t C, int64_t cols, c
     for (i = 0; i < n_tiles; i++) {                                                           \
         const float *row = x0 + i * RT_PGEMM_MR * D;                                          \
         const int64_t l0 = i * pf_share, l1 = l0 + pf_share < pf_tot ? l0 + pf_share : pf_tot; \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0, b_panel, init, 0, \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0, b_panel, init, 0, \
                              c + i * RT_PGEMM_MR * ldc, ldc, cols, (const float *)0, lo, hi,  \
                              pf ? pf + l0 * RT_PGEMM_NR : pf, pf && l1 > l0 ? l1 - l0 : 0,    \
                              pf_panel);                                                       \

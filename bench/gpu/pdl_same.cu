@@ -6,7 +6,8 @@
  * launched the plain way); then RUNS graph launches alternating the two sets, each output
  * compared byte for byte with its set's reference. Built as int8_time.cu is (-DB=NAME
  * -DPN=UPPER_NAME_PROFILE_NODES -include NAME.h). Then the graph's median time over RUNS
- * launches on one input set. Prints one JSON line; exit 1 on a mismatch.
+ * launches on one input set. Prints one JSON line; exit 1 on a mismatch. PDL_SAME_DUMP=FILE
+ * also writes the first set's reference output there (to compare two builds' outputs).
  * usage: pdl_same WEIGHTS RUNS OUT_FLOATS SPEC...  (SPEC per input, in order: f:COUNT for
  * float32 values in [-1, 1), i:COUNT:HIGH for int64 values in [0, HIGH)) */
 #include <cstdio>
@@ -82,6 +83,11 @@ int main(int argc, char **argv) {
         }
         ref[v].resize(out_n * 4);
         cudaMemcpy(ref[v].data(), dout, out_n * 4, cudaMemcpyDeviceToHost);
+    }
+    if (const char *dump = getenv("PDL_SAME_DUMP")) { /* the first set's reference, to compare builds */
+        FILE *f = fopen(dump, "wb");
+        if (!f || fwrite(ref[0].data(), 1, ref[0].size(), f) != ref[0].size()) return 1;
+        fclose(f);
     }
     int bad = 0, first_bad = -1;
     double worst = 0.0;

@@ -19,7 +19,9 @@ file.
 Usage: suite.py --kiln PATH/TO/kiln [--work DIR] [--docs FILE] [FILTER...]
 """
 import argparse
+import concurrent.futures
 import logging
+import os
 import pathlib
 import re
 import subprocess
@@ -219,6 +221,8 @@ def main():
                     help="a model passes at this mean cosine (default 0.99) ...")
     ap.add_argument("--peer-margin", type=float, default=0.01,
                     help="... or within this of ONNX Runtime int8's (default 0.01)")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("KILN_JOBS", 0)) or os.cpu_count(),
+                    help="models side by side (default: KILN_JOBS, else the CPU count)")
     ap.add_argument("filters", nargs="*", help="run only models whose name contains one")
     a = ap.parse_args()
     a.kiln = str(pathlib.Path(a.kiln).resolve())
@@ -236,6 +240,7 @@ def main():
     log.mkdir(exist_ok=True)
     paths, absent = suite.ensure_models(models, log)
     rows, n_pass, n_fail, n_skip = [], 0, 0, 0
+    todo = []  # (model, its file): run side by side, reported in the list's order
     for m in models:
         p = paths.get(m["name"])
         if m["name"] in absent or p is None:
@@ -245,9 +250,12 @@ def main():
                 print(f"skip {m['name']}: not exported ({absent.get(m['name'], 'no file')})")
                 n_skip += 1
             continue
-        if not eligible(m, p):
-            continue
-        row = run_model(m, p, a, work)
+        if eligible(m, p):
+            todo.append((m, p))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs))
+    futures = [pool.submit(run_model, m, p, a, work) for m, p in todo]
+    for (m, _), fut in zip(todo, futures):
+        row = fut.result()
         row["exporter"] = suite.exporter_of(m)
         rows.append(row)
         if row.get("ok"):
@@ -259,6 +267,7 @@ def main():
         else:
             n_fail += 1
             print(f"FAIL {m['name']}: {row.get('why')}", flush=True)
+    pool.shutdown()
     text = table(rows)
     print()
     print(text)

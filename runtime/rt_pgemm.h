@@ -550,10 +550,11 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
  * them and the rows after them (from their valid row pointers: the tile's contract) and
  * stores its own. Each row's sum runs in the same order for every tile shape, so the bits
  * are those of a tile of its own rows. One piece of code for each of 14 row counts (x 5
- * column shapes), inlined, was 174 KB of a bundle and half of its compile at -O3
- * -march=native (a 12-node bundle: 16 s); this way a short tile spends at most 2 rows' FMAs
- * more (rows of 1 and 2 cost the same: their few chains of FMAs wait on their latency, 4
- * cycles on Zen 4) and reads its weights twice past 7 rows. A narrow tile (cols <= 16:
+ * column shapes), inlined, was 174 KB of a bundle and most of its compile at -O3
+ * -march=native (a 12-node bundle: 16.1 s, 6.2 s this way); now a short tile spends at most
+ * 2 rows' FMAs more (rows of 1 and 2 cost the same: their few chains of FMAs wait on their
+ * latency, 4 cycles on Zen 4) and reads its weights twice past 7 rows (the tile alone, Zen 4:
+ * 13 rows 1.03x the time of their own code, 7 rows 0.79x, full tiles unchanged). A narrow tile (cols <= 16:
  * MobileNetV2's and EfficientNet's 16 output channels, the odd last panel of 144, 240 or
  * 1000) runs one panel, and a partial one stores its columns masked, in place: the full tile
  * spent a second panel's FMAs on a copy of the first, and its rows went through a buffer and

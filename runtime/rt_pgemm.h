@@ -554,7 +554,9 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
  * -march=native (a 12-node bundle: 16.1 s, 6.2 s this way); now a short tile spends at most
  * 2 rows' FMAs more (rows of 1 and 2 cost the same: their few chains of FMAs wait on their
  * latency, 4 cycles on Zen 4) and reads its weights twice past 7 rows (the tile alone, Zen 4:
- * 13 rows 1.03x the time of their own code, 7 rows 0.79x, full tiles unchanged). A narrow tile (cols <= 16:
+ * 13 rows 1.03x the time of their own code, 7 rows 0.79x, full tiles unchanged; in-model,
+ * bench/cpu/profile_ab.py: ResNet-50 1.00x, the suite's 17-token ViT, whose products end in
+ * 3-row tiles, 1.015-1.026x). The bench's models end in tiles of 14, 7, 2 or 1 rows. A narrow tile (cols <= 16:
  * MobileNetV2's and EfficientNet's 16 output channels, the odd last panel of 144, 240 or
  * 1000) runs one panel, and a partial one stores its columns masked, in place: the full tile
  * spent a second panel's FMAs on a copy of the first, and its rows went through a buffer and

@@ -329,6 +329,59 @@ Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
     free(x), free(w), free(b), free(r), free(y), free(wp);
 }
 
+#if defined(RT_PGEMM_AVX512)
+Test(rt_pgemm, short_tiles_give_each_row_the_full_tiles_bits_and_write_nothing_else) {
+    /* AVX-512 runs a short tile on the code of 2, 4 or 7 rows (two tiles past 7), computing
+     * rows past its own from their row pointers: each of its rows must get the bits the full
+     * tile gives that row, and nothing past its rows or columns may change. Every row count,
+     * narrow, half-panel and full columns, GELU, a later reduction block and a residual, one
+     * and three taps; the rows past the tile point at its first row, as the driver's do. */
+    say_isa();
+    rng_init();
+    enum { KC = 40, TAPS = 3, LDC = 40, N = RT_PGEMM_MR * LDC };
+    static const int64_t colsv[] = {5, 16, 20, 24, 32};
+    float *x = rand_f32(RT_PGEMM_MR * TAPS * KC), *w = rand_f32(2 * TAPS * KC * RT_PGEMM_NR);
+    float *init = rand_f32(RT_PGEMM_NT), *res = rand_f32(N), *c0 = rand_f32(N);
+    float *full = rand_f32(N), *c = rand_f32(N);
+    const float *a[TAPS * RT_PGEMM_MR];
+    for (int taps = 1; taps <= TAPS; taps += 2)
+        for (size_t ci = 0; ci < sizeof colsv / sizeof colsv[0]; ci++)
+            for (int v = 0; v < 8; v++) {
+                const int gelu = v & 1, accum = v >> 1 & 1, with_res = v >> 2 & 1;
+                const int64_t cols = colsv[ci];
+                for (int t = 0; t < taps; t++)
+                    for (int r = 0; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + (r * TAPS + t) * KC;
+                memcpy(full, c0, N * sizeof *c0);
+                rt_pgemm_tile_pf_f32(RT_PGEMM_MR, cols, taps, KC, a, w, KC * RT_PGEMM_NR,
+                                     taps * KC * RT_PGEMM_NR, init, accum, full, LDC,
+                                     with_res ? res : NULL, gelu ? -INFINITY : -0.5f,
+                                     gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
+                for (int rows = 1; rows < RT_PGEMM_MR; rows++) {
+                    for (int t = 0; t < taps; t++)
+                        for (int r = rows; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + t * KC;
+                    memcpy(c, c0, N * sizeof *c0);
+                    rt_pgemm_tile_pf_f32(rows, cols, taps, KC, a, w, KC * RT_PGEMM_NR,
+                                         taps * KC * RT_PGEMM_NR, init, accum, c, LDC,
+                                         with_res ? res : NULL, gelu ? -INFINITY : -0.5f,
+                                         gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
+                    for (int64_t i = 0; i < N; i++) {
+                        const int64_t r = i / LDC, j = i % LDC;
+                        const float *want = r < rows && j < cols ? &full[i] : &c0[i];
+                        cr_assert(memcmp(&c[i], want, sizeof *c) == 0,
+                                  "%d of %d rows, %lld columns, taps %d, gelu %d, accum %d, "
+                                  "residual %d: row %lld column %lld is %a, want %a (seed %u)",
+                                  rows, RT_PGEMM_MR, (long long)cols, taps, gelu, accum, with_res,
+                                  (long long)r, (long long)j, (double)c[i], (double)*want,
+                                  rng_seed);
+                    }
+                    for (int t = 0; t < taps; t++) /* the full tile's pointers again */
+                        for (int r = rows; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + (r * TAPS + t) * KC;
+                }
+            }
+    free(x), free(w), free(init), free(res), free(c0), free(full), free(c);
+}
+#endif
+
 Test(rt_pgemm, matches_the_reference_for_small_channel_stems_read_by_kernel_rows) {
     /* 1-4 channels a group (whole taps gathered, or with unit dilation across read by
      * kernel rows: in place inside the image, gathered with zeros at its left and right

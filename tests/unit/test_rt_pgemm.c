@@ -330,6 +330,16 @@ Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
 }
 
 #if defined(RT_PGEMM_AVX512)
+/* rt_pgemm_tile_pf_f32 of rows rows, reductions of kc a tap, both panels at w, c ldc apart;
+ * GELU, or a Clip of [-0.5, 0.75] */
+static void short_tile(int rows, int64_t cols, int taps, int64_t kc, const float *const *a,
+                       const float *w, const float *init, int accum, float *c, int64_t ldc,
+                       const float *res, int gelu) {
+    rt_pgemm_tile_pf_f32(rows, cols, taps, kc, a, w, kc * RT_PGEMM_NR, taps * kc * RT_PGEMM_NR,
+                         init, accum, c, ldc, res, gelu ? -INFINITY : -0.5f,
+                         gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
+}
+
 Test(rt_pgemm, short_tiles_give_each_row_the_full_tiles_bits_and_write_nothing_else) {
     /* AVX-512 runs a short tile on the code of 2, 4 or 7 rows (two tiles past 7), computing
      * rows past its own from their row pointers: each of its rows must get the bits the full
@@ -352,18 +362,14 @@ Test(rt_pgemm, short_tiles_give_each_row_the_full_tiles_bits_and_write_nothing_e
                 for (int t = 0; t < taps; t++)
                     for (int r = 0; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + (r * TAPS + t) * KC;
                 memcpy(full, c0, N * sizeof *c0);
-                rt_pgemm_tile_pf_f32(RT_PGEMM_MR, cols, taps, KC, a, w, KC * RT_PGEMM_NR,
-                                     taps * KC * RT_PGEMM_NR, init, accum, full, LDC,
-                                     with_res ? res : NULL, gelu ? -INFINITY : -0.5f,
-                                     gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
+                short_tile(RT_PGEMM_MR, cols, taps, KC, a, w, init, accum, full, LDC,
+                           with_res ? res : NULL, gelu);
                 for (int rows = 1; rows < RT_PGEMM_MR; rows++) {
                     for (int t = 0; t < taps; t++)
                         for (int r = rows; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + t * KC;
                     memcpy(c, c0, N * sizeof *c0);
-                    rt_pgemm_tile_pf_f32(rows, cols, taps, KC, a, w, KC * RT_PGEMM_NR,
-                                         taps * KC * RT_PGEMM_NR, init, accum, c, LDC,
-                                         with_res ? res : NULL, gelu ? -INFINITY : -0.5f,
-                                         gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
+                    short_tile(rows, cols, taps, KC, a, w, init, accum, c, LDC,
+                               with_res ? res : NULL, gelu);
                     for (int64_t i = 0; i < N; i++) {
                         const int64_t r = i / LDC, j = i % LDC;
                         const float *want = r < rows && j < cols ? &full[i] : &c0[i];

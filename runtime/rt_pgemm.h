@@ -227,11 +227,10 @@ RT_API void rt_pgemm_st8(float *c, __m256 v, const float *res, __m256 lo, __m256
  * long as the others, perf samples of BERT's 768x2304, Zen 4). */
 RT_PGEMM_INLINE void rt_pgemm_tile_avx512(const int R, const int RS, const int NPN,
                                           const int HALF, const int GELU, const int DLD,
-                                          int64_t taps,
-                                          int64_t kc, const float *const *a, const float *b,
-                                          int64_t b_tap, int64_t b_panel, const float *init,
-                                          int accum, float *c, int64_t ldc, int64_t cols,
-                                          const float *res, float lo, float hi,
+                                          int64_t taps, int64_t kc, const float *const *a,
+                                          const float *b, int64_t b_tap, int64_t b_panel,
+                                          const float *init, int accum, float *c, int64_t ldc,
+                                          int64_t cols, const float *res, float lo, float hi,
                                           const float *pf, int64_t pf_n, int64_t pf_panel) {
     /* the accumulators are named, not an array: GCC kept an array's in registers inside
      * the reduction loop alone, storing the start values to the stack and loading them
@@ -556,12 +555,12 @@ RT_API void rt_pgemm_row_f32(int64_t taps, int64_t kc, const float *const *a, co
  * latency, 4 cycles on Zen 4) and reads its weights twice past 7 rows (the tile alone, Zen 4:
  * 13 rows 1.03x the time of their own code, 7 rows 0.79x, full tiles unchanged; in-model,
  * bench/cpu/profile_ab.py: ResNet-50 1.00x, the suite's 17-token ViT, whose products end in
- * 3-row tiles, 1.015-1.026x). The bench's models end in tiles of 14, 7, 2 or 1 rows. A narrow tile (cols <= 16:
- * MobileNetV2's and EfficientNet's 16 output channels, the odd last panel of 144, 240 or
- * 1000) runs one panel, and a partial one stores its columns masked, in place: the full tile
- * spent a second panel's FMAs on a copy of the first, and its rows went through a buffer and
- * rt_act_row_f32; one of 24 or fewer (MobileNetV2's 24-channel projections) runs its second
- * panel at 256 bits. */
+ * 3-row tiles, 1.015-1.026x). The bench's models end in tiles of 14, 7, 2 or 1 rows. A
+ * narrow tile (cols <= 16: MobileNetV2's and EfficientNet's 16 output channels, the odd last
+ * panel of 144, 240 or 1000) runs one panel, and a partial one stores its columns masked, in
+ * place: the full tile spent a second panel's FMAs on a copy of the first, and its rows went
+ * through a buffer and rt_act_row_f32; one of 24 or fewer (MobileNetV2's 24-channel
+ * projections) runs its second panel at 256 bits. */
 RT_API void rt_pgemm_tile_pf_f32(int rows, int64_t cols, int64_t taps, int64_t kc,
                                  const float *const *a, const float *b, int64_t b_tap,
                                  int64_t b_panel, const float *init, int accum, float *c,
@@ -706,14 +705,14 @@ RT_API void rt_pgemm_tile_dense_f32(int64_t C, int64_t cols, const float *const 
                                     int64_t pf_panel) {
 #define RT_PGEMM_DENSE_(D)                                                                    \
     if (cols <= RT_PGEMM_NR)                                                                  \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
-                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 1, 0, 0, D, 1, D, a, b, 0, b_panel,    \
+                             init, accum, c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);     \
     else if (RT_PGEMM_HALF && cols <= RT_PGEMM_NR + 8)                                        \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
-                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);                     \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 1, 0, D, 1, D, a, b, 0, b_panel,    \
+                             init, accum, c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);     \
     else                                                                                      \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel, init, accum, c,  \
-                             ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, 2, 0, 0, D, 1, D, a, b, 0, b_panel,    \
+                             init, accum, c, ldc, cols, res, lo, hi, pf, pf_n, pf_panel);
     RT_PGEMM_BY_C_
 #undef RT_PGEMM_DENSE_
 }
@@ -732,8 +731,9 @@ RT_API void rt_pgemm_tiles_dense_f32(int64_t n_tiles, int64_t C, int64_t cols, c
     for (i = 0; i < n_tiles; i++) {                                                           \
         const float *row = x0 + i * RT_PGEMM_MR * D;                                          \
         const int64_t l0 = i * pf_share, l1 = l0 + pf_share < pf_tot ? l0 + pf_share : pf_tot; \
-        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0, b_panel, init, 0, \
-                             c + i * RT_PGEMM_MR * ldc, ldc, cols, (const float *)0, lo, hi,  \
+        rt_pgemm_tile_avx512(RT_PGEMM_MR, RT_PGEMM_MR, NPN, HALF, 0, D, 1, D, &row, b, 0,     \
+                             b_panel, init, 0, c + i * RT_PGEMM_MR * ldc, ldc, cols,          \
+                             (const float *)0, lo, hi,                                        \
                              pf ? pf + l0 * RT_PGEMM_NR : pf, pf && l1 > l0 ? l1 - l0 : 0,    \
                              pf_panel);                                                       \
     }

@@ -330,11 +330,16 @@ Test(rt_pgemm, writes_nothing_past_a_partial_last_column) {
 }
 
 #if defined(RT_PGEMM_AVX512)
-/* rt_pgemm_tile_pf_f32 of rows rows, reductions of kc a tap, both panels at w, c ldc apart;
- * GELU, or a Clip of [-0.5, 0.75] */
-static void short_tile(int rows, int64_t cols, int taps, int64_t kc, const float *const *a,
-                       const float *w, const float *init, int accum, float *c, int64_t ldc,
-                       const float *res, int gelu) {
+/* rt_pgemm_tile_pf_f32 of rows rows over x (row r's tap t at x + (r * taps_max + t) * kc;
+ * the rows past the tile at its first row, as the driver's), reductions of kc a tap, both
+ * panels at w, c ldc apart; GELU, or a Clip of [-0.5, 0.75] */
+static void short_tile(int rows, int64_t cols, int taps, int taps_max, int64_t kc,
+                       const float *x, const float *w, const float *init, int accum, float *c,
+                       int64_t ldc, const float *res, int gelu) {
+    const float *a[RT_PGEMM_MAX_TAPS * RT_PGEMM_MR];
+    for (int t = 0; t < taps; t++)
+        for (int r = 0; r < RT_PGEMM_MR; r++)
+            a[t * RT_PGEMM_MR + r] = x + ((r < rows ? r : 0) * taps_max + t) * kc;
     rt_pgemm_tile_pf_f32(rows, cols, taps, kc, a, w, kc * RT_PGEMM_NR, taps * kc * RT_PGEMM_NR,
                          init, accum, c, ldc, res, gelu ? -INFINITY : -0.5f,
                          gelu ? INFINITY : 0.75f, gelu, NULL, 0, 0);
@@ -353,22 +358,17 @@ Test(rt_pgemm, short_tiles_give_each_row_the_full_tiles_bits_and_write_nothing_e
     float *x = rand_f32(RT_PGEMM_MR * TAPS * KC), *w = rand_f32(2 * TAPS * KC * RT_PGEMM_NR);
     float *init = rand_f32(RT_PGEMM_NT), *res = rand_f32(N), *c0 = rand_f32(N);
     float *full = rand_f32(N), *c = rand_f32(N);
-    const float *a[TAPS * RT_PGEMM_MR];
     for (int taps = 1; taps <= TAPS; taps += 2)
         for (size_t ci = 0; ci < sizeof colsv / sizeof colsv[0]; ci++)
             for (int v = 0; v < 8; v++) {
                 const int gelu = v & 1, accum = v >> 1 & 1, with_res = v >> 2 & 1;
                 const int64_t cols = colsv[ci];
-                for (int t = 0; t < taps; t++)
-                    for (int r = 0; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + (r * TAPS + t) * KC;
                 memcpy(full, c0, N * sizeof *c0);
-                short_tile(RT_PGEMM_MR, cols, taps, KC, a, w, init, accum, full, LDC,
+                short_tile(RT_PGEMM_MR, cols, taps, TAPS, KC, x, w, init, accum, full, LDC,
                            with_res ? res : NULL, gelu);
                 for (int rows = 1; rows < RT_PGEMM_MR; rows++) {
-                    for (int t = 0; t < taps; t++)
-                        for (int r = rows; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + t * KC;
                     memcpy(c, c0, N * sizeof *c0);
-                    short_tile(rows, cols, taps, KC, a, w, init, accum, c, LDC,
+                    short_tile(rows, cols, taps, TAPS, KC, x, w, init, accum, c, LDC,
                                with_res ? res : NULL, gelu);
                     for (int64_t i = 0; i < N; i++) {
                         const int64_t r = i / LDC, j = i % LDC;
@@ -380,8 +380,6 @@ Test(rt_pgemm, short_tiles_give_each_row_the_full_tiles_bits_and_write_nothing_e
                                   (long long)r, (long long)j, (double)c[i], (double)*want,
                                   rng_seed);
                     }
-                    for (int t = 0; t < taps; t++) /* the full tile's pointers again */
-                        for (int r = rows; r < RT_PGEMM_MR; r++) a[t * RT_PGEMM_MR + r] = x + (r * TAPS + t) * KC;
                 }
             }
     free(x), free(w), free(init), free(res), free(c0), free(full), free(c);

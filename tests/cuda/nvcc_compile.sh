@@ -43,7 +43,9 @@ done
 jobs=()
 for m in "${models[@]}"; do
     [ -f "$m" ] || continue
-    case $(basename "$m" .onnx) in
+    base=$(basename "$m" .onnx) suite=0
+    [ -n "$CACHE" ] && [ "$(dirname "$m")" = "$CACHE" ] && suite=1   # one of the suite's
+    case $base in
     cuda_convs | resnet18) fp16i_archs=$ARCHS ;;   # the wgmma cores' code: two models' worth
     *) fp16i_archs=${ARCHS%% *} ;;
     esac
@@ -54,18 +56,13 @@ for m in "${models[@]}"; do
     # kernels, its own _fp16 bundle's, built for sm_90a): the suite's fp32 sm_90a builds took
     # 274 s of the 1434 s (one core each) of its compiles in one CI run
     fp32_archs=$ARCHS
-    if [ -n "$CACHE" ] && [ "$(dirname "$m")" = "$CACHE" ] &&
-        [ "$(basename "$m" .onnx)" != vit_torchvision ]; then
-        fp32_archs=${ARCHS%% *}
-    fi
+    [ "$suite" = 1 ] && [ "$base" != vit_torchvision ] && fp32_archs=${ARCHS%% *}
     # machine code (ptxas) for the generated and the repository's models, made to reach the
     # kernels, and for resnet18 (a real CNN's shapes on every convolution core); the other
     # suite models' bundles embed PTX alone (code=compute_XX: cicc checks their code and the
     # runtime's as instantiated, ptxas is skipped; it took about 40 % of such a compile)
     code=sass
-    if [ -n "$CACHE" ] && [ "$(dirname "$m")" = "$CACHE" ] && [ "$(basename "$m" .onnx)" != resnet18 ]; then
-        code=ptx
-    fi
+    [ "$suite" = 1 ] && [ "$base" != resnet18 ] && code=ptx
     jobs+=("$m:fp32:$code:$fp32_archs" "$m:fp16:$code:${ARCHS##* }" "$m:fp16i:$code:$fp16i_archs")
 done
 # --dim NAME=1 for each open dim of a model's inputs (kiln refuses a --dim the model lacks)

@@ -8,8 +8,8 @@
 # nvcc translation unit over one shared runtime folder. Each bundle's own runtime copy is cut
 # to what it reaches, so the shared folder must hold the files whole; this check fails when
 # it does not. The batches are built as compute_90a PTX (cicc, no ptxas: the GPU machine's
-# run builds sm_90a code; the difftest models' batch 115 -> 75 s on 2 cores). usage: tests/cuda/prepare_build.sh KILN [WORK_DIR]; ends with
-# "N passed, N failed".
+# run builds sm_90a code; the difftest models' batch 115 -> 75 s on 2 cores).
+# usage: tests/cuda/prepare_build.sh KILN [WORK_DIR]; ends with "N passed, N failed".
 set -u
 KILN=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)

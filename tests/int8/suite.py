@@ -16,7 +16,7 @@ less --peer-margin (the random-weight suite models are deep and untrained: their
 is a property of the network as much as of the quantizer, so the peer sets the bar where it
 is lower). Models whose exporter is absent are skipped. With --docs, the table goes to that
 file.
-Usage: suite.py --kiln PATH/TO/kiln [--work DIR] [--docs FILE] [FILTER...]
+Usage: suite.py --kiln PATH/TO/kiln [--work DIR] [--docs FILE] [--jobs N] [FILTER...]
 """
 import argparse
 import concurrent.futures
@@ -221,7 +221,8 @@ def main():
                     help="a model passes at this mean cosine (default 0.99) ...")
     ap.add_argument("--peer-margin", type=float, default=0.01,
                     help="... or within this of ONNX Runtime int8's (default 0.01)")
-    ap.add_argument("--jobs", type=int, default=int(os.environ.get("KILN_JOBS", 0)) or os.cpu_count(),
+    ap.add_argument("--jobs", type=int,
+                    default=int(os.environ.get("KILN_JOBS", 0)) or os.cpu_count(),
                     help="models side by side (default: KILN_JOBS, else the CPU count)")
     ap.add_argument("filters", nargs="*", help="run only models whose name contains one")
     a = ap.parse_args()
@@ -252,22 +253,22 @@ def main():
             continue
         if eligible(m, p):
             todo.append((m, p))
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs))
-    futures = [pool.submit(run_model, m, p, a, work) for m, p in todo]
-    for (m, _), fut in zip(todo, futures):
-        row = fut.result()
-        row["exporter"] = suite.exporter_of(m)
-        rows.append(row)
-        if row.get("ok"):
-            n_pass += 1
-            print(f"ok   {m['name']}: cosine {row['cos_mean']:.5f} (worst {row['cos_min']:.5f}), "
-                  f"top-1 {row['top1']}, ORT int8 cosine {row.get('ort_cos_mean')}, "
-                  f"{row['float_nodes']} of {row['nodes']} nodes float, {row['seconds']:.1f} s",
-                  flush=True)
-        else:
-            n_fail += 1
-            print(f"FAIL {m['name']}: {row.get('why')}", flush=True)
-    pool.shutdown()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        futures = [pool.submit(run_model, m, p, a, work) for m, p in todo]
+        for (m, _), fut in zip(todo, futures):  # in the list's order
+            row = fut.result()
+            row["exporter"] = suite.exporter_of(m)
+            rows.append(row)
+            if row.get("ok"):
+                n_pass += 1
+                print(f"ok   {m['name']}: cosine {row['cos_mean']:.5f} "
+                      f"(worst {row['cos_min']:.5f}), top-1 {row['top1']}, "
+                      f"ORT int8 cosine {row.get('ort_cos_mean')}, "
+                      f"{row['float_nodes']} of {row['nodes']} nodes float, {row['seconds']:.1f} s",
+                      flush=True)
+            else:
+                n_fail += 1
+                print(f"FAIL {m['name']}: {row.get('why')}", flush=True)
     text = table(rows)
     print()
     print(text)

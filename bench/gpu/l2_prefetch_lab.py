@@ -11,9 +11,8 @@ import re, sys
 src, out, ahead, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 t = open(src).read()
 name = re.search(r"static int (\w+)_enqueue\(", t).group(1)
-prods = []
-calls = [m.start() for m in re.finditer(r"if \(\(rc = kc_lt_matmul\(", t)]
-for c in calls:
+prods = []  # (weights offset in w or -1, bytes) of each kc_lt_matmul call, in order
+for c in (m.start() for m in re.finditer(r"if \(\(rc = kc_lt_matmul\(", t)):
     blk = t[t.rindex("\n    {\n", 0, c):c]
     get = lambda f: int(re.search(r"\b[pm]\.%s = (\d+);" % f, blk).group(1))
     w = re.search(r"(?:p\.A|wt) = \(\(const \w+ \*\)\(w \+ (\d+)\)\);", blk)
@@ -60,22 +59,22 @@ if mode == "bulk":
 else:
     body = '        for (unsigned long long q = 0; q < n; q += 128) asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(p + o + q));'
     ch, grid = 1024, 32
-helper = helper % dict(n=n, offs=", ".join(str(o) for o, _ in prods), bytes=", ".join(str(b) for _, b in prods),
-                       body=body, ch=ch, grid=grid)
+helper = helper % dict(n=n, offs=", ".join(str(o) for o, _ in prods),
+                       bytes=", ".join(str(b) for _, b in prods), body=body, ch=ch, grid=grid)
 t = t.replace('#define KC_PROF(i)', helper + '\n#define KC_PROF(i)', 1)
-t = t.replace("    KC_CUDA(cudaStreamBeginCapture(ctx->stream", "    lab_init();\n    KC_CUDA(cudaStreamBeginCapture(ctx->stream")
-k = [0]
-def fork(m):
-    i = k[0]; k[0] += 1
-    return "lab_pf(s, w, %d, %d);\n        %s" % (i, i + ahead, m.group(0))
-t = re.sub(r"if \(\(rc = kc_lt_matmul\(", fork, t)
-assert k[0] == n, (k[0], n)
-# the first AHEAD products at the start, the join before the enqueue's return
-start = re.search(r"    int rc;\n(    KC_CUDA\(cudaMemsetAsync\(status, 0, sizeof\(int\), s\)\);\n)?", t[t.index("_enqueue(" + name[:0]):])
-start_at = t.index("_enqueue(")
-first = "".join("    lab_pf(s, w, %d, %d);\n" % (n + 0, j) for j in range(min(ahead, n)))
-t = t[:start_at + start.end()] + first + t[start_at + start.end():]
+capture = "    KC_CUDA(cudaStreamBeginCapture(ctx->stream"
+t = t.replace(capture, "    lab_init();\n" + capture)
+# product i forks the prefetch of product i + AHEAD just before its own call
+parts = re.split(r"(?=if \(\(rc = kc_lt_matmul\()", t)
+assert len(parts) == n + 1, (len(parts), n)
+t = parts[0] + "".join("lab_pf(s, w, %d, %d);\n        %s" % (i, i + ahead, p)
+                       for i, p in enumerate(parts[1:]))
+# the first AHEAD products at the enqueue's start (event n), the join before its return
 e = t.index("static int %s_enqueue(" % name)
+locals_end = r"    int rc;\n(    KC_CUDA\(cudaMemsetAsync\(status, 0, sizeof\(int\), s\)\);\n)?"
+start = e + re.search(locals_end, t[e:]).end()
+first = "".join("    lab_pf(s, w, %d, %d);\n" % (n, j) for j in range(min(ahead, n)))
+t = t[:start] + first + t[start:]
 r = t.index("\n    return KC_OK;\n}", e)
 t = t[:r] + "\n    lab_join(s);" + t[r:]
 open(out, "w").write(t)

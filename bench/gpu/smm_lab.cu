@@ -40,14 +40,6 @@
  * adds the bias, applies the activation and stores float16. Requires sm_90 (clusters),
  * N % 64 == 0, K % (16 S) == 0 with K / S <= KC_SMM_MAX_KS, 16-byte aligned rows; kc_smm
  * returns KC_ERR_SHAPE where it does not apply, and the caller takes cuBLASLt. */
-/* griddepcontrol.launch_dependents: the kernels launched after this one with programmatic
- * dependent launch may start (each waits in kc_pdl_wait before it reads what this writes). */
-static __device__ __forceinline__ void kc_pdl_trigger(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 #define KC_SMM_ROWS 128   /* rows of Y at most: 8 warps x 16 */
 #define KC_SMM_BN 64      /* columns of a block's tile */
 #define KC_SMM_MAX_S 8    /* split-K slices: blocks of a cluster (the portable maximum) */

@@ -9,8 +9,10 @@
  *   odd ones, C with beta, alpha, A read after the wait).
  * time (default): a CUDA graph of 12 products of one shape, each with its own weights (12
  *   layers: read from memory as in the model) and the same X, alone and with a PDL-launched row
- *   kernel between them (a stand-in for the model's LayerNorm: reads X, writes it back), 200
- *   replays, the best median of the rounds; us a product.
+ *   kernel between them (reads X and writes it back; or reads the product D and writes it back,
+ *   a stand-in for the model's Add + LayerNorm), 200 replays, the best median of the rounds; us
+ *   a product. And kc_smm_kernel without its reduction (no cluster: each block's float32
+ *   partial to a parts buffer) with a kernel after it that sums the parts and the bias into D.
  * Knobs: KC_SMM_BN (64, 128), KC_SMM_PUSH (partials pushed to their rows' block: 1, or pulled:
  * 0), KC_SMM_LAB (timing only: 1 no cluster reduction, 2 no B loads, 4 no A loads, 8 no wgmma,
  * 16 no cluster, 32 no PDL), KC_PDL (the row kernel's and cuBLASLt's neighbours' launch).
@@ -105,7 +107,7 @@ __global__ void __launch_bounds__(256, 1)
     kc_smm_kernel(const __half *__restrict__ A, int64_t lda, const __half *__restrict__ B,
                   int64_t ldb, const __half *C, float beta, const __half *__restrict__ bias,
                   __half *D, int64_t ldd, int m, int n, int k, int nsl, float alpha, int act,
-                  float al, float be, int a_const) {
+                  float al, float be, int a_const, float *parts) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char kc_smm_raw[];
     __shared__ float sbias[KC_SMM_BN]; /* also the mark kc_smm_built looks for */
@@ -118,7 +120,7 @@ __global__ void __launch_bounds__(256, 1)
 #endif
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, wq = (tid & 127) >> 5;
     const int f0 = blockIdx.x * KC_SMM_BN, t0 = blockIdx.y * KC_SMM_ROWS;
-    const unsigned S = gridDim.z, rank = kc_cluster_rank();
+    const unsigned S = gridDim.z, rank = parts ? blockIdx.z : kc_cluster_rank();
     const int k0 = (int)rank * nsl * BK;
 #if KC_SMM_PUSH
     /* phase one of the cluster barrier: this block has started (its peers write into its
@@ -193,6 +195,21 @@ __global__ void __launch_bounds__(256, 1)
         kc_wg_slice<KC_SMM_BN, 0>(acc, xs + st * XS + wg * 64 * BK, ws + st * WS, st > 0);
     }
     kc_wg_wait<0, KC_SMM_BN / 2>(acc);
+    if (parts) { /* no reduction: slice rank's float32 partial into parts (rank, n, m) */
+        const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int t = t0 + wg * 64 + wq * 16 + g + 8 * h;
+            if (t >= n) continue;
+            float *dst = parts + ((int64_t)rank * n + t) * m + f0 + t4 * 2;
+#pragma unroll
+            for (int j = 0; j < KC_SMM_BN / 8; j++)
+                if (f0 + j * 8 + t4 * 2 < m)
+                    *(float2 *)(dst + j * 8) =
+                        make_float2(acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
+        }
+        return;
+    }
     const int per = (KC_SMM_ROWS + (int)S - 1) / (int)S, lo = (int)rank * per;
     const int hi = lo + per < KC_SMM_ROWS ? lo + per : KC_SMM_ROWS;
 #if KC_SMM_PUSH
@@ -311,7 +328,8 @@ static inline int kc_smm_fits(const KcMatmul *p) {
 }
 
 template <int ACT>
-static inline int kc_smm_launch(cudaStream_t s, const KcMatmul *p, int S, int nsl, int a_const) {
+static inline int kc_smm_launch(cudaStream_t s, const KcMatmul *p, int S, int nsl, int a_const,
+                                float *parts) {
     const size_t smem = kc_smm_smem(nsl, S);
     KC_CUDA(cudaFuncSetAttribute(kc_smm_kernel<ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)smem));
@@ -326,7 +344,7 @@ static inline int kc_smm_launch(cudaStream_t s, const KcMatmul *p, int S, int ns
     cfg.stream = s;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = KC_SMM_LAB & 16 ? 1 : (unsigned)S;
+    at[0].val.clusterDim.z = KC_SMM_LAB & 16 || parts ? 1 : (unsigned)S;
     at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[1].val.programmaticStreamSerializationAllowed = !(KC_SMM_LAB & 32);
     cfg.attrs = at;
@@ -335,7 +353,7 @@ static inline int kc_smm_launch(cudaStream_t s, const KcMatmul *p, int S, int ns
     KC_CUDA(cudaLaunchKernelEx(
         &cfg, kc_smm_kernel<ACT>, (const __half *)p->A, p->lda, (const __half *)p->B, p->ldb, C,
         C ? p->beta : 0.0f, (const __half *)p->bias, (__half *)p->D, p->ldd, (int)p->m, (int)p->n,
-        (int)p->k, nsl, p->alpha, p->act, p->act_alpha, p->act_beta, a_const));
+        (int)p->k, nsl, p->alpha, p->act, p->act_alpha, p->act_beta, a_const, parts));
     return KC_OK;
 }
 
@@ -354,21 +372,22 @@ static inline int kc_smm_plan(const KcMatmul *p, int *S, int *nsl) {
 }
 
 /* kc_smm_kernel for p where it takes it: 1 when launched (*rc its status), 0 when not */
-static inline int kc_smm(cudaStream_t s, const KcMatmul *p, int a_const, int *rc) {
+static inline int kc_smm(cudaStream_t s, const KcMatmul *p, int a_const, int *rc,
+                         float *parts = NULL) {
     int S, nsl;
     if (!kc_smm_plan(p, &S, &nsl)) return 0;
     switch (p->act) {
     case KC_ACT_NONE:
-        *rc = kc_smm_launch<KC_ACT_NONE>(s, p, S, nsl, a_const);
+        *rc = kc_smm_launch<KC_ACT_NONE>(s, p, S, nsl, a_const, parts);
         break;
     case KC_ACT_RELU:
-        *rc = kc_smm_launch<KC_ACT_RELU>(s, p, S, nsl, a_const);
+        *rc = kc_smm_launch<KC_ACT_RELU>(s, p, S, nsl, a_const, parts);
         break;
     case KC_ACT_GELU:
-        *rc = kc_smm_launch<KC_ACT_GELU>(s, p, S, nsl, a_const);
+        *rc = kc_smm_launch<KC_ACT_GELU>(s, p, S, nsl, a_const, parts);
         break;
     default:
-        *rc = kc_smm_launch<-1>(s, p, S, nsl, a_const);
+        *rc = kc_smm_launch<-1>(s, p, S, nsl, a_const, parts);
         break;
     }
     return 1;
@@ -384,6 +403,28 @@ __global__ void row_pass(__half *x, int64_t n) {
     }
 }
 
+/* d (nm float16, m a row) = the sum of S float32 partials of parts (S, nm) + bias: the reduction
+ * of kc_smm_kernel's parts, as the kernel after a product (an Add + LayerNorm) would do it while
+ * it reads the product */
+__global__ void parts_pass(const float *parts, int S, int64_t nm, int m, const __half *bias,
+                           __half *d) {
+    kc_pdl_sync();
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nm / 4;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float4 v = ((const float4 *)parts)[i];
+        for (int q = 1; q < S; q++) {
+            float4 u = ((const float4 *)(parts + q * nm))[i];
+            v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+        }
+        const int c = (int)(i * 4 % m);
+        __half h[4] = {__float2half(v.x + __half2float(bias[c])),
+                       __float2half(v.y + __half2float(bias[c + 1])),
+                       __float2half(v.z + __half2float(bias[c + 2])),
+                       __float2half(v.w + __half2float(bias[c + 3]))};
+        ((uint2 *)d)[i] = *(const uint2 *)h;
+    }
+}
+
 struct Shape {
     const char *name;
     int m, k, act;
@@ -392,7 +433,8 @@ struct Shape {
 /* Row-major Y (M, N) = act(1.25 X (M, K) W (K, N) + 0.75 C + bias) by kc_smm_kernel against
  * float64: fails where the kernel does not take it or any element is off by more than 4e-3 of
  * 1 + |y| (float16 output). */
-static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int a_const) {
+static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int a_const,
+                      bool parts = false) {
     typedef __half T;
     std::vector<T> x(M * K), w(K * N), b(N), c(M * N);
     std::vector<double> xh(M * K), wh(K * N), bh(N), ch(M * N);
@@ -424,8 +466,17 @@ static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int 
     memset(&p, 0, sizeof p);
     p.m = N, p.n = M, p.k = K, p.A = dw, p.B = dx, p.D = dy, p.C = with_c ? dc : NULL;
     p.beta = with_c ? 0.75f : 0.0f, p.half = 1, p.lda = N, p.ldb = K, p.ldd = N, p.batch = 1;
-    p.alpha = 1.25f, p.bias = db, p.act = act;
-    int rc = KC_OK, taken = kc_smm(0, &p, a_const, &rc);
+    p.alpha = parts ? 1.0f : 1.25f, p.bias = db, p.act = act;
+    float *dp = NULL;
+    int rc = KC_OK, taken, split = 0, nsl = 0;
+    if (parts) { /* the float32 parts, then their sum and the bias by parts_pass */
+        CK(cudaMalloc(&dp, (size_t)KC_SMM_MAX_S * M * N * 4));
+        kc_smm_plan(&p, &split, &nsl);
+        taken = kc_smm(0, &p, a_const, &rc, dp);
+        parts_pass<<<48, 256>>>(dp, split, M * N, (int)N, db, dy);
+    } else {
+        taken = kc_smm(0, &p, a_const, &rc);
+    }
     CK(cudaDeviceSynchronize());
     std::vector<T> y(M * N);
     CK(cudaMemcpy(y.data(), dy, M * N * 2, cudaMemcpyDeviceToHost));
@@ -436,7 +487,7 @@ static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int 
             double s = 0;
             for (int64_t t = 0; t < K; t++)
                 s += xh[i * K + t] * wh[t * N + j];
-            s = 1.25 * s + bh[j] + (with_c ? 0.75 * ch[i * N + j] : 0.0);
+            s = (parts ? 1.0 : 1.25) * s + bh[j] + (with_c ? 0.75 * ch[i * N + j] : 0.0);
             double want = act == KC_ACT_RELU   ? (s > 0 ? s : 0)
                           : act == KC_ACT_GELU ? 0.5 * s * (1 + erf(s / sqrt(2.0)))
                                                : s;
@@ -444,10 +495,11 @@ static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int 
             if (!(e <= 4e-3)) bad++, e = e != e ? INFINITY : e;
             worst = fmax(worst, e);
         }
-    printf("%s %lldx%lldx%lld%s act %d, A %s: max err %.3g\n", bad ? "FAIL" : "ok  ", (long long)M,
-           (long long)N, (long long)K, with_c ? " + beta C" : "", act,
-           a_const ? "constant" : "written", worst);
+    printf("%s %lldx%lldx%lld%s act %d, A %s%s: max err %.3g\n", bad ? "FAIL" : "ok  ",
+           (long long)M, (long long)N, (long long)K, with_c ? " + beta C" : "", act,
+           a_const ? "constant" : "written", parts ? ", float32 parts summed after" : "", worst);
     bad ? failed++ : passed++;
+    cudaFree(dp);
     cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dc), cudaFree(dy);
 }
 
@@ -459,6 +511,9 @@ int main(int argc, char **argv) {
         check_one(128, 768, 3072, KC_ACT_NONE, 0, 1);
         check_one(77, 136, 200, KC_ACT_RELU, 1, 0);
         check_one(1, 64, 64, KC_ACT_NONE, 1, 1);
+        check_one(128, 768, 768, KC_ACT_NONE, 0, 1, true);
+        check_one(128, 768, 3072, KC_ACT_NONE, 0, 1, true);
+        check_one(77, 136, 200, KC_ACT_NONE, 0, 0, true);
         printf("%d passed, %d failed\n", passed, failed);
         return failed != 0;
     }
@@ -493,10 +548,12 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&b, hb.size() * 2));
         CK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
         CK(cudaMalloc(&d, (size_t)T * sh.m * 2));
-        float ms[2][2];
+        float ms[3][3] = {}, *parts;
+        CK(cudaMalloc(&parts, (size_t)KC_SMM_MAX_S * T * sh.m * 4));
         int split = 0, nsl = 0;
-        for (int path = 0; path < 2; path++) /* 0 cuBLASLt, 1 kc_smm */
-            for (int ln = 0; ln < 2; ln++) { /* the row kernel between products */
+        for (int path = 0; path < 3; path++) /* cuBLASLt, kc_smm, kc_smm's parts */
+            for (int ln = 0; ln < 3; ln++) { /* no kernel between, the row kernel on X, on D */
+                if (path == 2 && ln != 2) continue; /* parts need their reduction after them */
                 cudaGraph_t g;
                 cudaGraphExec_t ge;
                 CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -513,13 +570,19 @@ int main(int argc, char **argv) {
                                        kc_lt_epilogue(&p), NULL, 0, &no_algo);
                     } else {
                         kc_smm_plan(&p, &split, &nsl);
-                        if (!kc_smm(s, &p, 1, &rc)) rc = -1;
+                        if (!kc_smm(s, &p, 1, &rc, path == 2 ? parts : NULL)) rc = -1;
                     }
                     if (rc != KC_OK) {
                         printf("FAIL %s path %d rc %d\n", sh.name, path, rc);
                         return 1;
                     }
-                    if (ln) kc_launch_pdl(row_pass, dim3(48), dim3(256), s, x, (int64_t)T * sh.k);
+                    if (ln == 1)
+                        kc_launch_pdl(row_pass, dim3(48), dim3(256), s, x, (int64_t)T * sh.k);
+                    if (ln == 2 && path < 2)
+                        kc_launch_pdl(row_pass, dim3(48), dim3(256), s, d, (int64_t)T * sh.m);
+                    if (ln == 2 && path == 2)
+                        kc_launch_pdl(parts_pass, dim3(48), dim3(256), s, (const float *)parts,
+                                      split, (int64_t)T * sh.m, sh.m, (const __half *)b, d);
                 }
                 CK(cudaStreamEndCapture(s, &g));
                 CK(cudaGraphInstantiate(&ge, g, 0));
@@ -550,7 +613,12 @@ int main(int argc, char **argv) {
                "with the row kernel: %.2f, %.2f (%.2fx)\n",
                sh.name, sh.m, sh.k, split, nsl, ms[0][0] * 1e3 / L, ms[1][0] * 1e3 / L,
                ms[1][0] / ms[0][0], ms[0][1] * 1e3 / L, ms[1][1] * 1e3 / L, ms[1][1] / ms[0][1]);
-        cudaFree(w), cudaFree(x), cudaFree(b), cudaFree(d);
+        printf(
+            "      with a kernel reading the product: cuBLASLt %.2f, kc_smm %.2f (%.2fx), kc_smm's "
+            "float32 parts summed by that kernel %.2f (%.2fx)\n",
+            ms[0][2] * 1e3 / L, ms[1][2] * 1e3 / L, ms[1][2] / ms[0][2], ms[2][2] * 1e3 / L,
+            ms[2][2] / ms[0][2]);
+        cudaFree(w), cudaFree(x), cudaFree(b), cudaFree(d), cudaFree(parts);
     }
     return 0;
 }

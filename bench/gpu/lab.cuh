@@ -1,8 +1,9 @@
-/* lab.cuh: what the fp16 kernel labs of bench/gpu share (conv_mma_lab.cu, wgconv_lab.cu):
+/* lab.cuh: what the fp16 kernel labs of bench/gpu share (conv_mma_lab.cu, wgconv_lab.cu, and
+ * the cluster helpers and graph timing of smm_lab.cu and smm_wg_lab.cu):
  * tests/cuda/gpu_test.h's CK and time_ms (the median of 20 timed calls after 5 untimed
  * ones, CUDA events); lab_dev, a device buffer of n seeded pseudo-random halves in
- * [-scale/2, scale/2]; lab_geom, a square convolution's geometry; lab_maxdiff, the largest |a - b| over two device buffers (NaN counts
- * as 1e30). */
+ * [-scale/2, scale/2]; lab_geom, a square convolution's geometry; lab_maxdiff, the largest |a - b|
+ * over two device buffers (NaN counts as 1e30). */
 #ifndef KILN_BENCH_GPU_LAB_CUH
 #define KILN_BENCH_GPU_LAB_CUH
 
@@ -12,6 +13,46 @@
 
 #include "../../tests/cuda/gpu_test.h"
 #include "kc_nn.cuh"
+
+/* Thread-block clusters (sm_90): this block's rank in its cluster, a barrier of the whole
+ * cluster (its shared-memory writes visible to the others after it), and the address of the
+ * same shared variable in block `rank` (distributed shared memory). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ unsigned lab_cluster_rank(void) {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+static __device__ __forceinline__ void lab_cluster_sync(void) {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::
+                     : "memory");
+}
+static __device__ __forceinline__ float *lab_cluster_map(float *p, unsigned rank) {
+    uint64_t out;
+    asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(p), "r"(rank));
+    return (float *)out;
+}
+#endif
+
+/* The median of 200 event-timed replays of graph e on s, after 20 untimed ones (ms). */
+static float lab_graph_median_ms(cudaGraphExec_t e, cudaStream_t s, cudaEvent_t e0,
+                                 cudaEvent_t e1) {
+    std::vector<float> t;
+    for (int i = 0; i < 20; i++)
+        CK(cudaGraphLaunch(e, s));
+    for (int i = 0; i < 200; i++) {
+        CK(cudaEventRecord(e0, s));
+        CK(cudaGraphLaunch(e, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
 
 /* A square convolution's geometry: C channels of H x H, an R x R kernel of stride st, pads
  * R / 2, no dilation. */

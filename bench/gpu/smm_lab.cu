@@ -17,6 +17,7 @@
  * was not put into the runtime; kept as the starting point of a faster one. */
 #include "kc_blas.cuh"
 #include "kc_igemm.cuh"
+#include "lab.cuh"
 
 /* ---- the kernel tried (was runtime/cuda/kc_smm.cuh on a branch; not in the runtime) ---- */
 /* kc_smm: float16 products of few rows (at most 128: BERT-base's 128 tokens at batch 1)
@@ -54,23 +55,6 @@ static inline size_t kc_smm_smem(int ks) {
     return w + (x > part ? x : part);
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-static __device__ __forceinline__ unsigned kc_smm_rank(void) {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-static __device__ __forceinline__ void kc_smm_cluster_sync(void) {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-/* The address of the same shared variable in block `rank` of the cluster. */
-static __device__ __forceinline__ const float *kc_smm_peer(const float *p, int rank) {
-    uint64_t out;
-    asm("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(p), "r"(rank));
-    return (const float *)out;
-}
-#endif
 
 /* Grid (N / 64, S), cluster (1, S, 1), 256 threads. w: (K, N), x: (T, K), y: (T, N). */
 __global__ void __launch_bounds__(256)
@@ -84,7 +68,7 @@ kc_smm_kernel(const __half *__restrict__ w, const __half *__restrict__ x,
     float *sp = (float *)sx;                                   /* after the product */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int n0 = blockIdx.x * KC_SMM_BN, k0 = blockIdx.y * ks, xld = ks + KC_SMM_X_PAD;
-    const unsigned S = gridDim.y, rank = kc_smm_rank();
+    const unsigned S = gridDim.y, rank = lab_cluster_rank();
 
     /* W's slice first: constant, so it may be read before the kernel before has finished */
     for (int i = tid; i < ks * (KC_SMM_BN / 8); i += 256) {
@@ -148,11 +132,11 @@ kc_smm_kernel(const __half *__restrict__ w, const __half *__restrict__ x,
             *(float2 *)(sp + (r + 8) * KC_SMM_P_LD + j * 8 + c) = make_float2(acc[j][2], acc[j][3]);
         }
     }
-    kc_smm_cluster_sync(); /* every block's partial is there */
+    lab_cluster_sync(); /* every block's partial is there */
     {
         const float *peer[KC_SMM_MAX_S];
 #pragma unroll
-        for (int s = 0; s < KC_SMM_MAX_S; s++) peer[s] = kc_smm_peer(sp, s < (int)S ? s : 0);
+        for (int s = 0; s < KC_SMM_MAX_S; s++) peer[s] = lab_cluster_map(sp, s < (int)S ? s : 0);
         const int per = (T + (int)S - 1) / (int)S, lo = (int)rank * per;
         const int hi = lo + per < T ? lo + per : T;
         for (int i = tid; i < (hi - lo) * (KC_SMM_BN / 4); i += 256) {
@@ -177,7 +161,7 @@ kc_smm_kernel(const __half *__restrict__ w, const __half *__restrict__ x,
             *(uint2 *)(y + (size_t)r * N + n0 + c) = o;
         }
     }
-    kc_smm_cluster_sync(); /* no block leaves while another reads its shared memory */
+    lab_cluster_sync(); /* no block leaves while another reads its shared memory */
 #endif
 }
 
@@ -259,7 +243,7 @@ static inline int kc_smm(cudaStream_t s, const KcMatmul *p) {
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { int e_ = (int)(x); if (e_ != 0) { printf("error %d at %s:%d\n", e_, __FILE__, __LINE__); exit(1); } } while (0)
+#define SCK(x) do { int e_ = (int)(x); if (e_ != 0) { printf("error %d at %s:%d\n", e_, __FILE__, __LINE__); exit(1); } } while (0)
 
 static void fill(std::vector<__half> &v, unsigned seed, float scale) {
     for (size_t i = 0; i < v.size(); i++) {
@@ -290,11 +274,11 @@ static int check(Dev &d, int T, int N, int K, int act, unsigned seed) {
     std::vector<__half> w((size_t)K * N), x((size_t)T * K), b(N), y((size_t)T * N), y2(y.size());
     fill(w, seed, 0.05f), fill(x, seed * 7 + 1, 1.0f), fill(b, seed * 3 + 2, 0.5f);
     __half *dw, *dx, *db, *dy;
-    CK(cudaMalloc(&dw, w.size() * 2)); CK(cudaMalloc(&dx, x.size() * 2));
-    CK(cudaMalloc(&db, b.size() * 2)); CK(cudaMalloc(&dy, y.size() * 2));
-    CK(cudaMemcpy(dw, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+    SCK(cudaMalloc(&dw, w.size() * 2)); SCK(cudaMalloc(&dx, x.size() * 2));
+    SCK(cudaMalloc(&db, b.size() * 2)); SCK(cudaMalloc(&dy, y.size() * 2));
+    SCK(cudaMemcpy(dw, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+    SCK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+    SCK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
     KcMatmul p;
     memset(&p, 0, sizeof p);
     p.m = N, p.n = T, p.k = K, p.A = dw, p.B = dx, p.D = dy, p.lda = N, p.ldb = K, p.ldd = N;
@@ -311,11 +295,11 @@ static int check(Dev &d, int T, int N, int K, int act, unsigned seed) {
         }
     int bad = 0;
     for (int smm = 0; smm < 2; smm++) {
-        CK(cudaMemset(dy, 0xff, y.size() * 2));
+        SCK(cudaMemset(dy, 0xff, y.size() * 2));
         int rc = run_path(d, 0, p, smm);
-        CK(cudaDeviceSynchronize());
+        SCK(cudaDeviceSynchronize());
         if (rc != KC_OK) { printf("  T=%d N=%d K=%d act=%d %s: rc %d\n", T, N, K, act, smm ? "smm" : "lt", rc); bad = 1; continue; }
-        CK(cudaMemcpy(y.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
+        SCK(cudaMemcpy(y.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
         double err = 0;
         for (size_t i = 0; i < y.size(); i++) {
             double v = __half2float(y[i]);
@@ -323,9 +307,9 @@ static int check(Dev &d, int T, int N, int K, int act, unsigned seed) {
         }
         int same = 1;
         if (smm) {
-            CK(cudaMemset(dy, 0, y.size() * 2));
-            CK(run_path(d, 0, p, 1));
-            CK(cudaMemcpy(y2.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
+            SCK(cudaMemset(dy, 0, y.size() * 2));
+            SCK(run_path(d, 0, p, 1));
+            SCK(cudaMemcpy(y2.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
             same = memcmp(y.data(), y2.data(), y.size() * 2) == 0;
         }
         /* float16 output: half an ulp of the largest value is 2^-11 relative */
@@ -352,27 +336,10 @@ __global__ void rows_kernel(const __half *a, __half *y, int rows, int D) {
         y[(size_t)row * D + j] = __float2half(__half2float(a[(size_t)row * D + j]) - s / D);
 }
 
-/* The median of 200 event-timed replays of graph e on s, after 20 untimed ones (ms). */
-static float graph_median_ms(cudaGraphExec_t e, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
-    std::vector<float> t;
-    for (int i = 0; i < 20; i++) CK(cudaGraphLaunch(e, s));
-    for (int i = 0; i < 200; i++) {
-        CK(cudaEventRecord(e0, s));
-        CK(cudaGraphLaunch(e, s));
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
 int main(int argc, char **argv) {
     Dev d;
-    CK(cublasLtCreate(&d.lt));
-    CK(cudaMalloc(&d.ws, d.ws_bytes));
+    SCK(cublasLtCreate(&d.lt));
+    SCK(cudaMalloc(&d.ws, d.ws_bytes));
     int bad = 0;
     printf("correctness (float64 reference of the float16 operands):\n");
     bad |= check(d, 128, 2304, 768, KC_ACT_NONE, 1);
@@ -397,26 +364,26 @@ int main(int argc, char **argv) {
             std::vector<__half> h((size_t)NK[j][0] * NK[j][1]);
             fill(h, 100 + l * 4 + j, 0.05f);
             __half *p;
-            CK(cudaMalloc(&p, h.size() * 2));
-            CK(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+            SCK(cudaMalloc(&p, h.size() * 2));
+            SCK(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
             W.push_back(p);
         }
     std::vector<__half> hb(3072), hx((size_t)T * 3072);
     fill(hb, 9, 0.1f), fill(hx, 10, 1.0f);
     __half *bias, *X, *Q, *H, *F, *Z;
-    CK(cudaMalloc(&bias, 3072 * 2));
-    CK(cudaMemcpy(bias, hb.data(), 3072 * 2, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&X, (size_t)T * 768 * 2)); CK(cudaMalloc(&Q, (size_t)T * 2304 * 2));
-    CK(cudaMalloc(&H, (size_t)T * 3072 * 2)); CK(cudaMalloc(&F, (size_t)T * 768 * 2));
-    CK(cudaMalloc(&Z, (size_t)T * 768 * 2));
-    CK(cudaMemcpy(X, hx.data(), (size_t)T * 768 * 2, cudaMemcpyHostToDevice));
+    SCK(cudaMalloc(&bias, 3072 * 2));
+    SCK(cudaMemcpy(bias, hb.data(), 3072 * 2, cudaMemcpyHostToDevice));
+    SCK(cudaMalloc(&X, (size_t)T * 768 * 2)); SCK(cudaMalloc(&Q, (size_t)T * 2304 * 2));
+    SCK(cudaMalloc(&H, (size_t)T * 3072 * 2)); SCK(cudaMalloc(&F, (size_t)T * 768 * 2));
+    SCK(cudaMalloc(&Z, (size_t)T * 768 * 2));
+    SCK(cudaMemcpy(X, hx.data(), (size_t)T * 768 * 2, cudaMemcpyHostToDevice));
     cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SCK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     cudaGraphExec_t ge[2][2];
     for (int ln = 0; ln < 2; ln++)
         for (int smm = 0; smm < 2; smm++) {
             cudaGraph_t g;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            SCK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
             for (int l = 0; l < L; l++) {
                 /* qkv: X -> Q; proj: X -> F; [ln: F -> Z]; fc1: Z|X -> H; fc2: H -> F; [ln: F -> X] */
                 __half *in[4] = {X, X, ln ? Z : X, H}, *out[4] = {Q, F, H, F};
@@ -426,7 +393,7 @@ int main(int argc, char **argv) {
                     p.m = NK[j][0], p.n = T, p.k = NK[j][1], p.A = W[l * 4 + j], p.B = in[j];
                     p.D = out[j], p.lda = p.m, p.ldb = p.k, p.ldd = p.m, p.batch = 1;
                     p.alpha = 1.0f, p.bias = bias, p.act = ACT[j], p.half = 1;
-                    CK(run_path(d, s, p, smm));
+                    SCK(run_path(d, s, p, smm));
                     if (ln && (j == 1 || j == 3)) {
                         kc_launch_pdl(rows_kernel, dim3(T / 8), dim3(256), s, (const __half *)F,
                                       j == 1 ? Z : X, T, 768);
@@ -434,17 +401,17 @@ int main(int argc, char **argv) {
                     }
                 }
             }
-            CK(cudaStreamEndCapture(s, &g));
-            CK(cudaGraphInstantiate(&ge[ln][smm], g, 0));
+            SCK(cudaStreamEndCapture(s, &g));
+            SCK(cudaGraphInstantiate(&ge[ln][smm], g, 0));
             cudaGraphDestroy(g);
         }
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    SCK(cudaEventCreate(&e0)); SCK(cudaEventCreate(&e1));
     for (int ln = 0; ln < 2; ln++) {
         std::vector<float> med[2];
         for (int round = 0; round < 5; round++)
             for (int smm = 0; smm < 2; smm++) {
-                med[smm].push_back(graph_median_ms(ge[ln][smm], s, e0, e1));
+                med[smm].push_back(lab_graph_median_ms(ge[ln][smm], s, e0, e1));
             }
         std::vector<float> r;
         for (int i = 0; i < 5; i++) r.push_back(med[1][i] / med[0][i]);
@@ -460,7 +427,7 @@ int main(int argc, char **argv) {
         for (int smm = 0; smm < 2; smm++) {
             cudaGraph_t g;
             cudaGraphExec_t e;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            SCK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
             for (int l = 0; l < L; l++) {
                 KcMatmul p;
                 memset(&p, 0, sizeof p);
@@ -469,14 +436,14 @@ int main(int argc, char **argv) {
                 p.m = NK[j][0], p.n = T, p.k = NK[j][1], p.A = W[l * 4 + j], p.B = in, p.D = out;
                 p.lda = p.m, p.ldb = p.k, p.ldd = p.m, p.batch = 1, p.alpha = 1.0f, p.bias = bias;
                 p.act = ACT[j], p.half = 1;
-                CK(run_path(d, s, p, smm));
+                SCK(run_path(d, s, p, smm));
             }
-            CK(cudaStreamEndCapture(s, &g));
-            CK(cudaGraphInstantiate(&e, g, 0));
-            best[smm] = graph_median_ms(e, s, e0, e1) / L * 1000.0f;
+            SCK(cudaStreamEndCapture(s, &g));
+            SCK(cudaGraphInstantiate(&e, g, 0));
+            best[smm] = lab_graph_median_ms(e, s, e0, e1) / L * 1000.0f;
         }
         int sms = 0;
-        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        SCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
         int S = kc_smm_split(NK[j][0], NK[j][1], sms);
         printf("  %d x %d -> %d (split %d, %d blocks): cuBLASLt %.2f us, kc_smm %.2f us a product\n",
                T, NK[j][1], NK[j][0], S, NK[j][0] / 64 * S, best[0], best[1]);

@@ -26,6 +26,7 @@
 #include "gpu_test.h"
 #include "kc_blas.cuh"
 #include "kc_igemm.cuh" /* the wgmma pieces */
+#include "lab.cuh"
 
 /* ---- few rows on Hopper: D = act(alpha A B + beta C + bias), Kiln's own kernel ----
  * A product of at most KC_SMM_MAX_N columns (n: BERT-base's 128 tokens at batch 1, a late
@@ -81,25 +82,6 @@ static inline size_t kc_smm_smem(int nsl, int S) {
     return ops + rx + 1024;                  /* the receive buffer after the operands */
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static __device__ __forceinline__ unsigned kc_cluster_rank(void) {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-static __device__ __forceinline__ void kc_cluster_sync(void) {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::
-                     : "memory");
-}
-/* The address of the same shared variable in block `rank` of the cluster. */
-static __device__ __forceinline__ float *kc_cluster_map(float *p, unsigned rank) {
-    uint64_t out;
-    asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(p), "r"(rank));
-    return (float *)out;
-}
-#endif
-
 /* Grid (ceil(m / 64), ceil(n / 128), S), cluster (1, 1, S), 256 threads; block (x, y, rank)
  * takes reduction steps rank * nsl .. + nsl of 64. ACT: the activation compiled in, or -1. */
 template <int ACT>
@@ -120,7 +102,7 @@ __global__ void __launch_bounds__(256, 1)
 #endif
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, wq = (tid & 127) >> 5;
     const int f0 = blockIdx.x * KC_SMM_BN, t0 = blockIdx.y * KC_SMM_ROWS;
-    const unsigned S = gridDim.z, rank = parts ? blockIdx.z : kc_cluster_rank();
+    const unsigned S = gridDim.z, rank = parts ? blockIdx.z : lab_cluster_rank();
     const int k0 = (int)rank * nsl * BK;
 #if KC_SMM_PUSH
     /* phase one of the cluster barrier: this block has started (its peers write into its
@@ -224,14 +206,14 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int r = wg * 64 + wq * 16 + g + 8 * h, q = r / per;
-            float *dst = (KC_SMM_LAB & 1 ? rx : kc_cluster_map(rx, (unsigned)q)) +
+            float *dst = (KC_SMM_LAB & 1 ? rx : lab_cluster_map(rx, (unsigned)q)) +
                          ((int)rank * per + r - q * per) * KC_SMM_P_LD + t4 * 2;
 #pragma unroll
             for (int j = 0; j < KC_SMM_BN / 8; j++)
                 *(float2 *)(dst + j * 8) = make_float2(acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
         }
     }
-    if (!(KC_SMM_LAB & 1)) kc_cluster_sync(); /* every partial is in its owner's buffer */
+    if (!(KC_SMM_LAB & 1)) lab_cluster_sync(); /* every partial is in its owner's buffer */
 #else
     __syncthreads(); /* every warpgroup is done with the steps: they become the partial */
     {
@@ -244,7 +226,7 @@ __global__ void __launch_bounds__(256, 1)
                 make_float2(acc[j * 4 + 2], acc[j * 4 + 3]);
         }
     }
-    if (!(KC_SMM_LAB & 1)) kc_cluster_sync(); /* every block's partial is there */
+    if (!(KC_SMM_LAB & 1)) lab_cluster_sync(); /* every block's partial is there */
 #endif
     {
         const float *src[KC_SMM_MAX_S]; /* the S partials of a row, in rank order */
@@ -253,7 +235,7 @@ __global__ void __launch_bounds__(256, 1)
 #if KC_SMM_PUSH
             src[q] = rx + (q < (int)S ? q : 0) * per * KC_SMM_P_LD - lo * KC_SMM_P_LD;
 #else
-            src[q] = KC_SMM_LAB & 1 ? part : kc_cluster_map(part, q < (int)S ? q : 0);
+            src[q] = KC_SMM_LAB & 1 ? part : lab_cluster_map(part, q < (int)S ? q : 0);
 #endif
         for (int i = tid; i < (hi - lo) * (KC_SMM_BN / 4); i += 256) {
             const int r = lo + i / (KC_SMM_BN / 4), c = i % (KC_SMM_BN / 4) * 4;
@@ -283,7 +265,7 @@ __global__ void __launch_bounds__(256, 1)
     }
 #if !KC_SMM_PUSH
     if (!(KC_SMM_LAB & 1))
-        kc_cluster_sync(); /* no block leaves while another reads its shared memory */
+        lab_cluster_sync(); /* no block leaves while another reads its shared memory */
 #endif
 #else
     kc_pdl_sync();
@@ -587,23 +569,11 @@ int main(int argc, char **argv) {
                 CK(cudaStreamEndCapture(s, &g));
                 CK(cudaGraphInstantiate(&ge, g, 0));
                 std::vector<float> best;
-                for (int r = 0; r < rounds; r++) {
-                    std::vector<float> ts;
-                    cudaEvent_t e0, e1;
-                    CK(cudaEventCreate(&e0));
-                    CK(cudaEventCreate(&e1));
-                    for (int i = 0; i < 220; i++) {
-                        CK(cudaEventRecord(e0, s));
-                        CK(cudaGraphLaunch(ge, s));
-                        CK(cudaEventRecord(e1, s));
-                        CK(cudaEventSynchronize(e1));
-                        float t;
-                        CK(cudaEventElapsedTime(&t, e0, e1));
-                        if (i >= 20) ts.push_back(t);
-                    }
-                    std::sort(ts.begin(), ts.end());
-                    best.push_back(ts[ts.size() / 2]);
-                }
+                cudaEvent_t e0, e1;
+                CK(cudaEventCreate(&e0));
+                CK(cudaEventCreate(&e1));
+                for (int r = 0; r < rounds; r++)
+                    best.push_back(lab_graph_median_ms(ge, s, e0, e1));
                 std::sort(best.begin(), best.end());
                 ms[path][ln] = best[0];
                 CK(cudaGraphExecDestroy(ge));

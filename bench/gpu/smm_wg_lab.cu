@@ -12,7 +12,8 @@
  *   kernel between them (reads X and writes it back; or reads the product D and writes it back,
  *   a stand-in for the model's Add + LayerNorm), 200 replays, the best median of the rounds; us
  *   a product. And kc_smm_kernel without its reduction (no cluster: each block's float32
- *   partial to a parts buffer) with a kernel after it that sums the parts and the bias into D.
+ *   partial to a parts buffer) with a kernel after it that sums the parts and the bias into D,
+ *   and kc_smm_ns_kernel (no split-K) where it holds the reduction.
  * Knobs: KC_SMM_BN (64, 128), KC_SMM_PUSH (partials pushed to their rows' block: 1, or pulled:
  * 0), KC_SMM_LAB (timing only: 1 no cluster reduction, 2 no B loads, 4 no A loads, 8 no wgmma,
  * 16 no cluster, 32 no PDL), KC_PDL (the row kernel's and cuBLASLt's neighbours' launch).
@@ -375,6 +376,128 @@ static inline int kc_smm(cudaStream_t s, const KcMatmul *p, int a_const, int *rc
     return 1;
 }
 
+/* ---- the form without split-K: each block its whole reduction ----
+ * kc_smm_ns_kernel: a block owns 64 outputs x 128 columns over all of k: A's steps for the
+ * whole reduction (at most KC_NS_MAX_STEPS of 64: 96 KB) copied before the wait, B's streamed
+ * after it through a ring of KC_NS_RING steps (two ahead; one wgmma group in flight), the
+ * epilogue from the accumulators straight to D (4-byte stores). No cluster, no reduction; the
+ * grid is only ceil(m / 64) x ceil(n / 128) blocks. */
+#define KC_NS_MAX_STEPS 12
+#define KC_NS_RING 4
+
+static inline size_t kc_smm_ns_smem(int steps) {
+    return (size_t)steps * KC_WG_BK * KC_SMM_BN * 2 +
+           (size_t)KC_NS_RING * KC_SMM_ROWS * KC_WG_BK * 2 + 1024;
+}
+
+template <int ACT>
+__global__ void __launch_bounds__(256, 1)
+    kc_smm_ns_kernel(const __half *__restrict__ A, int64_t lda, const __half *__restrict__ B,
+                     int64_t ldb, const __half *C, float beta, const __half *__restrict__ bias,
+                     __half *D, int64_t ldd, int m, int n, int k, float alpha, int act, float al,
+                     float be) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ unsigned char kc_smm_raw[];
+    __shared__ float sbias[KC_SMM_BN];
+    enum { BK = KC_WG_BK, XS = KC_SMM_ROWS * BK, WS = BK * KC_SMM_BN };
+    if (ACT >= 0) act = ACT;
+    const int steps = (k + BK - 1) / BK;
+    __half *ws = kc_wg_smem_base(kc_smm_raw); /* every step of A */
+    __half *xs = ws + steps * WS;             /* the ring of B's steps */
+    const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, wq = (tid & 127) >> 5;
+    const int f0 = blockIdx.x * KC_SMM_BN, t0 = blockIdx.y * KC_SMM_ROWS;
+    for (int st = 0; st < steps; st++) {
+#pragma unroll
+        for (int i = 0; i < BK * 8 / 256; i++) {
+            const int q = tid + i * 256, kr = q >> 3, c = q & 7, gk = st * BK + kr;
+            const bool ok = gk < k && f0 + c * 8 < m;
+            kc_ig_copy16(ws + st * WS + kr * 64 + ((c ^ (kr & 7)) * 8),
+                         ok ? A + (int64_t)gk * lda + f0 + c * 8 : A, ok);
+        }
+    }
+    kc_ig_commit();
+    for (int i = tid; i < KC_SMM_BN; i += 256)
+        sbias[i] = bias && f0 + i < m ? __half2float(bias[f0 + i]) : 0.0f;
+    kc_pdl_sync();
+    auto load_b = [&](int st) {
+#pragma unroll
+        for (int i = 0; i < KC_SMM_ROWS * 8 / 256; i++) {
+            const int q = tid + i * 256, r = q >> 3, c = q & 7, gk = st * BK + c * 8;
+            const bool ok = t0 + r < n && gk < k;
+            kc_ig_copy16(xs + st % KC_NS_RING * XS + r * 64 + ((c ^ (r & 7)) * 8),
+                         ok ? B + (int64_t)(t0 + r) * ldb + gk : B, ok);
+        }
+    };
+#pragma unroll
+    for (int st = 0; st < KC_NS_RING - 2; st++) {
+        if (st < steps) load_b(st);
+        kc_ig_commit();
+    }
+    float acc[KC_SMM_BN / 2];
+    for (int st = 0; st < steps; st++) {
+        kc_ig_wait<KC_NS_RING - 3>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads(); /* step st landed; every warpgroup is done with step st - 2 */
+        if (st + KC_NS_RING - 2 < steps) load_b(st + KC_NS_RING - 2);
+        kc_ig_commit();
+        kc_wg_slice<KC_SMM_BN, 0>(acc, xs + st % KC_NS_RING * XS + wg * 64 * BK, ws + st * WS,
+                                  st > 0);
+        kc_wg_wait<1, KC_SMM_BN / 2>(acc);
+    }
+    kc_wg_wait<0, KC_SMM_BN / 2>(acc);
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int t = t0 + wg * 64 + wq * 16 + g + 8 * h;
+        if (t >= n) continue;
+#pragma unroll
+        for (int j = 0; j < KC_SMM_BN / 8; j++) {
+            const int c = j * 8 + t4 * 2;
+            if (f0 + c >= m) continue;
+            const int64_t at = (int64_t)t * ldd + f0 + c;
+            float y0 = alpha * acc[j * 4 + 2 * h] + sbias[c];
+            float y1 = alpha * acc[j * 4 + 2 * h + 1] + sbias[c + 1];
+            if (C) {
+                const __half2 cv = *(const __half2 *)(C + at);
+                y0 += beta * __low2float(cv), y1 += beta * __high2float(cv);
+            }
+            *(__half2 *)(D + at) =
+                __floats2half2_rn(kc_act(y0, act, al, be), kc_act(y1, act, al, be));
+        }
+    }
+#else
+    kc_pdl_sync();
+    (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)beta, (void)bias, (void)D, (void)ldd;
+    (void)m, (void)n, (void)k, (void)alpha, (void)act, (void)al, (void)be;
+#endif
+}
+
+/* kc_smm_ns_kernel for p (the layout kc_smm_fits asks, m even, k at most KC_NS_MAX_STEPS
+ * steps): 1 when launched, *rc its status */
+static inline int kc_smm_ns(cudaStream_t s, const KcMatmul *p, int *rc) {
+    const int steps = (int)((p->k + KC_WG_BK - 1) / KC_WG_BK);
+    if (!kc_smm_fits(p) || steps > KC_NS_MAX_STEPS || !kc_smm_built()) return 0;
+    const size_t smem = kc_smm_ns_smem(steps);
+    void (*kern)(const __half *, int64_t, const __half *, int64_t, const __half *, float,
+                 const __half *, __half *, int64_t, int, int, int, float, int, float, float) =
+        p->act == KC_ACT_NONE   ? kc_smm_ns_kernel<KC_ACT_NONE>
+        : p->act == KC_ACT_GELU ? kc_smm_ns_kernel<KC_ACT_GELU>
+                                : kc_smm_ns_kernel<-1>;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+        cudaSuccess)
+        return *rc = KC_ERR_CUDA, 1;
+    const __half *C = (const __half *)p->C;
+    kc_launch_as<true>(kern,
+                       dim3((unsigned)((p->m + KC_SMM_BN - 1) / KC_SMM_BN),
+                            (unsigned)((p->n + KC_SMM_ROWS - 1) / KC_SMM_ROWS)),
+                       dim3(256), smem, s, (const __half *)p->A, p->lda, (const __half *)p->B,
+                       p->ldb, C, C ? p->beta : 0.0f, (const __half *)p->bias, (__half *)p->D,
+                       p->ldd, (int)p->m, (int)p->n, (int)p->k, p->alpha, p->act, p->act_alpha,
+                       p->act_beta);
+    *rc = cudaGetLastError() == cudaSuccess ? KC_OK : KC_ERR_CUDA;
+    return 1;
+}
+
 /* reads the 128 x n row block of x and writes it back (the model's LayerNorm's traffic) */
 __global__ void row_pass(__half *x, int64_t n) {
     kc_pdl_sync();
@@ -416,7 +539,8 @@ struct Shape {
  * float64: fails where the kernel does not take it or any element is off by more than 4e-3 of
  * 1 + |y| (float16 output). */
 static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int a_const,
-                      bool parts = false) {
+                      int form = 0) { /* 0 split-K, 1 its float32 parts summed after, 2 no split */
+    const bool parts = form == 1;
     typedef __half T;
     std::vector<T> x(M * K), w(K * N), b(N), c(M * N);
     std::vector<double> xh(M * K), wh(K * N), bh(N), ch(M * N);
@@ -456,6 +580,8 @@ static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int 
         kc_smm_plan(&p, &split, &nsl);
         taken = kc_smm(0, &p, a_const, &rc, dp);
         parts_pass<<<48, 256>>>(dp, split, M * N, (int)N, db, dy);
+    } else if (form == 2) {
+        taken = kc_smm_ns(0, &p, &rc);
     } else {
         taken = kc_smm(0, &p, a_const, &rc);
     }
@@ -479,7 +605,11 @@ static void check_one(int64_t M, int64_t N, int64_t K, int act, int with_c, int 
         }
     printf("%s %lldx%lldx%lld%s act %d, A %s%s: max err %.3g\n", bad ? "FAIL" : "ok  ",
            (long long)M, (long long)N, (long long)K, with_c ? " + beta C" : "", act,
-           a_const ? "constant" : "written", parts ? ", float32 parts summed after" : "", worst);
+           a_const ? "constant" : "written",
+           parts       ? ", float32 parts summed after"
+           : form == 2 ? ", no split"
+                       : "",
+           worst);
     bad ? failed++ : passed++;
     cudaFree(dp);
     cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dc), cudaFree(dy);
@@ -493,9 +623,13 @@ int main(int argc, char **argv) {
         check_one(128, 768, 3072, KC_ACT_NONE, 0, 1);
         check_one(77, 136, 200, KC_ACT_RELU, 1, 0);
         check_one(1, 64, 64, KC_ACT_NONE, 1, 1);
-        check_one(128, 768, 768, KC_ACT_NONE, 0, 1, true);
-        check_one(128, 768, 3072, KC_ACT_NONE, 0, 1, true);
-        check_one(77, 136, 200, KC_ACT_NONE, 0, 0, true);
+        check_one(128, 768, 768, KC_ACT_NONE, 0, 1, 1);
+        check_one(128, 768, 3072, KC_ACT_NONE, 0, 1, 1);
+        check_one(77, 136, 200, KC_ACT_NONE, 0, 0, 1);
+        check_one(128, 2304, 768, KC_ACT_NONE, 0, 1, 2);
+        check_one(128, 3072, 768, KC_ACT_GELU, 0, 1, 2);
+        check_one(128, 768, 768, KC_ACT_NONE, 1, 1, 2);
+        check_one(77, 136, 200, KC_ACT_RELU, 1, 0, 2);
         printf("%d passed, %d failed\n", passed, failed);
         return failed != 0;
     }
@@ -530,12 +664,13 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&b, hb.size() * 2));
         CK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
         CK(cudaMalloc(&d, (size_t)T * sh.m * 2));
-        float ms[3][3] = {}, *parts;
+        float ms[4][3] = {}, *parts;
         CK(cudaMalloc(&parts, (size_t)KC_SMM_MAX_S * T * sh.m * 4));
         int split = 0, nsl = 0;
-        for (int path = 0; path < 3; path++) /* cuBLASLt, kc_smm, kc_smm's parts */
+        for (int path = 0; path < 4; path++) /* cuBLASLt, kc_smm, kc_smm's parts, no split */
             for (int ln = 0; ln < 3; ln++) { /* no kernel between, the row kernel on X, on D */
                 if (path == 2 && ln != 2) continue; /* parts need their reduction after them */
+                if (path == 3 && sh.k > KC_NS_MAX_STEPS * KC_WG_BK) continue; /* not taken */
                 cudaGraph_t g;
                 cudaGraphExec_t ge;
                 CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -550,6 +685,8 @@ int main(int argc, char **argv) {
                     if (path == 0) {
                         rc = kc_lt_try(lt, s, ws, ws_size, CUBLAS_COMPUTE_32F, &p,
                                        kc_lt_epilogue(&p), NULL, 0, &no_algo);
+                    } else if (path == 3) {
+                        if (!kc_smm_ns(s, &p, &rc)) rc = -1;
                     } else {
                         kc_smm_plan(&p, &split, &nsl);
                         if (!kc_smm(s, &p, 1, &rc, path == 2 ? parts : NULL)) rc = -1;
@@ -560,7 +697,7 @@ int main(int argc, char **argv) {
                     }
                     if (ln == 1)
                         kc_launch_pdl(row_pass, dim3(48), dim3(256), s, x, (int64_t)T * sh.k);
-                    if (ln == 2 && path < 2)
+                    if (ln == 2 && path != 2)
                         kc_launch_pdl(row_pass, dim3(48), dim3(256), s, d, (int64_t)T * sh.m);
                     if (ln == 2 && path == 2)
                         kc_launch_pdl(parts_pass, dim3(48), dim3(256), s, (const float *)parts,
@@ -588,6 +725,13 @@ int main(int argc, char **argv) {
             "float32 parts summed by that kernel %.2f (%.2fx)\n",
             ms[0][2] * 1e3 / L, ms[1][2] * 1e3 / L, ms[1][2] / ms[0][2], ms[2][2] * 1e3 / L,
             ms[2][2] / ms[0][2]);
+        if (ms[3][0] > 0)
+            printf("      without split-K (%d blocks): %.2f (%.2fx); with the row kernel %.2f "
+                   "(%.2fx); "
+                   "with a kernel reading the product %.2f (%.2fx)\n",
+                   (sh.m + KC_SMM_BN - 1) / KC_SMM_BN, ms[3][0] * 1e3 / L, ms[3][0] / ms[0][0],
+                   ms[3][1] * 1e3 / L, ms[3][1] / ms[0][1], ms[3][2] * 1e3 / L,
+                   ms[3][2] / ms[0][2]);
         cudaFree(w), cudaFree(x), cudaFree(b), cudaFree(d), cudaFree(parts);
     }
     return 0;

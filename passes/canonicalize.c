@@ -15,6 +15,11 @@
  *                                         Transpose is such a Gather and the Transpose
  *                                         left after each moves only size-1 dims
  *   Transpose of a constant            -> the transposed constant
+ *   view of a constant                 -> the constant in the view's shape (copied where
+ *                                         the view is its one reader or it is small)
+ *   Gather of a constant at constant indices
+ *                                      -> the gathered constant, when every index is in
+ *                                         range and it is no larger than the data or small
  *   view(MatMul(A, B)) changing only size-1 batch dims
  *                                      -> MatMul(view(A), view(B)), when A and B come from
  *                                         views or Transposes read by the MatMul alone
@@ -424,6 +429,87 @@ static void restore_order(IrGraph *g) {
     free(placed);
 }
 
+/* The data of constant v where a fold may move it: a tensor with data, whole bytes an element,
+ * no quantization parameters; else NULL. */
+static const IrTensor *foldable_constant(const IrGraph *g, uint32_t v) {
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_CONST || !val->tensor || !val->tensor->data || val->quant)
+        return NULL;
+    uint32_t bits = ir_dtype_bits((IrDType)val->tensor->dtype);
+    return bits >= 8 && bits % 8 == 0 ? val->tensor : NULL;
+}
+
+/* A new constant for y (its type and name) holding t's dtype, y's dims and a copy of data. */
+static uint32_t new_constant(IrGraph *g, uint32_t y, const IrTensor *t, const void *data) {
+    const IrType *ty = type_of(g, y);
+    IrTensor *c = ir_tensor_new(g->arena, (IrDType)t->dtype, ty->rank, ty->dims);
+    c->name = pass_unique_name(g, g->values[y].name, ".const");
+    memcpy(c->data, data, c->size_bytes);
+    IrType type = *ty;
+    uint32_t v = ir_value_add(g, c->name, &type, IR_VALUE_CONST);
+    g->values[v].tensor = c;
+    g->values[v].producer = IR_NONE;
+    return v;
+}
+
+/* A view of a constant (exporters' Unsqueeze of a Range of positions, a Reshape of a
+ * weight): the constant itself in the view's shape. Copied only where the view is its one
+ * reader, or it is small, so that a shared weight is not stored twice. */
+#define CANON_FOLD_COPY_MAX 65536 /* bytes */
+static bool view_constant(IrGraph *g, const uint32_t *uses, uint32_t x, uint32_t y, uint32_t *out) {
+    const IrTensor *t = foldable_constant(g, x);
+    if (!t || pass_is_graph_output(g, y) || (uses[x] != 1 && t->size_bytes > CANON_FOLD_COPY_MAX))
+        return false;
+    *out = new_constant(g, y, t, t->data);
+    return true;
+}
+
+/* Gather of constant data at constant indices (position embeddings at positions that a
+ * Range made): the rows gathered, as a constant, where that is no larger than the data or
+ * small, and every index is in range (else the kernel reports it at run time). */
+static bool gather_constant(IrGraph *g, const IrNode *n, uint32_t *out) {
+    if (n->op != IR_OP_GATHER || n->n_inputs != 2 || n->n_outputs < 1) return false;
+    uint32_t x = n->inputs[0], ix = n->inputs[1], y = n->outputs[0];
+    const IrTensor *t = foldable_constant(g, x), *it = foldable_constant(g, ix);
+    if (!t || !it || pass_is_graph_output(g, y) || !static_tensor(g, y) || t->rank < 1 ||
+        (it->dtype != IR_DTYPE_I64 && it->dtype != IR_DTYPE_I32))
+        return false;
+    int64_t axis = ir_attr_i(n, IR_ATTR_GATHER_AXIS);
+    if (axis < 0) axis += t->rank;
+    if (axis < 0 || axis >= t->rank) return false;
+    size_t es = ir_dtype_bits((IrDType)t->dtype) / 8;
+    int64_t outer = 1, inner = 1, dim = t->dims[axis];
+    for (int a = 0; a < axis; a++)
+        outer *= t->dims[a];
+    for (int a = (int)axis + 1; a < t->rank; a++)
+        inner *= t->dims[a];
+    size_t bytes = (size_t)(outer * it->n_elems * inner) * es;
+    const IrType *ty = type_of(g, y);
+    int64_t n_out = 1;
+    for (int a = 0; a < ty->rank; a++)
+        n_out *= ty->dims[a];
+    if ((int64_t)(bytes / es) != n_out || (bytes > t->size_bytes && bytes > CANON_FOLD_COPY_MAX))
+        return false;
+    uint8_t *buf = malloc(bytes ? bytes : 1);
+    IR_ASSERT(buf);
+    const uint8_t *src = t->data;
+    for (int64_t k = 0; k < it->n_elems; k++) {
+        int64_t i = it->dtype == IR_DTYPE_I64 ? ((const int64_t *)it->data)[k]
+                                              : ((const int32_t *)it->data)[k];
+        if (i < 0) i += dim;
+        if (i < 0 || i >= dim) {
+            free(buf);
+            return false;
+        }
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(buf + ((size_t)(o * it->n_elems + k) * inner) * es,
+                   src + ((size_t)(o * dim + i) * inner) * es, (size_t)inner * es);
+    }
+    *out = new_constant(g, y, t, buf);
+    free(buf);
+    return true;
+}
+
 /* Applies the first rule that matches (use counts are exact for each); whether one did. */
 static bool canon_once(IrGraph *g, const uint32_t *uses) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -449,6 +535,12 @@ static bool canon_once(IrGraph *g, const uint32_t *uses) {
             }
             if (lift_view_over_matmul(g, uses, i)) {
                 restore_order(g);
+                return true;
+            }
+            uint32_t folded;
+            if (view_constant(g, uses, x, y, &folded)) {
+                ir_replace_uses(g, y, folded);
+                g->nodes[i].dead = true;
                 return true;
             }
             uint32_t p = producer_of(g, x);
@@ -484,6 +576,12 @@ static bool canon_once(IrGraph *g, const uint32_t *uses) {
             const char *tname = g->nodes[p].name, *vname = g->nodes[i].name;
             make_reshape(g, p, tx, xv, vname); /* p comes first: the view */
             make_transpose(g, i, xv, newperm, tout->rank, y, tname);
+            return true;
+        }
+        uint32_t gathered;
+        if (gather_constant(g, n, &gathered)) {
+            ir_replace_uses(g, n->outputs[0], gathered);
+            g->nodes[i].dead = true;
             return true;
         }
         x = transpose_input(g, n, perm);

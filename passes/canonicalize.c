@@ -296,36 +296,53 @@ static IrOp global_pool_of(const IrGraph *g, const IrNode *n) {
     return mean ? IR_OP_GLOBAL_AVERAGE_POOL : IR_OP_GLOBAL_MAX_POOL;
 }
 
+/* The data of constant v where a fold may move it: a tensor with data, whole bytes an element;
+ * else NULL. */
+static const IrTensor *foldable_constant(const IrGraph *g, uint32_t v) {
+    const IrValue *val = &g->values[v];
+    if (val->kind != IR_VALUE_CONST || !val->tensor || !val->tensor->data) return NULL;
+    uint32_t bits = ir_dtype_bits((IrDType)val->tensor->dtype);
+    return bits >= 8 && bits % 8 == 0 ? val->tensor : NULL;
+}
+
+/* A new constant of dtype dt in y's place (its type, its name + ".const"); *data: its bytes,
+ * for the caller to fill. */
+static uint32_t new_constant(IrGraph *g, uint32_t y, IrDType dt, uint8_t **data) {
+    IrType ty = *type_of(g, y);
+    IrTensor *c = ir_tensor_new(g->arena, dt, ty.rank, ty.dims);
+    c->name = pass_unique_name(g, g->values[y].name, ".const");
+    uint32_t v = ir_value_add(g, c->name, &ty, IR_VALUE_CONST);
+    g->values[v].tensor = c;
+    g->values[v].producer = IR_NONE;
+    *data = c->data;
+    return v;
+}
+
 /* Transpose of constant x: writes the permuted constant (named after the output) into
  * *out; false for data it does not move (strings, sub-byte types, over IR_MAX_RANK). */
 static bool transpose_constant(IrGraph *g, uint32_t x, const int64_t *perm, uint32_t y,
                                uint32_t *out) {
-    const IrValue *xv = &g->values[x];
-    if (xv->kind != IR_VALUE_CONST || !xv->tensor || !xv->tensor->data) return false;
-    const IrTensor *t = xv->tensor;
-    uint32_t bits = ir_dtype_bits((IrDType)t->dtype);
-    if (bits < 8 || bits % 8 || t->rank < 1) return false;
-    size_t es = bits / 8;
+    const IrTensor *t = foldable_constant(g, x);
+    if (!t || t->rank < 1) return false;
+    size_t es = ir_dtype_bits((IrDType)t->dtype) / 8;
     int r = t->rank;
     int64_t od[IR_MAX_RANK], istride[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
-    for (int a = 0; a < r; a++) od[a] = t->dims[perm[a]];
+    for (int a = 0; a < r; a++)
+        od[a] = t->dims[perm[a]];
     istride[r - 1] = 1;
-    for (int a = r - 2; a >= 0; a--) istride[a] = istride[a + 1] * t->dims[a + 1];
-    IrTensor *c = ir_tensor_new(g->arena, (IrDType)t->dtype, r, od);
-    const char *name = pass_unique_name(g, g->values[y].name, ".const");
-    c->name = name;
+    for (int a = r - 2; a >= 0; a--)
+        istride[a] = istride[a + 1] * t->dims[a + 1];
+    uint8_t *dst;
+    *out = new_constant(g, y, (IrDType)t->dtype, &dst);
     const uint8_t *src = t->data;
-    uint8_t *dst = c->data;
     for (int64_t k = 0; k < t->n_elems; k++) { /* odometer over the output's dims */
         int64_t off = 0;
-        for (int a = 0; a < r; a++) off += idx[a] * istride[perm[a]];
+        for (int a = 0; a < r; a++)
+            off += idx[a] * istride[perm[a]];
         memcpy(dst + (size_t)k * es, src + (size_t)off * es, es);
-        for (int a = r - 1; a >= 0 && ++idx[a] == od[a]; a--) idx[a] = 0;
+        for (int a = r - 1; a >= 0 && ++idx[a] == od[a]; a--)
+            idx[a] = 0;
     }
-    IrType ty = g->values[y].type;
-    *out = ir_value_add(g, name, &ty, IR_VALUE_CONST);
-    g->values[*out].tensor = c;
-    g->values[*out].producer = IR_NONE;
     return true;
 }
 
@@ -429,49 +446,37 @@ static void restore_order(IrGraph *g) {
     free(placed);
 }
 
-/* The data of constant v where a fold may move it: a tensor with data, whole bytes an element,
- * no quantization parameters; else NULL. */
-static const IrTensor *foldable_constant(const IrGraph *g, uint32_t v) {
-    const IrValue *val = &g->values[v];
-    if (val->kind != IR_VALUE_CONST || !val->tensor || !val->tensor->data || val->quant)
-        return NULL;
-    uint32_t bits = ir_dtype_bits((IrDType)val->tensor->dtype);
-    return bits >= 8 && bits % 8 == 0 ? val->tensor : NULL;
-}
-
-/* A new constant for y (its type and name) holding t's dtype, y's dims and a copy of data. */
-static uint32_t new_constant(IrGraph *g, uint32_t y, const IrTensor *t, const void *data) {
-    const IrType *ty = type_of(g, y);
-    IrTensor *c = ir_tensor_new(g->arena, (IrDType)t->dtype, ty->rank, ty->dims);
-    c->name = pass_unique_name(g, g->values[y].name, ".const");
-    memcpy(c->data, data, c->size_bytes);
-    IrType type = *ty;
-    uint32_t v = ir_value_add(g, c->name, &type, IR_VALUE_CONST);
-    g->values[v].tensor = c;
-    g->values[v].producer = IR_NONE;
-    return v;
-}
-
 /* A view of a constant (exporters' Unsqueeze of a Range of positions, a Reshape of a
- * weight): the constant itself in the view's shape. Copied only where the view is its one
- * reader, or it is small, so that a shared weight is not stored twice. */
+ * weight; view_input has checked both static and without quantization parameters): the
+ * constant itself in the view's shape. Copied only where the view is its one reader, or it
+ * is small, so that a shared weight is not stored twice. */
 #define CANON_FOLD_COPY_MAX 65536 /* bytes */
 static bool view_constant(IrGraph *g, const uint32_t *uses, uint32_t x, uint32_t y, uint32_t *out) {
     const IrTensor *t = foldable_constant(g, x);
     if (!t || pass_is_graph_output(g, y) || (uses[x] != 1 && t->size_bytes > CANON_FOLD_COPY_MAX))
         return false;
-    *out = new_constant(g, y, t, t->data);
+    uint8_t *dst;
+    *out = new_constant(g, y, (IrDType)t->dtype, &dst);
+    memcpy(dst, t->data, t->size_bytes);
     return true;
 }
 
 /* Gather of constant data at constant indices (position embeddings at positions that a
  * Range made): the rows gathered, as a constant, where that is no larger than the data or
  * small, and every index is in range (else the kernel reports it at run time). */
+/* Index k of it (int64 or int32), a negative one counted from dim. */
+static int64_t gather_index(const IrTensor *it, int64_t k, int64_t dim) {
+    int64_t i =
+        it->dtype == IR_DTYPE_I64 ? ((const int64_t *)it->data)[k] : ((const int32_t *)it->data)[k];
+    return i < 0 ? i + dim : i;
+}
+
 static bool gather_constant(IrGraph *g, const IrNode *n, uint32_t *out) {
     if (n->op != IR_OP_GATHER || n->n_inputs != 2 || n->n_outputs < 1) return false;
     uint32_t x = n->inputs[0], ix = n->inputs[1], y = n->outputs[0];
     const IrTensor *t = foldable_constant(g, x), *it = foldable_constant(g, ix);
-    if (!t || !it || pass_is_graph_output(g, y) || !static_tensor(g, y) || t->rank < 1 ||
+    if (!t || !it || g->values[x].quant || g->values[ix].quant || pass_is_graph_output(g, y) ||
+        !static_tensor(g, y) || t->rank < 1 ||
         (it->dtype != IR_DTYPE_I64 && it->dtype != IR_DTYPE_I32))
         return false;
     int64_t axis = ir_attr_i(n, IR_ATTR_GATHER_AXIS);
@@ -490,23 +495,19 @@ static bool gather_constant(IrGraph *g, const IrNode *n, uint32_t *out) {
         n_out *= ty->dims[a];
     if ((int64_t)(bytes / es) != n_out || (bytes > t->size_bytes && bytes > CANON_FOLD_COPY_MAX))
         return false;
-    uint8_t *buf = malloc(bytes ? bytes : 1);
-    IR_ASSERT(buf);
+    for (int64_t k = 0; k < it->n_elems; k++) { /* every index in range, before any change */
+        int64_t i = gather_index(it, k, dim);
+        if (i < 0 || i >= dim) return false;
+    }
+    uint8_t *dst;
+    *out = new_constant(g, y, (IrDType)t->dtype, &dst);
     const uint8_t *src = t->data;
     for (int64_t k = 0; k < it->n_elems; k++) {
-        int64_t i = it->dtype == IR_DTYPE_I64 ? ((const int64_t *)it->data)[k]
-                                              : ((const int32_t *)it->data)[k];
-        if (i < 0) i += dim;
-        if (i < 0 || i >= dim) {
-            free(buf);
-            return false;
-        }
+        int64_t i = gather_index(it, k, dim);
         for (int64_t o = 0; o < outer; o++)
-            memcpy(buf + ((size_t)(o * it->n_elems + k) * inner) * es,
+            memcpy(dst + ((size_t)(o * it->n_elems + k) * inner) * es,
                    src + ((size_t)(o * dim + i) * inner) * es, (size_t)inner * es);
     }
-    *out = new_constant(g, y, t, buf);
-    free(buf);
     return true;
 }
 

@@ -48,10 +48,7 @@
  * then alpha, beta C, the bias and the activation, and stores float16. Requires code built
  * for sm_90a (kc_smm_built), column-major A (k contiguous per output column of A^T: trans_a
  * 0) and B (trans_b 0), m and k multiples of 8, 16-byte aligned A and B rows, 8-byte aligned
- * C and D rows. KC_SMM 0: not taken. */
-#ifndef KC_SMM
-#define KC_SMM 1
-#endif
+ * C and D rows. */
 #ifndef KC_SMM_MAX_N
 #define KC_SMM_MAX_N 128 /* columns of D at most (one row tile of the kernel) */
 #endif
@@ -62,9 +59,6 @@
 #endif
 #ifndef KC_SMM_PUSH
 #define KC_SMM_PUSH 0 /* partials pulled from every block (1: pushed to their rows' block) */
-#endif
-#ifndef KC_SMM_KM
-#define KC_SMM_KM 0 /* only products whose reduction is at least this many times m */
 #endif
 #define KC_SMM_ROWS 128 /* n a block: two warpgroups of 64 */
 #ifndef KC_SMM_BN
@@ -303,10 +297,10 @@ static inline int kc_smm_split(int64_t tiles, int64_t k, int sms, int *nsl) {
 
 /* whether kc_smm_kernel takes p (the device and the split are checked by kc_smm) */
 static inline int kc_smm_fits(const KcMatmul *p) {
-    return KC_SMM && p->half && p->batch == 1 && !p->trans_a && !p->trans_b && p->n >= 1 &&
-           p->n <= KC_SMM_MAX_N && p->k >= KC_SMM_KM * p->m && p->m % 8 == 0 && p->k % 8 == 0 &&
-           p->m <= INT32_MAX && p->k <= INT32_MAX && p->lda % 8 == 0 && p->ldb % 8 == 0 &&
-           p->ldd % 4 == 0 && ((uintptr_t)p->A & 15) == 0 && ((uintptr_t)p->B & 15) == 0 &&
+    return p->half && p->batch == 1 && !p->trans_a && !p->trans_b && p->n >= 1 &&
+           p->n <= KC_SMM_MAX_N && p->m % 8 == 0 && p->k % 8 == 0 && p->m <= INT32_MAX &&
+           p->k <= INT32_MAX && p->lda % 8 == 0 && p->ldb % 8 == 0 && p->ldd % 4 == 0 &&
+           ((uintptr_t)p->A & 15) == 0 && ((uintptr_t)p->B & 15) == 0 &&
            ((uintptr_t)p->D & 7) == 0 && ((uintptr_t)p->C & 7) == 0;
 }
 

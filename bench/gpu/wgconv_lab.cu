@@ -24,15 +24,16 @@
  * proxy the tensor cores read through, and arrives), its "empty" one when the 256
  * multiplying threads are done with it (one wgmma group behind: the group of the slice
  * before has completed). The loaders run up to STAGES slices ahead of the multiplies. */
-static __device__ __forceinline__ void kc_mbar_init(uint64_t *b, int count) {
+static __device__ __forceinline__ __attribute__((unused)) void kc_mbar_init(uint64_t *b,
+                                                                            int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
-                     (uint32_t)__cvta_generic_to_shared(b)),
-                 "r"(count)
-                 : "memory");
+    asm volatile(
+        "mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"((uint32_t)__cvta_generic_to_shared(b)),
+        "r"(count)
+        : "memory");
 #endif
 }
-static __device__ __forceinline__ void kc_mbar_arrive(uint64_t *b) {
+static __device__ __forceinline__ __attribute__((unused)) void kc_mbar_arrive(uint64_t *b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(
                      (uint32_t)__cvta_generic_to_shared(b))
@@ -40,7 +41,8 @@ static __device__ __forceinline__ void kc_mbar_arrive(uint64_t *b) {
 #endif
 }
 /* Waits until the phase of parity `parity` of b has completed. */
-static __device__ __forceinline__ void kc_mbar_wait(uint64_t *b, uint32_t parity) {
+static __device__ __forceinline__ __attribute__((unused)) void kc_mbar_wait(uint64_t *b,
+                                                                            uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     uint32_t a = (uint32_t)__cvta_generic_to_shared(b), done;
     do {
@@ -55,10 +57,10 @@ static __device__ __forceinline__ void kc_mbar_wait(uint64_t *b, uint32_t parity
 
 template <int BN, int STAGES, int LAG, int ACT>
 __global__ void __launch_bounds__(384, BN == 64 ? 2 : 1)
-kc_igemm_ws_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
-                   const __half *__restrict__ bias, const __half *__restrict__ r,
-                   __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
-                   float al, float be) {
+    kc_igemm_ws_kernel(const __half *__restrict__ x, const __half *__restrict__ w,
+                       const __half *__restrict__ bias, const __half *__restrict__ r,
+                       __half *__restrict__ y, KcGeom<int32_t> p, int32_t P, int32_t K, int act,
+                       float al, float be) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     const int BM = 128, BK = KC_WG_BK;
     typedef KcWgSmem<BM, BN, STAGES> Sm;

@@ -87,8 +87,7 @@ lab_tma4(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1, int c2,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(lab_sa(dst)),
-                 "l"((uint64_t)(uintptr_t)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
-                 "r"(lab_sa(bar))
+                 "l"((uint64_t)(uintptr_t)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(lab_sa(bar))
                  : "memory");
 #endif
 }
@@ -96,9 +95,10 @@ lab_tma4(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1, int c2,
 /* ---- the kernel ---- */
 template <int BN, int ST>
 __global__ void __launch_bounds__(256, 1)
-lab_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
-                     const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
-                     uint8_t *__restrict__ y, KcQConv p, int TR, int NB, int tpi) {
+    lab_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx,
+                         const __grid_constant__ CUtensorMap tw, const int32_t *__restrict__ rq,
+                         const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p,
+                         int TR, int NB, int tpi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
     enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
@@ -131,17 +131,20 @@ lab_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_consta
         }
     };
     if (tid == 0) {
-        for (int s = 0; s < ST; s++) lab_mbar_init(&full[s], 1);
+        for (int s = 0; s < ST; s++)
+            lab_mbar_init(&full[s], 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
     const int pre = min(ST - 2, KT);
     if (tid == 0)
-        for (int kt = 0; kt < pre; kt++) issue_w(kt); /* constant: before the wait */
+        for (int kt = 0; kt < pre; kt++)
+            issue_w(kt); /* constant: before the wait */
     kc_pdl_sync();
     if (tid == 0)
-        for (int kt = 0; kt < pre; kt++) issue_x(kt);
+        for (int kt = 0; kt < pre; kt++)
+            issue_x(kt);
     int32_t acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
     for (int kt = 0; kt < KT; kt++) {
         lab_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
@@ -157,8 +160,10 @@ lab_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_consta
         const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
-            if (BN == 64) kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
-            else kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+            if (BN == 64)
+                kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+            else
+                kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
         }
         kc_wg_commit();
         kc_qwg_wait<1, BN / 2>(acc);
@@ -176,6 +181,110 @@ lab_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_consta
 #endif
 }
 
+/* The same product warp-specialized: a ninth warp issues the copies (its lane 0), up to ST
+ * slices ahead, each stage's reuse gated by an "empty" mbarrier that the eight multiplying
+ * warps arrive on once their wgmma group of that stage has completed (one wgmma group behind),
+ * so that the loop has no block-wide barrier. The epilogue is the first kernel's, run by the
+ * multiplying warps; the copying warp takes part only in its barriers. */
+template <int BN, int ST>
+__global__ void __launch_bounds__(288, 1)
+    lab_qconv_tma_ws_kernel(const __grid_constant__ CUtensorMap tx,
+                            const __grid_constant__ CUtensorMap tw, const int32_t *__restrict__ rq,
+                            const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p,
+                            int TR, int NB, int tpi) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
+    enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
+    __shared__ int4 tab[BN / 2 * 3];
+    __shared__ uint64_t full[ST], empty[ST];
+    extern __shared__ unsigned char lab_raw[];
+    uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(lab_raw);
+    uint8_t *const sb = sa + ST * A_BYTES;
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int n0 = blockIdx.x * BN;
+    const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
+    const int32_t m0 = (img0 * p.OH + oy0) * p.OW;
+    const int32_t valid = (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
+    const int32_t pend = m0 + valid;
+    const int CS = p.C / BK, KT = p.R * p.S * CS;
+    const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++)
+            lab_mbar_init(&full[s], 1), lab_mbar_init(&empty[s], 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
+    int32_t acc[BN / 2];
+    if (tid == THREADS) { /* the copying warp's lane 0 */
+        const int pre = min(ST, KT);
+        for (int kt = 0; kt < pre; kt++) { /* the weights: constant, before the wait */
+            lab_mbar_expect(&full[kt], tx_bytes);
+            lab_tma2(sb + kt * B_BYTES, &tw, &full[kt], kt * BK, n0);
+        }
+        kc_pdl_sync();
+        int xc = 0, xs = 0, xr = 0; /* the next slice's channel slice, tap column, tap row */
+        for (int kt = 0; kt < KT; kt++) {
+            const int b = kt % ST;
+            if (kt >= pre) {
+                lab_mbar_wait(&empty[b], (unsigned)(kt / ST - 1) & 1u);
+                lab_mbar_expect(&full[b], tx_bytes);
+                lab_tma2(sb + b * B_BYTES, &tw, &full[b], kt * BK, n0);
+            }
+            lab_tma4(sa + b * A_BYTES, &tx, &full[b], xc * BK, xs * p.dw - p.pw,
+                     oy0 * p.sh - p.ph + xr * p.dh, img0);
+            if (++xc == CS) {
+                xc = 0;
+                if (++xs == p.S) xs = 0, xr++;
+            }
+        }
+    } else if (tid < THREADS) {
+        kc_pdl_sync();
+        for (int kt = 0; kt < KT; kt++) {
+            lab_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
+            const uint8_t *as = sa + (kt % ST) * A_BYTES + wg * 64 * BK,
+                          *bs = sb + (kt % ST) * B_BYTES;
+            kc_wg_pin<BN / 2>(acc);
+            kc_wg_fence();
+            const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+            const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; kk++) {
+                if (BN == 64)
+                    kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+                else
+                    kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+            }
+            kc_wg_commit();
+            kc_qwg_wait<1, BN / 2>(acc);
+            /* slice kt - 1's group has completed: its stage is free */
+            if (kt > 0 && lane == 0)
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
+                                 lab_sa(&empty[(kt - 1) % ST]))
+                             : "memory");
+        }
+        kc_qwg_wait<0, BN / 2>(acc);
+    }
+    __syncthreads(); /* the stages become the block's uint8 output tile */
+    uint8_t *const ys = sa;
+    if (res && tid < THREADS) /* kc_qwg_res_tile's copy, the multiplying warps' */
+        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
+            const int r = i / (BN / 16), q = i % (BN / 16), n = n0 + q * 16;
+            if (m0 + r < pend && n < p.M)
+                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
+                    *(const uint4 *)(const void *)(res + (size_t)(m0 + r) * p.M + n);
+        }
+    __syncthreads();
+    if (tid < THREADS)
+        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
+                           lane & 3);
+    __syncthreads();
+    if (tid < THREADS) kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+#else
+    (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
+#endif
+}
+
 /* ---- the host side: tensor maps, the tile, the launch ---- */
 static PFN_cuTensorMapEncodeTiled_v12000 lab_encode(void) {
     static PFN_cuTensorMapEncodeTiled_v12000 f;
@@ -183,7 +292,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 lab_encode(void) {
         void *fn = NULL;
         cudaDriverEntryPointQueryResult q;
 #if CUDART_VERSION >= 12050
-        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                            &q));
 #else
         CK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q));
 #endif
@@ -198,7 +308,7 @@ static PFN_cuTensorMapEncodeTiled_v12000 lab_encode(void) {
 
 struct LabPlan {
     CUtensorMap tx, tw;
-    int TR, NB, tpi, bn, st;
+    int TR, NB, tpi, bn, st, ws;
     dim3 grid;
     size_t smem;
 };
@@ -206,14 +316,19 @@ struct LabPlan {
 static size_t lab_smem(int bn, int st) { return (size_t)st * (128 * 128 + bn * 128) + 1024; }
 
 /* false where the form does not take the layer (why in *why) */
-static bool lab_plan(LabPlan &L, const uint8_t *x, const int8_t *w, const KcQConv &p, int bn, int st,
-                     const char **why) {
+static bool lab_plan(LabPlan &L, const uint8_t *x, const int8_t *w, const KcQConv &p, int bn,
+                     int st, int ws, const char **why) {
     *why = NULL;
-    if (p.C % 128) *why = "C not in 128s";
-    else if (p.x_zp) *why = "input zero point not 0";
-    else if (p.M % 16) *why = "M not in 16s";
-    else if (p.Kp != p.R * p.S * p.C) *why = "padded reduction";
-    else if (p.OW > 128 || p.OW * p.sw > 256 || p.sw > 8 || p.sh > 8) *why = "row too wide";
+    if (p.C % 128)
+        *why = "C not in 128s";
+    else if (p.x_zp)
+        *why = "input zero point not 0";
+    else if (p.M % 16)
+        *why = "M not in 16s";
+    else if (p.Kp != p.R * p.S * p.C)
+        *why = "padded reduction";
+    else if (p.OW > 128 || p.OW * p.sw > 256 || p.sw > 8 || p.sh > 8)
+        *why = "row too wide";
     if (*why) return false;
     const int trmax = 128 / p.OW;
     if (trmax >= p.OH) {
@@ -225,44 +340,59 @@ static bool lab_plan(LabPlan &L, const uint8_t *x, const int8_t *w, const KcQCon
     if (L.TR * p.sh > 256) return *why = "tile too tall", false;
     const cuuint64_t xd[4] = {(cuuint64_t)p.C, (cuuint64_t)p.W, (cuuint64_t)p.H, (cuuint64_t)p.N};
     const cuuint64_t xs[3] = {(cuuint64_t)p.C, (cuuint64_t)p.W * p.C, (cuuint64_t)p.H * p.W * p.C};
-    const cuuint32_t xb[4] = {128, (cuuint32_t)(p.OW * p.sw), (cuuint32_t)(L.TR * p.sh), (cuuint32_t)L.NB};
+    const cuuint32_t xb[4] = {128, (cuuint32_t)(p.OW * p.sw), (cuuint32_t)(L.TR * p.sh),
+                              (cuuint32_t)L.NB};
     const cuuint32_t xe[4] = {1, (cuuint32_t)p.sw, (cuuint32_t)p.sh, 1};
-    CUresult r = lab_encode()(&L.tx, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)x, xd, xs, xb, xe,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r =
+        lab_encode()(&L.tx, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)x, xd, xs, xb, xe,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return *why = "encoding X's map failed", false;
     const cuuint64_t wd[2] = {(cuuint64_t)p.Kp, (cuuint64_t)p.M};
-    const cuuint64_t ws[1] = {(cuuint64_t)p.Kp};
+    const cuuint64_t wstr[1] = {(cuuint64_t)p.Kp};
     const cuuint32_t wb[2] = {128, (cuuint32_t)bn}, we[2] = {1, 1};
-    r = lab_encode()(&L.tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, wd, ws, wb, we,
+    r = lab_encode()(&L.tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, wd, wstr, wb, we,
                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return *why = "encoding W's map failed", false;
-    L.bn = bn, L.st = st;
+    L.bn = bn, L.st = st, L.ws = ws;
     L.grid = dim3((unsigned)((p.M + bn - 1) / bn), (unsigned)((p.N + L.NB - 1) / L.NB * L.tpi));
     L.smem = lab_smem(bn, st);
     return true;
 }
 
-template <int BN, int ST>
+template <int BN, int ST, int WS>
 static void lab_launch_t(cudaStream_t s, const LabPlan &L, const int32_t *rq, const uint8_t *res,
                          uint8_t *y, const KcQConv &p) {
     static bool opted;
+    void (*k)(const CUtensorMap, const CUtensorMap, const int32_t *, const uint8_t *, uint8_t *,
+              KcQConv, int, int, int);
+    if constexpr (WS) k = lab_qconv_tma_ws_kernel<BN, ST>;
+    else k = lab_qconv_tma_kernel<BN, ST>;
     if (!opted) {
-        CK(cudaFuncSetAttribute(lab_qconv_tma_kernel<BN, ST>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem));
+        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem));
         opted = true;
     }
-    kc_qlaunch(lab_qconv_tma_kernel<BN, ST>, L.grid, dim3(256), L.smem, s, L.tx, L.tw, rq, res, y,
-               p, L.TR, L.NB, L.tpi);
+    kc_qlaunch(k, L.grid, dim3(WS ? 288 : 256), L.smem, s, L.tx, L.tw, rq, res, y, p, L.TR, L.NB,
+               L.tpi);
 }
+
+/* the variants timed: BN, ST, warp-specialized */
+static const int variants[][3] = {{128, 3, 0}, {128, 4, 0}, {64, 4, 0},
+                                  {128, 4, 1}, {128, 6, 1}, {64, 4, 1}};
+#define LAB_VARIANT(BN, ST, WS)                                                                    \
+    if (L.bn == BN && L.st == ST && L.ws == WS) return lab_launch_t<BN, ST, WS>(s, L, rq, res, y, p)
 
 static void lab_launch(cudaStream_t s, const LabPlan &L, const int32_t *rq, const uint8_t *res,
                        uint8_t *y, const KcQConv &p) {
-    if (L.bn == 64 && L.st == 4) lab_launch_t<64, 4>(s, L, rq, res, y, p);
-    else if (L.bn == 64 && L.st == 6) lab_launch_t<64, 6>(s, L, rq, res, y, p);
-    else if (L.bn == 128 && L.st == 3) lab_launch_t<128, 3>(s, L, rq, res, y, p);
-    else lab_launch_t<128, 4>(s, L, rq, res, y, p);
+    LAB_VARIANT(128, 3, 0);
+    LAB_VARIANT(128, 4, 0);
+    LAB_VARIANT(64, 4, 0);
+    LAB_VARIANT(128, 4, 1);
+    LAB_VARIANT(128, 6, 1);
+    LAB_VARIANT(64, 4, 1);
+    printf("no such variant\n");
+    exit(2);
 }
 
 /* ---- cases ---- */
@@ -305,8 +435,10 @@ static void make(Layer &L, const Shape &c, bool resnet_rq) {
     size_t nx = (size_t)c.N * c.H * c.W * c.C;
     L.ny = (size_t)c.N * p.OH * p.OW * c.M;
     L.x.resize(nx), L.r.resize(L.ny), L.w.resize((size_t)c.M * p.Kp), L.rq.resize(4 * (size_t)c.M);
-    for (auto &v : L.x) v = (uint8_t)u32();
-    for (auto &v : L.r) v = (uint8_t)u32();
+    for (auto &v : L.x)
+        v = (uint8_t)u32();
+    for (auto &v : L.r)
+        v = (uint8_t)u32();
     for (int m = 0; m < c.M; m++)
         for (int k = 0; k < p.Kp; k++)
             L.w[(size_t)m * p.Kp + k] = k < p.K ? (int8_t)(u32() % 255 - 127) : 0;
@@ -317,7 +449,8 @@ static void make(Layer &L, const Shape &c, bool resnet_rq) {
         L.rq[m] = irand(-40000, 40000);
         L.rq[c.M + m] = resnet_rq ? irand(1 << 18, (1 << 21) - 1)
                                   : irand(1 << (sh - 14), (int)((1u << (sh - 12)) - 1));
-        L.rq[2 * c.M + m] = c.res ? (resnet_rq ? irand(1 << 30, 0x7fffffff) : irand(-(1 << 14), 1 << 14)) : 0;
+        L.rq[2 * c.M + m] =
+            c.res ? (resnet_rq ? irand(1 << 30, 0x7fffffff) : irand(-(1 << 14), 1 << 14)) : 0;
         L.rq[3 * c.M + m] = sh;
     }
     CK(cudaMalloc(&L.dx, nx));
@@ -333,7 +466,8 @@ static void make(Layer &L, const Shape &c, bool resnet_rq) {
 }
 
 static void drop(Layer &L) {
-    cudaFree(L.dx), cudaFree(L.dr), cudaFree(L.dy), cudaFree(L.dy2), cudaFree(L.dw), cudaFree(L.drq);
+    cudaFree(L.dx), cudaFree(L.dr), cudaFree(L.dy), cudaFree(L.dy2), cudaFree(L.dw),
+        cudaFree(L.drq);
 }
 
 /* rt_qrequant1's formula on the host (tests/cuda/qconv_gpu.cu's reference) */
@@ -347,11 +481,13 @@ static void reference(const Layer &L, const Shape &c, std::vector<uint8_t> &y) {
                     int64_t acc = L.rq[m];
                     for (int ky = 0; ky < c.R; ky++)
                         for (int kx = 0; kx < c.S; kx++) {
-                            int iy = oy * c.sh - c.ph + ky * c.dh, ix = ox * c.sw - c.pw + kx * c.dw;
+                            int iy = oy * c.sh - c.ph + ky * c.dh,
+                                ix = ox * c.sw - c.pw + kx * c.dw;
                             if (iy < 0 || iy >= c.H || ix < 0 || ix >= c.W) continue; /* x_zp 0 */
                             const uint8_t *xr = &L.x[((size_t)(n * c.H + iy) * c.W + ix) * c.C];
                             const int8_t *wr = &L.w[(size_t)m * p.Kp + (ky * c.S + kx) * c.C];
-                            for (int ch = 0; ch < c.C; ch++) acc += (int32_t)xr[ch] * wr[ch];
+                            for (int ch = 0; ch < c.C; ch++)
+                                acc += (int32_t)xr[ch] * wr[ch];
                         }
                     size_t o = ((size_t)(n * p.OH + oy) * p.OW + ox) * c.M + m;
                     int64_t t = (int64_t)(int32_t)acc * L.rq[c.M + m];
@@ -370,8 +506,6 @@ static size_t differ(const std::vector<uint8_t> &a, const std::vector<uint8_t> &
     return bad;
 }
 
-static const int variants[][2] = {{128, 4}, {128, 3}, {64, 4}, {64, 6}}; /* BN, ST */
-
 static void check_shape(const Shape &c, bool host, bool resnet_rq) {
     Layer L;
     make(L, c, resnet_rq);
@@ -381,21 +515,25 @@ static void check_shape(const Shape &c, bool host, bool resnet_rq) {
     int rc = kc_qconv(0, L.dx, L.dw, L.drq, c.res ? L.dr : NULL, L.dy2, &L.p);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ref.data(), L.dy2, L.ny, cudaMemcpyDeviceToHost));
-    if (host) reference(L, c, want);
-    else want = ref;
+    if (host)
+        reference(L, c, want);
+    else
+        want = ref;
     size_t first = 0;
     if (host && (rc != KC_OK || differ(ref, want, &first))) {
-        printf("FAIL %s: kc_qconv differs from the host (rc %d, first at %zu)\n", c.what, rc, first);
+        printf("FAIL %s: kc_qconv differs from the host (rc %d, first at %zu)\n", c.what, rc,
+               first);
         failed++;
     }
     int distinct = 0;
     bool seen[256] = {false};
-    for (uint8_t v : want) distinct += !seen[v], seen[v] = true;
+    for (uint8_t v : want)
+        distinct += !seen[v], seen[v] = true;
     for (const auto &v : variants) {
         if (v[0] > 64 && p.M < 128) continue;
         LabPlan P;
         const char *why;
-        if (!lab_plan(P, L.dx, L.dw, p, v[0], v[1], &why)) {
+        if (!lab_plan(P, L.dx, L.dw, p, v[0], v[1], v[2], &why)) {
             printf("FAIL %s: not taken (%s)\n", c.what, why);
             failed++;
             break;
@@ -408,16 +546,17 @@ static void check_shape(const Shape &c, bool host, bool resnet_rq) {
         size_t bad = differ(got, want, &first);
         if (!bad && distinct > 8) {
             passed++;
-            printf("ok   %s BN %d ST %d: %dx%dx%dx%d -> %dx%dx%d, %dx%d s%d%s, tile %d rows x %d "
+            printf("ok   %s BN %d ST %d%s: %dx%dx%dx%d -> %dx%dx%d, %dx%d s%d%s, tile %d rows x %d "
                    "images, grid %u x %u%s\n",
-                   c.what, v[0], v[1], c.N, c.H, c.W, c.C, p.OH, p.OW, c.M, c.R, c.S, c.sh,
-                   c.res ? " +res" : "", P.TR, P.NB, P.grid.x, P.grid.y, host ? ", host-checked" : "");
+                   c.what, v[0], v[1], v[2] ? " ws" : "", c.N, c.H, c.W, c.C, p.OH, p.OW, c.M, c.R,
+                   c.S, c.sh, c.res ? " +res" : "", P.TR, P.NB, P.grid.x, P.grid.y,
+                   host ? ", host-checked" : "");
         } else {
             failed++;
-            printf("FAIL %s BN %d ST %d: %zu of %zu bytes differ (first at %zu: %d, want %d), %d "
+            printf("FAIL %s BN %d ST %d%s: %zu of %zu bytes differ (first at %zu: %d, want %d), %d "
                    "distinct\n",
-                   c.what, v[0], v[1], bad, L.ny, first, bad ? got[first] : 0, bad ? want[first] : 0,
-                   distinct);
+                   c.what, v[0], v[1], v[2] ? " ws" : "", bad, L.ny, first, bad ? got[first] : 0,
+                   bad ? want[first] : 0, distinct);
         }
     }
     drop(L);
@@ -456,8 +595,10 @@ static void check(void) {
         {"20x20 1x1 +res M80", 2, 20, 20, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
         {"30x30 3x3 s2 +res", 2, 30, 30, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, true, 0},
     };
-    for (const Shape &c : small) check_shape(c, true, false);
-    for (const Shape &c : small) check_shape(c, true, true);
+    for (const Shape &c : small)
+        check_shape(c, true, false);
+    for (const Shape &c : small)
+        check_shape(c, true, true);
 }
 
 static void time_all(void) {
@@ -477,7 +618,7 @@ static void time_all(void) {
             LabPlan P;
             const char *why;
             if (v[0] > 64 && p.M < 128) continue;
-            if (!lab_plan(P, L.dx, L.dw, p, v[0], v[1], &why)) {
+            if (!lab_plan(P, L.dx, L.dw, p, v[0], v[1], v[2], &why)) {
                 printf("  [not taken: %s]", why);
                 break;
             }
@@ -485,10 +626,12 @@ static void time_all(void) {
             float t = time_ms([&] { lab_launch(0, P, L.drq, res, L.dy, p); });
             CK(cudaMemcpy(b.data(), L.dy, L.ny, cudaMemcpyDeviceToHost));
             size_t first = 0, bad = differ(a, b, &first);
-            printf("  | BN %d ST %d %.4f (%.0f)%s", v[0], v[1], t, ops / t / 1e9,
-                   bad ? " DIFFERS" : "");
-            if (bad) failed++;
-            else passed++, best = std::min(best, t);
+            printf("  | BN %d ST %d%s %.4f (%.0f)%s", v[0], v[1], v[2] ? " ws" : "", t,
+                   ops / t / 1e9, bad ? " DIFFERS" : "");
+            if (bad)
+                failed++;
+            else
+                passed++, best = std::min(best, t);
         }
         printf("\n");
         sum_ref += c.count * tref, sum_best += c.count * best;
@@ -508,8 +651,10 @@ int main(int argc, char **argv) {
         printf("needs an sm_90 device\n0 passed, 1 failed\n");
         return 1;
     }
-    if (!strcmp(mode, "time")) time_all();
-    else check();
+    if (!strcmp(mode, "time"))
+        time_all();
+    else
+        check();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -1554,6 +1554,408 @@ static inline void kc_qconv_wg_launch(cudaStream_t s, const uint8_t *x, const in
                y, *p);
 }
 
+/* ---- the tensor-copy form (sm_90a; KC_QTMA, an experiment: measured in
+ * bench/gpu/tma_qconv_lab.cu and, with -DKC_QTMA=1 or 2, in the bundles; docs/cuda.md) ----
+ * The wgmma form's product with both operands brought by the tensor memory accelerator. A
+ * block's tile is whole output rows -- TR rows of one image, or NB whole images where an image
+ * has at most 128 pixels -- so one tap's A for one 128-byte channel slice is one box of the
+ * NHWC input seen as the 4-d tensor (C, W, H, N): it starts at (c0, s dw - pw, oy0 sh - ph +
+ * r dh, n0), walks W and H with the convolution's strides as the map's element strides, and
+ * lands in the 128-byte swizzle wgmma reads; the padding is the copy's out-of-bounds zero fill,
+ * so the form takes inputs whose zero point is 0. B is W (M, Kp) as a 2-d tensor. Rows of the
+ * 128-row tile past the box's pixels are computed from stale shared memory and not stored. */
+#ifndef KC_QTMA
+#define KC_QTMA 0
+#endif
+#if KC_QTMA
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+static __device__ __forceinline__ __attribute__((unused)) uint32_t kc_qtma_sa(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ __attribute__((unused)) void kc_qtma_mbar_init(uint64_t *b,
+                                                                                 unsigned count) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(kc_qtma_sa(b)), "r"(count)
+                 : "memory");
+#endif
+}
+/* the calling thread's arrival, announcing `bytes` of copies that complete on b */
+static __device__ __forceinline__ __attribute__((unused)) void kc_qtma_mbar_expect(uint64_t *b,
+                                                                                   unsigned bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(kc_qtma_sa(b)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+/* until the phase of parity `parity` of b has completed */
+static __device__ __forceinline__ __attribute__((unused)) void kc_qtma_mbar_wait(uint64_t *b,
+                                                                                 unsigned parity) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(kc_qtma_sa(b)), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+static __device__ __forceinline__ __attribute__((unused)) void
+kc_qtma_copy2(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(kc_qtma_sa(dst)),
+                 "l"((uint64_t)(uintptr_t)m), "r"(c0), "r"(c1), "r"(kc_qtma_sa(bar))
+                 : "memory");
+#endif
+}
+static __device__ __forceinline__ __attribute__((unused)) void
+kc_qtma_copy4(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1, int c2, int c3) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(kc_qtma_sa(dst)),
+                 "l"((uint64_t)(uintptr_t)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"(kc_qtma_sa(bar))
+                 : "memory");
+#endif
+}
+
+/* ---- the kernel ---- */
+template <int BN, int ST>
+__global__ void __launch_bounds__(256, 1)
+    kc_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx,
+                        const __grid_constant__ CUtensorMap tw, const int32_t *__restrict__ rq,
+                        const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p, int TR,
+                        int NB, int tpi) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
+    enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
+    __shared__ int4 tab[BN / 2 * 3];
+    __shared__ uint64_t full[ST];
+    extern __shared__ unsigned char kc_qtma_raw[];
+    uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qtma_raw);
+    uint8_t *const sb = sa + ST * A_BYTES;
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int n0 = blockIdx.x * BN;
+    const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
+    const int32_t m0 = (img0 * p.OH + oy0) * p.OW;
+    const int32_t valid = (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
+    const int32_t pend = m0 + valid;
+    const int CS = p.C / BK, KT = p.R * p.S * CS;
+    const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    auto issue_w = [&](int kt) {
+        kc_qtma_mbar_expect(&full[kt % ST], tx_bytes);
+        kc_qtma_copy2(sb + (kt % ST) * B_BYTES, &tw, &full[kt % ST], kt * BK, n0);
+    };
+    /* X's slices are issued in order: the next one's channel slice, tap column and tap row
+     * as a cursor (thread 0's), where dividing kt took about a hundred instructions */
+    int xc = 0, xs = 0, xr = 0;
+    auto issue_x = [&](int kt) {
+        kc_qtma_copy4(sa + (kt % ST) * A_BYTES, &tx, &full[kt % ST], xc * BK, xs * p.dw - p.pw,
+                      oy0 * p.sh - p.ph + xr * p.dh, img0);
+        if (++xc == CS) {
+            xc = 0;
+            if (++xs == p.S) xs = 0, xr++;
+        }
+    };
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++)
+            kc_qtma_mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
+    const int pre = min(ST - 2, KT);
+    if (tid == 0)
+        for (int kt = 0; kt < pre; kt++)
+            issue_w(kt); /* constant: before the wait */
+    kc_pdl_sync();
+    if (tid == 0)
+        for (int kt = 0; kt < pre; kt++)
+            issue_x(kt);
+    int32_t acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
+    for (int kt = 0; kt < KT; kt++) {
+        kc_qtma_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
+        __syncthreads(); /* every warpgroup is done with slice kt - 2: its stage is free */
+        if (tid == 0 && kt + ST - 2 < KT) {
+            issue_w(kt + ST - 2);
+            issue_x(kt + ST - 2);
+        }
+        const uint8_t *as = sa + (kt % ST) * A_BYTES + wg * 64 * BK, *bs = sb + (kt % ST) * B_BYTES;
+        kc_wg_pin<BN / 2>(acc);
+        kc_wg_fence();
+        const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+        const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; kk++) {
+            if (BN == 64)
+                kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+            else
+                kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+        }
+        kc_wg_commit();
+        kc_qwg_wait<1, BN / 2>(acc);
+    }
+    kc_qwg_wait<0, BN / 2>(acc);
+    __syncthreads(); /* the stages become the block's uint8 output tile */
+    uint8_t *const ys = sa;
+    kc_qwg_res_tile<BM, BN, THREADS>(ys, res, p, KcRowsFrom{m0, pend}, n0, tid);
+    kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
+                       lane & 3);
+    __syncthreads();
+    kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+#else
+    (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
+#endif
+}
+
+/* The same product warp-specialized: a ninth warp issues the copies (its lane 0), up to ST
+ * slices ahead, each stage's reuse gated by an "empty" mbarrier that the eight multiplying
+ * warps arrive on once their wgmma group of that stage has completed (one wgmma group behind),
+ * so that the loop has no block-wide barrier. The epilogue is the first kernel's, run by the
+ * multiplying warps; the copying warp takes part only in its barriers. */
+template <int BN, int ST>
+__global__ void __launch_bounds__(288, 1)
+    kc_qconv_tma_ws_kernel(const __grid_constant__ CUtensorMap tx,
+                           const __grid_constant__ CUtensorMap tw, const int32_t *__restrict__ rq,
+                           const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p,
+                           int TR, int NB, int tpi) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
+    enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
+    __shared__ int4 tab[BN / 2 * 3];
+    __shared__ uint64_t full[ST], empty[ST];
+    extern __shared__ unsigned char kc_qtma_raw[];
+    uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qtma_raw);
+    uint8_t *const sb = sa + ST * A_BYTES;
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int n0 = blockIdx.x * BN;
+    const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
+    const int32_t m0 = (img0 * p.OH + oy0) * p.OW;
+    const int32_t valid = (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
+    const int32_t pend = m0 + valid;
+    const int CS = p.C / BK, KT = p.R * p.S * CS;
+    const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++)
+            kc_qtma_mbar_init(&full[s], 1), kc_qtma_mbar_init(&empty[s], 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
+    int32_t acc[BN / 2];
+    if (tid == THREADS) { /* the copying warp's lane 0 */
+        const int pre = min(ST, KT);
+        for (int kt = 0; kt < pre; kt++) { /* the weights: constant, before the wait */
+            kc_qtma_mbar_expect(&full[kt], tx_bytes);
+            kc_qtma_copy2(sb + kt * B_BYTES, &tw, &full[kt], kt * BK, n0);
+        }
+        kc_pdl_sync();
+        int xc = 0, xs = 0, xr = 0; /* the next slice's channel slice, tap column, tap row */
+        for (int kt = 0; kt < KT; kt++) {
+            const int b = kt % ST;
+            if (kt >= pre) {
+                kc_qtma_mbar_wait(&empty[b], (unsigned)(kt / ST - 1) & 1u);
+                kc_qtma_mbar_expect(&full[b], tx_bytes);
+                kc_qtma_copy2(sb + b * B_BYTES, &tw, &full[b], kt * BK, n0);
+            }
+            kc_qtma_copy4(sa + b * A_BYTES, &tx, &full[b], xc * BK, xs * p.dw - p.pw,
+                          oy0 * p.sh - p.ph + xr * p.dh, img0);
+            if (++xc == CS) {
+                xc = 0;
+                if (++xs == p.S) xs = 0, xr++;
+            }
+        }
+    } else if (tid < THREADS) {
+        kc_pdl_sync();
+        for (int kt = 0; kt < KT; kt++) {
+            kc_qtma_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
+            const uint8_t *as = sa + (kt % ST) * A_BYTES + wg * 64 * BK,
+                          *bs = sb + (kt % ST) * B_BYTES;
+            kc_wg_pin<BN / 2>(acc);
+            kc_wg_fence();
+            const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+            const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; kk++) {
+                if (BN == 64)
+                    kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+                else
+                    kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
+            }
+            kc_wg_commit();
+            kc_qwg_wait<1, BN / 2>(acc);
+            /* slice kt - 1's group has completed: its stage is free */
+            if (kt > 0 && lane == 0)
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
+                                 kc_qtma_sa(&empty[(kt - 1) % ST]))
+                             : "memory");
+        }
+        kc_qwg_wait<0, BN / 2>(acc);
+    }
+    __syncthreads(); /* the stages become the block's uint8 output tile */
+    uint8_t *const ys = sa;
+    if (res && tid < THREADS) /* kc_qwg_res_tile's copy, the multiplying warps' */
+        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
+            const int r = i / (BN / 16), q = i % (BN / 16), n = n0 + q * 16;
+            if (m0 + r < pend && n < p.M)
+                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
+                    *(const uint4 *)(const void *)(res + (size_t)(m0 + r) * p.M + n);
+        }
+    __syncthreads();
+    if (tid < THREADS)
+        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
+                           lane & 3);
+    __syncthreads();
+    if (tid < THREADS) kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+#else
+    (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
+#endif
+}
+
+/* ---- the host side: tensor maps, the tile, the launch ---- */
+/* the driver's tensor-map encoder through the runtime (no -lcuda), or NULL */
+static inline PFN_cuTensorMapEncodeTiled_v12000 kc_qtma_encode(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 f;
+    static bool asked;
+    if (!asked) {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                         cudaEnableDefault, &q);
+#else
+        cudaError_t e =
+            cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q);
+#endif
+        f = e == cudaSuccess && q == cudaDriverEntryPointSuccess
+                ? (PFN_cuTensorMapEncodeTiled_v12000)fn
+                : NULL;
+        asked = true;
+    }
+    return f;
+}
+
+struct KcQtmaPlan {
+    CUtensorMap tx, tw;
+    int TR, NB, tpi, bn, st, ws;
+    dim3 grid;
+    size_t smem;
+};
+
+static size_t kc_qtma_smem(int bn, int st) { return (size_t)st * (128 * 128 + bn * 128) + 1024; }
+
+/* false where the form does not take the layer (why in *why) */
+static bool kc_qtma_plan(KcQtmaPlan &L, const uint8_t *x, const int8_t *w, const KcQConv &p, int bn,
+                         int st, int ws, const char **why) {
+    *why = NULL;
+    if (p.C % 128)
+        *why = "C not in 128s";
+    else if (p.x_zp)
+        *why = "input zero point not 0";
+    else if (p.M % 16)
+        *why = "M not in 16s";
+    else if (p.Kp != p.R * p.S * p.C)
+        *why = "padded reduction";
+    else if (p.OW > 128 || p.OW * p.sw > 256 || p.sw > 8 || p.sh > 8)
+        *why = "row too wide";
+    else if (!kc_qtma_encode())
+        *why = "no tensor-map encoder";
+    if (*why) return false;
+    const int trmax = 128 / p.OW;
+    if (trmax >= p.OH) {
+        L.TR = p.OH, L.NB = 128 / (p.OH * p.OW) < p.N ? 128 / (p.OH * p.OW) : p.N, L.tpi = 1;
+    } else {
+        const int t = (p.OH + trmax - 1) / trmax;
+        L.TR = (p.OH + t - 1) / t, L.NB = 1, L.tpi = (p.OH + L.TR - 1) / L.TR;
+    }
+    if (L.TR * p.sh > 256) return *why = "tile too tall", false;
+    const cuuint64_t xd[4] = {(cuuint64_t)p.C, (cuuint64_t)p.W, (cuuint64_t)p.H, (cuuint64_t)p.N};
+    const cuuint64_t xs[3] = {(cuuint64_t)p.C, (cuuint64_t)p.W * p.C, (cuuint64_t)p.H * p.W * p.C};
+    const cuuint32_t xb[4] = {128, (cuuint32_t)(p.OW * p.sw), (cuuint32_t)(L.TR * p.sh),
+                              (cuuint32_t)L.NB};
+    const cuuint32_t xe[4] = {1, (cuuint32_t)p.sw, (cuuint32_t)p.sh, 1};
+    CUresult r =
+        kc_qtma_encode()(&L.tx, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)x, xd, xs, xb, xe,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return *why = "encoding X's map failed", false;
+    const cuuint64_t wd[2] = {(cuuint64_t)p.Kp, (cuuint64_t)p.M};
+    const cuuint64_t wstr[1] = {(cuuint64_t)p.Kp};
+    const cuuint32_t wb[2] = {128, (cuuint32_t)bn}, we[2] = {1, 1};
+    r = kc_qtma_encode()(&L.tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, wd, wstr, wb, we,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return *why = "encoding W's map failed", false;
+    L.bn = bn, L.st = st, L.ws = ws;
+    L.grid = dim3((unsigned)((p.M + bn - 1) / bn), (unsigned)((p.N + L.NB - 1) / L.NB * L.tpi));
+    L.smem = kc_qtma_smem(bn, st);
+    return true;
+}
+
+template <int BN, int ST, int WS>
+static void kc_qtma_launch_t(cudaStream_t s, const KcQtmaPlan &L, const int32_t *rq,
+                             const uint8_t *res, uint8_t *y, const KcQConv &p) {
+    static bool opted;
+    if (!opted) { /* the kernels by name: tests/cuda/pdl_waits.py reads the launches */
+        if constexpr (WS)
+            cudaFuncSetAttribute(kc_qconv_tma_ws_kernel<BN, ST>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);
+        else
+            cudaFuncSetAttribute(kc_qconv_tma_kernel<BN, ST>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);
+        opted = true;
+    }
+    if constexpr (WS)
+        kc_qlaunch(kc_qconv_tma_ws_kernel<BN, ST>, L.grid, dim3(288), L.smem, s, L.tx, L.tw, rq,
+                   res, y, p, L.TR, L.NB, L.tpi);
+    else
+        kc_qlaunch(kc_qconv_tma_kernel<BN, ST>, L.grid, dim3(256), L.smem, s, L.tx, L.tw, rq, res,
+                   y, p, L.TR, L.NB, L.tpi);
+}
+
+/* the instantiated variants (bench/gpu/tma_qconv_lab.cu times each): BN, ST, warp-specialized */
+#define KC_QTMA_VARIANT(BN, ST, WS)                                                                \
+    if (L.bn == BN && L.st == ST && L.ws == WS)                                                    \
+    return kc_qtma_launch_t<BN, ST, WS>(s, L, rq, res, y, p), true
+
+/* false for a variant not instantiated here */
+static bool kc_qtma_launch(cudaStream_t s, const KcQtmaPlan &L, const int32_t *rq,
+                           const uint8_t *res, uint8_t *y, const KcQConv &p) {
+    KC_QTMA_VARIANT(128, 3, 0);
+    KC_QTMA_VARIANT(128, 4, 0);
+    KC_QTMA_VARIANT(64, 4, 0);
+    KC_QTMA_VARIANT(128, 4, 1);
+    KC_QTMA_VARIANT(128, 6, 1);
+    KC_QTMA_VARIANT(64, 4, 1);
+    return false;
+}
+
+/* KC_QTMA's form, changeable at run time: 1 the first kernel (BN 128 in three stages, BN 64 in
+ * four where M < 128), 2 the warp-specialized one (BN 128 or 64, four stages) */
+static inline int &kc_qtma_mode() {
+    static int v = KC_QTMA;
+    return v;
+}
+
+/* Whether the tensor-copy form takes the layer, and its launch */
+static inline bool kc_qconv_tma(cudaStream_t s, const uint8_t *x, const int8_t *w,
+                                const int32_t *rq, const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    const int mode = kc_qtma_mode(), bn = p->M >= 128 ? 128 : 64;
+    if (mode != 1 && mode != 2) return false;
+    KcQtmaPlan L;
+    const char *why;
+    if (!kc_qtma_plan(L, x, w, *p, bn, mode == 1 && bn == 128 ? 3 : 4, mode == 2, &why))
+        return false;
+    return kc_qtma_launch(s, L, rq, r, y, *p);
+}
+
+#endif /* KC_QTMA */
+
 /* Whether the wgmma form takes the layer, and its launch: 128 x 128 tiles in three stages
  * where M >= 128, else 128 x 64 in four (96 KB either way: two blocks an SM) */
 static inline bool kc_qconv_wg(cudaStream_t s, const uint8_t *x, const int8_t *w, const int32_t *rq,
@@ -1563,6 +1965,9 @@ static inline bool kc_qconv_wg(cudaStream_t s, const uint8_t *x, const int8_t *w
         (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)r) & 15) || !kc_qconv_wg_built())
         return false;
     if (kc_qhalo(s, x, w, rq, r, y, p)) return true;
+#if KC_QTMA
+    if (kc_qconv_tma(s, x, w, rq, r, y, p)) return true;
+#endif
     /* the mode-2 knob aside, 1x1 layers reach here only past the 1x1 form's reductions */
     if (p->M >= 128) kc_qconv_wg_launch<128, 128, 3>(s, x, w, rq, r, y, p, P);
     else kc_qconv_wg_launch<128, 64, 4>(s, x, w, rq, r, y, p, P);

@@ -1590,18 +1590,15 @@ static __device__ __forceinline__ __attribute__((unused)) void kc_qtma_mbar_expe
                  : "memory");
 #endif
 }
-/* until the phase of parity `parity` of b has completed */
+/* until the phase of parity `parity` of b has completed (the retry loop inside the asm) */
 static __device__ __forceinline__ __attribute__((unused)) void kc_qtma_mbar_wait(uint64_t *b,
                                                                                  unsigned parity) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(kc_qtma_sa(b)), "r"(parity)
-                     : "memory");
-    } while (!done);
+    asm volatile("{\n.reg .pred p;\nKC_QTMA_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra KC_QTMA_WAIT;\n}\n" ::"r"(kc_qtma_sa(b)),
+                 "r"(parity)
+                 : "memory");
 #endif
 }
 static __device__ __forceinline__ __attribute__((unused)) void
@@ -1624,7 +1621,82 @@ kc_qtma_copy4(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1, in
 #endif
 }
 
-/* ---- the kernel ---- */
+/* ---- the kernels ---- */
+/* A block's tile (blockIdx.y): its first image and output row, its first pixel m0 and the end
+ * of its valid pixels pend (whole rows: contiguous in y) */
+struct KcQtmaTile {
+    int img0, oy0;
+    int32_t m0, pend;
+    __device__ __forceinline__ KcQtmaTile(const KcQConv &p, int TR, int NB, int tpi) {
+        img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
+        m0 = (img0 * p.OH + oy0) * p.OW;
+        pend = m0 + (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
+    }
+};
+
+/* X's slices, issued in order by one thread: the next one's channel slice, tap column and tap
+ * row as a cursor (dividing the slice index took about a hundred instructions) */
+struct KcQtmaCursor {
+    int c = 0, s = 0, r = 0;
+    __device__ __forceinline__ void copy(void *dst, const CUtensorMap *tx, uint64_t *bar,
+                                         const KcQConv &p, const KcQtmaTile &t) {
+        kc_qtma_copy4(dst, tx, bar, c * KC_QWG_BK, s * p.dw - p.pw, t.oy0 * p.sh - p.ph + r * p.dh,
+                      t.img0);
+        if (++c == p.C / KC_QWG_BK) {
+            c = 0;
+            if (++s == p.S) s = 0, r++;
+        }
+    }
+};
+
+/* The warpgroup's 64 rows of one 128-byte slice (as, bs: the stage's A rows and B): four
+ * wgmma, committed, then at most one group left in flight */
+template <int BN>
+static __device__ __forceinline__ void kc_qtma_slice(int32_t *acc, const uint8_t *as,
+                                                     const uint8_t *bs, bool first) {
+    kc_wg_pin<BN / 2>(acc);
+    kc_wg_fence();
+    const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+    const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < KC_QWG_BK / 32; kk++) {
+        if (BN == 64)
+            kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, !first || kk > 0);
+        else
+            kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, !first || kk > 0);
+    }
+    kc_wg_commit();
+    kc_qwg_wait<1, BN / 2>(acc);
+}
+
+/* After the last slice (every group waited for): the stages become the block's uint8 output
+ * tile ys, the residual's rows, the wgmma form's epilogue and its stores, by the multiplying
+ * threads 0..255 (mul: this thread is one); every thread of the block calls it */
+template <int BN>
+static __device__ __forceinline__ void
+kc_qtma_epilogue(int32_t *acc, int form, const int4 *tab, const uint8_t *__restrict__ res,
+                 uint8_t *__restrict__ y, const KcQConv &p, int n0, const KcQtmaTile &t,
+                 uint8_t *ys, bool mul) {
+    enum { BM = 128, THREADS = 256, YLD = KC_QYLD(BN) };
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    __syncthreads();
+    if (res && mul) /* kc_qwg_res_tile's copy, by the multiplying threads */
+        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
+            const int r = i / (BN / 16), q = i % (BN / 16), n = n0 + q * 16;
+            if (t.m0 + r < t.pend && n < p.M)
+                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
+                    *(const uint4 *)(const void *)(res + (size_t)(t.m0 + r) * p.M + n);
+        }
+    __syncthreads();
+    if (mul)
+        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
+                           lane & 3);
+    __syncthreads();
+    if (mul) kc_qepi16_store<BN, BM, THREADS>(y, p, t.pend, t.m0, n0, ys);
+}
+
+/* Thread 0 issues each slice's copies ST - 2 slices ahead, after a block barrier that frees
+ * the stage (every warpgroup's group of slice kt - 2 has completed) */
 template <int BN, int ST>
 __global__ void __launch_bounds__(256, 1)
     kc_qconv_tma_kernel(const __grid_constant__ CUtensorMap tx,
@@ -1632,35 +1704,20 @@ __global__ void __launch_bounds__(256, 1)
                         const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p, int TR,
                         int NB, int tpi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
-    enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
+    enum { BM = 128, BK = KC_QWG_BK, A_BYTES = BM * BK, B_BYTES = BN * BK };
     __shared__ int4 tab[BN / 2 * 3];
     __shared__ uint64_t full[ST];
     extern __shared__ unsigned char kc_qtma_raw[];
     uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qtma_raw);
     uint8_t *const sb = sa + ST * A_BYTES;
-    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
-    const int n0 = blockIdx.x * BN;
-    const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
-    const int32_t m0 = (img0 * p.OH + oy0) * p.OW;
-    const int32_t valid = (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
-    const int32_t pend = m0 + valid;
-    const int CS = p.C / BK, KT = p.R * p.S * CS;
+    const int tid = threadIdx.x, wg = tid / 128, n0 = blockIdx.x * BN;
+    const KcQtmaTile t(p, TR, NB, tpi);
+    const int KT = p.R * p.S * (p.C / BK);
     const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    KcQtmaCursor cur;
     auto issue_w = [&](int kt) {
         kc_qtma_mbar_expect(&full[kt % ST], tx_bytes);
         kc_qtma_copy2(sb + (kt % ST) * B_BYTES, &tw, &full[kt % ST], kt * BK, n0);
-    };
-    /* X's slices are issued in order: the next one's channel slice, tap column and tap row
-     * as a cursor (thread 0's), where dividing kt took about a hundred instructions */
-    int xc = 0, xs = 0, xr = 0;
-    auto issue_x = [&](int kt) {
-        kc_qtma_copy4(sa + (kt % ST) * A_BYTES, &tx, &full[kt % ST], xc * BK, xs * p.dw - p.pw,
-                      oy0 * p.sh - p.ph + xr * p.dh, img0);
-        if (++xc == CS) {
-            xc = 0;
-            if (++xs == p.S) xs = 0, xr++;
-        }
     };
     if (tid == 0) {
         for (int s = 0; s < ST; s++)
@@ -1676,38 +1733,21 @@ __global__ void __launch_bounds__(256, 1)
     kc_pdl_sync();
     if (tid == 0)
         for (int kt = 0; kt < pre; kt++)
-            issue_x(kt);
+            cur.copy(sa + kt * A_BYTES, &tx, &full[kt], p, t);
     int32_t acc[BN / 2]; /* written first by the first slice's wgmma (scale-d 0) */
     for (int kt = 0; kt < KT; kt++) {
         kc_qtma_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
         __syncthreads(); /* every warpgroup is done with slice kt - 2: its stage is free */
-        if (tid == 0 && kt + ST - 2 < KT) {
-            issue_w(kt + ST - 2);
-            issue_x(kt + ST - 2);
+        const int next = kt + ST - 2;
+        if (tid == 0 && next < KT) {
+            issue_w(next);
+            cur.copy(sa + (next % ST) * A_BYTES, &tx, &full[next % ST], p, t);
         }
-        const uint8_t *as = sa + (kt % ST) * A_BYTES + wg * 64 * BK, *bs = sb + (kt % ST) * B_BYTES;
-        kc_wg_pin<BN / 2>(acc);
-        kc_wg_fence();
-        const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
-        const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < BK / 32; kk++) {
-            if (BN == 64)
-                kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
-            else
-                kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
-        }
-        kc_wg_commit();
-        kc_qwg_wait<1, BN / 2>(acc);
+        kc_qtma_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK, sb + (kt % ST) * B_BYTES,
+                          kt == 0);
     }
     kc_qwg_wait<0, BN / 2>(acc);
-    __syncthreads(); /* the stages become the block's uint8 output tile */
-    uint8_t *const ys = sa;
-    kc_qwg_res_tile<BM, BN, THREADS>(ys, res, p, KcRowsFrom{m0, pend}, n0, tid);
-    kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
-                       lane & 3);
-    __syncthreads();
-    kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+    kc_qtma_epilogue<BN>(acc, form, tab, res, y, p, n0, t, sa, true);
 #else
     (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
 #endif
@@ -1716,8 +1756,8 @@ __global__ void __launch_bounds__(256, 1)
 /* The same product warp-specialized: a ninth warp issues the copies (its lane 0), up to ST
  * slices ahead, each stage's reuse gated by an "empty" mbarrier that the eight multiplying
  * warps arrive on once their wgmma group of that stage has completed (one wgmma group behind),
- * so that the loop has no block-wide barrier. The epilogue is the first kernel's, run by the
- * multiplying warps; the copying warp takes part only in its barriers. */
+ * so that the loop has no block-wide barrier. The copying warp takes part only in the
+ * epilogue's barriers. */
 template <int BN, int ST>
 __global__ void __launch_bounds__(288, 1)
     kc_qconv_tma_ws_kernel(const __grid_constant__ CUtensorMap tx,
@@ -1725,20 +1765,15 @@ __global__ void __launch_bounds__(288, 1)
                            const uint8_t *__restrict__ res, uint8_t *__restrict__ y, KcQConv p,
                            int TR, int NB, int tpi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    enum { BM = 128, BK = KC_QWG_BK, THREADS = 256, YLD = KC_QYLD(BN) };
-    enum { A_BYTES = BM * BK, B_BYTES = BN * BK };
+    enum { BM = 128, BK = KC_QWG_BK, A_BYTES = BM * BK, B_BYTES = BN * BK };
     __shared__ int4 tab[BN / 2 * 3];
     __shared__ uint64_t full[ST], empty[ST];
     extern __shared__ unsigned char kc_qtma_raw[];
     uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qtma_raw);
     uint8_t *const sb = sa + ST * A_BYTES;
-    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
-    const int n0 = blockIdx.x * BN;
-    const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
-    const int32_t m0 = (img0 * p.OH + oy0) * p.OW;
-    const int32_t valid = (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
-    const int32_t pend = m0 + valid;
-    const int CS = p.C / BK, KT = p.R * p.S * CS;
+    const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32, n0 = blockIdx.x * BN;
+    const KcQtmaTile t(p, TR, NB, tpi);
+    const int KT = p.R * p.S * (p.C / BK);
     const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
     if (tid == 0) {
         for (int s = 0; s < ST; s++)
@@ -1748,14 +1783,17 @@ __global__ void __launch_bounds__(288, 1)
     __syncthreads();
     const int form = kc_q1tab_make(tab, rq, res, p, n0, BN / 2);
     int32_t acc[BN / 2];
-    if (tid == THREADS) { /* the copying warp's lane 0 */
+    /* the warpgroup's role, uniform to the compiler (a shuffle from lane 0): 0 and 1 multiply,
+     * 2 (the ninth warp) copies */
+    const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+    if (role == 2 && lane == 0) { /* the copying warp's lane 0 */
         const int pre = min(ST, KT);
         for (int kt = 0; kt < pre; kt++) { /* the weights: constant, before the wait */
             kc_qtma_mbar_expect(&full[kt], tx_bytes);
             kc_qtma_copy2(sb + kt * B_BYTES, &tw, &full[kt], kt * BK, n0);
         }
         kc_pdl_sync();
-        int xc = 0, xs = 0, xr = 0; /* the next slice's channel slice, tap column, tap row */
+        KcQtmaCursor cur;
         for (int kt = 0; kt < KT; kt++) {
             const int b = kt % ST;
             if (kt >= pre) {
@@ -1763,32 +1801,14 @@ __global__ void __launch_bounds__(288, 1)
                 kc_qtma_mbar_expect(&full[b], tx_bytes);
                 kc_qtma_copy2(sb + b * B_BYTES, &tw, &full[b], kt * BK, n0);
             }
-            kc_qtma_copy4(sa + b * A_BYTES, &tx, &full[b], xc * BK, xs * p.dw - p.pw,
-                          oy0 * p.sh - p.ph + xr * p.dh, img0);
-            if (++xc == CS) {
-                xc = 0;
-                if (++xs == p.S) xs = 0, xr++;
-            }
+            cur.copy(sa + b * A_BYTES, &tx, &full[b], p, t);
         }
-    } else if (tid < THREADS) {
+    } else if (role < 2) {
         kc_pdl_sync();
         for (int kt = 0; kt < KT; kt++) {
             kc_qtma_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
-            const uint8_t *as = sa + (kt % ST) * A_BYTES + wg * 64 * BK,
-                          *bs = sb + (kt % ST) * B_BYTES;
-            kc_wg_pin<BN / 2>(acc);
-            kc_wg_fence();
-            const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
-            const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
-#pragma unroll
-            for (int kk = 0; kk < BK / 32; kk++) {
-                if (BN == 64)
-                    kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
-                else
-                    kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, kt > 0 || kk > 0);
-            }
-            kc_wg_commit();
-            kc_qwg_wait<1, BN / 2>(acc);
+            kc_qtma_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK,
+                              sb + (kt % ST) * B_BYTES, kt == 0);
             /* slice kt - 1's group has completed: its stage is free */
             if (kt > 0 && lane == 0)
                 asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
@@ -1797,21 +1817,7 @@ __global__ void __launch_bounds__(288, 1)
         }
         kc_qwg_wait<0, BN / 2>(acc);
     }
-    __syncthreads(); /* the stages become the block's uint8 output tile */
-    uint8_t *const ys = sa;
-    if (res && tid < THREADS) /* kc_qwg_res_tile's copy, the multiplying warps' */
-        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
-            const int r = i / (BN / 16), q = i % (BN / 16), n = n0 + q * 16;
-            if (m0 + r < pend && n < p.M)
-                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
-                    *(const uint4 *)(const void *)(res + (size_t)(m0 + r) * p.M + n);
-        }
-    __syncthreads();
-    if (tid < THREADS)
-        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
-                           lane & 3);
-    __syncthreads();
-    if (tid < THREADS) kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+    kc_qtma_epilogue<BN>(acc, form, tab, res, y, p, n0, t, sa, role < 2);
 #else
     (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
 #endif

@@ -79,7 +79,8 @@ print(" ".join("--dim %s=1" % n for n in names))'
 # one job: kiln compile, then nvcc for each architecture; its lines go to stdout, which the
 # caller sends to the job's own file, so that jobs can run side by side
 run_job() {
-    local job=$1 m rest prec code archs name tag conv out st arch gen
+    local job=$1 m rest prec code archs name tag conv out st arch
+    local -a gen
     local -a dims
     m=${job%%:*} rest=${job#*:}
     prec=${rest%%:*} rest=${rest#*:}
@@ -119,11 +120,14 @@ run_job() {
         rm -rf "$out.im2col"
     fi
     for arch in $archs; do
-        gen=-arch=sm_$arch
-        [ "$code" = ptx ] && gen=-gencode=arch=compute_${arch},code=compute_${arch}
-        if (cd "$out" && "$NVCC" -Werror all-warnings "$gen" -c "$name.cu" -o "$name.sm_$arch.o" \
+        gen=(-arch=sm_$arch)
+        # PTX alone: -arch=compute_XX (with -gencode's form the host pass misses a device helper
+        # that only that architecture's code calls, where -arch=sm_XX reports it: see
+        # labs_build.sh)
+        [ "$code" = ptx ] && gen=(-arch=compute_${arch})
+        if (cd "$out" && "$NVCC" -Werror all-warnings "${gen[@]}" -c "$name.cu" -o "$name.sm_$arch.o" \
                 >"$WORK/$tag.sm_$arch.log" 2>&1 &&
-            "$NVCC" -Werror all-warnings "$gen" "${name}_test_main.cu" "$name.sm_$arch.o" \
+            "$NVCC" -Werror all-warnings "${gen[@]}" "${name}_test_main.cu" "$name.sm_$arch.o" \
                 -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$tag.sm_$arch.log" 2>&1); then
             if [ "$code" = ptx ]; then echo "ok      $tag sm_$arch (PTX)"; else echo "ok      $tag sm_$arch"; fi
         else

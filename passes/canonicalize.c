@@ -461,9 +461,6 @@ static bool view_constant(IrGraph *g, const uint32_t *uses, uint32_t x, uint32_t
     return true;
 }
 
-/* Gather of constant data at constant indices (position embeddings at positions that a
- * Range made): the rows gathered, as a constant, where that is no larger than the data or
- * small, and every index is in range (else the kernel reports it at run time). */
 /* Index k of it (int64 or int32), a negative one counted from dim. */
 static int64_t gather_index(const IrTensor *it, int64_t k, int64_t dim) {
     int64_t i =
@@ -471,6 +468,9 @@ static int64_t gather_index(const IrTensor *it, int64_t k, int64_t dim) {
     return i < 0 ? i + dim : i;
 }
 
+/* Gather of constant data at constant indices (position embeddings at positions that a
+ * Range made): the rows gathered, as a constant, where that is no larger than the data or
+ * small, and every index is in range (else the kernel reports it at run time). */
 static bool gather_constant(IrGraph *g, const IrNode *n, uint32_t *out) {
     if (n->op != IR_OP_GATHER || n->n_inputs != 2 || n->n_outputs < 1) return false;
     uint32_t x = n->inputs[0], ix = n->inputs[1], y = n->outputs[0];

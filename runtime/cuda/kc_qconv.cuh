@@ -1286,22 +1286,65 @@ static __device__ __forceinline__ void kc_qwg_res_tile(uint8_t *ys, const uint8_
     __syncthreads();
 }
 
+/* The warpgroup's 64 rows of one 128-byte slice (as, bs: the stage's A rows and B): four
+ * wgmma, committed, then at most one group left in flight. The k steps' descriptors are the
+ * slice's plus 32 bytes a step in the address field (address >> 4; the stages lie below 2^18
+ * bytes and on 16 bytes, so no carry leaves it), where building each one took about ten
+ * uniform and vector instructions. */
+template <int BN>
+static __device__ __forceinline__ void kc_qwg_slice(int32_t *acc, const uint8_t *as,
+                                                    const uint8_t *bs, bool first) {
+    kc_wg_pin<BN / 2>(acc);
+    kc_wg_fence();
+    const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
+    const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < KC_QWG_BK / 32; kk++) {
+        const uint64_t da = da0 + 2 * kk, db = db0 + 2 * kk;
+        if (BN == 64)
+            kc_wgmma_u8s8_n64(acc, da, db, !first || kk > 0);
+        else
+            kc_wgmma_u8s8_n128(acc, da, db, !first || kk > 0);
+    }
+    kc_wg_commit();
+    kc_qwg_wait<1, BN / 2>(acc);
+}
+
+/* After the last slice (every wgmma group and copy waited for): the stages become the block's
+ * uint8 output tile ys, the residual's rows for pixels m0..pend - 1, the epilogue and the
+ * stores, by the threads that multiplied (mul; the others, a copying warp, only take part in
+ * the barriers). Every thread of the block calls it. */
+template <int BM, int BN, int THREADS>
+static __device__ __forceinline__ void
+kc_qwg_tail(const int32_t *acc, int form, const int4 *tab, const uint8_t *res, uint8_t *y,
+            const KcQConv &p, int n0, int32_t m0, int32_t pend, uint8_t *ys, bool mul) {
+    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    __syncthreads();
+    kc_qwg_res_tile<BM, BN, THREADS>(ys, res, p, KcRowsFrom{m0, pend}, n0,
+                                     mul ? tid : BM * (BN / 16) /* no rows */);
+    if (mul)
+        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0,
+                           ys + (wg * 64 + wq * 16 + (lane >> 2)) * KC_QYLD(BN), lane & 3);
+    __syncthreads();
+    if (mul) kc_qepi16_store<BN, BM, THREADS>(y, p, pend, m0, n0, ys);
+}
+
 /* Grid (ceil(M / BN), ceil(P / BM)): the column tiles of one row tile run together (the A tile
  * from L2 after the first); BM / 64 warpgroups. */
 template <int BM, int BN, int ST>
 __global__ void __launch_bounds__(BM / 64 * 128)
-kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
-                   const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
-                   uint8_t *__restrict__ y, KcQConv p) {
+    kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
+                       const int32_t *__restrict__ rq, const uint8_t *__restrict__ res,
+                       uint8_t *__restrict__ y, KcQConv p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef KcQwSmem<BM, BN, ST> Sm;
-    enum { THREADS = BM / 64 * 128, BK = KC_QWG_BK, ACH = BK / 16, YLD = KC_QYLD(BN) };
+    enum { THREADS = BM / 64 * 128, BK = KC_QWG_BK, ACH = BK / 16 };
     enum { A_PER = BM * ACH / THREADS, A_STEP = THREADS / ACH, B_PER = BN * ACH / THREADS };
     __shared__ int4 tab[BN / 2 * 3]; /* also the mark kc_qconv_wg_built looks for */
     extern __shared__ unsigned char kc_qwg_raw[];
     uint8_t *const sa = (uint8_t *)(void *)kc_wg_smem_base(kc_qwg_raw);
     uint8_t *const sb = sa + ST * Sm::A;
-    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
+    const int tid = threadIdx.x, wg = tid / 128;
     const int32_t P = p.N * p.OH * p.OW, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int32_t KT = (p.Kp + BK - 1) / BK;
     const KcGeom<int32_t> geo = {p.C, p.H, p.W, p.R, p.S, p.OH, p.OW, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
@@ -1364,31 +1407,12 @@ kc_qconv_wg_kernel(const uint8_t *__restrict__ x, const int8_t *__restrict__ w,
         const int32_t next = kt + ST - 2;
         if (next < KT) load(next, next % ST);
         kc_ig_commit();
-        const uint8_t *as = sa + (kt % ST) * Sm::A + wg * 64 * BK, *bs = sb + (kt % ST) * Sm::B;
-        kc_wg_pin<BN / 2>(acc);
-        kc_wg_fence();
-        /* the k steps' descriptors: the slice's plus 32 bytes a step in the address field
-         * (address >> 4; the stages lie below 2^18 bytes and on 16 bytes, so no carry leaves
-         * it), where building each one took about ten uniform and vector instructions */
-        const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
-        const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < BK / 32; kk++) {
-            const uint64_t da = da0 + 2 * kk, db = db0 + 2 * kk;
-            if (BN == 64) kc_wgmma_u8s8_n64(acc, da, db, kt > 0 || kk > 0);
-            else kc_wgmma_u8s8_n128(acc, da, db, kt > 0 || kk > 0);
-        }
-        kc_wg_commit();
-        kc_qwg_wait<1, BN / 2>(acc);
+        kc_qwg_slice<BN>(acc, sa + (kt % ST) * Sm::A + wg * 64 * BK, sb + (kt % ST) * Sm::B,
+                         kt == 0);
     }
     kc_qwg_wait<0, BN / 2>(acc);
     kc_ig_wait<0>();
-    __syncthreads(); /* the stages become the block's uint8 output tile */
-    uint8_t *const ys = sa;
-    kc_qwg_res_tile<BM, BN, THREADS>(ys, res, p, KcRowsFrom{m0, P}, n0, tid);
-    kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD, lane & 3);
-    __syncthreads();
-    kc_qepi16_store<BN, BM, THREADS>(y, p, P, m0, n0, ys);
+    kc_qwg_tail<BM, BN, THREADS>(acc, form, tab, res, y, p, n0, m0, P, sa, true);
 #else
     (void)x, (void)w, (void)rq, (void)res, (void)y, (void)p;
 #endif
@@ -1649,52 +1673,6 @@ struct KcQtmaCursor {
     }
 };
 
-/* The warpgroup's 64 rows of one 128-byte slice (as, bs: the stage's A rows and B): four
- * wgmma, committed, then at most one group left in flight */
-template <int BN>
-static __device__ __forceinline__ void kc_qtma_slice(int32_t *acc, const uint8_t *as,
-                                                     const uint8_t *bs, bool first) {
-    kc_wg_pin<BN / 2>(acc);
-    kc_wg_fence();
-    const uint64_t da0 = kc_wg_desc((const __half *)(const void *)as, 16, 1024);
-    const uint64_t db0 = kc_wg_desc((const __half *)(const void *)bs, 16, 1024);
-#pragma unroll
-    for (int kk = 0; kk < KC_QWG_BK / 32; kk++) {
-        if (BN == 64)
-            kc_wgmma_u8s8_n64(acc, da0 + 2 * kk, db0 + 2 * kk, !first || kk > 0);
-        else
-            kc_wgmma_u8s8_n128(acc, da0 + 2 * kk, db0 + 2 * kk, !first || kk > 0);
-    }
-    kc_wg_commit();
-    kc_qwg_wait<1, BN / 2>(acc);
-}
-
-/* After the last slice (every group waited for): the stages become the block's uint8 output
- * tile ys, the residual's rows, the wgmma form's epilogue and its stores, by the multiplying
- * threads 0..255 (mul: this thread is one); every thread of the block calls it */
-template <int BN>
-static __device__ __forceinline__ void
-kc_qtma_epilogue(int32_t *acc, int form, const int4 *tab, const uint8_t *__restrict__ res,
-                 uint8_t *__restrict__ y, const KcQConv &p, int n0, const KcQtmaTile &t,
-                 uint8_t *ys, bool mul) {
-    enum { BM = 128, THREADS = 256, YLD = KC_QYLD(BN) };
-    const int tid = threadIdx.x, wg = tid / 128, wq = (tid % 128) / 32, lane = tid % 32;
-    __syncthreads();
-    if (res && mul) /* kc_qwg_res_tile's copy, by the multiplying threads */
-        for (int i = tid; i < BM * (BN / 16); i += THREADS) {
-            const int r = i / (BN / 16), q = i % (BN / 16), n = n0 + q * 16;
-            if (t.m0 + r < t.pend && n < p.M)
-                *(uint4 *)(void *)(ys + r * YLD + q * 16) =
-                    *(const uint4 *)(const void *)(res + (size_t)(t.m0 + r) * p.M + n);
-        }
-    __syncthreads();
-    if (mul)
-        kc_qwg_epi_any<BN>(form, res, acc, tab, p, n0, ys + (wg * 64 + wq * 16 + (lane >> 2)) * YLD,
-                           lane & 3);
-    __syncthreads();
-    if (mul) kc_qepi16_store<BN, BM, THREADS>(y, p, t.pend, t.m0, n0, ys);
-}
-
 /* Thread 0 issues each slice's copies ST - 2 slices ahead, after a block barrier that frees
  * the stage (every warpgroup's group of slice kt - 2 has completed) */
 template <int BN, int ST>
@@ -1743,11 +1721,11 @@ __global__ void __launch_bounds__(256, 1)
             issue_w(next);
             cur.copy(sa + (next % ST) * A_BYTES, &tx, &full[next % ST], p, t);
         }
-        kc_qtma_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK, sb + (kt % ST) * B_BYTES,
+        kc_qwg_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK, sb + (kt % ST) * B_BYTES,
                           kt == 0);
     }
     kc_qwg_wait<0, BN / 2>(acc);
-    kc_qtma_epilogue<BN>(acc, form, tab, res, y, p, n0, t, sa, true);
+    kc_qwg_tail<128, BN, 256>(acc, form, tab, res, y, p, n0, t.m0, t.pend, sa, true);
 #else
     (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
 #endif
@@ -1807,7 +1785,7 @@ __global__ void __launch_bounds__(288, 1)
         kc_pdl_sync();
         for (int kt = 0; kt < KT; kt++) {
             kc_qtma_mbar_wait(&full[kt % ST], (unsigned)(kt / ST) & 1u);
-            kc_qtma_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK,
+            kc_qwg_slice<BN>(acc, sa + (kt % ST) * A_BYTES + wg * 64 * BK,
                               sb + (kt % ST) * B_BYTES, kt == 0);
             /* slice kt - 1's group has completed: its stage is free */
             if (kt > 0 && lane == 0)
@@ -1817,7 +1795,7 @@ __global__ void __launch_bounds__(288, 1)
         }
         kc_qwg_wait<0, BN / 2>(acc);
     }
-    kc_qtma_epilogue<BN>(acc, form, tab, res, y, p, n0, t, sa, role < 2);
+    kc_qwg_tail<128, BN, 256>(acc, form, tab, res, y, p, n0, t.m0, t.pend, sa, role < 2);
 #else
     (void)tx, (void)tw, (void)rq, (void)res, (void)y, (void)p, (void)TR, (void)NB, (void)tpi;
 #endif

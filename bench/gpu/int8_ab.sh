@@ -44,7 +44,8 @@ for h in first last; do
     v=${VARS[0]}
     [ "$h" = last ] && v=${VARS[${#VARS[@]}-1]}
     mkdir -p "$W/qc_$h" && cp "${!h}"/*.cuh "$ROOT/tests/cuda/qconv_gpu.cu" \
-        "$ROOT/tests/cuda/gpu_test.h" "$W/qc_$h/" && hdr_copy "$v" "$W/qc_$h/kc_common.cuh"
+        "$ROOT/tests/cuda/gpu_test.h" "$ROOT/tests/cuda/qconv_ref.h" "$W/qc_$h/" &&
+        hdr_copy "$v" "$W/qc_$h/kc_common.cuh"
     (nvcc -std=c++17 -O3 -arch=sm_90a -I "$W/qc_$h" "$W/qc_$h/qconv_gpu.cu" -o "$W/qc_$h/t" >"$W/qc_$h.log" 2>&1 ||
         { echo "nvcc qconv_gpu ($h) failed"; head -5 "$W/qc_$h.log"; }) &
 done

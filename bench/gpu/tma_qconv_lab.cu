@@ -26,26 +26,13 @@
 
 #include "gpu_test.h"
 #include "kc_qconv.cuh"
+#include "qconv_ref.h"
 
 /* the variants: BN, ST, warp-specialized (kc_qtma_launch's) */
 static const int variants[][3] = {{128, 3, 0}, {128, 4, 0}, {64, 4, 0},
                                   {128, 4, 1}, {128, 6, 1}, {64, 4, 1}};
 
-/* ---- cases ---- */
-static unsigned long long rng = 0x9E3779B97F4A7C15ull;
-static uint32_t u32(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
-static int irand(int lo, int hi) { return lo + (int)(u32() % (uint32_t)(hi - lo + 1)); }
-
-struct Shape {
-    const char *what;
-    int N, H, W, C, M, R, S, sh, sw, ph, pw, dh, dw;
-    bool res;
-    int count; /* layers of this shape in ResNet-50 (time) */
-};
-
+/* ---- cases (tests/cuda/qconv_ref.h: Case, params, fill, reference) ---- */
 struct Layer {
     KcQConv p;
     std::vector<uint8_t> x, r;
@@ -57,38 +44,16 @@ struct Layer {
     size_t ny;
 };
 
-/* random operands; requantization as on ResNet-50 (kc_qhi_terms' reach) or drawn wide */
-static void make(Layer &L, const Shape &c, bool resnet_rq) {
+/* c's parameters and operands as qconv_gpu draws them (c.nozp: the input zero point 0 the form
+ * needs); rqform 1, ResNet-50's terms, with its layers' output range too (a ReLU after) */
+static void make(Layer &L, const Case &c) {
+    L.p = params(c);
     KcQConv &p = L.p;
-    p.N = c.N, p.H = c.H, p.W = c.W, p.C = c.C, p.M = c.M, p.R = c.R, p.S = c.S;
-    p.sh = c.sh, p.sw = c.sw, p.ph = c.ph, p.pw = c.pw, p.dh = c.dh, p.dw = c.dw;
-    p.OH = (c.H + 2 * c.ph - c.dh * (c.R - 1) - 1) / c.sh + 1;
-    p.OW = (c.W + 2 * c.pw - c.dw * (c.S - 1) - 1) / c.sw + 1;
-    p.K = c.R * c.S * c.C, p.Kp = (p.K + KC_QBK - 1) / KC_QBK * KC_QBK;
-    p.x_zp = 0, p.y_zp = resnet_rq ? 0 : irand(0, 255), p.r_zp = irand(0, 255);
-    p.lo = resnet_rq || irand(0, 1) ? 0 : irand(0, 80);
-    p.hi = resnet_rq || irand(0, 1) ? 255 : irand(170, 255);
+    if (c.rqform == 1) p.y_zp = 0, p.lo = 0, p.hi = 255;
     size_t nx = (size_t)c.N * c.H * c.W * c.C;
     L.ny = (size_t)c.N * p.OH * p.OW * c.M;
     L.x.resize(nx), L.r.resize(L.ny), L.w.resize((size_t)c.M * p.Kp), L.rq.resize(4 * (size_t)c.M);
-    for (auto &v : L.x)
-        v = (uint8_t)u32();
-    for (auto &v : L.r)
-        v = (uint8_t)u32();
-    for (int m = 0; m < c.M; m++)
-        for (int k = 0; k < p.Kp; k++)
-            L.w[(size_t)m * p.Kp + k] = k < p.K ? (int8_t)(u32() % 255 - 127) : 0;
-    for (int m = 0; m < c.M; m++) {
-        /* ResNet-50's residual layers: one shift, 30 or 31, small multipliers, residual
-         * multipliers in [2^30, 2^31) (qconv_gpu's rqform 1) */
-        int sh = resnet_rq ? 30 + (c.M & 1) : irand(16, 40);
-        L.rq[m] = irand(-40000, 40000);
-        L.rq[c.M + m] = resnet_rq ? irand(1 << 18, (1 << 21) - 1)
-                                  : irand(1 << (sh - 14), (int)((1u << (sh - 12)) - 1));
-        L.rq[2 * c.M + m] =
-            c.res ? (resnet_rq ? irand(1 << 30, 0x7fffffff) : irand(-(1 << 14), 1 << 14)) : 0;
-        L.rq[3 * c.M + m] = sh;
-    }
+    fill(c, p, L.x, L.w, L.rq, L.r);
     CK(cudaMalloc(&L.dx, nx));
     CK(cudaMalloc(&L.dr, L.ny));
     CK(cudaMalloc(&L.dy, L.ny));
@@ -106,35 +71,6 @@ static void drop(Layer &L) {
         cudaFree(L.drq);
 }
 
-/* rt_qrequant1's formula on the host (tests/cuda/qconv_gpu.cu's reference) */
-static void reference(const Layer &L, const Shape &c, std::vector<uint8_t> &y) {
-    const KcQConv &p = L.p;
-    y.assign(L.ny, 0);
-    for (int n = 0; n < c.N; n++)
-        for (int oy = 0; oy < p.OH; oy++)
-            for (int ox = 0; ox < p.OW; ox++)
-                for (int m = 0; m < c.M; m++) {
-                    int64_t acc = L.rq[m];
-                    for (int ky = 0; ky < c.R; ky++)
-                        for (int kx = 0; kx < c.S; kx++) {
-                            int iy = oy * c.sh - c.ph + ky * c.dh,
-                                ix = ox * c.sw - c.pw + kx * c.dw;
-                            if (iy < 0 || iy >= c.H || ix < 0 || ix >= c.W) continue; /* x_zp 0 */
-                            const uint8_t *xr = &L.x[((size_t)(n * c.H + iy) * c.W + ix) * c.C];
-                            const int8_t *wr = &L.w[(size_t)m * p.Kp + (ky * c.S + kx) * c.C];
-                            for (int ch = 0; ch < c.C; ch++)
-                                acc += (int32_t)xr[ch] * wr[ch];
-                        }
-                    size_t o = ((size_t)(n * p.OH + oy) * p.OW + ox) * c.M + m;
-                    int64_t t = (int64_t)(int32_t)acc * L.rq[c.M + m];
-                    if (c.res) t += (int64_t)((int32_t)L.r[o] - p.r_zp) * L.rq[2 * c.M + m];
-                    int s = L.rq[3 * c.M + m];
-                    int64_t v = ((t + ((int64_t)1 << (s - 1))) >> s) + p.y_zp;
-                    v = v > p.lo ? v : p.lo;
-                    y[o] = (uint8_t)(v < p.hi ? v : p.hi);
-                }
-}
-
 static size_t differ(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b, size_t *first) {
     size_t bad = 0;
     for (size_t i = 0; i < a.size(); i++)
@@ -142,9 +78,9 @@ static size_t differ(const std::vector<uint8_t> &a, const std::vector<uint8_t> &
     return bad;
 }
 
-static void check_shape(const Shape &c, bool host, bool resnet_rq) {
+static void check_shape(const Case &c, bool host) {
     Layer L;
-    make(L, c, resnet_rq);
+    make(L, c);
     const KcQConv &p = L.p;
     std::vector<uint8_t> want, got(L.ny), ref(L.ny);
     CK(cudaMemset(L.dy2, 0x5a, L.ny));
@@ -152,7 +88,7 @@ static void check_shape(const Shape &c, bool host, bool resnet_rq) {
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ref.data(), L.dy2, L.ny, cudaMemcpyDeviceToHost));
     if (host)
-        reference(L, c, want);
+        want.resize(L.ny), reference(c, L.p, L.x, L.w, L.rq, L.r, want);
     else
         want = ref;
     size_t first = 0;
@@ -217,56 +153,66 @@ static void check_shape(const Shape &c, bool host, bool resnet_rq) {
 }
 
 /* ResNet-50's layers that the form takes (batch 256), with their counts in the model */
-static const Shape r50[] = {
-    {"layer2 3x3", 256, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 3},
-    {"layer2.0 3x3 s2", 256, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 1},
-    {"layer3 3x3", 256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 5},
-    {"layer3.0 3x3 s2", 256, 28, 28, 256, 256, 3, 3, 2, 2, 1, 1, 1, 1, false, 1},
-    {"layer4 3x3", 256, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1, false, 2},
-    {"layer4.0 3x3 s2", 256, 14, 14, 512, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 1},
-    {"layer2.0 downsample", 256, 56, 56, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 1},
-    {"layer3.0 downsample", 256, 28, 28, 512, 1024, 1, 1, 2, 2, 0, 0, 1, 1, false, 1},
-    {"layer4.0 downsample", 256, 14, 14, 1024, 2048, 1, 1, 2, 2, 0, 0, 1, 1, false, 1},
-    {"layer2 conv3 (1x1 +res)", 256, 28, 28, 128, 512, 1, 1, 1, 1, 0, 0, 1, 1, true, 4},
-    {"layer3 conv3 (1x1 +res)", 256, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 6},
-    {"layer4 conv3 (1x1 +res)", 256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 3},
+struct R50Layer {
+    Case c;
+    int count; /* layers of this shape in ResNet-50 */
+};
+static const R50Layer r50[] = {
+    {{"layer2 3x3", 256, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 1, true}, 3},
+    {{"layer2.0 3x3 s2", 256, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 1, true}, 1},
+    {{"layer3 3x3", 256, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 1, true}, 5},
+    {{"layer3.0 3x3 s2", 256, 28, 28, 256, 256, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 1, true}, 1},
+    {{"layer4 3x3", 256, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 1, true}, 2},
+    {{"layer4.0 3x3 s2", 256, 14, 14, 512, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 1, true}, 1},
+    {{"layer2.0 downsample", 256, 56, 56, 256, 512, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1, true}, 1},
+    {{"layer3.0 downsample", 256, 28, 28, 512, 1024, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1, true}, 1},
+    {{"layer4.0 downsample", 256, 14, 14, 1024, 2048, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 1, true},
+     1},
+    {{"layer2 conv3 (1x1 +res)", 256, 28, 28, 128, 512, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1, true},
+     4},
+    {{"layer3 conv3 (1x1 +res)", 256, 14, 14, 256, 1024, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1, true},
+     6},
+    {{"layer4 conv3 (1x1 +res)", 256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1, true},
+     3},
 };
 
 static void check(void) {
     /* small batches against the host; every tile form: TR rows (28: 4 rows, 14: 7), whole
      * images (7 x 7: two a tile, an odd count; 9 x 9: one), strides, a dilation, a residual,
      * partial column tiles (M 48, 80), wide requantization terms */
-    const Shape small[] = {
-        {"28x28 3x3", 3, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
-        {"56->28 3x3 s2", 2, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
-        {"14x14 3x3 C256", 3, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
-        {"28->14 3x3 s2 C256", 2, 28, 28, 256, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
-        {"7x7 3x3 C512, 5 images", 5, 7, 7, 512, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0},
-        {"14->7 3x3 s2 C512", 3, 14, 14, 512, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0},
-        {"56->28 1x1 s2", 2, 56, 56, 256, 256, 1, 1, 2, 2, 0, 0, 1, 1, false, 0},
-        {"9x9 3x3 d2", 3, 9, 9, 128, 64, 3, 3, 1, 1, 2, 2, 2, 2, false, 0},
-        {"11x13 5x3 p(2,1)", 2, 11, 13, 128, 48, 5, 3, 1, 1, 2, 1, 1, 1, false, 0},
-        {"20x20 1x1 +res M80", 2, 20, 20, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0},
-        {"30x30 3x3 s2 +res", 2, 30, 30, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, true, 0},
+    const Case small[] = {
+        {"28x28 3x3", 3, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, true},
+        {"56->28 3x3 s2", 2, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
+        {"14x14 3x3 C256", 3, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, true},
+        {"28->14 3x3 s2 C256", 2, 28, 28, 256, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
+        {"7x7 3x3 C512, 5 images", 5, 7, 7, 512, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, true},
+        {"14->7 3x3 s2 C512", 3, 14, 14, 512, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
+        {"56->28 1x1 s2", 2, 56, 56, 256, 256, 1, 1, 2, 2, 0, 0, 1, 1, false, 0, 0, true},
+        {"9x9 3x3 d2", 3, 9, 9, 128, 64, 3, 3, 1, 1, 2, 2, 2, 2, false, 0, 0, true},
+        {"11x13 5x3 p(2,1)", 2, 11, 13, 128, 48, 5, 3, 1, 1, 2, 1, 1, 1, false, 0, 0, true},
+        {"20x20 1x1 +res M80", 2, 20, 20, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 0, true},
+        {"30x30 3x3 s2 +res", 2, 30, 30, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 0, true},
     };
-    for (const Shape &c : small)
-        check_shape(c, true, false);
-    for (const Shape &c : small)
-        check_shape(c, true, true);
+    for (int form : {2, 1}) /* random shifts 16..42; ResNet-50's terms */
+        for (Case c : small) {
+            c.rqform = form;
+            check_shape(c, true);
+        }
 }
 
 static void time_all(void) {
     double sum_ref = 0, sum_best = 0;
-    for (const Shape &c : r50) {
+    for (const R50Layer &l : r50) {
+        const Case &c = l.c;
         Layer L;
-        make(L, c, true);
+        make(L, c);
         const KcQConv &p = L.p;
         const uint8_t *res = c.res ? L.dr : NULL;
         std::vector<uint8_t> a(L.ny), b(L.ny);
         float tref = time_ms([&] { kc_qconv(0, L.dx, L.dw, L.drq, res, L.dy2, &L.p); });
         CK(cudaMemcpy(a.data(), L.dy2, L.ny, cudaMemcpyDeviceToHost));
         const double ops = 2.0 * L.ny * p.K;
-        printf("%-26s x%d  kc_qconv %.4f ms (%.0f TOPS)", c.what, c.count, tref, ops / tref / 1e9);
+        printf("%-26s x%d  kc_qconv %.4f ms (%.0f TOPS)", c.what, l.count, tref, ops / tref / 1e9);
         float best = tref;
         for (const auto &v : variants) {
             KcQtmaPlan P;
@@ -288,7 +234,7 @@ static void time_all(void) {
                 passed++, best = std::min(best, t);
         }
         printf("\n");
-        sum_ref += c.count * tref, sum_best += c.count * best;
+        sum_ref += l.count * tref, sum_best += l.count * best;
         drop(L);
     }
     printf("ResNet-50 batch 256, these layers weighted by their counts: kc_qconv %.3f ms, with "

@@ -21,7 +21,7 @@ if [ -n "${2:-}" ]; then WORK=$2; else WORK=$(mktemp -d); trap 'rm -rf "$WORK"' 
 JOBS=${KILN_JOBS:-2}
 NVCC=${NVCC:-nvcc}
 mkdir -p "$WORK/logs"
-GEN=(-std=c++17 -arch=compute_90a -Xcicc -O0 -Werror all-warnings -c)
+export GEN="-std=c++17 -arch=compute_90a -Xcicc -O0 -Werror all-warnings -c"
 
 # the bundles the harnesses include: the digits model as dg (bundle_main.h) and bb0, and
 # fallback_ops.sh's model (one kiln for both of its bundles)
@@ -66,7 +66,7 @@ build_one() {
     local n=${1%%|*} rest=${1#*|}
     local src=${rest%%|*} flags=${rest#*|}
     # shellcheck disable=SC2086
-    if "$NVCC" "${GEN[@]}" $flags -o "$WORK/$n.o" "$src" >"$WORK/logs/$n.log" 2>&1; then
+    if "$NVCC" $GEN $flags -o "$WORK/$n.o" "$src" >"$WORK/logs/$n.log" 2>&1; then
         echo "ok   $n"
     else
         echo "FAIL $n: $src"
@@ -75,9 +75,8 @@ build_one() {
 }
 export -f build_one
 export NVCC WORK
-export GEN_FLAGS="${GEN[*]}"
-# xargs runs JOBS builds at a time; GEN is rebuilt from GEN_FLAGS in each shell
-jobs_list | xargs -P "$JOBS" -I{} bash -c 'GEN=($GEN_FLAGS); build_one "$1"' _ {} |
+# xargs runs JOBS builds at a time
+jobs_list | xargs -P "$JOBS" -I{} bash -c 'build_one "$1"' _ {} |
     tee "$WORK/summary.log"
 passed=$(grep -c '^ok ' "$WORK/summary.log")
 failed=$(grep -c '^FAIL ' "$WORK/summary.log")

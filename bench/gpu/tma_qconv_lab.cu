@@ -1,20 +1,21 @@
 /* bench/gpu/tma_qconv_lab.cu: kc_qconv.cuh's tensor-copy form (kc_qconv_tma_kernel and its
- * warp-specialized twin, compiled where KC_QTMA is set: this file sets it) against kc_qconv's
- * own choice for ResNet-50's 3x3 layers and strided 1x1 downsamples, the wgmma form
+ * warp-specialized twin; KC_QTMA_ALL builds every variant) against kc_qconv's choice without
+ * it for ResNet-50's 3x3 layers, strided 1x1 downsamples and 1x1 layers, the wgmma form
  * (kc_qconv_wg_kernel: every thread gathers its 16-byte chunks of A with cp.async, 167
  * instructions a thread a 128-byte slice, about as many issue cycles as the slice's four wgmma
  * need; docs/cuda.md). kc_qtma_mode() is 0 here except where a check runs kc_qconv through the
- * form (modes 1 and 2), so kc_qconv is the reference.
+ * form (modes 1, 2 and 3, the default), so kc_qconv is the reference.
  *
  * usage: nvcc -std=c++17 -O3 -arch=sm_90a -I runtime/cuda -I tests/cuda \
  *            bench/gpu/tma_qconv_lab.cu -o tmalab
- *        ./tmalab check   (eleven shapes, random and ResNet-50-like requantization terms: each
- *                          variant, and kc_qconv in modes 1 and 2, against the host's integer
- *                          formula byte for byte; "N passed, N failed")
- *        ./tmalab time    (ResNet-50's eligible int8 layers at batch 256: kc_qconv and each
- *                          variant, CUDA events, median of 20, outputs compared)
- * A bundle takes the form with -DKC_QTMA=1 or 2 (bench/gpu/int8_ab.sh). */
-#define KC_QTMA 1
+ *        ./tmalab check   (thirteen shapes, random and ResNet-50-like requantization terms:
+ *                          each variant, and kc_qconv in modes 1, 2 and 3, against the host's
+ *                          integer formula byte for byte; "N passed, N failed")
+ *        ./tmalab time    (ResNet-50's eligible int8 layers at batch 256: kc_qconv without the
+ *                          form, each variant and kc_qconv in mode 3, CUDA events, median of
+ *                          20, outputs compared)
+ * A bundle builds mode 3 unless -DKC_QTMA=0, 1 or 2 (bench/gpu/int8_ab.sh compares them). */
+#define KC_QTMA_ALL
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -132,7 +133,7 @@ static void check_shape(const Case &c, bool host) {
         }
     }
     /* kc_qconv through the form (kc_qconv_tma's dispatch), where kc_qconv's rules reach it */
-    for (int mode = 1; mode <= 2; mode++) {
+    for (int mode = 1; mode <= 3; mode++) {
         kc_qtma_mode() = mode;
         CK(cudaMemset(L.dy, 0xa5, L.ny));
         rc = kc_qconv(0, L.dx, L.dw, L.drq, c.res ? L.dr : NULL, L.dy, &L.p);
@@ -174,12 +175,19 @@ static const R50Layer r50[] = {
      6},
     {{"layer4 conv3 (1x1 +res)", 256, 7, 7, 512, 2048, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 1, true},
      3},
+    {{"layer2 conv1 (1x1)", 256, 28, 28, 512, 128, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 1, true}, 3},
+    {{"layer3.0 conv1 (1x1)", 256, 28, 28, 512, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 1, true}, 1},
+    {{"layer3 conv1 (1x1)", 256, 14, 14, 1024, 256, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 1, true}, 5},
+    {{"layer4.0 conv1 (1x1)", 256, 14, 14, 1024, 512, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 1, true},
+     1},
+    {{"layer4 conv1 (1x1)", 256, 7, 7, 2048, 512, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 1, true}, 2},
 };
 
 static void check(void) {
     /* small batches against the host; every tile form: TR rows (28: 4 rows, 14: 7), whole
      * images (7 x 7: two a tile, an odd count; 9 x 9: one), strides, a dilation, a residual,
-     * partial column tiles (M 48, 80), wide requantization terms */
+     * partial column tiles (M 48, 80), wide requantization terms; 1x1 layers seen flat (a
+     * partial last tile, one tile of 49 pixels) */
     const Case small[] = {
         {"28x28 3x3", 3, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, true},
         {"56->28 3x3 s2", 2, 56, 56, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, true},
@@ -192,6 +200,10 @@ static void check(void) {
         {"11x13 5x3 p(2,1)", 2, 11, 13, 128, 48, 5, 3, 1, 1, 2, 1, 1, 1, false, 0, 0, true},
         {"20x20 1x1 +res M80", 2, 20, 20, 128, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 0, true},
         {"30x30 3x3 s2 +res", 2, 30, 30, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, true, 0, 0, true},
+        {"7x7 1x1 C512 flat, 49 pixels", 1, 7, 7, 512, 192, 1, 1, 1, 1, 0, 0, 1, 1, false, 0, 0,
+         true},
+        {"14x14 1x1 C256 +res flat, 588", 3, 14, 14, 256, 128, 1, 1, 1, 1, 0, 0, 1, 1, true, 0, 0,
+         true},
     };
     for (int form : {2, 1}) /* random shifts 16..42; ResNet-50's terms */
         for (Case c : small) {
@@ -201,7 +213,7 @@ static void check(void) {
 }
 
 static void time_all(void) {
-    double sum_ref = 0, sum_best = 0;
+    double sum_ref = 0, sum_best = 0, sum_auto = 0;
     for (const R50Layer &l : r50) {
         const Case &c = l.c;
         Layer L;
@@ -233,13 +245,21 @@ static void time_all(void) {
             else
                 passed++, best = std::min(best, t);
         }
-        printf("\n");
-        sum_ref += l.count * tref, sum_best += l.count * best;
+        /* kc_qconv in mode 3: the default rule */
+        kc_qtma_mode() = 3;
+        CK(cudaMemset(L.dy, 0xa5, L.ny));
+        float tauto = time_ms([&] { kc_qconv(0, L.dx, L.dw, L.drq, res, L.dy, &L.p); });
+        kc_qtma_mode() = 0;
+        CK(cudaMemcpy(b.data(), L.dy, L.ny, cudaMemcpyDeviceToHost));
+        size_t first = 0, bad = differ(a, b, &first);
+        printf("  | mode 3 %.4f%s\n", tauto, bad ? " DIFFERS" : "");
+        bad ? failed++ : passed++;
+        sum_ref += l.count * tref, sum_best += l.count * best, sum_auto += l.count * tauto;
         drop(L);
     }
     printf("ResNet-50 batch 256, these layers weighted by their counts: kc_qconv %.3f ms, with "
-           "the faster TMA variant where it wins %.3f ms\n",
-           sum_ref, sum_best);
+           "the faster TMA variant where it wins %.3f ms, mode 3 %.3f ms\n",
+           sum_ref, sum_best, sum_auto);
 }
 
 int main(int argc, char **argv) {

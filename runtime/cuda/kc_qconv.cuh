@@ -1578,18 +1578,20 @@ static inline void kc_qconv_wg_launch(cudaStream_t s, const uint8_t *x, const in
                y, *p);
 }
 
-/* ---- the tensor-copy form (sm_90a; KC_QTMA, an experiment: measured in
- * bench/gpu/tma_qconv_lab.cu and, with -DKC_QTMA=1 or 2, in the bundles; docs/cuda.md) ----
+/* ---- the tensor-copy form (sm_90a; KC_QTMA: 3 by default, 0 leaves it out; measured in
+ * bench/gpu/tma_qconv_lab.cu and bench/gpu/int8_ab.sh; docs/cuda.md) ----
  * The wgmma form's product with both operands brought by the tensor memory accelerator. A
  * block's tile is whole output rows -- TR rows of one image, or NB whole images where an image
  * has at most 128 pixels -- so one tap's A for one 128-byte channel slice is one box of the
  * NHWC input seen as the 4-d tensor (C, W, H, N): it starts at (c0, s dw - pw, oy0 sh - ph +
  * r dh, n0), walks W and H with the convolution's strides as the map's element strides, and
  * lands in the 128-byte swizzle wgmma reads; the padding is the copy's out-of-bounds zero fill,
- * so the form takes inputs whose zero point is 0. B is W (M, Kp) as a 2-d tensor. Rows of the
- * 128-row tile past the box's pixels are computed from stale shared memory and not stored. */
+ * so the form takes inputs whose zero point is 0. A 1x1 layer of unit stride without padding
+ * is seen flat instead, X as the (C, P) matrix in tiles of 128 pixels (no row left unused).
+ * B is W (M, Kp) as a 2-d tensor. Rows of the 128-row tile past the box's pixels are computed
+ * from stale shared memory and not stored. */
 #ifndef KC_QTMA
-#define KC_QTMA 0
+#define KC_QTMA 3
 #endif
 #if KC_QTMA
 #include <cuda.h>
@@ -1646,15 +1648,27 @@ kc_qtma_copy4(void *dst, const CUtensorMap *m, uint64_t *bar, int c0, int c1, in
 }
 
 /* ---- the kernels ---- */
-/* A block's tile (blockIdx.y): its first image and output row, its first pixel m0 and the end
- * of its valid pixels pend (whole rows: contiguous in y) */
+/* A block's tile (blockIdx.y): its first pixel m0, the end of its valid pixels pend (whole
+ * rows: contiguous in y), and the input coordinates (x, y, image) of its box before the tap's
+ * offset. TR 0: the flat view of a 1x1 unit-stride layer without padding -- X as the (C, P)
+ * matrix, 128 consecutive pixels a tile -- else TR rows of one image or NB whole images. */
 struct KcQtmaTile {
-    int img0, oy0;
+    int cx, cy, cn;
     int32_t m0, pend;
     __device__ __forceinline__ KcQtmaTile(const KcQConv &p, int TR, int NB, int tpi) {
-        img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
+        if (!TR) {
+            m0 = (int32_t)blockIdx.y * 128, pend = min(m0 + 128, p.N * p.OH * p.OW);
+            cx = m0, cy = 0, cn = 0;
+            return;
+        }
+        const int img0 = (int)(blockIdx.y / tpi) * NB, oy0 = (int)(blockIdx.y % tpi) * TR;
         m0 = (img0 * p.OH + oy0) * p.OW;
         pend = m0 + (NB > 1 ? min(NB, p.N - img0) * p.OH : min(TR, p.OH - oy0)) * p.OW;
+        cx = -p.pw, cy = oy0 * p.sh - p.ph, cn = img0;
+    }
+    /* the bytes a stage's copies bring: the box of X (128 pixels flat) and the B tile */
+    static __device__ __forceinline__ unsigned bytes(const KcQConv &p, int TR, int NB, int bn) {
+        return (unsigned)((TR ? p.OW * TR * NB : 128) * KC_QWG_BK + bn * KC_QWG_BK);
     }
 };
 
@@ -1664,8 +1678,7 @@ struct KcQtmaCursor {
     int c = 0, s = 0, r = 0;
     __device__ __forceinline__ void copy(void *dst, const CUtensorMap *tx, uint64_t *bar,
                                          const KcQConv &p, const KcQtmaTile &t) {
-        kc_qtma_copy4(dst, tx, bar, c * KC_QWG_BK, s * p.dw - p.pw, t.oy0 * p.sh - p.ph + r * p.dh,
-                      t.img0);
+        kc_qtma_copy4(dst, tx, bar, c * KC_QWG_BK, t.cx + s * p.dw, t.cy + r * p.dh, t.cn);
         if (++c == p.C / KC_QWG_BK) {
             c = 0;
             if (++s == p.S) s = 0, r++;
@@ -1691,7 +1704,7 @@ __global__ void __launch_bounds__(256, 1)
     const int tid = threadIdx.x, wg = tid / 128, n0 = blockIdx.x * BN;
     const KcQtmaTile t(p, TR, NB, tpi);
     const int KT = p.R * p.S * (p.C / BK);
-    const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    const unsigned tx_bytes = KcQtmaTile::bytes(p, TR, NB, BN);
     KcQtmaCursor cur;
     auto issue_w = [&](int kt) {
         kc_qtma_mbar_expect(&full[kt % ST], tx_bytes);
@@ -1752,7 +1765,7 @@ __global__ void __launch_bounds__(288, 1)
     const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32, n0 = blockIdx.x * BN;
     const KcQtmaTile t(p, TR, NB, tpi);
     const int KT = p.R * p.S * (p.C / BK);
-    const unsigned tx_bytes = (unsigned)(p.OW * TR * NB * BK + B_BYTES);
+    const unsigned tx_bytes = KcQtmaTile::bytes(p, TR, NB, BN);
     if (tid == 0) {
         for (int s = 0; s < ST; s++)
             kc_qtma_mbar_init(&full[s], 1), kc_qtma_mbar_init(&empty[s], 8);
@@ -1833,9 +1846,16 @@ struct KcQtmaPlan {
 
 static size_t kc_qtma_smem(int bn, int st) { return (size_t)st * (128 * 128 + bn * 128) + 1024; }
 
+/* Whether a 1x1 layer of unit stride without padding: its X is the (C, P) matrix */
+static inline bool kc_qtma_flat(const KcQConv &p) {
+    return p.R == 1 && p.S == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
+}
+
 /* false where the form does not take the layer (why in *why) */
 static bool kc_qtma_plan(KcQtmaPlan &L, const uint8_t *x, const int8_t *w, const KcQConv &p, int bn,
                          int st, int ws, const char **why) {
+    const bool flat = kc_qtma_flat(p);
+    const int64_t P = (int64_t)p.N * p.OH * p.OW;
     *why = NULL;
     if (p.C % 128)
         *why = "C not in 128s";
@@ -1845,23 +1865,31 @@ static bool kc_qtma_plan(KcQtmaPlan &L, const uint8_t *x, const int8_t *w, const
         *why = "M not in 16s";
     else if (p.Kp != p.R * p.S * p.C)
         *why = "padded reduction";
-    else if (p.OW > 128 || p.OW * p.sw > 256 || p.sw > 8 || p.sh > 8)
+    else if (!flat && (p.OW > 128 || p.OW * p.sw > 256 || p.sw > 8 || p.sh > 8))
         *why = "row too wide";
+    else if (flat && (P + 127) / 128 > 65535)
+        *why = "too many tiles";
     else if (!kc_qtma_encode())
         *why = "no tensor-map encoder";
     if (*why) return false;
-    const int trmax = 128 / p.OW;
-    if (trmax >= p.OH) {
-        L.TR = p.OH, L.NB = 128 / (p.OH * p.OW) < p.N ? 128 / (p.OH * p.OW) : p.N, L.tpi = 1;
+    if (flat) {
+        L.TR = 0, L.NB = 1, L.tpi = 1;
     } else {
-        const int t = (p.OH + trmax - 1) / trmax;
-        L.TR = (p.OH + t - 1) / t, L.NB = 1, L.tpi = (p.OH + L.TR - 1) / L.TR;
+        const int trmax = 128 / p.OW;
+        if (trmax >= p.OH) {
+            L.TR = p.OH, L.NB = 128 / (p.OH * p.OW) < p.N ? 128 / (p.OH * p.OW) : p.N, L.tpi = 1;
+        } else {
+            const int t = (p.OH + trmax - 1) / trmax;
+            L.TR = (p.OH + t - 1) / t, L.NB = 1, L.tpi = (p.OH + L.TR - 1) / L.TR;
+        }
+        if (L.TR * p.sh > 256) return *why = "tile too tall", false;
     }
-    if (L.TR * p.sh > 256) return *why = "tile too tall", false;
-    const cuuint64_t xd[4] = {(cuuint64_t)p.C, (cuuint64_t)p.W, (cuuint64_t)p.H, (cuuint64_t)p.N};
-    const cuuint64_t xs[3] = {(cuuint64_t)p.C, (cuuint64_t)p.W * p.C, (cuuint64_t)p.H * p.W * p.C};
-    const cuuint32_t xb[4] = {128, (cuuint32_t)(p.OW * p.sw), (cuuint32_t)(L.TR * p.sh),
-                              (cuuint32_t)L.NB};
+    /* flat: (C, P, 1, 1) in boxes of 128 pixels; else (C, W, H, N) in boxes of the tile's rows */
+    const cuuint64_t xd[4] = {(cuuint64_t)p.C, flat ? (cuuint64_t)P : (cuuint64_t)p.W,
+                              flat ? 1 : (cuuint64_t)p.H, flat ? 1 : (cuuint64_t)p.N};
+    const cuuint64_t xs[3] = {(cuuint64_t)p.C, xd[1] * p.C, xd[1] * xd[2] * p.C};
+    const cuuint32_t xb[4] = {128, flat ? 128 : (cuuint32_t)(p.OW * p.sw),
+                              flat ? 1 : (cuuint32_t)(L.TR * p.sh), (cuuint32_t)L.NB};
     const cuuint32_t xe[4] = {1, (cuuint32_t)p.sw, (cuuint32_t)p.sh, 1};
     CUresult r =
         kc_qtma_encode()(&L.tx, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)x, xd, xs, xb, xe,
@@ -1876,7 +1904,8 @@ static bool kc_qtma_plan(KcQtmaPlan &L, const uint8_t *x, const int8_t *w, const
                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return *why = "encoding W's map failed", false;
     L.bn = bn, L.st = st, L.ws = ws;
-    L.grid = dim3((unsigned)((p.M + bn - 1) / bn), (unsigned)((p.N + L.NB - 1) / L.NB * L.tpi));
+    L.grid = dim3((unsigned)((p.M + bn - 1) / bn),
+                  flat ? (unsigned)((P + 127) / 128) : (unsigned)((p.N + L.NB - 1) / L.NB * L.tpi));
     L.smem = kc_qtma_smem(bn, st);
     return true;
 }
@@ -1907,34 +1936,58 @@ static void kc_qtma_launch_t(cudaStream_t s, const KcQtmaPlan &L, const int32_t 
     if (L.bn == BN && L.st == ST && L.ws == WS)                                                    \
     return kc_qtma_launch_t<BN, ST, WS>(s, L, rq, res, y, p), true
 
-/* false for a variant not instantiated here */
+/* false for a variant not instantiated here: KC_QTMA_ALL (bench/gpu/tma_qconv_lab.cu) builds
+ * the ones only the lab times */
 static bool kc_qtma_launch(cudaStream_t s, const KcQtmaPlan &L, const int32_t *rq,
                            const uint8_t *res, uint8_t *y, const KcQConv &p) {
     KC_QTMA_VARIANT(128, 3, 0);
-    KC_QTMA_VARIANT(128, 4, 0);
     KC_QTMA_VARIANT(64, 4, 0);
     KC_QTMA_VARIANT(128, 4, 1);
-    KC_QTMA_VARIANT(128, 6, 1);
     KC_QTMA_VARIANT(64, 4, 1);
+#ifdef KC_QTMA_ALL
+    KC_QTMA_VARIANT(128, 4, 0);
+    KC_QTMA_VARIANT(128, 6, 1);
+#endif
     return false;
 }
 
 /* KC_QTMA's form, changeable at run time: 1 the first kernel (BN 128 in three stages, BN 64 in
- * four where M < 128), 2 the warp-specialized one (BN 128 or 64, four stages) */
+ * four where M < 128) on every layer it takes, 2 the warp-specialized one (BN 128 or 64, four
+ * stages) likewise, 3 (the default) the rule of kc_qconv_tma */
 static inline int &kc_qtma_mode() {
     static int v = KC_QTMA;
     return v;
 }
 
-/* Whether the tensor-copy form takes the layer, and its launch */
+/* Whether the tensor-copy form takes the layer, and its launch. The rule of mode 3, from
+ * H200 runs of ResNet-50 INT8 (docs/cuda.md, 2026-12-01): where the layer has fewer blocks
+ * than the device has multiprocessors (batch 1: 1-28 blocks a layer) the warp-specialized
+ * kernel, which keeps ST slices in flight (batch 1: 0.407 -> 0.317 ms with it on every layer,
+ * 0.348 with the first kernel); else the first kernel, a tile costing about 0.72-0.83 of the
+ * wgmma form's, except on strided 1x1 layers whose row tiles fill less than 7/8 of their 128
+ * rows (two of 14 x 14 rows in a 196-pixel image: 0.77; those lost 5-8 %). */
 static inline bool kc_qconv_tma(cudaStream_t s, const uint8_t *x, const int8_t *w,
                                 const int32_t *rq, const uint8_t *r, uint8_t *y, const KcQConv *p) {
+    static int sms = -1;
     const int mode = kc_qtma_mode(), bn = p->M >= 128 ? 128 : 64;
-    if (mode != 1 && mode != 2) return false;
+    if (mode < 1 || mode > 3) return false;
     KcQtmaPlan L;
     const char *why;
     if (!kc_qtma_plan(L, x, w, *p, bn, mode == 1 && bn == 128 ? 3 : 4, mode == 2, &why))
         return false;
+    if (mode == 3) {
+        if (sms < 0) {
+            int dev = 0;
+            if (cudaGetDevice(&dev) != cudaSuccess ||
+                cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+                sms = 0;
+        }
+        const int64_t P = (int64_t)p->N * p->OH * p->OW, tiles = L.grid.y;
+        L.ws = (int64_t)L.grid.x * tiles < sms;
+        if (!L.ws && p->R * p->S == 1 && !kc_qtma_flat(*p) && P * 8 < tiles * 128 * 7)
+            return false;
+        L.st = L.ws || bn == 64 ? 4 : 3, L.smem = kc_qtma_smem(bn, L.st);
+    }
     return kc_qtma_launch(s, L, rq, r, y, *p);
 }
 

@@ -79,7 +79,7 @@ print(" ".join("--dim %s=1" % n for n in names))'
 # one job: kiln compile, then nvcc for each architecture; its lines go to stdout, which the
 # caller sends to the job's own file, so that jobs can run side by side
 run_job() {
-    local job=$1 m rest prec code archs name tag conv out st arch
+    local job=$1 m rest prec code archs name tag conv out st arch t0
     local -a gen
     local -a dims
     m=${job%%:*} rest=${job#*:}
@@ -125,11 +125,14 @@ run_job() {
         # that only that architecture's code calls, where -arch=sm_XX reports it: see
         # labs_build.sh)
         [ "$code" = ptx ] && gen=(-arch=compute_${arch})
+        t0=$SECONDS
         if (cd "$out" && "$NVCC" -Werror all-warnings "${gen[@]}" -c "$name.cu" -o "$name.sm_$arch.o" \
                 >"$WORK/$tag.sm_$arch.log" 2>&1 &&
             "$NVCC" -Werror all-warnings "${gen[@]}" "${name}_test_main.cu" "$name.sm_$arch.o" \
                 -lcublasLt -lcudart -o "${name}_test.sm_$arch" >>"$WORK/$tag.sm_$arch.log" 2>&1); then
-            if [ "$code" = ptx ]; then echo "ok      $tag sm_$arch (PTX)"; else echo "ok      $tag sm_$arch"; fi
+            # the seconds of the compile and link (one core): where this script's time goes
+            if [ "$code" = ptx ]; then echo "ok      $tag sm_$arch (PTX, $((SECONDS - t0)) s)"
+            else echo "ok      $tag sm_$arch ($((SECONDS - t0)) s)"; fi
         else
             echo "FAIL    $tag sm_$arch (log: $WORK/$tag.sm_$arch.log)"
             head -5 "$WORK/$tag.sm_$arch.log" | sed 's/^/    /'
